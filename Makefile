@@ -1,0 +1,104 @@
+# vitrain build. `make` builds ./vitrain, `make test` builds and runs the test suite,
+# `make san` runs the unit tests under AddressSanitizer + UndefinedBehaviorSanitizer,
+# `make bench` prints benchmark JSON. Sources are found by wildcard: adding a file under
+# src/, kernels/ or tests/ needs no Makefile edit.
+
+CC       ?= gcc
+BUILD    ?= build
+OPT      ?= -O2
+CFLAGS_BASE := -std=c11 $(OPT) -g -Wall -Wextra -D_GNU_SOURCE -fopenmp -march=x86-64 -mtune=generic \
+               -Isrc -Ikernels
+AVX2_FLAGS   := -mavx2 -mfma
+AVX512_FLAGS := -mavx2 -mfma -mavx512f -mavx512bw -mavx512dq -mavx512vl
+SAN_FLAGS    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+# Libraries through pkg-config: module -> Debian package.
+PKG_MODULES := libcjson libpng zlib stb
+deb_of = $(if $(filter libcjson,$(1)),libcjson-dev,$(if $(filter libpng,$(1)),libpng-dev,$(if $(filter zlib,$(1)),zlib1g-dev,libstb-dev)))
+
+NEEDS_LIBS := $(filter-out clean help,$(or $(MAKECMDGOALS),all))
+ifneq ($(NEEDS_LIBS),)
+  ifeq ($(shell command -v pkg-config),)
+    $(error pkg-config not found. Install it with: sudo apt-get install pkg-config   (or run scripts/deps.sh))
+  endif
+  MISSING := $(strip $(foreach m,$(PKG_MODULES),$(if $(shell pkg-config --exists $(m) && echo ok),,$(m))))
+  ifneq ($(MISSING),)
+    $(error missing libraries: $(MISSING). Install with: sudo apt-get install $(foreach m,$(MISSING),$(call deb_of,$(m)))   (or run scripts/deps.sh))
+  endif
+  PKG_CFLAGS := $(shell pkg-config --cflags $(PKG_MODULES))
+  PKG_LIBS   := $(shell pkg-config --libs libcjson libpng zlib)
+endif
+
+CFLAGS  := $(CFLAGS_BASE) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+LDLIBS  := $(PKG_LIBS) -lm -fopenmp
+
+SRC_ALL   := $(wildcard src/*.c src/*/*.c)
+SRC_MAIN  := src/main.c
+SRC_LIB   := $(filter-out $(SRC_MAIN),$(SRC_ALL))
+KERN_BASE := $(wildcard kernels/*.c kernels/scalar/*.c)
+KERN_AVX2 := $(wildcard kernels/avx2/*.c)
+KERN_AVX512 := $(wildcard kernels/avx512/*.c)
+TEST_SRC  := $(wildcard tests/test_*.c tests/e2e_*.c)
+BENCH_SRC := $(wildcard bench/*.c)
+
+obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
+LIB_OBJ := $(call obj,$(SRC_LIB) $(KERN_BASE) $(KERN_AVX2) $(KERN_AVX512))
+TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+
+.PHONY: all test san bench run clean help
+all: vitrain
+
+vitrain: $(call obj,$(SRC_MAIN)) $(BUILD)/libvitrain.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libvitrain.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/kernels/avx2/%.o: kernels/avx2/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(AVX2_FLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/kernels/avx512/%.o: kernels/avx512/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(AVX512_FLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libvitrain.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libvitrain.a $(LDLIBS)
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libvitrain.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libvitrain.a $(LDLIBS)
+
+# The README's test command. Unit tests run under every ISA the CPU has and with 1
+# and 2 threads; end-to-end tests once. Ends with the total "N passed, N failed".
+test: vitrain $(TEST_BIN)
+	@BUILD=$(BUILD) scripts/run_tests.sh
+
+# Unit tests under ASan + UBSan (separate build tree), one ISA/thread setting.
+san:
+	$(MAKE) BUILD=build-san OPT=-O1 EXTRA_CFLAGS="$(SAN_FLAGS)" vitrain $(patsubst $(BUILD)/%,build-san/%,$(filter $(BUILD)/tests/test_%,$(TEST_BIN)))
+	@BUILD=build-san VT_TEST_MATRIX=0 VT_TEST_UNIT_ONLY=1 scripts/run_tests.sh
+
+bench: vitrain $(BENCH_BIN)
+	@for b in $(BENCH_BIN); do $$b || exit 1; done
+
+# The main job: install what is missing, build, train the default config.
+run:
+	scripts/deps.sh
+	$(MAKE) vitrain
+	./vitrain configs/default.json
+
+clean:
+	rm -rf build build-san vitrain
+
+help:
+	@echo "targets: all (./vitrain), test, san, bench, run, clean"
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,72 @@
+/* dispatch.c - CPU probe (CPUID + XGETBV) and the active kernel table.
+ * The table is filled scalar-first, then each level up to the chosen one overrides
+ * the entries it implements. VT_ISA forces a level; asking for one the CPU or OS
+ * lacks is an error, never a silent downgrade. */
+#include <cpuid.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+vt_kernels vt_k;
+
+static unsigned long long xgetbv0(void) {
+    unsigned int lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((unsigned long long)hi << 32) | lo;
+}
+
+vt_isa vt_kernels_best_isa(void) {
+    unsigned int a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return VT_ISA_SCALAR;
+    int osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, fma = (c >> 12) & 1;
+    if (!osxsave || !avx || !fma) return VT_ISA_SCALAR;
+    unsigned long long xcr0 = xgetbv0();
+    if ((xcr0 & 0x6) != 0x6) return VT_ISA_SCALAR; /* OS saves SSE and AVX state */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return VT_ISA_SCALAR;
+    int avx2 = (b >> 5) & 1;
+    if (!avx2) return VT_ISA_SCALAR;
+    int avx512f = (b >> 16) & 1, avx512dq = (b >> 17) & 1;
+    int avx512bw = (b >> 30) & 1, avx512vl = (b >> 31) & 1;
+    int os_zmm = (xcr0 & 0xE6) == 0xE6; /* opmask, ZMM_Hi256, Hi16_ZMM */
+    if (avx512f && avx512dq && avx512bw && avx512vl && os_zmm) return VT_ISA_AVX512;
+    return VT_ISA_AVX2;
+}
+
+int vt_kernels_table(vt_isa isa, vt_kernels *t) {
+    if (isa > vt_kernels_best_isa()) return -1;
+    memset(t, 0, sizeof *t);
+    vt_kernels_fill_scalar(t);
+    if (isa >= VT_ISA_AVX2) vt_kernels_fill_avx2(t);
+    if (isa >= VT_ISA_AVX512) vt_kernels_fill_avx512(t);
+    return 0;
+}
+
+static const char *isa_name(vt_isa isa) {
+    return isa == VT_ISA_AVX512 ? "avx512" : isa == VT_ISA_AVX2 ? "avx2" : "scalar";
+}
+
+int vt_kernels_init(char *err, size_t errlen) {
+    static int done = 0;
+    if (done) return 0;
+    vt_isa best = vt_kernels_best_isa(), isa = best;
+    const char *env = getenv("VT_ISA");
+    if (env && *env) {
+        if (!strcmp(env, "scalar")) isa = VT_ISA_SCALAR;
+        else if (!strcmp(env, "avx2")) isa = VT_ISA_AVX2;
+        else if (!strcmp(env, "avx512")) isa = VT_ISA_AVX512;
+        else {
+            snprintf(err, errlen, "VT_ISA=%s is not a known level (use scalar, avx2 or avx512)", env);
+            return -1;
+        }
+        if (isa > best) {
+            snprintf(err, errlen, "VT_ISA=%s requested but this CPU/OS supports at most %s",
+                     env, isa_name(best));
+            return -1;
+        }
+    }
+    vt_kernels_table(isa, &vt_k);
+    done = 1;
+    return 0;
+}

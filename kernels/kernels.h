@@ -1,0 +1,87 @@
+/* kernels.h - the SIMD primitives: the only kernel header the rest of vitrain uses.
+ *
+ * Kernels see raw pointers and sizes only: no tensors, no tape, no allocation, no
+ * threads, no printing. Every entry exists as scalar C in kernels/scalar/ (the
+ * specification); kernels/avx2/ and kernels/avx512/ override entries. At start-up
+ * vt_kernels_init() probes CPUID/XGETBV, fills the table scalar-first and overrides
+ * by level; VT_ISA=scalar|avx2|avx512 forces a level (an error if the CPU lacks it).
+ *
+ * Conventions: float32, row-major. Fast kernels match scalar within
+ * |fast - ref| <= atol + rtol |ref| (tests/test_kernels.c states the tolerances).
+ * "accumulates" means the kernel does out += ..., never out = ... .
+ */
+#ifndef VT_KERNELS_H
+#define VT_KERNELS_H
+
+#include <stddef.h>
+
+typedef enum { VT_ISA_SCALAR = 0, VT_ISA_AVX2 = 1, VT_ISA_AVX512 = 2 } vt_isa;
+
+typedef struct vt_kernels {
+    vt_isa isa;
+    const char *name; /* "scalar", "avx2", "avx512" */
+
+    /* C = alpha * op(A) op(B) + beta * C. op(A) is M x K, op(B) is K x N, C is M x N.
+     * ta: 0 -> A is M x K with row stride lda; 1 -> A is K x M (op(A) = A^T).
+     * tb: 0 -> B is K x N with row stride ldb; 1 -> B is N x K (op(B) = B^T).
+     * beta == 0: C is not read (NaN/garbage in C does not propagate).
+     * work: at least gemm_work_floats(M, N, K) floats, 64-byte aligned (packing space). */
+    void (*gemm)(int ta, int tb, int M, int N, int K, float alpha,
+                 const float *A, int lda, const float *B, int ldb,
+                 float beta, float *C, int ldc, float *work);
+    size_t (*gemm_work_floats)(int M, int N, int K);
+
+    /* y[r, :] = softmax(scale * x[r, :]) for rows x cols; max-subtracted. y may equal x. */
+    void (*softmax_rows)(const float *x, float *y, int rows, int cols, float scale);
+    /* dx[r, :] = y * (dy - sum(dy * y)) (gradient w.r.t. the softmax input, before any
+     * scale); overwrites dx. dx may equal dy. */
+    void (*softmax_bwd_rows)(const float *y, const float *dy, float *dx, int rows, int cols);
+
+    /* Per row: mean, rstd = 1/sqrt(var + eps) (biased variance, two-pass),
+     * y = (x - mean) * rstd * g + b. mean/rstd: rows floats (saved for backward). */
+    void (*layernorm_fwd)(const float *x, const float *g, const float *b, float *y,
+                          float *mean, float *rstd, int rows, int D, float eps);
+    /* Accumulates dx (+=); accumulates dg, db (+=, summed over rows) when non-NULL. */
+    void (*layernorm_bwd)(const float *dy, const float *x, const float *g,
+                          const float *mean, const float *rstd,
+                          float *dx, float *dg, float *db, int rows, int D);
+
+    /* Exact GELU: y = x * 0.5 * (1 + erf(x / sqrt(2))). SIMD erf error bound in
+     * tests/test_kernels.c. */
+    void (*gelu_fwd)(const float *x, float *y, size_t n);
+    /* dx += dy * (Phi(x) + x * phi(x)), Phi/phi the standard normal cdf/pdf. */
+    void (*gelu_bwd)(const float *x, const float *dy, float *dx, size_t n);
+
+    void (*add)(const float *a, const float *b, float *y, size_t n); /* y = a + b */
+    void (*scale)(float *x, float s, size_t n);                      /* x *= s */
+    void (*axpy)(float a, const float *x, float *y, size_t n);       /* y += a x */
+    /* Sums accumulate in double inside each kernel call. */
+    double (*sum)(const float *x, size_t n);
+    double (*dot)(const float *x, const float *y, size_t n);
+
+    /* AdamW, PyTorch semantics (decoupled decay):
+     *   p -= lr * wd * p;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
+     *   p -= lr * (m / bc1) / (sqrt(v / bc2) + eps)
+     * with bc1 = 1 - b1^t, bc2 = 1 - b2^t computed by the caller. */
+    void (*adamw)(float *p, const float *g, float *m, float *v, size_t n,
+                  float lr, float b1, float b2, float eps, float wd, float bc1, float bc2);
+} vt_kernels;
+
+/* The active table (valid after vt_kernels_init). */
+extern vt_kernels vt_k;
+
+/* Probe the CPU, honour VT_ISA, fill vt_k. Returns 0, or -1 with a message in
+ * err (VT_ISA unknown or not supported by this CPU/OS). Idempotent. */
+int vt_kernels_init(char *err, size_t errlen);
+/* Highest level this CPU and OS support. */
+vt_isa vt_kernels_best_isa(void);
+/* Fill t with the table for a given level (for tests comparing levels);
+ * returns -1 if the CPU lacks it. */
+int vt_kernels_table(vt_isa isa, vt_kernels *t);
+
+/* Per-ISA override hooks (each ISA directory defines its own). */
+void vt_kernels_fill_scalar(vt_kernels *t);
+void vt_kernels_fill_avx2(vt_kernels *t);
+void vt_kernels_fill_avx512(vt_kernels *t);
+
+#endif

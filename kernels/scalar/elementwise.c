@@ -1,0 +1,26 @@
+/* scalar/elementwise.c - add, scale, axpy, and double-accumulated sum/dot. */
+#include "scalar.h"
+
+void vt_scalar_add(const float *a, const float *b, float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+}
+
+void vt_scalar_scale(float *x, float s, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
+void vt_scalar_axpy(float a, const float *x, float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+double vt_scalar_sum(const float *x, size_t n) {
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += x[i];
+    return s;
+}
+
+double vt_scalar_dot(const float *x, const float *y, size_t n) {
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += (double)x[i] * y[i];
+    return s;
+}

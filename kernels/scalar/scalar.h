@@ -1,0 +1,29 @@
+/* scalar/scalar.h - declarations of the scalar reference kernels (see kernels.h for
+ * each entry's contract). Private to kernels/. */
+#ifndef VT_KERNELS_SCALAR_H
+#define VT_KERNELS_SCALAR_H
+
+#include <stddef.h>
+
+void vt_scalar_gemm(int ta, int tb, int M, int N, int K, float alpha,
+                    const float *A, int lda, const float *B, int ldb,
+                    float beta, float *C, int ldc, float *work);
+size_t vt_scalar_gemm_work_floats(int M, int N, int K);
+void vt_scalar_softmax_rows(const float *x, float *y, int rows, int cols, float scale);
+void vt_scalar_softmax_bwd_rows(const float *y, const float *dy, float *dx, int rows, int cols);
+void vt_scalar_layernorm_fwd(const float *x, const float *g, const float *b, float *y,
+                             float *mean, float *rstd, int rows, int D, float eps);
+void vt_scalar_layernorm_bwd(const float *dy, const float *x, const float *g,
+                             const float *mean, const float *rstd,
+                             float *dx, float *dg, float *db, int rows, int D);
+void vt_scalar_gelu_fwd(const float *x, float *y, size_t n);
+void vt_scalar_gelu_bwd(const float *x, const float *dy, float *dx, size_t n);
+void vt_scalar_add(const float *a, const float *b, float *y, size_t n);
+void vt_scalar_scale(float *x, float s, size_t n);
+void vt_scalar_axpy(float a, const float *x, float *y, size_t n);
+double vt_scalar_sum(const float *x, size_t n);
+double vt_scalar_dot(const float *x, const float *y, size_t n);
+void vt_scalar_adamw(float *p, const float *g, float *m, float *v, size_t n,
+                     float lr, float b1, float b2, float eps, float wd, float bc1, float bc2);
+
+#endif

@@ -1,0 +1,30 @@
+/* scalar/softmax.c - row softmax forward (max-subtracted) and backward. */
+#include <math.h>
+
+#include "scalar.h"
+
+void vt_scalar_softmax_rows(const float *x, float *y, int rows, int cols, float scale) {
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * cols;
+        float *yr = y + (size_t)r * cols;
+        float mx = -INFINITY;
+        for (int c = 0; c < cols; c++) mx = fmaxf(mx, scale * xr[c]);
+        float s = 0.0f;
+        for (int c = 0; c < cols; c++) {
+            yr[c] = expf(scale * xr[c] - mx);
+            s += yr[c];
+        }
+        float inv = 1.0f / s;
+        for (int c = 0; c < cols; c++) yr[c] *= inv;
+    }
+}
+
+void vt_scalar_softmax_bwd_rows(const float *y, const float *dy, float *dx, int rows, int cols) {
+    for (int r = 0; r < rows; r++) {
+        const float *yr = y + (size_t)r * cols, *dyr = dy + (size_t)r * cols;
+        float *dxr = dx + (size_t)r * cols;
+        float s = 0.0f;
+        for (int c = 0; c < cols; c++) s += dyr[c] * yr[c];
+        for (int c = 0; c < cols; c++) dxr[c] = yr[c] * (dyr[c] - s);
+    }
+}

@@ -1,0 +1,22 @@
+/* scalar/table.c - the scalar level of the dispatch table: every entry. */
+#include "../kernels.h"
+#include "scalar.h"
+
+void vt_kernels_fill_scalar(vt_kernels *t) {
+    t->isa = VT_ISA_SCALAR;
+    t->name = "scalar";
+    t->gemm = vt_scalar_gemm;
+    t->gemm_work_floats = vt_scalar_gemm_work_floats;
+    t->softmax_rows = vt_scalar_softmax_rows;
+    t->softmax_bwd_rows = vt_scalar_softmax_bwd_rows;
+    t->layernorm_fwd = vt_scalar_layernorm_fwd;
+    t->layernorm_bwd = vt_scalar_layernorm_bwd;
+    t->gelu_fwd = vt_scalar_gelu_fwd;
+    t->gelu_bwd = vt_scalar_gelu_bwd;
+    t->add = vt_scalar_add;
+    t->scale = vt_scalar_scale;
+    t->axpy = vt_scalar_axpy;
+    t->sum = vt_scalar_sum;
+    t->dot = vt_scalar_dot;
+    t->adamw = vt_scalar_adamw;
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages vitrain needs, only those missing. Idempotent; quick
+# (no apt at all) when everything is present. Uses sudo only when not root.
+#   scripts/deps.sh           build + run + test dependencies
+#   scripts/deps.sh --torch   also python3-torch (only to regenerate test fixtures)
+set -euo pipefail
+pkgs=(gcc make pkg-config libcjson-dev libstb-dev libpng-dev zlib1g-dev dataset-fashion-mnist)
+if [[ ${1:-} == --torch ]]; then pkgs+=(python3-torch); fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$p")
+    fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+    echo "deps: all present (${pkgs[*]})"
+    exit 0
+fi
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    SUDO=sudo
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Runs the test binaries and prints the total "N passed, N failed" line last.
+# Unit tests (build/tests/test_*) run under every ISA this CPU supports and with 1 and
+# 2 OpenMP threads (VT_TEST_MATRIX=0: default ISA, 2 threads only); end-to-end tests
+# (build/tests/e2e_*) run once. VT_TEST_UNIT_ONLY=1 skips the end-to-end tests.
+# Exit status: non-zero if any binary failed or printed no summary line.
+set -u
+BUILD=${BUILD:-build}
+cd "$(dirname "$0")/.."
+
+isas="scalar"
+flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
+if [[ $flags == *" avx2 "* && $flags == *" fma "* ]]; then isas="$isas avx2"; fi
+if [[ $flags == *" avx512f "* && $flags == *" avx512bw "* && $flags == *" avx512dq "* && $flags == *" avx512vl "* ]]; then
+    isas="$isas avx512"
+fi
+threads="1 2"
+if [[ ${VT_TEST_MATRIX:-1} == 0 ]]; then isas="default"; threads="2"; fi
+
+total_pass=0 total_fail=0 bad=0
+run_one() { # label, then command
+    local label=$1; shift
+    local out rc
+    out=$("$@" 2>&1); rc=$?
+    local line
+    line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -1)
+    if [[ -z $line ]]; then
+        printf '%s\n' "$out" | tail -20
+        echo "FAIL $label: exit $rc, no summary line"
+        bad=1; total_fail=$((total_fail + 1)); return
+    fi
+    local p f
+    p=$(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/')
+    f=$(echo "$line" | sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/')
+    total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+    if [[ $rc -ne 0 || $f -ne 0 ]]; then
+        printf '%s\n' "$out" | grep -v -E '^[0-9]+ passed' | tail -40
+        echo "FAIL $label: $line (exit $rc)"; bad=1
+    else
+        echo "ok   $label: $line"
+    fi
+}
+
+for t in "$BUILD"/tests/test_*; do
+    [[ -x $t ]] || continue
+    for isa in $isas; do
+        for th in $threads; do
+            if [[ $isa == default ]]; then
+                run_one "$(basename "$t") threads=$th" env OMP_NUM_THREADS=$th "$t"
+            else
+                run_one "$(basename "$t") VT_ISA=$isa threads=$th" env VT_ISA=$isa OMP_NUM_THREADS=$th "$t"
+            fi
+        done
+    done
+done
+if [[ ${VT_TEST_UNIT_ONLY:-0} != 1 ]]; then
+    for t in "$BUILD"/tests/e2e_*; do
+        [[ -x $t ]] || continue
+        run_one "$(basename "$t")" env OMP_NUM_THREADS=2 "$t"
+    done
+fi
+echo "$total_pass passed, $total_fail failed"
+[[ $bad -eq 0 && $total_fail -eq 0 ]]

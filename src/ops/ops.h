@@ -1,0 +1,95 @@
+/* ops.h - the differentiable ops. One file per op under src/ops/ holds its forward,
+ * its backward and its tape record; tests/test_ops_grad.c checks each backward
+ * against central differences.
+ *
+ * Every op: takes the tape (arena, training flag, grad switch), validates shapes
+ * with VT_ASSERT (a shape mismatch is a bug), returns a new tensor from the arena.
+ * The output has a grad buffer iff the tape has gradients enabled and some input
+ * has one; then one backward is recorded that ACCUMULATES into every input grad
+ * that is non-NULL. OpenMP parallelism is over the dimension an op writes; results
+ * are deterministic for a fixed thread count. Heavy math goes through vt_k (kernels.h).
+ *
+ * Shape letters: B batch, N tokens, D width, H heads, hd head dim, K classes, P patch.
+ */
+#ifndef VT_OPS_H
+#define VT_OPS_H
+
+#include "rng.h"
+#include "tape.h"
+#include "tensor.h"
+
+/* Threaded GEMM (same contract as vt_k.gemm; splits C over OpenMP threads, each with
+ * its own packing workspace). Not an op: no tape. For use inside ops. */
+void vt_gemm(int ta, int tb, int M, int N, int K, float alpha,
+             const float *A, int lda, const float *B, int ldb,
+             float beta, float *C, int ldc);
+
+/* y = x W^T + b. x (..., Din), w (Dout, Din) (torch nn.Linear layout), b (Dout) or NULL.
+ * y (..., Dout). */
+vt_tensor *vt_op_linear(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b);
+
+/* Batched matmul: c[i] = op(a[i]) op(b[i]) for i < Bt. a (Bt, M, K) or (Bt, K, M) when
+ * ta; b (Bt, K, N) or (Bt, N, K) when tb. c (Bt, M, N). 3-D inputs. */
+vt_tensor *vt_op_matmul(vt_tape *t, vt_tensor *a, vt_tensor *b, int ta, int tb);
+
+/* y = a + b. b has a's shape, or broadcasts over a's leading dims: b's shape equals
+ * a's trailing dims after dropping leading 1s (e.g. a (B, N, D), b (1, N, D) or (D)). */
+vt_tensor *vt_op_add(vt_tape *t, vt_tensor *a, vt_tensor *b);
+
+/* y = x * gamma, gamma (D) broadcast over the last dim of x (LayerScale). */
+vt_tensor *vt_op_mul_channels(vt_tape *t, vt_tensor *x, vt_tensor *gamma);
+
+/* LayerNorm over the last dim D: x (..., D), g (D), b (D). */
+vt_tensor *vt_op_layernorm(vt_tape *t, vt_tensor *x, vt_tensor *g, vt_tensor *b, float eps);
+
+/* Exact-erf GELU, elementwise. */
+vt_tensor *vt_op_gelu(vt_tape *t, vt_tensor *x);
+
+/* Softmax over the last dim. */
+vt_tensor *vt_op_softmax(vt_tape *t, vt_tensor *x);
+
+/* qkv (B, N, 3D) from the fused projection (rows q, k, v; head h at [h hd, (h+1) hd)
+ * within each) -> q, k, v each (B, H, N, hd), contiguous. */
+void vt_op_split_heads(vt_tape *t, vt_tensor *qkv, int H,
+                       vt_tensor **q, vt_tensor **k, vt_tensor **v);
+
+/* x (B, H, N, hd) -> (B, N, H*hd). */
+vt_tensor *vt_op_merge_heads(vt_tape *t, vt_tensor *x);
+
+/* Fused softmax attention per (batch, head): out = softmax(q k^T * scale) v with
+ * dropout p on the probabilities when t->training (p = 0: none).
+ * q, k, v (B, H, N, hd) -> out (B, H, N, hd). scale = 1/sqrt(hd) is the caller's. */
+vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
+                           float scale, float attn_drop);
+
+/* Patch embedding, a P x P stride-P convolution: img (B, C, Hi, Wi) with P | Hi, Wi;
+ * w (D, C, P, P), b (D) -> (B, (Hi/P)(Wi/P), D), patches row-major (x fastest). */
+vt_tensor *vt_op_patch_embed(vt_tape *t, vt_tensor *img, vt_tensor *w, vt_tensor *b, int P);
+
+/* Prepend the class token: cls (1, 1, D), x (B, Np, D) -> (B, 1 + Np, D). */
+vt_tensor *vt_op_cat_cls(vt_tape *t, vt_tensor *cls, vt_tensor *x);
+
+/* Token select: x (B, N, D) -> (B, D), row `index` of each sample. */
+vt_tensor *vt_op_select_token(vt_tape *t, vt_tensor *x, int index);
+
+/* Mean over tokens [start, N): x (B, N, D) -> (B, D). */
+vt_tensor *vt_op_mean_tokens(vt_tape *t, vt_tensor *x, int start);
+
+/* Inverted dropout: when t->training and p > 0, zero each element with probability p
+ * (mask from t->rng) and scale survivors by 1/(1-p); otherwise y = x (a copy-free
+ * identity: returns x itself). */
+vt_tensor *vt_op_dropout(vt_tape *t, vt_tensor *x, float p);
+
+/* Drop-path (stochastic depth) on a residual branch: when training and p > 0, each
+ * sample (leading dim) is zeroed with probability p, survivors scaled by 1/(1-p)
+ * (timm drop_path, scale_by_keep). Otherwise returns x itself. */
+vt_tensor *vt_op_drop_path(vt_tape *t, vt_tensor *x, float p);
+
+/* Mean cross-entropy over the batch. logits (B, K). Exactly one of:
+ *   labels (B ints in [0, K)), with label smoothing eps: target = (1-eps) onehot + eps/K
+ *   soft (B, K) target rows (mixup/cutmix), used as given (each row sums to 1).
+ * Returns a (1) tensor. Backward: dlogits += (softmax - target) / B * dloss. */
+vt_tensor *vt_op_cross_entropy(vt_tape *t, vt_tensor *logits, const int *labels,
+                               const float *soft, float smoothing);
+
+#endif
