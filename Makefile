@@ -5,6 +5,7 @@
 
 CC       ?= gcc
 BUILD    ?= build
+BIN      ?= vitrain
 OPT      ?= -O2
 CFLAGS_BASE := -std=c11 $(OPT) -g -Wall -Wextra -D_GNU_SOURCE -fopenmp -march=x86-64 -mtune=generic \
                -Isrc -Ikernels
@@ -47,9 +48,9 @@ TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
 .PHONY: all test san bench run clean help
-all: vitrain
+all: $(BIN)
 
-vitrain: $(call obj,$(SRC_MAIN)) $(BUILD)/libvitrain.a
+$(BIN): $(call obj,$(SRC_MAIN)) $(BUILD)/libvitrain.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/libvitrain.a: $(LIB_OBJ)
@@ -78,15 +79,15 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libvitrain.a
 
 # The README's test command. Unit tests run under every ISA the CPU has and with 1
 # and 2 threads; end-to-end tests once. Ends with the total "N passed, N failed".
-test: vitrain $(TEST_BIN)
-	@BUILD=$(BUILD) scripts/run_tests.sh
+test: $(BIN) $(TEST_BIN)
+	@BUILD=$(BUILD) VT_BIN=$(BIN) scripts/run_tests.sh
 
 # Unit tests under ASan + UBSan (separate build tree), one ISA/thread setting.
 san:
-	$(MAKE) BUILD=build-san OPT=-O1 EXTRA_CFLAGS="$(SAN_FLAGS)" vitrain $(patsubst $(BUILD)/%,build-san/%,$(filter $(BUILD)/tests/test_%,$(TEST_BIN)))
-	@BUILD=build-san VT_TEST_MATRIX=0 VT_TEST_UNIT_ONLY=1 scripts/run_tests.sh
+	$(MAKE) BUILD=build-san BIN=build-san/vitrain OPT=-O1 EXTRA_CFLAGS="$(SAN_FLAGS)" build-san/vitrain $(patsubst $(BUILD)/%,build-san/%,$(filter $(BUILD)/tests/test_%,$(TEST_BIN)))
+	@BUILD=build-san VT_BIN=build-san/vitrain VT_TEST_MATRIX=0 VT_TEST_UNIT_ONLY=1 scripts/run_tests.sh
 
-bench: vitrain $(BENCH_BIN)
+bench: $(BIN) $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do $$b || exit 1; done
 
 # The main job: install what is missing, build, train the default config.
