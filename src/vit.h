@@ -1,0 +1,70 @@
+/* vit.h - the Vision Transformer: parameter layout, initialisation, forward through
+ * ops, checkpoint names. timm VisionTransformer semantics (position-encodings.md
+ * section 4 for names and layouts).
+ *
+ * All parameters live in ONE flat buffer (and their gradients in one more), in a
+ * fixed order; each vt_param is a named view. The optimizer, zero-grad, clipping and
+ * checkpoints are single loops over that list. The position encoding (src/pe/) owns
+ * its parameters, which are views into the same buffer under names "pe.*" (and
+ * "pos_embed" for a learned APE).
+ */
+#ifndef VT_VIT_H
+#define VT_VIT_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "status.h"
+#include "tape.h"
+#include "tensor.h"
+
+struct vt_pe;
+
+typedef struct vt_param {
+    char name[96];       /* timm name, e.g. "blocks.3.attn.qkv.weight" */
+    vt_tensor t;         /* data -> params buffer, grad -> grads buffer */
+    int decay;           /* 1: weight decay applies (linear/conv weights only) */
+    int64_t offset;      /* element offset of t.data in the flat buffer */
+} vt_param;
+
+typedef struct vt_vit {
+    vt_config cfg;       /* resolved config the model was built from */
+    int D, L, H, hd, P;  /* width, depth, heads, head dim, patch */
+    int in_chans, embed_chans, num_classes;
+    int img_size;        /* training resolution */
+    float *params, *grads;
+    int64_t n_params;    /* elements in params/grads */
+    vt_param *p;
+    int n_p;
+    struct vt_pe *pe;
+} vt_vit;
+
+/* Build the model of cfg (validated) and initialise it as timm does (truncated normal
+ * 0.02 for linear/conv weights and APE, zero biases, LayerNorm ones/zeros, CLS std
+ * 1e-6, PE inits per position-encodings.md), drawing from a stream seeded by seed. */
+vt_status vt_vit_init(vt_vit *m, const vt_config *cfg, uint64_t seed);
+void vt_vit_free(vt_vit *m);
+
+/* Forward: images (B, in_chans, S, S) with S % P == 0 (S may differ from the training
+ * size: positions/APE follow cfg.pe.positions and APE resampling). Returns logits
+ * (B, num_classes). With t->grad_enabled the step is recorded for backward, and
+ * parameter gradients accumulate into m->grads on vt_tape_backward. */
+vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images);
+
+/* Forward FLOPs per image at image size S (multiply-add = 2 FLOPs; GEMMs and attention
+ * products only). Training step FLOPs are taken as 3x this. */
+double vt_vit_flops(const vt_vit *m, int S);
+
+/* Parameter by name, or NULL. */
+vt_param *vt_vit_find(vt_vit *m, const char *name);
+void vt_vit_zero_grad(vt_vit *m);
+
+/* Checkpoint: every parameter under its name as float32 safetensors, with
+ * __metadata__["config"] = the resolved config JSON. Atomic (tmp + rename). */
+vt_status vt_vit_save(const vt_vit *m, const char *path);
+/* Load weights into an initialised model: every model tensor must be present with the
+ * right shape (a learned pos_embed on another grid is resampled bicubic); unknown
+ * tensors are errors; messages name the tensor. */
+vt_status vt_vit_load(vt_vit *m, const char *path);
+
+#endif
