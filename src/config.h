@@ -14,6 +14,7 @@
 
 #define VT_STR 512
 #define VT_MAX_RES 16
+#define VT_CONFIG_MAX_KEYS 128 /* capacity of vt_config.set (schema rows) */
 
 typedef enum { VT_POOL_TOKEN = 0, VT_POOL_AVG } vt_pool;
 typedef enum { VT_ATTN_SOFTMAX = 0, VT_ATTN_PERFORMER } vt_attention_kind;
@@ -126,9 +127,13 @@ typedef struct vt_config {
     vt_eval_config eval;
     vt_runtime_config runtime;
     char source[VT_STR];    /* path the config came from ("" if built in code) */
+    /* set[i] != 0: schema row i was given explicitly (config file or --set). Keys left
+     * unset get their preset / kind-dependent default in vt_config_validate. */
+    unsigned char set[VT_CONFIG_MAX_KEYS];
 } vt_config;
 
-/* Defaults for every key (a valid config on its own: synthetic data). */
+/* Defaults for every key (timm ViT-B/16 + DeiT recipe; a valid config on its own:
+ * imagefolder data under data/imagenet). Clears the explicitly-set record. */
 void vt_config_defaults(vt_config *c);
 /* Parse a JSON file over the defaults, then validate. Errors name the file and the
  * JSON path ("model.heads"), what was expected and found, and suggest the nearest
@@ -140,6 +145,12 @@ vt_status vt_config_parse(vt_config *c, const char *json, const char *source);
 /* Apply one "--set section.key=value" override (value parsed as JSON if it parses,
  * else as a string). Call vt_config_validate afterwards. */
 vt_status vt_config_set(vt_config *c, const char *assignment);
+/* Load path (NULL: start from the defaults), apply n_sets "--set" assignments, then
+ * validate once, so an override may repair a file that is invalid on its own. */
+vt_status vt_config_load_overrides(vt_config *c, const char *path,
+                                   const char *const *sets, int n_sets);
+/* 1 if the key ("pe.theta") was given explicitly, 0 if not; -1 for an unknown key. */
+int vt_config_is_set(const vt_config *c, const char *key);
 /* Cross-field validation and preset expansion (heads divide width, patch divides
  * img_size, even head dim, PE constraints...). */
 vt_status vt_config_validate(vt_config *c);

@@ -15,13 +15,23 @@ vt_status vt_fail(vt_status code, const char *fmt, ...) {
 }
 
 vt_status vt_fail_context(vt_status code, const char *fmt, ...) {
-    char prefix[1024], old[sizeof last_error];
+    char old[sizeof last_error];
+    memcpy(old, last_error, sizeof old);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
-    memcpy(old, last_error, sizeof old);
-    snprintf(last_error, sizeof last_error, "%s: %s", prefix, old);
+    size_t used = n < 0 ? 0 : (size_t)n < sizeof last_error ? (size_t)n : sizeof last_error - 1;
+    size_t room = sizeof last_error - 1 - used;
+    const char *parts[2] = {": ", old};
+    for (int i = 0; i < 2; i++) {
+        size_t len = strlen(parts[i]);
+        if (len > room) len = room;
+        memcpy(last_error + used, parts[i], len);
+        used += len;
+        room -= len;
+    }
+    last_error[used] = '\0';
     return code;
 }
 
