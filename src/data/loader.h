@@ -41,4 +41,10 @@ int64_t vt_loader_batches(const vt_loader *L, int batch_size);
 vt_status vt_loader_next(vt_loader *L, float *images, int *labels, float *soft,
                          int *soft_used, int *count);
 
+/* Where the next vt_loader_next reads: its epoch and batch (for resume state). After
+ * next() reports the end of an epoch (*count = 0) the loader stands at batch 0 of the
+ * following epoch. Until the first seek the batch size is train.batch_size (train
+ * split) or eval.batch_size, falling back to train.batch_size (eval split). */
+void vt_loader_position(const vt_loader *L, int *epoch, int64_t *batch);
+
 #endif

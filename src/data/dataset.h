@@ -1,0 +1,70 @@
+/* dataset.h - the internal dataset interface behind loader.c.
+ *
+ * A dataset kind is one file implementing a small vtable: it knows how many samples a
+ * split has, how many classes and native channels it defines, and how to read sample
+ * `index` as 8-bit HWC pixels plus a label. It knows nothing about ordering, batching,
+ * resizing, normalisation, augmentation or threads: loader.c owns those for every kind.
+ *
+ * Thread safety: read() is called concurrently from OpenMP threads, each with its own
+ * vt_sample buffer, so an implementation must not mutate shared state in read()
+ * (the IDX and synthetic kinds are read-only after open).
+ *
+ * Kinds: idx.c (MNIST-style IDX files), synthetic.c (generated on the fly). Later kinds
+ * (imagefolder, CIFAR) add one file and one case in loader.c's open.
+ */
+#ifndef VT_DATASET_H
+#define VT_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "data/loader.h"
+#include "status.h"
+
+/* One decoded sample: h x w x c bytes, HWC, row-major, c fastest. The buffer is owned
+ * by the caller (one per thread) and grows only through vt_sample_reserve, so after
+ * the first batches no read allocates. */
+typedef struct {
+    uint8_t *pixels;
+    size_t cap;          /* bytes allocated at pixels */
+    int h, w, c;         /* set by read() */
+} vt_sample;
+
+/* Make room for `bytes` pixels (keeps the buffer if already large enough). Returns
+ * VT_ERR_RUNTIME with the size if memory runs out. */
+vt_status vt_sample_reserve(vt_sample *s, size_t bytes);
+void vt_sample_free(vt_sample *s);
+
+typedef struct vt_dataset vt_dataset;
+
+typedef struct {
+    const char *kind;    /* "idx", "synthetic": used in messages */
+    /* Decode sample `index` (0 <= index < size) into s (reserving as needed) and its
+     * class label (0 <= label < num_classes). Errors name the file and sample. */
+    vt_status (*read)(const vt_dataset *ds, int64_t index, vt_sample *s, int *label);
+    /* Release everything the dataset owns, including ds itself. */
+    void (*close)(vt_dataset *ds);
+} vt_dataset_ops;
+
+struct vt_dataset {
+    const vt_dataset_ops *ops;
+    int64_t size;        /* samples in the split */
+    int num_classes;     /* classes the dataset defines */
+    int channels;        /* native channels: 1 gray, 3 RGB, 4 RGB + depth */
+    int height, width;   /* native size of every sample; 0 if it varies per sample */
+    void *impl;          /* the kind's private state */
+};
+
+/* Open the IDX dataset (data.kind = idx) of cfg->data.root for a split; see idx.c for
+ * file naming, the val -> t10k fallback and validation. */
+vt_status vt_dataset_open_idx(vt_dataset **out, const vt_config *cfg, vt_split split);
+
+/* Open the synthetic dataset (data.kind = synthetic) for a split; see synthetic.c. */
+vt_status vt_dataset_open_synthetic(vt_dataset **out, const vt_config *cfg, vt_split split);
+
+/* The synthetic class pattern k, channel ch: p x p floats, zero mean and unit standard
+ * deviation (exposed for tests and for documentation of the generator). */
+void vt_synthetic_pattern(uint64_t seed, int k, int ch, int p, float *out);
+
+#endif

@@ -1,0 +1,276 @@
+/* idx.c - the IDX dataset kind (MNIST, Fashion-MNIST, KMNIST...).
+ *
+ * data.root is a directory holding, for split name s (data.train_split or
+ * data.val_split), the files {s}-images-idx3-ubyte and {s}-labels-idx1-ubyte, each raw
+ * or gzip-compressed (".gz" suffix; the raw file is preferred when both exist). The
+ * defaults "train"/"val" come from imagefolder; IDX distributions call their test split
+ * "t10k", so when the split is "val" and no val-images file exists but the t10k files
+ * do, the t10k files are used.
+ *
+ * Both files are read whole into memory at open through zlib (gzopen/gzread handle
+ * compressed and raw files alike) and validated: magic numbers (0x00000803 images,
+ * 0x00000801 labels), positive dimensions, equal image and label counts, file length
+ * equal to the header-implied size, every label < model.num_classes. After open the
+ * dataset is read-only, so read() is thread-safe.
+ *
+ * Samples are h x w x 1 (gray). IDX files carry no class count: num_classes is
+ * model.num_classes, against which the labels are validated.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "data/dataset.h"
+
+#define IDX_MAGIC_IMAGES 0x00000803u
+#define IDX_MAGIC_LABELS 0x00000801u
+
+typedef struct {
+    uint8_t *images; /* count x h x w */
+    uint8_t *labels; /* count */
+} idx_impl;
+
+static uint32_t be32(const unsigned char *b) {
+    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | (uint32_t)b[3];
+}
+
+/* Read up to len bytes; returns bytes read, or -1 with a message on a zlib error. */
+static int64_t gz_read_all(gzFile f, const char *path, uint8_t *buf, size_t len) {
+    size_t total = 0;
+    while (total < len) {
+        size_t chunk = len - total;
+        if (chunk > (size_t)1 << 30) chunk = (size_t)1 << 30;
+        int n = gzread(f, buf + total, (unsigned)chunk);
+        if (n < 0) {
+            int errnum;
+            const char *msg = gzerror(f, &errnum);
+            vt_fail(VT_ERR_RUNTIME, "%s: read error after %zu bytes: %s", path, total, msg);
+            return -1;
+        }
+        if (n == 0) break;
+        total += (size_t)n;
+    }
+    return (int64_t)total;
+}
+
+/* Load one IDX file of `ndims` dimensions with magic `magic` into a malloc'd payload.
+ * dims receives the dimension sizes. */
+static vt_status idx_load_file(const char *path, uint32_t magic, int ndims, uint32_t *dims,
+                               uint8_t **payload_out) {
+    *payload_out = NULL;
+    gzFile f = gzopen(path, "rb");
+    if (!f) return vt_fail(VT_ERR_RUNTIME, "%s: cannot open: %s", path, strerror(errno ? errno : ENOMEM));
+    const char *what = magic == IDX_MAGIC_IMAGES ? "images" : "labels";
+    size_t header = 4 + 4 * (size_t)ndims;
+    unsigned char hdr[16];
+    int64_t got = gz_read_all(f, path, hdr, header);
+    if (got < 0) { gzclose(f); return VT_ERR_RUNTIME; }
+    int raw = gzdirect(f);
+    const char *unit = raw ? "bytes" : "bytes uncompressed";
+    if (got == 0) {
+        gzclose(f);
+        return vt_fail(VT_ERR_RUNTIME, "%s: file is empty (0 bytes), expected an IDX %s file "
+                       "starting with the %zu-byte header (magic 0x%08x)", path, what, header, magic);
+    }
+    if ((size_t)got < 4 || be32(hdr) != magic) {
+        uint32_t found = (size_t)got >= 4 ? be32(hdr) : 0;
+        gzclose(f);
+        if ((size_t)got < 4)
+            return vt_fail(VT_ERR_RUNTIME, "%s: truncated header: expected %zu %s, found %lld",
+                           path, header, unit, (long long)got);
+        return vt_fail(VT_ERR_RUNTIME, "%s: wrong magic number: expected 0x%08x (IDX %s: unsigned "
+                       "bytes, %d dimensions), found 0x%08x", path, magic, what, ndims, found);
+    }
+    if ((size_t)got < header) {
+        gzclose(f);
+        return vt_fail(VT_ERR_RUNTIME, "%s: truncated header: expected %zu %s, found %lld",
+                       path, header, unit, (long long)got);
+    }
+    uint64_t payload = 1;
+    for (int d = 0; d < ndims; d++) {
+        dims[d] = be32(hdr + 4 + 4 * d);
+        if (dims[d] == 0) {
+            gzclose(f);
+            return vt_fail(VT_ERR_RUNTIME, "%s: dimension %d of the header is 0, expected > 0",
+                           path, d);
+        }
+        payload *= dims[d];
+        if (payload > ((uint64_t)1 << 40)) {
+            gzclose(f);
+            return vt_fail(VT_ERR_RUNTIME, "%s: header dimensions imply more than 2^40 bytes; "
+                           "not an IDX %s file?", path, what);
+        }
+    }
+    uint8_t *data = malloc(payload ? (size_t)payload : 1);
+    if (!data) {
+        gzclose(f);
+        return vt_fail(VT_ERR_RUNTIME, "%s: out of memory allocating %llu bytes", path,
+                       (unsigned long long)payload);
+    }
+    got = gz_read_all(f, path, data, (size_t)payload);
+    if (got < 0) { free(data); gzclose(f); return VT_ERR_RUNTIME; }
+    if ((uint64_t)got < payload) {
+        free(data);
+        gzclose(f);
+        return vt_fail(VT_ERR_RUNTIME, "%s: truncated file: expected %llu %s (%zu header + %llu "
+                       "data), found %llu", path, (unsigned long long)(header + payload), unit,
+                       header, (unsigned long long)payload, (unsigned long long)(header + got));
+    }
+    uint8_t extra[4096];
+    uint64_t more = 0;
+    for (;;) {
+        int64_t n = gz_read_all(f, path, extra, sizeof extra);
+        if (n < 0) { free(data); gzclose(f); return VT_ERR_RUNTIME; }
+        if (n == 0) break;
+        more += (uint64_t)n;
+    }
+    gzclose(f);
+    if (more) {
+        free(data);
+        return vt_fail(VT_ERR_RUNTIME, "%s: file longer than its header says: expected %llu %s, "
+                       "found %llu", path, (unsigned long long)(header + payload), unit,
+                       (unsigned long long)(header + payload + more));
+    }
+    *payload_out = data;
+    return VT_OK;
+}
+
+static int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* path <- {root}/{split}-{stem}, raw if present, else .gz; 1 if found. */
+static int find_file(char *path, size_t len, const char *root, const char *split, const char *stem) {
+    snprintf(path, len, "%s/%s-%s", root, split, stem);
+    if (file_exists(path)) return 1;
+    snprintf(path, len, "%s/%s-%s.gz", root, split, stem);
+    return file_exists(path);
+}
+
+/* "train, t10k" - the splits root offers (raw or .gz), for the missing-split hint. */
+static void list_splits(const char *root, char *out, size_t len) {
+    out[0] = '\0';
+    DIR *d = opendir(root);
+    if (!d) return;
+    struct dirent *e;
+    size_t used = 0;
+    while ((e = readdir(d)) != NULL) {
+        const char *p = strstr(e->d_name, "-images-idx3-ubyte");
+        if (!p || (p[18] != '\0' && strcmp(p + 18, ".gz") != 0)) continue;
+        char name[256], token[260];
+        snprintf(name, sizeof name, "%.*s", (int)(p - e->d_name), e->d_name);
+        snprintf(token, sizeof token, ", %s,", name);
+        char padded[1024];
+        snprintf(padded, sizeof padded, ", %s,", out);
+        if (strstr(padded, token)) continue;
+        int w = snprintf(out + used, len - used, "%s%s", used ? ", " : "", name);
+        if (w < 0 || (size_t)w >= len - used) { out[used] = '\0'; break; }
+        used += (size_t)w;
+    }
+    closedir(d);
+}
+
+static vt_status idx_read(const vt_dataset *ds, int64_t index, vt_sample *s, int *label) {
+    const idx_impl *im = ds->impl;
+    size_t bytes = (size_t)ds->height * ds->width;
+    vt_status st = vt_sample_reserve(s, bytes);
+    if (st) return st;
+    memcpy(s->pixels, im->images + (size_t)index * bytes, bytes);
+    s->h = ds->height;
+    s->w = ds->width;
+    s->c = 1;
+    *label = im->labels[index];
+    return VT_OK;
+}
+
+static void idx_close(vt_dataset *ds) {
+    idx_impl *im = ds->impl;
+    free(im->images);
+    free(im->labels);
+    free(im);
+    free(ds);
+}
+
+static const vt_dataset_ops idx_ops = {"idx", idx_read, idx_close};
+
+vt_status vt_dataset_open_idx(vt_dataset **out, const vt_config *cfg, vt_split split) {
+    *out = NULL;
+    const char *root = cfg->data.root;
+    const char *key = split == VT_SPLIT_TRAIN ? "data.train_split" : "data.val_split";
+    const char *name = split == VT_SPLIT_TRAIN ? cfg->data.train_split : cfg->data.val_split;
+    struct stat st;
+    if (root[0] == '\0')
+        return vt_fail(VT_ERR_USAGE, "data.root is empty: data.kind=idx needs the directory "
+                       "holding {split}-images-idx3-ubyte[.gz] and {split}-labels-idx1-ubyte[.gz]");
+    if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode))
+        return vt_fail(VT_ERR_RUNTIME, "data.root '%s': %s; data.kind=idx expects a directory "
+                       "holding {split}-images-idx3-ubyte[.gz] and {split}-labels-idx1-ubyte[.gz]",
+                       root, stat(root, &st) != 0 ? "no such directory" : "not a directory");
+
+    char img_path[VT_STR + 128], lbl_path[VT_STR + 128];
+    const char *used = name;
+    int have_img = find_file(img_path, sizeof img_path, root, name, "images-idx3-ubyte");
+    if (!have_img && strcmp(name, "val") == 0 &&
+        find_file(img_path, sizeof img_path, root, "t10k", "images-idx3-ubyte")) {
+        used = "t10k";
+        have_img = 1;
+    }
+    if (!have_img) {
+        char avail[256];
+        list_splits(root, avail, sizeof avail);
+        return vt_fail(VT_ERR_RUNTIME, "%s='%s': neither %s/%s-images-idx3-ubyte nor its .gz "
+                       "exists (splits found in %s: %s)", key, name, root, name, root,
+                       avail[0] ? avail : "none");
+    }
+    if (!find_file(lbl_path, sizeof lbl_path, root, used, "labels-idx1-ubyte"))
+        return vt_fail(VT_ERR_RUNTIME, "%s='%s': found %s but neither %s/%s-labels-idx1-ubyte "
+                       "nor its .gz exists", key, name, img_path, root, used);
+
+    uint32_t idims[3], ldims[1];
+    uint8_t *images = NULL, *labels = NULL;
+    vt_status s = idx_load_file(img_path, IDX_MAGIC_IMAGES, 3, idims, &images);
+    if (s) return s;
+    s = idx_load_file(lbl_path, IDX_MAGIC_LABELS, 1, ldims, &labels);
+    if (s) { free(images); return s; }
+    if (idims[0] != ldims[0]) {
+        free(images);
+        free(labels);
+        return vt_fail(VT_ERR_RUNTIME, "%s has %u images but %s has %u labels: expected equal "
+                       "counts", img_path, idims[0], lbl_path, ldims[0]);
+    }
+    if (idims[1] > INT_MAX / idims[2]) {
+        free(images);
+        free(labels);
+        return vt_fail(VT_ERR_RUNTIME, "%s: image size %u x %u is too large", img_path, idims[1],
+                       idims[2]);
+    }
+    int k = cfg->model.num_classes;
+    for (uint32_t i = 0; i < ldims[0]; i++) {
+        if ((int)labels[i] >= k) {
+            vt_status e = vt_fail(VT_ERR_RUNTIME, "%s: label %d of sample %u is out of range: "
+                                  "model.num_classes = %d, expected 0..%d", lbl_path, labels[i],
+                                  i, k, k - 1);
+            free(images);
+            free(labels);
+            return e;
+        }
+    }
+    idx_impl *im = vt_xmalloc(sizeof *im);
+    im->images = images;
+    im->labels = labels;
+    vt_dataset *ds = vt_xmalloc(sizeof *ds);
+    ds->ops = &idx_ops;
+    ds->size = idims[0];
+    ds->num_classes = k;
+    ds->channels = 1;
+    ds->height = (int)idims[1];
+    ds->width = (int)idims[2];
+    ds->impl = im;
+    *out = ds;
+    return VT_OK;
+}
