@@ -1,0 +1,420 @@
+/* test_checkpoint.c - safetensors and .npy files (src/checkpoint.c).
+ *
+ * Covers: bitwise round trip of names, shapes, values and metadata in the given order;
+ * the header layout (length multiple of 8, space padding); atomic writes (an existing
+ * file survives a failed write, no tmp file is left behind); every validation error on
+ * read names the file and the offending tensor/offset; a byte-exact file in the layout
+ * Python's safetensors writes; .npy header bytes identical to numpy 1.24's.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "harness.h"
+
+static char dir[64];
+
+static const char *tmp_path(const char *name) {
+    static char buf[4][256];
+    static int k = 0;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Whole file into a malloc'd buffer; *len its size (-1 if unreadable). */
+static unsigned char *slurp(const char *path, long *len) {
+    FILE *f = fopen(path, "rb");
+    *len = -1;
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    *len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)*len + 1);
+    if (fread(b, 1, (size_t)*len, f) != (size_t)*len) *len = -1;
+    fclose(f);
+    return b;
+}
+
+static void spit(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    fwrite(data, 1, len, f);
+    fclose(f);
+}
+
+/* A raw safetensors file: header length (hlen_override if >= 0), JSON, data bytes. */
+static void write_raw(const char *path, const char *json, size_t data_bytes, int64_t hlen_override) {
+    size_t jl = strlen(json);
+    uint64_t hlen = hlen_override >= 0 ? (uint64_t)hlen_override : jl;
+    unsigned char *buf = calloc(8 + jl + data_bytes + 1, 1);
+    for (int b = 0; b < 8; b++) buf[b] = (unsigned char)(hlen >> (8 * b));
+    memcpy(buf + 8, json, jl);
+    for (size_t i = 0; i < data_bytes; i++) buf[8 + jl + i] = (unsigned char)(i * 7 + 1);
+    spit(path, buf, 8 + jl + data_bytes);
+    free(buf);
+}
+
+static vt_st_tensor make_tensor(const char *name, int ndim, const int64_t *shape, float *data) {
+    vt_st_tensor t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.name, sizeof t.name, "%s", name);
+    t.ndim = ndim;
+    t.size = 1;
+    for (int d = 0; d < ndim; d++) {
+        t.shape[d] = shape[d];
+        t.size *= shape[d];
+    }
+    t.data = data;
+    return t;
+}
+
+static void test_round_trip(void) {
+    float a[6], b[4], c[2] = {1.5f, -2.25f}, s[1] = {42.0f};
+    uint32_t special[4] = {0x80000000u /* -0 */, 0x00000001u /* denormal */,
+                           0x7fc12345u /* NaN with payload */, 0xff800000u /* -inf */};
+    for (int i = 0; i < 6; i++) a[i] = (float)i * 0.1f - 0.3f;
+    memcpy(b, special, sizeof b);
+    int64_t sa[2] = {2, 3}, sb[1] = {4}, sc[3] = {1, 1, 2};
+    vt_st_tensor ts[4] = {make_tensor("zeta.weight", 2, sa, a), make_tensor("alpha", 1, sb, b),
+                          make_tensor("blocks.0.mid", 3, sc, c), make_tensor("scalar", 0, NULL, s)};
+    const char *keys[2] = {"config", "note"};
+    const char *vals[2] = {"{\"model\": {\"width\": 16}}", "quotes \" backslash \\ newline\n tab\t utf8 \xc3\xa9"};
+    const char *path = tmp_path("rt.safetensors");
+    vt_status st = vt_st_write(path, ts, 4, keys, vals, 2);
+    CHECK(st == VT_OK, "write failed: %s", vt_last_error());
+    CHECK(!file_exists(tmp_path("rt.safetensors.tmp")), "tmp file left behind");
+
+    long len;
+    unsigned char *raw = slurp(path, &len);
+    uint64_t hlen = 0;
+    for (int i = 0; i < 8; i++) hlen |= (uint64_t)raw[i] << (8 * i);
+    CHECK(hlen % 8 == 0, "header length %llu not a multiple of 8", (unsigned long long)hlen);
+    CHECK((long)(8 + hlen + 4 * (6 + 4 + 2 + 1)) == len, "file size %ld, header %llu", len,
+          (unsigned long long)hlen);
+    CHECK(raw[8] == '{' && (raw[8 + hlen - 1] == ' ' || raw[8 + hlen - 1] == '}'),
+          "header does not start with '{' / end with '}' or padding");
+    /* Data in the given order: zeta.weight first, then alpha. */
+    CHECK(memcmp(raw + 8 + hlen, a, sizeof a) == 0, "first data block is not zeta.weight");
+    CHECK(memcmp(raw + 8 + hlen + sizeof a, b, sizeof b) == 0, "second data block is not alpha");
+    /* Header key order follows the given order too. */
+    char *hdr = calloc(hlen + 1, 1);
+    memcpy(hdr, raw + 8, hlen);
+    char *pz = strstr(hdr, "\"zeta.weight\""), *pa = strstr(hdr, "\"alpha\"");
+    CHECK(pz && pa && pz < pa, "header order: zeta.weight should precede alpha");
+    free(hdr);
+    free(raw);
+
+    vt_safetensors in;
+    st = vt_st_read(path, &in);
+    CHECK(st == VT_OK, "read failed: %s", vt_last_error());
+    if (st != VT_OK) return;
+    CHECK(in.n == 4, "n = %d", in.n);
+    const char *names[4] = {"zeta.weight", "alpha", "blocks.0.mid", "scalar"};
+    for (int i = 0; i < 4 && i < in.n; i++) {
+        CHECK(strcmp(in.tensors[i].name, names[i]) == 0, "tensor %d is %s", i, in.tensors[i].name);
+        CHECK(((uintptr_t)in.tensors[i].data & 3) == 0, "tensor %s data misaligned", names[i]);
+    }
+    const vt_st_tensor *t = vt_st_find(&in, "zeta.weight");
+    CHECK(t && t->ndim == 2 && t->shape[0] == 2 && t->shape[1] == 3 && t->size == 6, "zeta shape");
+    if (t) CHECK(memcmp(t->data, a, sizeof a) == 0, "zeta values differ");
+    t = vt_st_find(&in, "alpha");
+    CHECK(t && t->ndim == 1 && t->shape[0] == 4, "alpha shape");
+    if (t) CHECK(memcmp(t->data, special, sizeof special) == 0, "special values not bitwise equal");
+    t = vt_st_find(&in, "blocks.0.mid");
+    CHECK(t && t->ndim == 3 && t->shape[2] == 2 && t->data[1] == -2.25f, "blocks.0.mid");
+    t = vt_st_find(&in, "scalar");
+    CHECK(t && t->ndim == 0 && t->size == 1 && t->data[0] == 42.0f, "0-d tensor");
+    CHECK(vt_st_find(&in, "missing") == NULL, "find of a missing name");
+    CHECK(in.n_meta == 2, "n_meta %d", in.n_meta);
+    CHECK(vt_st_meta(&in, "config") && strcmp(vt_st_meta(&in, "config"), vals[0]) == 0,
+          "config metadata");
+    CHECK(vt_st_meta(&in, "note") && strcmp(vt_st_meta(&in, "note"), vals[1]) == 0,
+          "escaped metadata");
+    CHECK(vt_st_meta(&in, "nope") == NULL, "missing metadata key");
+    vt_st_free(&in);
+    CHECK(in.n == 0 && in.buffer == NULL && in.tensors == NULL, "free resets the struct");
+
+    /* No tensors, no metadata: header "{}" padded to 8. */
+    path = tmp_path("empty.safetensors");
+    CHECK(vt_st_write(path, NULL, 0, NULL, NULL, 0) == VT_OK, "empty write: %s", vt_last_error());
+    raw = slurp(path, &len);
+    CHECK(len == 16 && raw[0] == 8 && memcmp(raw + 8, "{}      ", 8) == 0, "empty file layout");
+    free(raw);
+    CHECK(vt_st_read(path, &in) == VT_OK && in.n == 0 && in.n_meta == 0, "empty read: %s",
+          vt_last_error());
+    vt_st_free(&in);
+}
+
+static void test_atomic(void) {
+    float v1[3] = {1, 2, 3}, v2[3] = {7, 8, 9};
+    int64_t sh[1] = {3};
+    vt_st_tensor t1 = make_tensor("w", 1, sh, v1), t2 = make_tensor("w", 1, sh, v2);
+    char path[256], tmp[256];
+    snprintf(path, sizeof path, "%s", tmp_path("keep.safetensors"));
+    snprintf(tmp, sizeof tmp, "%s", tmp_path("keep.safetensors.tmp"));
+    CHECK(vt_st_write(path, &t1, 1, NULL, NULL, 0) == VT_OK, "first write: %s", vt_last_error());
+    long len0, len1;
+    unsigned char *before = slurp(path, &len0);
+
+    /* The tmp file cannot be created (a directory is in the way). */
+    mkdir(tmp, 0700);
+    vt_status st = vt_st_write(path, &t2, 1, NULL, NULL, 0);
+    CHECK(st == VT_ERR_RUNTIME, "write over a blocked tmp returned %d", st);
+    CHECK(strstr(vt_last_error(), path) && strstr(vt_last_error(), "temporary"),
+          "message: %s", vt_last_error());
+    rmdir(tmp);
+    unsigned char *after = slurp(path, &len1);
+    CHECK(len0 == len1 && len0 > 0 && memcmp(before, after, (size_t)len0) == 0,
+          "old file changed by a failed write");
+    free(after);
+
+    /* The rename fails (the target is a non-empty directory): tmp removed. */
+    const char *dpath = tmp_path("isdir.safetensors");
+    mkdir(dpath, 0700);
+    char inner[300];
+    snprintf(inner, sizeof inner, "%s/x", dpath);
+    spit(inner, "x", 1);
+    st = vt_st_write(dpath, &t2, 1, NULL, NULL, 0);
+    CHECK(st == VT_ERR_RUNTIME && strstr(vt_last_error(), "renam"), "rename failure: %d %s", st,
+          vt_last_error());
+    CHECK(!file_exists(tmp_path("isdir.safetensors.tmp")), "tmp left after failed rename");
+    unlink(inner);
+    rmdir(dpath);
+
+    /* The directory does not exist. */
+    st = vt_st_write(tmp_path("nodir/x.safetensors"), &t2, 1, NULL, NULL, 0);
+    CHECK(st == VT_ERR_RUNTIME && strstr(vt_last_error(), "nodir/x.safetensors"),
+          "missing dir: %d %s", st, vt_last_error());
+
+    /* npy through the same protocol. */
+    const char *npy = tmp_path("keep.npy"), *npy_tmp = tmp_path("keep.npy.tmp");
+    CHECK(vt_npy_write(npy, v1, 1, sh) == VT_OK, "npy write: %s", vt_last_error());
+    long ln0, ln1;
+    unsigned char *nb = slurp(npy, &ln0);
+    mkdir(npy_tmp, 0700);
+    CHECK(vt_npy_write(npy, v2, 1, sh) == VT_ERR_RUNTIME, "npy over blocked tmp succeeded");
+    rmdir(npy_tmp);
+    unsigned char *na = slurp(npy, &ln1);
+    CHECK(ln0 == ln1 && memcmp(nb, na, (size_t)ln0) == 0, "old npy changed by a failed write");
+    free(nb);
+    free(na);
+    free(before);
+
+    /* A successful overwrite replaces the contents. */
+    CHECK(vt_st_write(path, &t2, 1, NULL, NULL, 0) == VT_OK, "overwrite: %s", vt_last_error());
+    vt_safetensors in;
+    CHECK(vt_st_read(path, &in) == VT_OK && in.n == 1 && in.tensors[0].data[2] == 9.0f,
+          "overwrite content");
+    vt_st_free(&in);
+}
+
+/* Expect a read of path to fail with VT_ERR_RUNTIME and a message containing the path
+ * and each of the (up to two) words; the output struct must be left empty. */
+static void expect_bad(const char *path, const char *w1, const char *w2, const char *what) {
+    vt_safetensors in;
+    memset(&in, 0x5a, sizeof in);
+    vt_status st = vt_st_read(path, &in);
+    const char *msg = vt_last_error();
+    CHECK(st == VT_ERR_RUNTIME, "%s: status %d (msg %s)", what, st, msg);
+    CHECK(strstr(msg, path) != NULL, "%s: message lacks the path: %s", what, msg);
+    CHECK(strstr(msg, w1) != NULL, "%s: message lacks '%s': %s", what, w1, msg);
+    if (w2) CHECK(strstr(msg, w2) != NULL, "%s: message lacks '%s': %s", what, w2, msg);
+    CHECK(in.n == 0 && in.tensors == NULL && in.buffer == NULL && in.meta_keys == NULL,
+          "%s: output not cleared", what);
+    if (st == VT_OK) vt_st_free(&in);
+}
+
+#define T_A "\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}"
+#define T_B "\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[16,28]}"
+
+static void test_corrupt(void) {
+    const char *p = tmp_path("bad.safetensors");
+
+    /* Sanity: the raw builder makes a valid file, so each failure below is its edit. */
+    write_raw(p, "{" T_A "," T_B "}", 28, -1);
+    vt_safetensors in;
+    CHECK(vt_st_read(p, &in) == VT_OK && in.n == 2, "raw baseline: %s", vt_last_error());
+    vt_st_free(&in);
+
+    spit(p, "\x10\0\0\0\0", 5);
+    expect_bad(p, "shorter than the 8-byte", NULL, "5-byte file");
+
+    write_raw(p, "{" T_A "," T_B "}", 28, 1000000);
+    expect_bad(p, "header length 1000000", "larger", "flipped header length");
+
+    /* A good file truncated in its data, then in its header. */
+    {
+        write_raw(p, "{" T_A "," T_B "}", 28, -1);
+        long len;
+        unsigned char *raw = slurp(p, &len);
+        spit(p, raw, (size_t)len - 6);
+        expect_bad(p, "\"b\"", "out of range", "data truncated by 6 bytes");
+        spit(p, raw, 20);
+        expect_bad(p, "header length", "larger", "truncated inside the header");
+        free(raw);
+    }
+
+    write_raw(p, "{" T_A "," T_B, 28, -1);
+    expect_bad(p, "not valid JSON", NULL, "unterminated JSON");
+    write_raw(p, "{" T_A ",, " T_B "}", 28, -1);
+    expect_bad(p, "not valid JSON", "offset", "double comma");
+    write_raw(p, "[1, 2]", 0, -1);
+    expect_bad(p, "not a JSON object", NULL, "array header");
+
+    write_raw(p, "{\"a\":{\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16, -1);
+    expect_bad(p, "\"a\"", "missing \"dtype\"", "no dtype");
+    write_raw(p, "{\"a\":{\"dtype\":\"F32\",\"data_offsets\":[0,16]}}", 16, -1);
+    expect_bad(p, "\"a\"", "missing \"shape\"", "no shape");
+    write_raw(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2]}}", 16, -1);
+    expect_bad(p, "\"a\"", "missing \"data_offsets\"", "no data_offsets");
+
+    write_raw(p, "{" T_A ",\"h\":{\"dtype\":\"F16\",\"shape\":[6],\"data_offsets\":[16,28]}}", 28, -1);
+    expect_bad(p, "\"h\"", "dtype F16", "F16 tensor");
+
+    write_raw(p, "{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[16,28]}}", 28, -1);
+    expect_bad(p, "\"b\"", "span 12 bytes", "shape product != offsets");
+
+    write_raw(p, "{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[24,36]}}", 28, -1);
+    expect_bad(p, "\"b\"", "out of range", "end past the data section");
+    write_raw(p, "{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[20,16]}}", 16, -1);
+    expect_bad(p, "\"b\"", "out of range", "begin > end");
+    write_raw(p, "{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[-4,8]}}", 16, -1);
+    expect_bad(p, "\"b\"", "non-negative", "negative offset");
+
+    write_raw(p, "{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[12,24]}}", 28, -1);
+    expect_bad(p, "overlap", "offset 16", "overlapping tensors");
+    write_raw(p, "{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[20,28]}}", 28, -1);
+    expect_bad(p, "\"b\"", "gap at offset 16", "gap between tensors");
+    write_raw(p, "{\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[4,16]}}", 16, -1);
+    expect_bad(p, "\"b\"", "gap at offset 0", "data not starting at 0");
+    write_raw(p, "{" T_A "," T_B "}", 32, -1);
+    expect_bad(p, "trailing", "28", "uncovered trailing bytes");
+
+    write_raw(p, "{" T_A ",\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[16,28]}}", 28, -1);
+    expect_bad(p, "duplicate tensor name", "\"a\"", "duplicate names");
+
+    write_raw(p, "{\"__metadata__\":{\"format\":\"pt\",\"step\":5}," T_A "}", 16, -1);
+    expect_bad(p, "__metadata__[\"step\"]", "must be a string", "numeric metadata");
+    write_raw(p, "{\"__metadata__\":[\"x\"]," T_A "}", 16, -1);
+    expect_bad(p, "__metadata__", "not a JSON object", "metadata array");
+
+    write_raw(p, "{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[1.5],\"data_offsets\":[16,28]}}", 28, -1);
+    expect_bad(p, "\"b\"", "shape[0]", "fractional shape");
+    write_raw(p, "{" T_A ",\"b\":[1]}", 16, -1);
+    expect_bad(p, "\"b\"", "not a JSON object", "tensor entry is an array");
+
+    expect_bad(tmp_path("does_not_exist.safetensors"), "cannot open", NULL, "missing file");
+}
+
+/* A file in the layout Python's safetensors (save_file({"b": [1, 2], "a": [[0, 0]]},
+ * metadata={"format": "pt"})) writes: compact JSON, metadata first, tensors sorted by
+ * name with data in that order, header padded with spaces to a multiple of 8. */
+static void test_python_layout(void) {
+    static const char json[] =
+        "{\"__metadata__\":{\"format\":\"pt\"},"
+        "\"a\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]},"
+        "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}   ";
+    unsigned char file[8 + 144 + 16];
+    CHECK(sizeof json - 1 == 144, "fixture header is %zu bytes", sizeof json - 1);
+    memcpy(file, "\x90\0\0\0\0\0\0\0", 8);
+    memcpy(file + 8, json, 144);
+    static const unsigned char data[16] = {0, 0, 0, 0, 0, 0, 0, 0x80, /* 0, -0 */
+                                           0, 0, 0x80, 0x3f, 0, 0, 0, 0x40 /* 1, 2 */};
+    memcpy(file + 152, data, 16);
+    const char *p = tmp_path("python.safetensors");
+    spit(p, file, sizeof file);
+    vt_safetensors in;
+    vt_status st = vt_st_read(p, &in);
+    CHECK(st == VT_OK, "python-layout read: %s", vt_last_error());
+    if (st != VT_OK) return;
+    const vt_st_tensor *a = vt_st_find(&in, "a"), *b = vt_st_find(&in, "b");
+    CHECK(a && a->ndim == 2 && a->shape[0] == 1 && a->shape[1] == 2, "a shape");
+    CHECK(a && a->data[0] == 0.0f && signbit(a->data[1]), "a values");
+    CHECK(b && b->ndim == 1 && b->shape[0] == 2 && b->data[0] == 1.0f && b->data[1] == 2.0f,
+          "b values");
+    CHECK(vt_st_meta(&in, "format") && strcmp(vt_st_meta(&in, "format"), "pt") == 0, "format");
+
+    /* Our writer produces these exact bytes for the same tensors and metadata. */
+    float av[2], bv[2] = {1, 2};
+    memcpy(av, data, 8);
+    int64_t sa[2] = {1, 2}, sb[1] = {2};
+    vt_st_tensor ts[2] = {make_tensor("a", 2, sa, av), make_tensor("b", 1, sb, bv)};
+    const char *k[1] = {"format"}, *v[1] = {"pt"};
+    const char *q = tmp_path("ours.safetensors");
+    CHECK(vt_st_write(q, ts, 2, k, v, 1) == VT_OK, "write: %s", vt_last_error());
+    long len;
+    unsigned char *ours = slurp(q, &len);
+    CHECK(len == (long)sizeof file && memcmp(ours, file, sizeof file) == 0,
+          "writer output differs from the Python layout (len %ld)", len);
+    free(ours);
+    vt_st_free(&in);
+}
+
+static void test_npy(void) {
+    float x[12];
+    for (int i = 0; i < 12; i++) x[i] = (float)i - 5.5f;
+    int64_t shape[2] = {3, 4};
+    const char *p = tmp_path("x.npy");
+    CHECK(vt_npy_write(p, x, 2, shape) == VT_OK, "npy write: %s", vt_last_error());
+    /* numpy 1.24 np.save of a (3, 4) float32 array: 128 header bytes. */
+    unsigned char want[128];
+    static const char dict[] = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }";
+    memcpy(want, "\x93NUMPY\x01\x00\x76\x00", 10);
+    memset(want + 10, ' ', sizeof want - 10);
+    memcpy(want + 10, dict, sizeof dict - 1);
+    want[127] = '\n';
+    long len;
+    unsigned char *got = slurp(p, &len);
+    CHECK(len == 128 + 48, "npy size %ld", len);
+    if (len == 128 + 48) {
+        CHECK(memcmp(got, want, 128) == 0, "npy header differs: %.118s", (const char *)got + 10);
+        CHECK(memcmp(got + 128, x, 48) == 0, "npy data differs");
+    }
+    free(got);
+
+    /* 1-d: "(5,)"; and a 16-d empty array whose spare growth spaces push the header
+     * past 128 bytes (numpy 1.24's np.save output: 192 bytes, length field 182). */
+    int64_t s1[1] = {5}, s16[16] = {1, 0, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10};
+    float y[5] = {0};
+    p = tmp_path("y.npy");
+    CHECK(vt_npy_write(p, y, 1, s1) == VT_OK, "npy 1-d");
+    got = slurp(p, &len);
+    CHECK(len == 128 + 20 && memcmp(got + 10, "{'descr': '<f4', 'fortran_order': False, "
+                                    "'shape': (5,), }", 56) == 0, "1-d header");
+    free(got);
+    p = tmp_path("z.npy");
+    CHECK(vt_npy_write(p, NULL, 16, s16) == VT_OK, "npy 16-d");
+    got = slurp(p, &len);
+    static const char d16[] = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 0, 10, 10, "
+                              "10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10), }";
+    int ok = len == 192 && got[8] == 182 && got[9] == 0 && got[191] == '\n' &&
+             memcmp(got + 10, d16, sizeof d16 - 1) == 0;
+    for (long i = 10 + (long)sizeof d16 - 1; ok && i < 191; i++) ok = got[i] == ' ';
+    CHECK(ok, "16-d header (file length %ld)", len);
+    free(got);
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/vt_ckpt_XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_round_trip();
+    test_atomic();
+    test_corrupt();
+    test_python_layout();
+    test_npy();
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return test_summary();
+}
