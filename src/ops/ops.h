@@ -63,7 +63,7 @@ vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
                            float scale, float attn_drop);
 
 /* Patch embedding, a P x P stride-P convolution: img (B, C, Hi, Wi) with P | Hi, Wi;
- * w (D, C, P, P), b (D) -> (B, (Hi/P)(Wi/P), D), patches row-major (x fastest). */
+ * w (D, C, P, P), b (D) or NULL -> (B, (Hi/P)(Wi/P), D), patches row-major (x fastest). */
 vt_tensor *vt_op_patch_embed(vt_tape *t, vt_tensor *img, vt_tensor *w, vt_tensor *b, int P);
 
 /* Prepend the class token: cls (1, 1, D), x (B, Np, D) -> (B, 1 + Np, D). */
@@ -91,5 +91,26 @@ vt_tensor *vt_op_drop_path(vt_tape *t, vt_tensor *x, float p);
  * Returns a (1) tensor. Backward: dlogits += (softmax - target) / B * dloss. */
 vt_tensor *vt_op_cross_entropy(vt_tape *t, vt_tensor *logits, const int *labels,
                                const float *soft, float smoothing);
+
+/* ---- Shared by the op files (src/ops/common.c, src/ops/gemm.c); not ops. ---- */
+
+/* The calling thread's GEMM packing workspace: at least `floats` floats, 64-byte
+ * aligned. Thread-local, allocated on first use and grown only when a larger request
+ * comes, so the step loop does not malloc after warm-up. For ops that call vt_k.gemm
+ * directly inside their own OpenMP loops (attention, batched matmul). */
+float *vt_gemm_workspace(size_t floats);
+
+/* out[c] += sum_r x[r, c] (y == NULL) or sum_r x[r, c] y[r, c], x/y rows x cols.
+ * The rows are cut into a fixed number of chunks (independent of the thread count),
+ * each chunk summed in float into a partial from the arena, the partials added in
+ * chunk order: the result is bitwise reproducible for any thread count. */
+void vt_ops_colsum_acc(vt_arena *arena, const float *x, const float *y,
+                       int64_t rows, int64_t cols, float *out);
+
+/* Row chunking used by vt_ops_colsum_acc and the layernorm backward:
+ * n chunks of rows (n <= VT_OPS_MAX_CHUNKS), chunk c is [begin(c), begin(c + 1)). */
+#define VT_OPS_MAX_CHUNKS 32
+int vt_ops_nchunks(int64_t rows);
+int64_t vt_ops_chunk_begin(int64_t rows, int nchunks, int c);
 
 #endif

@@ -1,0 +1,39 @@
+/* common.c - helpers shared by the op files: deterministic column reductions over
+ * rows (bias, gamma, broadcast-add gradients). Not an op, records nothing. */
+#include "ops.h"
+#include "status.h"
+
+int vt_ops_nchunks(int64_t rows) {
+    return rows < VT_OPS_MAX_CHUNKS ? (int)(rows > 0 ? rows : 1) : VT_OPS_MAX_CHUNKS;
+}
+
+int64_t vt_ops_chunk_begin(int64_t rows, int nchunks, int c) {
+    return rows * c / nchunks;
+}
+
+void vt_ops_colsum_acc(vt_arena *arena, const float *x, const float *y,
+                       int64_t rows, int64_t cols, float *out) {
+    if (rows <= 0 || cols <= 0) return;
+    int nc = vt_ops_nchunks(rows);
+    float *part = vt_arena_calloc(arena, (size_t)nc * (size_t)cols * sizeof(float));
+    #pragma omp parallel for schedule(static) if (rows * cols > 16384)
+    for (int c = 0; c < nc; c++) {
+        float *p = part + (size_t)c * cols;
+        int64_t r0 = vt_ops_chunk_begin(rows, nc, c), r1 = vt_ops_chunk_begin(rows, nc, c + 1);
+        for (int64_t r = r0; r < r1; r++) {
+            const float *xr = x + r * cols;
+            if (y) {
+                const float *yr = y + r * cols;
+                for (int64_t j = 0; j < cols; j++) p[j] += xr[j] * yr[j];
+            } else {
+                for (int64_t j = 0; j < cols; j++) p[j] += xr[j];
+            }
+        }
+    }
+    #pragma omp parallel for schedule(static) if (nc * cols > 16384)
+    for (int64_t j = 0; j < cols; j++) {
+        float s = 0.0f;
+        for (int c = 0; c < nc; c++) s += part[(size_t)c * cols + j];
+        out[j] += s;
+    }
+}

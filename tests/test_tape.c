@@ -1,0 +1,310 @@
+/* test_tape.c - the tape end to end: composite forwards gradient-checked through
+ * vt_tape_backward, accumulation into tensors used twice, evaluation mode recording
+ * nothing, arena reuse after reset, and bitwise-reproducible steps.
+ *
+ * Models:
+ *  - "mlp" (the residual fan-out composite): x -> layernorm -> linear -> gelu -> linear
+ *    -> add(x, .) -> mean_tokens -> linear -> cross_entropy, x (2, 5, 6) trainable.
+ *  - "vit": a one-block ViT: patch_embed (8 x 12 image, P = 4) -> cat_cls -> add pos
+ *    (1, N, D) -> layernorm -> linear qkv -> split_heads -> attention -> merge_heads ->
+ *    linear -> mul_channels -> drop_path -> add residual -> layernorm -> select_token ->
+ *    dropout -> linear head -> cross_entropy (smoothing 0.1).
+ * Gradient check: central differences with h = 1e-2 on every parameter element (and
+ * the mlp's input), tolerance |analytic - numeric| <= 3e-4 + 5e-3 |numeric| (the loss
+ * is O(1) and float32: rounding contributes ~1e-5 to the quotient; a wrong backward
+ * is off by far more). Dropout-type ops are off in the gradient checks and on (with
+ * the rng reseeded per step) in the determinism check. */
+#include <math.h>
+#include <string.h>
+
+#include "harness.h"
+#include "kernels.h"
+#include "ops/ops.h"
+#include "rng.h"
+#include "status.h"
+#include "tape.h"
+#include "tensor.h"
+
+#define GC_H 1e-2
+#define GC_ATOL 3e-4
+#define GC_RTOL 5e-3
+#define MAX_PARAMS 24
+
+static vt_arena arena, store;
+static vt_tape tape;
+static vt_rng tape_rng;
+
+typedef struct {
+    vt_tensor *p[MAX_PARAMS];
+    const char *name[MAX_PARAMS];
+    int n;
+    int B, N, D, Dh, K, H, P, Hi, Wi, C;
+    float drop;
+    vt_tensor *x;   /* mlp input / vit image (not a parameter) */
+    int labels[8];
+} model;
+
+static vt_tensor *param(model *m, const char *name, vt_rng *r, float lo, float hi, int ndim,
+                        int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
+    int64_t shape[4] = {d0, d1, d2, d3};
+    vt_tensor *t = vt_tensor_new(&store, 1, ndim, shape);
+    for (int64_t i = 0; i < t->size; i++) t->data[i] = lo + (hi - lo) * (float)vt_rng_uniform(r);
+    VT_ASSERT(m->n < MAX_PARAMS, "too many params");
+    m->p[m->n] = t;
+    m->name[m->n++] = name;
+    return t;
+}
+
+static void zero_grads(model *m) {
+    for (int i = 0; i < m->n; i++) memset(m->p[i]->grad, 0, (size_t)m->p[i]->size * sizeof(float));
+}
+
+/* ---- mlp: params 0 x, 1 g, 2 b, 3 W1, 4 b1, 5 W2, 6 b2, 7 Wh, 8 bh */
+static void mlp_init(model *m, vt_rng *r, int B, int N, int D, int Dh, int K) {
+    memset(m, 0, sizeof *m);
+    m->B = B; m->N = N; m->D = D; m->Dh = Dh; m->K = K;
+    param(m, "x", r, -1, 1, 3, B, N, D, 0);
+    param(m, "ln.g", r, 0.5f, 1.5f, 1, D, 0, 0, 0);
+    param(m, "ln.b", r, -0.5f, 0.5f, 1, D, 0, 0, 0);
+    param(m, "fc1.w", r, -0.6f, 0.6f, 2, Dh, D, 0, 0);
+    param(m, "fc1.b", r, -0.5f, 0.5f, 1, Dh, 0, 0, 0);
+    param(m, "fc2.w", r, -0.6f, 0.6f, 2, D, Dh, 0, 0);
+    param(m, "fc2.b", r, -0.5f, 0.5f, 1, D, 0, 0, 0);
+    param(m, "head.w", r, -1, 1, 2, K, D, 0, 0);
+    param(m, "head.b", r, -0.5f, 0.5f, 1, K, 0, 0, 0);
+    for (int b = 0; b < B; b++) m->labels[b] = (b * 2 + 1) % K;
+}
+
+static vt_tensor *mlp_forward(model *m, vt_tape *t) {
+    vt_tensor **p = m->p;
+    vt_tensor *h = vt_op_layernorm(t, p[0], p[1], p[2], 1e-5f);
+    h = vt_op_linear(t, h, p[3], p[4]);
+    h = vt_op_gelu(t, h);
+    h = vt_op_linear(t, h, p[5], p[6]);
+    h = vt_op_add(t, p[0], h);
+    h = vt_op_mean_tokens(t, h, 0);
+    h = vt_op_linear(t, h, p[7], p[8]);
+    return vt_op_cross_entropy(t, h, m->labels, NULL, 0.0f);
+}
+
+/* ---- vit: params 0 pe.w, 1 pe.b, 2 cls, 3 pos, 4 ln1.g, 5 ln1.b, 6 qkv.w, 7 qkv.b,
+ * 8 proj.w, 9 proj.b, 10 ls.gamma, 11 norm.g, 12 norm.b, 13 head.w, 14 head.b */
+static void vit_init(model *m, vt_rng *r, int B, int C, int Hi, int Wi, int P, int D, int H, int K, float drop) {
+    memset(m, 0, sizeof *m);
+    m->B = B; m->C = C; m->Hi = Hi; m->Wi = Wi; m->P = P; m->D = D; m->H = H; m->K = K;
+    m->N = 1 + (Hi / P) * (Wi / P);
+    m->drop = drop;
+    int64_t ishape[4] = {B, C, Hi, Wi};
+    m->x = vt_tensor_new(&store, 0, 4, ishape);
+    for (int64_t i = 0; i < m->x->size; i++) m->x->data[i] = (float)(2.0 * vt_rng_uniform(r) - 1.0);
+    param(m, "pe.w", r, -0.3f, 0.3f, 4, D, C, P, P);
+    param(m, "pe.b", r, -0.5f, 0.5f, 1, D, 0, 0, 0);
+    param(m, "cls", r, -1, 1, 3, 1, 1, D, 0);
+    param(m, "pos", r, -0.5f, 0.5f, 3, 1, m->N, D, 0);
+    param(m, "ln1.g", r, 0.5f, 1.5f, 1, D, 0, 0, 0);
+    param(m, "ln1.b", r, -0.5f, 0.5f, 1, D, 0, 0, 0);
+    param(m, "qkv.w", r, -0.6f, 0.6f, 2, 3 * D, D, 0, 0);
+    param(m, "qkv.b", r, -0.5f, 0.5f, 1, 3 * D, 0, 0, 0);
+    param(m, "proj.w", r, -0.6f, 0.6f, 2, D, D, 0, 0);
+    param(m, "proj.b", r, -0.5f, 0.5f, 1, D, 0, 0, 0);
+    param(m, "ls.gamma", r, 0.5f, 1.5f, 1, D, 0, 0, 0);
+    param(m, "norm.g", r, 0.5f, 1.5f, 1, D, 0, 0, 0);
+    param(m, "norm.b", r, -0.5f, 0.5f, 1, D, 0, 0, 0);
+    param(m, "head.w", r, -1, 1, 2, K, D, 0, 0);
+    param(m, "head.b", r, -0.5f, 0.5f, 1, K, 0, 0, 0);
+    for (int b = 0; b < B; b++) m->labels[b] = (b * 3 + 2) % K;
+}
+
+static vt_tensor *vit_forward(model *m, vt_tape *t) {
+    vt_tensor **p = m->p;
+    vt_tensor *x = vt_op_patch_embed(t, m->x, p[0], p[1], m->P);
+    x = vt_op_cat_cls(t, p[2], x);
+    x = vt_op_add(t, x, p[3]);
+    vt_tensor *h = vt_op_layernorm(t, x, p[4], p[5], 1e-6f);
+    h = vt_op_linear(t, h, p[6], p[7]);
+    vt_tensor *q, *k, *v;
+    vt_op_split_heads(t, h, m->H, &q, &k, &v);
+    h = vt_op_attention(t, q, k, v, 1.0f / sqrtf((float)(m->D / m->H)), m->drop);
+    h = vt_op_merge_heads(t, h);
+    h = vt_op_linear(t, h, p[8], p[9]);
+    h = vt_op_mul_channels(t, h, p[10]);
+    h = vt_op_drop_path(t, h, m->drop);
+    x = vt_op_add(t, x, h);
+    x = vt_op_layernorm(t, x, p[11], p[12], 1e-6f);
+    x = vt_op_select_token(t, x, 0);
+    x = vt_op_dropout(t, x, m->drop);
+    x = vt_op_linear(t, x, p[13], p[14]);
+    return vt_op_cross_entropy(t, x, m->labels, NULL, 0.1f);
+}
+
+typedef vt_tensor *(*model_fwd)(model *m, vt_tape *t);
+
+/* One step: reset, forward, and (grad) backward. Returns the loss. */
+static float step(model *m, model_fwd f, int grad) {
+    vt_arena_reset(&arena);
+    vt_tape_clear(&tape);
+    tape.grad_enabled = grad;
+    vt_rng_seed(&tape_rng, 99);
+    if (grad) zero_grads(m);
+    vt_tensor *loss = f(m, &tape);
+    if (grad) vt_tape_backward(&tape, loss);
+    return loss->data[0];
+}
+
+static void grad_check_model(const char *name, model *m, model_fwd f) {
+    step(m, f, 1);
+    for (int i = 0; i < m->n; i++) {
+        vt_tensor *p = m->p[i];
+        float *ana = vt_arena_alloc(&store, (size_t)p->size * sizeof(float));
+        float *num = vt_arena_alloc(&store, (size_t)p->size * sizeof(float));
+        memcpy(ana, p->grad, (size_t)p->size * sizeof(float));
+        double amax = 0;
+        for (int64_t e = 0; e < p->size; e++) {
+            float x = p->data[e];
+            p->data[e] = x + (float)GC_H;
+            double lp = step(m, f, 0);
+            p->data[e] = x - (float)GC_H;
+            double lm = step(m, f, 0);
+            p->data[e] = x;
+            num[e] = (float)((lp - lm) / (2 * GC_H));
+            if (fabs(ana[e]) > amax) amax = fabs(ana[e]);
+        }
+        CHECK_ARRAY_CLOSE(ana, num, p->size, GC_ATOL, GC_RTOL, "%s: d loss / d %s", name, m->name[i]);
+        CHECK(amax > 1e-4, "%s: gradient of %s is all zero", name, m->name[i]);
+    }
+}
+
+/* A tensor used twice receives the sum of both contributions. */
+static void test_accumulation(vt_rng *r) {
+    int64_t shape[3] = {2, 3, 4};
+    vt_tensor *x = vt_tensor_new(&store, 1, 3, shape);
+    for (int i = 0; i < 24; i++) x->data[i] = (float)(vt_rng_uniform(r) - 0.5);
+    vt_arena_reset(&arena);
+    vt_tape_clear(&tape);
+    tape.grad_enabled = 1;
+    vt_tensor *y = vt_op_add(&tape, x, x);
+    for (int i = 0; i < 24; i++) y->grad[i] = (float)(i + 1);
+    for (int i = tape.n - 1; i >= 0; i--) tape.entries[i].fn(tape.entries[i].ctx);
+    int bad = 0;
+    for (int i = 0; i < 24; i++) bad += x->grad[i] != 2.0f * (float)(i + 1);
+    CHECK(bad == 0, "add(x, x): %d grads are not 2 dy", bad);
+
+    /* c = x x^T per batch (matmul with both operands x): dx = (dc + dc^T) x. */
+    memset(x->grad, 0, 24 * sizeof(float));
+    vt_arena_reset(&arena);
+    vt_tape_clear(&tape);
+    vt_tensor *c = vt_op_matmul(&tape, x, x, 0, 1);
+    for (int i = 0; i < 18; i++) c->grad[i] = (float)(vt_rng_uniform(r) - 0.5);
+    for (int i = tape.n - 1; i >= 0; i--) tape.entries[i].fn(tape.entries[i].ctx);
+    double ref[24];
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 3; i++)
+            for (int k = 0; k < 4; k++) {
+                double s = 0;
+                for (int j = 0; j < 3; j++)
+                    s += ((double)c->grad[b * 9 + i * 3 + j] + c->grad[b * 9 + j * 3 + i]) * x->data[b * 12 + j * 4 + k];
+                ref[b * 12 + i * 4 + k] = s;
+            }
+    CHECK_ARRAY_CLOSE(x->grad, ref, 24, 1e-5, 1e-4, "matmul(x, x^T) accumulates both operand grads");
+
+    /* Fan-out through two different ops: gelu(x) + mul_channels(x, g) summed. */
+    memset(x->grad, 0, 24 * sizeof(float));
+    int64_t gs[1] = {4};
+    vt_tensor *g = vt_tensor_new(&store, 0, 1, gs);
+    for (int i = 0; i < 4; i++) g->data[i] = (float)(i + 1);
+    vt_arena_reset(&arena);
+    vt_tape_clear(&tape);
+    vt_tensor *s = vt_op_add(&tape, vt_op_gelu(&tape, x), vt_op_mul_channels(&tape, x, g));
+    CHECK(tape.n == 3, "fan-out records 3 entries, got %d", tape.n);
+    for (int i = 0; i < 24; i++) s->grad[i] = 1.0f;
+    for (int i = tape.n - 1; i >= 0; i--) tape.entries[i].fn(tape.entries[i].ctx);
+    for (int i = 0; i < 24; i++) {
+        double xv = x->data[i];
+        ref[i] = 0.5 * (1 + erf(xv / sqrt(2.0))) + xv * exp(-0.5 * xv * xv) / sqrt(2 * M_PI) + (i % 4 + 1);
+    }
+    CHECK_ARRAY_CLOSE(x->grad, ref, 24, 1e-5, 1e-4, "gelu(x) + x g: dx is the sum of both paths");
+}
+
+/* Evaluation mode: nothing recorded, no grad buffers, same loss, parameter grads
+ * untouched. */
+static void test_grad_disabled(model *m, model_fwd f, const char *name) {
+    float lg = step(m, f, 1);
+    size_t used_grad = arena.total_used;
+    zero_grads(m);
+    vt_arena_reset(&arena);
+    vt_tape_clear(&tape);
+    tape.grad_enabled = 0;
+    vt_rng_seed(&tape_rng, 99);
+    vt_tensor *loss = f(m, &tape);
+    CHECK(tape.n == 0, "%s: %d entries recorded with gradients disabled", name, tape.n);
+    CHECK(loss->grad == NULL, "%s: loss has a grad buffer with gradients disabled", name);
+    CHECK(loss->data[0] == lg, "%s: eval loss %.9g != training-forward loss %.9g", name, loss->data[0], lg);
+    CHECK(arena.total_used < used_grad, "%s: eval uses %zu arena bytes, training step %zu", name,
+          arena.total_used, used_grad);
+    int nonzero = 0;
+    for (int i = 0; i < m->n; i++)
+        for (int64_t e = 0; e < m->p[i]->size; e++) nonzero += m->p[i]->grad[e] != 0.0f;
+    CHECK(nonzero == 0, "%s: %d parameter grads written with gradients disabled", name, nonzero);
+}
+
+/* After a reset the same step allocates no new block; the same step twice gives
+ * bitwise equal grads. */
+static void test_reuse_and_determinism(model *m, model_fwd f, const char *name) {
+    vt_arena_free(&arena);
+    vt_arena_init(&arena, 4096);
+    float l1 = step(m, f, 1);
+    CHECK(arena.head->next != NULL, "%s: first step should have grown the 4 KiB arena", name);
+    int64_t total = 0;
+    for (int i = 0; i < m->n; i++) total += m->p[i]->size;
+    float *g1 = vt_arena_alloc(&store, (size_t)total * sizeof(float));
+    for (int i = 0, off = 0; i < m->n; off += (int)m->p[i]->size, i++)
+        memcpy(g1 + off, m->p[i]->grad, (size_t)m->p[i]->size * sizeof(float));
+
+    float l2 = step(m, f, 1);
+    vt_arena_block *blk = arena.head;
+    CHECK(blk->next == NULL, "%s: step after reset chained a new arena block", name);
+    float l3 = step(m, f, 1);
+    CHECK(arena.head == blk && blk->next == NULL, "%s: third step allocated a new arena block", name);
+    CHECK(l1 == l2 && l2 == l3, "%s: losses differ between identical steps: %.9g %.9g %.9g", name, l1, l2, l3);
+    int diff = 0;
+    for (int i = 0, off = 0; i < m->n; off += (int)m->p[i]->size, i++)
+        diff += memcmp(g1 + off, m->p[i]->grad, (size_t)m->p[i]->size * sizeof(float)) != 0;
+    CHECK(diff == 0, "%s: %d parameter grads differ bitwise between identical steps", name, diff);
+}
+
+int main(void) {
+    char err[256];
+    if (vt_kernels_init(err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    vt_arena_init(&arena, 1 << 16);
+    vt_arena_init(&store, 1 << 20);
+    vt_tape_init(&tape, &arena);
+    tape.rng = &tape_rng;
+    tape.training = 1;
+    vt_rng r;
+    vt_rng_seed(&r, 2024);
+
+    model mlp, vit, big_mlp, big_vit;
+    mlp_init(&mlp, &r, 2, 5, 6, 8, 3);
+    grad_check_model("mlp", &mlp, mlp_forward);
+    vit_init(&vit, &r, 2, 3, 8, 12, 4, 6, 2, 4, 0.0f);
+    grad_check_model("vit", &vit, vit_forward);
+
+    test_accumulation(&r);
+    test_grad_disabled(&mlp, mlp_forward, "mlp");
+    test_grad_disabled(&vit, vit_forward, "vit");
+
+    /* Shapes large enough that GEMMs, reductions and elementwise loops run threaded,
+     * with dropout, attention dropout and drop-path active. */
+    mlp_init(&big_mlp, &r, 4, 65, 64, 128, 10);
+    test_reuse_and_determinism(&big_mlp, mlp_forward, "big mlp");
+    vit_init(&big_vit, &r, 8, 3, 32, 32, 4, 64, 4, 10, 0.2f);
+    test_reuse_and_determinism(&big_vit, vit_forward, "big vit");
+
+    vt_tape_free(&tape);
+    vt_arena_free(&arena);
+    vt_arena_free(&store);
+    return test_summary();
+}
