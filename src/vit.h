@@ -25,6 +25,9 @@ typedef struct vt_param {
     vt_tensor t;         /* data -> params buffer, grad -> grads buffer */
     int decay;           /* 1: weight decay applies (linear/conv weights only) */
     int64_t offset;      /* element offset of t.data in the flat buffer */
+    int ckpt_ndim;       /* shape in checkpoints: t's shape, except PE parameters of more
+                            than 4 dims, whose view t merges the leading dims */
+    int64_t ckpt_shape[8];
 } vt_param;
 
 typedef struct vt_vit {
@@ -37,6 +40,9 @@ typedef struct vt_vit {
     vt_param *p;
     int n_p;
     struct vt_pe *pe;
+    int mlp_hidden;      /* int(mlp_ratio * D), as timm */
+    int block_p0;        /* index in p of blocks.0's first parameter */
+    int block_np;        /* parameters per block (blocks are contiguous in p) */
 } vt_vit;
 
 /* Build the model of cfg (validated) and initialise it as timm does (truncated normal

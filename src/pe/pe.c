@@ -1,0 +1,109 @@
+/* pe.c - the position-encoding slot: construction, parameter declaration, the
+ * per-forward dispatch (APE part, then the kind's hooks) and the kind registry.
+ * The APE itself (tables, resampling, sincos) lives in ape.c; rotary kinds in their
+ * own files (pe.h explains how to add one). */
+#include "pe.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ops/ops.h"
+
+/* Kinds of this build and their hooks; NULL ops = no relative part (none, ape).
+ * Add one row per src/pe/<kind>.c. */
+typedef struct {
+    vt_pe_kind kind;
+    const vt_pe_kind_ops *ops;
+} kind_row;
+
+static const kind_row kind_table[] = {
+    {VT_PE_NONE, NULL},
+    {VT_PE_APE, NULL},
+};
+
+vt_status vt_pe_create(const vt_config *cfg, int D, int L, int H, vt_pe **out) {
+    *out = NULL;
+    const kind_row *row = NULL;
+    for (size_t i = 0; i < sizeof kind_table / sizeof kind_table[0]; i++)
+        if (kind_table[i].kind == cfg->pe.kind) row = &kind_table[i];
+    if (!row)
+        return vt_fail(VT_ERR_USAGE,
+                       "pe.kind: '%s' is not available in this build (available: none, ape)",
+                       vt_pe_kind_name(cfg->pe.kind));
+    int P = cfg->model.patch_size;
+    int train_img = cfg->pe.train_img_size > 0 ? cfg->pe.train_img_size : cfg->model.img_size;
+    if (P <= 0 || train_img <= 0 || train_img % P != 0)
+        return vt_fail(VT_ERR_USAGE,
+                       "pe.train_img_size: expected a positive multiple of model.patch_size (%d), found %d",
+                       P, train_img);
+    vt_pe *pe = vt_xcalloc(1, sizeof *pe);
+    pe->cfg = cfg->pe;
+    pe->ape = cfg->pe.ape;
+    pe->D = D;
+    pe->L = L;
+    pe->H = H;
+    pe->hd = D / H;
+    pe->P = P;
+    pe->train_rows = pe->train_cols = train_img / P;
+    pe->rows = pe->train_rows;
+    pe->cols = pe->train_cols;
+    pe->ape_param = -1;
+    pe->kind = row->ops;
+    vt_status st = vt_ape_declare(pe);
+    if (st == VT_OK && pe->kind && pe->kind->create) st = pe->kind->create(pe);
+    if (st != VT_OK) {
+        vt_pe_free(pe);
+        return st;
+    }
+    *out = pe;
+    return VT_OK;
+}
+
+void vt_pe_free(vt_pe *pe) {
+    if (!pe) return;
+    if (pe->kind && pe->kind->destroy) pe->kind->destroy(pe);
+    free(pe);
+}
+
+int vt_pe_declare(vt_pe *pe, const char *name, int ndim, const int64_t *shape) {
+    VT_ASSERT(pe->n_params < VT_PE_MAX_PARAMS, "too many PE parameters (max %d)", VT_PE_MAX_PARAMS);
+    VT_ASSERT(ndim >= 1 && ndim <= VT_PE_MAX_DIMS, "PE parameter %s: bad ndim %d", name, ndim);
+    vt_pe_param *p = &pe->params[pe->n_params];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->ndim = ndim;
+    p->size = 1;
+    for (int i = 0; i < ndim; i++) {
+        p->shape[i] = shape[i];
+        p->size *= shape[i];
+    }
+    return pe->n_params++;
+}
+
+void vt_pe_init_params(vt_pe *pe, vt_rng *rng) {
+    for (int i = 0; i < pe->n_params; i++)
+        VT_ASSERT(pe->params[i].t != NULL, "PE parameter %s is not bound", pe->params[i].name);
+    vt_ape_init(pe, rng);
+    if (pe->kind && pe->kind->init) pe->kind->init(pe, rng);
+}
+
+void vt_pe_prepare(vt_pe *pe, vt_tape *t, int rows, int cols, const vt_tensor *images) {
+    VT_ASSERT(rows > 0 && cols > 0, "bad patch grid %d x %d", rows, cols);
+    pe->rows = rows;
+    pe->cols = cols;
+    vt_ape_prepare(pe, t);
+    if (pe->kind && pe->kind->prepare) pe->kind->prepare(pe, t, images);
+}
+
+vt_tensor *vt_pe_add_ape(vt_pe *pe, vt_tape *t, vt_tensor *x) {
+    if (!pe->ape_table) return x;
+    VT_ASSERT(x->ndim == 3 && x->shape[1] == pe->ape_table->shape[1] && x->shape[2] == pe->D,
+              "add_ape: x has %lld tokens of width %lld, the APE table %lld of %d",
+              (long long)x->shape[1], (long long)x->shape[2], (long long)pe->ape_table->shape[1], pe->D);
+    return vt_op_add(t, x, pe->ape_table);
+}
+
+void vt_pe_apply_qk(vt_pe *pe, vt_tape *t, int layer, vt_tensor **q, vt_tensor **k) {
+    VT_ASSERT(layer >= 0 && layer < pe->L, "layer %d out of range [0, %d)", layer, pe->L);
+    if (pe->kind && pe->kind->apply_qk) pe->kind->apply_qk(pe, t, layer, q, k);
+}

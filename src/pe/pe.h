@@ -1,0 +1,137 @@
+/* pe.h - the position-encoding slot of the ViT (position-encodings.md).
+ *
+ * Owns: the interface between the model and every position encoding (PE), the absolute
+ * part (APE: none | learned | sincos, src/pe/ape.c) that any kind may carry, bicubic
+ * resampling of a learned APE table (also used by the checkpoint loader) and the
+ * registry of rotary kinds. Does not own the flat parameter buffers (the model places
+ * the PE's parameters in them) nor the attention itself.
+ *
+ * Life cycle, as vit.c drives it:
+ *   vt_pe_create(cfg, D, L, H)   the PE declares its parameters (pe->params: names
+ *                                "pos_embed" / "pe.*", checkpoint shapes; never decayed)
+ *   the model binds each pe->params[i].t to a view into its flat params/grads buffers
+ *   vt_pe_init_params(pe, rng)   draws the initial values (after binding)
+ *   per forward:
+ *     vt_pe_prepare(pe, t, rows, cols, images)   once, for the current patch grid:
+ *                                anything that depends only on positions and parameters
+ *                                is computed here (arena memory) and shared by the batch;
+ *                                its backward, if any, is recorded on the tape here
+ *     vt_pe_add_ape(pe, t, x)    after the CLS token is prepended (identity without APE)
+ *     vt_pe_apply_qk(pe, t, l, &q, &k)   per layer l, on (B, H, N, hd) q and k; rotary
+ *                                kinds replace *q / *k (token 0, CLS, never rotated);
+ *                                none / ape leave them untouched (no copy)
+ *
+ * Adding a rotary kind: one new file src/pe/<kind>.c defining a vt_pe_kind_ops (its
+ * create declares its parameters after the APE's via vt_pe_declare) plus one row in the
+ * kind table of pe.c (a static archive cannot discover constructors by itself). The
+ * model (vit.c) does not change.
+ *
+ * Grid: rows = cols = S / P for an S x S image (images are square). The training grid is
+ * pe.train_img_size (or model.img_size) / P; a learned APE at another grid is resampled
+ * (evaluation only: no gradient flows through the resampling, and a forward with
+ * gradients enabled at a grid other than the training grid is a bug, asserted).
+ */
+#ifndef VT_PE_H
+#define VT_PE_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "rng.h"
+#include "status.h"
+#include "tape.h"
+#include "tensor.h"
+
+#define VT_PE_MAX_PARAMS 8
+#define VT_PE_MAX_DIMS 8
+
+typedef struct vt_pe_param {
+    char name[96];                 /* "pos_embed" or "pe.*" (position-encodings.md 4) */
+    int ndim;                      /* checkpoint shape; may exceed VT_MAX_DIMS (the model's
+                                      view then merges leading dims) */
+    int64_t shape[VT_PE_MAX_DIMS];
+    int64_t size;                  /* elements */
+    vt_tensor *t;                  /* bound by the model: data/grad in the flat buffers */
+} vt_pe_param;
+
+struct vt_pe;
+
+/* A rotary (or other relative) kind. Every hook may be NULL (nothing to do). */
+typedef struct vt_pe_kind_ops {
+    const char *name;
+    /* Declare parameters (vt_pe_declare), validate cfg, allocate pe->state. */
+    vt_status (*create)(struct vt_pe *pe);
+    /* Initial values of the kind's (bound) parameters. */
+    void (*init)(struct vt_pe *pe, vt_rng *rng);
+    /* Per forward, after pe->rows/cols/positions are set; may record backward. */
+    void (*prepare)(struct vt_pe *pe, vt_tape *t, const vt_tensor *images);
+    /* q, k (B, H, N, hd): replace *q, *k by the transformed tensors for layer `layer`. */
+    void (*apply_qk)(struct vt_pe *pe, vt_tape *t, int layer, vt_tensor **q, vt_tensor **k);
+    void (*destroy)(struct vt_pe *pe);
+} vt_pe_kind_ops;
+
+typedef struct vt_pe {
+    vt_pe_config cfg;              /* resolved pe section */
+    vt_ape_kind ape;               /* absolute part: none | learned | sincos */
+    int D, L, H, hd, P;
+    int train_rows, train_cols;    /* patch grid at the training resolution */
+    int rows, cols;                /* grid of the current forward (set by vt_pe_prepare) */
+    int n_params;
+    vt_pe_param params[VT_PE_MAX_PARAMS];
+    int ape_param;                 /* index of "pos_embed" in params, or -1 */
+    vt_tensor *ape_table;          /* (1, 1 + rows cols, D) of this forward, or NULL */
+    const vt_pe_kind_ops *kind;    /* NULL for none / ape */
+    void *state;                   /* the kind's private state */
+} vt_pe;
+
+/* Build the PE of cfg for a model of width D, depth L, H heads, patch P. Errors
+ * (VT_ERR_USAGE, naming the key): a kind not available in this build, a sincos APE
+ * with D not divisible by 4, the kind's own constraints. */
+vt_status vt_pe_create(const vt_config *cfg, int D, int L, int H, vt_pe **out);
+void vt_pe_free(vt_pe *pe);
+
+/* Declare one parameter (for kind create hooks): name, checkpoint shape. Returns its index. */
+int vt_pe_declare(vt_pe *pe, const char *name, int ndim, const int64_t *shape);
+
+/* Initialise every bound parameter: learned APE trunc_normal(0.02, [-2, 2]), then the
+ * kind's init. */
+void vt_pe_init_params(vt_pe *pe, vt_rng *rng);
+
+/* Per forward: set the grid (rows x cols patches), build the APE table of that grid
+ * and run the kind's prepare. images (B, C, S, S) is passed for encodings that take
+ * positions from the data (may be NULL otherwise). */
+void vt_pe_prepare(vt_pe *pe, vt_tape *t, int rows, int cols, const vt_tensor *images);
+
+/* x (B, 1 + rows cols, D) -> x + APE table (broadcast over B); x itself without APE. */
+vt_tensor *vt_pe_add_ape(vt_pe *pe, vt_tape *t, vt_tensor *x);
+
+/* Rotary transform of layer `layer` on q, k (B, H, N, hd); no-op for none / ape. */
+void vt_pe_apply_qk(vt_pe *pe, vt_tape *t, int layer, vt_tensor **q, vt_tensor **k);
+
+/* Bicubic resampling of a grid table exactly as torch.nn.functional.interpolate(
+ * mode='bicubic', align_corners=False, antialias=False) on a (1, D, h, w) tensor:
+ * Keys cubic with a = -0.75, source coordinate (o + 0.5) * in / out - 0.5, the 4 x 4
+ * taps clamped to the border, computed in float32 in torch's order (rows first along
+ * x, then the column along y). src (hi, wi, D) row-major, dst (ho, wo, D). Agrees with
+ * torch's CPU kernel to float rounding (a few ulp). */
+void vt_pe_resample_bicubic(const float *src, int hi, int wi, float *dst, int ho, int wo, int D);
+
+/* A learned pos_embed (1, 1 + ni, D) stored for a square grid of ni patches resampled
+ * to (1, 1 + no, D) for a square grid of no patches; the CLS slot is copied. Errors
+ * (VT_ERR_RUNTIME) when ni or no is not a perfect square; `name` is used in messages. */
+vt_status vt_pe_resample_pos_embed(const float *src, int64_t ni, float *dst, int64_t no, int D,
+                                   const char *name);
+
+/* timm build_sincos2d_pos_embed(feat_shape=(rows, cols), dim=D, temperature=1e4)
+ * with a leading zero CLS row: out (1 + rows cols, D). Token n = (i, j) = (n / cols,
+ * n % cols); with pd = D / 4 and w_k = 1 / 1e4^(k / pd), k < pd, the row is
+ * [sin(i w_k), sin(j w_k), cos(i w_k), cos(j w_k)] (each block pd wide). float32 math
+ * as torch does it (error a few ulp of the angle). */
+void vt_pe_sincos_table(float *out, int rows, int cols, int D);
+
+/* APE hooks (ape.c), used by pe.c. */
+vt_status vt_ape_declare(vt_pe *pe);
+void vt_ape_init(vt_pe *pe, vt_rng *rng);
+void vt_ape_prepare(vt_pe *pe, vt_tape *t);
+
+#endif

@@ -1,0 +1,419 @@
+/* vit.c - the Vision Transformer (timm VisionTransformer semantics): parameter layout
+ * in one flat buffer, initialisation, the forward through ops, FLOPs, checkpoints.
+ *
+ * Parameter order = timm's named_parameters(): cls_token, the PE's parameters
+ * (pos_embed when learned; "pe.*" of rotary kinds), patch_embed.proj.{weight,bias},
+ * per block i: norm1.{weight,bias}, attn.qkv.weight, attn.qkv.bias (model.qkv_bias),
+ * attn.proj.{weight,bias}, ls1.gamma (layer_scale > 0), norm2.{weight,bias},
+ * mlp.fc1.{weight,bias}, mlp.fc2.{weight,bias}, ls2.gamma; then norm.{weight,bias}
+ * (pool token) or fc_norm.{weight,bias} (pool avg); head.{weight,bias}.
+ *
+ * Initialisation = timm's default ('' mode, init_weights_vit_timm):
+ *   - every nn.Linear weight (qkv, proj, fc1, fc2, head): trunc_normal std 0.02 with
+ *     ABSOLUTE bounds [-2, 2] (vt_rng_trunc_normal); Linear biases 0;
+ *   - patch_embed.proj (Conv2d) keeps PyTorch's default: kaiming_uniform(a = sqrt(5)),
+ *     i.e. weight and bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = C P P;
+ *   - pos_embed trunc_normal std 0.02 (the PE's init); cls_token normal std 1e-6;
+ *   - LayerNorm weight 1, bias 0; LayerScale gamma = model.layer_scale.
+ * All draws come from one vt_rng stream seeded by `seed`, in parameter order (PE first).
+ * Weight decay (decay = 1) applies to linear and conv weights only.
+ *
+ * Forward (B, C, S, S) -> (B, K):
+ *   x = patch_embed(img) (B, Np, D); x = cat(cls, x) (B, N, D); x = x + APE; dropout;
+ *   per block: x += drop_path(ls1(proj_drop(proj(attn(rope(split(qkv(norm1(x)))))))))
+ *              x += drop_path(ls2(drop(fc2(drop(gelu(fc1(norm2(x))))))))
+ *   pool token: norm on the CLS row; pool avg: mean over patch tokens then fc_norm;
+ *   head_drop; head. LayerNorm eps 1e-6, attention scale hd^-0.5, drop_path rate of
+ *   block i = drop_path * i / (L - 1) (torch.linspace(0, drop_path, L)).
+ * With in_chans 4 and !depth_as_channel only channels 0..2 enter the patch embedding
+ * (the depth channel is for the PE).
+ */
+#include "vit.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "ops/ops.h"
+#include "pe/pe.h"
+
+#define LN_EPS 1e-6f
+
+typedef enum { INIT_ZERO, INIT_ONE, INIT_LAYER_SCALE, INIT_TRUNC, INIT_CLS, INIT_CONV, INIT_PE } init_kind;
+
+typedef struct {
+    vt_param *p;
+    init_kind *init;
+    int n, cap;
+    int64_t total;
+} layout;
+
+static void add_param(layout *l, const char *name, int ndim, const int64_t *shape, int decay,
+                      init_kind init) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->p = vt_xrealloc(l->p, (size_t)l->cap * sizeof *l->p);
+        l->init = vt_xrealloc(l->init, (size_t)l->cap * sizeof *l->init);
+    }
+    vt_param *p = &l->p[l->n];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    VT_ASSERT(ndim >= 1 && ndim <= 8, "parameter %s: bad ndim %d", name, ndim);
+    p->ckpt_ndim = ndim;
+    int64_t size = 1;
+    for (int i = 0; i < ndim; i++) {
+        p->ckpt_shape[i] = shape[i];
+        size *= shape[i];
+    }
+    /* The view keeps the checkpoint shape up to 4 dims, else merges the leading dims. */
+    int lead = ndim > VT_MAX_DIMS ? ndim - VT_MAX_DIMS + 1 : 1;
+    p->t.ndim = ndim > VT_MAX_DIMS ? VT_MAX_DIMS : ndim;
+    p->t.shape[0] = 1;
+    for (int i = 0; i < lead; i++) p->t.shape[0] *= shape[i];
+    for (int i = 1; i < p->t.ndim; i++) p->t.shape[i] = shape[lead + i - 1];
+    p->t.size = size;
+    p->decay = decay;
+    p->offset = l->total;
+    l->init[l->n] = init;
+    l->total += size;
+    l->n++;
+}
+
+#define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
+
+static void add_block(layout *l, const vt_vit *m, int i) {
+    char nm[96];
+    int64_t D = m->D, Hd = m->mlp_hidden;
+#define NAME(s) (snprintf(nm, sizeof nm, "blocks.%d.%s", i, s), nm)
+    add_param(l, NAME("norm1.weight"), 1, SHAPE(D), 0, INIT_ONE);
+    add_param(l, NAME("norm1.bias"), 1, SHAPE(D), 0, INIT_ZERO);
+    add_param(l, NAME("attn.qkv.weight"), 2, SHAPE(3 * D, D), 1, INIT_TRUNC);
+    if (m->cfg.model.qkv_bias) add_param(l, NAME("attn.qkv.bias"), 1, SHAPE(3 * D), 0, INIT_ZERO);
+    add_param(l, NAME("attn.proj.weight"), 2, SHAPE(D, D), 1, INIT_TRUNC);
+    add_param(l, NAME("attn.proj.bias"), 1, SHAPE(D), 0, INIT_ZERO);
+    if (m->cfg.model.layer_scale > 0) add_param(l, NAME("ls1.gamma"), 1, SHAPE(D), 0, INIT_LAYER_SCALE);
+    add_param(l, NAME("norm2.weight"), 1, SHAPE(D), 0, INIT_ONE);
+    add_param(l, NAME("norm2.bias"), 1, SHAPE(D), 0, INIT_ZERO);
+    add_param(l, NAME("mlp.fc1.weight"), 2, SHAPE(Hd, D), 1, INIT_TRUNC);
+    add_param(l, NAME("mlp.fc1.bias"), 1, SHAPE(Hd), 0, INIT_ZERO);
+    add_param(l, NAME("mlp.fc2.weight"), 2, SHAPE(D, Hd), 1, INIT_TRUNC);
+    add_param(l, NAME("mlp.fc2.bias"), 1, SHAPE(D), 0, INIT_ZERO);
+    if (m->cfg.model.layer_scale > 0) add_param(l, NAME("ls2.gamma"), 1, SHAPE(D), 0, INIT_LAYER_SCALE);
+#undef NAME
+}
+
+/* The tensors of block i, in the order add_block declares them (optional ones NULL). */
+typedef struct {
+    vt_tensor *n1w, *n1b, *qkvw, *qkvb, *projw, *projb, *ls1;
+    vt_tensor *n2w, *n2b, *fc1w, *fc1b, *fc2w, *fc2b, *ls2;
+} block_params;
+
+static void get_block(vt_vit *m, int i, block_params *b) {
+    vt_param *p = m->p + m->block_p0 + (size_t)i * m->block_np;
+    int k = 0, ls = m->cfg.model.layer_scale > 0;
+    b->n1w = &p[k++].t;
+    b->n1b = &p[k++].t;
+    b->qkvw = &p[k++].t;
+    b->qkvb = m->cfg.model.qkv_bias ? &p[k++].t : NULL;
+    b->projw = &p[k++].t;
+    b->projb = &p[k++].t;
+    b->ls1 = ls ? &p[k++].t : NULL;
+    b->n2w = &p[k++].t;
+    b->n2b = &p[k++].t;
+    b->fc1w = &p[k++].t;
+    b->fc1b = &p[k++].t;
+    b->fc2w = &p[k++].t;
+    b->fc2b = &p[k++].t;
+    b->ls2 = ls ? &p[k++].t : NULL;
+    VT_ASSERT(k == m->block_np, "block layout mismatch: %d tensors, expected %d", k, m->block_np);
+}
+
+static vt_status check_model_config(const vt_config *cfg) {
+    const vt_model_config *mc = &cfg->model;
+    if (mc->width <= 0 || mc->depth <= 0 || mc->heads <= 0)
+        return vt_fail(VT_ERR_USAGE, "model: width, depth and heads must be positive, found %d, %d, %d",
+                       mc->width, mc->depth, mc->heads);
+    if (mc->width % mc->heads != 0)
+        return vt_fail(VT_ERR_USAGE, "model.heads: expected a divisor of model.width (%d), found %d",
+                       mc->width, mc->heads);
+    if (mc->patch_size <= 0 || mc->img_size <= 0 || mc->img_size % mc->patch_size != 0)
+        return vt_fail(VT_ERR_USAGE,
+                       "model.img_size: expected a positive multiple of model.patch_size (%d), found %d",
+                       mc->patch_size, mc->img_size);
+    if (mc->in_chans != 1 && mc->in_chans != 3 && mc->in_chans != 4)
+        return vt_fail(VT_ERR_USAGE, "model.in_chans: expected 1, 3 or 4, found %d", mc->in_chans);
+    if (mc->num_classes <= 0)
+        return vt_fail(VT_ERR_USAGE, "model.num_classes: expected a positive count, found %d", mc->num_classes);
+    if ((int)(mc->width * mc->mlp_ratio) <= 0)
+        return vt_fail(VT_ERR_USAGE, "model.mlp_ratio: expected a positive hidden width, found %g x %d",
+                       mc->mlp_ratio, mc->width);
+    if (mc->attention != VT_ATTN_SOFTMAX)
+        return vt_fail(VT_ERR_USAGE,
+                       "model.attention: 'performer' is not available in this build (available: softmax)");
+    return VT_OK;
+}
+
+vt_status vt_vit_init(vt_vit *m, const vt_config *cfg, uint64_t seed) {
+    memset(m, 0, sizeof *m);
+    vt_status st = check_model_config(cfg);
+    if (st != VT_OK) return st;
+    m->cfg = *cfg;
+    const vt_model_config *mc = &cfg->model;
+    m->D = mc->width;
+    m->L = mc->depth;
+    m->H = mc->heads;
+    m->hd = m->D / m->H;
+    m->P = mc->patch_size;
+    m->in_chans = mc->in_chans;
+    m->embed_chans = (mc->in_chans == 4 && !mc->depth_as_channel) ? 3 : mc->in_chans;
+    m->num_classes = mc->num_classes;
+    m->img_size = mc->img_size;
+    m->mlp_hidden = (int)(mc->mlp_ratio * m->D);
+
+    st = vt_pe_create(cfg, m->D, m->L, m->H, &m->pe);
+    if (st != VT_OK) return st;
+
+    layout l = {0};
+    int64_t D = m->D;
+    add_param(&l, "cls_token", 3, SHAPE(1, 1, D), 0, INIT_CLS);
+    int pe0 = l.n;
+    for (int i = 0; i < m->pe->n_params; i++)
+        add_param(&l, m->pe->params[i].name, m->pe->params[i].ndim, m->pe->params[i].shape, 0, INIT_PE);
+    add_param(&l, "patch_embed.proj.weight", 4, SHAPE(D, m->embed_chans, m->P, m->P), 1, INIT_CONV);
+    add_param(&l, "patch_embed.proj.bias", 1, SHAPE(D), 0, INIT_CONV);
+    m->block_p0 = l.n;
+    for (int i = 0; i < m->L; i++) {
+        add_block(&l, m, i);
+        if (i == 0) m->block_np = l.n - m->block_p0;
+    }
+    const char *fn = mc->pool == VT_POOL_AVG ? "fc_norm" : "norm";
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s.weight", fn);
+    add_param(&l, nm, 1, SHAPE(D), 0, INIT_ONE);
+    snprintf(nm, sizeof nm, "%s.bias", fn);
+    add_param(&l, nm, 1, SHAPE(D), 0, INIT_ZERO);
+    add_param(&l, "head.weight", 2, SHAPE(m->num_classes, D), 1, INIT_TRUNC);
+    add_param(&l, "head.bias", 1, SHAPE(m->num_classes), 0, INIT_ZERO);
+
+    m->p = l.p;
+    m->n_p = l.n;
+    m->n_params = l.total;
+    size_t bytes = (size_t)l.total * sizeof(float);
+    m->params = vt_aligned_alloc(bytes);
+    m->grads = vt_aligned_alloc(bytes);
+    if (!m->params || !m->grads) {
+        free(l.init);
+        vt_vit_free(m);
+        return vt_fail(VT_ERR_RUNTIME, "out of memory: model parameters and gradients need 2 x %zu bytes",
+                       bytes);
+    }
+    memset(m->grads, 0, bytes);
+    for (int i = 0; i < m->n_p; i++) {
+        m->p[i].t.data = m->params + m->p[i].offset;
+        m->p[i].t.grad = m->grads + m->p[i].offset;
+    }
+    for (int i = 0; i < m->pe->n_params; i++) m->pe->params[i].t = &m->p[pe0 + i].t;
+
+    vt_rng rng;
+    vt_rng_seed(&rng, seed);
+    vt_pe_init_params(m->pe, &rng);
+    double conv_bound = 1.0 / sqrt((double)m->embed_chans * m->P * m->P);
+    for (int i = 0; i < m->n_p; i++) {
+        vt_tensor *t = &m->p[i].t;
+        if (l.init[i] == INIT_PE) continue; /* drawn by vt_pe_init_params */
+        for (int64_t j = 0; j < t->size; j++) {
+            double v = 0.0;
+            switch (l.init[i]) {
+            case INIT_PE:
+            case INIT_ZERO: v = 0.0; break;
+            case INIT_ONE: v = 1.0; break;
+            case INIT_LAYER_SCALE: v = mc->layer_scale; break;
+            case INIT_TRUNC: v = vt_rng_trunc_normal(&rng, 0.02, -2.0, 2.0); break;
+            case INIT_CLS: v = 1e-6 * vt_rng_normal(&rng); break;
+            case INIT_CONV: v = conv_bound * (2.0 * vt_rng_uniform(&rng) - 1.0); break;
+            }
+            t->data[j] = (float)v;
+        }
+    }
+    free(l.init);
+    return VT_OK;
+}
+
+void vt_vit_free(vt_vit *m) {
+    vt_pe_free(m->pe);
+    free(m->p);
+    free(m->params);
+    free(m->grads);
+    memset(m, 0, sizeof *m);
+}
+
+/* One pre-norm block (see the file header). */
+static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
+    const vt_model_config *mc = &m->cfg.model;
+    block_params b;
+    get_block(m, i, &b);
+    float drop = (float)mc->drop_rate;
+    float dpr = m->L > 1 ? (float)(mc->drop_path * i / (m->L - 1)) : 0.0f;
+
+    vt_tensor *h = vt_op_layernorm(t, x, b.n1w, b.n1b, LN_EPS);
+    vt_tensor *qkv = vt_op_linear(t, h, b.qkvw, b.qkvb);
+    vt_tensor *q, *k, *v;
+    vt_op_split_heads(t, qkv, m->H, &q, &k, &v);
+    vt_pe_apply_qk(m->pe, t, i, &q, &k);
+    vt_tensor *a = vt_op_attention(t, q, k, v, 1.0f / sqrtf((float)m->hd), (float)mc->attn_drop_rate);
+    a = vt_op_merge_heads(t, a);
+    a = vt_op_linear(t, a, b.projw, b.projb);
+    a = vt_op_dropout(t, a, drop);
+    if (b.ls1) a = vt_op_mul_channels(t, a, b.ls1);
+    a = vt_op_drop_path(t, a, dpr);
+    x = vt_op_add(t, x, a);
+
+    h = vt_op_layernorm(t, x, b.n2w, b.n2b, LN_EPS);
+    h = vt_op_linear(t, h, b.fc1w, b.fc1b);
+    h = vt_op_gelu(t, h);
+    h = vt_op_dropout(t, h, drop);
+    h = vt_op_linear(t, h, b.fc2w, b.fc2b);
+    h = vt_op_dropout(t, h, drop);
+    if (b.ls2) h = vt_op_mul_channels(t, h, b.ls2);
+    h = vt_op_drop_path(t, h, dpr);
+    return vt_op_add(t, x, h);
+}
+
+vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {
+    char sb[64];
+    VT_ASSERT(images->ndim == 4 && images->shape[1] == m->in_chans && images->shape[2] == images->shape[3] &&
+                  images->shape[2] > 0 && images->shape[2] % m->P == 0,
+              "vit forward: images %s, expected (B, %d, S, S) with S a multiple of %d",
+              vt_shape_str(images, sb, sizeof sb), m->in_chans, m->P);
+    int64_t B = images->shape[0], S = images->shape[2];
+    vt_tensor *img = images;
+    if (m->embed_chans != m->in_chans) {
+        int64_t shape[4] = {B, m->embed_chans, S, S};
+        img = vt_tape_new(t, 0, 4, shape);
+        size_t plane = (size_t)(S * S), per_in = plane * m->in_chans, per_out = plane * m->embed_chans;
+        for (int64_t b = 0; b < B; b++)
+            memcpy(img->data + b * per_out, images->data + b * per_in, per_out * sizeof(float));
+    }
+    int pi = m->block_p0 - 2;
+    vt_tensor *x = vt_op_patch_embed(t, img, &m->p[pi].t, &m->p[pi + 1].t, m->P);
+    x = vt_op_cat_cls(t, &m->p[0].t, x);
+    int grid = (int)(S / m->P);
+    vt_pe_prepare(m->pe, t, grid, grid, images);
+    x = vt_pe_add_ape(m->pe, t, x);
+    x = vt_op_dropout(t, x, (float)m->cfg.model.drop_rate);
+    for (int i = 0; i < m->L; i++) x = block_forward(m, t, i, x);
+
+    int fi = m->block_p0 + m->L * m->block_np;
+    vt_tensor *feat;
+    if (m->cfg.model.pool == VT_POOL_AVG) {
+        feat = vt_op_mean_tokens(t, x, 1);
+        feat = vt_op_layernorm(t, feat, &m->p[fi].t, &m->p[fi + 1].t, LN_EPS);
+    } else {
+        feat = vt_op_select_token(t, x, 0);
+        feat = vt_op_layernorm(t, feat, &m->p[fi].t, &m->p[fi + 1].t, LN_EPS);
+    }
+    feat = vt_op_dropout(t, feat, (float)m->cfg.model.drop_rate);
+    return vt_op_linear(t, feat, &m->p[fi + 2].t, &m->p[fi + 3].t);
+}
+
+double vt_vit_flops(const vt_vit *m, int S) {
+    double D = m->D, Np = (double)(S / m->P) * (S / m->P), N = Np + 1;
+    double f = 2.0 * Np * D * m->embed_chans * m->P * m->P;       /* patch embedding */
+    double block = 2.0 * N * D * 3 * D                             /* qkv */
+                   + 2.0 * 2.0 * N * N * D                         /* q k^T and attn v */
+                   + 2.0 * N * D * D                               /* proj */
+                   + 2.0 * 2.0 * N * D * m->mlp_hidden;            /* fc1, fc2 */
+    f += m->L * block;
+    f += 2.0 * D * m->num_classes;                                 /* head */
+    return f;
+}
+
+vt_param *vt_vit_find(vt_vit *m, const char *name) {
+    for (int i = 0; i < m->n_p; i++)
+        if (strcmp(m->p[i].name, name) == 0) return &m->p[i];
+    return NULL;
+}
+
+void vt_vit_zero_grad(vt_vit *m) { memset(m->grads, 0, (size_t)m->n_params * sizeof(float)); }
+
+vt_status vt_vit_save(const vt_vit *m, const char *path) {
+    vt_st_tensor *ts = vt_xcalloc((size_t)m->n_p, sizeof *ts);
+    for (int i = 0; i < m->n_p; i++) {
+        snprintf(ts[i].name, sizeof ts[i].name, "%s", m->p[i].name);
+        ts[i].ndim = m->p[i].ckpt_ndim;
+        for (int d = 0; d < ts[i].ndim; d++) ts[i].shape[d] = m->p[i].ckpt_shape[d];
+        ts[i].size = m->p[i].t.size;
+        ts[i].data = m->p[i].t.data;
+    }
+    char *json = vt_config_to_json(&m->cfg);
+    const char *keys[1] = {"config"};
+    const char *vals[1] = {json};
+    vt_status st = vt_st_write(path, ts, m->n_p, keys, vals, 1);
+    free(json);
+    free(ts);
+    return st;
+}
+
+static void shape_str(int ndim, const int64_t *shape, char *buf, size_t len) {
+    size_t off = (size_t)snprintf(buf, len, "(");
+    for (int i = 0; i < ndim && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (off < len) snprintf(buf + off, len - off, ")");
+}
+
+static int same_shape(const vt_param *p, const vt_st_tensor *f) {
+    if (p->ckpt_ndim != f->ndim) return 0;
+    for (int i = 0; i < f->ndim; i++)
+        if (p->ckpt_shape[i] != f->shape[i]) return 0;
+    return 1;
+}
+
+vt_status vt_vit_load(vt_vit *m, const char *path) {
+    vt_safetensors st;
+    vt_status s = vt_st_read(path, &st);
+    if (s != VT_OK) return s;
+    for (int i = 0; i < st.n; i++) {
+        if (!vt_vit_find(m, st.tensors[i].name)) {
+            s = vt_fail(VT_ERR_RUNTIME,
+                        "%s: unknown tensor '%s' (the model built from the config has no such parameter)",
+                        path, st.tensors[i].name);
+            vt_st_free(&st);
+            return s;
+        }
+    }
+    /* Validate everything before writing anything; a resampled pos_embed is staged. */
+    float *staged = NULL;
+    int staged_idx = -1;
+    for (int i = 0; i < m->n_p && s == VT_OK; i++) {
+        const vt_param *p = &m->p[i];
+        const vt_st_tensor *f = vt_st_find(&st, p->name);
+        if (!f) {
+            s = vt_fail(VT_ERR_RUNTIME, "%s: missing tensor '%s' (the model needs it)", path, p->name);
+            break;
+        }
+        if (same_shape(p, f)) continue;
+        int ape = m->pe->ape_param >= 0 && strcmp(p->name, m->pe->params[m->pe->ape_param].name) == 0;
+        if (ape && f->ndim == 3 && f->shape[0] == 1 && f->shape[2] == m->D && f->shape[1] >= 2) {
+            staged = vt_xmalloc((size_t)p->t.size * sizeof(float));
+            s = vt_pe_resample_pos_embed(f->data, f->shape[1] - 1, staged, p->ckpt_shape[1] - 1, m->D,
+                                         p->name);
+            if (s != VT_OK) s = vt_fail_context(s, "%s", path);
+            staged_idx = i;
+            continue;
+        }
+        char want[96], got[96];
+        shape_str(p->ckpt_ndim, p->ckpt_shape, want, sizeof want);
+        shape_str(f->ndim, f->shape, got, sizeof got);
+        s = vt_fail(VT_ERR_RUNTIME, "%s: tensor '%s': expected shape %s, found %s", path, p->name, want, got);
+    }
+    if (s == VT_OK) {
+        for (int i = 0; i < m->n_p; i++) {
+            const float *src = i == staged_idx ? staged : vt_st_find(&st, m->p[i].name)->data;
+            memcpy(m->p[i].t.data, src, (size_t)m->p[i].t.size * sizeof(float));
+        }
+    }
+    free(staged);
+    vt_st_free(&st);
+    return s;
+}
