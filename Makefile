@@ -17,7 +17,7 @@ SAN_FLAGS    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-saniti
 PKG_MODULES := libcjson libpng zlib stb
 deb_of = $(if $(filter libcjson,$(1)),libcjson-dev,$(if $(filter libpng,$(1)),libpng-dev,$(if $(filter zlib,$(1)),zlib1g-dev,libstb-dev)))
 
-NEEDS_LIBS := $(filter-out clean help,$(or $(MAKECMDGOALS),all))
+NEEDS_LIBS := $(filter-out clean help run test san,$(or $(MAKECMDGOALS),all))
 ifneq ($(NEEDS_LIBS),)
   ifeq ($(shell command -v pkg-config),)
     $(error pkg-config not found. Install it with: sudo apt-get install pkg-config   (or run scripts/deps.sh))
@@ -47,7 +47,7 @@ LIB_OBJ := $(call obj,$(SRC_LIB) $(KERN_BASE) $(KERN_AVX2) $(KERN_AVX512))
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all test san bench run clean help
+.PHONY: all test check san san-check bench run clean help
 all: $(BIN)
 
 $(BIN): $(call obj,$(SRC_MAIN)) $(BUILD)/libvitrain.a
@@ -77,13 +77,22 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libvitrain.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libvitrain.a $(LDLIBS)
 
-# The README's test command. Unit tests run under every ISA the CPU has and with 1
-# and 2 threads; end-to-end tests once. Ends with the total "N passed, N failed".
-test: $(BIN) $(TEST_BIN)
+# The README's test command: installs missing dependencies, builds, runs `check`.
+test:
+	@scripts/deps.sh
+	@$(MAKE) --no-print-directory -j2 check
+
+# Unit tests run under every ISA the CPU has and with 1 and 2 threads; end-to-end
+# tests once. Ends with the total "N passed, N failed".
+check: $(BIN) $(TEST_BIN)
 	@BUILD=$(BUILD) VT_BIN=$(BIN) scripts/run_tests.sh
 
 # Unit tests under ASan + UBSan (separate build tree), one ISA/thread setting.
 san:
+	@scripts/deps.sh
+	@$(MAKE) --no-print-directory -j2 san-check
+
+san-check:
 	$(MAKE) BUILD=build-san BIN=build-san/vitrain OPT=-O1 EXTRA_CFLAGS="$(SAN_FLAGS)" build-san/vitrain $(patsubst $(BUILD)/%,build-san/%,$(filter $(BUILD)/tests/test_%,$(TEST_BIN)))
 	@BUILD=build-san VT_BIN=build-san/vitrain VT_TEST_MATRIX=0 VT_TEST_UNIT_ONLY=1 scripts/run_tests.sh
 
@@ -92,14 +101,14 @@ bench: $(BIN) $(BENCH_BIN)
 
 # The main job: install what is missing, build, train the default config.
 run:
-	scripts/deps.sh
-	$(MAKE) vitrain
+	@scripts/deps.sh
+	@$(MAKE) --no-print-directory -j2 vitrain
 	./vitrain configs/default.json
 
 clean:
 	rm -rf build build-san vitrain
 
 help:
-	@echo "targets: all (./vitrain), test, san, bench, run, clean"
+	@echo "targets: all (./vitrain), run (default training job), test (deps + build + suite), check (suite only), san, bench, clean"
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
