@@ -1,7 +1,22 @@
-/* avx2/table.c - the AVX2+FMA level: overrides the entries it implements. */
+/* avx2/table.c - the AVX2+FMA level: overrides every entry of the table. */
 #include "../kernels.h"
+#include "avx2.h"
 
 void vt_kernels_fill_avx2(vt_kernels *t) {
     t->isa = VT_ISA_AVX2;
     t->name = "avx2";
+    t->gemm = vt_avx2_gemm;
+    t->gemm_work_floats = vt_avx2_gemm_work_floats;
+    t->softmax_rows = vt_avx2_softmax_rows;
+    t->softmax_bwd_rows = vt_avx2_softmax_bwd_rows;
+    t->layernorm_fwd = vt_avx2_layernorm_fwd;
+    t->layernorm_bwd = vt_avx2_layernorm_bwd;
+    t->gelu_fwd = vt_avx2_gelu_fwd;
+    t->gelu_bwd = vt_avx2_gelu_bwd;
+    t->add = vt_avx2_add;
+    t->scale = vt_avx2_scale;
+    t->axpy = vt_avx2_axpy;
+    t->sum = vt_avx2_sum;
+    t->dot = vt_avx2_dot;
+    t->adamw = vt_avx2_adamw;
 }

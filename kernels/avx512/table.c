@@ -1,7 +1,22 @@
-/* avx512/table.c - the AVX-512 level: overrides the entries it implements. */
+/* avx512/table.c - the AVX-512 level: overrides every entry of the table. */
 #include "../kernels.h"
+#include "avx512.h"
 
 void vt_kernels_fill_avx512(vt_kernels *t) {
     t->isa = VT_ISA_AVX512;
     t->name = "avx512";
+    t->gemm = vt_avx512_gemm;
+    t->gemm_work_floats = vt_avx512_gemm_work_floats;
+    t->softmax_rows = vt_avx512_softmax_rows;
+    t->softmax_bwd_rows = vt_avx512_softmax_bwd_rows;
+    t->layernorm_fwd = vt_avx512_layernorm_fwd;
+    t->layernorm_bwd = vt_avx512_layernorm_bwd;
+    t->gelu_fwd = vt_avx512_gelu_fwd;
+    t->gelu_bwd = vt_avx512_gelu_bwd;
+    t->add = vt_avx512_add;
+    t->scale = vt_avx512_scale;
+    t->axpy = vt_avx512_axpy;
+    t->sum = vt_avx512_sum;
+    t->dot = vt_avx512_dot;
+    t->adamw = vt_avx512_adamw;
 }

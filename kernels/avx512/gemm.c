@@ -1,0 +1,322 @@
+/* avx512/gemm.c - AVX-512 GEMM, BLIS-style (contract in kernels.h):
+ *   C = alpha op(A) op(B) + beta C.
+ *
+ * Loops: jc over N in NC blocks -> pc over K in KC blocks (pack op(B) block into
+ * KC x NR panels) -> ic over M in MC blocks (pack op(A) block into MR x KC panels)
+ * -> jr over NR columns -> ir over MR rows -> the MR x NR register microkernel
+ * (MR = 14 rows x NR = 32 columns: 28 zmm accumulators, 2 zmm of B, broadcasts of A;
+ * a last panel with <= 16 columns uses a 14 x 16 variant so narrow edges cost half).
+ * All four (ta, tb) cases are absorbed by the packing routines (the transposing ones
+ * use 16 x 16 in-register transposes). Edge tiles: packing zero-pads panels to MR/NR,
+ * the microkernel stores only the valid rows, with masked column stores.
+ * Latency hiding: each microkernel prefetches its C tile; while one block computes,
+ * the source of the next pack_a (and, at the end of a K block, of the next pack_b) is
+ * prefetched into L2, spread over the block's microkernel calls.
+ * alpha and beta are applied at the store of the first K block (later K blocks add
+ * with beta = 1); beta == 0 never reads C. K == 0 or alpha == 0 gives C = beta C
+ * without reading A or B (BLAS convention).
+ * Numerics: float accumulation over each KC block, blocks summed into C; error within
+ * the usual K eps sum|a||b| bound, like the scalar reference (different order).
+ * work: vt_avx512_gemm_work_floats(M, N, K) floats, 64-byte aligned.
+ * Speed (bench/bench_kernels.c): the microkernel alone runs at ~97% of the FMA peak of
+ * the Zen 4 cores this was tuned on (one 512-bit FMA per cycle); ViT training shapes
+ * reach ~85-95% of it, the rest being packing and C traffic. */
+#include "avx512.h"
+
+/* Register tile MR x NR; cache blocks: a packed A block (MC x KC, 280 KB) and the
+ * next block's source stay in the 1 MB L2, a B micro-panel (KC x NR, 32 KB) streams
+ * from L2; MC >= 192 keeps the ViT-Ti weight-gradient products in one M block.
+ * Chosen by measurement on Zen 4 (bench/bench_kernels.c). */
+#define MR 14
+#define NR 32
+#define KC 256
+#define MC 280
+#define NC 1536
+
+static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+static inline int imin(int a, int b) { return a < b ? a : b; }
+
+size_t vt_avx512_gemm_work_floats(int M, int N, int K) {
+    if (M <= 0 || N <= 0 || K <= 0) return 0;
+    size_t mc = round_up((size_t)imin(M, MC), MR), kc = (size_t)imin(K, KC);
+    size_t nc = round_up((size_t)imin(N, NC), NR);
+    return round_up(mc * kc, 16) + kc * nc;
+}
+
+/* In-register transpose of 16 rows of 16 floats: r[j][i] <- r[i][j]. Every index is
+ * a constant after unrolling, so r stays in registers. */
+static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
+    __m512 t[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i += 4) {
+        __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+        __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    }
+}
+
+/* Transposing copy: `rows` (<= 16) source rows of kc floats (row stride ld) become kc
+ * destination vectors (lanes >= rows zero) stored under wmask at dst + k * dstride. */
+static void pack_transposed(const float *src, size_t ld, int rows, int kc, float *dst,
+                            int dstride, __mmask16 wmask) {
+    __m512 r[16];
+    int k0 = 0;
+    for (; k0 + 16 <= kc; k0 += 16) {
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++)
+            r[i] = i < rows ? _mm512_loadu_ps(src + (size_t)i * ld + k0) : _mm512_setzero_ps();
+        transpose16(r);
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; j++) _mm512_mask_storeu_ps(dst + (size_t)(k0 + j) * dstride, wmask, r[j]);
+    }
+    if (k0 < kc) {
+        int kk = kc - k0;
+        __mmask16 km = vt512_tail((size_t)kk);
+        float tmp[16 * 16] __attribute__((aligned(64)));
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++)
+            r[i] = i < rows ? _mm512_maskz_loadu_ps(km, src + (size_t)i * ld + k0) : _mm512_setzero_ps();
+        transpose16(r);
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; j++) _mm512_store_ps(tmp + 16 * j, r[j]);
+        for (int j = 0; j < kk; j++)
+            _mm512_mask_storeu_ps(dst + (size_t)(k0 + j) * dstride, wmask, _mm512_load_ps(tmp + 16 * j));
+    }
+}
+
+/* Pack the mc x kc block of op(A) at (i0, p0) into MR-row panels: panel q holds
+ * dst[q MR kc + k MR + i] = op(A)[i0 + q MR + i][p0 + k], zero for rows past mc. */
+static void pack_a(int ta, const float *A, int lda, int i0, int p0, int mc, int kc, float *dst) {
+    const __mmask16 wmask = (__mmask16)((1u << MR) - 1u);
+    for (int ir = 0; ir < mc; ir += MR) {
+        int rows = imin(MR, mc - ir);
+        float *d = dst + (size_t)ir * kc;
+        if (ta) {
+            __mmask16 rm = vt512_tail((size_t)rows);
+            const float *s = A + (size_t)p0 * lda + i0 + ir;
+            for (int k = 0; k < kc; k++)
+                _mm512_mask_storeu_ps(d + (size_t)k * MR, wmask,
+                                      _mm512_maskz_loadu_ps(rm, s + (size_t)k * lda));
+        } else {
+            pack_transposed(A + (size_t)(i0 + ir) * lda + p0, (size_t)lda, rows, kc, d, MR, wmask);
+        }
+    }
+}
+
+/* Pack the kc x nc block of op(B) at (p0, j0) into NR-column panels: panel q holds
+ * dst[q NR kc + k NR + j] = op(B)[p0 + k][j0 + q NR + j], zero for columns past nc. */
+static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int nc, float *dst) {
+    for (int jr = 0; jr < nc; jr += NR) {
+        int cols = imin(NR, nc - jr);
+        float *d = dst + (size_t)jr * kc;
+        if (!tb) {
+            __mmask16 m0 = vt512_tail((size_t)cols), m1 = vt512_tail((size_t)(cols > 16 ? cols - 16 : 0));
+            const float *s = B + (size_t)p0 * ldb + j0 + jr;
+            for (int k = 0; k < kc; k++) {
+                const float *sk = s + (size_t)k * ldb;
+                _mm512_store_ps(d + (size_t)k * NR, _mm512_maskz_loadu_ps(m0, sk));
+                _mm512_store_ps(d + (size_t)k * NR + 16, _mm512_maskz_loadu_ps(m1, sk + 16));
+            }
+        } else {
+            const float *s = B + (size_t)(j0 + jr) * ldb + p0;
+            pack_transposed(s, (size_t)ldb, imin(16, cols), kc, d, NR, 0xFFFF);
+            pack_transposed(s + (size_t)16 * ldb, (size_t)ldb, cols > 16 ? cols - 16 : 0, kc, d + 16, NR,
+                            0xFFFF);
+        }
+    }
+}
+
+#define ROW_FMA(i)                                   \
+    do {                                             \
+        __m512 a_ = _mm512_set1_ps(a[i]);            \
+        c##i##0 = _mm512_fmadd_ps(a_, b0, c##i##0); \
+        c##i##1 = _mm512_fmadd_ps(a_, b1, c##i##1); \
+    } while (0)
+
+#define ROW_STORE(i)                                                                   \
+    do {                                                                               \
+        if (i < mr) {                                                                  \
+            float *cr = c + (size_t)(i) * ldc;                                         \
+            __m512 x0 = _mm512_mul_ps(c##i##0, va), x1 = _mm512_mul_ps(c##i##1, va);  \
+            if (beta != 0.0f) {                                                        \
+                x0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k0, cr), x0);          \
+                x1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k1, cr + 16), x1);     \
+            }                                                                          \
+            _mm512_mask_storeu_ps(cr, k0, x0);                                         \
+            _mm512_mask_storeu_ps(cr + 16, k1, x1);                                    \
+        }                                                                              \
+    } while (0)
+
+/* c[0:mr, 0:nr] = alpha * (a panel) (b panel) + beta * c (beta == 0: c not read). */
+static void kernel_14x32(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
+                         float alpha, float beta) {
+    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+           c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00,
+           c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00, c91 = c00, c100 = c00, c101 = c00,
+           c110 = c00, c111 = c00, c120 = c00, c121 = c00, c130 = c00, c131 = c00;
+    for (int i = 0; i < mr; i++) { /* the C tile arrives while the FMAs run */
+        _mm_prefetch((const char *)(c + (size_t)i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + (size_t)i * ldc + nr - 1), _MM_HINT_T0);
+    }
+    for (int k = 0; k < kc; k++) {
+        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+        ROW_FMA(0); ROW_FMA(1); ROW_FMA(2); ROW_FMA(3); ROW_FMA(4); ROW_FMA(5); ROW_FMA(6);
+        ROW_FMA(7); ROW_FMA(8); ROW_FMA(9); ROW_FMA(10); ROW_FMA(11); ROW_FMA(12); ROW_FMA(13);
+        a += MR;
+        b += NR;
+    }
+    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    const __mmask16 k0 = vt512_tail((size_t)nr), k1 = vt512_tail((size_t)(nr > 16 ? nr - 16 : 0));
+    ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3); ROW_STORE(4); ROW_STORE(5); ROW_STORE(6);
+    ROW_STORE(7); ROW_STORE(8); ROW_STORE(9); ROW_STORE(10); ROW_STORE(11); ROW_STORE(12); ROW_STORE(13);
+}
+
+#define ROW_FMA_HALF(i) c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, c##i##0)
+
+#define ROW_STORE_HALF(i)                                                              \
+    do {                                                                               \
+        if (i < mr) {                                                                  \
+            float *cr = c + (size_t)(i) * ldc;                                         \
+            __m512 x0 = _mm512_mul_ps(c##i##0, va);                                    \
+            if (beta != 0.0f) x0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k0, cr), x0); \
+            _mm512_mask_storeu_ps(cr, k0, x0);                                         \
+        }                                                                              \
+    } while (0)
+
+/* The same for a last panel with nr <= 16: only the first 16 columns of the (32-wide)
+ * B panel are used, halving the work of a narrow edge. */
+static void kernel_14x16(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
+                         float alpha, float beta) {
+    __m512 c00 = _mm512_setzero_ps(), c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00,
+           c70 = c00, c80 = c00, c90 = c00, c100 = c00, c110 = c00, c120 = c00, c130 = c00;
+    for (int i = 0; i < mr; i++) _mm_prefetch((const char *)(c + (size_t)i * ldc), _MM_HINT_T0);
+    for (int k = 0; k < kc; k++) {
+        __m512 b0 = _mm512_load_ps(b);
+        ROW_FMA_HALF(0); ROW_FMA_HALF(1); ROW_FMA_HALF(2); ROW_FMA_HALF(3); ROW_FMA_HALF(4);
+        ROW_FMA_HALF(5); ROW_FMA_HALF(6); ROW_FMA_HALF(7); ROW_FMA_HALF(8); ROW_FMA_HALF(9);
+        ROW_FMA_HALF(10); ROW_FMA_HALF(11); ROW_FMA_HALF(12); ROW_FMA_HALF(13);
+        a += MR;
+        b += NR;
+    }
+    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    const __mmask16 k0 = vt512_tail((size_t)nr);
+    ROW_STORE_HALF(0); ROW_STORE_HALF(1); ROW_STORE_HALF(2); ROW_STORE_HALF(3); ROW_STORE_HALF(4);
+    ROW_STORE_HALF(5); ROW_STORE_HALF(6); ROW_STORE_HALF(7); ROW_STORE_HALF(8); ROW_STORE_HALF(9);
+    ROW_STORE_HALF(10); ROW_STORE_HALF(11); ROW_STORE_HALF(12); ROW_STORE_HALF(13);
+}
+
+/* C = beta C over M x N (beta == 0: C = 0 without reading it). */
+static void scale_c(int M, int N, float beta, float *C, int ldc) {
+    for (int i = 0; i < M; i++) {
+        float *cr = C + (size_t)i * ldc;
+        for (int j = 0; j < N; j += 16) {
+            __mmask16 k = vt512_tail((size_t)(N - j));
+            __m512 v = beta == 0.0f ? _mm512_setzero_ps()
+                                    : _mm512_mul_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(k, cr + j));
+            _mm512_mask_storeu_ps(cr + j, k, v);
+        }
+    }
+}
+
+/* Prefetch into L2 the part `part` of `parts` of a rows x len float region (row
+ * stride ld): the next block's packing source, spread over the current block's
+ * microkernel calls so that packing reads from L2 instead of waiting on memory.
+ * always_inline: GCC deletes calls to a separate function whose only effect is
+ * prefetching (it considers it pure). */
+static inline __attribute__((always_inline)) void prefetch_part(const float *base, size_t ld, int rows,
+                                                                int len, int part, int parts) {
+    int r0 = (int)((long)rows * part / parts), r1 = (int)((long)rows * (part + 1) / parts);
+    for (int r = r0; r < r1; r++) {
+        const char *p = (const char *)(base + (size_t)r * ld);
+        for (int b = 0; b < len * 4; b += 64) _mm_prefetch(p + b, _MM_HINT_T1);
+        _mm_prefetch(p + len * 4 - 4, _MM_HINT_T1);
+    }
+}
+
+/* The region packing will read next: a rows x len block at base with stride ld
+ * (rows == 0: nothing). */
+typedef struct {
+    const float *base;
+    size_t ld;
+    int rows, len;
+} src_region;
+
+static src_region a_source(int ta, const float *A, int lda, int i0, int p0, int mc, int kc) {
+    src_region r = {ta ? A + (size_t)p0 * lda + i0 : A + (size_t)i0 * lda + p0, (size_t)lda,
+                    ta ? kc : mc, ta ? mc : kc};
+    return r;
+}
+
+static src_region b_source(int tb, const float *B, int ldb, int p0, int j0, int kc, int nc) {
+    src_region r = {tb ? B + (size_t)j0 * ldb + p0 : B + (size_t)p0 * ldb + j0, (size_t)ldb,
+                    tb ? nc : kc, tb ? kc : nc};
+    return r;
+}
+
+void vt_avx512_gemm(int ta, int tb, int M, int N, int K, float alpha,
+                    const float *A, int lda, const float *B, int ldb,
+                    float beta, float *C, int ldc, float *work) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == 0.0f) {
+        scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    float *pa = work;
+    float *pb = work + round_up(round_up((size_t)imin(M, MC), MR) * (size_t)imin(K, KC), 16);
+    const src_region none = {NULL, 0, 0, 0};
+    for (int jc = 0; jc < N; jc += NC) {
+        int nc = imin(NC, N - jc);
+        for (int pc = 0; pc < K; pc += KC) {
+            int kc = imin(KC, K - pc);
+            float bet = pc == 0 ? beta : 1.0f;
+            pack_b(tb, B, ldb, pc, jc, kc, nc, pb);
+            for (int ic = 0; ic < M; ic += MC) {
+                int mc = imin(MC, M - ic);
+                pack_a(ta, A, lda, ic, pc, mc, kc, pa);
+                /* what the next pack_a / pack_b will read */
+                src_region na = none, nb = none;
+                if (ic + MC < M) {
+                    na = a_source(ta, A, lda, ic + MC, pc, imin(MC, M - ic - MC), kc);
+                } else if (pc + KC < K) {
+                    na = a_source(ta, A, lda, 0, pc + KC, imin(MC, M), imin(KC, K - pc - KC));
+                    nb = b_source(tb, B, ldb, pc + KC, jc, imin(KC, K - pc - KC), nc);
+                } else if (jc + NC < N) {
+                    na = a_source(ta, A, lda, 0, 0, imin(MC, M), imin(KC, K));
+                    nb = b_source(tb, B, ldb, 0, jc + NC, imin(KC, K), imin(NC, N - jc - NC));
+                }
+                int parts = ((nc + NR - 1) / NR) * ((mc + MR - 1) / MR), part = 0;
+                for (int jr = 0; jr < nc; jr += NR) {
+                    int nr = imin(NR, nc - jr);
+                    for (int ir = 0; ir < mc; ir += MR, part++) {
+                        if (na.rows) prefetch_part(na.base, na.ld, na.rows, na.len, part, parts);
+                        if (nb.rows) prefetch_part(nb.base, nb.ld, nb.rows, nb.len, part, parts);
+                        void (*kern)(int, const float *, const float *, float *, int, int, int, float,
+                                     float) = nr > 16 ? kernel_14x32 : kernel_14x16;
+                        kern(kc, pa + (size_t)ir * kc, pb + (size_t)jr * kc,
+                             C + (size_t)(ic + ir) * ldc + jc + jr, ldc, imin(MR, mc - ir), nr, alpha, bet);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,428 @@
+/* test_kernels.c - every SIMD kernel level against the scalar reference (kernels.h).
+ *
+ * For each level this CPU has (avx2, avx512; others are reported as skipped on
+ * stderr) every table entry is compared with kernels/scalar/ on ragged sizes, pointers
+ * misaligned by 1..3 floats and leading dimensions wider than the rows. Tolerances,
+ * |fast - ref| <= atol + rtol |ref| unless stated:
+ *   gemm            per element: 2.4e-7 (K + 4) S, S = |alpha| |op(A)| |op(B)| + |beta C0|
+ *                   (the classical K eps bound, for both results); C outside M x N and
+ *                   the 64 floats after gemm_work_floats must be untouched; beta == 0
+ *                   with C full of NaN must give finite results.
+ *   add/scale/axpy  exact (same IEEE operations as the reference).
+ *   sum/dot         1e-12 sum|terms| (both accumulate in double).
+ *   adamw           atol 1e-9, rtol 1e-6 (same operations; expected bit-identical).
+ *   softmax         atol 1e-9, rtol 2e-6 (vector exp rel. error <= 1.2e-7); -inf entries
+ *                   give exactly 0; also in place (y == x).
+ *   softmax_bwd     atol 1e-6, rtol 1e-5 (row sums in another order).
+ *   layernorm fwd   atol 2e-5, rtol 1e-5; with |mean| = 1000 >> std both are compared
+ *                   with a double-precision LayerNorm, in units of u = ulp(1000) rstd |g|
+ *                   (the error of a float mean) after 1e-5 of slack: fast within 1 u
+ *                   (its mean is correctly rounded), the scalar reference (sequential
+ *                   float mean, measured ~25 u at D = 1000) within 64 u.
+ *   layernorm bwd   atol 1e-5, rtol 1e-4 (dx, dg, db; dg/db NULL allowed).
+ *   gelu fwd        against double-precision GELU on a dense grid of [-12, 12] and large
+ *                   |x|: |y - y*| <= 0.5 |x| 3e-7 + 2.4e-7 |y*|, i.e. erf error 2e-7
+ *                   plus rounding of x / sqrt(2) and the products; vs scalar twice that.
+ *   gelu bwd        against double precision: |dx - dx*| <= 4e-7 |dy| + 2.4e-7 |dx*|.
+ * Also: vt_kernels_init rejects an unknown VT_ISA with a message naming it, and
+ * every level's table is complete (no NULL entry).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "kernels.h"
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+static float frand(void) { /* uniform in [-1, 1) */
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (float)((rng_state >> 40) * (1.0 / 8388608.0) - 1.0);
+}
+
+/* A 64-byte aligned block of n + 64 floats; returns base + off (off < 16). */
+static float *fbuf(size_t n, int off, float **base) {
+    *base = aligned_alloc(64, ((n + 64) * sizeof(float) + 63) / 64 * 64);
+    if (!*base) {
+        fprintf(stderr, "test_kernels: out of memory (%zu floats)\n", n);
+        exit(1);
+    }
+    return *base + off;
+}
+
+static void fill(float *x, size_t n, float lo, float hi) {
+    for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * 0.5f * (frand() + 1.0f);
+}
+
+static const int ragged[] = {1, 2, 7, 15, 16, 17, 31, 33, 63, 127, 129, 257, 1000, 4099};
+#define NRAGGED ((int)(sizeof ragged / sizeof ragged[0]))
+
+/* ---------------------------------------------------------------- table + init */
+
+static void test_table_complete(const vt_kernels *t) {
+    CHECK(t->gemm && t->gemm_work_floats && t->softmax_rows && t->softmax_bwd_rows &&
+              t->layernorm_fwd && t->layernorm_bwd && t->gelu_fwd && t->gelu_bwd && t->add &&
+              t->scale && t->axpy && t->sum && t->dot && t->adamw && t->name,
+          "table %s has a NULL entry", t->name ? t->name : "?");
+}
+
+static void test_init(void) {
+    const char *old = getenv("VT_ISA");
+    char saved[64] = "";
+    if (old) snprintf(saved, sizeof saved, "%s", old);
+    char err[256] = "";
+    setenv("VT_ISA", "avx9000", 1);
+    int rc = vt_kernels_init(err, sizeof err);
+    CHECK(rc == -1, "VT_ISA=avx9000 accepted (rc %d)", rc);
+    CHECK(strstr(err, "avx9000") && strstr(err, "scalar"), "message does not name the value and the choices: '%s'", err);
+    if (old) setenv("VT_ISA", saved, 1);
+    else unsetenv("VT_ISA");
+    err[0] = 0;
+    rc = vt_kernels_init(err, sizeof err);
+    CHECK(rc == 0, "vt_kernels_init failed: %s", err);
+    vt_isa want = vt_kernels_best_isa();
+    if (old && !strcmp(saved, "scalar")) want = VT_ISA_SCALAR;
+    if (old && !strcmp(saved, "avx2")) want = VT_ISA_AVX2;
+    if (old && !strcmp(saved, "avx512")) want = VT_ISA_AVX512;
+    CHECK(vt_k.isa == want, "active level %s, wanted level %d", vt_k.name, (int)want);
+    test_table_complete(&vt_k);
+    vt_kernels t;
+    CHECK(vt_kernels_table(VT_ISA_SCALAR, &t) == 0 && t.isa == VT_ISA_SCALAR, "scalar table unavailable");
+}
+
+/* ---------------------------------------------------------------- gemm */
+
+static int gemm_case_no = 0;
+
+static void gemm_case(const vt_kernels *t, const vt_kernels *s, int ta, int tb, int M, int N, int K,
+                      float alpha, float beta, int ldpad) {
+    int off = 1 + gemm_case_no++ % 3;
+    int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    int lda = ac + ldpad, ldb = bc + ldpad, ldc = N + ldpad;
+    float *ab, *bb, *cb, *rb, *sb, *c0b, *aab, *abb;
+    float *A = fbuf((size_t)ar * lda, off, &ab), *B = fbuf((size_t)br * ldb, off, &bb);
+    float *C = fbuf((size_t)M * ldc, off, &cb), *R = fbuf((size_t)M * ldc, off, &rb);
+    float *S = fbuf((size_t)M * ldc, 0, &sb), *C0 = fbuf((size_t)M * ldc, 0, &c0b);
+    float *AA = fbuf((size_t)ar * lda, 0, &aab), *BA = fbuf((size_t)br * ldb, 0, &abb);
+    fill(A, (size_t)ar * lda, -1, 1);
+    fill(B, (size_t)br * ldb, -1, 1);
+    for (size_t i = 0; i < (size_t)ar * lda; i++) AA[i] = fabsf(A[i]);
+    for (size_t i = 0; i < (size_t)br * ldb; i++) BA[i] = fabsf(B[i]);
+    for (size_t i = 0; i < (size_t)M * ldc; i++) {
+        int pad = (int)(i % ldc) >= N;
+        C0[i] = pad ? 12345.0f : beta == 0.0f ? NAN : frand();
+    }
+    memcpy(C, C0, sizeof(float) * M * ldc);
+    memcpy(R, C0, sizeof(float) * M * ldc);
+    size_t wf = t->gemm_work_floats(M, N, K), ws = s->gemm_work_floats(M, N, K);
+    float *wb, *W = fbuf(wf, 0, &wb), *swb, *SW = fbuf(ws, 0, &swb);
+    for (int i = 0; i < 64; i++) W[wf + i] = -777.0f;
+    s->gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, R, ldc, SW);
+    t->gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, W);
+    s->gemm(ta, tb, M, N, K, fabsf(alpha), AA, lda, BA, ldb, 0.0f, S, ldc, SW);
+    long bad = -1;
+    double worst = 0;
+    int pad_ok = 1, guard_ok = 1;
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < ldc; j++) {
+            size_t e = (size_t)i * ldc + j;
+            if (j >= N) {
+                if (C[e] != 12345.0f) pad_ok = 0;
+                continue;
+            }
+            double bound = fabs(S[e]) + (beta != 0.0f ? fabs(beta * C0[e]) : 0.0);
+            double tol = 2.4e-7 * (K + 4) * bound + 1e-30;
+            double d = fabs((double)C[e] - R[e]);
+            if (!(d <= tol) && (bad < 0 || d / tol > worst)) {
+                bad = (long)e;
+                worst = d / tol;
+            }
+        }
+    }
+    for (int i = 0; i < 64; i++)
+        if (W[wf + i] != -777.0f) guard_ok = 0;
+    CHECK(bad < 0, "%s gemm ta=%d tb=%d M=%d N=%d K=%d alpha=%g beta=%g ld+%d off=%d: C[%ld] got %.9g want %.9g",
+          t->name, ta, tb, M, N, K, alpha, beta, ldpad, off, bad, bad < 0 ? 0.0 : C[bad],
+          bad < 0 ? 0.0 : R[bad]);
+    CHECK(pad_ok, "%s gemm ta=%d tb=%d M=%d N=%d K=%d wrote outside M x N", t->name, ta, tb, M, N, K);
+    CHECK(guard_ok, "%s gemm M=%d N=%d K=%d wrote past gemm_work_floats=%zu", t->name, M, N, K, wf);
+    free(ab); free(bb); free(cb); free(rb); free(sb); free(c0b); free(aab); free(abb); free(wb); free(swb);
+}
+
+static void test_gemm(const vt_kernels *t, const vt_kernels *s) {
+    static const int Ms[] = {1, 2, 5, 6, 7, 12, 13, 14, 15, 17, 28, 29, 33, 63}; /* MR 6 | 14 */
+    static const int Ns[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 65};     /* NR 16 | 32 */
+    static const int Ks[] = {1, 2, 7, 16, 17, 33};
+    static const float alphas[] = {1.0f, -0.7f, 2.5f};
+    static const float betas[] = {0.0f, 1.0f, 0.5f};
+    int n = 0;
+    for (int tr = 0; tr < 4; tr++)
+        for (size_t a = 0; a < sizeof Ms / sizeof *Ms; a++)
+            for (size_t b = 0; b < sizeof Ns / sizeof *Ns; b++)
+                for (size_t c = 0; c < sizeof Ks / sizeof *Ks; c++, n++)
+                    gemm_case(t, s, tr >> 1, tr & 1, Ms[a], Ns[b], Ks[c], alphas[n % 3], betas[(n / 3) % 3],
+                              n % 4 == 0 ? 0 : 1 + n % 5);
+    for (int tr = 0; tr < 4; tr++) {
+        int ta = tr >> 1, tb = tr & 1;
+        gemm_case(t, s, ta, tb, 197, 576, 192, 1.0f, 0.0f, 0);     /* ViT-S qkv-like, beta 0 */
+        gemm_case(t, s, ta, tb, 37, 45, 600, -0.7f, 1.0f, 3);      /* K > KC */
+        gemm_case(t, s, ta, tb, 350, 40, 20, 2.5f, 0.5f, 1);       /* M > MC */
+        gemm_case(t, s, ta, tb, 9, 1600, 12, 1.0f, 1.0f, 2);       /* N > NC */
+        gemm_case(t, s, ta, tb, 130, 100, 300, 0.5f, 0.0f, 5);     /* all edges at once */
+    }
+    gemm_case(t, s, 0, 0, 0, 5, 5, 1.0f, 0.0f, 0);
+    gemm_case(t, s, 0, 0, 5, 5, 0, 1.0f, 0.0f, 0);                 /* K = 0: C = beta C */
+    gemm_case(t, s, 1, 0, 5, 7, 0, 1.0f, 0.5f, 1);
+}
+
+/* ---------------------------------------------------------------- elementwise */
+
+static void test_elementwise(const vt_kernels *t, const vt_kernels *s) {
+    for (int r = 0; r < NRAGGED; r++) {
+        size_t n = (size_t)ragged[r];
+        int off = 1 + r % 3;
+        float *b1, *b2, *b3, *b4;
+        float *x = fbuf(n, off, &b1), *y = fbuf(n, off, &b2), *z = fbuf(n, (off + 1) % 4, &b3),
+              *w = fbuf(n, 0, &b4);
+        fill(x, n + 8, -3, 3);
+        fill(y, n + 8, -3, 3);
+        t->add(x, y, z, n);
+        s->add(x, y, w, n);
+        CHECK_ARRAY_CLOSE(z, w, n, 0.0, 0.0, "%s add n=%zu", t->name, n);
+        memcpy(z, x, n * sizeof(float));
+        memcpy(w, x, n * sizeof(float));
+        z[n] = w[n] = 42.0f;
+        t->scale(z, -1.3f, n);
+        s->scale(w, -1.3f, n);
+        CHECK_ARRAY_CLOSE(z, w, n + 1, 0.0, 0.0, "%s scale n=%zu (incl. the float after)", t->name, n);
+        memcpy(z, y, n * sizeof(float));
+        memcpy(w, y, n * sizeof(float));
+        t->axpy(0.37f, x, z, n);
+        s->axpy(0.37f, x, w, n);
+        CHECK_ARRAY_CLOSE(z, w, n + 1, 0.0, 0.0, "%s axpy n=%zu", t->name, n);
+        double sa = 0, da = 0;
+        for (size_t i = 0; i < n; i++) {
+            sa += fabs(x[i]);
+            da += fabs((double)x[i] * y[i]);
+        }
+        CHECK_CLOSE(t->sum(x, n), s->sum(x, n), 1e-12 * sa, 0.0, "%s sum n=%zu", t->name, n);
+        CHECK_CLOSE(t->dot(x, y, n), s->dot(x, y, n), 1e-12 * da, 0.0, "%s dot n=%zu", t->name, n);
+        free(b1); free(b2); free(b3); free(b4);
+    }
+    /* a sum whose float accumulation would lose everything: 1e8 + many ones */
+    float *bb, *big = fbuf(1001, 1, &bb);
+    big[0] = 1e8f;
+    for (int i = 1; i < 1001; i++) big[i] = 1.0f;
+    CHECK_CLOSE(t->sum(big, 1001), 1e8 + 1000.0, 0.0, 0.0, "%s sum must accumulate in double", t->name);
+    big[0] = 4096.0f; /* 2^24 + 1000: a float accumulator stays at 2^24 */
+    CHECK_CLOSE(t->dot(big, big, 1001), 16777216.0 + 1000.0, 0.0, 0.0, "%s dot must accumulate in double", t->name);
+    free(bb);
+}
+
+static void test_adamw(const vt_kernels *t, const vt_kernels *s) {
+    for (int r = 0; r < NRAGGED; r++) {
+        size_t n = (size_t)ragged[r];
+        int off = r % 4;
+        float *b[8];
+        float *p1 = fbuf(n, off, &b[0]), *m1 = fbuf(n, off, &b[1]), *v1 = fbuf(n, off, &b[2]);
+        float *p2 = fbuf(n, 0, &b[3]), *m2 = fbuf(n, 0, &b[4]), *v2 = fbuf(n, 0, &b[5]);
+        float *g = fbuf(n, (off + 2) % 4, &b[6]);
+        fill(p1, n, -1, 1);
+        fill(m1, n, -0.1f, 0.1f);
+        fill(v1, n, 0, 0.01f);
+        fill(g, n, -1, 1);
+        memcpy(p2, p1, n * 4);
+        memcpy(m2, m1, n * 4);
+        memcpy(v2, v1, n * 4);
+        float bc1 = 1.0f - powf(0.9f, 3), bc2 = 1.0f - powf(0.999f, 3);
+        t->adamw(p1, g, m1, v1, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.05f, bc1, bc2);
+        s->adamw(p2, g, m2, v2, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.05f, bc1, bc2);
+        CHECK_ARRAY_CLOSE(p1, p2, n, 1e-9, 1e-6, "%s adamw p n=%zu", t->name, n);
+        CHECK_ARRAY_CLOSE(m1, m2, n, 1e-9, 1e-6, "%s adamw m n=%zu", t->name, n);
+        CHECK_ARRAY_CLOSE(v1, v2, n, 1e-9, 1e-6, "%s adamw v n=%zu", t->name, n);
+        for (int i = 0; i < 7; i++) free(b[i]);
+    }
+}
+
+/* ---------------------------------------------------------------- softmax */
+
+static void test_softmax(const vt_kernels *t, const vt_kernels *s) {
+    for (int r = 0; r < NRAGGED; r++) {
+        int cols = ragged[r], rows = 3, off = 1 + r % 3;
+        size_t n = (size_t)rows * cols;
+        float *b[6];
+        float *x = fbuf(n, off, &b[0]), *y = fbuf(n, off, &b[1]), *yr = fbuf(n, 0, &b[2]);
+        float *dy = fbuf(n, (off + 1) % 4, &b[3]), *dx = fbuf(n, off, &b[4]), *dxr = fbuf(n, 0, &b[5]);
+        for (int big = 0; big < 2; big++) {
+            fill(x, n, big ? -1000.0f : -4.0f, big ? 1000.0f : 4.0f);
+            if (cols > 3) x[2] = x[cols + 1] = -INFINITY; /* masked positions */
+            float sc = big ? 1.0f : 0.125f;
+            t->softmax_rows(x, y, rows, cols, sc);
+            s->softmax_rows(x, yr, rows, cols, sc);
+            CHECK_ARRAY_CLOSE(y, yr, n, 1e-9, 2e-6, "%s softmax rows=%d cols=%d big=%d", t->name, rows, cols, big);
+            if (cols > 3) CHECK(y[2] == 0.0f && y[cols + 1] == 0.0f, "%s softmax: exp(-inf) not 0", t->name);
+            double tot = 0;
+            for (int c = 0; c < cols; c++) tot += y[c];
+            CHECK_CLOSE(tot, 1.0, 1e-5, 0.0, "%s softmax row sum cols=%d", t->name, cols);
+            memcpy(x, yr, n * 4); /* in place: y == x */
+            fill(x, n, -4, 4);
+            memcpy(yr, x, n * 4);
+            t->softmax_rows(x, x, rows, cols, sc);
+            s->softmax_rows(yr, yr, rows, cols, sc);
+            CHECK_ARRAY_CLOSE(x, yr, n, 1e-9, 2e-6, "%s softmax in place cols=%d", t->name, cols);
+        }
+        fill(dy, n, -1, 1);
+        t->softmax_bwd_rows(yr, dy, dx, rows, cols);
+        s->softmax_bwd_rows(yr, dy, dxr, rows, cols);
+        CHECK_ARRAY_CLOSE(dx, dxr, n, 1e-6, 1e-5, "%s softmax_bwd cols=%d", t->name, cols);
+        memcpy(dx, dy, n * 4); /* dx == dy allowed */
+        t->softmax_bwd_rows(yr, dx, dx, rows, cols);
+        CHECK_ARRAY_CLOSE(dx, dxr, n, 1e-6, 1e-5, "%s softmax_bwd in place cols=%d", t->name, cols);
+        for (int i = 0; i < 6; i++) free(b[i]);
+    }
+}
+
+/* ---------------------------------------------------------------- layernorm */
+
+static void test_layernorm(const vt_kernels *t, const vt_kernels *s) {
+    for (int r = 0; r < NRAGGED; r++) {
+        int D = ragged[r], rows = 3, off = 1 + r % 3;
+        size_t n = (size_t)rows * D;
+        float *b[16];
+        float *x = fbuf(n, off, &b[0]), *g = fbuf(D, (off + 1) % 4, &b[1]), *bi = fbuf(D, off, &b[2]);
+        float *y = fbuf(n, off, &b[3]), *yr = fbuf(n, 0, &b[4]);
+        float *mu = fbuf(rows, 0, &b[5]), *rs = fbuf(rows, 1, &b[6]), *mur = fbuf(rows, 0, &b[7]),
+              *rsr = fbuf(rows, 0, &b[8]);
+        float *dy = fbuf(n, off, &b[9]), *dx = fbuf(n, (off + 2) % 4, &b[10]), *dxr = fbuf(n, 0, &b[11]);
+        float *dg = fbuf(D, off, &b[12]), *dgr = fbuf(D, 0, &b[13]), *db = fbuf(D, 1, &b[14]),
+              *dbr = fbuf(D, 0, &b[15]);
+        fill(x, n, -2, 3);
+        fill(g, D, 0.5f, 1.5f);
+        fill(bi, D, -0.5f, 0.5f);
+        t->layernorm_fwd(x, g, bi, y, mu, rs, rows, D, 1e-5f);
+        s->layernorm_fwd(x, g, bi, yr, mur, rsr, rows, D, 1e-5f);
+        CHECK_ARRAY_CLOSE(y, yr, n, 2e-5, 1e-5, "%s layernorm_fwd y D=%d", t->name, D);
+        CHECK_ARRAY_CLOSE(mu, mur, rows, 2e-6, 1e-5, "%s layernorm_fwd mean D=%d", t->name, D);
+        CHECK_ARRAY_CLOSE(rs, rsr, rows, 1e-6, 2e-5, "%s layernorm_fwd rstd D=%d", t->name, D);
+        fill(dy, n, -1, 1);
+        fill(dx, n, -1, 1);
+        fill(dg, D, -1, 1);
+        fill(db, D, -1, 1);
+        memcpy(dxr, dx, n * 4);
+        memcpy(dgr, dg, D * 4);
+        memcpy(dbr, db, D * 4);
+        t->layernorm_bwd(dy, x, g, mur, rsr, dx, dg, db, rows, D);
+        s->layernorm_bwd(dy, x, g, mur, rsr, dxr, dgr, dbr, rows, D);
+        CHECK_ARRAY_CLOSE(dx, dxr, n, 1e-5, 1e-4, "%s layernorm_bwd dx D=%d", t->name, D);
+        CHECK_ARRAY_CLOSE(dg, dgr, D, 1e-5, 1e-4, "%s layernorm_bwd dg D=%d", t->name, D);
+        CHECK_ARRAY_CLOSE(db, dbr, D, 1e-5, 1e-4, "%s layernorm_bwd db D=%d", t->name, D);
+        t->layernorm_bwd(dy, x, g, mur, rsr, dx, NULL, NULL, rows, D);
+        s->layernorm_bwd(dy, x, g, mur, rsr, dxr, NULL, NULL, rows, D);
+        CHECK_ARRAY_CLOSE(dx, dxr, n, 1e-5, 1e-4, "%s layernorm_bwd dg=db=NULL D=%d", t->name, D);
+
+        /* large common offset: compare both with a double-precision LayerNorm */
+        fill(x, n, 999.0f, 1001.0f);
+        t->layernorm_fwd(x, g, bi, y, mu, rs, rows, D, 1e-5f);
+        s->layernorm_fwd(x, g, bi, yr, mur, rsr, rows, D, 1e-5f);
+        double wf = 0, ws = 0;
+        for (int rr = 0; rr < rows; rr++) {
+            const float *xr = x + (size_t)rr * D;
+            double m = 0, v = 0;
+            for (int i = 0; i < D; i++) m += xr[i];
+            m /= D;
+            for (int i = 0; i < D; i++) v += (xr[i] - m) * (xr[i] - m);
+            v /= D;
+            double rsd = 1.0 / sqrt(v + 1e-5);
+            /* one ulp of the mean, amplified by rstd g, plus 1e-5 */
+            const double ulp_m = ldexp(1.0, -14); /* ulp(1000) in float */
+            for (int i = 0; i < D; i++) {
+                double want = (xr[i] - m) * rsd * g[i] + bi[i];
+                double scale_i = ulp_m * rsd * fabs(g[i]);
+                wf = fmax(wf, (fabs(y[(size_t)rr * D + i] - want) - 1e-5) / scale_i);
+                ws = fmax(ws, (fabs(yr[(size_t)rr * D + i] - want) - 1e-5) / scale_i);
+            }
+        }
+        CHECK(wf <= 1.0, "%s layernorm_fwd mean 1000 D=%d: error %.3g ulp(mean) rstd |g| vs double", t->name, D, wf);
+        CHECK(ws <= 64.0, "scalar layernorm_fwd mean 1000 D=%d: error %.3g ulp(mean) rstd |g| vs double", D, ws);
+        for (int i = 0; i < 16; i++) free(b[i]);
+    }
+}
+
+/* ---------------------------------------------------------------- gelu */
+
+static double gelu_d(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+static double gelu_grad_d(double x) {
+    return 0.5 * (1.0 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2.0 * M_PI);
+}
+
+static void test_gelu(const vt_kernels *t, const vt_kernels *s) {
+    enum { NG = 24001 + 16 };
+    float *b[6];
+    float *x = fbuf(NG, 1, &b[0]), *y = fbuf(NG, 2, &b[1]), *yr = fbuf(NG, 0, &b[2]);
+    float *dy = fbuf(NG, 3, &b[3]), *dx = fbuf(NG, 1, &b[4]), *dxr = fbuf(NG, 0, &b[5]);
+    static const float large[16] = {-1e30f, 1e30f, -1e4f, 1e4f, -100.f, 100.f, -20.f, 20.f,
+                                    -9.f,   9.f,   -6.f,  6.f,  -4.5f,  4.5f,  -1e-30f, 0.f};
+    for (int i = 0; i < 24001; i++) x[i] = -12.0f + 0.001f * (float)i;
+    for (int i = 0; i < 16; i++) x[24001 + i] = large[i];
+    for (int len = 0; len < 2; len++) {
+        size_t n = len ? NG : 33; /* a short ragged call, then the grid */
+        t->gelu_fwd(x, y, n);
+        s->gelu_fwd(x, yr, n);
+        long bad = -1, badr = -1;
+        for (size_t i = 0; i < n; i++) {
+            double want = gelu_d(x[i]), ax = fabs(x[i]);
+            if (!(fabs(y[i] - want) <= 0.5 * ax * 3e-7 + 2.4e-7 * fabs(want))) bad = (long)i;
+            if (!(fabs(y[i] - yr[i]) <= 0.5 * ax * 6e-7 + 4.8e-7 * fabs(yr[i]))) badr = (long)i;
+        }
+        CHECK(bad < 0, "%s gelu_fwd x=%.9g got %.9g want %.9g", t->name, bad < 0 ? 0 : x[bad],
+              bad < 0 ? 0 : y[bad], bad < 0 ? 0 : gelu_d(x[bad]));
+        CHECK(badr < 0, "%s gelu_fwd vs scalar x=%.9g got %.9g want %.9g", t->name, badr < 0 ? 0 : x[badr],
+              badr < 0 ? 0 : y[badr], badr < 0 ? 0 : yr[badr]);
+        fill(dy, n, -2, 2);
+        fill(dx, n, -1, 1);
+        memcpy(dxr, dx, n * 4);
+        memcpy(yr, dx, n * 4); /* yr keeps the initial dx */
+        t->gelu_bwd(x, dy, dx, n);
+        s->gelu_bwd(x, dy, dxr, n);
+        bad = badr = -1;
+        for (size_t i = 0; i < n; i++) {
+            double want = yr[i] + (double)dy[i] * gelu_grad_d(x[i]), ady = fabs(dy[i]);
+            if (!(fabs(dx[i] - want) <= 4e-7 * ady + 2.4e-7 * fabs(want))) bad = (long)i;
+            if (!(fabs(dx[i] - dxr[i]) <= 8e-7 * ady + 4.8e-7 * fabs(dxr[i]))) badr = (long)i;
+        }
+        CHECK(bad < 0, "%s gelu_bwd x=%.9g got %.9g want %.9g", t->name, bad < 0 ? 0 : x[bad],
+              bad < 0 ? 0 : dx[bad], bad < 0 ? 0 : yr[bad] + (double)dy[bad] * gelu_grad_d(x[bad]));
+        CHECK(badr < 0, "%s gelu_bwd vs scalar x=%.9g got %.9g want %.9g", t->name, badr < 0 ? 0 : x[badr],
+              badr < 0 ? 0 : dx[badr], badr < 0 ? 0 : dxr[badr]);
+    }
+    for (int i = 0; i < 6; i++) free(b[i]);
+}
+
+int main(void) {
+    test_init();
+    vt_kernels s;
+    vt_kernels_table(VT_ISA_SCALAR, &s);
+    test_table_complete(&s);
+    static const vt_isa levels[] = {VT_ISA_AVX2, VT_ISA_AVX512};
+    static const char *names[] = {"avx2", "avx512"};
+    for (int l = 0; l < 2; l++) {
+        vt_kernels t;
+        if (vt_kernels_table(levels[l], &t) != 0) {
+            fprintf(stderr, "test_kernels: this CPU lacks %s, its kernels are not tested\n", names[l]);
+            continue;
+        }
+        test_table_complete(&t);
+        test_elementwise(&t, &s);
+        test_adamw(&t, &s);
+        test_softmax(&t, &s);
+        test_layernorm(&t, &s);
+        test_gelu(&t, &s);
+        test_gemm(&t, &s);
+    }
+    return test_summary();
+}
