@@ -21,6 +21,7 @@
  * config exactly (checkpoints store it in __metadata__).
  */
 #include "config.h"
+#include "data/augment.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -115,6 +116,9 @@ static const char *const ch_data_kind[] = { "idx", "synthetic", "imagefolder", "
                                             "cifar100" };
 static const char *const ch_on_error[] = { "fail", "skip" };
 static const char *const ch_label[] = { "fine", "coarse" };
+static const char *const ch_train_transform[] = { "auto", "simple", "rrc" };
+static const char *const ch_interp[] = { "bilinear", "bicubic" };
+static const char *const ch_remode[] = { "pixel", "const" };
 static const char *const ch_optim[] = { "adamw", "sgd" };
 static const char *const ch_schedule[] = { "cosine", "constant" };
 static const char *const ch_progress[] = { "auto", "always", "never" };
@@ -122,6 +126,8 @@ static const char *const ch_progress[] = { "auto", "always", "never" };
 static const double def_mean[3] = { 0.485, 0.456, 0.406 };
 static const double def_std[3] = { 0.229, 0.224, 0.225 };
 static const double def_betas[2] = { 0.9, 0.999 };
+static const double def_scale[2] = { 0.08, 1.0 };
+static const double def_ratio[2] = { 0.75, 4.0 / 3.0 };
 
 #define BIG 1e9
 #define SEED_MAX 9007199254740991.0 /* 2^53 - 1 */
@@ -180,7 +186,9 @@ static const key_row schema[] = {
     K_ENUM("pe.positions", pe.positions, ch_positions, VT_POS_INDEX,
            "normalized for liere and liere_commute, else index",
            "Rotary coordinates at another resolution: index (extrapolate), normalized (the "
-           "training grid spans [0, 1]) or interpolate (index * n_train / n_eval)."),
+           "training grid spans [0, 1]) or interpolate (index * n_train / n_eval); x and y "
+           "only, never depth. With coord_dim = 1 the raster index r scales by token counts: "
+           "r / max(N_train - 1, 1) or r * N_train / N_eval."),
     K_ENUM("pe.share", pe.share, ch_share, VT_SHARE_NONE,
            "all for liere and liere_commute, else none",
            "Rotary parameter sharing: none (per layer and head), layers (per head), heads "
@@ -203,7 +211,9 @@ static const key_row schema[] = {
     K_FLT("pe.init_scale", pe.init_scale, 1, 0, 1000, 0, NULL,
           "LieRE generator init: U(0, 2 pi) * init_scale."),
     K_INT("pe.coord_dim", pe.coord_dim, 2, 1, 3, "3 if model.in_chans = 4, else 2",
-          "Coordinate dimension C of rotary PEs: 1 (raster index), 2 (x, y), 3 (x, y, depth)."),
+          "Coordinate dimension C of rotary PEs: 1 (raster index), 2 (x, y), 3 (x, y, depth: "
+          "with RGB-D input the patch's mean raw depth times the learnable pe.depth_scale "
+          "(init 1, also with depth_as_channel), else 0)."),
     K_INT("pe.train_img_size", pe.train_img_size, 0, 0, 16384, "model.img_size",
           "Training resolution the position grid is relative to (positions, APE resampling); "
           "0 = model.img_size."),
@@ -231,18 +241,67 @@ static const key_row schema[] = {
     K_FARR_B("data.std", data.std, def_std, 0, 10, LO_OPEN,
              "Per-channel standard deviation pixels are divided by; one number applies to "
              "every channel."),
-    K_INT("data.workers", data.workers, 0, 0, 256, NULL, "Decoding threads; 0 = auto."),
+    K_INT("data.workers", data.workers, 0, 0, 256, NULL,
+          "Loader threads that decode and augment batches ahead of the training step "
+          "(3 batches prefetched; batches are identical for any count); 0 = auto (online "
+          "CPUs, at most 8)."),
     K_ENUM("data.on_error", data.on_error, ch_on_error, VT_ONERR_FAIL, NULL,
            "A corrupt or unreadable sample: fail the run, or skip it (and count it)."),
+    K_STR("data.class_list", data.class_list, "",
+          "imagefolder: text file with one class folder name per line, giving the class "
+          "indices in line order (folders not listed are ignored); empty = every train "
+          "folder, sorted by name."),
     K_CHOICE("data.label", data.label, ch_label, "fine",
              "cifar100 labels: fine (100) or coarse (20)."),
     K_INT("data.train_size", data.train_size, 1024, 1, BIG, NULL, "synthetic: training samples."),
     K_INT("data.val_size", data.val_size, 256, 1, BIG, NULL, "synthetic: evaluation samples."),
     K_INT("data.synthetic_seed", data.synthetic_seed, 0, 0, INT_MAX, NULL,
           "synthetic: seed of the generated dataset."),
+    K_BOOL("data.synthetic_depth_label", data.synthetic_depth_label, 0,
+           "synthetic with model.in_chans = 4: make the label depend on depth (classes 2j and "
+           "2j + 1 share RGB pattern j; the depth map has a bump for odd and a dent for even labels)."),
     K_FLT("data.crop_pct", data.crop_pct, 0.875, 0, 1, LO_OPEN, NULL,
-          "Evaluation: resize to img_size / crop_pct, then center-crop img_size."),
+          "Evaluation: resize the shorter side to int(S / crop_pct) (data.interpolation, "
+          "antialiased), then center-crop S x S (S = the evaluated image size). Fixed-size "
+          "datasets (idx, cifar, synthetic) are instead resized straight to S (bilinear) unless "
+          "this key is given explicitly."),
     K_FLT("data.hflip", data.hflip, 0.5, 0, 1, 0, NULL, "Training: horizontal flip probability."),
+    K_ENUM("data.train_transform", data.train_transform, ch_train_transform, VT_TT_AUTO, NULL,
+           "Training geometry: simple (flip, then bilinear resize of the whole image to S: the "
+           "Fashion-MNIST/CIFAR recipe), rrc (DeiT: RandomResizedCrop with data.scale, "
+           "data.ratio and data.interpolation, then flip), auto (rrc for imagefolder, simple "
+           "for idx, cifar and synthetic). Either is followed by auto_augment, normalisation, "
+           "random erasing and mixup/cutmix when enabled."),
+    K_ENUM("data.interpolation", data.interpolation, ch_interp, VT_INTERP_BICUBIC, NULL,
+           "Resampling of rrc, the evaluation resize + crop and RandAugment's geometric ops "
+           "(PIL-style: antialiased when shrinking). The simple transform always resizes "
+           "bilinearly."),
+    K_FARR("data.scale", data.scale, def_scale, 0, 1, LO_OPEN,
+           "RandomResizedCrop area fraction range [min, max] (min <= max)."),
+    K_FARR("data.ratio", data.ratio, def_ratio, 0, 100, LO_OPEN,
+           "RandomResizedCrop aspect ratio (w / h) range [min, max], sampled log-uniformly "
+           "(min <= max)."),
+    K_STR("data.auto_augment", data.auto_augment, "",
+          "RandAugment in timm syntax, e.g. rand-m9-mstd0.5-inc1 (DeiT): m magnitude (0-10), "
+          "n ops per image (default 2), mstd magnitude noise std (> 100 = uniform in [0, m]), "
+          "mmax magnitude cap (default 10), inc1 the increasing op variants, p op probability "
+          "(default 0.5). \"\" = off."),
+    K_FLT("data.mixup", data.mixup, 0, 0, 100, 0, NULL,
+          "Mixup Beta(alpha, alpha) parameter; 0 = off (DeiT 0.8). With mixup or cutmix on, "
+          "train.label_smoothing is folded into the soft targets (timm Mixup, batch mode: the "
+          "batch is mixed with its reverse)."),
+    K_FLT("data.cutmix", data.cutmix, 0, 0, 100, 0, NULL,
+          "CutMix Beta(alpha, alpha) parameter; 0 = off (DeiT 1.0). Lambda is corrected to "
+          "the clipped box area."),
+    K_FLT("data.mixup_prob", data.mixup_prob, 1, 0, 1, 0, NULL,
+          "Probability that a batch is mixed (mixup or cutmix)."),
+    K_FLT("data.mixup_switch_prob", data.mixup_switch_prob, 0.5, 0, 1, 0, NULL,
+          "With both mixup and cutmix on: probability a mixed batch uses cutmix."),
+    K_FLT("data.reprob", data.reprob, 0, 0, 1, 0, NULL,
+          "Random erasing probability per training image (after normalisation; timm "
+          "RandomErasing: area 0.02-1/3, aspect 0.3-3.3, one box); 0 = off (DeiT 0.25)."),
+    K_ENUM("data.remode", data.remode, ch_remode, VT_REMODE_PIXEL, NULL,
+           "Random erasing fill: pixel (per-pixel N(0, 1) values) or const (zeros)."),
 
     /* optim */
     K_ENUM("optim.name", optim.name, ch_optim, VT_OPT_ADAMW, NULL,
@@ -330,7 +389,11 @@ static const section_doc sections[] = {
     { "data", "Dataset and augmentation. Images are scaled to [0, 1], then normalised with mean"
               " and std. Constraints: root is non-empty unless kind = synthetic; for cifar10"
               " and cifar100 model.num_classes must match the dataset; synthetic train_size"
-              " holds at least one optimizer step (batch_size * accum_steps)." },
+              " holds at least one optimizer step (batch_size * accum_steps); scale and ratio"
+              " are [min, max] with min <= max; auto_augment must parse. Training order per"
+              " image: geometry (train_transform), flip, auto_augment, normalisation, random"
+              " erasing; then mixup/cutmix per batch. All randomness is seeded per sample"
+              " (train.seed, epoch, index) and per batch." },
     { "optim", "Optimizer and learning-rate schedule (DeiT recipe). Constraint: min_lr <= lr." },
     { "train", "The training loop. Constraint: epochs and steps are not both 0." },
     { "eval", "Evaluation. Constraint: each resolution is a multiple of model.patch_size." },
@@ -1094,6 +1157,9 @@ vt_status vt_config_validate(vt_config *c) {
     if (m->depth_as_channel && m->in_chans != 4)
         BAD("%s: model.depth_as_channel needs model.in_chans = 4 (RGB-D); found %d", src,
             m->in_chans);
+    if (c->data.synthetic_depth_label && m->in_chans != 4)
+        BAD("%s: data.synthetic_depth_label needs model.in_chans = 4 (RGB-D); found %d", src,
+            m->in_chans);
     if (pe->coord_dim != 2 && !rotary)
         BAD("%s: pe.coord_dim = %d needs a rotary pe.kind (%s); found pe.kind = %s", src,
             pe->coord_dim, rotary_kinds, kind);
@@ -1128,6 +1194,18 @@ vt_status vt_config_validate(vt_config *c) {
     if (d->kind != VT_DATA_SYNTHETIC && d->root[0] == '\0')
         BAD("%s: data.root is empty; data.kind = %s needs the dataset directory", src,
             ch_data_kind[d->kind]);
+    if (d->scale[0] > d->scale[1])
+        BAD("%s: data.scale = [%g, %g]: expected min <= max", src, d->scale[0], d->scale[1]);
+    if (d->ratio[0] > d->ratio[1])
+        BAD("%s: data.ratio = [%g, %g]: expected min <= max", src, d->ratio[0], d->ratio[1]);
+    {
+        vt_randaug ra;
+        if (vt_randaug_parse(d->auto_augment, &ra) != VT_OK) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", vt_last_error());
+            BAD("%s: data.auto_augment: %s", src, why);
+        }
+    }
     if (d->kind == VT_DATA_CIFAR10 || d->kind == VT_DATA_CIFAR100) {
         int k = d->kind == VT_DATA_CIFAR10 ? 10 : strcmp(d->label, "coarse") == 0 ? 20 : 100;
         if (m->num_classes != k)

@@ -30,6 +30,9 @@ typedef enum { VT_PEINIT_ROPE_MIXED = 0, VT_PEINIT_NORMAL } vt_pe_init;
 typedef enum { VT_DATA_IDX = 0, VT_DATA_SYNTHETIC, VT_DATA_IMAGEFOLDER, VT_DATA_CIFAR10,
                VT_DATA_CIFAR100 } vt_data_kind;
 typedef enum { VT_ONERR_FAIL = 0, VT_ONERR_SKIP } vt_on_error;
+typedef enum { VT_TT_AUTO = 0, VT_TT_SIMPLE, VT_TT_RRC } vt_train_transform;
+typedef enum { VT_INTERP_BILINEAR = 0, VT_INTERP_BICUBIC } vt_interp;
+typedef enum { VT_REMODE_PIXEL = 0, VT_REMODE_CONST } vt_remode;
 typedef enum { VT_OPT_ADAMW = 0, VT_OPT_SGD } vt_optim_name;
 typedef enum { VT_SCHED_COSINE = 0, VT_SCHED_CONSTANT } vt_schedule;
 typedef enum { VT_PROGRESS_AUTO = 0, VT_PROGRESS_ALWAYS, VT_PROGRESS_NEVER } vt_progress;
@@ -74,11 +77,21 @@ typedef struct {
     double mean[3], std[3];
     int workers;
     vt_on_error on_error;
+    char class_list[VT_STR]; /* imagefolder: file naming the classes in index order; "" = folders */
     char label[16];         /* cifar100: fine | coarse */
     int train_size, val_size; /* synthetic dataset sizes */
     int synthetic_seed;
+    int synthetic_depth_label; /* synthetic RGB-D: label needs the depth map (pairs of classes
+                                  share the RGB pattern, depth bump vs dent tells them apart) */
     double crop_pct;
     double hflip;
+    vt_train_transform train_transform; /* auto: rrc for imagefolder, simple otherwise */
+    vt_interp interpolation;
+    double scale[2], ratio[2];  /* RandomResizedCrop area fraction and aspect ranges */
+    char auto_augment[64];      /* timm RandAugment string, "" = off */
+    double mixup, cutmix, mixup_prob, mixup_switch_prob;
+    double reprob;              /* random erasing probability */
+    vt_remode remode;
 } vt_data_config;
 
 typedef struct {

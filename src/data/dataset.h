@@ -7,10 +7,22 @@
  *
  * Thread safety: read() is called concurrently from OpenMP threads, each with its own
  * vt_sample buffer, so an implementation must not mutate shared state in read()
- * (the IDX and synthetic kinds are read-only after open).
+ * (the IDX, synthetic and CIFAR kinds are read-only after open; imagefolder's only
+ * writes are atomics recording bad files under data.on_error = skip).
  *
- * Kinds: idx.c (MNIST-style IDX files), synthetic.c (generated on the fly). Later kinds
- * (imagefolder, CIFAR) add one file and one case in loader.c's open.
+ * Kinds: idx.c (MNIST-style IDX files), synthetic.c (generated on the fly), cifar.c
+ * (CIFAR-10/100 binary versions), imagefolder.c (root/<split>/<class>/<image>, decoded
+ * per sample through image.h). A kind is one file and one case in loader.c's open.
+ *
+ * Native size: idx, synthetic and CIFAR samples all have the dataset's height x width;
+ * imagefolder samples have their own size and 1 or 3 channels (height = width = 0,
+ * channels = 3): read() sets s->h, s->w, s->c per sample and the transform stage resizes
+ * and converts gray to the model's channels.
+ *
+ * Bad files (imagefolder): with data.on_error = fail, read() returns the decode error
+ * naming the file and the reason. With skip, read() replaces the sample by the next
+ * index (cyclically) whose file decodes, logs each bad file once on stderr, and counts
+ * distinct bad files: vt_dataset_skipped reports that count (0 for the other kinds).
  */
 #ifndef VT_DATASET_H
 #define VT_DATASET_H
@@ -62,6 +74,25 @@ vt_status vt_dataset_open_idx(vt_dataset **out, const vt_config *cfg, vt_split s
 
 /* Open the synthetic dataset (data.kind = synthetic) for a split; see synthetic.c. */
 vt_status vt_dataset_open_synthetic(vt_dataset **out, const vt_config *cfg, vt_split split);
+
+/* Open CIFAR-10 / CIFAR-100 (data.kind = cifar10 / cifar100, binary versions) for a
+ * split; see cifar.c for files, record layout and validation. */
+vt_status vt_dataset_open_cifar10(vt_dataset **out, const vt_config *cfg, vt_split split);
+vt_status vt_dataset_open_cifar100(vt_dataset **out, const vt_config *cfg, vt_split split);
+
+/* Open an image folder (data.kind = imagefolder) for a split; see imagefolder.c for the
+ * layout, class indexing and bad-file handling. */
+vt_status vt_dataset_open_imagefolder(vt_dataset **out, const vt_config *cfg, vt_split split);
+/* Name of class k (0 <= k < num_classes) of an imagefolder dataset. */
+const char *vt_imagefolder_class_name(const vt_dataset *ds, int k);
+/* Files of an imagefolder split that were not indexed: names without a .jpg, .jpeg or
+ * .png extension (any case), hidden names, and files outside class folders. */
+int64_t vt_imagefolder_ignored(const vt_dataset *ds);
+/* Distinct files skipped so far under data.on_error = skip: thread-safe, monotonic;
+ * always 0 for kinds that validate everything at open (idx, synthetic, CIFAR). */
+int64_t vt_dataset_skipped(const vt_dataset *ds);
+/* Path of sample index of an imagefolder dataset (into buf of len bytes; returns buf). */
+const char *vt_imagefolder_path(const vt_dataset *ds, int64_t index, char *buf, size_t len);
 
 /* The synthetic class pattern k, channel ch: p x p floats, zero mean and unit standard
  * deviation (exposed for tests and for documentation of the generator). */

@@ -2,55 +2,143 @@
  *
  * Owns: opening the dataset of cfg->data.kind, the sample order (train: a Fisher-Yates
  * permutation per epoch from vt_rng_derive(train.seed, epoch, VT_LOADER_TAG_PERM); eval:
- * dataset order), batching (train drops the last partial batch, eval keeps it), the
- * per-sample transforms of transform.h, train-time augmentation and the OpenMP fill.
- * Does not own: decoding (the dataset kinds), the training loop's epoch bookkeeping.
+ * dataset order), the rank/world shard of that order, batching (train drops the last
+ * partial batch, eval keeps it), the per-sample transform pipeline, batch mixup/cutmix,
+ * and the worker threads that prefetch batches.
+ * Does not own: decoding (the dataset kinds), pixel primitives (transform.c), the random
+ * augmentations themselves (augment.c), the training loop's epoch bookkeeping.
  *
- * Per sample, in this order: read native u8 HWC -> horizontal flip (train split only,
- * probability data.hflip, decided by vt_rng_derive(train.seed, epoch, dataset index) so
- * it is independent of thread count and timing) -> float x / 255 -> bilinear resize to
- * S x S when the native size differs -> gray -> 3 channels when model.in_chans = 3 ->
- * (x - mean[c]) / std[c] on the colour channels (a depth channel stays in [0, 1]).
+ * Per sample (dataset index i of epoch e; every random draw comes from one stream seeded
+ * vt_rng_derive(train.seed, e, i), so results never depend on threads or timing):
+ *   train, simple: flip (probability data.hflip: the stream's first draw) -> RandAugment at
+ *     native size -> float x / 255 -> bilinear resize to S x S when the size differs
+ *   train, rrc: RandomResizedCrop box -> PIL-style resample of the box to S x S
+ *     (data.interpolation) -> flip -> RandAugment
+ *   eval: fixed-size kinds (idx, cifar, synthetic) without an explicit data.crop_pct:
+ *     bilinear resize to S x S; otherwise resize the shorter side to int(S / crop_pct)
+ *     and center-crop S x S (transform.h vt_tf_eval_geometry)
+ *   then gray -> 3 channels when model.in_chans = 3, (x - mean[c]) / std[c] on the colour
+ *   channels (a depth channel stays in [0, 1]) and, train only, random erasing (data.reprob).
+ * Per train batch: mixup / cutmix (augment.h vt_mixup_apply) with a stream seeded from
+ * (train.seed, epoch, batch); whenever data.mixup or data.cutmix is on, every train batch
+ * carries soft targets with train.label_smoothing folded in (*soft_used = 1).
+ * RandAugment's fill colour is round(255 * data.mean[c]) (timm img_mean).
+ *
+ * Threads: with W = data.workers > 0 (0 = auto: online CPUs, at most 8) W pthreads fill a
+ * ring of VT_LOADER_DEPTH batch slots ahead of the consumer, claiming samples one at a time
+ * from the oldest unfinished slot (so they cooperate on the next batch); the thread that
+ * finishes a batch's last sample applies mixup. vt_loader_next copies the oldest finished
+ * slot into the caller's buffers; it waits only when the workers are behind. Workers do not
+ * use OpenMP: on a machine whose cores also run the training step's OpenMP team they simply
+ * time-share the cores, and once the ring is full they sleep until the step takes a batch.
+ * vt_loader_set_workers(L, 0) selects the synchronous path instead: next() fills the batch
+ * on the calling thread with an OpenMP loop over samples. Both paths give bitwise identical
+ * batches. Memory: VT_LOADER_DEPTH slots of one batch each (images, labels, soft targets).
+ * A worker's error (the failing sample with the lowest position in its batch) is returned
+ * by the vt_loader_next that reaches that batch, with "epoch e batch b:" before the message,
+ * and again by every later next() until a seek. vt_loader_seek pauses the workers, waits
+ * for samples in flight, drops the prefetched batches and restarts at the new position;
+ * a seek to the position the loader already stands at (e.g. epoch e + 1 batch 0 right
+ * after the last batch of epoch e) keeps the prefetched batches.
  *
  * Batch size: vt_loader_seek sets it; until then it is train.batch_size for the train
  * split and eval.batch_size (train.batch_size if 0) for the eval split.
  * End of epoch: vt_loader_next returns *count = 0 once and moves to batch 0 of the next
  * epoch, so a loop may simply call next until count is 0, then go on calling it.
- * on_error: IDX and synthetic reads cannot fail after open (IDX is validated at open),
- * so data.on_error only matters for kinds that decode files per sample.
- * Per-thread buffers grow during the first batches only; after that next() does not
- * allocate.
+ * on_error: IDX, synthetic and CIFAR reads cannot fail after open (validated at open);
+ * imagefolder handles data.on_error in its read() (dataset.h), and the loader logs the
+ * skip total at the end of every epoch in which it is non-zero (vt_loader_skipped).
+ * Memory: per-thread buffers are sized when the thread's scratch is created for datasets
+ * with one native size (idx, cifar, synthetic), otherwise they grow to the largest sample
+ * seen (the resampling scratch depends on the image size, not on the random crop box);
+ * after that neither path allocates per batch (tests/test_loader.c counts allocations).
  */
 #include <omp.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "data/augment.h"
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "data/transform.h"
 #include "rng.h"
 
 #define VT_LOADER_TAG_PERM 0x5045524D55544533ull /* > any sample index: a separate stream */
+#define VT_LOADER_TAG_MIX 0x4D49585550424154ull  /* the per-batch mixup streams */
+#define VT_LOADER_DEPTH 3                        /* prefetched batches */
+#define VT_LOADER_MAX_AUTO_WORKERS 8
 
+/* Per-thread scratch; each buffer grows to the largest sample seen, then stays. */
 typedef struct {
     vt_sample sample;
-    float *tmp;      /* native-size float CHW before resizing */
-    size_t tmp_cap;  /* floats */
+    void *tmp;           /* native-size float CHW before resizing */
+    void *img, *aux;     /* u8 HWC working image and RandAugment scratch */
+    void *rs;            /* resampling scratch */
+    size_t tmp_cap, img_cap, aux_cap, rs_cap; /* bytes */
 } loader_ws;
+
+enum { SLOT_EMPTY = 0, SLOT_FILLING, SLOT_READY };
+
+typedef struct {
+    int state;
+    int epoch;
+    int64_t batch;
+    int count, claimed, done;
+    int64_t *idx;        /* dataset indices, count used */
+    float *images, *soft;
+    int *labels;
+    int err_at;          /* lowest failing position, count if none */
+    vt_status err;
+    char err_msg[1024];
+} slot;
+
+typedef struct {
+    vt_loader *L;
+    int id;
+} worker_arg;
 
 struct vt_loader {
     vt_dataset *ds;
+    vt_data_kind kind;
     vt_split split;
     int out_size, out_c;
     float mean[3], std[3];
+    uint8_t fill[3];
     double hflip;        /* 0 on the eval split */
+    int rrc;             /* train: RandomResizedCrop pipeline (else simple) */
+    int eval_crop;       /* eval: resize shorter side + center crop (else plain resize) */
+    vt_interp interp;
+    double scale[2], ratio[2], crop_pct;
+    vt_randaug ra;
+    double reprob;
+    vt_remode remode;
+    vt_mixup mix;
+    int mix_on;
     uint64_t seed;       /* train.seed */
-    int64_t *order;      /* train: permutation of `epoch`; NULL on the eval split */
+    int rank, world;     /* shard: every world-th position of the order, from rank */
+    int64_t *order;      /* train: permutation of order_epoch; NULL on the eval split */
+    int order_epoch;
     int epoch;
-    int64_t batch;       /* next batch of the epoch */
+    int64_t batch;       /* next batch of the epoch (consumer position) */
     int batch_size;
-    loader_ws *ws;       /* one per OpenMP thread */
+    loader_ws *ws;       /* per OpenMP thread (synchronous) or per worker */
     int nws;
+    /* prefetch */
+    int workers;         /* 0: synchronous */
+    int started;         /* threads running */
+    pthread_t *threads;
+    worker_arg *args;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_ready;
+    slot slots[VT_LOADER_DEPTH];
+    int slot_cap;        /* samples each slot holds */
+    int64_t head, tail;  /* sequence numbers: next to consume, next to schedule */
+    int sched_epoch;
+    int64_t sched_batch;
+    int paused, quit, in_flight;
 };
 
 vt_status vt_sample_reserve(vt_sample *s, size_t bytes) {
@@ -68,18 +156,19 @@ void vt_sample_free(vt_sample *s) {
     s->cap = 0;
 }
 
-static void build_order(vt_loader *L) {
-    if (!L->order) return;
+static void build_order(vt_loader *L, int epoch) {
+    if (!L->order || L->order_epoch == epoch) return;
     int64_t n = L->ds->size;
     for (int64_t i = 0; i < n; i++) L->order[i] = i;
     vt_rng r;
-    vt_rng_seed(&r, vt_rng_derive(L->seed, (uint64_t)L->epoch, VT_LOADER_TAG_PERM));
+    vt_rng_seed(&r, vt_rng_derive(L->seed, (uint64_t)epoch, VT_LOADER_TAG_PERM));
     for (int64_t i = n - 1; i > 0; i--) {
         int64_t j = (int64_t)vt_rng_below(&r, (uint64_t)i + 1);
         int64_t t = L->order[i];
         L->order[i] = L->order[j];
         L->order[j] = t;
     }
+    L->order_epoch = epoch;
 }
 
 static const char *kind_name(vt_data_kind k) {
@@ -93,26 +182,32 @@ static const char *kind_name(vt_data_kind k) {
     return "?";
 }
 
-vt_status vt_loader_open(vt_loader **out, const vt_config *cfg, vt_split split, int img_size) {
+/* Samples of this rank's shard. */
+static int64_t shard_size(const vt_loader *L) {
+    return (L->ds->size - L->rank + L->world - 1) / L->world;
+}
+
+static int auto_workers(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > VT_LOADER_MAX_AUTO_WORKERS ? VT_LOADER_MAX_AUTO_WORKERS : (int)n;
+}
+
+vt_status vt_loader_open_dataset(vt_loader **out, vt_dataset *ds, const vt_config *cfg,
+                                 vt_split split, int img_size) {
     *out = NULL;
-    if (img_size < 1) return vt_fail(VT_ERR_USAGE, "image size %d: expected >= 1", img_size);
-    vt_dataset *ds = NULL;
-    vt_status s;
-    switch (cfg->data.kind) {
-    case VT_DATA_IDX: s = vt_dataset_open_idx(&ds, cfg, split); break;
-    case VT_DATA_SYNTHETIC: s = vt_dataset_open_synthetic(&ds, cfg, split); break;
-    default:
-        return vt_fail(VT_ERR_USAGE, "data.kind=%s: this build reads only idx and synthetic data",
-                       kind_name(cfg->data.kind));
-    }
-    if (s) return s;
+    vt_data_kind kind = cfg->data.kind;
     int c = cfg->model.in_chans;
+    const char *kn = ds->ops->kind ? ds->ops->kind : kind_name(kind);
+    if (img_size < 1) {
+        ds->ops->close(ds);
+        return vt_fail(VT_ERR_USAGE, "image size %d: expected >= 1", img_size);
+    }
     if (!vt_tf_channels_supported(ds->channels, c)) {
         int have = ds->channels;
         ds->ops->close(ds);
         return vt_fail(VT_ERR_USAGE, "model.in_chans = %d: data.kind=%s gives %d-channel images, "
-                       "which convert only to %d%s channels", c, kind_name(cfg->data.kind), have,
-                       have, have == 1 ? " or 3" : "");
+                       "which convert only to %d%s channels", c, kn, have, have,
+                       have == 1 ? " or 3" : "");
     }
     for (int ch = 0; ch < c && ch < 3; ch++) {
         if (!(cfg->data.std[ch] > 0)) {
@@ -122,24 +217,69 @@ vt_status vt_loader_open(vt_loader **out, const vt_config *cfg, vt_split split, 
     }
     if (ds->size < 1) {
         ds->ops->close(ds);
-        return vt_fail(VT_ERR_RUNTIME, "data.kind=%s: the %s split is empty",
-                       kind_name(cfg->data.kind), split == VT_SPLIT_TRAIN ? "train" : "val");
+        return vt_fail(VT_ERR_RUNTIME, "data.kind=%s: the %s split is empty", kn,
+                       split == VT_SPLIT_TRAIN ? "train" : "val");
+    }
+    vt_randaug ra;
+    if (vt_randaug_parse(cfg->data.auto_augment, &ra) != VT_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", vt_last_error());
+        ds->ops->close(ds);
+        return vt_fail(VT_ERR_USAGE, "data.auto_augment: %s", why);
+    }
+    const vt_data_config *d = &cfg->data;
+    if (!(d->scale[0] > 0 && d->scale[0] <= d->scale[1] && d->ratio[0] > 0 &&
+          d->ratio[0] <= d->ratio[1])) {
+        ds->ops->close(ds);
+        return vt_fail(VT_ERR_USAGE, "data.scale = [%g, %g], data.ratio = [%g, %g]: expected "
+                       "0 < min <= max for both", d->scale[0], d->scale[1], d->ratio[0], d->ratio[1]);
     }
     vt_loader *L = vt_xcalloc(1, sizeof *L);
     L->ds = ds;
+    L->kind = kind;
     L->split = split;
     L->out_size = img_size;
     L->out_c = c;
     for (int ch = 0; ch < 3; ch++) {
-        L->mean[ch] = (float)cfg->data.mean[ch];
-        L->std[ch] = (float)cfg->data.std[ch];
+        L->mean[ch] = (float)d->mean[ch];
+        L->std[ch] = (float)d->std[ch];
+        double f = d->mean[ch] * 255.0 + 0.5;
+        L->fill[ch] = (uint8_t)(f > 255 ? 255 : f < 0 ? 0 : f);
     }
-    L->hflip = split == VT_SPLIT_TRAIN && cfg->data.hflip > 0 ? cfg->data.hflip : 0;
+    int train = split == VT_SPLIT_TRAIN;
+    int fixed_kind = kind == VT_DATA_IDX || kind == VT_DATA_SYNTHETIC ||
+                     kind == VT_DATA_CIFAR10 || kind == VT_DATA_CIFAR100;
+    L->hflip = train && d->hflip > 0 ? d->hflip : 0;
+    L->rrc = train && (d->train_transform == VT_TT_RRC ||
+                       (d->train_transform == VT_TT_AUTO && !fixed_kind));
+    L->eval_crop = !train && (!fixed_kind || vt_config_is_set(cfg, "data.crop_pct") == 1);
+    L->interp = d->interpolation;
+    L->crop_pct = d->crop_pct > 0 ? d->crop_pct : 1.0;
+    for (int k = 0; k < 2; k++) {
+        L->scale[k] = d->scale[k];
+        L->ratio[k] = d->ratio[k];
+    }
+    L->ra = ra;
+    if (!train) L->ra.enabled = 0;
+    L->reprob = train ? d->reprob : 0;
+    L->remode = d->remode;
+    L->mix = (vt_mixup){ .mixup = d->mixup, .cutmix = d->cutmix, .prob = d->mixup_prob,
+                         .switch_prob = d->mixup_switch_prob,
+                         .smoothing = cfg->train.label_smoothing,
+                         .num_classes = cfg->model.num_classes };
+    L->mix_on = train && (d->mixup > 0 || d->cutmix > 0);
     L->seed = (uint64_t)cfg->train.seed;
-    int bs = split == VT_SPLIT_TRAIN ? cfg->train.batch_size
+    L->rank = 0;
+    L->world = 1;
+    int bs = train ? cfg->train.batch_size
              : (cfg->eval.batch_size > 0 ? cfg->eval.batch_size : cfg->train.batch_size);
     L->batch_size = bs > 0 ? bs : 1;
-    if (split == VT_SPLIT_TRAIN) {
+    L->workers = d->workers > 0 ? d->workers : auto_workers();
+    L->order_epoch = -1;
+    pthread_mutex_init(&L->mu, NULL);
+    pthread_cond_init(&L->cv_work, NULL);
+    pthread_cond_init(&L->cv_ready, NULL);
+    if (train) {
         L->order = malloc(sizeof(int64_t) * (size_t)ds->size);
         if (!L->order) {
             vt_loader_close(L);
@@ -147,110 +287,410 @@ vt_status vt_loader_open(vt_loader **out, const vt_config *cfg, vt_split split, 
                            (long long)ds->size);
         }
     }
-    build_order(L);
+    build_order(L, 0);
     *out = L;
     return VT_OK;
 }
 
+vt_status vt_loader_open(vt_loader **out, const vt_config *cfg, vt_split split, int img_size) {
+    *out = NULL;
+    if (img_size < 1) return vt_fail(VT_ERR_USAGE, "image size %d: expected >= 1", img_size);
+    vt_dataset *ds = NULL;
+    vt_status s;
+    switch (cfg->data.kind) {
+    case VT_DATA_IDX: s = vt_dataset_open_idx(&ds, cfg, split); break;
+    case VT_DATA_SYNTHETIC: s = vt_dataset_open_synthetic(&ds, cfg, split); break;
+    case VT_DATA_IMAGEFOLDER: s = vt_dataset_open_imagefolder(&ds, cfg, split); break;
+    case VT_DATA_CIFAR10: s = vt_dataset_open_cifar10(&ds, cfg, split); break;
+    case VT_DATA_CIFAR100: s = vt_dataset_open_cifar100(&ds, cfg, split); break;
+    default:
+        return vt_fail(VT_ERR_USAGE, "data.kind=%s: unknown dataset kind", kind_name(cfg->data.kind));
+    }
+    if (s) return s;
+    return vt_loader_open_dataset(out, ds, cfg, split, img_size);
+}
+
+static void stop_workers(vt_loader *L) {
+    if (!L->started) return;
+    pthread_mutex_lock(&L->mu);
+    L->quit = 1;
+    pthread_cond_broadcast(&L->cv_work);
+    pthread_mutex_unlock(&L->mu);
+    for (int i = 0; i < L->started; i++) pthread_join(L->threads[i], NULL);
+    free(L->threads);
+    free(L->args);
+    L->threads = NULL;
+    L->args = NULL;
+    L->started = 0;
+    L->quit = 0;
+    L->head = L->tail = 0;
+    for (int k = 0; k < VT_LOADER_DEPTH; k++) L->slots[k].state = SLOT_EMPTY;
+}
+
 void vt_loader_close(vt_loader *L) {
     if (!L) return;
+    stop_workers(L);
     for (int i = 0; i < L->nws; i++) {
         vt_sample_free(&L->ws[i].sample);
         free(L->ws[i].tmp);
+        free(L->ws[i].img);
+        free(L->ws[i].aux);
+        free(L->ws[i].rs);
     }
     free(L->ws);
+    for (int k = 0; k < VT_LOADER_DEPTH; k++) {
+        free(L->slots[k].idx);
+        free(L->slots[k].images);
+        free(L->slots[k].soft);
+        free(L->slots[k].labels);
+    }
     free(L->order);
+    pthread_mutex_destroy(&L->mu);
+    pthread_cond_destroy(&L->cv_work);
+    pthread_cond_destroy(&L->cv_ready);
     if (L->ds) L->ds->ops->close(L->ds);
     free(L);
 }
 
-int64_t vt_loader_size(const vt_loader *L) { return L->ds->size; }
+int64_t vt_loader_size(const vt_loader *L) { return shard_size(L); }
 
 int vt_loader_num_classes(const vt_loader *L) { return L->ds->num_classes; }
 
+int64_t vt_loader_skipped(const vt_loader *L) { return vt_dataset_skipped(L->ds); }
+
 int64_t vt_loader_batches(const vt_loader *L, int batch_size) {
     VT_ASSERT(batch_size > 0, "batch size %d", batch_size);
-    int64_t n = L->ds->size;
-    return L->split == VT_SPLIT_TRAIN ? n / batch_size : (n + batch_size - 1) / batch_size;
+    if (L->split == VT_SPLIT_TRAIN) return L->ds->size / L->world / batch_size;
+    return (shard_size(L) + batch_size - 1) / batch_size;
+}
+
+/* Make every slot hold bs samples (called with no sample in flight). */
+static void size_slots(vt_loader *L, int bs) {
+    if (bs <= L->slot_cap) return;
+    size_t per = (size_t)L->out_c * L->out_size * L->out_size;
+    size_t K = (size_t)(L->mix.num_classes > 0 ? L->mix.num_classes : 1);
+    for (int k = 0; k < VT_LOADER_DEPTH; k++) {
+        slot *s = &L->slots[k];
+        free(s->images);
+        s->images = vt_aligned_alloc(sizeof(float) * per * (size_t)bs);
+        VT_ASSERT(s->images, "out of memory for a prefetch slot of %d images", bs);
+        s->idx = vt_xrealloc(s->idx, sizeof(int64_t) * (size_t)bs);
+        s->labels = vt_xrealloc(s->labels, sizeof(int) * (size_t)bs);
+        s->soft = vt_xrealloc(s->soft, sizeof(float) * K * (size_t)bs);
+    }
+    L->slot_cap = bs;
+}
+
+/* Drop prefetched batches and restart the schedule at the consumer position. Caller
+ * holds mu; returns with no sample in flight. */
+static void restart_locked(vt_loader *L) {
+    L->paused = 1;
+    while (L->in_flight > 0) pthread_cond_wait(&L->cv_ready, &L->mu);
+    L->head = L->tail = 0;
+    for (int k = 0; k < VT_LOADER_DEPTH; k++) L->slots[k].state = SLOT_EMPTY;
+    if (L->started) size_slots(L, L->batch_size);
+    L->sched_epoch = L->epoch;
+    L->sched_batch = L->batch;
+    L->paused = 0;
+    pthread_cond_broadcast(&L->cv_work);
 }
 
 void vt_loader_seek(vt_loader *L, int epoch, int64_t batch, int batch_size) {
     VT_ASSERT(epoch >= 0 && batch >= 0, "seek to epoch %d batch %lld", epoch, (long long)batch);
-    VT_ASSERT(batch <= vt_loader_batches(L, batch_size), "seek to batch %lld of %lld",
-              (long long)batch, (long long)vt_loader_batches(L, batch_size));
+    int64_t nb = vt_loader_batches(L, batch_size);
+    VT_ASSERT(batch <= nb, "seek to batch %lld of %lld", (long long)batch, (long long)nb);
+    /* normalise (e, nb) to (e + 1, 0): the same position */
+    int ne = epoch, ce = L->epoch;
+    int64_t nbat = batch, cb = L->batch;
+    if (nbat == nb && nb > 0) { ne++; nbat = 0; }
+    if (cb == nb && nb > 0) { ce++; cb = 0; }
+    pthread_mutex_lock(&L->mu);
+    int same = batch_size == L->batch_size && ne == ce && nbat == cb;
     L->batch_size = batch_size;
-    if (epoch != L->epoch) {
-        L->epoch = epoch;
-        build_order(L);
-    }
+    L->epoch = epoch;
     L->batch = batch;
+    if (!same) restart_locked(L);
+    pthread_mutex_unlock(&L->mu);
 }
+
+void vt_loader_set_shard(vt_loader *L, int rank, int world) {
+    VT_ASSERT(world >= 1 && rank >= 0 && rank < world, "shard rank %d of world %d", rank, world);
+    VT_ASSERT(L->ds->size >= world, "shard world %d larger than the %lld samples", world,
+              (long long)L->ds->size);
+    pthread_mutex_lock(&L->mu);
+    L->rank = rank;
+    L->world = world;
+    L->batch = 0;
+    restart_locked(L);
+    pthread_mutex_unlock(&L->mu);
+}
+
+void vt_loader_set_workers(vt_loader *L, int workers) {
+    VT_ASSERT(workers >= 0, "workers %d", workers);
+    stop_workers(L);
+    L->workers = workers;
+}
+
+int vt_loader_workers(const vt_loader *L) { return L->workers; }
 
 void vt_loader_position(const vt_loader *L, int *epoch, int64_t *batch) {
     *epoch = L->epoch;
     *batch = L->batch;
 }
 
-/* Transform dataset sample `index` into out (out_c x S x S floats) and its label. */
-static vt_status fill_one(const vt_loader *L, loader_ws *w, int64_t index, float *out, int *label) {
-    vt_status s = L->ds->ops->read(L->ds, index, &w->sample, label);
-    if (s) return s;
-    const vt_sample *sm = &w->sample;
-    int flip = 0;
-    if (L->hflip > 0) {
-        vt_rng r;
-        vt_rng_seed(&r, vt_rng_derive(L->seed, (uint64_t)L->epoch, (uint64_t)index));
-        flip = vt_rng_uniform(&r) < L->hflip;
-    }
-    int S = L->out_size;
-    if (sm->h == S && sm->w == S) {
-        vt_tf_to_float(sm->pixels, sm->h, sm->w, sm->c, flip, out);
-    } else {
-        size_t need = (size_t)sm->c * sm->h * sm->w;
-        if (need > w->tmp_cap) {
-            float *t = realloc(w->tmp, sizeof(float) * need);
-            if (!t) return vt_fail(VT_ERR_RUNTIME, "out of memory for a %zu-float sample buffer", need);
-            w->tmp = t;
-            w->tmp_cap = need;
-        }
-        vt_tf_to_float(sm->pixels, sm->h, sm->w, sm->c, flip, w->tmp);
-        vt_tf_resize(w->tmp, sm->c, sm->h, sm->w, out, S, S);
-    }
-    int64_t hw = (int64_t)S * S;
-    vt_tf_expand(out, sm->c, L->out_c, hw);
-    vt_tf_normalize(out, L->out_c, hw, L->mean, L->std);
+/* ---- per-sample pipeline ------------------------------------------------------------ */
+
+static vt_status grow(void **p, size_t *cap, size_t need, const char *what) {
+    if (need <= *cap) return VT_OK;
+    void *q = realloc(*p, need);
+    if (!q) return vt_fail(VT_ERR_RUNTIME, "out of memory for a %zu-byte %s buffer", need, what);
+    *p = q;
+    *cap = need;
     return VT_OK;
 }
 
-vt_status vt_loader_next(vt_loader *L, float *images, int *labels, float *soft, int *soft_used,
-                         int *count) {
-    (void)soft;
-    *soft_used = 0;
-    *count = 0;
-    int bs = L->batch_size;
-    if (L->batch >= vt_loader_batches(L, bs)) {
-        L->epoch++;
-        L->batch = 0;
-        build_order(L);
-        return VT_OK;
+static vt_status grow_img(loader_ws *w, size_t bytes) {
+    vt_status s = grow(&w->img, &w->img_cap, bytes, "image");
+    return s ? s : grow(&w->aux, &w->aux_cap, bytes, "augmentation");
+}
+
+/* Resampling scratch that fits every geometry fill_one may use on an h x w x c image
+ * (RRC boxes are at most the whole image; the eval resize reads the whole image), so the
+ * buffer grows only with the image size, not with the random box. */
+static size_t rs_bound(const vt_loader *L, int h, int w, int c) {
+    int S = L->out_size;
+    vt_resample_geom full = { 0, 0, h, w, S, S, 0, 0, S, S }, ev;
+    size_t a = vt_tf_resample_ws_bytes(&full, c), b = 0;
+    if (L->eval_crop) {
+        vt_tf_eval_geometry(h, w, S, L->crop_pct, &ev);
+        b = vt_tf_resample_ws_bytes(&ev, c);
     }
-    int64_t start = L->batch * bs, n = L->ds->size;
-    int cnt = (int)(n - start < bs ? n - start : bs);
-    int threads = omp_get_max_threads();
-    if (threads > L->nws) {
-        L->ws = vt_xrealloc(L->ws, sizeof(loader_ws) * (size_t)threads);
-        memset(L->ws + L->nws, 0, sizeof(loader_ws) * (size_t)(threads - L->nws));
-        L->nws = threads;
+    return a > b ? a : b;
+}
+
+/* Transform dataset sample `index` of `epoch` into out (out_c x S x S floats) and its label. */
+static vt_status fill_one(const vt_loader *L, loader_ws *w, int epoch, int64_t index, float *out,
+                          int *label) {
+    vt_status s = L->ds->ops->read(L->ds, index, &w->sample, label);
+    if (s) return s;
+    if (L->mix_on && (*label < 0 || *label >= L->mix.num_classes))
+        return vt_fail(VT_ERR_RUNTIME, "sample %lld has label %d: expected 0..%d "
+                       "(model.num_classes %d) for mixup/cutmix targets", (long long)index,
+                       *label, L->mix.num_classes - 1, L->mix.num_classes);
+    const vt_sample *sm = &w->sample;
+    int S = L->out_size, c = sm->c;
+    size_t native = (size_t)sm->h * sm->w * c, square = (size_t)S * S * c;
+    vt_rng r;
+    vt_rng_seed(&r, vt_rng_derive(L->seed, (uint64_t)epoch, (uint64_t)index));
+    const uint8_t *px = sm->pixels;
+    int ph = sm->h, pw = sm->w, flip_at_float = 0;
+    vt_resample_geom g;
+    int resample = 0;
+    if (L->split == VT_SPLIT_TRAIN && L->rrc) {
+        vt_box b = vt_aug_rrc_box(&r, sm->h, sm->w, L->scale, L->ratio);
+        g = (vt_resample_geom){ .y = b.top, .x = b.left, .h = b.h, .w = b.w, .rh = S, .rw = S,
+                                .oy = 0, .ox = 0, .oh = S, .ow = S };
+        resample = 1;
+    } else if (L->eval_crop) {
+        vt_tf_eval_geometry(sm->h, sm->w, S, L->crop_pct, &g);
+        resample = 1;
     }
+    if (resample) {
+        if ((s = grow_img(w, square))) return s;
+        if ((s = grow(&w->rs, &w->rs_cap, rs_bound(L, sm->h, sm->w, c), "resample"))) return s;
+        vt_tf_resample_u8(sm->pixels, sm->h, sm->w, c, &g, L->interp, w->rs, w->img);
+        px = w->img;
+        ph = g.oh;
+        pw = g.ow;
+        if (L->hflip > 0 && vt_rng_uniform(&r) < L->hflip) vt_tf_hflip_u8(w->img, ph, pw, c);
+    } else if (L->hflip > 0) {
+        flip_at_float = vt_rng_uniform(&r) < L->hflip;
+    }
+    if (L->ra.enabled) {
+        if (px != w->img) {
+            if ((s = grow_img(w, native))) return s;
+            memcpy(w->img, sm->pixels, native);
+            if (flip_at_float) vt_tf_hflip_u8(w->img, ph, pw, c);
+            flip_at_float = 0;
+            px = w->img;
+        }
+        vt_randaug_apply(&L->ra, &r, w->img, ph, pw, c, L->interp, L->fill, w->aux);
+    }
+    if (ph == S && pw == S) {
+        vt_tf_to_float(px, ph, pw, c, flip_at_float, out);
+    } else {
+        if ((s = grow(&w->tmp, &w->tmp_cap, sizeof(float) * (size_t)c * ph * pw, "sample")))
+            return s;
+        vt_tf_to_float(px, ph, pw, c, flip_at_float, w->tmp);
+        vt_tf_resize(w->tmp, c, ph, pw, out, S, S);
+    }
+    int64_t hw = (int64_t)S * S;
+    vt_tf_expand(out, c, L->out_c, hw);
+    vt_tf_normalize(out, L->out_c, hw, L->mean, L->std);
+    if (L->reprob > 0) {
+        vt_box eb;
+        vt_aug_erase(&r, out, L->out_c, S, S, L->reprob, L->remode, &eb);
+    }
+    return VT_OK;
+}
+
+/* Mixup / cutmix of a finished train batch; writes soft targets. */
+static void mix_batch(const vt_loader *L, int epoch, int64_t batch, float *images,
+                      const int *labels, float *soft, int count) {
+    vt_rng r;
+    vt_rng_seed(&r, vt_rng_derive(vt_rng_derive(L->seed, VT_LOADER_TAG_MIX, (uint64_t)epoch),
+                                  (uint64_t)batch, 0));
+    vt_box cut;
+    vt_mixup_apply(&L->mix, &r, images, count, L->out_c, L->out_size, labels, soft, &cut);
+}
+
+/* Dataset index of shard position p (0-based within this rank's share) of the epoch
+ * the order was built for. */
+static int64_t index_at(const vt_loader *L, int64_t p) {
+    int64_t pos = p * L->world + L->rank;
+    return L->order ? L->order[pos] : pos;
+}
+
+/* Samples in batch b of this shard. */
+static int batch_count(const vt_loader *L, int64_t b) {
+    int64_t start = b * L->batch_size, n = shard_size(L);
+    return (int)(n - start < L->batch_size ? n - start : L->batch_size);
+}
+
+/* ---- workers ------------------------------------------------------------------------ */
+
+/* A slot with an unclaimed sample, scheduling the next batch if the ring has room;
+ * NULL if there is nothing to do. Caller holds mu. */
+static slot *find_work(vt_loader *L) {
+    for (int64_t q = L->head; q < L->tail; q++) {
+        slot *s = &L->slots[q % VT_LOADER_DEPTH];
+        if (s->state == SLOT_FILLING && s->claimed < s->count) return s;
+    }
+    if (L->tail - L->head >= VT_LOADER_DEPTH) return NULL;
+    int64_t nb = vt_loader_batches(L, L->batch_size);
+    if (nb == 0) return NULL;
+    if (L->sched_batch >= nb) {
+        L->sched_epoch++;
+        L->sched_batch = 0;
+    }
+    build_order(L, L->sched_epoch);
+    slot *s = &L->slots[L->tail % VT_LOADER_DEPTH];
+    s->epoch = L->sched_epoch;
+    s->batch = L->sched_batch;
+    s->count = batch_count(L, s->batch);
+    for (int i = 0; i < s->count; i++) s->idx[i] = index_at(L, s->batch * L->batch_size + i);
+    s->claimed = s->done = 0;
+    s->err = VT_OK;
+    s->err_at = s->count;
+    s->err_msg[0] = '\0';
+    s->state = SLOT_FILLING;
+    L->tail++;
+    L->sched_batch++;
+    pthread_cond_broadcast(&L->cv_work);
+    return s;
+}
+
+static void *worker_main(void *arg) {
+    worker_arg *wa = arg;
+    vt_loader *L = wa->L;
+    loader_ws *w = &L->ws[wa->id];
+    size_t per = (size_t)L->out_c * L->out_size * L->out_size;
+    pthread_mutex_lock(&L->mu);
+    while (!L->quit) {
+        slot *s = L->paused ? NULL : find_work(L);
+        if (!s) {
+            pthread_cond_wait(&L->cv_work, &L->mu);
+            continue;
+        }
+        int i = s->claimed++;
+        L->in_flight++;
+        int epoch = s->epoch;
+        int64_t index = s->idx[i];
+        pthread_mutex_unlock(&L->mu);
+        int label = 0;
+        vt_status st = fill_one(L, w, epoch, index, s->images + per * (size_t)i, &label);
+        pthread_mutex_lock(&L->mu);
+        s->labels[i] = label;
+        if (st && i < s->err_at) {
+            s->err_at = i;
+            s->err = st;
+            snprintf(s->err_msg, sizeof s->err_msg, "%s", vt_last_error());
+        }
+        if (++s->done == s->count) {
+            if (!s->err && L->mix_on) {
+                pthread_mutex_unlock(&L->mu);
+                mix_batch(L, s->epoch, s->batch, s->images, s->labels, s->soft, s->count);
+                pthread_mutex_lock(&L->mu);
+            }
+            s->state = SLOT_READY;
+            pthread_cond_broadcast(&L->cv_ready);
+        }
+        if (--L->in_flight == 0) pthread_cond_broadcast(&L->cv_ready);
+    }
+    pthread_mutex_unlock(&L->mu);
+    return NULL;
+}
+
+/* Per-thread scratch for n threads (grows only). For a dataset whose samples all have one
+ * size the buffers are sized up front, so no batch allocates; otherwise they grow to the
+ * largest sample during the first batches (a failed reservation here is retried, and
+ * reported, by fill_one). */
+static void ensure_ws(vt_loader *L, int n) {
+    if (n <= L->nws) return;
+    L->ws = vt_xrealloc(L->ws, sizeof(loader_ws) * (size_t)n);
+    memset(L->ws + L->nws, 0, sizeof(loader_ws) * (size_t)(n - L->nws));
+    const vt_dataset *ds = L->ds;
+    if (ds->height > 0 && ds->width > 0) {
+        int h = ds->height, w = ds->width, c = ds->channels, S = L->out_size;
+        size_t px = (size_t)h * w * c, sq = (size_t)S * S * c;
+        for (int i = L->nws; i < n; i++) {
+            loader_ws *ws = &L->ws[i];
+            if (vt_sample_reserve(&ws->sample, px) || grow_img(ws, px > sq ? px : sq) ||
+                grow(&ws->tmp, &ws->tmp_cap, sizeof(float) * px, "sample") ||
+                grow(&ws->rs, &ws->rs_cap, rs_bound(L, h, w, c), "resample"))
+                break;
+        }
+    }
+    L->nws = n;
+}
+
+static vt_status start_workers(vt_loader *L) {
+    ensure_ws(L, L->workers);
+    pthread_mutex_lock(&L->mu);
+    size_slots(L, L->batch_size);
+    L->head = L->tail = 0;
+    L->sched_epoch = L->epoch;
+    L->sched_batch = L->batch;
+    pthread_mutex_unlock(&L->mu);
+    L->threads = vt_xcalloc((size_t)L->workers, sizeof(pthread_t));
+    L->args = vt_xcalloc((size_t)L->workers, sizeof(worker_arg));
+    for (int i = 0; i < L->workers; i++) {
+        L->args[i] = (worker_arg){ .L = L, .id = i };
+        int rc = pthread_create(&L->threads[i], NULL, worker_main, &L->args[i]);
+        if (rc) {
+            stop_workers(L);
+            return vt_fail(VT_ERR_RUNTIME, "cannot start data loader thread %d of %d (data.workers): "
+                           "%s", i + 1, L->workers, strerror(rc));
+        }
+        L->started = i + 1;
+    }
+    return VT_OK;
+}
+
+/* ---- consumer ----------------------------------------------------------------------- */
+
+static vt_status next_sync(vt_loader *L, float *images, int *labels, float *soft, int cnt) {
+    build_order(L, L->epoch);
+    ensure_ws(L, omp_get_max_threads());
     int64_t per = (int64_t)L->out_c * L->out_size * L->out_size;
+    int64_t first = L->batch * L->batch_size;
     int err_at = cnt;
     vt_status err_code = VT_OK;
     char err_msg[1024] = "";
     #pragma omp parallel for schedule(static)
     for (int i = 0; i < cnt; i++) {
-        int64_t pos = start + i;
-        int64_t index = L->order ? L->order[pos] : pos;
-        vt_status s = fill_one(L, &L->ws[omp_get_thread_num()], index, images + i * per, &labels[i]);
+        vt_status s = fill_one(L, &L->ws[omp_get_thread_num()], L->epoch, index_at(L, first + i),
+                               images + i * per, &labels[i]);
         if (s) {
             #pragma omp critical(vt_loader_error)
             if (i < err_at) {
@@ -262,7 +702,58 @@ vt_status vt_loader_next(vt_loader *L, float *images, int *labels, float *soft, 
     }
     if (err_code)
         return vt_fail(err_code, "epoch %d batch %lld: %s", L->epoch, (long long)L->batch, err_msg);
+    if (L->mix_on) mix_batch(L, L->epoch, L->batch, images, labels, soft, cnt);
+    return VT_OK;
+}
+
+static vt_status next_prefetched(vt_loader *L, float *images, int *labels, float *soft, int cnt) {
+    vt_status st;
+    if (!L->started && (st = start_workers(L)) != VT_OK) return st;
+    pthread_mutex_lock(&L->mu);
+    slot *s = &L->slots[L->head % VT_LOADER_DEPTH];
+    while (!(L->head < L->tail && s->state == SLOT_READY)) {
+        pthread_cond_broadcast(&L->cv_work);
+        pthread_cond_wait(&L->cv_ready, &L->mu);
+    }
+    pthread_mutex_unlock(&L->mu);
+    VT_ASSERT(s->epoch == L->epoch && s->batch == L->batch && s->count == cnt,
+              "prefetched epoch %d batch %lld (%d samples), expected epoch %d batch %lld (%d)",
+              s->epoch, (long long)s->batch, s->count, L->epoch, (long long)L->batch, cnt);
+    if (s->err)
+        return vt_fail(s->err, "epoch %d batch %lld: %s", L->epoch, (long long)L->batch, s->err_msg);
+    size_t per = (size_t)L->out_c * L->out_size * L->out_size;
+    memcpy(images, s->images, sizeof(float) * per * (size_t)cnt);
+    memcpy(labels, s->labels, sizeof(int) * (size_t)cnt);
+    if (L->mix_on)
+        memcpy(soft, s->soft, sizeof(float) * (size_t)L->mix.num_classes * (size_t)cnt);
+    pthread_mutex_lock(&L->mu);
+    s->state = SLOT_EMPTY;
+    L->head++;
+    pthread_cond_broadcast(&L->cv_work);
+    pthread_mutex_unlock(&L->mu);
+    return VT_OK;
+}
+
+vt_status vt_loader_next(vt_loader *L, float *images, int *labels, float *soft, int *soft_used,
+                         int *count) {
+    *soft_used = 0;
+    *count = 0;
+    if (L->batch >= vt_loader_batches(L, L->batch_size)) {
+        int64_t skipped = vt_dataset_skipped(L->ds);
+        if (skipped)
+            fprintf(stderr, "vitrain: data: epoch %d done; %lld bad files skipped so far "
+                    "(data.on_error=skip)\n", L->epoch, (long long)skipped);
+        L->epoch++;
+        L->batch = 0;
+        return VT_OK;
+    }
+    VT_ASSERT(!L->mix_on || soft, "vt_loader_next: mixup/cutmix is on but soft is NULL");
+    int cnt = batch_count(L, L->batch);
+    vt_status st = L->workers > 0 ? next_prefetched(L, images, labels, soft, cnt)
+                                  : next_sync(L, images, labels, soft, cnt);
+    if (st) return st;
     L->batch++;
     *count = cnt;
+    *soft_used = L->mix_on;
     return VT_OK;
 }

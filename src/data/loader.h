@@ -6,6 +6,10 @@
  * data.mean/std, C = model.in_chans. The sample order of epoch e is a permutation
  * derived from (seed, e) (train split; the eval split keeps dataset order), so a
  * run resumed at (epoch, batch) sees exactly the batches the uninterrupted run saw.
+ * Training transforms and augmentation (data.train_transform, auto_augment, mixup,
+ * cutmix, reprob) and the evaluation resize + crop are described in loader.c; every
+ * random decision is seeded per sample (train.seed, epoch, index) or per batch, so
+ * batches do not depend on thread counts, worker counts or timing.
  */
 #ifndef VT_LOADER_H
 #define VT_LOADER_H
@@ -25,8 +29,11 @@ typedef enum { VT_SPLIT_TRAIN = 0, VT_SPLIT_VAL = 1 } vt_split;
 vt_status vt_loader_open(vt_loader **out, const vt_config *cfg, vt_split split, int img_size);
 void vt_loader_close(vt_loader *L);
 
-int64_t vt_loader_size(const vt_loader *L);      /* samples in the split */
+int64_t vt_loader_size(const vt_loader *L);      /* samples in the split (this rank's shard) */
 int vt_loader_num_classes(const vt_loader *L);   /* classes the dataset defines */
+/* Distinct bad files replaced so far under data.on_error = skip (0 for kinds that
+ * validate at open); thread-safe, for the training loop's epoch summary. */
+int64_t vt_loader_skipped(const vt_loader *L);
 
 /* Position the loader at batch `batch` of epoch `epoch` (batches of batch_size;
  * the train split drops the last partial batch, the eval split keeps it). */
@@ -46,5 +53,29 @@ vt_status vt_loader_next(vt_loader *L, float *images, int *labels, float *soft,
  * following epoch. Until the first seek the batch size is train.batch_size (train
  * split) or eval.batch_size, falling back to train.batch_size (eval split). */
 void vt_loader_position(const vt_loader *L, int *epoch, int64_t *batch);
+
+/* Shard for data-parallel training: this loader reads only positions rank, rank + world,
+ * rank + 2 world, ... of each epoch's order (train: the permutation; eval: dataset order),
+ * so the ranks' shards partition the split. vt_loader_size is then the shard's sample
+ * count; train batches per epoch are floor(size / world) / batch_size on every rank (equal
+ * step counts; the few samples past that are not seen that epoch), eval batches cover the
+ * whole shard. Positions the loader at batch 0 of its current epoch. Default: 0 of 1. */
+void vt_loader_set_shard(vt_loader *L, int rank, int world);
+
+/* Worker threads that prefetch batches (loader.c describes the design): n > 0 threads,
+ * or 0 for the synchronous path (the calling thread fills each batch with an OpenMP loop).
+ * vt_loader_open takes data.workers (0 there = auto: online CPUs, at most 8). Batches are
+ * bitwise identical for every choice. Stops running workers; takes effect at the next
+ * vt_loader_next. */
+void vt_loader_set_workers(vt_loader *L, int workers);
+int vt_loader_workers(const vt_loader *L);
+
+/* Open a loader over a dataset the caller built (the dataset.h vtable; tests and benches
+ * use it for datasets that are not a data.kind). Takes ownership of ds, also on error.
+ * cfg supplies everything else as for vt_loader_open (data.kind only decides the
+ * defaults that depend on it: train_transform auto, eval resize + crop). */
+typedef struct vt_dataset vt_dataset;
+vt_status vt_loader_open_dataset(vt_loader **out, vt_dataset *ds, const vt_config *cfg,
+                                 vt_split split, int img_size);
 
 #endif

@@ -1,0 +1,202 @@
+/* bench_data.c - data pipeline throughput (`make bench`). Not a test: prints figures only.
+ *
+ * Writes 64 synthetic photos (500 x 375 RGB JPEG, quality 90, smooth gradients plus
+ * texture and noise, made with stb_image_write) into a fresh directory under /tmp, then
+ * measures images per second (wall clock) of:
+ *   decode        vt_image_load alone, one thread
+ *   train_rrc_ra  the DeiT training transform at 224 x 224: decode, RandomResizedCrop
+ *                 (bicubic), flip, RandAugment rand-m9-mstd0.5-inc1, normalise, through
+ *                 the prefetching loader with 1 and 2 worker threads
+ *   train_deit    the same plus random erasing 0.25 and mixup 0.8 / cutmix 1.0
+ *   eval_crop     decode, resize shorter side to 256 (bicubic), center crop 224
+ * Each loader figure reads 256 samples (8 batches of 32) after one warm-up batch.
+ * images_per_s is wall clock; images_per_cpu_s divides by the process CPU time (all
+ * threads, including the consumer's copy out of the prefetch ring), which stays
+ * meaningful when other processes share the cores.
+ * stdout: one JSON object per line; stderr: a readable table. The machine may be shared:
+ * other processes lower the figures, so compare runs on an idle machine.
+ * Usage: bench_data [samples]  (default 256).
+ */
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include <stb_image_write.h>
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "data/dataset.h"
+#include "data/loader.h"
+#include "image.h"
+#include "rng.h"
+
+#define NFILES 64
+#define IMG_W 500
+#define IMG_H 375
+
+static char dir[256];
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CPU time of the whole process (all threads): work done, whatever the machine's load. */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void file_path(char *out, size_t len, int64_t i) {
+    snprintf(out, len, "%s/img%02d.jpg", dir, (int)(i % NFILES));
+}
+
+static int write_images(void) {
+    uint8_t *px = malloc((size_t)IMG_W * IMG_H * 3);
+    if (!px) return 1;
+    vt_rng r;
+    vt_rng_seed(&r, 7);
+    for (int i = 0; i < NFILES; i++) {
+        double fx = 0.01 + 0.02 * vt_rng_uniform(&r), fy = 0.01 + 0.02 * vt_rng_uniform(&r);
+        for (int y = 0; y < IMG_H; y++)
+            for (int x = 0; x < IMG_W; x++)
+                for (int c = 0; c < 3; c++) {
+                    double v = 128 + 60 * sin(fx * x * (c + 1) + i) * cos(fy * y + c) +
+                               30 * sin(0.3 * x + 0.2 * y) + 12 * (vt_rng_uniform(&r) - 0.5);
+                    px[((size_t)y * IMG_W + x) * 3 + c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+                }
+        char p[512];
+        file_path(p, sizeof p, i);
+        if (!stbi_write_jpg(p, IMG_W, IMG_H, 3, px, 90)) {
+            free(px);
+            return 1;
+        }
+    }
+    free(px);
+    return 0;
+}
+
+/* A dataset of the generated files, sample i = file i % 64, label i % 10. */
+static vt_status jpeg_read(const vt_dataset *ds, int64_t index, vt_sample *s, int *label) {
+    char p[512];
+    file_path(p, sizeof p, index);
+    *label = (int)(index % ds->num_classes);
+    return vt_image_load(p, &s->pixels, &s->cap, &s->h, &s->w, &s->c);
+}
+
+static void jpeg_close(vt_dataset *ds) { free(ds); }
+
+static const vt_dataset_ops jpeg_ops = { .kind = "bench-jpeg", .read = jpeg_read, .close = jpeg_close };
+
+static vt_dataset *jpeg_open(int64_t n) {
+    vt_dataset *ds = vt_xcalloc(1, sizeof *ds);
+    ds->ops = &jpeg_ops;
+    ds->size = n;
+    ds->num_classes = 10;
+    ds->channels = 3;
+    return ds;
+}
+
+static void base_cfg(vt_config *c, int bs) {
+    vt_config_defaults(c);
+    c->data.kind = VT_DATA_IMAGEFOLDER;
+    c->model.img_size = 224;
+    c->model.num_classes = 10;
+    c->train.batch_size = bs;
+    c->eval.batch_size = bs;
+    c->train.seed = 1;
+    strcpy(c->data.auto_augment, "rand-m9-mstd0.5-inc1");
+}
+
+static void report(const char *name, int workers, int64_t n, double sec, double cpu) {
+    double ips = (double)n / sec, ipc = (double)n / cpu;
+    printf("{\"bench\":\"data\",\"name\":\"%s\",\"workers\":%d,\"samples\":%lld,\"seconds\":%.4f,"
+           "\"cpu_seconds\":%.4f,\"images_per_s\":%.2f,\"images_per_cpu_s\":%.2f,\"img_size\":224,"
+           "\"source\":\"%dx%d jpeg\"}\n", name, workers, (long long)n, sec, cpu, ips, ipc, IMG_W, IMG_H);
+    fprintf(stderr, "%-14s %8d %9lld %9.3f %9.3f %12.1f %14.1f\n", name, workers, (long long)n, sec,
+            cpu, ips, ipc);
+}
+
+/* Images/s through the loader: one warm-up batch, then `n` samples. */
+static int run_loader(const char *name, const vt_config *cfg, vt_split split, int workers, int64_t n) {
+    int bs = cfg->train.batch_size;
+    vt_loader *L;
+    if (vt_loader_open_dataset(&L, jpeg_open(n + bs), cfg, split, 224) != VT_OK) {
+        fprintf(stderr, "bench_data: %s\n", vt_last_error());
+        return 1;
+    }
+    vt_loader_set_workers(L, workers);
+    float *img = vt_aligned_alloc(sizeof(float) * (size_t)bs * 3 * 224 * 224);
+    float *soft = vt_xmalloc(sizeof(float) * (size_t)bs * 10);
+    int *lab = vt_xmalloc(sizeof(int) * (size_t)bs);
+    int su, cnt, rc = 0;
+    if (vt_loader_next(L, img, lab, soft, &su, &cnt) != VT_OK) rc = 1;
+    double t0 = now(), c0 = cpu_now();
+    int64_t done = 0;
+    while (!rc && done < n) {
+        if (vt_loader_next(L, img, lab, soft, &su, &cnt) != VT_OK) rc = 1;
+        if (cnt == 0) break;
+        done += cnt;
+    }
+    double t = now() - t0, cpu = cpu_now() - c0;
+    if (rc) fprintf(stderr, "bench_data: %s\n", vt_last_error());
+    else report(name, workers, done, t, cpu);
+    free(img);
+    free(soft);
+    free(lab);
+    vt_loader_close(L);
+    return rc;
+}
+
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+int main(int argc, char **argv) {
+    int64_t n = argc > 1 ? atoll(argv[1]) : 256;
+    if (n < 32) n = 32;
+    snprintf(dir, sizeof dir, "/tmp/vt_bench_data_XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("bench_data: mkdtemp");
+        return 1;
+    }
+    int rc = write_images();
+    if (rc) fprintf(stderr, "bench_data: cannot write JPEGs to %s\n", dir);
+    fprintf(stderr, "%-14s %8s %9s %9s %9s %12s %14s\n", "pipeline", "workers", "samples", "seconds",
+            "cpu_s", "images/s", "images/cpu_s");
+    if (!rc) {
+        uint8_t *buf = NULL;
+        size_t cap = 0;
+        int h, w, c;
+        double t0 = now(), c0 = cpu_now();
+        for (int64_t i = 0; i < n && !rc; i++) {
+            char p[512];
+            file_path(p, sizeof p, i);
+            if (vt_image_load(p, &buf, &cap, &h, &w, &c) != VT_OK) rc = 1;
+        }
+        if (rc) fprintf(stderr, "bench_data: %s\n", vt_last_error());
+        else report("decode", 0, n, now() - t0, cpu_now() - c0);
+        free(buf);
+    }
+    vt_config cfg;
+    for (int workers = 1; workers <= 2 && !rc; workers++) {
+        base_cfg(&cfg, 32);
+        rc = run_loader("train_rrc_ra", &cfg, VT_SPLIT_TRAIN, workers, n);
+        if (rc) break;
+        cfg.data.reprob = 0.25;
+        cfg.data.mixup = 0.8;
+        cfg.data.cutmix = 1.0;
+        rc = run_loader("train_deit", &cfg, VT_SPLIT_TRAIN, workers, n);
+        if (rc) break;
+        base_cfg(&cfg, 32);
+        rc = run_loader("eval_crop", &cfg, VT_SPLIT_VAL, workers, n);
+    }
+    nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+    return rc;
+}

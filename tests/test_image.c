@@ -1,0 +1,386 @@
+/* test_image.c - image decoding (src/image.c).
+ *
+ * Writes PNGs with libpng (8-bit RGB, Adam7-interlaced RGB, 16-bit RGB and gray, 8-bit
+ * and 1-bit gray, gray+alpha, palette with and without tRNS, RGBA) and JPEGs with the
+ * fixture's baseline encoder (quality 100, color and 1-component gray) into a temporary
+ * directory and checks the decoded pixels against the pattern they were written from: exact for PNG (16-bit
+ * scaled with rounding), within a JPEG tolerance for JPEG. Also: format sniffing by
+ * magic bytes (PNG data under a .JPEG name decodes as PNG), the caller's buffer being
+ * reused, and every error with its message (missing file, directory, zero-byte file,
+ * text named .jpg, truncated JPEG and PNG, corrupt PNG), an Adobe CMYK JPEG converted
+ * to RGB, and 300 randomly mutated files that must fail cleanly or decode to a sane size.
+ */
+#include <ftw.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "image.h"
+#include "image_fixtures.h"
+
+static char tmpdir[256];
+
+static char *path_of(char *buf, const char *name) {
+    snprintf(buf, 1024, "%s/%s", tmpdir, name);
+    return buf;
+}
+
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+static int has(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
+
+/* Decoder state reused across a test (as a loader thread would). */
+static uint8_t *buf;
+static size_t cap;
+
+static vt_status load(const char *name, int *h, int *w, int *c) {
+    char p[1024];
+    return vt_image_load(path_of(p, name), &buf, &cap, h, w, c);
+}
+
+/* Count of pixels differing from want (c channels, n pixels). */
+static long count_diff(const uint8_t *got, const uint8_t *want, size_t n) {
+    long bad = 0;
+    for (size_t i = 0; i < n; i++) bad += got[i] != want[i];
+    return bad;
+}
+
+static void test_sniff(void) {
+    const uint8_t jpg[] = {0xFF, 0xD8, 0xFF, 0xE0}, png[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    const uint8_t txt[] = "hello world";
+    CHECK(vt_image_sniff(jpg, sizeof jpg) == VT_IMAGE_JPEG, "JPEG magic");
+    CHECK(vt_image_sniff(png, sizeof png) == VT_IMAGE_PNG, "PNG magic");
+    CHECK(vt_image_sniff(png, 7) == VT_IMAGE_UNKNOWN, "7 bytes of the PNG magic are not PNG");
+    CHECK(vt_image_sniff(txt, sizeof txt) == VT_IMAGE_UNKNOWN, "text");
+    CHECK(strcmp(vt_image_format_name(VT_IMAGE_PNG), "PNG") == 0, "format name");
+}
+
+static void test_png_8bit(void) {
+    char p[1024];
+    const int w = 13, h = 7;
+    uint8_t want[13 * 7 * 3];
+    fx_fill(want, w, h, 3);
+    for (int interlace = 0; interlace < 2; interlace++) {
+        const char *name = interlace ? "rgb_adam7.png" : "rgb.png";
+        CHECK(fx_write_png(path_of(p, name), w, h, PNG_COLOR_TYPE_RGB, 8, want, NULL, 0, NULL, 0,
+                           interlace) == 0, "write %s", name);
+        int gh, gw, gc;
+        vt_status s = load(name, &gh, &gw, &gc);
+        CHECK(s == VT_OK, "%s: %s", name, vt_last_error());
+        if (s) continue;
+        CHECK(gh == h && gw == w && gc == 3, "%s: got %d x %d x %d", name, gw, gh, gc);
+        CHECK(count_diff(buf, want, sizeof want) == 0, "%s: pixels differ", name);
+    }
+    /* 8-bit gray: c = 1. */
+    uint8_t gray[13 * 7];
+    fx_fill(gray, w, h, 1);
+    CHECK(fx_write_png(path_of(p, "gray.png"), w, h, PNG_COLOR_TYPE_GRAY, 8, gray, NULL, 0, NULL, 0, 0) == 0, "write");
+    int gh, gw, gc;
+    CHECK(load("gray.png", &gh, &gw, &gc) == VT_OK, "gray: %s", vt_last_error());
+    CHECK(gh == h && gw == w && gc == 1, "gray: got %d x %d x %d", gw, gh, gc);
+    CHECK(count_diff(buf, gray, sizeof gray) == 0, "gray pixels differ");
+}
+
+static void test_png_16bit(void) {
+    char p[1024];
+    const int w = 5, h = 3;
+    uint16_t rgb[5 * 3 * 3], g16[5 * 3];
+    uint8_t want_rgb[5 * 3 * 3], want_g[5 * 3];
+    for (int i = 0; i < w * h * 3; i++) {
+        rgb[i] = (uint16_t)((i * 4099u + 17u) % 65536u);
+        want_rgb[i] = (uint8_t)floor(rgb[i] * 255.0 / 65535.0 + 0.5);
+    }
+    for (int i = 0; i < w * h; i++) {
+        g16[i] = (uint16_t)(65535u - (unsigned)i * 3001u);
+        want_g[i] = (uint8_t)floor(g16[i] * 255.0 / 65535.0 + 0.5);
+    }
+    CHECK(fx_write_png(path_of(p, "rgb16.png"), w, h, PNG_COLOR_TYPE_RGB, 16, rgb, NULL, 0, NULL, 0, 0) == 0, "write");
+    CHECK(fx_write_png(path_of(p, "gray16.png"), w, h, PNG_COLOR_TYPE_GRAY, 16, g16, NULL, 0, NULL, 0, 0) == 0, "write");
+    int gh, gw, gc;
+    CHECK(load("rgb16.png", &gh, &gw, &gc) == VT_OK, "rgb16: %s", vt_last_error());
+    CHECK(gh == h && gw == w && gc == 3, "rgb16: got %d x %d x %d", gw, gh, gc);
+    CHECK_ARRAY_CLOSE(buf, want_rgb, w * h * 3, 0, 0, "16-bit RGB scaled to 8 bits with rounding");
+    CHECK(load("gray16.png", &gh, &gw, &gc) == VT_OK, "gray16: %s", vt_last_error());
+    CHECK(gh == h && gw == w && gc == 1, "gray16: got %d x %d x %d", gw, gh, gc);
+    CHECK_ARRAY_CLOSE(buf, want_g, w * h, 0, 0, "16-bit gray scaled to 8 bits with rounding");
+}
+
+static void test_png_low_depth_and_alpha(void) {
+    char p[1024];
+    int gh, gw, gc;
+    /* 1-bit gray: samples 0/1 expand to 0/255. */
+    const int w = 11, h = 2;
+    uint8_t bits[22], want_bits[22];
+    for (int i = 0; i < w * h; i++) {
+        bits[i] = (uint8_t)((i * 7 / 3) & 1);
+        want_bits[i] = bits[i] ? 255 : 0;
+    }
+    CHECK(fx_write_png(path_of(p, "gray1.png"), w, h, PNG_COLOR_TYPE_GRAY, 1, bits, NULL, 0, NULL, 0, 0) == 0, "write");
+    CHECK(load("gray1.png", &gh, &gw, &gc) == VT_OK, "gray1: %s", vt_last_error());
+    CHECK(gh == h && gw == w && gc == 1, "gray1: got %d x %d x %d", gw, gh, gc);
+    CHECK(count_diff(buf, want_bits, sizeof want_bits) == 0, "1-bit gray expands to 0/255");
+
+    /* gray + alpha: gray kept as stored, alpha dropped. */
+    uint8_t ga[4 * 3 * 2], want_ga[4 * 3];
+    for (int i = 0; i < 12; i++) {
+        ga[2 * i] = (uint8_t)(i * 21);
+        ga[2 * i + 1] = (uint8_t)(255 - i * 20);
+        want_ga[i] = (uint8_t)(i * 21);
+    }
+    CHECK(fx_write_png(path_of(p, "ga.png"), 4, 3, PNG_COLOR_TYPE_GRAY_ALPHA, 8, ga, NULL, 0, NULL, 0, 0) == 0, "write");
+    CHECK(load("ga.png", &gh, &gw, &gc) == VT_OK, "ga: %s", vt_last_error());
+    CHECK(gh == 3 && gw == 4 && gc == 1, "gray+alpha: got %d x %d x %d", gw, gh, gc);
+    CHECK(count_diff(buf, want_ga, sizeof want_ga) == 0, "gray+alpha: gray values as stored");
+
+    /* RGBA: RGB kept as stored (not composited), alpha dropped. */
+    uint8_t rgba[3 * 2 * 4], want_rgba[3 * 2 * 3];
+    for (int i = 0; i < 6; i++) {
+        for (int ch = 0; ch < 3; ch++) want_rgba[3 * i + ch] = rgba[4 * i + ch] = (uint8_t)(i * 40 + ch * 5);
+        rgba[4 * i + 3] = (uint8_t)(i * 50);
+    }
+    CHECK(fx_write_png(path_of(p, "rgba.png"), 3, 2, PNG_COLOR_TYPE_RGB_ALPHA, 8, rgba, NULL, 0, NULL, 0, 0) == 0, "write");
+    CHECK(load("rgba.png", &gh, &gw, &gc) == VT_OK, "rgba: %s", vt_last_error());
+    CHECK(gh == 2 && gw == 3 && gc == 3, "rgba: got %d x %d x %d", gw, gh, gc);
+    CHECK(count_diff(buf, want_rgba, sizeof want_rgba) == 0, "RGBA: colour as stored, alpha dropped");
+
+    /* Palette (8-bit indices), with and without a tRNS chunk. */
+    const png_color pal[4] = {{255, 0, 0}, {0, 128, 0}, {10, 20, 30}, {200, 201, 202}};
+    const uint8_t trns[4] = {255, 0, 128, 7};
+    uint8_t idx[6 * 5], want_pal[6 * 5 * 3];
+    for (int i = 0; i < 30; i++) {
+        idx[i] = (uint8_t)((i * 5 + i / 6) % 4);
+        want_pal[3 * i] = pal[idx[i]].red;
+        want_pal[3 * i + 1] = pal[idx[i]].green;
+        want_pal[3 * i + 2] = pal[idx[i]].blue;
+    }
+    CHECK(fx_write_png(path_of(p, "pal.png"), 6, 5, PNG_COLOR_TYPE_PALETTE, 8, idx, pal, 4, NULL, 0, 0) == 0, "write");
+    CHECK(fx_write_png(path_of(p, "pal_trns.png"), 6, 5, PNG_COLOR_TYPE_PALETTE, 8, idx, pal, 4, trns, 4, 0) == 0, "write");
+    const char *names[2] = {"pal.png", "pal_trns.png"};
+    for (int k = 0; k < 2; k++) {
+        CHECK(load(names[k], &gh, &gw, &gc) == VT_OK, "%s: %s", names[k], vt_last_error());
+        CHECK(gh == 5 && gw == 6 && gc == 3, "%s: got %d x %d x %d", names[k], gw, gh, gc);
+        CHECK(count_diff(buf, want_pal, sizeof want_pal) == 0, "%s: palette colours", names[k]);
+    }
+}
+
+/* JPEG error of the decode vs the pattern: max and mean absolute difference. */
+static void jpeg_error(int w, int h, int c, int *maxd, double *meand) {
+    uint8_t *want = malloc((size_t)w * h * c);
+    fx_fill(want, w, h, c);
+    long sum = 0;
+    *maxd = 0;
+    for (size_t i = 0; i < (size_t)w * h * c; i++) {
+        int d = abs((int)buf[i] - (int)want[i]);
+        sum += d;
+        if (d > *maxd) *maxd = d;
+    }
+    *meand = (double)sum / ((double)w * h * c);
+    free(want);
+}
+
+static void test_jpeg(void) {
+    char p[1024];
+    int gh, gw, gc, maxd;
+    double meand;
+    /* Quality 100 (quantiser 1): the round trip is within a few levels; 37 x 21
+     * exercises partial blocks on both axes. */
+    CHECK(fx_jpeg_pattern(path_of(p, "color.jpg"), 37, 21, 3, 100) == 0, "write color.jpg");
+    CHECK(load("color.jpg", &gh, &gw, &gc) == VT_OK, "color.jpg: %s", vt_last_error());
+    CHECK(gh == 21 && gw == 37 && gc == 3, "color.jpg: got %d x %d x %d", gw, gh, gc);
+    jpeg_error(37, 21, 3, &maxd, &meand);
+    CHECK(maxd <= 6 && meand <= 1.5, "color JPEG q100: max |diff| %d, mean %.3f", maxd, meand);
+
+    CHECK(fx_jpeg_pattern(path_of(p, "gray_pattern.jpg"), 19, 9, 1, 100) == 0, "write gray_pattern.jpg");
+    CHECK(load("gray_pattern.jpg", &gh, &gw, &gc) == VT_OK, "gray_pattern.jpg: %s", vt_last_error());
+    CHECK(gh == 9 && gw == 19 && gc == 1, "gray JPEG stays 1 channel: got %d x %d x %d", gw, gh, gc);
+    jpeg_error(19, 9, 1, &maxd, &meand);
+    CHECK(maxd <= 3 && meand <= 1.0, "gray JPEG q100: max |diff| %d, mean %.3f", maxd, meand);
+
+    /* Flat 8 x 8 blocks (19 x 9: partial blocks on both axes) decode exactly up to the
+     * IDCT's rounding. */
+    const uint8_t vals[6] = {0, 255, 17, 128, 200, 91};
+    uint8_t want_g[19 * 9];
+    for (int y = 0; y < 9; y++)
+        for (int x = 0; x < 19; x++) want_g[y * 19 + x] = vals[(y / 8) * 3 + x / 8];
+    CHECK(fx_write_jpeg(path_of(p, "gray.jpeg"), 19, 9, 1, want_g, 100) == 0, "write gray.jpeg");
+    CHECK(load("gray.jpeg", &gh, &gw, &gc) == VT_OK, "gray.jpeg: %s", vt_last_error());
+    CHECK(gh == 9 && gw == 19 && gc == 1, "gray.jpeg: got %d x %d x %d", gw, gh, gc);
+    CHECK_ARRAY_CLOSE(buf, want_g, 19 * 9, 1, 0, "flat gray JPEG blocks within IDCT rounding");
+
+    /* Adobe CMYK (4 components, as in a few ImageNet files): stb_image converts to RGB
+     * as R = C * K / 255 (inverted CMYK; its rounding is within 1). */
+    uint8_t cmyk[16 * 8 * 4], want_rgb[16 * 8 * 3];
+    for (int i = 0; i < 16 * 8; i++) {
+        const uint8_t c4[4] = {(uint8_t)(i < 64 ? 250 : 40), 128, (uint8_t)(i < 64 ? 10 : 200), (uint8_t)(i < 64 ? 255 : 160)};
+        memcpy(cmyk + 4 * i, c4, 4);
+        for (int ch = 0; ch < 3; ch++) want_rgb[3 * i + ch] = (uint8_t)((c4[ch] * c4[3] + 127) / 255);
+    }
+    CHECK(fx_write_jpeg(path_of(p, "cmyk.jpg"), 8, 16, 4, cmyk, 100) == 0, "write cmyk.jpg");
+    CHECK(load("cmyk.jpg", &gh, &gw, &gc) == VT_OK, "cmyk.jpg: %s", vt_last_error());
+    CHECK(gh == 16 && gw == 8 && gc == 3, "CMYK JPEG decodes to RGB: got %d x %d x %d", gw, gh, gc);
+    CHECK_ARRAY_CLOSE(buf, want_rgb, 16 * 8 * 3, 2, 0, "CMYK -> RGB");
+
+    /* From memory, same result as from the file. */
+    size_t len;
+    uint8_t *enc = fx_read_file(path_of(p, "color.jpg"), &len);
+    uint8_t *b2 = NULL;
+    size_t c2 = 0;
+    CHECK(vt_image_decode(enc, len, "mem", &b2, &c2, &gh, &gw, &gc) == VT_OK, "decode: %s", vt_last_error());
+    CHECK(gh == 21 && gw == 37 && gc == 3 && c2 >= 37 * 21 * 3, "memory decode size");
+    CHECK(vt_image_load(path_of(p, "color.jpg"), &buf, &cap, &gh, &gw, &gc) == VT_OK, "reload");
+    CHECK(b2 && memcmp(b2, buf, 37 * 21 * 3) == 0, "memory and file decodes agree");
+    free(b2);
+    free(enc);
+}
+
+static void test_png_named_jpeg(void) {
+    char p[1024];
+    int gh, gw, gc;
+    CHECK(fx_png_pattern(path_of(p, "really_png.JPEG"), 9, 4, 3) == 0, "write");
+    CHECK(load("really_png.JPEG", &gh, &gw, &gc) == VT_OK, "PNG under .JPEG: %s", vt_last_error());
+    uint8_t want[9 * 4 * 3];
+    fx_fill(want, 9, 4, 3);
+    CHECK(gh == 4 && gw == 9 && gc == 3 && count_diff(buf, want, sizeof want) == 0,
+          "PNG data under a .JPEG name decodes as PNG, exactly");
+}
+
+static void test_buffer_reuse(void) {
+    char p[1024];
+    int gh, gw, gc;
+    CHECK(fx_png_pattern(path_of(p, "big.png"), 40, 30, 3) == 0, "write");
+    CHECK(fx_png_pattern(path_of(p, "small.png"), 4, 3, 1) == 0, "write");
+    CHECK(load("big.png", &gh, &gw, &gc) == VT_OK, "big: %s", vt_last_error());
+    uint8_t *before = buf;
+    size_t cap_before = cap;
+    CHECK(cap >= 40 * 30 * 3, "buffer grew to %zu", cap);
+    CHECK(load("small.png", &gh, &gw, &gc) == VT_OK, "small: %s", vt_last_error());
+    CHECK(buf == before && cap == cap_before, "a smaller image reuses the buffer");
+    CHECK(gh == 3 && gw == 4 && gc == 1, "small: got %d x %d x %d", gw, gh, gc);
+}
+
+/* Expect load(name) to fail with a message containing every needle. */
+static void expect_error(const char *name, const char *n1, const char *n2) {
+    int gh = -1, gw = -1, gc = -1;
+    vt_status s = load(name, &gh, &gw, &gc);
+    const char *msg = vt_last_error();
+    CHECK(s == VT_ERR_RUNTIME, "%s: expected a runtime error, got status %d", name, (int)s);
+    CHECK(has(msg, name) && has(msg, n1) && (!n2 || has(msg, n2)),
+          "%s: message \"%s\" should name the file and contain \"%s\"%s%s", name, msg, n1,
+          n2 ? " and " : "", n2 ? n2 : "");
+    CHECK(gh == 0 && gw == 0 && gc == 0, "%s: size zeroed on error", name);
+}
+
+static void test_errors(void) {
+    char p[1024];
+    expect_error("missing.jpg", "cannot open", "No such file");
+    mkdir(path_of(p, "adir.jpg"), 0755);
+    expect_error("adir.jpg", "not a regular file", NULL);
+    fx_write_bytes(path_of(p, "empty.jpg"), "", 0);
+    expect_error("empty.jpg", "empty file (0 bytes)", NULL);
+    const char text[] = "this is a text file, not a JPEG\n";
+    fx_write_bytes(path_of(p, "notes.jpg"), text, sizeof text - 1);
+    expect_error("notes.jpg", "not an image", "\"this is \"");
+
+    /* Truncated JPEG: half the file, and only the first 20 bytes (inside the header). */
+    fx_jpeg_pattern(path_of(p, "full.jpg"), 32, 32, 3, 90);
+    size_t len;
+    free(fx_read_file(path_of(p, "full.jpg"), &len));
+    char src[1024];
+    path_of(src, "full.jpg");
+    fx_truncate_copy(src, path_of(p, "half.jpg"), len / 2);
+    expect_error("half.jpg", "truncated JPEG", "end-of-image marker");
+    fx_truncate_copy(src, path_of(p, "head.jpg"), 20);
+    expect_error("head.jpg", "truncated JPEG", NULL);
+    fx_truncate_copy(src, path_of(p, "noeoi.jpg"), len - 2);
+    expect_error("noeoi.jpg", "truncated JPEG", NULL);
+
+    /* Truncated PNG. */
+    fx_png_pattern(path_of(p, "full.png"), 32, 32, 3);
+    free(fx_read_file(path_of(p, "full.png"), &len));
+    path_of(src, "full.png");
+    fx_truncate_copy(src, path_of(p, "half.png"), len / 2);
+    expect_error("half.png", "truncated PNG", "at offset");
+    fx_truncate_copy(src, path_of(p, "sig.png"), 12);
+    expect_error("sig.png", "truncated PNG", NULL);
+
+    /* Corrupt PNG: a flipped byte inside the IHDR chunk fails its CRC. */
+    uint8_t *b = fx_read_file(src, &len);
+    b[18] ^= 0x40;
+    fx_write_bytes(path_of(p, "crc.png"), b, len);
+    free(b);
+    expect_error("crc.png", "corrupt PNG", NULL);
+
+    /* The decoder keeps working after errors. */
+    int gh, gw, gc;
+    CHECK(load("full.png", &gh, &gw, &gc) == VT_OK && gh == 32, "decode after errors: %s", vt_last_error());
+}
+
+/* Mutated JPEG and PNG files (random bytes overwritten, deterministic) never crash or
+ * return nonsense: each decode fails with a message naming the input or succeeds with
+ * the original size. */
+static void test_mutations(void) {
+    char p[1024];
+    const char *srcs[2] = {"mut.jpg", "mut.png"};
+    fx_jpeg_pattern(path_of(p, srcs[0]), 21, 14, 3, 80);
+    fx_png_pattern(path_of(p, srcs[1]), 21, 14, 3);
+    uint64_t state = 12345;
+    int failed = 0, ok = 0, bad_msg = 0, bad_size = 0;
+    for (int k = 0; k < 2; k++) {
+        size_t len = 0;
+        uint8_t *orig = fx_read_file(path_of(p, srcs[k]), &len);
+        CHECK(orig && len > 16, "read %s", srcs[k]);
+        if (!orig || len <= 16) { free(orig); continue; }
+        uint8_t *m = malloc(len);
+        for (int trial = 0; trial < 150; trial++) {
+            memcpy(m, orig, len);
+            int flips = 1 + trial % 4;
+            for (int f = 0; f < flips; f++) {
+                state = state * 6364136223846793005ull + 1442695040888963407ull;
+                size_t at = 2 + (size_t)(state >> 33) % (len - 2);
+                m[at] = (uint8_t)(state >> 13);
+            }
+            int gh, gw, gc;
+            vt_status s = vt_image_decode(m, len, "mutant", &buf, &cap, &gh, &gw, &gc);
+            if (s) {
+                failed++;
+                bad_msg += !has(vt_last_error(), "mutant");
+            } else {
+                ok++;
+                bad_size += !(gh > 0 && gw > 0 && (gc == 1 || gc == 3) && (size_t)gh * gw * gc <= cap);
+            }
+        }
+        free(m);
+        free(orig);
+    }
+    CHECK(failed + ok == 300 && bad_msg == 0 && bad_size == 0,
+          "mutations: %d failed (%d without the name), %d decoded (%d with a bad size)", failed,
+          bad_msg, ok, bad_size);
+    CHECK(failed > 0, "some mutations are detected (%d)", failed);
+}
+
+int main(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/vt_test_image_XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_sniff();
+    test_png_8bit();
+    test_png_16bit();
+    test_png_low_depth_and_alpha();
+    test_jpeg();
+    test_png_named_jpeg();
+    test_buffer_reuse();
+    test_errors();
+    test_mutations();
+    free(buf);
+    nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    return test_summary();
+}
