@@ -692,10 +692,6 @@ static void test_bad_configs(void) {
     vt_vit m;
     CHECK(vt_vit_init(&m, &c, 1) == VT_ERR_USAGE && strstr(vt_last_error(), "model.attention"),
           "performer not available: %s", vt_last_error());
-    c = (small_cfg(""));
-    c.pe.kind = VT_PE_ROPE_AXIAL;
-    CHECK(vt_vit_init(&m, &c, 1) == VT_ERR_USAGE && strstr(vt_last_error(), "pe.kind"),
-          "unavailable PE kind is a usage error: %s", vt_last_error());
 }
 
 int main(void) {

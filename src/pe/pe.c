@@ -1,5 +1,7 @@
 /* pe.c - the position-encoding slot: construction, parameter declaration, the
- * per-forward dispatch (APE part, then the kind's hooks) and the kind registry.
+ * per-forward dispatch (APE part, then the kind's hooks) and the kind registry. With
+ * RGB-D input (model.in_chans 4, also with depth_as_channel) every rotary kind gets the
+ * learnable scalar pe.depth_scale (1), init 1, used by rotary.c's depth coordinate.
  * The APE itself (tables, resampling, sincos) lives in ape.c; rotary kinds in their
  * own files (pe.h explains how to add one). */
 #include "pe.h"
@@ -7,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lie.h"
 #include "ops/ops.h"
 
 /* Kinds of this build and their hooks; NULL ops = no relative part (none, ape).
@@ -16,20 +19,40 @@ typedef struct {
     const vt_pe_kind_ops *ops;
 } kind_row;
 
+extern const vt_pe_kind_ops vt_pe_rope_axial_ops;    /* rope_axial.c */
+extern const vt_pe_kind_ops vt_pe_rope_mixed_ops;    /* rope_mixed.c */
+extern const vt_pe_kind_ops vt_pe_cayley_ops;        /* cayley.c */
 static const kind_row kind_table[] = {
     {VT_PE_NONE, NULL},
     {VT_PE_APE, NULL},
+    {VT_PE_ROPE_AXIAL, &vt_pe_rope_axial_ops},
+    {VT_PE_ROPE_MIXED, &vt_pe_rope_mixed_ops},
+    {VT_PE_CAYLEY, &vt_pe_cayley_ops},
+    {VT_PE_CIRCULANT, &vt_pe_circulant_ops},
+    {VT_PE_LIERE, &vt_pe_liere_ops},
+    {VT_PE_LIERE_COMMUTE, &vt_pe_liere_commute_ops},
 };
+
+int vt_pe_kind_available(vt_pe_kind kind) {
+    for (size_t i = 0; i < sizeof kind_table / sizeof kind_table[0]; i++)
+        if (kind_table[i].kind == kind) return 1;
+    return 0;
+}
 
 vt_status vt_pe_create(const vt_config *cfg, int D, int L, int H, vt_pe **out) {
     *out = NULL;
     const kind_row *row = NULL;
     for (size_t i = 0; i < sizeof kind_table / sizeof kind_table[0]; i++)
         if (kind_table[i].kind == cfg->pe.kind) row = &kind_table[i];
-    if (!row)
-        return vt_fail(VT_ERR_USAGE,
-                       "pe.kind: '%s' is not available in this build (available: none, ape)",
-                       vt_pe_kind_name(cfg->pe.kind));
+    if (!row) {
+        char avail[256] = "";
+        size_t off = 0;
+        for (size_t i = 0; i < sizeof kind_table / sizeof kind_table[0] && off < sizeof avail; i++)
+            off += (size_t)snprintf(avail + off, sizeof avail - off, "%s%s", i ? ", " : "",
+                                    vt_pe_kind_name(kind_table[i].kind));
+        return vt_fail(VT_ERR_USAGE, "pe.kind: '%s' is not available in this build (available: %s)",
+                       vt_pe_kind_name(cfg->pe.kind), avail);
+    }
     int P = cfg->model.patch_size;
     int train_img = cfg->pe.train_img_size > 0 ? cfg->pe.train_img_size : cfg->model.img_size;
     if (P <= 0 || train_img <= 0 || train_img % P != 0)
@@ -48,9 +71,15 @@ vt_status vt_pe_create(const vt_config *cfg, int D, int L, int H, vt_pe **out) {
     pe->rows = pe->train_rows;
     pe->cols = pe->train_cols;
     pe->ape_param = -1;
+    pe->depth_param = -1;
     pe->kind = row->ops;
     vt_status st = vt_ape_declare(pe);
     if (st == VT_OK && pe->kind && pe->kind->create) st = pe->kind->create(pe);
+    if (st == VT_OK && pe->kind && cfg->model.in_chans == 4) {
+        /* RGB-D: depth positions the tokens through z = mean depth * pe.depth_scale. */
+        int64_t one = 1;
+        pe->depth_param = vt_pe_declare(pe, "pe.depth_scale", 1, &one);
+    }
     if (st != VT_OK) {
         vt_pe_free(pe);
         return st;
@@ -85,6 +114,7 @@ void vt_pe_init_params(vt_pe *pe, vt_rng *rng) {
         VT_ASSERT(pe->params[i].t != NULL, "PE parameter %s is not bound", pe->params[i].name);
     vt_ape_init(pe, rng);
     if (pe->kind && pe->kind->init) pe->kind->init(pe, rng);
+    if (pe->depth_param >= 0) pe->params[pe->depth_param].t->data[0] = 1.0f;
 }
 
 void vt_pe_prepare(vt_pe *pe, vt_tape *t, int rows, int cols, const vt_tensor *images) {

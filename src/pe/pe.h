@@ -79,6 +79,11 @@ typedef struct vt_pe {
     int n_params;
     vt_pe_param params[VT_PE_MAX_PARAMS];
     int ape_param;                 /* index of "pos_embed" in params, or -1 */
+    int depth_param;               /* index of "pe.depth_scale" (RGB-D: model.in_chans 4 with
+                                      a rotary kind; shape (1), init 1), or -1 */
+    double coord_offset[3];        /* added to every patch coordinate (x, y, z; after the
+                                      position mode) by rotary kinds; 0 unless a caller
+                                      places the grid elsewhere (e.g. a shifted crop) */
     vt_tensor *ape_table;          /* (1, 1 + rows cols, D) of this forward, or NULL */
     const vt_pe_kind_ops *kind;    /* NULL for none / ape */
     void *state;                   /* the kind's private state */
@@ -89,6 +94,8 @@ typedef struct vt_pe {
  * with D not divisible by 4, the kind's own constraints. */
 vt_status vt_pe_create(const vt_config *cfg, int D, int L, int H, vt_pe **out);
 void vt_pe_free(vt_pe *pe);
+/* 1 if this build has `kind` in its kind table (tests enumerate the rotary kinds). */
+int vt_pe_kind_available(vt_pe_kind kind);
 
 /* Declare one parameter (for kind create hooks): name, checkpoint shape. Returns its index. */
 int vt_pe_declare(vt_pe *pe, const char *name, int ndim, const int64_t *shape);
