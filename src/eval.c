@@ -1,0 +1,114 @@
+/* eval.c - validation-split evaluation: top-1 / top-5 and mean cross-entropy
+ * (contract in eval.h). */
+#include "eval.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ops/ops.h"
+
+vt_status vt_eval_open(vt_evaluator *ev, const vt_config *cfg, int img_size) {
+    memset(ev, 0, sizeof *ev);
+    if (img_size <= 0 || img_size % cfg->model.patch_size != 0)
+        return vt_fail(VT_ERR_USAGE, "evaluation image size %d: expected a positive multiple of "
+                       "model.patch_size %d", img_size, cfg->model.patch_size);
+    ev->img_size = img_size;
+    ev->batch_size = cfg->eval.batch_size > 0 ? cfg->eval.batch_size : cfg->train.batch_size;
+    ev->in_chans = cfg->model.in_chans;
+    ev->num_classes = cfg->model.num_classes;
+    vt_status st = vt_loader_open(&ev->loader, cfg, VT_SPLIT_VAL, img_size);
+    if (st != VT_OK) return st;
+    int dk = vt_loader_num_classes(ev->loader);
+    if (dk > ev->num_classes) {
+        vt_loader_close(ev->loader);
+        ev->loader = NULL;
+        return vt_fail(VT_ERR_USAGE, "data split '%s' has %d classes but model.num_classes is %d",
+                       cfg->data.val_split, dk, ev->num_classes);
+    }
+    ev->n = vt_loader_size(ev->loader);
+    size_t img_floats = (size_t)ev->batch_size * ev->in_chans * img_size * img_size;
+    ev->images = vt_aligned_alloc(img_floats * sizeof(float));
+    ev->labels = vt_aligned_alloc((size_t)ev->batch_size * sizeof(int));
+    ev->soft = vt_aligned_alloc((size_t)ev->batch_size * ev->num_classes * sizeof(float));
+    if (!ev->images || !ev->labels || !ev->soft) {
+        vt_eval_close(ev);
+        return vt_fail(VT_ERR_RUNTIME, "out of memory: evaluation batch of %d images at %dx%d",
+                       ev->batch_size, img_size, img_size);
+    }
+    vt_arena_init(&ev->arena, img_floats * sizeof(float));
+    vt_tape_init(&ev->tape, &ev->arena);
+    ev->tape.grad_enabled = 0;
+    ev->tape.training = 0;
+    ev->tape.rng = NULL;
+    return VT_OK;
+}
+
+void vt_eval_close(vt_evaluator *ev) {
+    if (ev->loader) vt_loader_close(ev->loader);
+    if (ev->arena.head) {
+        vt_tape_free(&ev->tape);
+        vt_arena_free(&ev->arena);
+    }
+    free(ev->images);
+    free(ev->labels);
+    free(ev->soft);
+    memset(ev, 0, sizeof *ev);
+}
+
+int vt_eval_rank(const float *row, int K, int y) {
+    float ly = row[y];
+    if (isnan(ly)) return K;
+    int rank = 0;
+    for (int j = 0; j < K; j++)
+        if (row[j] > ly || (j < y && row[j] == ly)) rank++;
+    return rank;
+}
+
+vt_status vt_eval_run(vt_evaluator *ev, vt_vit *m, float *logits, vt_eval_result *res) {
+    VT_ASSERT(m->num_classes == ev->num_classes && m->in_chans == ev->in_chans,
+              "evaluator built for another model (%d classes, %d channels)",
+              ev->num_classes, ev->in_chans);
+    const int K = ev->num_classes, S = ev->img_size;
+    int64_t seen = 0, c1 = 0, c5 = 0;
+    double loss_sum = 0.0;
+    vt_loader_seek(ev->loader, 0, 0, ev->batch_size);
+    for (;;) {
+        int count = 0, soft_used = 0;
+        vt_status st = vt_loader_next(ev->loader, ev->images, ev->labels, ev->soft, &soft_used, &count);
+        if (st != VT_OK) return st;
+        if (count == 0) break;
+        for (int i = 0; i < count; i++)
+            if (ev->labels[i] < 0 || ev->labels[i] >= K)
+                return vt_fail(VT_ERR_RUNTIME, "validation sample %lld has label %d: expected "
+                               "0..%d (model.num_classes %d)", (long long)(seen + i),
+                               ev->labels[i], K - 1, K);
+        vt_arena_reset(&ev->arena);
+        vt_tape_clear(&ev->tape);
+        int64_t shape[4] = {count, ev->in_chans, S, S};
+        vt_tensor *x = vt_tensor_wrap(&ev->arena, ev->images, 4, shape);
+        vt_tensor *out = vt_vit_forward(m, &ev->tape, x);
+        VT_ASSERT(out->ndim == 2 && out->shape[0] == count && out->shape[1] == K,
+                  "model returned logits of the wrong shape");
+        vt_tensor *loss = vt_op_cross_entropy(&ev->tape, out, ev->labels, NULL, 0.0f);
+        loss_sum += (double)loss->data[0] * count;
+        for (int i = 0; i < count; i++) {
+            int r = vt_eval_rank(out->data + (int64_t)i * K, K, ev->labels[i]);
+            c1 += r < 1;
+            c5 += r < 5;
+        }
+        if (logits) {
+            VT_ASSERT(seen + count <= ev->n, "loader returned more than %lld samples", (long long)ev->n);
+            memcpy(logits + seen * K, out->data, (size_t)count * K * sizeof(float));
+        }
+        seen += count;
+    }
+    if (seen != ev->n)
+        return vt_fail(VT_ERR_RUNTIME, "validation split: loader produced %lld samples, expected %lld",
+                       (long long)seen, (long long)ev->n);
+    res->n = seen;
+    res->img_size = S;
+    res->top1 = seen ? 100.0 * (double)c1 / (double)seen : 0.0;
+    res->top5 = seen ? 100.0 * (double)c5 / (double)seen : 0.0;
+    res->loss = seen ? loss_sum / (double)seen : 0.0;
+    return VT_OK;
+}

@@ -1,0 +1,603 @@
+/* train.c - the training loop, run directory, checkpoints, resume state, metrics and
+ * progress display (contract in train.h). */
+#include "train.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "data/loader.h"
+#include "kernels.h"
+#include "ops/ops.h"
+#include "optim.h"
+#include "rng.h"
+#include "tape.h"
+#include "vit.h"
+
+#define STATE_FORMAT "vitrain-train-state-1"
+
+/* ---- small file helpers ---------------------------------------------------------- */
+
+vt_status vt_mkdir_p(const char *path) {
+    char buf[VT_STR];
+    size_t len = strlen(path);
+    if (len == 0 || len >= sizeof buf)
+        return vt_fail(VT_ERR_USAGE, "run directory '%s': expected a non-empty path shorter than "
+                       "%d characters", path, VT_STR);
+    memcpy(buf, path, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (buf[i] != '/' && buf[i] != '\0') continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return vt_fail(VT_ERR_RUNTIME, "cannot create directory '%s': %s", buf, strerror(errno));
+        struct stat sb;
+        if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            return vt_fail(VT_ERR_RUNTIME, "cannot create directory '%s': a file of that name exists",
+                           buf);
+        buf[i] = saved;
+    }
+    return VT_OK;
+}
+
+/* Write text to path via path.tmp + rename. */
+static vt_status write_text_atomic(const char *path, const char *text) {
+    char tmp[VT_STR + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return vt_fail(VT_ERR_RUNTIME, "cannot write '%s': %s", tmp, strerror(errno));
+    size_t n = strlen(text);
+    int ok = fwrite(text, 1, n, f) == n;
+    ok = (fflush(f) == 0) && ok;
+    ok = (fsync(fileno(f)) == 0) && ok;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok) {
+        remove(tmp);
+        return vt_fail(VT_ERR_RUNTIME, "cannot write '%s': %s", tmp, strerror(errno));
+    }
+    if (rename(tmp, path) != 0)
+        return vt_fail(VT_ERR_RUNTIME, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+    return VT_OK;
+}
+
+static int file_exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static double now_s(void) { return omp_get_wtime(); }
+
+void vt_train_run_dir(const vt_config *cfg, const char *override, char *out, size_t len) {
+    if (override && override[0]) { snprintf(out, len, "%s", override); return; }
+    if (cfg->train.run_dir[0]) { snprintf(out, len, "%s", cfg->train.run_dir); return; }
+    const char *src = cfg->source;
+    const char *base = strrchr(src, '/');
+    base = base ? base + 1 : src;
+    size_t n = strlen(base);
+    const char *dot = strrchr(base, '.');
+    if (dot && dot != base) n = (size_t)(dot - base);
+    if (n == 0) snprintf(out, len, "runs/run");
+    else snprintf(out, len, "runs/%.*s", (int)n, base);
+}
+
+/* ---- the trainer ------------------------------------------------------------------- */
+
+typedef struct {
+    const vt_config *cfg;
+    char dir[VT_STR];
+    char last_path[VT_STR + 32], state_path[VT_STR + 32], best_path[VT_STR + 32];
+    char metrics_path[VT_STR + 32];
+    vt_vit model;
+    int model_ok;
+    vt_optim opt;
+    int opt_ok;
+    vt_loader *loader;
+    vt_evaluator ev;
+    int ev_ok;
+    vt_arena arena;
+    vt_tape tape;
+    int arena_ok;
+    vt_rng drop_rng;
+    float *images, *soft;
+    int *labels;
+    FILE *metrics;
+    int live;                /* redraw a progress line with \r */
+    int line_open;           /* a live line is on screen (newline before other output) */
+    int64_t spe, T, W, step; /* steps per epoch, total, warmup, steps done */
+    int accum, bs;
+    double best_top1;
+    double wall_offset, t_start;
+    int64_t last_eval_step;
+} trainer;
+
+static double wall(const trainer *tr) { return tr->wall_offset + (now_s() - tr->t_start); }
+
+static void end_live_line(trainer *tr) {
+    if (tr->line_open) { fputc('\n', stderr); tr->line_open = 0; }
+}
+
+static uint64_t params_hash(const vt_vit *m) {
+    const unsigned char *p = (const unsigned char *)m->params;
+    size_t n = (size_t)m->n_params * sizeof(float);
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 1099511628211ULL; }
+    return h;
+}
+
+/* Epoch (0-based) and micro-batch index of optimizer step s (0-based). */
+static int64_t step_epoch(const trainer *tr, int64_t s) { return s / tr->spe; }
+static int64_t step_batch(const trainer *tr, int64_t s) { return (s % tr->spe) * tr->accum; }
+
+static vt_status save_state(trainer *tr) {
+    vt_status st = vt_vit_save(&tr->model, tr->last_path);
+    if (st != VT_OK) return st;
+    char step[32], epoch[32], batch[32], ot[32], rng[80], best[40], wl[40], hash[24];
+    snprintf(step, sizeof step, "%" PRId64, tr->step);
+    snprintf(epoch, sizeof epoch, "%" PRId64, step_epoch(tr, tr->step));
+    snprintf(batch, sizeof batch, "%" PRId64, step_batch(tr, tr->step));
+    snprintf(ot, sizeof ot, "%" PRId64, tr->opt.t);
+    snprintf(rng, sizeof rng, "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64,
+             tr->drop_rng.s[0], tr->drop_rng.s[1], tr->drop_rng.s[2], tr->drop_rng.s[3]);
+    snprintf(best, sizeof best, "%.17g", tr->best_top1);
+    snprintf(wl, sizeof wl, "%.17g", wall(tr));
+    snprintf(hash, sizeof hash, "%016" PRIx64, params_hash(&tr->model));
+    char *cfg_json = vt_config_to_json(tr->cfg);
+    const char *keys[] = {"format", "step", "epoch", "batch", "optim_t", "rng", "best_top1",
+                          "wall_s", "params_hash", "config"};
+    const char *vals[] = {STATE_FORMAT, step, epoch, batch, ot, rng, best, wl, hash, cfg_json};
+    vt_st_tensor t[2];
+    int nt = 0;
+    const float *bufs[2] = {tr->opt.m, tr->opt.v};
+    const char *names[2] = {"optim.m", "optim.v"};
+    for (int i = 0; i < 2; i++) {
+        if (!bufs[i]) continue;
+        memset(&t[nt], 0, sizeof t[nt]);
+        snprintf(t[nt].name, sizeof t[nt].name, "%s", names[i]);
+        t[nt].ndim = 1;
+        t[nt].shape[0] = tr->opt.n;
+        t[nt].size = tr->opt.n;
+        t[nt].data = (float *)bufs[i];
+        nt++;
+    }
+    st = vt_st_write(tr->state_path, t, nt, keys, vals, 10);
+    free(cfg_json);
+    return st;
+}
+
+static vt_status meta_i64(const vt_safetensors *s, const char *path, const char *key, int64_t *out) {
+    const char *v = vt_st_meta(s, key);
+    if (!v) return vt_fail(VT_ERR_RUNTIME, "%s: __metadata__ has no \"%s\" (not a vitrain resume "
+                           "state?)", path, key);
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < 0)
+        return vt_fail(VT_ERR_RUNTIME, "%s: __metadata__ \"%s\" = \"%s\": expected a non-negative "
+                       "integer", path, key, v);
+    *out = x;
+    return VT_OK;
+}
+
+static vt_status meta_f64(const vt_safetensors *s, const char *path, const char *key, double *out) {
+    const char *v = vt_st_meta(s, key);
+    if (!v) return vt_fail(VT_ERR_RUNTIME, "%s: __metadata__ has no \"%s\"", path, key);
+    char *end;
+    *out = strtod(v, &end);
+    if (end == v || *end)
+        return vt_fail(VT_ERR_RUNTIME, "%s: __metadata__ \"%s\" = \"%s\": expected a number",
+                       path, key, v);
+    return VT_OK;
+}
+
+/* Restore model, moments, step, RNG and best accuracy from the run directory. */
+static vt_status load_state(trainer *tr) {
+    if (!file_exists(tr->state_path) || !file_exists(tr->last_path))
+        return vt_fail(VT_ERR_USAGE, "cannot resume from '%s': expected %s and %s (written by a "
+                       "previous run of this directory)", tr->dir, tr->last_path, tr->state_path);
+    vt_status st = vt_vit_load(&tr->model, tr->last_path);
+    if (st != VT_OK) return st;
+    vt_safetensors s;
+    st = vt_st_read(tr->state_path, &s);
+    if (st != VT_OK) return st;
+    const char *path = tr->state_path;
+    const char *fmt = vt_st_meta(&s, "format");
+    int64_t step = 0, epoch = 0, batch = 0, ot = 0;
+    if (!fmt || strcmp(fmt, STATE_FORMAT) != 0) {
+        st = vt_fail(VT_ERR_RUNTIME, "%s: __metadata__ format is \"%s\", expected \"%s\"", path,
+                     fmt ? fmt : "(missing)", STATE_FORMAT);
+        goto out;
+    }
+    if ((st = meta_i64(&s, path, "step", &step)) != VT_OK) goto out;
+    if ((st = meta_i64(&s, path, "epoch", &epoch)) != VT_OK) goto out;
+    if ((st = meta_i64(&s, path, "batch", &batch)) != VT_OK) goto out;
+    if ((st = meta_i64(&s, path, "optim_t", &ot)) != VT_OK) goto out;
+    if ((st = meta_f64(&s, path, "best_top1", &tr->best_top1)) != VT_OK) goto out;
+    if ((st = meta_f64(&s, path, "wall_s", &tr->wall_offset)) != VT_OK) goto out;
+    if (epoch != step / tr->spe || batch != (step % tr->spe) * tr->accum) {
+        st = vt_fail(VT_ERR_USAGE, "%s: saved at step %lld = epoch %lld, micro-batch %lld, but this "
+                     "config has %lld optimizer steps per epoch of %d micro-batches (did "
+                     "train.batch_size, train.accum_steps or the dataset change?)", path,
+                     (long long)step, (long long)epoch, (long long)batch, (long long)tr->spe,
+                     tr->accum);
+        goto out;
+    }
+    const char *rng = vt_st_meta(&s, "rng");
+    if (!rng || sscanf(rng, "%" SCNx64 " %" SCNx64 " %" SCNx64 " %" SCNx64, &tr->drop_rng.s[0],
+                       &tr->drop_rng.s[1], &tr->drop_rng.s[2], &tr->drop_rng.s[3]) != 4) {
+        st = vt_fail(VT_ERR_RUNTIME, "%s: __metadata__ \"rng\" = \"%s\": expected four hex words",
+                     path, rng ? rng : "(missing)");
+        goto out;
+    }
+    const char *hash = vt_st_meta(&s, "params_hash");
+    char want[24];
+    snprintf(want, sizeof want, "%016" PRIx64, params_hash(&tr->model));
+    if (!hash || strcmp(hash, want) != 0) {
+        st = vt_fail(VT_ERR_RUNTIME, "%s was written for other weights than %s (params_hash %s, "
+                     "weights hash to %s): the two files are from different steps", path,
+                     tr->last_path, hash ? hash : "(missing)", want);
+        goto out;
+    }
+    float *bufs[2] = {tr->opt.m, tr->opt.v};
+    const char *names[2] = {"optim.m", "optim.v"};
+    for (int i = 0; i < 2; i++) {
+        if (!bufs[i]) continue;
+        const vt_st_tensor *t = vt_st_find(&s, names[i]);
+        if (!t || t->size != tr->opt.n) {
+            st = vt_fail(VT_ERR_RUNTIME, "%s: tensor \"%s\": expected %lld floats, found %s%lld",
+                         path, names[i], (long long)tr->opt.n, t ? "" : "none, size ",
+                         t ? (long long)t->size : 0LL);
+            goto out;
+        }
+        memcpy(bufs[i], t->data, (size_t)t->size * sizeof(float));
+    }
+    const char *saved_cfg = vt_st_meta(&s, "config");
+    char *cur = vt_config_to_json(tr->cfg);
+    if (saved_cfg && strcmp(saved_cfg, cur) != 0)
+        fprintf(stderr, "vitrain: warning: the config differs from the one saved in %s; the "
+                "resumed run will not match an uninterrupted run of either config\n", path);
+    free(cur);
+    tr->opt.t = ot;
+    tr->step = step;
+out:
+    vt_st_free(&s);
+    return st;
+}
+
+/* Keep the metrics records up to step `step` (the ones the saved state has seen). */
+static vt_status trim_metrics(const char *path, int64_t step) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return VT_OK;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = vt_xmalloc((size_t)n + 1);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    fclose(f);
+    buf[got] = '\0';
+    char *out = vt_xmalloc(got + 1);
+    size_t o = 0;
+    for (char *line = buf; *line;) {
+        char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) + 1 : strlen(line);
+        const char *sp = strstr(line, "\"step\":");
+        int keep = sp && (!nl || sp < nl) && strtoll(sp + 7, NULL, 10) <= step;
+        if (keep && nl) { memcpy(out + o, line, len); o += len; }
+        line += len;
+    }
+    out[o] = '\0';
+    vt_status st = write_text_atomic(path, out);
+    free(buf);
+    free(out);
+    return st;
+}
+
+static void fmt_duration(double s, char *buf, size_t len) {
+    long t = s < 0 ? 0 : (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, len, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+    else if (t >= 60) snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
+    else snprintf(buf, len, "%lds", t);
+}
+
+static void show_progress(trainer *tr, float loss, double lr, double img_s, double sec_per_step,
+                          int force_plain) {
+    char eta[32];
+    fmt_duration(sec_per_step * (double)(tr->T - tr->step), eta, sizeof eta);
+    int64_t ep = step_epoch(tr, tr->step - 1) + 1;
+    int64_t n_ep = (tr->T + tr->spe - 1) / tr->spe;
+    char line[256];
+    snprintf(line, sizeof line, "epoch %lld/%lld step %lld/%lld loss %.4f lr %.3e %.0f img/s ETA %s",
+             (long long)ep, (long long)n_ep, (long long)tr->step, (long long)tr->T, loss, lr, img_s,
+             eta);
+    if (tr->live && !force_plain) {
+        fprintf(stderr, "\r%s\033[K", line);
+        tr->line_open = 1;
+    } else {
+        end_live_line(tr);
+        fprintf(stderr, "%s\n", line);
+    }
+    fflush(stderr);
+}
+
+static vt_status evaluate(trainer *tr, vt_evaluator *ev, vt_eval_result *r) {
+    vt_status st = vt_eval_run(ev, &tr->model, NULL, r);
+    if (st != VT_OK) return st;
+    int64_t ep = tr->step > 0 ? step_epoch(tr, tr->step - 1) + 1 : 0;
+    end_live_line(tr);
+    fprintf(stderr, "eval  epoch %lld step %lld: top-1 %.2f%% top-5 %.2f%% loss %.4f (%lld images, "
+            "%dpx)\n", (long long)ep, (long long)tr->step, r->top1, r->top5, r->loss, (long long)r->n,
+            r->img_size);
+    fprintf(tr->metrics, "{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"top1\":%.4f,\"top5\":%.4f,"
+            "\"loss\":%.9g,\"resolution\":%d,\"n\":%lld,\"wall_s\":%.3f}\n", (long long)tr->step,
+            (long long)ep, r->top1, r->top5, r->loss, r->img_size, (long long)r->n, wall(tr));
+    fflush(tr->metrics);
+    return VT_OK;
+}
+
+/* Evaluate at the training resolution, update best.safetensors. */
+static vt_status evaluate_main(trainer *tr, vt_eval_result *r) {
+    vt_status st = evaluate(tr, &tr->ev, r);
+    if (st != VT_OK) return st;
+    tr->last_eval_step = tr->step;
+    if (r->top1 > tr->best_top1) {
+        tr->best_top1 = r->top1;
+        st = vt_vit_save(&tr->model, tr->best_path);
+    }
+    return st;
+}
+
+static vt_status nonfinite_stop(trainer *tr, const char *what, double value) {
+    char hint[VT_STR + 64];
+    if (file_exists(tr->last_path)) snprintf(hint, sizeof hint, "last good checkpoint: %s", tr->last_path);
+    else snprintf(hint, sizeof hint, "no checkpoint was written yet");
+    end_live_line(tr);
+    return vt_fail(VT_ERR_RUNTIME, "%s is %s at step %lld (epoch %lld); %s (lower optim.lr or set "
+                   "optim.clip_grad)", what, isnan(value) ? "NaN" : "Inf", (long long)(tr->step + 1),
+                   (long long)step_epoch(tr, tr->step) + 1, hint);
+}
+
+static vt_status setup(trainer *tr, const vt_train_opts *opts) {
+    const vt_config *cfg = tr->cfg;
+    vt_status st;
+    if (opts->resume_dir) {
+        struct stat sb;
+        if (stat(tr->dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            return vt_fail(VT_ERR_USAGE, "--resume %s: no such run directory", tr->dir);
+    } else if ((st = vt_mkdir_p(tr->dir)) != VT_OK) {
+        return st;
+    }
+    snprintf(tr->last_path, sizeof tr->last_path, "%s/last.safetensors", tr->dir);
+    snprintf(tr->state_path, sizeof tr->state_path, "%s/last.state.safetensors", tr->dir);
+    snprintf(tr->best_path, sizeof tr->best_path, "%s/best.safetensors", tr->dir);
+    snprintf(tr->metrics_path, sizeof tr->metrics_path, "%s/metrics.jsonl", tr->dir);
+    char cpath[VT_STR + 32];
+    snprintf(cpath, sizeof cpath, "%s/config.json", tr->dir);
+    char *json = vt_config_to_json(cfg);
+    st = write_text_atomic(cpath, json);
+    free(json);
+    if (st != VT_OK) return st;
+
+    tr->bs = cfg->train.batch_size;
+    tr->accum = cfg->train.accum_steps > 0 ? cfg->train.accum_steps : 1;
+    const int S = cfg->model.img_size, C = cfg->model.in_chans, K = cfg->model.num_classes;
+    if ((st = vt_loader_open(&tr->loader, cfg, VT_SPLIT_TRAIN, S)) != VT_OK) return st;
+    int dk = vt_loader_num_classes(tr->loader);
+    if (dk > K)
+        return vt_fail(VT_ERR_USAGE, "data split '%s' has %d classes but model.num_classes is %d",
+                       cfg->data.train_split, dk, K);
+    int64_t nb = vt_loader_batches(tr->loader, tr->bs);
+    tr->spe = nb / tr->accum;
+    if (tr->spe <= 0)
+        return vt_fail(VT_ERR_USAGE, "data split '%s' has %lld samples: fewer than one global batch "
+                       "(train.batch_size %d x train.accum_steps %d)", cfg->data.train_split,
+                       (long long)vt_loader_size(tr->loader), tr->bs, tr->accum);
+    tr->T = cfg->train.steps > 0 ? cfg->train.steps : (int64_t)cfg->train.epochs * tr->spe;
+    tr->W = cfg->optim.warmup_steps > 0 ? cfg->optim.warmup_steps
+                                        : llround(cfg->optim.warmup_epochs * (double)tr->spe);
+
+    size_t img_floats = (size_t)tr->bs * C * S * S;
+    tr->images = vt_aligned_alloc(img_floats * sizeof(float));
+    tr->labels = vt_aligned_alloc((size_t)tr->bs * sizeof(int));
+    tr->soft = vt_aligned_alloc((size_t)tr->bs * K * sizeof(float));
+    if (!tr->images || !tr->labels || !tr->soft)
+        return vt_fail(VT_ERR_RUNTIME, "out of memory: training batch of %d images at %dx%d", tr->bs,
+                       S, S);
+
+    if ((st = vt_eval_open(&tr->ev, cfg, S)) != VT_OK) return st;
+    tr->ev_ok = 1;
+    if ((st = vt_vit_init(&tr->model, cfg, (uint64_t)cfg->train.seed)) != VT_OK) return st;
+    tr->model_ok = 1;
+    if ((st = vt_optim_init(&tr->opt, &cfg->optim, tr->model.n_params)) != VT_OK) return st;
+    tr->opt_ok = 1;
+    vt_rng_seed(&tr->drop_rng, vt_rng_derive((uint64_t)cfg->train.seed, 0xd50u, 0));
+    tr->best_top1 = -1.0;
+    tr->last_eval_step = -1;
+
+    if (opts->resume_dir) {
+        if ((st = load_state(tr)) != VT_OK) return st;
+        if ((st = trim_metrics(tr->metrics_path, tr->step)) != VT_OK) return st;
+        fprintf(stderr, "vitrain: resuming %s at step %lld (epoch %lld, micro-batch %lld)\n", tr->dir,
+                (long long)tr->step, (long long)step_epoch(tr, tr->step) + 1,
+                (long long)step_batch(tr, tr->step));
+    }
+    tr->metrics = fopen(tr->metrics_path, opts->resume_dir ? "ab" : "wb");
+    if (!tr->metrics) return vt_fail(VT_ERR_RUNTIME, "cannot open '%s': %s", tr->metrics_path,
+                                     strerror(errno));
+
+    vt_arena_init(&tr->arena, (size_t)1 << 20);
+    vt_tape_init(&tr->tape, &tr->arena);
+    tr->arena_ok = 1;
+    tr->tape.grad_enabled = 1;
+    tr->tape.training = 1;
+    tr->tape.rng = &tr->drop_rng;
+
+    int tty = isatty(fileno(stderr));
+    tr->live = cfg->runtime.progress == VT_PROGRESS_ALWAYS ||
+               (cfg->runtime.progress == VT_PROGRESS_AUTO && tty);
+    return VT_OK;
+}
+
+static void teardown(trainer *tr) {
+    end_live_line(tr);
+    if (tr->metrics) fclose(tr->metrics);
+    if (tr->arena_ok) { vt_tape_free(&tr->tape); vt_arena_free(&tr->arena); }
+    if (tr->opt_ok) vt_optim_free(&tr->opt);
+    if (tr->model_ok) vt_vit_free(&tr->model);
+    if (tr->ev_ok) vt_eval_close(&tr->ev);
+    if (tr->loader) vt_loader_close(tr->loader);
+    free(tr->images);
+    free(tr->labels);
+    free(tr->soft);
+}
+
+/* One optimizer step: accum micro-batches, averaged gradients, clip, update. */
+static vt_status train_step(trainer *tr, float *loss_out, double *gn_out, double lr) {
+    const vt_config *cfg = tr->cfg;
+    const int S = cfg->model.img_size, C = cfg->model.in_chans;
+    vt_vit *m = &tr->model;
+    vt_vit_zero_grad(m);
+    double loss_sum = 0.0;
+    for (int a = 0; a < tr->accum; a++) {
+        int count = 0, soft_used = 0;
+        vt_status st = vt_loader_next(tr->loader, tr->images, tr->labels, tr->soft, &soft_used, &count);
+        if (st != VT_OK) return st;
+        VT_ASSERT(count == tr->bs, "train loader returned %d samples, expected %d (epoch %lld)", count,
+                  tr->bs, (long long)step_epoch(tr, tr->step) + 1);
+        if (!soft_used)
+            for (int i = 0; i < count; i++)
+                if (tr->labels[i] < 0 || tr->labels[i] >= m->num_classes)
+                    return vt_fail(VT_ERR_RUNTIME, "training sample with label %d: expected 0..%d "
+                                   "(model.num_classes %d)", tr->labels[i], m->num_classes - 1,
+                                   m->num_classes);
+        vt_arena_reset(&tr->arena);
+        vt_tape_clear(&tr->tape);
+        int64_t shape[4] = {count, C, S, S};
+        vt_tensor *x = vt_tensor_wrap(&tr->arena, tr->images, 4, shape);
+        vt_tensor *logits = vt_vit_forward(m, &tr->tape, x);
+        vt_tensor *loss = soft_used
+            ? vt_op_cross_entropy(&tr->tape, logits, NULL, tr->soft, 0.0f)
+            : vt_op_cross_entropy(&tr->tape, logits, tr->labels, NULL,
+                                  (float)cfg->train.label_smoothing);
+        float lv = loss->data[0];
+        if (!isfinite(lv)) return nonfinite_stop(tr, "loss", lv);
+        vt_tape_backward(&tr->tape, loss);
+        loss_sum += lv;
+    }
+    if (tr->accum > 1) vt_k.scale(m->grads, 1.0f / (float)tr->accum, (size_t)m->n_params);
+    double gn = vt_clip_grad_norm(m, cfg->optim.clip_grad);
+    if (!isfinite(gn)) return nonfinite_stop(tr, "gradient norm", gn);
+    vt_optim_step(&tr->opt, m, (float)lr);
+    *loss_out = (float)(loss_sum / tr->accum);
+    *gn_out = gn;
+    return VT_OK;
+}
+
+static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_result *res) {
+    const vt_config *cfg = tr->cfg;
+    vt_status st;
+    const int64_t gbatch = (int64_t)tr->bs * tr->accum;
+    const int log_every = cfg->train.log_every > 0 ? cfg->train.log_every : 1;
+    const int64_t stop = opts->stop_after > 0 && opts->stop_after < tr->T ? opts->stop_after : tr->T;
+    int64_t cur_epoch = -1;
+    const int64_t step0 = tr->step;
+    double t_loop = now_s(), t_log = t_loop, t_draw = 0.0;
+    int64_t log_from = tr->step;
+    vt_eval_result r;
+    memset(&r, 0, sizeof r);
+    memset(&res->final, 0, sizeof res->final);
+
+    while (tr->step < stop) {
+        int64_t s = tr->step;
+        int64_t ep = step_epoch(tr, s);
+        if (ep != cur_epoch) {
+            vt_loader_seek(tr->loader, (int)ep, step_batch(tr, s), tr->bs);
+            cur_epoch = ep;
+        }
+        double lr = vt_lr_at(&cfg->optim, s, tr->T, tr->W);
+        float loss = 0.0f;
+        double gn = 0.0;
+        if ((st = train_step(tr, &loss, &gn, lr)) != VT_OK) return st;
+        tr->step++;
+
+        double t = now_s();
+        double sec_per_step = (t - t_loop) / (double)(tr->step - step0);
+        if (tr->step % log_every == 0 || tr->step == stop) {
+            double img_s = (double)(gbatch * (tr->step - log_from)) / fmax(t - t_log, 1e-9);
+            fprintf(tr->metrics, "{\"kind\":\"train\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,"
+                    "\"lr\":%.9g,\"grad_norm\":%.9g,\"img_per_s\":%.2f,\"wall_s\":%.3f}\n",
+                    (long long)tr->step, (long long)ep + 1, loss, lr, gn, img_s, wall(tr));
+            fflush(tr->metrics);
+            if (!tr->live) show_progress(tr, loss, lr, img_s, sec_per_step, 1);
+            t_log = t;
+            log_from = tr->step;
+        }
+        if (tr->live && (t - t_draw >= 0.1 || tr->step == stop)) { /* redraw at most 10 Hz */
+            show_progress(tr, loss, lr, (double)gbatch / fmax(sec_per_step, 1e-9), sec_per_step, 0);
+            t_draw = t;
+        }
+
+        int epoch_end = tr->step % tr->spe == 0;
+        int64_t ep_done = tr->step / tr->spe;
+        int do_eval = (cfg->train.eval_every_steps > 0 && tr->step % cfg->train.eval_every_steps == 0) ||
+                      (epoch_end && cfg->train.eval_every > 0 && ep_done % cfg->train.eval_every == 0);
+        if (do_eval && tr->step < tr->T) {
+            if ((st = evaluate_main(tr, &r)) != VT_OK) return st;
+            res->final = r;
+        }
+        if (epoch_end && cfg->train.ckpt_every > 0 && ep_done % cfg->train.ckpt_every == 0 &&
+            tr->step < stop)
+            if ((st = save_state(tr)) != VT_OK) return st;
+    }
+
+    if (tr->step < tr->T) { /* stopped early on request */
+        if ((st = save_state(tr)) != VT_OK) return st;
+        end_live_line(tr);
+        fprintf(stderr, "vitrain: stopped after step %lld of %lld; continue with --resume %s\n",
+                (long long)tr->step, (long long)tr->T, tr->dir);
+        res->stopped = 1;
+        return VT_OK;
+    }
+    if (tr->last_eval_step != tr->step) {
+        if ((st = evaluate_main(tr, &r)) != VT_OK) return st;
+        res->final = r;
+    }
+    if ((st = save_state(tr)) != VT_OK) return st;
+    for (int i = 0; i < cfg->eval.n_resolutions; i++) {
+        int S = cfg->eval.resolutions[i];
+        if (S == cfg->model.img_size) continue;
+        vt_evaluator ev;
+        if ((st = vt_eval_open(&ev, cfg, S)) != VT_OK) return st;
+        vt_eval_result rr;
+        st = evaluate(tr, &ev, &rr);
+        vt_eval_close(&ev);
+        if (st != VT_OK) return st;
+    }
+    return VT_OK;
+}
+
+vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts, vt_train_result *res) {
+    memset(res, 0, sizeof *res);
+    trainer tr;
+    memset(&tr, 0, sizeof tr);
+    tr.cfg = cfg;
+    vt_train_run_dir(cfg, opts->resume_dir ? opts->resume_dir : opts->run_dir, tr.dir, sizeof tr.dir);
+    snprintf(res->run_dir, sizeof res->run_dir, "%s", tr.dir);
+    tr.t_start = now_s();
+    vt_status st = setup(&tr, opts);
+    if (st == VT_OK) {
+        res->total_steps = tr.T;
+        st = run_loop(&tr, opts, res);
+    }
+    res->steps = tr.step;
+    res->best_top1 = tr.best_top1;
+    res->wall_s = wall(&tr);
+    if (st == VT_OK && !res->stopped)
+        fprintf(stderr, "final: top-1 %.2f%% top-5 %.2f%% (val, %lld images) in %.1f s\n",
+                res->final.top1, res->final.top5, (long long)res->final.n, res->wall_s);
+    teardown(&tr);
+    return st;
+}

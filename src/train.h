@@ -1,0 +1,82 @@
+/* train.h - the training loop.
+ *
+ * Owns: the run directory (config.json, metrics.jsonl, last/best checkpoints and the
+ * resume state), the optimizer-step schedule (epochs or train.steps, gradient
+ * accumulation, LR per vt_lr_at, clipping), the evaluation and checkpoint cadence, the
+ * progress display, the NaN/Inf stop and exact resume. Does not own the model, the
+ * optimizer math, the data pipeline or the file formats (vit, optim, loader,
+ * checkpoint do).
+ *
+ * Schedule. An optimizer step consumes accum_steps consecutive micro-batches of
+ * train.batch_size from one epoch; micro-batches left over at the end of an epoch
+ * are skipped, so steps_per_epoch = floor(batches_per_epoch / accum_steps) and the
+ * position of optimizer step s (0-based) is epoch s / steps_per_epoch, micro-batch
+ * (s % steps_per_epoch) * accum_steps. Total steps T = train.steps if > 0, else
+ * epochs * steps_per_epoch. Warmup W = optim.warmup_steps if > 0, else
+ * round(optim.warmup_epochs * steps_per_epoch). Gradients of the micro-batches are
+ * summed and scaled by 1 / accum_steps: the mean over the global batch.
+ *
+ * Run directory files:
+ *   config.json                the resolved config
+ *   metrics.jsonl              {"kind":"train","step","epoch","loss","lr","grad_norm",
+ *                              "img_per_s","wall_s"} every log_every steps (step counts
+ *                              completed optimizer steps, 1-based; loss is that step's
+ *                              mean over its global batch) and {"kind":"eval","step",
+ *                              "epoch","top1","top5","loss","resolution","n","wall_s"} per
+ *                              evaluation
+ *   last.safetensors           model (vt_vit_save) every ckpt_every epochs, at the end
+ *                              and when stopped early (stop_after)
+ *   last.state.safetensors     resume state written with it: tensors "optim.m" and
+ *                              "optim.v" (n_params each; v absent for SGD) and metadata
+ *                              format, step, epoch, batch, optim_t, rng (dropout stream,
+ *                              four hex words), best_top1, wall_s, params_hash (FNV-1a of
+ *                              the parameter bytes, ties the state to last.safetensors)
+ *                              and config
+ *   best.safetensors           the model at the best val top-1 so far
+ *
+ * Exact resume: for the same thread count a resumed run's per-step losses equal the
+ * uninterrupted run's bit for bit (data order from (seed, epoch) via vt_loader_seek,
+ * the dropout stream restored, moments and parameters restored exactly). On resume,
+ * metrics.jsonl keeps only the records up to the saved step.
+ */
+#ifndef VT_TRAIN_H
+#define VT_TRAIN_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "eval.h"
+#include "status.h"
+
+typedef struct {
+    const char *run_dir;     /* NULL: train.run_dir, or runs/<config file stem> if empty */
+    const char *resume_dir;  /* NULL: a fresh run; else continue the run saved there */
+    int64_t stop_after;      /* > 0: stop once this many optimizer steps are done (in
+                                total, counting resumed ones), writing last.safetensors and
+                                the state as an interrupted run would be resumed from */
+} vt_train_opts;
+
+typedef struct {
+    char run_dir[VT_STR];
+    int64_t steps;           /* optimizer steps completed (in total) */
+    int64_t total_steps;     /* T */
+    int stopped;             /* 1: ended by stop_after before T */
+    vt_eval_result final;    /* last evaluation at the training resolution (n = 0 if none) */
+    double best_top1;
+    double wall_s;           /* training wall time, including earlier resumed parts */
+} vt_train_result;
+
+/* The run directory of this config: override if non-NULL, else train.run_dir, else
+ * "runs/<stem of cfg->source>" ("runs/run" when the config has no source). */
+void vt_train_run_dir(const vt_config *cfg, const char *override, char *out, size_t len);
+
+/* Train cfg (validated) as described above. Errors: VT_ERR_USAGE for a config the
+ * data cannot satisfy (dataset smaller than one global batch, class count) or a
+ * resume directory without state; VT_ERR_RUNTIME for data/checkpoint/IO failures and a
+ * NaN or Inf loss (the message names the step, epoch and last good checkpoint). */
+vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts, vt_train_result *res);
+
+/* mkdir -p. Errors name the path component that could not be created. */
+vt_status vt_mkdir_p(const char *path);
+
+#endif

@@ -1,0 +1,431 @@
+/* e2e_train.c - end-to-end tests of training, evaluation and the CLI through the built
+ * binary ($VT_BIN, default ./vitrain; run from the repository root, as
+ * scripts/run_tests.sh does) on configs/synthetic_tiny.json:
+ *   - a synthetic run learns (val top-1 well above chance) and writes its run directory
+ *   - `vitrain eval` on the checkpoint reproduces the training's final accuracy; the
+ *     --logits .npy has the right header and shape, and its argmax gives the same top-1
+ *   - exact resume: stop mid-epoch, resume, per-step losses equal the straight run's bit
+ *     for bit (with dropout on), and so do the final weights
+ *   - a NaN loss (injected through the saved AdamW moment) stops with exit 1 and a
+ *     message, leaving last.safetensors intact
+ *   - usage and config errors exit 2 with a message naming the problem
+ *   - gradient accumulation equals one big batch; step-based evaluation cadence
+ *   - `vitrain info` reports the parameter count of the model
+ * Links the library for the val labels (vt_loader) and the model size (vt_vit).
+ */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#include "checkpoint.h"
+#include "config.h"
+#include "data/loader.h"
+#include "eval.h"
+#include "kernels.h"
+#include "vit.h"
+
+#define CFG "configs/synthetic_tiny.json"
+
+static char bin[1024];
+static char tmp[256];
+
+/* Run a shell command line; returns the exit code (-1 if it did not exit normally). */
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int rc = system(cmd);
+    if (rc == -1 || !WIFEXITED(rc)) return -1;
+    return WEXITSTATUS(rc);
+}
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    size_t got = fread(b, 1, (size_t)n, f);
+    fclose(f);
+    b[got] = '\0';
+    if (len) *len = got;
+    return b;
+}
+
+static int file_contains(const char *path, const char *needle) {
+    char *s = slurp(path, NULL);
+    int r = s && strstr(s, needle) != NULL;
+    if (!r && s) fprintf(stderr, "--- %s does not contain '%s'; it reads:\n%s\n", path, needle, s);
+    free(s);
+    return r;
+}
+
+/* Raw text of "key": value in a JSON line (up to the next ',' or '}'), into out. */
+static int json_raw(const char *line, const char *key, char *out, size_t len) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    if (!p) return 0;
+    p += strlen(pat);
+    size_t n = strcspn(p, ",}\n");
+    if (n >= len) n = len - 1;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return 1;
+}
+
+/* Train records of metrics.jsonl: "step loss grad_norm" text lines joined by '\n'. */
+static char *train_records(const char *dir, int *count) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    char *s = slurp(path, NULL);
+    *count = 0;
+    if (!s) return NULL;
+    size_t cap = strlen(s) + 1, o = 0;
+    char *out = calloc(cap, 1);
+    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strstr(line, "\"kind\":\"train\"")) continue;
+        char st[64], lo[64], gn[64];
+        if (!json_raw(line, "step", st, sizeof st) || !json_raw(line, "loss", lo, sizeof lo) ||
+            !json_raw(line, "grad_norm", gn, sizeof gn))
+            continue;
+        o += (size_t)snprintf(out + o, cap - o, "%s %s %s\n", st, lo, gn);
+        (*count)++;
+    }
+    free(s);
+    return out;
+}
+
+/* The last eval record's top1 in metrics.jsonl (-1 if none). */
+static double last_eval_top1(const char *dir) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    char *s = slurp(path, NULL);
+    double v = -1;
+    if (!s) return v;
+    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
+        char t[64];
+        if (strstr(line, "\"kind\":\"eval\"") && json_raw(line, "top1", t, sizeof t)) v = atof(t);
+    }
+    free(s);
+    return v;
+}
+
+static double final_top1(const char *log_path) {
+    char *s = slurp(log_path, NULL);
+    double v = -1;
+    const char *p = s ? strstr(s, "final: top-1 ") : NULL;
+    if (p) v = atof(p + strlen("final: top-1 "));
+    free(s);
+    return v;
+}
+
+static int same_bytes(const char *a, const char *b) {
+    size_t la, lb;
+    char *x = slurp(a, &la), *y = slurp(b, &lb);
+    int r = x && y && la == lb && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    return r;
+}
+
+static void test_learns_and_eval(void) {
+    char dir[512], log[512], npy[512], out[512];
+    snprintf(dir, sizeof dir, "%s/syn", tmp);
+    snprintf(log, sizeof log, "%s/syn.log", tmp);
+    int rc = run("%s " CFG " --run-dir %s --threads 1 2>%s", bin, dir, log);
+    CHECK(rc == 0, "synthetic run exit %d (log %s)", rc, log);
+    double top1 = final_top1(log);
+    CHECK(top1 >= 70.0, "synthetic val top-1 %.2f%%, expected >= 70%% (chance 25%%)", top1);
+    CHECK(file_contains(log, "vitrain: kernels "), "kernel level logged");
+    const char *files[] = {"config.json", "metrics.jsonl", "last.safetensors",
+                           "last.state.safetensors", "best.safetensors"};
+    for (int i = 0; i < 5; i++) {
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        CHECK(access(p, R_OK) == 0, "run directory has %s", files[i]);
+    }
+    int n = 0;
+    char *rec = train_records(dir, &n);
+    CHECK(n == 128, "metrics.jsonl has %d train records, expected 128 (4 epochs x 32 steps)", n);
+    CHECK(rec && strncmp(rec, "1 ", 2) == 0, "first train record is step 1");
+    free(rec);
+    CHECK_CLOSE(last_eval_top1(dir), top1, 0.006, 0, "final line matches the last eval record");
+
+    /* vitrain eval reproduces the final accuracy, writes the logits */
+    snprintf(npy, sizeof npy, "%s/logits.npy", tmp);
+    snprintf(out, sizeof out, "%s/eval.json", tmp);
+    rc = run("%s eval " CFG " --checkpoint %s/last.safetensors --logits %s --threads 1 >%s 2>%s.err",
+             bin, dir, npy, out, out);
+    CHECK(rc == 0, "vitrain eval exit %d", rc);
+    char *js = slurp(out, NULL);
+    char t[64] = "";
+    CHECK(js && json_raw(js, "top1", t, sizeof t), "eval prints a JSON line with top1: %s", js ? js : "");
+    CHECK_CLOSE(atof(t), top1, 0.006, 0, "vitrain eval top-1 equals the training's final top-1");
+    CHECK(js && json_raw(js, "n", t, sizeof t) && atoi(t) == 256, "eval over 256 val images");
+    free(js);
+
+    size_t len = 0;
+    char *b = slurp(npy, &len);
+    CHECK(b && len > 10 && memcmp(b, "\x93NUMPY\x01\x00", 8) == 0, "npy magic");
+    if (b && len > 10) {
+        size_t hl = (unsigned char)b[8] | ((size_t)(unsigned char)b[9] << 8);
+        CHECK((10 + hl) % 64 == 0, "npy header padded to 64 bytes (%zu)", 10 + hl);
+        CHECK(strstr(b + 10, "'descr': '<f4'") && strstr(b + 10, "'shape': (256, 4)") &&
+              strstr(b + 10, "'fortran_order': False"), "npy header: %.*s", (int)hl, b + 10);
+        CHECK(len == 10 + hl + 256 * 4 * sizeof(float), "npy size %zu", len);
+        if (len == 10 + hl + 256 * 4 * sizeof(float)) {
+            /* top-1 from the logits and the val labels */
+            float *lg = malloc(256 * 4 * sizeof(float));
+            memcpy(lg, b + 10 + hl, 256 * 4 * sizeof(float));
+            vt_config cfg;
+            vt_config_defaults(&cfg);
+            CHECK(vt_config_load(&cfg, CFG) == VT_OK, "load " CFG ": %s", vt_last_error());
+            vt_loader *L = NULL;
+            if (vt_loader_open(&L, &cfg, VT_SPLIT_VAL, cfg.model.img_size) == VT_OK) {
+                int64_t sz = (int64_t)cfg.model.in_chans * cfg.model.img_size * cfg.model.img_size;
+                float *img = malloc(256 * sz * sizeof(float));
+                float *soft = malloc(256 * 4 * sizeof(float));
+                int labels[256], cnt = 0, su = 0, correct = 0;
+                vt_loader_seek(L, 0, 0, 256);
+                CHECK(vt_loader_next(L, img, labels, soft, &su, &cnt) == VT_OK && cnt == 256,
+                      "val labels read (%d)", cnt);
+                for (int i = 0; i < cnt; i++) correct += vt_eval_rank(lg + i * 4, 4, labels[i]) == 0;
+                CHECK_CLOSE(100.0 * correct / 256.0, top1, 0.006, 0, "top-1 recomputed from the .npy");
+                free(img);
+                free(soft);
+                vt_loader_close(L);
+            } else {
+                CHECK(0, "open val loader: %s", vt_last_error());
+            }
+            free(lg);
+        }
+    }
+    free(b);
+}
+
+static void test_resume_exact(void) {
+    /* 256 train samples / batch 32 = 8 steps per epoch, 3 epochs; dropout on so the
+     * dropout stream must be restored too. Stop at step 11 (epoch 2, batch 3). */
+    const char *sets = "--set data.train_size=256 --set train.epochs=3 --set model.drop_rate=0.1 "
+                       "--set train.log_every=1 --set train.eval_every=1";
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/straight", tmp);
+    snprintf(b, sizeof b, "%s/resumed", tmp);
+    int rc = run("%s " CFG " %s --threads 2 --run-dir %s 2>%s.log", bin, sets, a, a);
+    CHECK(rc == 0, "straight run exit %d", rc);
+    rc = run("%s " CFG " %s --threads 2 --run-dir %s --stop-after 11 2>%s.log1", bin, sets, b, b);
+    CHECK(rc == 0, "interrupted run exit %d", rc);
+    int n1 = 0;
+    free(train_records(b, &n1));
+    CHECK(n1 == 11, "interrupted run logged %d steps, expected 11", n1);
+    char logp[600];
+    snprintf(logp, sizeof logp, "%s.log1", b);
+    CHECK(file_contains(logp, "--resume"), "stop message tells how to resume");
+    rc = run("%s " CFG " %s --threads 2 --resume %s 2>%s.log2", bin, sets, b, b);
+    CHECK(rc == 0, "resumed run exit %d", rc);
+    int na = 0, nb = 0;
+    char *ra = train_records(a, &na), *rb = train_records(b, &nb);
+    CHECK(na == 24 && nb == 24, "24 steps each (straight %d, resumed %d)", na, nb);
+    int same = ra && rb && strcmp(ra, rb) == 0;
+    CHECK(same, "per-step losses and grad norms equal bit for bit");
+    if (!same && ra && rb) fprintf(stderr, "--- straight:\n%s--- resumed:\n%s", ra, rb);
+    free(ra);
+    free(rb);
+    char pa[600], pb[600];
+    snprintf(pa, sizeof pa, "%s/last.safetensors", a);
+    snprintf(pb, sizeof pb, "%s/last.safetensors", b);
+    CHECK(same_bytes(pa, pb), "final weights identical");
+    snprintf(pa, sizeof pa, "%s.log", a);
+    snprintf(pb, sizeof pb, "%s.log2", b);
+    CHECK_CLOSE(final_top1(pb), final_top1(pa), 0, 0, "same final accuracy");
+    CHECK(final_top1(pa) >= 0, "straight run printed its final line");
+}
+
+/* Put a NaN into the first AdamW moment of a saved resume state (same metadata). */
+static int inject_nan_moment(const char *state_path) {
+    vt_safetensors st;
+    if (vt_st_read(state_path, &st) != VT_OK) return 0;
+    int ok = 0;
+    const vt_st_tensor *m = vt_st_find(&st, "optim.m");
+    if (m && m->size > 0) {
+        vt_st_tensor *t = malloc((size_t)st.n * sizeof *t);
+        memcpy(t, st.tensors, (size_t)st.n * sizeof *t);
+        for (int i = 0; i < st.n; i++) {
+            t[i].data = malloc((size_t)t[i].size * sizeof(float));
+            memcpy(t[i].data, st.tensors[i].data, (size_t)t[i].size * sizeof(float));
+            if (!strcmp(t[i].name, "optim.m")) t[i].data[0] = NAN;
+        }
+        ok = vt_st_write(state_path, t, st.n, (const char *const *)st.meta_keys,
+                         (const char *const *)st.meta_values, st.n_meta) == VT_OK;
+        for (int i = 0; i < st.n; i++) free(t[i].data);
+        free(t);
+    }
+    vt_st_free(&st);
+    return ok;
+}
+
+static void test_nan_stop(void) {
+    /* one epoch (8 steps) trains and checkpoints; a NaN injected into the saved AdamW
+     * moment turns the weights NaN on the first resumed update, so the loss of step 10
+     * is NaN: exit 1, a message naming it, last.safetensors untouched. */
+    char d[512], keep[600], last[600], state[600], log[600];
+    snprintf(d, sizeof d, "%s/nan", tmp);
+    snprintf(last, sizeof last, "%s/last.safetensors", d);
+    snprintf(state, sizeof state, "%s/last.state.safetensors", d);
+    snprintf(keep, sizeof keep, "%s/nan_last_copy", tmp);
+    snprintf(log, sizeof log, "%s/nan.log", tmp);
+    const char *sets = "--set data.train_size=256 --set train.epochs=3";
+    int rc = run("%s " CFG " %s --threads 1 --run-dir %s --stop-after 8 2>/dev/null", bin, sets, d);
+    CHECK(rc == 0, "first epoch exit %d", rc);
+    run("cp %s %s", last, keep);
+    CHECK(inject_nan_moment(state), "NaN injected into %s: %s", state, vt_last_error());
+    rc = run("%s " CFG " %s --threads 1 --resume %s 2>%s", bin, sets, d, log);
+    CHECK(rc == 1, "NaN run exits 1, got %d", rc);
+    CHECK(file_contains(log, "loss is NaN at step 10 (epoch 2)"), "message names NaN, step and epoch");
+    char want[700];
+    snprintf(want, sizeof want, "last good checkpoint: %s", last);
+    CHECK(file_contains(log, want), "message names the last good checkpoint");
+    CHECK(same_bytes(last, keep), "last.safetensors left intact");
+}
+
+/* Gradient accumulation averages: 2 micro-batches of 16 give the losses and gradient
+ * norms of 1 batch of 32 (same samples in the same order) up to rounding. Step-based
+ * evaluation cadence: eval_every_steps 3 over 8 steps evaluates at 3, 6 and the end. */
+static void test_accum_and_cadence(void) {
+    const char *sets = "--set data.train_size=256 --set train.epochs=1 --set train.log_every=1 "
+                       "--set train.eval_every=0";
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/acc1", tmp);
+    snprintf(b, sizeof b, "%s/acc2", tmp);
+    int rc = run("%s " CFG " %s --set train.eval_every_steps=3 --threads 1 --run-dir %s 2>/dev/null",
+                 bin, sets, a);
+    CHECK(rc == 0, "batch 32 run exit %d", rc);
+    rc = run("%s " CFG " %s --set train.batch_size=16 --set train.accum_steps=2 --threads 1 "
+             "--run-dir %s 2>/dev/null", bin, sets, b);
+    CHECK(rc == 0, "accumulated run exit %d", rc);
+    int na = 0, nb = 0;
+    char *ra = train_records(a, &na), *rb = train_records(b, &nb);
+    CHECK(na == 8 && nb == 8, "8 optimizer steps each (%d, %d)", na, nb);
+    char *pa = ra, *pb = rb;
+    for (int i = 0; i < 8 && na == 8 && nb == 8; i++) {
+        int sa, sb;
+        double la, lb, ga, gb;
+        CHECK(sscanf(pa, "%d %lf %lf", &sa, &la, &ga) == 3 && sscanf(pb, "%d %lf %lf", &sb, &lb, &gb) == 3,
+              "parse records");
+        CHECK(sa == i + 1 && sb == i + 1, "step numbers %d %d", sa, sb);
+        CHECK_CLOSE(lb, la, 1e-6, 1e-4, "step %d loss, accumulated vs one batch", i + 1);
+        CHECK_CLOSE(gb, ga, 1e-6, 1e-3, "step %d grad norm, accumulated vs one batch", i + 1);
+        pa = strchr(pa, '\n') + 1;
+        pb = strchr(pb, '\n') + 1;
+    }
+    free(ra);
+    free(rb);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", a);
+    char *m = slurp(path, NULL);
+    int evals = 0;
+    char steps[64] = "";
+    for (char *line = m ? strtok(m, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        char st[32];
+        if (strstr(line, "\"kind\":\"eval\"") && json_raw(line, "step", st, sizeof st)) {
+            evals++;
+            strncat(steps, st, sizeof steps - strlen(steps) - 2);
+            strcat(steps, " ");
+        }
+    }
+    free(m);
+    CHECK(evals == 3 && strcmp(steps, "3 6 8 ") == 0, "evaluations at steps '%s', expected '3 6 8 '", steps);
+}
+
+static void test_usage_errors(void) {
+    char e[512];
+    snprintf(e, sizeof e, "%s/err.txt", tmp);
+    struct { const char *args; const char *needle; } cases[] = {
+        {"", "missing"},
+        {"train", "missing CONFIG"},
+        {"trian " CFG, "unknown subcommand 'trian'"},
+        {CFG " --bogus", "--bogus"},
+        {CFG " --threads", "needs a value"},
+        {CFG " --threads abc", "--threads"},
+        {CFG " --set model.no_such_key=1", "model.no_such_key"},
+        {CFG " --set model.heads=3", "heads"},
+        {"eval " CFG, "--checkpoint"},
+        {"eval --checkpoint x.safetensors", "missing CONFIG"},
+        {"info " CFG " --resume x", "--resume"},
+        {"no_such_config.json", "no_such_config.json"},
+        {CFG " --resume /nonexistent/run/dir", "/nonexistent/run/dir"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = run("%s %s >/dev/null 2>%s", bin, cases[i].args, e);
+        CHECK(rc == 2, "'vitrain %s' exits 2, got %d", cases[i].args, rc);
+        CHECK(file_contains(e, cases[i].needle), "'vitrain %s' message names '%s'", cases[i].args,
+              cases[i].needle);
+    }
+    int rc = run("VT_ISA=bogus %s info " CFG " >/dev/null 2>%s", bin, e);
+    CHECK(rc == 2, "bad VT_ISA exits 2, got %d", rc);
+    rc = run("%s train --help >%s 2>/dev/null", bin, e);
+    CHECK(rc == 0 && file_contains(e, "--resume"), "train --help exits 0 with usage");
+    rc = run("%s help-config >%s 2>/dev/null", bin, e);
+    CHECK(rc == 0 && file_contains(e, "model.width"), "help-config lists keys");
+}
+
+static void test_info(void) {
+    char o[512];
+    snprintf(o, sizeof o, "%s/info.txt", tmp);
+    int rc = run("%s info " CFG " >%s 2>/dev/null", bin, o);
+    CHECK(rc == 0, "info exit %d", rc);
+    vt_config cfg;
+    vt_config_defaults(&cfg);
+    vt_vit m;
+    if (vt_config_load(&cfg, CFG) == VT_OK && vt_vit_init(&m, &cfg, 1) == VT_OK) {
+        char want[64];
+        snprintf(want, sizeof want, "\"params\":%lld,", (long long)m.n_params);
+        CHECK(file_contains(o, want), "info reports %s", want);
+        vt_vit_free(&m);
+    } else {
+        CHECK(0, "build model of " CFG ": %s", vt_last_error());
+    }
+    rc = run("%s info configs/default.json >%s 2>/dev/null", bin, o);
+    CHECK(rc == 0 && file_contains(o, "\"forward_flops_per_image\":"), "info on the default config");
+}
+
+static void test_rank_ties(void) {
+    float row[5] = {1.0f, 3.0f, 3.0f, -2.0f, 0.5f};
+    CHECK(vt_eval_rank(row, 5, 1) == 0, "highest, tie broken to the lower index");
+    CHECK(vt_eval_rank(row, 5, 2) == 1, "tied with a lower index ranks after it");
+    CHECK(vt_eval_rank(row, 5, 3) == 4, "lowest");
+    float nanrow[3] = {0.0f, NAN, 1.0f};
+    CHECK(vt_eval_rank(nanrow, 3, 1) == 3, "NaN logit for the label counts as wrong");
+}
+
+int main(void) {
+    const char *b = getenv("VT_BIN");
+    if (!b || !*b) b = "vitrain";
+    snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
+    char err[256];
+    if (vt_kernels_init(err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_train_XXXXXX");
+    if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
+    test_rank_ties();
+    test_usage_errors();
+    test_info();
+    test_learns_and_eval();
+    test_resume_exact();
+    test_accum_and_cadence();
+    test_nan_stop();
+    int rc = test_summary();
+    if (rc == 0) run("rm -rf %s", tmp);
+    else fprintf(stderr, "run directories kept in %s\n", tmp);
+    return rc;
+}
