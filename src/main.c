@@ -167,13 +167,9 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
 /* Config file + --set overrides, validated. Any failure here is a config error (2). */
 static int load_config(vt_config *cfg, const cli_args *a) {
     if (!a->config) return usage_error(a->cmd, "missing CONFIG (a JSON config file)");
-    vt_config_defaults(cfg);
-    vt_status st = vt_config_load(cfg, a->config);
-    for (int i = 0; st == VT_OK && i < a->n_sets; i++) {
-        st = vt_config_set(cfg, a->sets[i]);
-        if (st != VT_OK) vt_fail_context(st, "--set %s", a->sets[i]);
-    }
-    if (st == VT_OK) st = vt_config_validate(cfg);
+    /* The file, then every --set, then one validation: an override may repair a file
+     * that is invalid on its own. */
+    vt_status st = vt_config_load_overrides(cfg, a->config, (const char *const *)a->sets, a->n_sets);
     if (st != VT_OK) {
         fprintf(stderr, "vitrain: config error: %s\n", vt_last_error());
         return 2;
