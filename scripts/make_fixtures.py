@@ -1,21 +1,24 @@
 #!/usr/bin/python3
-"""make_fixtures.py - PyTorch reference fixtures for tests/test_parity.c.
+"""make_fixtures.py - PyTorch reference fixtures for tests/test_parity.c and
+tests/test_pe_parity.c.
 
 Run from the repository root with Debian's torch (python3-torch 1.13):
 
     /usr/bin/python3 scripts/make_fixtures.py
 
 Writes tests/fixtures/vit_tiny.safetensors (pool token) and
-tests/fixtures/vit_tiny_avg.safetensors (pool avg, LayerScale 0.1). The outputs are
-committed, so CI never needs torch. The model is written here in plain torch from the
-spec (timm VisionTransformer semantics, docs/position-encodings.md section 4), not
-imported from timm:
+tests/fixtures/vit_tiny_avg.safetensors (pool avg, LayerScale 0.1), both with a learned
+APE, and one tests/fixtures/vit_pe_<variant>.safetensors per position-encoding variant
+of PE_FIXTURES (below). The outputs are committed, so CI never needs torch. The model
+is written here in plain torch from the spec (timm VisionTransformer semantics,
+docs/position-encodings.md section 4), not imported from timm:
 
     x = conv_PxP_stride_P(images).flatten(2).transpose(1, 2)        (B, N-1, D)
     x = cat(cls_token, x) + pos_embed                                 (B, N, D)
     per block: x = x + ls1 * proj(attn(norm1(x)))
                x = x + ls2 * fc2(gelu(fc1(norm2(x))))                 (exact erf GELU)
     attn: qkv Linear(D, 3D) rows [q; k; v], head h = rows [h hd, (h+1) hd) of each,
+          (rotary PE: q, k of every patch token -> R(r) q, R(r) k; CLS and v untouched)
           softmax(q k^T * hd^-0.5) v, heads concatenated in order, then proj
     token pool: head(norm(x)[:, 0]);  avg pool: head(fc_norm(mean(x[:, 1:], 1)))
     LayerNorm eps 1e-6 everywhere; ls1/ls2 only with LayerScale.
@@ -32,6 +35,15 @@ JSON header padded with spaces to a multiple of 8, data contiguous in header ord
     train.losses       (10,) loss before each of 10 AdamW steps on the same batch
 __metadata__: "config" (the vitrain JSON config of the model and run), "schedule"
 (the LR formula), "reference" (how the numbers were computed).
+
+The vit_pe_* fixtures (forward/backward only, no train.* tensors or schedule) hold the
+same tensors for a model whose position encoding is written here from
+docs/position-encodings.md (PositionEncoding: every rotary R(r) as a dense float64
+hd x hd matrix per patch, LieRE / circulant through this file's own scaling-and-squaring
+expm, checked against closed forms by check_reference()); every pe.* tensor is stored in
+its section 4 shape with random non-zero values (unused triangle entries 0) and has its
+grad.pe.* entry. input.images may be larger than model.img_size (the training
+resolution): the *_res fixtures evaluate another grid than the trained one.
 
 Numerics: the reference is computed in float64 from the float32-rounded weights and
 inputs, then rounded to float32, so the fixture is the exact answer to ~1e-7 and
@@ -84,10 +96,12 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(dim, 3 * dim)
         self.proj = nn.Linear(dim, dim)
 
-    def forward(self, x):
+    def forward(self, x, rotate=None):
         B, N, D = x.shape
         qkv = self.qkv(x).reshape(B, N, 3, self.heads, self.hd).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]                      # (B, H, N, hd)
+        if rotate is not None:
+            q, k = rotate(q), rotate(k)
         a = torch.softmax((q @ k.transpose(-2, -1)) * self.hd ** -0.5, dim=-1)
         return self.proj((a @ v).transpose(1, 2).reshape(B, N, D))
 
@@ -112,8 +126,8 @@ class Block(nn.Module):
         self.mlp = Mlp(dim, int(dim * mlp_ratio))
         self.ls2 = LayerScale(dim, layer_scale) if layer_scale else nn.Identity()
 
-    def forward(self, x):
-        x = x + self.ls1(self.attn(self.norm1(x)))
+    def forward(self, x, rotate=None):
+        x = x + self.ls1(self.attn(self.norm1(x), rotate))
         return x + self.ls2(self.mlp(self.norm2(x)))
 
 
@@ -127,12 +141,17 @@ class PatchEmbed(nn.Module):
 
 
 class VisionTransformer(nn.Module):
-    def __init__(self, pool, layer_scale):
+    """pe: None (learned APE only, the vit_tiny fixtures) or a PositionEncoding (registered
+    last, so its parameters are named pe.*); img: the training resolution."""
+    def __init__(self, pool, layer_scale, pe=None, img=IMG):
         super().__init__()
-        n_patches = (IMG // PATCH) ** 2
+        n_patches = (img // PATCH) ** 2
         self.pool = pool
         self.cls_token = nn.Parameter(torch.zeros(1, 1, WIDTH))
-        self.pos_embed = nn.Parameter(torch.zeros(1, 1 + n_patches, WIDTH))
+        if pe is None or pe.ape == "learned":
+            self.pos_embed = nn.Parameter(torch.zeros(1, 1 + n_patches, WIDTH))
+        else:
+            self.pos_embed = None
         self.patch_embed = PatchEmbed()
         self.blocks = nn.ModuleList(
             [Block(WIDTH, HEADS, MLP_RATIO, layer_scale) for _ in range(DEPTH)])
@@ -141,15 +160,234 @@ class VisionTransformer(nn.Module):
         else:
             self.fc_norm = nn.LayerNorm(WIDTH, eps=LN_EPS)
         self.head = nn.Linear(WIDTH, CLASSES)
+        self.pe = pe
 
     def forward(self, images):
         x = self.patch_embed(images)
-        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
-        for blk in self.blocks:
-            x = blk(x)
+        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1)
+        grid = images.shape[-1] // PATCH
+        if self.pos_embed is not None:
+            x = x + self.pos_embed
+        elif self.pe.ape == "sincos":
+            x = x + sincos_table(grid, grid, WIDTH).to(x.dtype)
+        for l, blk in enumerate(self.blocks):
+            rotate = None
+            if self.pe is not None and self.pe.kind != "ape":
+                rotate = self.pe.rotator(l, grid, grid, x.dtype)
+            x = blk(x, rotate)
         if self.pool == "token":
             return self.head(self.norm(x)[:, 0])
         return self.head(self.fc_norm(x[:, 1:].mean(dim=1)))
+
+
+# ---- Position encodings, written from docs/position-encodings.md (sections 1, 2, 4) ----
+#
+# Every rotary kind is realised the same way: a dense hd x hd matrix R(r) per (parameter
+# set, patch) acting on a head's q and k as y = R x after the qkv projection; token 0 (CLS)
+# is never transformed, v never. This is deliberately the slow, obvious form (no pair
+# tables, no DFT tricks) so it shares no shortcut with the C code.
+
+
+def sincos_table(rows, cols, dim):
+    """timm build_sincos2d_pos_embed((rows, cols), dim, temperature 1e4) with a zero CLS row
+    first: (1, 1 + rows cols, dim), float64. Token (i, j) (row-major): [sin(i w), sin(j w),
+    cos(i w), cos(j w)], each pd = dim / 4 wide, w_k = 1e4^(-k / pd)."""
+    pd = dim // 4
+    w = 1.0 / (1e4 ** (torch.arange(pd, dtype=torch.float64) / pd))
+    ii, jj = torch.meshgrid(torch.arange(rows, dtype=torch.float64),
+                            torch.arange(cols, dtype=torch.float64), indexing="ij")
+    grid = torch.stack([ii.flatten(), jj.flatten()], dim=1)                # (N, 2): i, j
+    pos = grid.unsqueeze(-1) * w                                           # (N, 2, pd)
+    table = torch.stack([torch.sin(pos), torch.cos(pos)], dim=1).flatten(1)  # (N, dim)
+    return torch.cat([torch.zeros(1, dim, dtype=torch.float64), table]).unsqueeze(0)
+
+
+def expm(a):
+    """Matrix exponential of a (..., n, n) float64 batch by scaling and squaring: one
+    s for the batch with max 1-norm / 2^s <= 0.5, Taylor series to degree 20 (truncation
+    < 0.5^21 / 21! ~ 1e-26 relative), s squarings. Differentiable by autograd (the gradient
+    of this approximant equals the exact Frechet derivative to the same order). Used
+    instead of torch.matrix_exp (section 1: torch 1.13's is off by ~2e-10 in float64)."""
+    norm = a.detach().abs().sum(dim=-2).max().item() if a.numel() else 0.0
+    s = max(0, math.ceil(math.log2(norm / 0.5))) if norm > 0.5 else 0
+    x = a / (2.0 ** s)
+    eye = torch.eye(a.shape[-1], dtype=a.dtype).expand_as(a)
+    result, term = eye, eye
+    for k in range(1, 21):
+        term = (term @ x) / k
+        result = result + term
+    for _ in range(s):
+        result = result @ result
+    return result
+
+
+def patch_coords(rows, cols, train_rows, train_cols, positions):
+    """(Np, 2) float64 (x, y) = (j, i) of every patch, x fastest, scaled by pe.positions."""
+    ii, jj = torch.meshgrid(torch.arange(rows, dtype=torch.float64),
+                            torch.arange(cols, dtype=torch.float64), indexing="ij")
+    x, y = jj.flatten(), ii.flatten()
+    if positions == "normalized":
+        x, y = x / max(train_cols - 1, 1), y / max(train_rows - 1, 1)
+    elif positions == "interpolate":
+        x, y = x * train_cols / cols, y * train_rows / rows
+    return torch.stack([x, y], dim=1)
+
+
+def rope_matrices(angles, hd):
+    """angles (..., npr), npr <= hd/2 -> (..., hd, hd): pair p = channels (2p, 2p+1) rotated
+    by angle a, (u, w) -> (u cos a - w sin a, u sin a + w cos a); pairs >= npr identity."""
+    npr = angles.shape[-1]
+    r = torch.eye(hd, dtype=angles.dtype).repeat(*angles.shape[:-1], 1, 1)
+    c, s = torch.cos(angles), torch.sin(angles)
+    idx = torch.arange(npr)
+    r[..., 2 * idx, 2 * idx] = c
+    r[..., 2 * idx, 2 * idx + 1] = -s
+    r[..., 2 * idx + 1, 2 * idx] = s
+    r[..., 2 * idx + 1, 2 * idx + 1] = c
+    return r
+
+
+def axial_freqs(hd, theta, C=2):
+    """RoPE-Axial table (C k, C), k = floor(hd / (2C)): row a k + i = theta^(-i/k) on axis a."""
+    k = hd // (2 * C)
+    f = torch.zeros(C * k, C, dtype=torch.float64)
+    for a in range(C):
+        for i in range(k):
+            f[a * k + i, a] = theta ** (-i / k)
+    return f
+
+
+def skew_from_upper(u):
+    """(..., n, n) -> S = U - U^T with U the strictly upper part of u (rest ignored)."""
+    up = torch.triu(u, diagonal=1)
+    return up - up.transpose(-2, -1)
+
+
+def block_diag_batch(blocks):
+    """(..., nb, g, g) -> (..., nb g, nb g) block diagonal."""
+    nb, g = blocks.shape[-3], blocks.shape[-1]
+    out = torch.zeros(*blocks.shape[:-3], nb * g, nb * g, dtype=blocks.dtype)
+    for n in range(nb):
+        out[..., n * g:(n + 1) * g, n * g:(n + 1) * g] = blocks[..., n, :, :]
+    return out
+
+
+class PositionEncoding(nn.Module):
+    """One PE of the contract: kind in ape | rope_axial | rope_mixed | cayley | circulant |
+    liere | liere_commute, with its pe.* parameters (section 4 shapes; leading (L', H') by
+    share). C = 2 throughout; theta (default 100) is only read by the fixed axial table
+    (rope_axial, cayley inner axial). rotator(l, rows, cols, dtype) returns the q/k
+    transform of layer l."""
+
+    def __init__(self, spec, depth, heads, hd, train_grid):
+        super().__init__()
+        self.kind, self.ape = spec["kind"], spec.get("ape", "none")
+        self.share, self.positions = spec.get("share", "none"), spec.get("positions", "index")
+        self.inner, self.theta = spec.get("inner", "mixed"), spec.get("theta", 100)
+        self.block, self.hd, self.heads = spec.get("block_size", 0), hd, heads
+        self.train_grid = train_grid
+        C = 2
+        Lp = 1 if self.share in ("layers", "all") else depth
+        Hp = 1 if self.share in ("heads", "all") else heads
+        if self.kind == "rope_mixed" or (self.kind == "cayley" and self.inner == "mixed"):
+            self.freqs = nn.Parameter(torch.zeros(Lp, Hp, hd // 2, C))
+        if self.kind == "cayley":
+            self.cayley_u = nn.Parameter(torch.zeros(Lp, Hp, hd, hd))
+        if self.kind == "circulant":
+            self.circulant_c = nn.Parameter(torch.zeros(Lp, Hp, C, hd // self.block, self.block))
+        if self.kind in ("liere", "liere_commute"):
+            g = 2 if self.kind == "liere_commute" else self.block
+            self.block = g
+            self.liere_u = nn.Parameter(torch.zeros(Lp, Hp, C, hd // g, g, g))
+
+    def randomize(self, gen):
+        """Random values for every pe.* tensor; unused entries (lower triangle and diagonal
+        of *_u) are 0 as a checkpoint stores them."""
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                r = torch.randn(p.shape, generator=gen)
+                if name == "freqs":
+                    p.copy_(r)
+                elif name == "cayley_u":
+                    p.copy_(torch.triu(0.3 * r, diagonal=1))
+                elif name == "circulant_c":
+                    p.copy_(0.5 * r)
+                else:
+                    p.copy_(torch.triu(r, diagonal=1))
+
+    def matrices(self, layer, rows, cols, dtype):
+        """R(r) of every patch for model layer `layer`: (H', Np, hd, hd) (H' = 1 when the
+        heads share it), coordinates in `dtype`."""
+        hd = self.hd
+        r = patch_coords(rows, cols, self.train_grid, self.train_grid,
+                         self.positions).to(dtype)                         # (Np, 2)
+        lp = 0 if self.share in ("layers", "all") else layer
+        if self.kind == "rope_axial":
+            ang = r @ axial_freqs(hd, self.theta).to(r.dtype).T              # (Np, npr)
+            return rope_matrices(ang, hd).unsqueeze(0)
+        if self.kind == "rope_mixed":
+            ang = torch.einsum("nc,hpc->hnp", r, self.freqs[lp])
+            return rope_matrices(ang, hd)
+        if self.kind == "cayley":
+            if self.inner == "mixed":
+                ang = torch.einsum("nc,hpc->hnp", r, self.freqs[lp])        # (H', Np, hd/2)
+            else:
+                ang = (r @ axial_freqs(hd, self.theta).to(r.dtype).T).unsqueeze(0)
+            s = skew_from_upper(self.cayley_u[lp])                          # (H', hd, hd)
+            eye = torch.eye(hd, dtype=s.dtype)
+            p = (eye - s) @ torch.inverse(eye + s)
+            return rope_matrices(ang, hd) @ p.unsqueeze(1)                  # RoPE(r) P
+        if self.kind == "circulant":
+            c = self.circulant_c[lp]                                        # (H', C, nb, b)
+            b = self.block
+            idx = (torch.arange(b).unsqueeze(1) - torch.arange(b).unsqueeze(0)) % b
+            circ = c[..., idx]                                              # (H', C, nb, b, b)
+            gen = circ - circ.transpose(-2, -1)
+            blocks = torch.einsum("nk,hkmij->hnmij", r, gen)                # (H', Np, nb, b, b)
+            return block_diag_batch(expm(blocks))
+        u = self.liere_u[lp]                                                # (H', C, nb, g, g)
+        blocks = torch.einsum("nk,hkmij->hnmij", r, skew_from_upper(u))
+        return block_diag_batch(expm(blocks))
+
+    def rotator(self, layer, rows, cols, dtype):
+        """The transform of layer `layer`: (B, H, N, hd) -> same, patch tokens y = R x."""
+        m = self.matrices(layer, rows, cols, dtype)
+
+        def rotate(x):
+            rm = m.expand(self.heads, -1, -1, -1)
+            patches = torch.einsum("hnij,bhnj->bhni", rm, x[:, :, 1:])
+            return torch.cat([x[:, :, :1], patches], dim=2)
+        return rotate
+
+
+def check_reference():
+    """Self-checks of the reference's building blocks against closed forms: expm of a 2x2
+    skew block and of a circulant generator (section 2.5's DFT-plane rotation), Cayley P
+    orthogonal, the interleaved pair rotation's sign."""
+    gen = torch.Generator().manual_seed(99)
+    a = 2.7
+    want = torch.tensor([[math.cos(a), math.sin(a)], [-math.sin(a), math.cos(a)]],
+                        dtype=torch.float64)
+    got = expm(torch.tensor([[0.0, a], [-a, 0.0]], dtype=torch.float64))
+    assert (got - want).abs().max() < 1e-14, "expm 2x2"
+    b = 8
+    c = torch.randn(b, generator=gen, dtype=torch.float64)
+    idx = (torch.arange(b).unsqueeze(1) - torch.arange(b).unsqueeze(0)) % b
+    L = c[idx] - c[idx].T
+    r = 1.7
+    E = expm(r * L)
+    m = torch.arange(b, dtype=torch.float64)
+    for j in range(1, b // 2):
+        u, v = torch.cos(2 * math.pi * j * m / b), torch.sin(2 * math.pi * j * m / b)
+        w = 2 * (c * torch.sin(2 * math.pi * j * m / b)).sum()
+        assert (E @ u - (math.cos(r * w) * u + math.sin(r * w) * v)).abs().max() < 1e-12, "circ"
+    S = skew_from_upper(torch.randn(b, b, generator=gen, dtype=torch.float64))
+    eye = torch.eye(b, dtype=torch.float64)
+    P = (eye - S) @ torch.inverse(eye + S)
+    assert (P @ P.T - eye).abs().max() < 1e-12, "cayley P"
+    R = rope_matrices(torch.tensor([0.5], dtype=torch.float64), 2)
+    y = R @ torch.tensor([1.0, 0.0], dtype=torch.float64)
+    assert abs(y[0] - math.cos(0.5)) < 1e-15 and abs(y[1] - math.sin(0.5)) < 1e-15, "pair sign"
 
 
 def randomize(model, gen, layer_scale):
@@ -273,6 +511,80 @@ def make(path, pool, layer_scale, seed):
     })
 
 
+# One tiny ViT per PE variant (width 16, 2 heads -> hd 8, depth 2, patch 4, MLP 4, token or
+# avg pool). name, pool, training image size, evaluated image size, pe config section.
+PE_FIXTURES = [
+    ("rope_axial", "token", 12, 12, {"kind": "rope_axial", "theta": 100}),
+    ("rope_mixed", "avg", 12, 12, {"kind": "rope_mixed", "share": "none"}),
+    ("rope_mixed_ape", "token", 12, 12, {"kind": "rope_mixed", "ape": "learned"}),
+    ("ape_sincos", "token", 12, 12, {"kind": "ape", "ape": "sincos"}),
+    ("cayley", "token", 12, 12, {"kind": "cayley", "inner": "mixed", "share": "none"}),
+    ("cayley_axial", "avg", 12, 12, {"kind": "cayley", "inner": "axial", "share": "heads"}),
+    ("circulant", "token", 12, 12, {"kind": "circulant", "block_size": 4, "share": "layers"}),
+    ("liere", "token", 12, 12, {"kind": "liere", "block_size": 8, "share": "all",
+                                "positions": "normalized"}),
+    ("liere_g4", "avg", 12, 12, {"kind": "liere", "block_size": 4, "share": "none",
+                                 "positions": "index"}),
+    ("liere_commute", "token", 12, 12, {"kind": "liere_commute", "share": "all",
+                                        "positions": "normalized"}),
+    ("liere_res", "token", 12, 16, {"kind": "liere", "block_size": 8, "share": "all",
+                                    "positions": "normalized"}),
+    ("rope_mixed_res", "avg", 8, 12, {"kind": "rope_mixed", "share": "layers",
+                                      "positions": "interpolate"}),
+]
+
+
+def pe_config_json(pool, img, spec):
+    return json.dumps({
+        "model": {"width": WIDTH, "depth": DEPTH, "heads": HEADS, "mlp_ratio": MLP_RATIO,
+                  "patch_size": PATCH, "img_size": img, "in_chans": IN_CHANS,
+                  "num_classes": CLASSES, "pool": pool, "layer_scale": 0,
+                  "drop_rate": 0, "attn_drop_rate": 0, "drop_path": 0},
+        "pe": dict(spec, coord_dim=2),
+        "train": {"batch_size": BATCH, "label_smoothing": LABEL_SMOOTHING},
+    })
+
+
+def make_pe(path, pool, img, eval_img, spec, seed):
+    """One PE parity fixture: forward/backward only (no training), images at eval_img."""
+    gen = torch.Generator().manual_seed(seed)
+    pe32 = PositionEncoding(spec, DEPTH, HEADS, WIDTH // HEADS, img // PATCH)
+    model32 = VisionTransformer(pool, 0, pe=pe32, img=img)
+    randomize(model32, gen, 0)
+    pe32.randomize(gen)
+    images32 = torch.randn((BATCH, IN_CHANS, eval_img, eval_img), generator=gen)
+    labels = torch.randint(0, CLASSES, (BATCH,), generator=gen)
+    pe64 = PositionEncoding(spec, DEPTH, HEADS, WIDTH // HEADS, img // PATCH)
+    model64 = VisionTransformer(pool, 0, pe=pe64, img=img).double()
+    model64.load_state_dict({k: v.double() for k, v in model32.state_dict().items()})
+    params = [(n, p.detach().clone()) for n, p in model32.named_parameters()]
+
+    logits, loss, grads = run(model64, images32.double(), labels)
+    logits32, loss32, grads32 = run(model32, images32, labels)
+
+    def gap(a, b):
+        return (a.double() - b.double()).abs().max().item()
+    pe_names = [n for n, _ in params if n.startswith("pe.")]
+    print(f"{path}: {sum(p.numel() for _, p in params)} parameters; float32-vs-float64 torch gap: "
+          f"logits {gap(logits32, logits):.2e}, loss {gap(loss32, loss):.2e}, grads "
+          f"{max(gap(grads32[n], grads[n]) for n in grads):.2e}; loss {loss.item():.6f}; "
+          f"max |grad| of {', '.join(pe_names) or 'no pe.* tensor'}: "
+          f"{max([grads[n].abs().max().item() for n in pe_names] or [0]):.3e}")
+
+    tensors = params + [("input.images", images32), ("input.labels", labels.float()),
+                        ("output.logits", logits), ("output.loss", loss.reshape(1))]
+    tensors += [("grad." + n, grads[n]) for n, _ in params]
+    write_safetensors(path, tensors, {
+        "config": pe_config_json(pool, img, spec),
+        "reference": ("scripts/make_fixtures.py, torch " + torch.__version__ + ": plain-torch "
+                      "timm ViT with the position encoding written from "
+                      "docs/position-encodings.md as dense per-patch hd x hd matrices (own "
+                      "float64 scaling-and-squaring expm); float64 forward/backward from "
+                      "float32 weights and inputs; outputs rounded to float32; images at "
+                      f"{eval_img} x {eval_img}, trained grid from model.img_size {img}"),
+    })
+
+
 def main():
     root = os.path.relpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                         "tests", "fixtures"))
@@ -280,6 +592,10 @@ def main():
     torch.use_deterministic_algorithms(True)
     make(os.path.join(root, "vit_tiny.safetensors"), "token", 0, seed=1234)
     make(os.path.join(root, "vit_tiny_avg.safetensors"), "avg", 0.1, seed=5678)
+    check_reference()
+    for i, (name, pool, img, eval_img, spec) in enumerate(PE_FIXTURES):
+        make_pe(os.path.join(root, "vit_pe_" + name + ".safetensors"), pool, img, eval_img,
+                spec, seed=9000 + i)
     return 0
 
 
