@@ -518,6 +518,7 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
             cur_epoch = ep;
         }
         double lr = vt_lr_at(&cfg->optim, s, tr->T, tr->W);
+        vt_vit_performer_step(&tr->model, s); /* Performer feature redraw (every redraw_every) */
         float loss = 0.0f;
         double gn = 0.0;
         if ((st = train_step(tr, &loss, &gn, lr)) != VT_OK) return st;

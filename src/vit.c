@@ -25,6 +25,10 @@
  *   pool token: norm on the CLS row; pool avg: mean over patch tokens then fc_norm;
  *   head_drop; head. LayerNorm eps 1e-6, attention scale hd^-0.5, drop_path rate of
  *   block i = drop_path * i / (L - 1) (torch.linspace(0, drop_path, L)).
+ * attn is softmax attention, or with model.attention = performer vt_op_performer with this
+ * layer's fixed random features (m->performer_w; drawn at init as draw 0 of
+ * vt_performer_draw(seed), redrawn only by vt_vit_performer_step from the training loop,
+ * saved and loaded as the checkpoint tensor "pe.performer_w" (L, H, m, hd)).
  * With in_chans 4 and !depth_as_channel only channels 0..2 enter the patch embedding
  * (the depth channel is for the PE).
  */
@@ -37,8 +41,10 @@
 #include "checkpoint.h"
 #include "ops/ops.h"
 #include "pe/pe.h"
+#include "performer_features.h"
 
 #define LN_EPS 1e-6f
+#define PERFORMER_W "pe.performer_w" /* checkpoint name of the features */
 
 typedef enum { INIT_ZERO, INIT_ONE, INIT_LAYER_SCALE, INIT_TRUNC, INIT_CLS, INIT_CONV, INIT_PE } init_kind;
 
@@ -148,9 +154,9 @@ static vt_status check_model_config(const vt_config *cfg) {
     if ((int)(mc->width * mc->mlp_ratio) <= 0)
         return vt_fail(VT_ERR_USAGE, "model.mlp_ratio: expected a positive hidden width, found %g x %d",
                        mc->mlp_ratio, mc->width);
-    if (mc->attention != VT_ATTN_SOFTMAX)
-        return vt_fail(VT_ERR_USAGE,
-                       "model.attention: 'performer' is not available in this build (available: softmax)");
+    if (mc->attention == VT_ATTN_PERFORMER && cfg->performer.features <= 0)
+        return vt_fail(VT_ERR_USAGE, "performer.features: expected a positive count, found %d",
+                       cfg->performer.features);
     return VT_OK;
 }
 
@@ -215,6 +221,21 @@ vt_status vt_vit_init(vt_vit *m, const vt_config *cfg, uint64_t seed) {
     }
     for (int i = 0; i < m->pe->n_params; i++) m->pe->params[i].t = &m->p[pe0 + i].t;
 
+    m->seed = seed;
+    if (mc->attention == VT_ATTN_PERFORMER) {
+        m->performer_m = cfg->performer.features;
+        m->performer_kernel = strcmp(cfg->performer.kernel, "relu") == 0 ? VT_PERFORMER_RELU
+                                                                          : VT_PERFORMER_POSITIVE;
+        size_t fb = (size_t)m->L * m->H * m->performer_m * m->hd * sizeof(float);
+        m->performer_w = vt_aligned_alloc(fb);
+        if (!m->performer_w) {
+            free(l.init);
+            vt_vit_free(m);
+            return vt_fail(VT_ERR_RUNTIME, "out of memory: performer features need %zu bytes", fb);
+        }
+        vt_performer_draw(m->performer_w, m->L, m->H, m->performer_m, m->hd, seed, 0);
+    }
+
     vt_rng rng;
     vt_rng_seed(&rng, seed);
     vt_pe_init_params(m->pe, &rng);
@@ -245,6 +266,7 @@ void vt_vit_free(vt_vit *m) {
     free(m->p);
     free(m->params);
     free(m->grads);
+    free(m->performer_w);
     memset(m, 0, sizeof *m);
 }
 
@@ -261,7 +283,14 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     vt_tensor *q, *k, *v;
     vt_op_split_heads(t, qkv, m->H, &q, &k, &v);
     vt_pe_apply_qk(m->pe, t, i, &q, &k);
-    vt_tensor *a = vt_op_attention(t, q, k, v, 1.0f / sqrtf((float)m->hd), (float)mc->attn_drop_rate);
+    vt_tensor *a;
+    if (m->performer_w) {
+        vt_performer_opts po = {(vt_performer_kernel)m->performer_kernel, VT_PERFORMER_EPS, 0.0f, 0.0f};
+        a = vt_op_performer(t, q, k, v, m->performer_w + (size_t)i * m->H * m->performer_m * m->hd,
+                            m->performer_m, &po);
+    } else {
+        a = vt_op_attention(t, q, k, v, 1.0f / sqrtf((float)m->hd), (float)mc->attn_drop_rate);
+    }
     a = vt_op_merge_heads(t, a);
     a = vt_op_linear(t, a, b.projw, b.projb);
     a = vt_op_dropout(t, a, drop);
@@ -321,12 +350,20 @@ double vt_vit_flops(const vt_vit *m, int S) {
     double D = m->D, Np = (double)(S / m->P) * (S / m->P), N = Np + 1;
     double f = 2.0 * Np * D * m->embed_chans * m->P * m->P;       /* patch embedding */
     double block = 2.0 * N * D * 3 * D                             /* qkv */
-                   + 2.0 * 2.0 * N * N * D                         /* q k^T and attn v */
+                   + (m->performer_w ? 2.0 * 4.0 * N * m->performer_m * D /* phi(q), phi(k), KV, out */
+                                     : 2.0 * 2.0 * N * N * D)      /* q k^T and attn v */
                    + 2.0 * N * D * D                               /* proj */
                    + 2.0 * 2.0 * N * D * m->mlp_hidden;            /* fc1, fc2 */
     f += m->L * block;
     f += 2.0 * D * m->num_classes;                                 /* head */
     return f;
+}
+
+int vt_vit_performer_step(vt_vit *m, int64_t step) {
+    int64_t R = m->cfg.performer.redraw_every;
+    if (!m->performer_w || R <= 0 || step <= 0 || step % R != 0) return 0;
+    vt_performer_draw(m->performer_w, m->L, m->H, m->performer_m, m->hd, m->seed, step / R);
+    return 1;
 }
 
 vt_param *vt_vit_find(vt_vit *m, const char *name) {
@@ -338,7 +375,8 @@ vt_param *vt_vit_find(vt_vit *m, const char *name) {
 void vt_vit_zero_grad(vt_vit *m) { memset(m->grads, 0, (size_t)m->n_params * sizeof(float)); }
 
 vt_status vt_vit_save(const vt_vit *m, const char *path) {
-    vt_st_tensor *ts = vt_xcalloc((size_t)m->n_p, sizeof *ts);
+    int n = m->n_p + (m->performer_w ? 1 : 0);
+    vt_st_tensor *ts = vt_xcalloc((size_t)n, sizeof *ts);
     for (int i = 0; i < m->n_p; i++) {
         snprintf(ts[i].name, sizeof ts[i].name, "%s", m->p[i].name);
         ts[i].ndim = m->p[i].ckpt_ndim;
@@ -346,10 +384,19 @@ vt_status vt_vit_save(const vt_vit *m, const char *path) {
         ts[i].size = m->p[i].t.size;
         ts[i].data = m->p[i].t.data;
     }
+    if (m->performer_w) {
+        vt_st_tensor *f = &ts[m->n_p];
+        snprintf(f->name, sizeof f->name, "%s", PERFORMER_W);
+        f->ndim = 4;
+        int64_t shape[4] = {m->L, m->H, m->performer_m, m->hd};
+        memcpy(f->shape, shape, sizeof shape);
+        f->size = shape[0] * shape[1] * shape[2] * shape[3];
+        f->data = m->performer_w;
+    }
     char *json = vt_config_to_json(&m->cfg);
     const char *keys[1] = {"config"};
     const char *vals[1] = {json};
-    vt_status st = vt_st_write(path, ts, m->n_p, keys, vals, 1);
+    vt_status st = vt_st_write(path, ts, n, keys, vals, 1);
     free(json);
     free(ts);
     return st;
@@ -374,6 +421,7 @@ vt_status vt_vit_load(vt_vit *m, const char *path) {
     vt_status s = vt_st_read(path, &st);
     if (s != VT_OK) return s;
     for (int i = 0; i < st.n; i++) {
+        if (m->performer_w && strcmp(st.tensors[i].name, PERFORMER_W) == 0) continue;
         if (!vt_vit_find(m, st.tensors[i].name)) {
             s = vt_fail(VT_ERR_RUNTIME,
                         "%s: unknown tensor '%s' (the model built from the config has no such parameter)",
@@ -407,7 +455,24 @@ vt_status vt_vit_load(vt_vit *m, const char *path) {
         shape_str(f->ndim, f->shape, got, sizeof got);
         s = vt_fail(VT_ERR_RUNTIME, "%s: tensor '%s': expected shape %s, found %s", path, p->name, want, got);
     }
+    const vt_st_tensor *pw = m->performer_w ? vt_st_find(&st, PERFORMER_W) : NULL;
+    if (s == VT_OK && m->performer_w) {
+        int64_t want[4] = {m->L, m->H, m->performer_m, m->hd};
+        int ok = pw && pw->ndim == 4;
+        for (int d = 0; ok && d < 4; d++) ok = pw->shape[d] == want[d];
+        if (!pw) {
+            s = vt_fail(VT_ERR_RUNTIME, "%s: missing tensor '%s' (model.attention = performer keeps its "
+                        "random features in the checkpoint)", path, PERFORMER_W);
+        } else if (!ok) {
+            char ws[96], got[96];
+            shape_str(4, want, ws, sizeof ws);
+            shape_str(pw->ndim, pw->shape, got, sizeof got);
+            s = vt_fail(VT_ERR_RUNTIME, "%s: tensor '%s': expected shape %s (L, H, performer.features, hd), "
+                        "found %s", path, PERFORMER_W, ws, got);
+        }
+    }
     if (s == VT_OK) {
+        if (pw) memcpy(m->performer_w, pw->data, (size_t)pw->size * sizeof(float));
         for (int i = 0; i < m->n_p; i++) {
             const float *src = i == staged_idx ? staged : vt_st_find(&st, m->p[i].name)->data;
             memcpy(m->p[i].t.data, src, (size_t)m->p[i].t.size * sizeof(float));

@@ -43,6 +43,14 @@ typedef struct vt_vit {
     int mlp_hidden;      /* int(mlp_ratio * D), as timm */
     int block_p0;        /* index in p of blocks.0's first parameter */
     int block_np;        /* parameters per block (blocks are contiguous in p) */
+    /* Performer attention (model.attention = performer): the fixed random features
+     * w (L, H, m, hd) (src/performer_features.h), saved in checkpoints as
+     * "pe.performer_w". Not a parameter: outside the flat buffers, no gradient, no decay,
+     * never touched by the optimizer. NULL with softmax attention. */
+    float *performer_w;
+    int performer_m;      /* performer.features */
+    int performer_kernel; /* vt_performer_kernel (ops.h) */
+    uint64_t seed;        /* the init seed; feature redraws derive from (seed, redraw index) */
 } vt_vit;
 
 /* Build the model of cfg (validated) and initialise it as timm does (truncated normal
@@ -61,12 +69,20 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images);
  * products only). Training step FLOPs are taken as 3x this. */
 double vt_vit_flops(const vt_vit *m, int S);
 
+/* Performer feature redraw hook, called by the training loop before optimizer step
+ * `step` (0-based) runs: when performer.redraw_every = R > 0, step > 0 and R | step, the
+ * features become draw number step / R of vt_performer_draw(seed). Returns 1 if it
+ * redrew, else 0 (always 0 with softmax attention). Evaluation never calls it: the
+ * features of a loaded checkpoint are used as saved. */
+int vt_vit_performer_step(vt_vit *m, int64_t step);
+
 /* Parameter by name, or NULL. */
 vt_param *vt_vit_find(vt_vit *m, const char *name);
 void vt_vit_zero_grad(vt_vit *m);
 
-/* Checkpoint: every parameter under its name as float32 safetensors, with
- * __metadata__["config"] = the resolved config JSON. Atomic (tmp + rename). */
+/* Checkpoint: every parameter under its name as float32 safetensors (and the Performer
+ * features as "pe.performer_w"), with __metadata__["config"] = the resolved config JSON.
+ * Atomic (tmp + rename). */
 vt_status vt_vit_save(const vt_vit *m, const char *path);
 /* Load weights into an initialised model: every model tensor must be present with the
  * right shape (a learned pos_embed on another grid is resampled bicubic); unknown

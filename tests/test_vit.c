@@ -689,9 +689,10 @@ static void test_zero_grad(void) {
 static void test_bad_configs(void) {
     vt_config c = (small_cfg(""));
     c.model.attention = VT_ATTN_PERFORMER;
+    c.performer.features = 0;
     vt_vit m;
-    CHECK(vt_vit_init(&m, &c, 1) == VT_ERR_USAGE && strstr(vt_last_error(), "model.attention"),
-          "performer not available: %s", vt_last_error());
+    CHECK(vt_vit_init(&m, &c, 1) == VT_ERR_USAGE && strstr(vt_last_error(), "performer.features"),
+          "performer without features: %s", vt_last_error());
 }
 
 int main(void) {

@@ -62,6 +62,32 @@ vt_tensor *vt_op_merge_heads(vt_tape *t, vt_tensor *x);
 vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
                            float scale, float attn_drop);
 
+/* Performer (FAVOR+) linear attention (src/ops/performer.c; position-encodings.md
+ * section 3). Feature kernel: positive (exp features) or relu. */
+typedef enum { VT_PERFORMER_POSITIVE = 0, VT_PERFORMER_RELU = 1 } vt_performer_kernel;
+#define VT_PERFORMER_EPS 1e-4f
+typedef struct {
+    vt_performer_kernel kernel;
+    float eps;              /* VT_PERFORMER_EPS in the model */
+    float q_shift, k_shift; /* added to the query / key stabilisers; 0 in the model (tests) */
+} vt_performer_opts;
+
+/* out = D^(-1) phi(q) (phi(k)^T v), D = diag(phi(q) phi(k)^T 1), per (batch, head).
+ * q, k, v (B, H, N, hd) -> out (B, H, N, hd); w (H, m, hd) this layer's fixed random
+ * features (no gradient). opts NULL: positive kernel, eps VT_PERFORMER_EPS, no shifts.
+ * O(N m hd) time, O(N m) memory per (b, h); backward exact for fixed features. */
+vt_tensor *vt_op_performer(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v, const float *w, int m,
+                           const vt_performer_opts *opts);
+
+/* The feature map of n rows x (n, hd) with features w (m, hd) -> phi (n, m) (not an op).
+ * shared = 0: per-row stabilisers (queries), written to stab[0..n); shared = 1: one
+ * stabiliser for all rows (keys), written to stab[0]; shift is added to it; stab may be
+ * NULL; relu ignores shift and writes 0. work: vt_performer_work_floats(n, m, hd) floats
+ * (a vt_gemm_workspace). */
+void vt_performer_phi(const float *x, int n, int hd, const float *w, int m, vt_performer_kernel kernel,
+                      int shared, float eps, float shift, float *phi, float *stab, float *work);
+size_t vt_performer_work_floats(int n, int m, int hd);
+
 /* Patch embedding, a P x P stride-P convolution: img (B, C, Hi, Wi) with P | Hi, Wi;
  * w (D, C, P, P), b (D) or NULL -> (B, (Hi/P)(Wi/P), D), patches row-major (x fastest). */
 vt_tensor *vt_op_patch_embed(vt_tape *t, vt_tensor *img, vt_tensor *w, vt_tensor *b, int P);
