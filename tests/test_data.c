@@ -23,9 +23,7 @@
 #include "data/loader.h"
 #include "data/transform.h"
 #include "harness.h"
-
-static int skipped = 0;
-static char tmpdir[256];
+#include "data_fixture.h"
 
 /* ---- writing IDX files --------------------------------------------------------------- */
 
@@ -75,28 +73,11 @@ static void write_split(const char *dir, const char *split, int n, int h, int w,
     write_idx(mkpath(p, dir, name), 0x801, 1, ldims, labels, (size_t)n, gz, -1);
 }
 
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(path);
-}
-
 /* ---- configs ---------------------------------------------------------------------- */
 
-/* The config.c defaults with every field the loader reads set explicitly. */
+/* An IDX root with data_cfg's explicit loader fields, train.seed 42, batch size 8. */
 static void idx_cfg(vt_config *c, const char *root, int img, int chans, int classes) {
-    vt_config_defaults(c);
-    c->data.kind = VT_DATA_IDX;
-    c->data.hflip = 0;
-    snprintf(c->data.root, sizeof c->data.root, "%s", root);
-    strcpy(c->data.train_split, "train");
-    strcpy(c->data.val_split, "val");
-    for (int i = 0; i < 3; i++) { c->data.mean[i] = 0.0; c->data.std[i] = 1.0; }
-    c->model.img_size = img;
-    c->model.in_chans = chans;
-    c->model.num_classes = classes;
-    c->train.seed = 42;
-    c->train.batch_size = 8;
-    c->eval.batch_size = 8;
+    data_cfg(c, VT_DATA_IDX, root, img, chans, classes, 42, 8);
 }
 
 static int contains(const char *s, const char *sub) { return strstr(s, sub) != NULL; }
@@ -731,11 +712,7 @@ static void test_fashion_mnist(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "%s/vt_test_data_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (data_tmpdir_create(getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", "vt_test_data") != 0) return 1;
     test_decode();
     test_resize();
     test_gray_to_rgb();
@@ -745,7 +722,6 @@ int main(void) {
     test_bad_inputs();
     test_synthetic();
     test_fashion_mnist();
-    nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-    printf("%d passed, %d failed, %d skipped\n", test_passed_count, test_failed_count, skipped);
-    return test_failed_count ? 1 : 0;
+    data_tmpdir_remove();
+    return data_summary();
 }

@@ -33,15 +33,8 @@
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "harness.h"
+#include "data_fixture.h"
 #include "image_fixtures.h"
-
-static char tmpdir[256];
-static int skipped = 0;
-
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(path);
-}
 
 static int has(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
 
@@ -98,20 +91,10 @@ static void truncated_image(const char *rel, int jpeg) {
 /* Config for the loader on an imagefolder/CIFAR root: mean 0, std 1, no flip. */
 static void cfg_for(vt_config *c, vt_data_kind kind, const char *root_rel, int img, int chans,
                     int classes) {
-    vt_config_defaults(c);
-    c->data.kind = kind;
-    c->data.hflip = 0;
-    snprintf(c->data.root, sizeof c->data.root, "%s/%s", tmpdir, root_rel);
-    strcpy(c->data.train_split, "train");
-    strcpy(c->data.val_split, "val");
-    for (int i = 0; i < 3; i++) { c->data.mean[i] = 0.0; c->data.std[i] = 1.0; }
+    char root[sizeof c->data.root];
+    snprintf(root, sizeof root, "%s/%s", tmpdir, root_rel);
+    data_cfg(c, kind, root, img, chans, classes, 3, 4);
     c->data.on_error = VT_ONERR_FAIL;
-    c->model.img_size = img;
-    c->model.in_chans = chans;
-    c->model.num_classes = classes;
-    c->train.seed = 3;
-    c->train.batch_size = 4;
-    c->eval.batch_size = 4;
 }
 
 static vt_status open_kind(vt_dataset **ds, const vt_config *c, vt_split split) {
@@ -738,11 +721,7 @@ static void test_sample_data_script(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/vt_test_datasets_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (data_tmpdir_create("/tmp", "vt_test_datasets") != 0) return 1;
     int threads = omp_get_max_threads();
     test_imagefolder_index();
     test_class_list();
@@ -755,7 +734,6 @@ int main(void) {
     test_cifar100();
     test_sample_data_script();
     test_train_end_to_end();
-    nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-    printf("%d passed, %d failed, %d skipped\n", test_passed_count, test_failed_count, skipped);
-    return test_failed_count ? 1 : 0;
+    data_tmpdir_remove();
+    return data_summary();
 }

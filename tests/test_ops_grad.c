@@ -25,6 +25,7 @@
 #include "rng.h"
 #include "status.h"
 #include "tape.h"
+#include "tape_fixture.h"
 #include "tensor.h"
 
 #define GC_H 1e-2
@@ -35,16 +36,13 @@
 #define MAX_OUT 3
 #define MAX_OUT_SIZE 8192
 
-static vt_arena arena, params;
-static vt_tape tape;
-static vt_rng tape_rng;
 static float R[MAX_OUT][MAX_OUT_SIZE];
 static int eval_recorded; /* forwards with gradients off that recorded or made grads */
 
 /* A test-owned input with a grad buffer, filled uniform in [lo, hi). */
 static vt_tensor *input(vt_rng *r, float lo, float hi, int ndim, int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
     int64_t shape[4] = {d0, d1, d2, d3};
-    vt_tensor *t = vt_tensor_new(&params, 1, ndim, shape);
+    vt_tensor *t = vt_tensor_new(&store, 1, ndim, shape);
     for (int64_t i = 0; i < t->size; i++) t->data[i] = lo + (hi - lo) * (float)vt_rng_uniform(r);
     return t;
 }
@@ -91,7 +89,7 @@ static void grad_check(const char *name, fwd_fn f, vt_tensor **in, int nin, cons
     double L0 = run_loss(f, in, arg, 1);
     for (int i = 0; i < nin; i++) {
         if (!in[i]->grad) continue;
-        ana[i] = vt_arena_alloc(&params, (size_t)in[i]->size * sizeof(float));
+        ana[i] = vt_arena_alloc(&store, (size_t)in[i]->size * sizeof(float));
         for (int64_t e = 0; e < in[i]->size; e++) ana[i][e] = in[i]->grad[e] - 0.25f;
     }
     eval_recorded = 0;
@@ -99,7 +97,7 @@ static void grad_check(const char *name, fwd_fn f, vt_tensor **in, int nin, cons
     CHECK(L0e == L0, "%s: forward without grad %.17g != with grad %.17g", name, L0e, L0);
     for (int i = 0; i < nin; i++) {
         if (!in[i]->grad) continue;
-        float *num = vt_arena_alloc(&params, (size_t)in[i]->size * sizeof(float));
+        float *num = vt_arena_alloc(&store, (size_t)in[i]->size * sizeof(float));
         double amax = 0.0;
         for (int64_t e = 0; e < in[i]->size; e++) {
             float x = in[i]->data[e];
@@ -225,7 +223,7 @@ static void test_gemm(vt_rng *r) {
                 int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
                 vt_tensor *A = input(r, -1, 1, 2, M, K, 0, 0), *B = input(r, -1, 1, 2, K, N, 0, 0);
                 vt_tensor *C = input(r, -1, 1, 2, M, N, 0, 0);
-                double *ref = vt_arena_alloc(&params, (size_t)M * N * sizeof(double));
+                double *ref = vt_arena_alloc(&store, (size_t)M * N * sizeof(double));
                 int lda = ta ? M : K, ldb = tb ? K : N;
                 for (int i = 0; i < M; i++)
                     for (int j = 0; j < N; j++) {
@@ -506,7 +504,7 @@ static void test_dropout(vt_rng *r) {
     CHECK(bad_grad == 0, "dropout backward: %lld elements not dy * mask / (1-p)", (long long)bad_grad);
 
     /* The mask does not depend on the thread count. */
-    float *y1 = vt_arena_alloc(&params, (size_t)y->size * sizeof(float));
+    float *y1 = vt_arena_alloc(&store, (size_t)y->size * sizeof(float));
     int nt = omp_get_max_threads();
     omp_set_num_threads(1);
     begin_step(0);
@@ -603,15 +601,7 @@ static void test_cross_entropy(vt_rng *r) {
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
-    vt_arena_init(&arena, 1 << 16);
-    vt_arena_init(&params, 1 << 20);
-    vt_tape_init(&tape, &arena);
-    tape.rng = &tape_rng;
+    if (tape_fixture_init() != 0) return 1;
     vt_rng rr;
     vt_rng_seed(&rr, 4242);
     for (int o = 0; o < MAX_OUT; o++)
@@ -635,8 +625,6 @@ int main(void) {
     test_drop_path(&r);
     test_cross_entropy(&r);
 
-    vt_tape_free(&tape);
-    vt_arena_free(&arena);
-    vt_arena_free(&params);
+    tape_fixture_done();
     return test_summary();
 }

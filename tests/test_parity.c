@@ -25,18 +25,13 @@
 #include "kernels.h"
 #include "ops/ops.h"
 #include "optim.h"
+#include "parity_util.h"
 #include "tape.h"
 #include "tensor.h"
 #include "vit.h"
 
 #define ATOL 1e-5
 #define RTOL 1e-4
-
-/* Whether name is one of the fixture's non-parameter tensors. */
-static int is_reference_tensor(const char *name) {
-    return strncmp(name, "input.", 6) == 0 || strncmp(name, "output.", 7) == 0 ||
-           strncmp(name, "grad.", 5) == 0 || strncmp(name, "train.", 6) == 0;
-}
 
 static const vt_st_tensor *need(const vt_safetensors *st, const char *path, const char *name,
                                 int64_t size) {
@@ -61,53 +56,14 @@ static int copy_weights(vt_vit *m, const vt_safetensors *st, const char *path) {
     return ok;
 }
 
-/* Forward + loss + backward on the fixture batch; returns the loss (grads in m->grads). */
-static float forward_backward(vt_vit *m, vt_tape *tape, vt_arena *arena, float *images,
-                              const int *labels, int B, float smoothing, vt_tensor **logits_out) {
-    vt_arena_reset(arena);
-    vt_tape_clear(tape);
-    vt_vit_zero_grad(m);
-    int64_t shape[4] = {B, m->in_chans, m->img_size, m->img_size};
-    vt_tensor *x = vt_tensor_wrap(arena, images, 4, shape);
-    vt_tensor *logits = vt_vit_forward(m, tape, x);
-    vt_tensor *loss = vt_op_cross_entropy(tape, logits, labels, NULL, smoothing);
-    float lv = loss->data[0];
-    vt_tape_backward(tape, loss);
-    if (logits_out) *logits_out = logits;
-    return lv;
-}
-
 static void check_fixture(const char *path) {
     vt_safetensors st;
-    vt_status s = vt_st_read(path, &st);
-    CHECK(s == VT_OK, "cannot read fixture: %s", vt_last_error());
-    if (s != VT_OK) return;
-    const char *json = vt_st_meta(&st, "config");
-    CHECK(json != NULL, "%s: no __metadata__[\"config\"]", path);
     vt_config cfg;
-    vt_config_defaults(&cfg);
-    s = json ? vt_config_parse(&cfg, json, path) : VT_ERR_USAGE;
-    CHECK(s == VT_OK, "%s: config does not parse: %s", path, vt_last_error());
     vt_vit m;
-    if (s == VT_OK) {
-        s = vt_vit_init(&m, &cfg, 1);
-        CHECK(s == VT_OK, "%s: model init: %s", path, vt_last_error());
-    }
-    if (s != VT_OK) {
-        vt_st_free(&st);
-        return;
-    }
+    if (!parity_open(path, &st, &cfg, &m)) return;
 
     /* Names: every model parameter is in the fixture and vice versa. */
-    int n_fixture_params = 0;
-    for (int i = 0; i < st.n; i++) {
-        if (is_reference_tensor(st.tensors[i].name)) continue;
-        n_fixture_params++;
-        CHECK(vt_vit_find(&m, st.tensors[i].name) != NULL, "%s: fixture parameter %s is not a "
-              "model parameter", path, st.tensors[i].name);
-    }
-    CHECK(n_fixture_params == m.n_p, "%s: fixture has %d parameters, model %d", path,
-          n_fixture_params, m.n_p);
+    parity_check_names(&m, &st, path);
     for (int i = 0; i < m.n_p; i++) {
         const vt_st_tensor *t = vt_st_find(&st, m.p[i].name);
         if (!t) continue;
@@ -139,21 +95,16 @@ static void check_fixture(const char *path) {
 
     vt_arena arena;
     vt_tape tape;
-    vt_arena_init(&arena, (size_t)1 << 20);
-    vt_tape_init(&tape, &arena);
-    tape.grad_enabled = 1;
-    tape.training = 0;
+    parity_session_init(&arena, &tape);
+    const int64_t shape[4] = {B, m.in_chans, m.img_size, m.img_size};
     float smoothing = (float)cfg.train.label_smoothing;
     CHECK(smoothing == 0.1f, "%s: label_smoothing %g, fixture made with 0.1", path, smoothing);
 
     /* Forward and backward. */
     vt_tensor *logits = NULL;
-    float loss = forward_backward(&m, &tape, &arena, images->data, labels, B, smoothing, &logits);
-    CHECK(logits->ndim == 2 && logits->shape[0] == B && logits->shape[1] == m.num_classes,
-          "%s: logits shape", path);
-    CHECK_ARRAY_CLOSE(logits->data, want_logits->data, want_logits->size, ATOL, RTOL,
-                      "%s: output.logits", path);
-    CHECK_CLOSE(loss, want_loss->data[0], ATOL, RTOL, "%s: output.loss", path);
+    float loss = parity_forward_backward(&m, &tape, &arena, images->data, shape, labels, smoothing,
+                                         &logits);
+    parity_check_outputs(path, logits, loss, want_logits, want_loss, B, m.num_classes, ATOL, RTOL);
     for (int i = 0; i < m.n_p; i++) {
         char gname[128];
         snprintf(gname, sizeof gname, "grad.%s", m.p[i].name);
@@ -165,7 +116,7 @@ static void check_fixture(const char *path) {
     /* Save / load round trip of the weights under their timm names. */
     char tmp[64];
     snprintf(tmp, sizeof tmp, "/tmp/vt_parity_%ld.safetensors", (long)getpid());
-    s = vt_vit_save(&m, tmp);
+    vt_status s = vt_vit_save(&m, tmp);
     CHECK(s == VT_OK, "save: %s", vt_last_error());
     vt_vit m2;
     if (s == VT_OK && vt_vit_init(&m2, &cfg, 2) == VT_OK) {
@@ -190,8 +141,8 @@ static void check_fixture(const char *path) {
             double lr = vt_lr_at(&cfg.optim, step, T, W);
             CHECK_CLOSE(lr, want_lr->data[step], 1e-9, 1e-6, "%s: train.lr[%lld]", path,
                         (long long)step);
-            losses[step] = forward_backward(&m, &tape, &arena, images->data, labels, B, smoothing,
-                                            NULL);
+            losses[step] = parity_forward_backward(&m, &tape, &arena, images->data, shape, labels,
+                                                   smoothing, NULL);
             vt_optim_step(&opt, &m, (float)lr);
         }
         CHECK_ARRAY_CLOSE(losses, want_losses->data, T, ATOL, RTOL, "%s: train.losses", path);
@@ -205,18 +156,6 @@ static void check_fixture(const char *path) {
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err)) {
-        fprintf(stderr, "kernels: %s\n", err);
-        return 1;
-    }
-    const char *dir = getenv("VT_FIXTURE_DIR");
-    if (!dir) dir = "tests/fixtures";
-    static const char *files[2] = {"vit_tiny.safetensors", "vit_tiny_avg.safetensors"};
-    for (int i = 0; i < 2; i++) {
-        char path[512];
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        check_fixture(path);
-    }
-    return test_summary();
+    static const char *const files[2] = {"vit_tiny", "vit_tiny_avg"};
+    return parity_main("", files, 2, check_fixture);
 }

@@ -22,6 +22,7 @@
 #include "harness.h"
 #include "kernels.h"
 #include "ops/ops.h"
+#include "pe_fixture.h"
 #include "pe/expm.h"
 #include "pe/lie.h"
 #include "pe/pe.h"
@@ -31,50 +32,7 @@
 #include "tensor.h"
 #include "vit.h"
 
-static vt_arena arena;
-static vt_tape tape;
-static vt_rng rng;
-
-/* ---------- float64 / long double helpers ---------- */
-
-static void mm_ld(long double *C, const long double *A, const long double *B, int n) {
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) {
-            long double s = 0;
-            for (int k = 0; k < n; k++) s += A[i * n + k] * B[k * n + j];
-            C[i * n + j] = s;
-        }
-}
-
-/* Oracle: Taylor to 60 terms in long double after scaling by 2^s (||A/2^s||_1 <= 1/4). */
-static void expm_oracle(const double *A, int n, double *E) {
-    size_t nn = (size_t)n * n;
-    long double *X = malloc(nn * sizeof *X), *T = malloc(nn * sizeof *T), *P = malloc(nn * sizeof *P),
-                *Q = malloc(nn * sizeof *Q);
-    double nrm = 0;
-    for (int j = 0; j < n; j++) {
-        double s = 0;
-        for (int i = 0; i < n; i++) s += fabs(A[i * n + j]);
-        if (s > nrm) nrm = s;
-    }
-    int s = 0;
-    while (nrm > 0.25) { nrm /= 2; s++; }
-    for (size_t i = 0; i < nn; i++) X[i] = ldexpl((long double)A[i], -s);
-    for (size_t i = 0; i < nn; i++) T[i] = P[i] = (i % (n + 1) == 0);
-    for (int k = 1; k <= 60; k++) {
-        mm_ld(Q, P, X, n);
-        for (size_t i = 0; i < nn; i++) {
-            P[i] = Q[i] / k;
-            T[i] += P[i];
-        }
-    }
-    for (int i = 0; i < s; i++) {
-        mm_ld(Q, T, T, n);
-        memcpy(T, Q, nn * sizeof *T);
-    }
-    for (size_t i = 0; i < nn; i++) E[i] = (double)T[i];
-    free(X); free(T); free(P); free(Q);
-}
+/* ---------- float64 helpers ---------- */
 
 static void mm_d(double *C, const double *A, const double *B, int n, int tb) {
     for (int i = 0; i < n; i++)
@@ -238,129 +196,14 @@ static void test_expm_frechet(void) {
 
 /* ---------- PE fixtures ---------- */
 
-typedef struct {
-    vt_pe *pe;
-    float *data, *grad;
-    int64_t total;
-    vt_tensor views[VT_PE_MAX_PARAMS];
-    int hd, H, L;
-} fix;
-
-/* A PE of `kind` for width D, H heads, depth L, with extra "--set" assignments. */
-static int fix_make(fix *f, const char *kind, int D, int H, int L, const char *const *sets, int nsets,
-                    uint64_t seed) {
-    vt_config cfg;
-    vt_config_defaults(&cfg);
-    char buf[6][64];
-    snprintf(buf[0], 64, "model.width=%d", D);
-    snprintf(buf[1], 64, "model.heads=%d", H);
-    snprintf(buf[2], 64, "model.depth=%d", L);
-    snprintf(buf[3], 64, "pe.kind=%s", kind);
-    snprintf(buf[4], 64, "model.img_size=16");
-    snprintf(buf[5], 64, "model.patch_size=4");
-    for (int i = 0; i < 6; i++)
-        if (vt_config_set(&cfg, buf[i]) != VT_OK) return fprintf(stderr, "%s\n", vt_last_error()), 0;
-    for (int i = 0; i < nsets; i++)
-        if (vt_config_set(&cfg, sets[i]) != VT_OK) return fprintf(stderr, "%s\n", vt_last_error()), 0;
-    if (vt_config_validate(&cfg) != VT_OK) return fprintf(stderr, "%s\n", vt_last_error()), 0;
-    memset(f, 0, sizeof *f);
-    if (vt_pe_create(&cfg, D, L, H, &f->pe) != VT_OK) return fprintf(stderr, "%s\n", vt_last_error()), 0;
-    for (int i = 0; i < f->pe->n_params; i++) f->total += f->pe->params[i].size;
-    f->data = calloc((size_t)f->total + 1, sizeof(float));
-    f->grad = calloc((size_t)f->total + 1, sizeof(float));
-    int64_t off = 0;
-    for (int i = 0; i < f->pe->n_params; i++) {
-        vt_tensor *v = &f->views[i];
-        v->data = f->data + off;
-        v->grad = f->grad + off;
-        v->ndim = 1;
-        v->shape[0] = v->size = f->pe->params[i].size;
-        f->pe->params[i].t = v;
-        off += v->size;
-    }
-    vt_rng r;
-    vt_rng_seed(&r, seed);
-    vt_pe_init_params(f->pe, &r);
-    f->hd = D / H;
-    f->H = H;
-    f->L = L;
-    return 1;
-}
-
-static void fix_free(fix *f) {
-    vt_pe_free(f->pe);
-    free(f->data);
-    free(f->grad);
-}
-
 static float *u_of(fix *f) { return f->views[0].data; }
-
-static void begin(int grad) {
-    vt_arena_reset(&arena);
-    vt_tape_clear(&tape);
-    tape.grad_enabled = grad;
-    tape.training = 0;
-}
-
-static vt_tensor *new_t(int grad, int ndim, int64_t a, int64_t b, int64_t c, int64_t d) {
-    int64_t s[4] = {a, b, c, d};
-    return vt_tensor_new(&arena, grad, ndim, s);
-}
-
-static void fill(vt_tensor *t, const float *src) { memcpy(t->data, src, (size_t)t->size * sizeof(float)); }
-
-/* Replay the tape with the output grads seeded by the caller. */
-static void run_backward(void) {
-    for (int i = tape.n - 1; i >= 0; i--) tape.entries[i].fn(tape.entries[i].ctx);
-}
-
-/* q, k (B, H, 1 + Np, hd) from qsrc/ksrc, coords (Ba, Np, C) from csrc; applies layer
- * `layer`; writes outputs to qo, ko. With grad: seeds with rq, rk and leaves grads. */
-typedef struct {
-    vt_tensor *q, *k, *coords, *qo, *ko;
-} run_out;
-
-static run_out run_pe(fix *f, int layer, int B, int Np, int Ba, const float *qsrc, const float *ksrc,
-                      const float *csrc, int grad, const float *rq, const float *rk) {
-    run_out o;
-    int C = f->pe->cfg.coord_dim;
-    begin(grad);
-    o.q = new_t(grad, 4, B, f->H, 1 + Np, f->hd);
-    o.k = new_t(grad, 4, B, f->H, 1 + Np, f->hd);
-    o.coords = new_t(grad, 3, Ba, Np, C, 1);
-    fill(o.q, qsrc);
-    fill(o.k, ksrc);
-    fill(o.coords, csrc);
-    vt_pe_liere_prepare_coords(f->pe, &tape, o.coords);
-    o.qo = o.q;
-    o.ko = o.k;
-    vt_pe_apply_qk(f->pe, &tape, layer, &o.qo, &o.ko);
-    if (grad) {
-        memcpy(o.qo->grad, rq, (size_t)o.qo->size * sizeof(float));
-        memcpy(o.ko->grad, rk, (size_t)o.ko->size * sizeof(float));
-        run_backward();
-    }
-    return o;
-}
-
-static double loss_of(const run_out *o, const float *rq, const float *rk) {
-    double L = 0;
-    for (int64_t i = 0; i < o->qo->size; i++) L += (double)o->qo->data[i] * rq[i] + (double)o->ko->data[i] * rk[i];
-    return L;
-}
-
-static float *rand_buf(int64_t n, double lo, double hi) {
-    float *b = malloc((size_t)n * sizeof(float));
-    for (int64_t i = 0; i < n; i++) b[i] = (float)(lo + (hi - lo) * vt_rng_uniform(&rng));
-    return b;
-}
 
 /* Dense oracle: y = blockdiag(expm(sum_k r_k (U_k - U_k^T))) x for one token of head h
  * (parameter head hp) in parameter layer lp. */
 static void dense_apply(fix *f, int lp, int hp, const float *r, const float *x, double *y) {
     int C = f->pe->cfg.coord_dim, g = f->pe->cfg.block_size, nb = f->hd / g, Hp = (int)f->pe->params[0].shape[1];
     const float *U = u_of(f) + (size_t)(lp * Hp + hp) * C * nb * g * g;
-    double A[64 * 64], E[64 * 64];
+    double A[64 * 64];
     for (int n = 0; n < nb; n++) {
         memset(A, 0, sizeof(double) * g * g);
         for (int k = 0; k < C; k++) {
@@ -371,12 +214,7 @@ static void dense_apply(fix *f, int lp, int hp, const float *r, const float *x, 
                     A[j * g + i] -= (double)r[k] * u[i * g + j];
                 }
         }
-        expm_oracle(A, g, E);
-        for (int i = 0; i < g; i++) {
-            double s = 0;
-            for (int j = 0; j < g; j++) s += E[i * g + j] * x[n * g + j];
-            y[n * g + i] = s;
-        }
+        expm_apply(A, g, x + n * g, y + n * g);
     }
 }
 
@@ -386,44 +224,13 @@ static void test_dense_and_orthogonal(void) {
     const char *sets[] = {"pe.block_size=4", "pe.share=none", "pe.init_scale=0.5"};
     fix f;
     CHECK(fix_make(&f, "liere", 16, 2, 2, sets, 3, 11), "make liere");
-    int B = 2, Np = 5, hd = f.hd, H = f.H, N = 1 + Np;
     for (int Ba = 1; Ba <= 2; Ba++) {
-        float *q = rand_buf((int64_t)B * H * N * hd, -1, 1), *k = rand_buf((int64_t)B * H * N * hd, -1, 1);
-        float *c = rand_buf((int64_t)Ba * Np * 2, -1.5, 1.5);
-        run_out o = run_pe(&f, 1, B, Np, Ba, q, k, c, 0, NULL, NULL);
-        double worst = 0, worst_norm = 0, worst_dot = 0;
-        int cls_same = 1;
-        for (int b = 0; b < B; b++)
-            for (int h = 0; h < H; h++) {
-                const float *x0 = q + ((size_t)(b * H + h) * N) * hd;
-                const float *y0 = o.qo->data + ((size_t)(b * H + h) * N) * hd;
-                cls_same &= memcmp(x0, y0, (size_t)hd * sizeof(float)) == 0;
-                for (int n = 1; n < N; n++) {
-                    const float *x = x0 + (size_t)n * hd, *y = y0 + (size_t)n * hd;
-                    double ref[64], nx = 0, ny = 0;
-                    dense_apply(&f, 1, h, c + ((size_t)(Ba > 1 ? b : 0) * Np + n - 1) * 2, x, ref);
-                    for (int i = 0; i < hd; i++) {
-                        worst = fmax(worst, fabs(y[i] - ref[i]));
-                        nx += (double)x[i] * x[i];
-                        ny += (double)y[i] * y[i];
-                    }
-                    worst_norm = fmax(worst_norm, fabs(sqrt(ny) - sqrt(nx)));
-                    /* orthogonality: <R q, R k> = <q, k> at the same token */
-                    const float *kx = k + ((size_t)(b * H + h) * N + n) * hd;
-                    const float *ky = o.ko->data + ((size_t)(b * H + h) * N + n) * hd;
-                    double d0 = 0, d1 = 0;
-                    for (int i = 0; i < hd; i++) {
-                        d0 += (double)x[i] * kx[i];
-                        d1 += (double)y[i] * ky[i];
-                    }
-                    worst_dot = fmax(worst_dot, fabs(d1 - d0));
-                }
-            }
-        CHECK(worst < 1e-5, "liere vs dense expm oracle (Ba=%d): max diff %.3g", Ba, worst);
-        CHECK(worst_norm < 1e-5, "liere preserves norms (Ba=%d): %.3g", Ba, worst_norm);
-        CHECK(worst_dot < 1e-5, "liere preserves inner products (Ba=%d): %.3g", Ba, worst_dot);
-        CHECK(cls_same, "CLS token untouched (Ba=%d)", Ba);
-        free(q); free(k); free(c);
+        pe_dense_stats st = pe_dense_compare(&f, vt_pe_liere_prepare_coords, dense_apply, Ba, 1.5);
+        CHECK(st.worst < 1e-5, "liere vs dense expm oracle (Ba=%d): max diff %.3g", Ba, st.worst);
+        CHECK(st.worst_norm < 1e-5, "liere preserves norms (Ba=%d): %.3g", Ba, st.worst_norm);
+        /* orthogonality: <R q, R k> = <q, k> at the same token */
+        CHECK(st.worst_dot < 1e-5, "liere preserves inner products (Ba=%d): %.3g", Ba, st.worst_dot);
+        CHECK(st.cls_q, "CLS token untouched (Ba=%d)", Ba);
     }
     fix_free(&f);
 }
@@ -442,7 +249,7 @@ static void test_commute_equals_rope(void) {
         for (int p = 0; p < npr; p++) U[((size_t)k * npr + p) * 4 + 1] = -fr[p * C + k];
     float *q = rand_buf((int64_t)B * H * N * hd, -1, 1), *k = rand_buf((int64_t)B * H * N * hd, -1, 1);
     float *c = rand_buf((int64_t)Np * C, -3, 3);
-    run_out o = run_pe(&f, 0, B, Np, 1, q, k, c, 0, NULL, NULL);
+    run_out o = run_pe(&f, vt_pe_liere_prepare_coords, 0, B, Np, 1, q, k, c, 0, NULL, NULL);
     float *lq = malloc((size_t)o.qo->size * sizeof(float));
     memcpy(lq, o.qo->data, (size_t)o.qo->size * sizeof(float));
     begin(0);
@@ -456,7 +263,7 @@ static void test_commute_equals_rope(void) {
     /* the sign matters: U = +f gives the rotation by the negative angles, not RoPE(f) */
     for (int kk = 0; kk < C; kk++)
         for (int p = 0; p < npr; p++) U[((size_t)kk * npr + p) * 4 + 1] = fr[p * C + kk];
-    run_out o2 = run_pe(&f, 0, B, Np, 1, q, k, c, 0, NULL, NULL);
+    run_out o2 = run_pe(&f, vt_pe_liere_prepare_coords, 0, B, Np, 1, q, k, c, 0, NULL, NULL);
     double maxd = 0;
     for (int64_t i = 0; i < o2.qo->size; i++) maxd = fmax(maxd, fabs(o2.qo->data[i] - lq[i]));
     CHECK(maxd > 0.1, "liere_commute(U = +f) differs from RoPE(f) (sign convention): %.3g", maxd);
@@ -498,57 +305,29 @@ static void test_commute_equals_rope(void) {
 }
 
 /* <R(r_i + s) q, R(r_j + s) k> - <R(r_i) q, R(r_j) k>, worst over heads and shifts. */
-static double invariance_gap(fix *f, int C) {
-    int hd = f->hd, H = f->H, Np = 2, N = 3;
-    float *q = rand_buf((int64_t)H * N * hd, -1, 1), *k = rand_buf((int64_t)H * N * hd, -1, 1);
-    double worst = 0;
-    for (int trial = 0; trial < 4; trial++) {
-        float c[6], cs[6];
-        for (int i = 0; i < Np * C; i++) c[i] = (float)(3 * (2 * vt_rng_uniform(&rng) - 1));
-        float s[3];
-        for (int kk = 0; kk < C; kk++) s[kk] = (float)(2.5 * (2 * vt_rng_uniform(&rng) - 1));
-        for (int n = 0; n < Np; n++)
-            for (int kk = 0; kk < C; kk++) cs[n * C + kk] = c[n * C + kk] + s[kk];
-        double dots[2][8];
-        for (int pass = 0; pass < 2; pass++) {
-            run_out o = run_pe(f, 0, 1, Np, 1, q, k, pass ? cs : c, 0, NULL, NULL);
-            for (int h = 0; h < H; h++) {
-                const float *qi = o.qo->data + ((size_t)h * N + 1) * hd, *kj = o.ko->data + ((size_t)h * N + 2) * hd;
-                double d = 0;
-                for (int i = 0; i < hd; i++) d += (double)qi[i] * kj[i];
-                dots[pass][h] = d;
-            }
-        }
-        for (int h = 0; h < H; h++) worst = fmax(worst, fabs(dots[1][h] - dots[0][h]));
-    }
-    free(q);
-    free(k);
-    return worst;
-}
-
 static void test_translation_invariance(void) {
     fix f;
     const char *s_commute[] = {"pe.coord_dim=2"};
     CHECK(fix_make(&f, "liere_commute", 16, 2, 1, s_commute, 1, 21), "make");
-    double gap = invariance_gap(&f, 2);
+    double gap = pe_invariance_gap(&f, vt_pe_liere_prepare_coords, 2, NULL);
     CHECK(gap < 1e-4, "liere_commute (C=2) translation invariant: gap %.3g", gap);
     fix_free(&f);
 
     const char *s_dense2[] = {"pe.coord_dim=2", "pe.block_size=8"};
     CHECK(fix_make(&f, "liere", 16, 2, 1, s_dense2, 2, 22), "make");
-    gap = invariance_gap(&f, 2);
+    gap = pe_invariance_gap(&f, vt_pe_liere_prepare_coords, 2, NULL);
     CHECK(gap > 1e-2, "dense liere (g=8, C=2) is NOT translation invariant: gap %.3g", gap);
     fix_free(&f);
 
     const char *s_dense1[] = {"pe.coord_dim=1", "pe.block_size=8"};
     CHECK(fix_make(&f, "liere", 16, 2, 1, s_dense1, 2, 23), "make");
-    gap = invariance_gap(&f, 1);
+    gap = pe_invariance_gap(&f, vt_pe_liere_prepare_coords, 1, NULL);
     CHECK(gap < 1e-4, "dense liere (g=8, C=1) translation invariant: gap %.3g", gap);
     fix_free(&f);
 
     const char *s_dense3[] = {"pe.coord_dim=3", "pe.block_size=4"};
     CHECK(fix_make(&f, "liere", 16, 2, 1, s_dense3, 2, 24), "make");
-    gap = invariance_gap(&f, 3);
+    gap = pe_invariance_gap(&f, vt_pe_liere_prepare_coords, 3, NULL);
     CHECK(gap > 1e-2, "dense liere (g=4, C=3) is NOT translation invariant: gap %.3g", gap);
     fix_free(&f);
 }
@@ -564,7 +343,7 @@ static void grad_check(const char *kind, const char *const *sets, int nsets, dou
     float *q = rand_buf(nq, -1, 1), *k = rand_buf(nq, -1, 1), *c = rand_buf((int64_t)Np * C, -1, 1);
     float *rq = rand_buf(nq, -1, 1), *rk = rand_buf(nq, -1, 1);
     memset(f.grad, 0, (size_t)f.total * sizeof(float));
-    run_out o = run_pe(&f, 1, B, Np, 1, q, k, c, 1, rq, rk);
+    run_out o = run_pe(&f, vt_pe_liere_prepare_coords, 1, B, Np, 1, q, k, c, 1, rq, rk);
     float *gq = malloc(nq * 4), *gk = malloc(nq * 4), *gc = malloc((size_t)Np * C * 4);
     memcpy(gq, o.q->grad, nq * 4);
     memcpy(gk, o.k->grad, nq * 4);
@@ -578,15 +357,7 @@ static void grad_check(const char *kind, const char *const *sets, int nsets, dou
     for (int which = 0; which < 2; which++) {
         float *src = which ? k : q, *g = which ? gk : gq;
         for (int64_t i = 0; i < nq; i += 11) {
-            float keep = src[i];
-            src[i] = keep + (float)eps;
-            run_out a = run_pe(&f, 1, B, Np, 1, q, k, c, 0, NULL, NULL);
-            double lp = loss_of(&a, rq, rk);
-            src[i] = keep - (float)eps;
-            run_out b = run_pe(&f, 1, B, Np, 1, q, k, c, 0, NULL, NULL);
-            double lm = loss_of(&b, rq, rk);
-            src[i] = keep;
-            double fd = (lp - lm) / (2 * eps);
+            double fd = fd_of(&src[i], eps, &f, vt_pe_liere_prepare_coords, 1, B, Np, q, k, c, rq, rk);
             if (!test_close(g[i], fd, 2e-3, 2e-3)) bad++;
             worst = fmax(worst, fabs(g[i] - fd));
         }
@@ -605,15 +376,7 @@ static void grad_check(const char *kind, const char *const *sets, int nsets, dou
             zero_ok &= gu[i] == 0.0f;
             continue;
         }
-        float keep = U[i];
-        U[i] = keep + (float)eps;
-        run_out a = run_pe(&f, 1, B, Np, 1, q, k, c, 0, NULL, NULL);
-        double lp = loss_of(&a, rq, rk);
-        U[i] = keep - (float)eps;
-        run_out b = run_pe(&f, 1, B, Np, 1, q, k, c, 0, NULL, NULL);
-        double lm = loss_of(&b, rq, rk);
-        U[i] = keep;
-        double fd = (lp - lm) / (2 * eps);
+        double fd = fd_of(&U[i], eps, &f, vt_pe_liere_prepare_coords, 1, B, Np, q, k, c, rq, rk);
         if (!test_close(gu[i], fd, 3e-3, 3e-3)) bad++;
         worst = fmax(worst, fabs(gu[i] - fd));
         checked++;
@@ -624,11 +387,11 @@ static void grad_check(const char *kind, const char *const *sets, int nsets, dou
     /* unused entries are ignored on input and cleared: junk there changes nothing */
     float *junk = malloc((size_t)f.total * 4);
     memcpy(junk, U, (size_t)f.total * 4);
-    run_out ref = run_pe(&f, 1, B, Np, 1, q, k, c, 0, NULL, NULL);
+    run_out ref = run_pe(&f, vt_pe_liere_prepare_coords, 1, B, Np, 1, q, k, c, 0, NULL, NULL);
     double lref = loss_of(&ref, rq, rk);
     for (int64_t e = 0; e < f.views[0].size; e++)
         if ((e % g) <= (e / g) % g) U[e] = 7.0f + (float)(e % 5);
-    run_out jr = run_pe(&f, 1, B, Np, 1, q, k, c, 0, NULL, NULL);
+    run_out jr = run_pe(&f, vt_pe_liere_prepare_coords, 1, B, Np, 1, q, k, c, 0, NULL, NULL);
     CHECK(loss_of(&jr, rq, rk) == lref, "%s: lower/diagonal entries of liere_u are ignored", kind);
     CHECK(memcmp(junk, U, (size_t)f.total * 4) == 0, "%s: and cleared back to 0", kind);
     free(junk);
@@ -641,15 +404,7 @@ static void grad_check(const char *kind, const char *const *sets, int nsets, dou
     bad = 0;
     worst = 0;
     for (int i = 0; i < Np * C; i++) {
-        float keep = c[i];
-        c[i] = keep + (float)eps;
-        run_out a = run_pe(&f, 1, B, Np, 1, q, k, c, 0, NULL, NULL);
-        double lp = loss_of(&a, rq, rk);
-        c[i] = keep - (float)eps;
-        run_out b = run_pe(&f, 1, B, Np, 1, q, k, c, 0, NULL, NULL);
-        double lm = loss_of(&b, rq, rk);
-        c[i] = keep;
-        double fd = (lp - lm) / (2 * eps);
+        double fd = fd_of(&c[i], eps, &f, vt_pe_liere_prepare_coords, 1, B, Np, q, k, c, rq, rk);
         if (!test_close(gc[i], fd, 3e-3, 3e-3)) bad++;
         worst = fmax(worst, fabs(gc[i] - fd));
     }
@@ -715,20 +470,16 @@ static void test_depth_scale(void) {
 
 /* share modes: checkpoint shapes, and which layers/heads see the same matrices */
 static void test_share_and_shapes(void) {
-    const char *names[] = {"none", "layers", "heads", "all"};
+    const char *const *names = pe_share_names;
     int D = 16, H = 2, L = 3, hd = 8;
     for (int sm = 0; sm < 4; sm++) {
-        char s1[64];
-        snprintf(s1, sizeof s1, "pe.share=%s", names[sm]);
-        const char *sets[] = {s1, "pe.coord_dim=2"};
         fix f;
-        CHECK(fix_make(&f, "liere", D, H, L, sets, 2, 51), "make share=%s", names[sm]);
-        int Lp = sm == 0 || sm == 2 ? L : 1, Hp = sm == 0 || sm == 1 ? H : 1;
+        int Lp, Hp;
+        pe_share_make(&f, "liere", D, H, L, sm, "pe.coord_dim=2", &Lp, &Hp);
         vt_pe_param *p = &f.pe->params[0];
         int64_t want[6] = {Lp, Hp, 2, 1, hd, hd};
-        int ok = p->ndim == 6 && strcmp(p->name, "pe.liere_u") == 0;
-        for (int i = 0; ok && i < 6; i++) ok = p->shape[i] == want[i];
-        CHECK(ok, "share=%s: pe.liere_u shape (%d, %d, 2, 1, 8, 8)", names[sm], Lp, Hp);
+        CHECK(pe_param_shape_is(p, "pe.liere_u", want, 6), "share=%s: pe.liere_u shape (%d, %d, 2, 1, 8, 8)",
+              names[sm], Lp, Hp);
         /* init: lower/diag 0, upper in [0, 2 pi) and not all equal */
         int init_ok = 1;
         double mn = 1e9, mx = -1e9;
@@ -744,18 +495,7 @@ static void test_share_and_shapes(void) {
         }
         CHECK(init_ok && mx - mn > 1.0, "share=%s: init U(0, 2 pi) upper, 0 elsewhere", names[sm]);
         /* layers 0 and 2, heads 0 and 1 on identical inputs */
-        int B = 1, Np = 2, N = 3;
-        float *q = rand_buf((int64_t)B * H * N * hd, -1, 1), *c = rand_buf((int64_t)Np * 2, 0, 1);
-        memcpy(q + (size_t)N * hd, q, (size_t)N * hd * sizeof(float)); /* head 1 = head 0 */
-        run_out a = run_pe(&f, 0, B, Np, 1, q, q, c, 0, NULL, NULL);
-        float *y0 = malloc((size_t)a.qo->size * 4);
-        memcpy(y0, a.qo->data, (size_t)a.qo->size * 4);
-        run_out b = run_pe(&f, 2, B, Np, 1, q, q, c, 0, NULL, NULL);
-        int same_layers = memcmp(y0, b.qo->data, (size_t)b.qo->size * 4) == 0;
-        int same_heads = memcmp(y0, y0 + (size_t)N * hd, (size_t)N * hd * 4) == 0;
-        CHECK(same_layers == (Lp == 1), "share=%s: layers 0 and 2 %s", names[sm], Lp == 1 ? "equal" : "differ");
-        CHECK(same_heads == (Hp == 1), "share=%s: heads 0 and 1 %s", names[sm], Hp == 1 ? "equal" : "differ");
-        free(q); free(c); free(y0);
+        pe_share_check(&f, vt_pe_liere_prepare_coords, names[sm], Lp, Hp, 1);
         fix_free(&f);
     }
     /* the default for liere: positions normalized, share all, g = hd */
@@ -770,50 +510,15 @@ static void test_share_and_shapes(void) {
     fix_free(&f);
 
     /* in a model: checkpoint names and shapes, and a forward/backward through the ViT */
-    vt_config cfg;
-    vt_config_defaults(&cfg);
     const char *ms[] = {"model.width=16", "model.heads=2", "model.depth=2", "model.img_size=8",
                         "model.patch_size=4", "model.num_classes=3", "pe.kind=liere",
                         "pe.share=layers", "pe.block_size=4"};
-    int ok = 1;
-    for (int i = 0; i < 9; i++) ok &= vt_config_set(&cfg, ms[i]) == VT_OK;
-    ok &= vt_config_validate(&cfg) == VT_OK;
-    CHECK(ok, "model config: %s", vt_last_error());
-    vt_vit m;
-    CHECK(vt_vit_init(&m, &cfg, 7) == VT_OK, "vit init: %s", vt_last_error());
-    vt_param *p = vt_vit_find(&m, "pe.liere_u");
-    int64_t want[6] = {1, 2, 2, 2, 4, 4};
-    int shape_ok = p && p->ckpt_ndim == 6;
-    for (int i = 0; shape_ok && i < 6; i++) shape_ok = p->ckpt_shape[i] == want[i];
-    CHECK(shape_ok, "model: pe.liere_u checkpoint shape (1, 2, 2, 2, 4, 4)");
-    CHECK(p && !p->decay, "pe.liere_u gets no weight decay");
-    begin(1);
-    vt_tensor *img = new_t(0, 4, 2, 3, 8, 8);
-    for (int64_t i = 0; i < img->size; i++) img->data[i] = (float)vt_rng_uniform(&rng);
-    vt_vit_zero_grad(&m);
-    vt_tensor *logits = vt_vit_forward(&m, &tape, img);
-    int labels[2] = {0, 2};
-    vt_tensor *loss = vt_op_cross_entropy(&tape, logits, labels, NULL, 0.0f);
-    vt_tape_backward(&tape, loss);
-    double gn = 0;
-    int finite = 1;
-    for (int64_t i = 0; p && i < p->t.size; i++) {
-        gn += (double)p->t.grad[i] * p->t.grad[i];
-        finite &= isfinite(p->t.grad[i]);
-    }
-    CHECK(isfinite(loss->data[0]) && finite && gn > 0, "model forward/backward reaches pe.liere_u (|g|^2 = %.3g)", gn);
-    vt_vit_free(&m);
+    const int64_t want[6] = {1, 2, 2, 2, 4, 4};
+    pe_model_check(ms, 9, "pe.liere_u", want, 6);
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
-    vt_arena_init(&arena, 1 << 20);
-    vt_tape_init(&tape, &arena);
-    vt_rng_seed(&rng, 1234);
+    if (pe_fixture_init(1234) != 0) return 1;
     test_expm_oracles();
     test_expm_frechet();
     test_dense_and_orthogonal();
@@ -822,7 +527,6 @@ int main(void) {
     test_gradients();
     test_depth_scale();
     test_share_and_shapes();
-    vt_tape_free(&tape);
-    vt_arena_free(&arena);
+    pe_fixture_done();
     return test_summary();
 }

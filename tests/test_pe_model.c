@@ -23,32 +23,8 @@
 #include "kernels.h"
 #include "ops/ops.h"
 #include "pe/pe.h"
+#include "pe_tiny_model.h"
 #include "vit.h"
-
-static vt_arena arena;
-static vt_tape tape;
-
-static vt_config cfg_of(const char *sets) {
-    vt_config c;
-    const char *json = "{\"model\": {\"width\": 16, \"depth\": 2, \"heads\": 2, \"patch_size\": 4, "
-                       "\"img_size\": 12, \"num_classes\": 3, \"in_chans\": 3}}";
-    if (vt_config_parse(&c, json, "test") != VT_OK) {
-        fprintf(stderr, "config: %s\n", vt_last_error());
-        abort();
-    }
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", sets);
-    for (char *tok = strtok(buf, ";"); tok; tok = strtok(NULL, ";"))
-        if (vt_config_set(&c, tok) != VT_OK) {
-            fprintf(stderr, "config set %s: %s\n", tok, vt_last_error());
-            abort();
-        }
-    if (vt_config_validate(&c) != VT_OK) {
-        fprintf(stderr, "config %s: %s\n", sets, vt_last_error());
-        abort();
-    }
-    return c;
-}
 
 static void model_of(vt_vit *m, const char *sets, uint64_t seed) {
     vt_config c = cfg_of(sets);
@@ -81,14 +57,6 @@ static vt_tensor *images_of(vt_rng *r, int B, int C, int S) {
 static void kind_sets(vt_pe_kind k, char *buf, size_t n) {
     snprintf(buf, n, "pe.kind=%s%s", vt_pe_kind_name(k),
              k == VT_PE_LIERE ? ";pe.coord_dim=1" : k == VT_PE_CIRCULANT ? ";pe.block_size=4" : "");
-}
-
-static double logit(const vt_tensor *q, const vt_tensor *k, int b, int h, int n, int m) {
-    int64_t H = q->shape[1], N = q->shape[2], hd = q->shape[3];
-    const float *x = q->data + ((b * H + h) * N + n) * hd, *y = k->data + ((b * H + h) * N + m) * hd;
-    double s = 0;
-    for (int64_t i = 0; i < hd; i++) s += (double)x[i] * y[i];
-    return s;
 }
 
 /* Every layer's patch-patch logits with the grid shifted by a real offset vs unshifted. */
@@ -439,20 +407,13 @@ static void test_synthetic_depth_label(void) {
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err) != 0) {
-        fprintf(stderr, "kernels: %s\n", err);
-        return 1;
-    }
-    vt_arena_init(&arena, 1 << 20);
-    vt_tape_init(&tape, &arena);
+    if (pe_tiny_init() != 0) return 1;
     test_shift();
     test_permutation();
     test_checkpoints();
     test_resolutions();
     test_model_grads();
     test_synthetic_depth_label();
-    vt_tape_free(&tape);
-    vt_arena_free(&arena);
+    pe_tiny_done();
     return test_summary();
 }

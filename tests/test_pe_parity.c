@@ -32,6 +32,7 @@
 #include "harness.h"
 #include "kernels.h"
 #include "ops/ops.h"
+#include "parity_util.h"
 #include "pe/pe.h"
 #include "tape.h"
 #include "tensor.h"
@@ -46,24 +47,10 @@ static const char *const fixtures[] = {
     "circulant",  "liere",      "liere_g4",       "liere_commute", "liere_res", "rope_mixed_res",
 };
 
-/* Whether name is one of the fixture's non-parameter tensors. */
-static int is_reference_tensor(const char *name) {
-    return strncmp(name, "input.", 6) == 0 || strncmp(name, "output.", 7) == 0 ||
-           strncmp(name, "grad.", 5) == 0;
-}
-
 /* Check the model's parameters against the fixture's (names both ways, shapes) and copy the
  * values in. Returns 1 when every parameter was found with its shape. */
 static int load_params(vt_vit *m, const vt_safetensors *st, const char *path) {
-    int n_fixture_params = 0, ok = 1;
-    for (int i = 0; i < st->n; i++) {
-        if (is_reference_tensor(st->tensors[i].name)) continue;
-        n_fixture_params++;
-        CHECK(vt_vit_find(m, st->tensors[i].name) != NULL,
-              "%s: fixture parameter %s is not a model parameter", path, st->tensors[i].name);
-    }
-    CHECK(n_fixture_params == m->n_p, "%s: fixture has %d parameters, model %d", path,
-          n_fixture_params, m->n_p);
+    int n_fixture_params = parity_check_names(m, st, path), ok = 1;
     for (int i = 0; i < m->n_p; i++) {
         const vt_st_tensor *t = vt_st_find(st, m->p[i].name);
         /* The model's view may merge leading dims of a pe.* tensor (ndim > VT_MAX_DIMS); the
@@ -88,24 +75,9 @@ static int load_params(vt_vit *m, const vt_safetensors *st, const char *path) {
 
 static void check_fixture(const char *path) {
     vt_safetensors st;
-    vt_status s = vt_st_read(path, &st);
-    CHECK(s == VT_OK, "cannot read fixture: %s", vt_last_error());
-    if (s != VT_OK) return;
-    const char *json = vt_st_meta(&st, "config");
-    CHECK(json != NULL, "%s: no __metadata__[\"config\"]", path);
     vt_config cfg;
-    vt_config_defaults(&cfg);
-    s = json ? vt_config_parse(&cfg, json, path) : VT_ERR_USAGE;
-    CHECK(s == VT_OK, "%s: config does not parse: %s", path, vt_last_error());
     vt_vit m;
-    if (s == VT_OK) {
-        s = vt_vit_init(&m, &cfg, 1);
-        CHECK(s == VT_OK, "%s: model init: %s", path, vt_last_error());
-    }
-    if (s != VT_OK) {
-        vt_st_free(&st);
-        return;
-    }
+    if (!parity_open(path, &st, &cfg, &m)) return;
 
     const vt_st_tensor *images = vt_st_find(&st, "input.images");
     const vt_st_tensor *labels_f = vt_st_find(&st, "input.labels");
@@ -129,22 +101,12 @@ static void check_fixture(const char *path) {
 
     vt_arena arena;
     vt_tape tape;
-    vt_arena_init(&arena, (size_t)1 << 20);
-    vt_tape_init(&tape, &arena);
-    tape.grad_enabled = 1;
-    tape.training = 0;
-    vt_vit_zero_grad(&m);
-    vt_tensor *x = vt_tensor_wrap(&arena, images->data, 4, images->shape);
-    vt_tensor *logits = vt_vit_forward(&m, &tape, x);
-    vt_tensor *loss = vt_op_cross_entropy(&tape, logits, labels, NULL, smoothing);
-    float lv = loss->data[0];
-    vt_tape_backward(&tape, loss);
-
-    CHECK(logits->ndim == 2 && logits->shape[0] == BATCH && logits->shape[1] == m.num_classes,
-          "%s: logits shape", path);
-    CHECK_ARRAY_CLOSE(logits->data, want_logits->data, want_logits->size, ATOL, RTOL,
-                      "%s: output.logits", path);
-    CHECK_CLOSE(lv, want_loss->data[0], ATOL, RTOL, "%s: output.loss", path);
+    parity_session_init(&arena, &tape);
+    vt_tensor *logits = NULL;
+    float lv = parity_forward_backward(&m, &tape, &arena, images->data, images->shape, labels,
+                                       smoothing, &logits);
+    parity_check_outputs(path, logits, lv, want_logits, want_loss, BATCH, m.num_classes, ATOL,
+                         RTOL);
     int n_pe_grads = 0;
     for (int i = 0; i < m.n_p; i++) {
         char gname[128];
@@ -176,17 +138,5 @@ static void check_fixture(const char *path) {
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err)) {
-        fprintf(stderr, "kernels: %s\n", err);
-        return 1;
-    }
-    const char *dir = getenv("VT_FIXTURE_DIR");
-    if (!dir) dir = "tests/fixtures";
-    for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) {
-        char path[512];
-        snprintf(path, sizeof path, "%s/vit_pe_%s.safetensors", dir, fixtures[i]);
-        check_fixture(path);
-    }
-    return test_summary();
+    return parity_main("vit_pe_", fixtures, sizeof fixtures / sizeof fixtures[0], check_fixture);
 }

@@ -21,35 +21,9 @@
 #include "ops/ops.h"
 #include "pe/pe.h"
 #include "pe/rotary.h"
-
-static vt_arena arena;
-static vt_tape tape;
+#include "pe_tiny_model.h"
 
 /* ---- Building PEs ---- */
-
-/* Model: width 16, 2 heads (hd 8), depth 2, patch 4, 12 x 12 training images (3 x 3
- * grid), plus ';'-separated overrides. */
-static vt_config cfg_of(const char *sets) {
-    vt_config c;
-    const char *json = "{\"model\": {\"width\": 16, \"depth\": 2, \"heads\": 2, \"patch_size\": 4, "
-                       "\"img_size\": 12, \"num_classes\": 3, \"in_chans\": 3}}";
-    if (vt_config_parse(&c, json, "test") != VT_OK) {
-        fprintf(stderr, "config: %s\n", vt_last_error());
-        abort();
-    }
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", sets);
-    for (char *tok = strtok(buf, ";"); tok; tok = strtok(NULL, ";"))
-        if (vt_config_set(&c, tok) != VT_OK) {
-            fprintf(stderr, "config set %s: %s\n", tok, vt_last_error());
-            abort();
-        }
-    if (vt_config_validate(&c) != VT_OK) {
-        fprintf(stderr, "config %s: %s\n", sets, vt_last_error());
-        abort();
-    }
-    return c;
-}
 
 typedef struct {
     vt_pe *pe;
@@ -541,15 +515,6 @@ static void test_ref_properties(void) {
         }
 }
 
-/* Patch-patch logits q'_n . k'_m (n, m >= 1) of (b, h). */
-static double logit(const vt_tensor *q, const vt_tensor *k, int b, int h, int n, int m) {
-    int64_t H = q->shape[1], N = q->shape[2], hd = q->shape[3];
-    const float *x = q->data + ((b * H + h) * N + n) * hd, *y = k->data + ((b * H + h) * N + m) * hd;
-    double s = 0;
-    for (int64_t i = 0; i < hd; i++) s += (double)x[i] * y[i];
-    return s;
-}
-
 /* Production path: shifting every patch by a real offset keeps patch-patch logits. */
 static void test_shift_production(void) {
     const char *kinds[4] = {"pe.kind=rope_axial", "pe.kind=rope_mixed", "pe.kind=cayley", "pe.kind=rope_mixed;pe.coord_dim=3"};
@@ -831,13 +796,7 @@ static void test_gradients(void) {
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err) != 0) {
-        fprintf(stderr, "kernels: %s\n", err);
-        return 1;
-    }
-    vt_arena_init(&arena, 1 << 20);
-    vt_tape_init(&tape, &arena);
+    if (pe_tiny_init() != 0) return 1;
     test_axial_freqs();
     test_mixed_init();
     test_coords();
@@ -846,7 +805,6 @@ int main(void) {
     test_shift_production();
     test_equivalences();
     test_gradients();
-    vt_tape_free(&tape);
-    vt_arena_free(&arena);
+    pe_tiny_done();
     return test_summary();
 }

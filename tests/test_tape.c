@@ -23,6 +23,7 @@
 #include "rng.h"
 #include "status.h"
 #include "tape.h"
+#include "tape_fixture.h"
 #include "tensor.h"
 
 #define GC_H 1e-2
@@ -30,9 +31,6 @@
 #define GC_RTOL 5e-3
 #define MAX_PARAMS 24
 
-static vt_arena arena, store;
-static vt_tape tape;
-static vt_rng tape_rng;
 
 typedef struct {
     vt_tensor *p[MAX_PARAMS];
@@ -273,15 +271,7 @@ static void test_reuse_and_determinism(model *m, model_fwd f, const char *name) 
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
-    vt_arena_init(&arena, 1 << 16);
-    vt_arena_init(&store, 1 << 20);
-    vt_tape_init(&tape, &arena);
-    tape.rng = &tape_rng;
+    if (tape_fixture_init() != 0) return 1;
     tape.training = 1;
     vt_rng r;
     vt_rng_seed(&r, 2024);
@@ -303,8 +293,6 @@ int main(void) {
     vit_init(&big_vit, &r, 8, 3, 32, 32, 4, 64, 4, 10, 0.2f);
     test_reuse_and_determinism(&big_vit, vit_forward, "big vit");
 
-    vt_tape_free(&tape);
-    vt_arena_free(&arena);
-    vt_arena_free(&store);
+    tape_fixture_done();
     return test_summary();
 }

@@ -1,0 +1,68 @@
+/* data_fixture.h - test helper: the scaffolding shared by test_data.c and
+ * test_datasets.c (header-only; include from exactly one file per test binary, after
+ * harness.h).
+ *
+ * Provides the binary's scratch directory (tmpdir, made by data_tmpdir_create and
+ * removed with everything in it by data_tmpdir_remove), the count of checks skipped for
+ * a missing external dataset (skipped) and the closing line with it (data_summary), and
+ * data_cfg: a loader config from the config.c defaults with every field the loader reads
+ * set explicitly (mean 0, std 1, no flip, splits "train" / "val").
+ */
+#ifndef VT_TEST_DATA_FIXTURE_H
+#define VT_TEST_DATA_FIXTURE_H
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config.h"
+
+static char tmpdir[256];
+static int skipped = 0;
+
+/* Make tmpdir = a fresh "<base>/<name>_XXXXXX"; 0 on success, 1 (perror printed) if not. */
+static int data_tmpdir_create(const char *base, const char *name) {
+    snprintf(tmpdir, sizeof tmpdir, "%s/%s_XXXXXX", base, name);
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    return 0;
+}
+
+static int data_rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+/* Remove tmpdir and everything below it. */
+static void data_tmpdir_remove(void) { nftw(tmpdir, data_rm_cb, 16, FTW_DEPTH | FTW_PHYS); }
+
+/* Print "N passed, N failed, N skipped"; the binary's exit status (1 if anything failed). */
+static int data_summary(void) {
+    printf("%d passed, %d failed, %d skipped\n", test_passed_count, test_failed_count, skipped);
+    return test_failed_count ? 1 : 0;
+}
+
+/* Loader config for a `kind` dataset at `root`: img x img images with chans channels,
+ * classes classes, train.seed `seed`, train and eval batch size `batch`. */
+static void data_cfg(vt_config *c, vt_data_kind kind, const char *root, int img, int chans, int classes,
+                     long long seed, int batch) {
+    vt_config_defaults(c);
+    c->data.kind = kind;
+    c->data.hflip = 0;
+    snprintf(c->data.root, sizeof c->data.root, "%s", root);
+    strcpy(c->data.train_split, "train");
+    strcpy(c->data.val_split, "val");
+    for (int i = 0; i < 3; i++) { c->data.mean[i] = 0.0; c->data.std[i] = 1.0; }
+    c->model.img_size = img;
+    c->model.in_chans = chans;
+    c->model.num_classes = classes;
+    c->train.seed = seed;
+    c->train.batch_size = batch;
+    c->eval.batch_size = batch;
+}
+
+#endif
