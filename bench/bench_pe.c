@@ -1,0 +1,166 @@
+/* bench_pe.c - training-step cost of each position encoding relative to none (`make bench`).
+ * Not a test: prints figures.
+ *
+ * For ViT-S/16 at 224 (batch 32) and a ViT-Ti-sized model with patch 4 at 32 (batch 128),
+ * builds one model per PE kind (none, ape, rope_axial, rope_mixed, cayley, circulant,
+ * liere with one dense generator for the model (share all, block hd), liere_commute) and
+ * times full training steps (zero grad, forward, cross-entropy, backward, AdamW) on the
+ * same synthetic batch. Kinds are timed round-robin, REPS rounds, and each kind keeps its
+ * fastest step, so load on a shared machine hits every kind alike; "ratio" = step time /
+ * step time of none, measured in this process.
+ * stdout: one JSON object per (model, kind); stderr: a readable table.
+ * VT_BENCH_QUICK=1: batch sizes divided by 8 and 2 rounds.
+ */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "kernels.h"
+#include "ops/ops.h"
+#include "optim.h"
+#include "rng.h"
+#include "tape.h"
+#include "vit.h"
+
+typedef struct {
+    const char *name;
+    const char *sets[8];
+} pe_case;
+
+static const pe_case kinds[] = {
+    {"none", {"pe.kind=none"}},
+    {"ape", {"pe.kind=ape"}},
+    {"rope_axial", {"pe.kind=rope_axial"}},
+    {"rope_mixed", {"pe.kind=rope_mixed"}},
+    {"cayley", {"pe.kind=cayley"}},
+    {"circulant", {"pe.kind=circulant"}},
+    {"liere", {"pe.kind=liere", "pe.share=all"}},
+    {"liere_commute", {"pe.kind=liere_commute"}},
+};
+#define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))
+
+typedef struct {
+    const char *name;
+    const char *sets[6];
+    int batch;
+} model_case;
+
+static const model_case models[] = {
+    {"vit_small_p16_224", {"model.preset=vit_small", "model.patch_size=16", "model.img_size=224",
+                           "model.num_classes=1000"}, 32},
+    {"vit_tiny_p4_32", {"model.preset=vit_tiny", "model.patch_size=4", "model.img_size=32",
+                        "model.num_classes=10"}, 128},
+};
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct {
+    vt_config cfg;
+    vt_vit m;
+    vt_optim o;
+    vt_arena arena;
+    vt_tape tape;
+    vt_rng rng;
+    double best;
+} pe_run;
+
+static int setup(pe_run *r, const model_case *mc, const pe_case *pc) {
+    const char *sets[16];
+    int n = 0;
+    for (int i = 0; i < 6 && mc->sets[i]; i++) sets[n++] = mc->sets[i];
+    for (int i = 0; i < 8 && pc->sets[i]; i++) sets[n++] = pc->sets[i];
+    sets[n++] = "model.in_chans=3";
+    sets[n++] = "data.kind=synthetic";
+    if (vt_config_load_overrides(&r->cfg, NULL, sets, n) != VT_OK ||
+        vt_vit_init(&r->m, &r->cfg, 1) != VT_OK || vt_optim_init(&r->o, &r->cfg.optim, r->m.n_params) != VT_OK) {
+        fprintf(stderr, "bench_pe: %s/%s: %s\n", mc->name, pc->name, vt_last_error());
+        return 0;
+    }
+    vt_arena_init(&r->arena, 1 << 20);
+    vt_tape_init(&r->tape, &r->arena);
+    vt_rng_seed(&r->rng, 7);
+    r->tape.rng = &r->rng;
+    r->best = 1e30;
+    return 1;
+}
+
+static void teardown(pe_run *r) {
+    vt_tape_free(&r->tape);
+    vt_arena_free(&r->arena);
+    vt_optim_free(&r->o);
+    vt_vit_free(&r->m);
+}
+
+/* One training step on the given batch; returns its wall time. */
+static double step(pe_run *r, const float *images, const int *labels, int B) {
+    double t0 = now();
+    vt_arena_reset(&r->arena);
+    vt_tape_clear(&r->tape);
+    vt_vit_zero_grad(&r->m);
+    int64_t shape[4] = {B, r->m.in_chans, r->m.img_size, r->m.img_size};
+    vt_tensor *x = vt_tensor_wrap(&r->arena, (float *)images, 4, shape);
+    vt_tensor *logits = vt_vit_forward(&r->m, &r->tape, x);
+    vt_tensor *loss = vt_op_cross_entropy(&r->tape, logits, labels, NULL, 0.1f);
+    vt_tape_backward(&r->tape, loss);
+    vt_optim_step(&r->o, &r->m, 1e-4f);
+    return now() - t0;
+}
+
+static void bench_model(const model_case *mc, int quick) {
+    int B = quick ? mc->batch / 8 : mc->batch, rounds = quick ? 2 : 3;
+    pe_run *runs = calloc(N_KINDS, sizeof *runs);
+    int ok[N_KINDS];
+    for (int k = 0; k < N_KINDS; k++) ok[k] = setup(&runs[k], mc, &kinds[k]);
+    if (!ok[0]) exit(1);
+    int S = runs[0].m.img_size;
+    size_t n_img = (size_t)B * 3 * S * S;
+    float *images = malloc(n_img * sizeof *images);
+    int *labels = malloc((size_t)B * sizeof *labels);
+    vt_rng g;
+    vt_rng_seed(&g, 3);
+    for (size_t i = 0; i < n_img; i++) images[i] = (float)(2.0 * vt_rng_uniform(&g) - 1.0);
+    for (int b = 0; b < B; b++) labels[b] = (int)vt_rng_below(&g, (uint64_t)runs[0].m.num_classes);
+    for (int k = 0; k < N_KINDS; k++)
+        if (ok[k]) step(&runs[k], images, labels, B); /* warm-up: the arena settles */
+    for (int round = 0; round < rounds; round++)
+        for (int k = 0; k < N_KINDS; k++)
+            if (ok[k]) {
+                double t = step(&runs[k], images, labels, B);
+                if (t < runs[k].best) runs[k].best = t;
+            }
+    fprintf(stderr, "%-20s %-14s %10s %8s\n", "model", "pe", "step ms", "ratio");
+    for (int k = 0; k < N_KINDS; k++) {
+        if (!ok[k]) continue;
+        double ratio = runs[k].best / runs[0].best;
+        printf("{\"bench\":\"pe_step\",\"model\":\"%s\",\"pe\":\"%s\",\"batch\":%d,\"threads\":%d,"
+               "\"step_ms\":%.2f,\"ratio_vs_none\":%.4f,\"rounds\":%d}\n",
+               mc->name, kinds[k].name, B, omp_get_max_threads(), 1e3 * runs[k].best, ratio, rounds);
+        fprintf(stderr, "%-20s %-14s %10.1f %8.3f\n", mc->name, kinds[k].name, 1e3 * runs[k].best, ratio);
+        teardown(&runs[k]);
+    }
+    fflush(stdout);
+    free(images);
+    free(labels);
+    free(runs);
+}
+
+int main(void) {
+    char err[256];
+    if (vt_kernels_init(err, sizeof err)) {
+        fprintf(stderr, "bench_pe: %s\n", err);
+        return 1;
+    }
+    const char *q = getenv("VT_BENCH_QUICK");
+    int quick = q && *q && strcmp(q, "0") != 0;
+    fprintf(stderr, "bench_pe: kernels %s, %d threads%s\n", vt_k.name, omp_get_max_threads(),
+            quick ? " (quick)" : "");
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) bench_model(&models[i], quick);
+    return 0;
+}
