@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "rng.h"
 
 vt_status vt_eval_open(vt_evaluator *ev, const vt_config *cfg, int img_size) {
     memset(ev, 0, sizeof *ev);
@@ -30,7 +31,11 @@ vt_status vt_eval_open(vt_evaluator *ev, const vt_config *cfg, int img_size) {
     ev->images = vt_aligned_alloc(img_floats * sizeof(float));
     ev->labels = vt_aligned_alloc((size_t)ev->batch_size * sizeof(int));
     ev->soft = vt_aligned_alloc((size_t)ev->batch_size * ev->num_classes * sizeof(float));
-    if (!ev->images || !ev->labels || !ev->soft) {
+    ev->patch_size = cfg->model.patch_size;
+    int grid = img_size / ev->patch_size;
+    ev->perm = vt_aligned_alloc((size_t)grid * grid * sizeof(int));
+    ev->scratch = vt_aligned_alloc((size_t)ev->in_chans * img_size * img_size * sizeof(float));
+    if (!ev->images || !ev->labels || !ev->soft || !ev->perm || !ev->scratch) {
         vt_eval_close(ev);
         return vt_fail(VT_ERR_RUNTIME, "out of memory: evaluation batch of %d images at %dx%d",
                        ev->batch_size, img_size, img_size);
@@ -52,7 +57,33 @@ void vt_eval_close(vt_evaluator *ev) {
     free(ev->images);
     free(ev->labels);
     free(ev->soft);
+    free(ev->perm);
+    free(ev->scratch);
     memset(ev, 0, sizeof *ev);
+}
+
+void vt_eval_patch_permutation(int *perm, int n, uint64_t seed, int64_t index) {
+    vt_rng r;
+    vt_rng_seed(&r, vt_rng_derive(seed, (uint64_t)index, 0x5107));
+    for (int i = 0; i < n; i++) perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)vt_rng_below(&r, (uint64_t)i + 1);
+        int t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+void vt_eval_permute_patches(float *dst, const float *src, const int *perm, int C, int S, int P) {
+    VT_ASSERT(P > 0 && S % P == 0, "image size %d not divisible by patch %d", S, P);
+    const int G = S / P;
+    for (int g = 0; g < G * G; g++) {
+        int gy = g / G, gx = g % G, sy = perm[g] / G, sx = perm[g] % G;
+        for (int c = 0; c < C; c++)
+            for (int r = 0; r < P; r++)
+                memcpy(dst + ((size_t)c * S + gy * P + r) * S + gx * P,
+                       src + ((size_t)c * S + sy * P + r) * S + sx * P, (size_t)P * sizeof(float));
+    }
 }
 
 int vt_eval_rank(const float *row, int K, int y) {
@@ -82,6 +113,16 @@ vt_status vt_eval_run(vt_evaluator *ev, vt_vit *m, float *logits, vt_eval_result
                 return vt_fail(VT_ERR_RUNTIME, "validation sample %lld has label %d: expected "
                                "0..%d (model.num_classes %d)", (long long)(seen + i),
                                ev->labels[i], K - 1, K);
+        if (ev->shuffle) {
+            const int G = S / ev->patch_size;
+            const size_t img = (size_t)ev->in_chans * S * S;
+            for (int i = 0; i < count; i++) {
+                vt_eval_patch_permutation(ev->perm, G * G, ev->shuffle_seed, seen + i);
+                memcpy(ev->scratch, ev->images + i * img, img * sizeof(float));
+                vt_eval_permute_patches(ev->images + i * img, ev->scratch, ev->perm, ev->in_chans, S,
+                                        ev->patch_size);
+            }
+        }
         vt_arena_reset(&ev->arena);
         vt_tape_clear(&ev->tape);
         int64_t shape[4] = {count, ev->in_chans, S, S};

@@ -2,8 +2,18 @@
  *
  * Owns: batching over the val split (dataset order, the last partial batch kept), the
  * eval-mode forward (gradients off, no dropout / drop-path), top-1 / top-5 counting and
- * the mean cross-entropy. Used by the training loop (periodic and final evaluation)
- * and by `vitrain eval`. Does not own the model, checkpoints or metrics files.
+ * the mean cross-entropy, and the patch-shuffle probe. Used by the training loop
+ * (periodic and final evaluation) and by `vitrain eval` (which also evaluates at other
+ * image sizes: one evaluator per size, the model handles any grid through vt_vit_forward,
+ * positions per pe.positions, a learned APE resampled, a sincos APE recomputed). Does
+ * not own the model, checkpoints or metrics files.
+ *
+ * Patch shuffle (the LieRE study of how much a model uses position): with
+ * ev->shuffle set, every val image's P x P patches are permuted before the forward by
+ * a permutation fixed per image (vt_eval_patch_permutation of (shuffle_seed, dataset
+ * index)), so positions stay on the grid and the content moves. A model without any
+ * PE and with CLS or mean pooling gives the same logits up to float rounding (its
+ * patch tokens are permutation-equivariant and the pooling is invariant).
  *
  * Top-k with ties: the rank of the true class y is the number of classes j whose
  * logit is greater than logit[y], plus the classes j < y whose logit equals it (so a
@@ -41,6 +51,11 @@ typedef struct {
     float *soft;         /* batch_size * num_classes (loader contract; unused for val) */
     vt_arena arena;
     vt_tape tape;
+    int patch_size;
+    int shuffle;             /* 0: plain evaluation; 1: patch-shuffled (set by the caller) */
+    uint64_t shuffle_seed;   /* seed of the per-image permutations */
+    int *perm;               /* (S/P)^2 permutation workspace */
+    float *scratch;          /* one image, in_chans * S * S */
 } vt_evaluator;
 
 /* Open the val split of cfg->data at img_size (S, divisible by model.patch_size) with
@@ -54,6 +69,16 @@ void vt_eval_close(vt_evaluator *ev);
  * parameters are not modified. Errors: loader failures; a label outside
  * [0, num_classes). */
 vt_status vt_eval_run(vt_evaluator *ev, vt_vit *m, float *logits, vt_eval_result *res);
+
+/* The patch permutation of dataset sample `index` under `seed`: perm[g] (n entries,
+ * a permutation of 0..n-1, uniform by Fisher-Yates over vt_rng seeded with
+ * vt_rng_derive(seed, index, 0x5107)) is the source patch whose content lands at grid
+ * cell g. Deterministic: independent of batch size and thread count. */
+void vt_eval_patch_permutation(int *perm, int n, uint64_t seed, int64_t index);
+
+/* dst (C, S, S) = src with patch cell g (row-major over the (S/P)^2 grid) taken from
+ * src's cell perm[g]. dst and src must not overlap; S divisible by P. */
+void vt_eval_permute_patches(float *dst, const float *src, const int *perm, int C, int S, int P);
 
 /* Rank of class y among the K logits in row (see the tie rule above). */
 int vt_eval_rank(const float *row, int K, int y);

@@ -3,7 +3,8 @@
  *
  *   vitrain [train] CONFIG [--set k=v ...] [--threads N] [--resume RUN_DIR] [--run-dir DIR]
  *                          [--stop-after STEPS]
- *   vitrain eval CONFIG --checkpoint FILE [--logits OUT.npy] [--set k=v ...] [--threads N]
+ *   vitrain eval CONFIG --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle] [--seed N]
+ *                       [--logits OUT.npy] [--set k=v ...] [--threads N]
  *   vitrain info CONFIG [--set k=v ...]
  *   vitrain help-config [--markdown]
  *
@@ -28,7 +29,7 @@
 #define MAX_SETS 256
 
 enum { F_SET = 1, F_THREADS = 2, F_RESUME = 4, F_RUNDIR = 8, F_CKPT = 16, F_LOGITS = 32,
-       F_MARKDOWN = 64, F_STOP = 128 };
+       F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024 };
 
 typedef struct {
     const char *cmd;
@@ -39,6 +40,10 @@ typedef struct {
     const char *resume, *run_dir, *checkpoint, *logits;
     long long stop_after;
     int markdown, help;
+    int resolutions[VT_MAX_RES], n_resolutions; /* --resolutions; 0 = not given */
+    int patch_shuffle;
+    int seed_given;
+    unsigned long long seed; /* --seed: patch-shuffle permutations */
 } cli_args;
 
 static const char *USAGE_TRAIN =
@@ -53,11 +58,19 @@ static const char *USAGE_TRAIN =
     "  --run-dir DIR     write the run to DIR\n"
     "  --stop-after N    stop after optimizer step N (checkpoint + state written, resumable)\n";
 static const char *USAGE_EVAL =
-    "usage: vitrain eval CONFIG --checkpoint FILE [--logits OUT.npy] [--set k=v ...] [--threads N]\n"
+    "usage: vitrain eval CONFIG --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle]\n"
+    "                    [--seed N] [--logits OUT.npy] [--set k=v ...] [--threads N]\n"
     "Top-1/top-5 accuracy and mean cross-entropy of a checkpoint on the val split\n"
-    "(data.val_split). Prints a JSON line on stdout and a readable line on stderr.\n"
+    "(data.val_split), at each image size without fine-tuning. Prints one JSON line per\n"
+    "size on stdout, a readable line per size and a closing table on stderr.\n"
     "  --checkpoint FILE  model weights (.safetensors written by vitrain)\n"
-    "  --logits OUT.npy   also write the logits, float32 (N, num_classes), rows in dataset order\n"
+    "  --resolutions L    comma-separated image sizes (multiples of model.patch_size); default\n"
+    "                     model.img_size, then eval.resolutions\n"
+    "  --patch-shuffle    also evaluate with each image's patches permuted (a fixed permutation\n"
+    "                     per image): accuracy before, after and the relative top-1 drop\n"
+    "  --seed N           seed of the patch permutations (default 0)\n"
+    "  --logits OUT.npy   also write the logits, float32 (N, num_classes), rows in dataset order,\n"
+    "                     of the first size, unshuffled\n"
     "  --set k=v          override one config key (repeatable)\n"
     "  --threads N        OpenMP threads (default train.threads; 0 = all cores)\n";
 static const char *USAGE_INFO =
@@ -105,7 +118,8 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
     static const struct { const char *name; int flag; } flags[] = {
         {"--set", F_SET}, {"--threads", F_THREADS}, {"--resume", F_RESUME},
         {"--run-dir", F_RUNDIR}, {"--checkpoint", F_CKPT}, {"--logits", F_LOGITS},
-        {"--markdown", F_MARKDOWN}, {"--stop-after", F_STOP}};
+        {"--markdown", F_MARKDOWN}, {"--stop-after", F_STOP}, {"--resolutions", F_RES},
+        {"--patch-shuffle", F_SHUFFLE}, {"--seed", F_SEED}};
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->threads = -1;
@@ -130,6 +144,11 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
             a->markdown = 1;
             continue;
         }
+        if (flag == F_SHUFFLE) {
+            if (eq) return usage_error(cmd, "option --patch-shuffle takes no value");
+            a->patch_shuffle = 1;
+            continue;
+        }
         const char *val;
         if (eq) val = eq + 1;
         else if (i + 1 < argc) val = argv[++i];
@@ -152,6 +171,30 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
             if (end == val || *end || n <= 0)
                 return usage_error(cmd, "--stop-after '%s': expected a positive step count", val);
             a->stop_after = n;
+            break;
+        }
+        case F_RES: {
+            const char *p = val;
+            a->n_resolutions = 0;
+            for (;;) {
+                long n = strtol(p, &end, 10);
+                if (end == p || n <= 0 || n > 16384 || (*end && *end != ','))
+                    return usage_error(cmd, "--resolutions '%s': expected comma-separated image sizes "
+                                       "1..16384, e.g. 224,288,384", val);
+                if (a->n_resolutions == VT_MAX_RES)
+                    return usage_error(cmd, "--resolutions '%s': more than %d sizes", val, VT_MAX_RES);
+                a->resolutions[a->n_resolutions++] = (int)n;
+                if (!*end) break;
+                p = end + 1;
+            }
+            break;
+        }
+        case F_SEED: {
+            unsigned long long n = strtoull(val, &end, 10);
+            if (end == val || *end || val[0] == '-')
+                return usage_error(cmd, "--seed '%s': expected a non-negative integer", val);
+            a->seed = n;
+            a->seed_given = 1;
             break;
         }
         case F_RESUME: a->resume = val; break;
@@ -209,59 +252,102 @@ static int cmd_train(const cli_args *a) {
     return 0;
 }
 
+/* One evaluation of m at image size S (plain, then patch-shuffled when asked). */
+typedef struct {
+    vt_eval_result plain, shuf;
+} eval_row;
+
+static vt_status eval_at(const vt_config *cfg, vt_vit *m, int S, const cli_args *a, float **logits,
+                         eval_row *row) {
+    vt_evaluator ev;
+    vt_status st = vt_eval_open(&ev, cfg, S);
+    if (st != VT_OK) return st;
+    if (logits && !*logits) {
+        *logits = malloc((size_t)ev.n * ev.num_classes * sizeof(float));
+        if (!*logits) st = vt_fail(VT_ERR_RUNTIME, "out of memory: logits of %lld x %d floats",
+                                   (long long)ev.n, ev.num_classes);
+    }
+    if (st == VT_OK) st = vt_eval_run(&ev, m, logits ? *logits : NULL, &row->plain);
+    if (st == VT_OK && logits) {
+        int64_t shape[2] = {ev.n, ev.num_classes};
+        st = vt_npy_write(a->logits, *logits, 2, shape);
+    }
+    if (st == VT_OK && a->patch_shuffle) {
+        ev.shuffle = 1;
+        ev.shuffle_seed = a->seed;
+        st = vt_eval_run(&ev, m, NULL, &row->shuf);
+    }
+    vt_eval_close(&ev);
+    return st;
+}
+
+/* Relative top-1 drop of the shuffled evaluation (0 when the plain top-1 is 0). */
+static double shuffle_drop(const eval_row *r) {
+    return r->plain.top1 > 0 ? (r->plain.top1 - r->shuf.top1) / r->plain.top1 : 0.0;
+}
+
 static int cmd_eval(const cli_args *a) {
     if (!a->checkpoint) {
         if (!a->config) return usage_error("eval", "missing CONFIG (a JSON config file)");
         return usage_error("eval", "missing --checkpoint FILE");
     }
+    if (a->seed_given && !a->patch_shuffle)
+        return usage_error("eval", "--seed only seeds the --patch-shuffle permutations");
     vt_config cfg;
     int rc = load_config(&cfg, a);
     if (rc) return rc;
+    int sizes[VT_MAX_RES + 1], n_sizes = 0;
+    if (a->n_resolutions) {
+        for (int i = 0; i < a->n_resolutions; i++) sizes[n_sizes++] = a->resolutions[i];
+    } else {
+        sizes[n_sizes++] = cfg.model.img_size;
+        for (int i = 0; i < cfg.eval.n_resolutions; i++)
+            if (cfg.eval.resolutions[i] != cfg.model.img_size) sizes[n_sizes++] = cfg.eval.resolutions[i];
+    }
+    for (int i = 0; i < n_sizes; i++)
+        if (sizes[i] % cfg.model.patch_size != 0)
+            return usage_error("eval", "--resolutions: %d is not a multiple of model.patch_size %d",
+                               sizes[i], cfg.model.patch_size);
     if ((rc = start_runtime(&cfg, a))) return rc;
     vt_vit m;
     vt_status st = vt_vit_init(&m, &cfg, (uint64_t)cfg.train.seed);
     if (st != VT_OK) return fail_exit(st);
-    vt_evaluator ev;
-    float *logits = NULL;
     st = vt_vit_load(&m, a->checkpoint);
-    if (st == VT_OK) st = vt_eval_open(&ev, &cfg, cfg.model.img_size);
-    if (st != VT_OK) { vt_vit_free(&m); return fail_exit(st); }
-    if (a->logits) {
-        logits = malloc((size_t)ev.n * ev.num_classes * sizeof(float));
-        if (!logits) st = vt_fail(VT_ERR_RUNTIME, "out of memory: logits of %lld x %d floats",
-                                  (long long)ev.n, ev.num_classes);
-    }
-    vt_eval_result r;
-    if (st == VT_OK) st = vt_eval_run(&ev, &m, logits, &r);
-    if (st == VT_OK && logits) {
-        int64_t shape[2] = {ev.n, ev.num_classes};
-        st = vt_npy_write(a->logits, logits, 2, shape);
+    float *logits = NULL;
+    eval_row rows[VT_MAX_RES + 1];
+    int done = 0;
+    for (; st == VT_OK && done < n_sizes; done++) {
+        eval_row *r = &rows[done];
+        st = eval_at(&cfg, &m, sizes[done], a, done == 0 && a->logits ? &logits : NULL, r);
+        if (st != VT_OK) break;
+        printf("{\"checkpoint\":\"%s\",\"split\":\"%s\",\"n\":%lld,\"resolution\":%d,\"top1\":%.4f,"
+               "\"top5\":%.4f,\"loss\":%.9g", a->checkpoint, cfg.data.val_split, (long long)r->plain.n,
+               r->plain.img_size, r->plain.top1, r->plain.top5, r->plain.loss);
+        if (a->patch_shuffle)
+            printf(",\"shuffle_seed\":%llu,\"shuffled_top1\":%.4f,\"shuffled_top5\":%.4f,"
+                   "\"shuffled_loss\":%.9g,\"top1_drop_rel\":%.6f", a->seed, r->shuf.top1, r->shuf.top5,
+                   r->shuf.loss, shuffle_drop(r));
+        printf("}\n");
+        fflush(stdout);
+        fprintf(stderr, "eval: top-1 %.2f%% top-5 %.2f%% loss %.4f (%s, %lld images, %dpx)\n",
+                r->plain.top1, r->plain.top5, r->plain.loss, cfg.data.val_split, (long long)r->plain.n,
+                r->plain.img_size);
     }
     if (st == VT_OK) {
-        printf("{\"checkpoint\":\"%s\",\"split\":\"%s\",\"n\":%lld,\"resolution\":%d,\"top1\":%.4f,"
-               "\"top5\":%.4f,\"loss\":%.9g}\n", a->checkpoint, cfg.data.val_split, (long long)r.n,
-               r.img_size, r.top1, r.top5, r.loss);
-        fflush(stdout);
-        fprintf(stderr, "eval: top-1 %.2f%% top-5 %.2f%% loss %.4f (%s, %lld images, %dpx)\n", r.top1,
-                r.top5, r.loss, cfg.data.val_split, (long long)r.n, r.img_size);
-    }
-    for (int i = 0; st == VT_OK && i < cfg.eval.n_resolutions; i++) {
-        int S = cfg.eval.resolutions[i];
-        if (S == cfg.model.img_size) continue;
-        vt_evaluator e2;
-        st = vt_eval_open(&e2, &cfg, S);
-        if (st != VT_OK) break;
-        st = vt_eval_run(&e2, &m, NULL, &r);
-        vt_eval_close(&e2);
-        if (st != VT_OK) break;
-        printf("{\"checkpoint\":\"%s\",\"split\":\"%s\",\"n\":%lld,\"resolution\":%d,\"top1\":%.4f,"
-               "\"top5\":%.4f,\"loss\":%.9g}\n", a->checkpoint, cfg.data.val_split, (long long)r.n,
-               r.img_size, r.top1, r.top5, r.loss);
-        fprintf(stderr, "eval: top-1 %.2f%% top-5 %.2f%% loss %.4f (%s, %lld images, %dpx)\n", r.top1,
-                r.top5, r.loss, cfg.data.val_split, (long long)r.n, r.img_size);
+        fprintf(stderr, "\n%-10s %8s %8s %9s", "resolution", "top-1", "top-5", "loss");
+        if (a->patch_shuffle) fprintf(stderr, " %10s %10s %9s", "shuf top-1", "shuf top-5", "drop");
+        fputc('\n', stderr);
+        for (int i = 0; i < n_sizes; i++) {
+            const eval_row *r = &rows[i];
+            fprintf(stderr, "%-10d %7.2f%% %7.2f%% %9.4f", r->plain.img_size, r->plain.top1,
+                    r->plain.top5, r->plain.loss);
+            if (a->patch_shuffle)
+                fprintf(stderr, " %9.2f%% %9.2f%% %8.1f%%", r->shuf.top1, r->shuf.top5,
+                        100.0 * shuffle_drop(r));
+            fputc('\n', stderr);
+        }
     }
     free(logits);
-    vt_eval_close(&ev);
     vt_vit_free(&m);
     return st == VT_OK ? 0 : fail_exit(st);
 }
@@ -341,7 +427,7 @@ int main(int argc, char **argv) {
     }
     static const struct { const char *name; int flags; int (*run)(const cli_args *); } cmds[] = {
         {"train", F_SET | F_THREADS | F_RESUME | F_RUNDIR | F_STOP, cmd_train},
-        {"eval", F_SET | F_THREADS | F_CKPT | F_LOGITS, cmd_eval},
+        {"eval", F_SET | F_THREADS | F_CKPT | F_LOGITS | F_RES | F_SHUFFLE | F_SEED, cmd_eval},
         {"info", F_SET, cmd_info},
         {"help-config", F_MARKDOWN, cmd_help_config}};
     int ci = -1, argi = 2;

@@ -1,0 +1,310 @@
+#!/usr/bin/python3
+"""build_results.py - turns the run directories of scripts/reproduce.sh into one study table.
+
+    build_results.py TABLE --runs DIR --out OUT --family F --seeds 0,1,2 --variants a,b,...
+                     --command CMD --wall SECONDS --git REV --machine MODEL --cores N
+                     [--threads N]
+
+Reads DIR/VARIANT/seedN/{metrics.jsonl, config.json, eval_resolution.jsonl,
+eval_shuffle.jsonl} and writes
+  OUT/TABLE.md    the table: mean +- sample std (n - 1) over seeds, best mean in bold, and
+                  the provenance (command, machine, cores, wall time, git revision)
+  OUT/TABLE.json  the same numbers per seed, with the provenance
+  OUT/*.png       classification: classification_curves.png (train loss and val top-1 per
+                  PE, mean over seeds); resolution: resolution.png (val top-1 against the
+                  evaluation size per PE); shuffle: shuffle.png (top-1 before and after);
+                  sharing: sharing_curves.png
+The papers' own figures are not listed: their settings (ImageNet / CIFAR-100, ViT-B or
+ViT-S, hundreds of epochs) do not match the families reproduced here, and we quote no
+number we cannot check against the paper. Plots use matplotlib's Agg backend (no display).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend choice)
+
+TITLES = {
+    "classification": "Classification accuracy per position encoding",
+    "resolution": "Accuracy at other evaluation resolutions (no fine-tuning)",
+    "shuffle": "Patch shuffle: accuracy with each image's patches permuted",
+    "sharing": "LieRE generator sharing",
+}
+SHARE_NAMES = {
+    "liere_share_none": "per layer and head (share none)",
+    "liere_share_layers": "per head, shared by layers (share layers)",
+    "liere_share_heads": "per layer, shared by heads (share heads)",
+    "liere": "one set for the model (share all)",
+}
+
+
+def fail(msg):
+    print("build_results: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def read_jsonl(path):
+    if not os.path.exists(path):
+        fail("%s not found (did the run or evaluation finish?)" % path)
+    rows = []
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rows.append(json.loads(line))
+            except ValueError as e:
+                fail("%s line %d: not JSON (%s)" % (path, i, e))
+    return rows
+
+
+def mean_std(xs):
+    """Mean and sample standard deviation (0 for a single value)."""
+    m = sum(xs) / len(xs)
+    if len(xs) < 2:
+        return m, 0.0
+    return m, math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def fmt(xs, bold=False, digits=2):
+    m, s = mean_std(xs)
+    t = "%.*f +- %.*f" % (digits, m, digits, s)
+    return "**%s**" % t if bold else t
+
+
+def run_dir(a, v, s):
+    return os.path.join(a.runs, v, "seed%d" % s)
+
+
+def final_eval(a, v, s):
+    """The last evaluation at the training size in metrics.jsonl, and the run's config."""
+    d = run_dir(a, v, s)
+    with open(os.path.join(d, "config.json")) as f:
+        cfg = json.load(f)
+    size = cfg["model"]["img_size"]
+    evals = [r for r in read_jsonl(os.path.join(d, "metrics.jsonl"))
+             if r.get("kind") == "eval" and r.get("resolution") == size]
+    if not evals:
+        fail("%s/metrics.jsonl has no evaluation at %dpx" % (d, size))
+    return evals[-1], cfg
+
+
+def curves(a, v):
+    """Per seed: (train steps, losses), (eval epochs, top-1) at the training size."""
+    out = []
+    for s in a.seeds:
+        d = run_dir(a, v, s)
+        _, cfg = final_eval(a, v, s)
+        rows = read_jsonl(os.path.join(d, "metrics.jsonl"))
+        tr = [(r["step"], r["loss"]) for r in rows if r.get("kind") == "train"]
+        ev = [(r["epoch"], r["top1"]) for r in rows
+              if r.get("kind") == "eval" and r.get("resolution") == cfg["model"]["img_size"]]
+        out.append((tr, ev))
+    return out
+
+
+def mean_curve(series):
+    """Mean over seeds of (x, y) series, on the x values all seeds share."""
+    common = set(x for x, _ in series[0])
+    for s in series[1:]:
+        common &= set(x for x, _ in s)
+    xs = sorted(common)
+    return xs, [sum(dict(s)[x] for s in series) / len(series) for x in xs]
+
+
+def plot_curves(a, variants, labels, path, title):
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for v in variants:
+        cs = curves(a, v)
+        x, y = mean_curve([c[0] for c in cs])
+        ax1.plot(x, y, label=labels.get(v, v), linewidth=1.2)
+        x, y = mean_curve([c[1] for c in cs])
+        ax2.plot(x, y, marker="o", markersize=3, label=labels.get(v, v), linewidth=1.2)
+    ax1.set_xlabel("optimizer step")
+    ax1.set_ylabel("training loss (mean over seeds)")
+    ax2.set_xlabel("epoch")
+    ax2.set_ylabel("val top-1 % (mean over seeds)")
+    ax2.legend(fontsize=7)
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def table_classification(a, variants, labels):
+    rows, best = [], None
+    for v in variants:
+        top1, top5, wall = [], [], []
+        for s in a.seeds:
+            e, _ = final_eval(a, v, s)
+            top1.append(e["top1"])
+            top5.append(e["top5"])
+            last = read_jsonl(os.path.join(run_dir(a, v, s), "metrics.jsonl"))[-1]
+            wall.append(last.get("wall_s", 0.0))
+        rows.append({"variant": v, "label": labels.get(v, v), "top1": top1, "top5": top5,
+                     "train_wall_s": wall, "top1_mean": mean_std(top1)[0],
+                     "top1_std": mean_std(top1)[1], "top5_mean": mean_std(top5)[0],
+                     "top5_std": mean_std(top5)[1]})
+    best = max(r["top1_mean"] for r in rows)
+    best5 = max(r["top5_mean"] for r in rows)
+    md = ["| %s | top-1 %% | top-5 %% | training time (s, mean) |" % ("sharing" if labels else "PE"),
+          "|---|---|---|---|"]
+    for r in rows:
+        md.append("| %s | %s | %s | %.0f |" % (r["label"], fmt(r["top1"], r["top1_mean"] == best),
+                                              fmt(r["top5"], r["top5_mean"] == best5),
+                                              mean_std(r["train_wall_s"])[0]))
+    return rows, md
+
+
+def table_resolution(a, variants):
+    rows, sizes, train_size = [], None, None
+    for v in variants:
+        per = {}
+        for s in a.seeds:
+            evs = read_jsonl(os.path.join(run_dir(a, v, s), "eval_resolution.jsonl"))
+            _, cfg = final_eval(a, v, s)
+            train_size = cfg["model"]["img_size"]
+            for e in evs:
+                per.setdefault(e["resolution"], []).append(e["top1"])
+        got = sorted(per)
+        if sizes is None:
+            sizes = got
+        elif got != sizes:
+            fail("%s was evaluated at %s, the other PEs at %s" % (v, got, sizes))
+        for S in sizes:
+            if len(per[S]) != len(a.seeds):
+                fail("%s at %dpx: %d results for %d seeds" % (v, S, len(per[S]), len(a.seeds)))
+        rows.append({"variant": v, "top1": {str(S): per[S] for S in sizes},
+                     "top1_mean": {str(S): mean_std(per[S])[0] for S in sizes},
+                     "top1_std": {str(S): mean_std(per[S])[1] for S in sizes}})
+    best = {S: max(r["top1_mean"][str(S)] for r in rows) for S in sizes}
+    md = ["Val top-1 %% at each evaluation size (training size %dpx, marked *)." % train_size, "",
+          "| PE | " + " | ".join("%d%s (%.2fx)" % (S, "*" if S == train_size else "", S / train_size)
+                                 for S in sizes) + " |",
+          "|---|" + "---|" * len(sizes)]
+    for r in rows:
+        md.append("| %s | " % r["variant"] + " | ".join(
+            fmt(r["top1"][str(S)], r["top1_mean"][str(S)] == best[S]) for S in sizes) + " |")
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for r in rows:
+        ax.errorbar(sizes, [r["top1_mean"][str(S)] for S in sizes],
+                    yerr=[r["top1_std"][str(S)] for S in sizes], marker="o", markersize=3,
+                    capsize=2, linewidth=1.2, label=r["variant"])
+    ax.axvline(train_size, color="gray", linestyle=":", linewidth=1)
+    ax.set_xticks(sizes)
+    ax.set_xlabel("evaluation image size (px)")
+    ax.set_ylabel("val top-1 % (mean +- std over seeds)")
+    ax.set_title("Accuracy vs evaluation resolution (trained at %dpx)" % train_size)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(a.out, "resolution.png"), dpi=100)
+    plt.close(fig)
+    return rows, md, {"train_size": train_size, "sizes": sizes}
+
+
+def table_shuffle(a, variants):
+    rows = []
+    for v in variants:
+        before, after, drop = [], [], []
+        for s in a.seeds:
+            evs = read_jsonl(os.path.join(run_dir(a, v, s), "eval_shuffle.jsonl"))
+            if len(evs) != 1 or "shuffled_top1" not in evs[0]:
+                fail("%s seed %d: eval_shuffle.jsonl must hold one line with shuffled_top1" % (v, s))
+            before.append(evs[0]["top1"])
+            after.append(evs[0]["shuffled_top1"])
+            drop.append(100.0 * evs[0]["top1_drop_rel"])
+        rows.append({"variant": v, "top1": before, "shuffled_top1": after, "drop_rel_pct": drop,
+                     "top1_mean": mean_std(before)[0], "shuffled_top1_mean": mean_std(after)[0],
+                     "drop_rel_pct_mean": mean_std(drop)[0], "drop_rel_pct_std": mean_std(drop)[1]})
+    best = max(r["top1_mean"] for r in rows)
+    md = ["Top-1 % before and after permuting each image's patches (one fixed permutation per "
+          "image, seed 0); relative drop = (before - after) / before. Bold: the best unshuffled "
+          "top-1. A PE-free model is permutation-invariant, so its drop is 0 up to float rounding.",
+          "", "| PE | top-1 % | shuffled top-1 % | relative drop % |", "|---|---|---|---|"]
+    for r in rows:
+        md.append("| %s | %s | %s | %s |" % (r["variant"], fmt(r["top1"], r["top1_mean"] == best),
+                                            fmt(r["shuffled_top1"]), fmt(r["drop_rel_pct"], digits=1)))
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    xs = range(len(rows))
+    ax.bar([x - 0.2 for x in xs], [r["top1_mean"] for r in rows], width=0.4, label="patches in place")
+    ax.bar([x + 0.2 for x in xs], [r["shuffled_top1_mean"] for r in rows], width=0.4,
+           label="patches shuffled")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([r["variant"] for r in rows], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("val top-1 % (mean over seeds)")
+    ax.set_title("Patch shuffle")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(os.path.join(a.out, "shuffle.png"), dpi=100)
+    plt.close(fig)
+    return rows, md
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("table", choices=sorted(TITLES))
+    for k in ("runs", "out", "family", "seeds", "variants", "command", "wall", "git", "machine",
+              "cores"):
+        p.add_argument("--" + k, required=True)
+    p.add_argument("--threads", default="0")
+    a = p.parse_args()
+    a.seeds = [int(s) for s in a.seeds.split(",")]
+    variants = a.variants.split(",")
+    os.makedirs(a.out, exist_ok=True)
+    extra, plots = {}, []
+    if a.table == "classification":
+        rows, md = table_classification(a, variants, {})
+        plots.append("classification_curves.png")
+        plot_curves(a, variants, {}, os.path.join(a.out, plots[0]),
+                    "Training curves (%s family)" % a.family)
+    elif a.table == "sharing":
+        rows, md = table_classification(a, variants, SHARE_NAMES)
+        plots.append("sharing_curves.png")
+        plot_curves(a, variants, SHARE_NAMES, os.path.join(a.out, plots[0]),
+                    "LieRE sharing: training curves (%s family)" % a.family)
+    elif a.table == "resolution":
+        rows, md, extra = table_resolution(a, variants)
+        plots.append("resolution.png")
+    else:
+        rows, md = table_shuffle(a, variants)
+        plots.append("shuffle.png")
+    meta = {"command": a.command, "machine": a.machine, "cores": int(a.cores),
+            "threads": int(a.threads), "wall_s": float(a.wall), "git_revision": a.git,
+            "family": a.family, "seeds": a.seeds}
+    doc = {"table": a.table, "meta": meta, "rows": rows, "plots": plots}
+    doc.update(extra)
+    tmp = os.path.join(a.out, a.table + ".json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, os.path.join(a.out, a.table + ".json"))
+    head = ["# %s (%s family)" % (TITLES[a.table], a.family), "",
+            "Mean +- sample standard deviation over seeds %s; best mean in bold. The papers' own "
+            "figures are not listed: their settings (ImageNet or CIFAR-100, ViT-B/S, hundreds of "
+            "epochs) do not match this family." % ", ".join(map(str, a.seeds)), ""]
+    tail = ["", "Plots: " + ", ".join("[%s](%s)" % (pl, pl) for pl in plots), "",
+            "- command: `%s`" % a.command,
+            "- machine: %s, %s cores (vitrain threads: %s)" % (a.machine, a.cores,
+                                                              a.threads if a.threads != "0" else "all"),
+            "- wall time of this invocation: %.1f s (runs reused from earlier tables not included)"
+            % float(a.wall),
+            "- git revision: %s" % a.git]
+    tmp = os.path.join(a.out, a.table + ".md.tmp")
+    with open(tmp, "w") as f:
+        f.write("\n".join(head + md + tail) + "\n")
+    os.replace(tmp, os.path.join(a.out, a.table + ".md"))
+    print("build_results: wrote %s/%s.md, %s.json and %s" % (a.out, a.table, a.table, ", ".join(plots)))
+
+
+if __name__ == "__main__":
+    main()

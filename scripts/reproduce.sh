@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# reproduce.sh - runs one study table of the STRING / RoPE-ViT / LieRE papers on a config
+# family and builds its results (scripts/build_results.py): OUT/TABLE.md, OUT/TABLE.json
+# and PNG plots.
+#
+#   scripts/reproduce.sh TABLE [--seeds 0,1,2] [--family fmnist] [--out results]
+#                        [--quick] [--threads N] [--bin ./vitrain] [--resolutions 24,28,...]
+#
+# TABLE:
+#   classification  every PE (configs/<pe>_<family>.json), top-1/top-5 at the training size
+#   resolution      the classification runs evaluated without fine-tuning at 0.75x .. 2x the
+#                   training size (multiples of the patch; --resolutions overrides)
+#   shuffle         the classification runs evaluated with each image's patches permuted
+#                   (vitrain eval --patch-shuffle --seed 0): top-1 before, after, relative drop
+#   sharing         LieRE with its generators per layer and head (pe.share none), per head
+#                   (layers), per layer (heads) and shared by the whole model (all, the
+#                   classification run)
+#   all             the four in this order
+# --quick: a seconds-long version on synthetic data (the fmnist configs with a tiny model and
+#   dataset through --set; family name "quick"; one thread unless --threads is given: such
+#   tiny steps only lose to thread synchronisation), used by tests/e2e_reproduce.c.
+#
+# Runs go to OUT/runs/FAMILY/VARIANT/seedN (the vitrain run directory plus train.log and
+# eval_*.jsonl); a run whose DONE marker exists is reused, so tables share training runs and
+# an interrupted reproduction continues where it stopped (reuse is keyed on the directory
+# alone: after changing a config or --resolutions, remove OUT/runs/FAMILY or the affected
+# run directories / eval_*.jsonl). Each table records the exact
+# command, the machine (lscpu model name, cores), the wall time of this invocation and the
+# git revision in OUT/TABLE.json and OUT/TABLE.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit "$1"; }
+die() { echo "reproduce: $*" >&2; exit 2; }
+
+[[ $# -ge 1 ]] || usage 2
+TABLE=$1; shift
+case $TABLE in classification|resolution|shuffle|sharing|all) ;; -h|--help) usage 0 ;;
+    *) die "unknown table '$TABLE': expected classification, resolution, shuffle, sharing or all" ;; esac
+SEEDS=0,1,2 FAMILY=fmnist OUT=results QUICK=0 THREADS="" BIN=./vitrain RESOLUTIONS=""
+CMDLINE="scripts/reproduce.sh $TABLE $*"
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --seeds) [[ $# -ge 2 ]] || die "--seeds needs a value"; SEEDS=$2; shift 2 ;;
+        --family) [[ $# -ge 2 ]] || die "--family needs a value"; FAMILY=$2; shift 2 ;;
+        --out) [[ $# -ge 2 ]] || die "--out needs a value"; OUT=$2; shift 2 ;;
+        --threads) [[ $# -ge 2 ]] || die "--threads needs a value"; THREADS=$2; shift 2 ;;
+        --bin) [[ $# -ge 2 ]] || die "--bin needs a value"; BIN=$2; shift 2 ;;
+        --resolutions) [[ $# -ge 2 ]] || die "--resolutions needs a value"; RESOLUTIONS=$2; shift 2 ;;
+        --quick) QUICK=1; shift ;;
+        -h|--help) usage 0 ;;
+        *) die "unknown option '$1'" ;;
+    esac
+done
+[[ $SEEDS =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--seeds '$SEEDS': expected comma-separated integers"
+[[ -z $RESOLUTIONS || $RESOLUTIONS =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--resolutions '$RESOLUTIONS': expected comma-separated sizes"
+[[ -x $BIN ]] || die "vitrain binary '$BIN' not found (build it with make, or pass --bin)"
+CFG_FAMILY=$FAMILY
+EXTRA=()
+if [[ $QUICK == 1 ]]; then
+    CFG_FAMILY=fmnist FAMILY=quick THREADS=${THREADS:-1}
+    EXTRA=(--set data.kind=synthetic --set data.train_size=1024 --set data.val_size=128
+           --set data.synthetic_seed=7 --set 'data.mean=[0.5]' --set 'data.std=[0.25]'
+           --set model.width=32 --set model.depth=2 --set model.heads=2 --set model.mlp_ratio=2
+           --set model.img_size=16 --set model.patch_size=4 --set model.num_classes=4
+           --set train.epochs=4 --set train.batch_size=32 --set train.log_every=4
+           --set train.eval_every=1 --set train.label_smoothing=0 --set optim.lr=0.003
+           --set optim.warmup_steps=8 --set eval.batch_size=64)
+fi
+THREADS=${THREADS:-0}
+[[ $THREADS =~ ^[0-9]+$ ]] || die "--threads '$THREADS': expected a thread count (0 = all cores)"
+PES=(ape ape_sincos none rope_axial rope_mixed cayley circulant liere liere_commute)
+for pe in "${PES[@]}"; do
+    [[ -f configs/${pe}_${CFG_FAMILY}.json ]] || die "configs/${pe}_${CFG_FAMILY}.json not found (family '$CFG_FAMILY')"
+done
+IFS=, read -r -a SEED_LIST <<<"$SEEDS"
+RUNS=$OUT/runs/$FAMILY
+mkdir -p "$RUNS"
+PYTHON=${PYTHON:-/usr/bin/python3}
+[[ -x $PYTHON ]] || die "$PYTHON not found (scripts/deps.sh installs python3-matplotlib; PYTHON=... picks another interpreter)"
+
+# variant name -> config file and --set overrides (sharing variants of LieRE).
+variant_cfg() { case $1 in liere_share_*) echo "configs/liere_${CFG_FAMILY}.json" ;; *) echo "configs/$1_${CFG_FAMILY}.json" ;; esac; }
+variant_sets() { case $1 in liere_share_*) echo "--set pe.share=${1#liere_share_}" ;; *) echo "" ;; esac; }
+
+# train VARIANT SEED: the run directory, reused when complete.
+train() {
+    local v=$1 s=$2 dir=$RUNS/$1/seed$2
+    [[ -f $dir/DONE ]] && return 0
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    local cmd=("$BIN" "$(variant_cfg "$v")" $(variant_sets "$v") "${EXTRA[@]}" --set "train.seed=$s"
+               --set runtime.progress=never --threads "$THREADS" --run-dir "$dir")
+    echo "reproduce: training $v seed $s -> $dir" >&2
+    if ! "${cmd[@]}" >"$dir/train.log" 2>&1; then
+        tail -20 "$dir/train.log" >&2
+        echo "reproduce: training $v seed $s failed (log: $dir/train.log)" >&2
+        exit 1
+    fi
+    printf '%q ' "${cmd[@]}" >"$dir/DONE"
+}
+
+# evaluate VARIANT SEED NAME ARGS...: vitrain eval of the run's final weights into eval_NAME.jsonl.
+evaluate() {
+    local v=$1 s=$2 name=$3 dir=$RUNS/$1/seed$2
+    shift 3
+    [[ -s $dir/eval_$name.jsonl ]] && return 0
+    local cmd=("$BIN" eval "$(variant_cfg "$v")" $(variant_sets "$v") "${EXTRA[@]}" --set "train.seed=$s"
+               --checkpoint "$dir/last.safetensors" --threads "$THREADS" "$@")
+    echo "reproduce: evaluating $v seed $s ($name)" >&2
+    if ! "${cmd[@]}" >"$dir/eval_$name.jsonl.tmp" 2>"$dir/eval_$name.log"; then
+        tail -20 "$dir/eval_$name.log" >&2
+        echo "reproduce: evaluation $name of $v seed $s failed" >&2
+        exit 1
+    fi
+    mv "$dir/eval_$name.jsonl.tmp" "$dir/eval_$name.jsonl"
+}
+
+# Evaluation sizes: multiples of the patch nearest 0.75, 1, 1.25, 1.5, 1.75 and 2 times the
+# training size, halves rounded up (0.75x rounded up so it stays at or above 0.75x).
+resolution_list() {
+    local cfg=$RUNS/$1/seed$2/config.json
+    "$PYTHON" - "$cfg" <<'EOF'
+import json, math, sys
+c = json.load(open(sys.argv[1]))
+S, P = c["model"]["img_size"], c["model"]["patch_size"]
+sizes = [math.ceil(0.75 * S / P) * P] + [max(P, math.floor(f * S / P + 0.5) * P) for f in (1, 1.25, 1.5, 1.75, 2)]
+print(",".join(str(s) for s in sorted(set(sizes))))
+EOF
+}
+
+run_table() {
+    local table=$1 t0 variants=()
+    t0=$(date +%s.%N)
+    case $table in
+        sharing) variants=(liere_share_none liere_share_layers liere_share_heads liere) ;;
+        *) variants=("${PES[@]}") ;;
+    esac
+    for v in "${variants[@]}"; do
+        for s in "${SEED_LIST[@]}"; do
+            train "$v" "$s"
+            case $table in
+                resolution)
+                    local res=$RESOLUTIONS
+                    [[ -n $res ]] || res=$(resolution_list "$v" "$s")
+                    evaluate "$v" "$s" resolution --resolutions "$res" ;;
+                shuffle) evaluate "$v" "$s" shuffle --patch-shuffle --seed 0 ;;
+            esac
+        done
+    done
+    local t1 rev dirty
+    t1=$(date +%s.%N)
+    rev=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+    dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | head -c1)
+    "$PYTHON" scripts/build_results.py "$table" --runs "$RUNS" --out "$OUT" --family "$FAMILY" \
+        --seeds "$SEEDS" --variants "$(IFS=,; echo "${variants[*]}")" \
+        --command "$CMDLINE" --wall "$("$PYTHON" -c "print(round($t1 - $t0, 1))")" \
+        --git "$rev${dirty:+ (with uncommitted changes)}" \
+        --machine "$(lscpu | sed -n 's/^Model name: *//p' | head -1)" --cores "$(nproc)" \
+        --threads "$THREADS"
+}
+
+if [[ $TABLE == all ]]; then
+    for t in classification resolution shuffle sharing; do run_table "$t"; done
+else
+    run_table "$TABLE"
+fi

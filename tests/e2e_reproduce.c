@@ -1,0 +1,337 @@
+/* e2e_reproduce.c - end-to-end test of the reproduction tooling: runs
+ * `scripts/reproduce.sh all --quick --seeds 0,1` (every table's code path on synthetic data,
+ * with the binary $VT_BIN, default ./vitrain; run from the repository root, as
+ * scripts/run_tests.sh does) into a temporary directory, then checks
+ *   - each TABLE.md has one row per PE (sharing: per share mode), mean +- std cells, one bold
+ *     best entry, and the provenance lines (command, machine, wall time, git revision)
+ *   - each TABLE.json names its table, holds one row per variant and the provenance
+ *   - every PNG decodes with libpng, has a plot-sized image and is not blank
+ *   - the numbers: the quick runs learn; `vitrain eval --resolutions` at the training size
+ *     equals the training's final evaluation (same checkpoint, same data); accuracy 1.25x
+ *     off the training size stays well above chance; patch shuffle leaves the PE-free model's
+ *     accuracy unchanged and costs the position-aware models accuracy
+ *   - `vitrain eval` on a quick run: the plain evaluation equals --resolutions at the training
+ *     size, --patch-shuffle adds the shuffled fields, bad --resolutions / --seed / shuffle
+ *     flags exit 2 naming the problem
+ *   - a second invocation reuses the runs (no training) and a bad table name exits 2
+ *   - every JSON file under configs/ loads, and within each family (fmnist, cifar100, in1k)
+ *     the nine PE configs resolve to the same config apart from the pe section
+ * Needs /usr/bin/python3 with matplotlib (scripts/deps.sh installs python3-matplotlib).
+ */
+#include <glob.h>
+#include <math.h>
+#include <png.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#include "config.h"
+
+static const char *PES[] = {"ape", "ape_sincos", "none", "rope_axial", "rope_mixed", "cayley",
+                            "circulant", "liere", "liere_commute"};
+enum { N_PES = 9, N_SEEDS = 2 };
+static const char *SHARE_ROWS[] = {"share none", "share layers", "share heads", "share all"};
+
+static char bin[1024], out[256];
+
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int rc = system(cmd);
+    if (rc == -1 || !WIFEXITED(rc)) return -1;
+    return WEXITSTATUS(rc);
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    size_t got = fread(b, 1, (size_t)n, f);
+    fclose(f);
+    b[got] = '\0';
+    return b;
+}
+
+static int count_of(const char *s, const char *needle) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+/* Number after "key": in a JSON line; NAN if absent. */
+static double json_num(const char *line, const char *key) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    return p ? atof(p + strlen(pat)) : NAN;
+}
+
+/* The line of a .jsonl file holding `needle` (the last one if several), malloc'd. */
+static char *jsonl_line(const char *path, const char *needle) {
+    char *s = slurp(path), *res = NULL;
+    if (!s) return NULL;
+    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n"))
+        if (strstr(line, needle)) {
+            free(res);
+            res = strdup(line);
+        }
+    free(s);
+    return res;
+}
+
+/* row_fmt: how a row label appears in the .md ("| %s |", or "%s)" for the sharing labels). */
+static void check_md(const char *table, const char *const *rows, int n_rows, const char *row_fmt) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.md", out, table);
+    char *md = slurp(path);
+    CHECK(md != NULL, "%s written", path);
+    if (!md) return;
+    for (int i = 0; i < n_rows; i++) {
+        char row[96];
+        snprintf(row, sizeof row, row_fmt, rows[i]);
+        CHECK(count_of(md, row) == 1, "%s: one row '%s'", path, row);
+    }
+    int lines = 0;
+    for (const char *p = md; (p = strstr(p, "\n| ")); p++) lines++;
+    CHECK(lines == n_rows + 1, "%s: header + %d rows, found %d table lines", path, n_rows, lines);
+    CHECK(count_of(md, " +- ") >= n_rows, "%s: mean +- std cells", path);
+    CHECK(count_of(md, "**") >= 2, "%s: a best entry in bold", path);
+    CHECK(strstr(md, "- command: `scripts/reproduce.sh all --quick") && strstr(md, "- machine: ") &&
+          strstr(md, "cores") && strstr(md, "- wall time") && strstr(md, "- git revision: "),
+          "%s: command, machine, cores, wall time and git revision recorded", path);
+    free(md);
+
+    snprintf(path, sizeof path, "%s/%s.json", out, table);
+    char *js = slurp(path), want[64];
+    snprintf(want, sizeof want, "\"table\": \"%s\"", table);
+    CHECK(js && strstr(js, want), "%s names its table", path);
+    CHECK(js && count_of(js, "\"variant\":") == n_rows, "%s: %d rows", path, n_rows);
+    CHECK(js && strstr(js, "\"git_revision\":") && strstr(js, "\"machine\":") && strstr(js, "\"wall_s\":") &&
+          strstr(js, "\"seeds\":") && strstr(js, "\"family\": \"quick\""), "%s: provenance", path);
+    free(js);
+}
+
+static void check_png(const char *name) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", out, name);
+    png_image im;
+    memset(&im, 0, sizeof im);
+    im.version = PNG_IMAGE_VERSION;
+    int ok = png_image_begin_read_from_file(&im, path);
+    CHECK(ok, "%s: a PNG libpng reads (%s)", path, ok ? "" : im.message);
+    if (!ok) return;
+    im.format = PNG_FORMAT_GRAY;
+    CHECK(im.width >= 300 && im.height >= 200 && im.width <= 4000 && im.height <= 4000,
+          "%s: plot-sized image, %ux%u", path, im.width, im.height);
+    unsigned char *px = malloc(PNG_IMAGE_SIZE(im));
+    ok = png_image_finish_read(&im, NULL, px, 0, NULL);
+    CHECK(ok, "%s decodes fully (%s)", path, ok ? "" : im.message);
+    if (ok) {
+        size_t n = (size_t)im.width * im.height, dark = 0;
+        for (size_t i = 0; i < n; i++) dark += px[i] < 128;
+        CHECK(dark > n / 200 && dark < n / 2, "%s: drawn content (%zu of %zu pixels dark)", path, dark, n);
+    }
+    free(px);
+    png_image_free(&im);
+}
+
+static void check_numbers(void) {
+    char path[512];
+    double learned = 0, at_125 = 0;
+    int aware_drops = 0;
+    for (int i = 0; i < N_PES; i++)
+        for (int s = 0; s < N_SEEDS; s++) {
+            char dir[384];
+            snprintf(dir, sizeof dir, "%s/runs/quick/%s/seed%d", out, PES[i], s);
+            snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+            char *fin = jsonl_line(path, "\"resolution\":16,");
+            snprintf(path, sizeof path, "%s/eval_resolution.jsonl", dir);
+            char *own = jsonl_line(path, "\"resolution\":16,");
+            char *r20 = jsonl_line(path, "\"resolution\":20,");
+            snprintf(path, sizeof path, "%s/eval_shuffle.jsonl", dir);
+            char *sh = jsonl_line(path, "shuffled_top1");
+            CHECK(fin && own && r20 && sh, "%s: final eval, 16px and 20px evaluations, shuffle line", dir);
+            if (fin && own && r20 && sh) {
+                double t = json_num(fin, "top1");
+                learned += t / (N_PES * N_SEEDS);
+                CHECK_CLOSE(json_num(own, "top1"), t, 1e-9, 0, "%s: eval at its own size equals the "
+                            "training's final evaluation", dir);
+                CHECK_CLOSE(json_num(own, "loss"), json_num(fin, "loss"), 1e-6, 1e-6, "%s: same loss", dir);
+                CHECK_CLOSE(json_num(sh, "top1"), t, 1e-9, 0, "%s: shuffle line's unshuffled top-1", dir);
+                double r = json_num(r20, "top1");
+                CHECK(r >= 0 && r <= 100 && json_num(r20, "n") == 128, "%s at 20px: top-1 %g over n 128", dir, r);
+                at_125 += r / (N_PES * N_SEEDS);
+                double drop = json_num(sh, "top1") - json_num(sh, "shuffled_top1");
+                CHECK_CLOSE(json_num(sh, "top1_drop_rel"), t > 0 ? drop / t : 0, 1e-5, 0,
+                            "%s: relative drop = (before - after) / before", dir);
+                if (!strcmp(PES[i], "none"))
+                    CHECK(drop == 0, "%s: a PE-free model is invariant to patch shuffling (drop %g)", dir, drop);
+                else
+                    aware_drops += drop > 5;
+            }
+            free(fin);
+            free(own);
+            free(r20);
+            free(sh);
+        }
+    CHECK(learned > 60, "quick runs learn: mean final top-1 %.1f%% (chance 25%%)", learned);
+    CHECK(at_125 > 40, "at 1.25x the training size: mean top-1 %.1f%% (chance 25%%)", at_125);
+    CHECK(aware_drops >= 12, "shuffling costs the position-aware models > 5 points in %d of 16 runs",
+          aware_drops);
+}
+
+static void check_configs(void) {
+    glob_t g;
+    int rc = glob("configs/*.json", 0, NULL, &g);
+    CHECK(rc == 0 && g.gl_pathc >= 3 * N_PES, "configs/*.json: %zu files", rc == 0 ? g.gl_pathc : 0);
+    for (size_t i = 0; rc == 0 && i < g.gl_pathc; i++) {
+        vt_config c;
+        vt_status st = vt_config_load(&c, g.gl_pathv[i]);
+        CHECK(st == VT_OK, "%s loads: %s", g.gl_pathv[i], st == VT_OK ? "" : vt_last_error());
+    }
+    if (rc == 0) globfree(&g);
+    static const char *fams[] = {"fmnist", "cifar100", "in1k"};
+    for (int f = 0; f < 3; f++) {
+        vt_config ref;
+        char path[256];
+        snprintf(path, sizeof path, "configs/%s_%s.json", PES[0], fams[f]);
+        if (vt_config_load(&ref, path) != VT_OK) continue;
+        char *want = vt_config_to_json(&ref);
+        int kinds = 0;
+        for (int i = 1; i < N_PES; i++) {
+            vt_config c;
+            snprintf(path, sizeof path, "configs/%s_%s.json", PES[i], fams[f]);
+            if (vt_config_load(&c, path) != VT_OK) continue;
+            kinds += c.pe.kind != ref.pe.kind || c.pe.ape != ref.pe.ape;
+            c.pe = ref.pe;
+            char *got = vt_config_to_json(&c);
+            CHECK(strcmp(got, want) == 0, "%s: same recipe as %s_%s.json apart from pe", path, PES[0], fams[f]);
+            free(got);
+        }
+        CHECK(kinds == N_PES - 1, "%s: every PE config has its own PE (%d of %d differ)", fams[f], kinds,
+              N_PES - 1);
+        free(want);
+    }
+}
+
+/* Text of "key": up to the next ',' or '}' in line, into buf ("" if absent). */
+static const char *json_text(const char *line, const char *key, char *buf, size_t len) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = line ? strstr(line, pat) : NULL;
+    buf[0] = '\0';
+    if (p) {
+        p += strlen(pat);
+        size_t n = strcspn(p, ",}\n");
+        snprintf(buf, len, "%.*s", (int)(n < len ? n : len - 1), p);
+    }
+    return buf;
+}
+
+static void check_eval_cli(void) {
+    char dir[384], path[512], a[64], b[64];
+    snprintf(dir, sizeof dir, "%s/runs/quick/rope_mixed/seed1", out);
+    int rc = run("%s eval %s/config.json --checkpoint %s/last.safetensors --threads 1 >%s/plain.jsonl 2>/dev/null",
+                 bin, dir, dir, out);
+    CHECK(rc == 0, "plain vitrain eval exit %d", rc);
+    rc = run("%s eval %s/config.json --checkpoint %s/last.safetensors --threads 1 --resolutions 24,16 "
+             "--patch-shuffle --seed 5 >%s/multi.jsonl 2>%s/multi.err", bin, dir, dir, out, out);
+    CHECK(rc == 0, "vitrain eval --resolutions 24,16 --patch-shuffle exit %d", rc);
+    snprintf(path, sizeof path, "%s/plain.jsonl", out);
+    char *plain = jsonl_line(path, "\"resolution\":16,");
+    snprintf(path, sizeof path, "%s/multi.jsonl", out);
+    char *own = jsonl_line(path, "\"resolution\":16,"), *big = jsonl_line(path, "\"resolution\":24,");
+    CHECK(plain && own && big, "JSON lines at 16 (plain and listed) and 24");
+    CHECK(!strcmp(json_text(plain, "top1", a, sizeof a), json_text(own, "top1", b, sizeof b)) && a[0],
+          "own size in --resolutions equals the plain eval: top-1 %s vs %s", a, b);
+    CHECK(!strcmp(json_text(plain, "loss", a, sizeof a), json_text(own, "loss", b, sizeof b)) && a[0],
+          "and the same loss: %s vs %s", a, b);
+    CHECK(own && strstr(own, "\"shuffle_seed\":5,") && strstr(own, "\"shuffled_top1\":") &&
+          big && strstr(big, "\"top1_drop_rel\":"), "--patch-shuffle fields in every line");
+    CHECK(plain && !strstr(plain, "shuffled"), "no shuffle fields without --patch-shuffle");
+    snprintf(path, sizeof path, "%s/multi.err", out);
+    char *err = slurp(path);
+    CHECK(err && strstr(err, "resolution") && strstr(err, "shuf top-1") && strstr(err, "\n24 ") &&
+          strstr(err, "\n16 "), "readable table with both sizes on stderr");
+    free(err);
+    free(plain);
+    free(own);
+    free(big);
+    static const struct { const char *args, *msg; } bad[] = {
+        {"--resolutions 16,x", "comma-separated image sizes"},
+        {"--resolutions 18", "18 is not a multiple of model.patch_size 4"},
+        {"--seed 1", "--seed only seeds the --patch-shuffle"},
+        {"--patch-shuffle=1", "--patch-shuffle takes no value"},
+    };
+    for (int i = 0; i < 4; i++) {
+        rc = run("%s eval %s/config.json --checkpoint %s/last.safetensors %s >/dev/null 2>%s/bad.err", bin,
+                 dir, dir, bad[i].args, out);
+        snprintf(path, sizeof path, "%s/bad.err", out);
+        err = slurp(path);
+        CHECK(rc == 2 && err && strstr(err, bad[i].msg), "'%s': exit %d (want 2) and '%s'", bad[i].args, rc,
+              bad[i].msg);
+        free(err);
+    }
+}
+
+int main(void) {
+    check_configs();
+    const char *b = getenv("VT_BIN");
+    snprintf(bin, sizeof bin, "%s", b && *b ? b : "./vitrain");
+    snprintf(out, sizeof out, "/tmp/vt_e2e_reproduce_%d", (int)getpid());
+    if (access(bin, X_OK) != 0) {
+        fprintf(stderr, "vitrain binary %s not found (set VT_BIN)\n", bin);
+        CHECK(0, "binary present");
+        return test_summary();
+    }
+    int rc = run("scripts/reproduce.sh all --quick --seeds 0,1 --out %s --bin %s 2>%s.log >/dev/null", out,
+                 bin, out);
+    CHECK(rc == 0, "reproduce.sh all --quick exit %d (log %s.log)", rc, out);
+    if (rc != 0) {
+        run("tail -30 %s.log >&2", out);
+        return test_summary();
+    }
+    check_md("classification", PES, N_PES, "| %s |");
+    check_md("resolution", PES, N_PES, "| %s |");
+    check_md("shuffle", PES, N_PES, "| %s |");
+    check_md("sharing", SHARE_ROWS, 4, "%s)");
+    char path[512];
+    snprintf(path, sizeof path, "%s/resolution.md", out);
+    char *md = slurp(path);
+    CHECK(md && strstr(md, "| 12 (0.75x) | 16* (1.00x) | 20 (1.25x) | 24 (1.50x) | 28 (1.75x) | 32 (2.00x) |"),
+          "resolution columns 0.75x .. 2x in multiples of the patch");
+    free(md);
+    check_png("classification_curves.png");
+    check_png("resolution.png");
+    check_png("shuffle.png");
+    check_png("sharing_curves.png");
+    check_numbers();
+    check_eval_cli();
+
+    rc = run("scripts/reproduce.sh shuffle --quick --seeds 0,1 --out %s --bin %s 2>%s.log2 >/dev/null", out,
+             bin, out);
+    snprintf(path, sizeof path, "%s.log2", out);
+    char *log = slurp(path);
+    CHECK(rc == 0 && log && !strstr(log, "training") && !strstr(log, "evaluating"),
+          "a second run reuses the runs and evaluations (exit %d)", rc);
+    free(log);
+    rc = run("scripts/reproduce.sh tables --quick --out %s --bin %s 2>%s.log3", out, bin, out);
+    snprintf(path, sizeof path, "%s.log3", out);
+    log = slurp(path);
+    CHECK(rc == 2 && log && strstr(log, "unknown table 'tables'"), "a bad table name exits 2 naming it");
+    free(log);
+    if (test_failed_count == 0) run("rm -rf %s %s.log %s.log2 %s.log3", out, out, out, out);
+    return test_summary();
+}

@@ -1,0 +1,210 @@
+/* test_eval.c - evaluation modes of src/eval.c on a tiny untrained ViT and synthetic data:
+ *   - the patch permutation is a permutation, fixed per (seed, sample), different across
+ *     samples and seeds; vt_eval_permute_patches moves every P x P block as it says
+ *   - patch shuffle leaves the logits of a no-PE model invariant up to float rounding
+ *     (CLS and mean pooling), and changes those of learned-APE, sincos-APE and RoPE models
+ *   - shuffled evaluation does not depend on the evaluation batch size
+ *   - evaluation at other image sizes (smaller and larger grids) runs for every PE kind,
+ *     gives finite logits for every val sample, and the own-size evaluation at another
+ *     batch size equals the first one
+ *   - a size that is not a multiple of the patch is a usage error
+ * Accuracy at another size on a trained model is covered by tests/e2e_reproduce.c.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#include "config.h"
+#include "eval.h"
+#include "kernels.h"
+#include "vit.h"
+
+static const char *BASE =
+    "{\"model\": {\"width\": 32, \"depth\": 2, \"heads\": 2, \"mlp_ratio\": 2, \"patch_size\": 4,"
+    " \"img_size\": 16, \"in_chans\": 1, \"num_classes\": 4},"
+    " \"data\": {\"kind\": \"synthetic\", \"train_size\": 64, \"val_size\": 24, \"synthetic_seed\": 3,"
+    " \"mean\": [0.5], \"std\": [0.25], \"hflip\": 0},"
+    " \"train\": {\"batch_size\": 8, \"seed\": 5}}";
+
+static int make_model(vt_config *cfg, vt_vit *m, const char *const *sets, int n_sets) {
+    vt_status st = vt_config_parse(cfg, BASE, "test_eval");
+    for (int i = 0; st == VT_OK && i < n_sets; i++) st = vt_config_set(cfg, sets[i]);
+    if (st == VT_OK) st = vt_config_validate(cfg);
+    if (st == VT_OK) st = vt_vit_init(m, cfg, 11);
+    CHECK(st == VT_OK, "config/model: %s", st == VT_OK ? "" : vt_last_error());
+    return st == VT_OK;
+}
+
+/* Logits (n * K, malloc'd) of m over the val split at size S, shuffled or not. */
+static float *eval_logits(const vt_config *cfg, vt_vit *m, int S, int shuffle, uint64_t seed,
+                          int batch, vt_eval_result *res) {
+    vt_config c = *cfg;
+    c.eval.batch_size = batch;
+    vt_evaluator ev;
+    vt_status st = vt_eval_open(&ev, &c, S);
+    CHECK(st == VT_OK, "eval_open at %d: %s", S, st == VT_OK ? "" : vt_last_error());
+    if (st != VT_OK) return NULL;
+    ev.shuffle = shuffle;
+    ev.shuffle_seed = seed;
+    float *lg = malloc((size_t)ev.n * ev.num_classes * sizeof(float));
+    st = vt_eval_run(&ev, m, lg, res);
+    CHECK(st == VT_OK, "eval_run at %d: %s", S, st == VT_OK ? "" : vt_last_error());
+    vt_eval_close(&ev);
+    if (st != VT_OK) { free(lg); return NULL; }
+    return lg;
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n) {
+    double d = 0;
+    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - (double)b[i]));
+    return d;
+}
+
+static double max_abs(const float *a, size_t n) {
+    double d = 0;
+    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i]));
+    return d;
+}
+
+static void test_permutation(void) {
+    enum { N = 49 };
+    int p[N], q[N], r[N], s[N], seen[N];
+    vt_eval_patch_permutation(p, N, 7, 3);
+    vt_eval_patch_permutation(q, N, 7, 3);
+    vt_eval_patch_permutation(r, N, 7, 4);
+    vt_eval_patch_permutation(s, N, 8, 3);
+    memset(seen, 0, sizeof seen);
+    int ok = 1, fixed = 0;
+    for (int i = 0; i < N; i++) {
+        if (p[i] < 0 || p[i] >= N || seen[p[i]]++) ok = 0;
+        fixed += p[i] == i;
+    }
+    CHECK(ok, "perm is a permutation of 0..%d", N - 1);
+    CHECK(fixed < N / 4, "perm moves most cells (%d of %d fixed)", fixed, N);
+    CHECK(memcmp(p, q, sizeof p) == 0, "same (seed, index): same permutation");
+    CHECK(memcmp(p, r, sizeof p) != 0, "another sample: another permutation");
+    CHECK(memcmp(p, s, sizeof p) != 0, "another seed: another permutation");
+
+    /* 2 channels, 12x12, P = 4: pixel value encodes (channel, cell, offset in cell). */
+    enum { C = 2, S = 12, P = 4, G = 3 };
+    float src[C * S * S], dst[C * S * S];
+    for (int c = 0; c < C; c++)
+        for (int y = 0; y < S; y++)
+            for (int x = 0; x < S; x++)
+                src[(c * S + y) * S + x] = (float)(c * 10000 + ((y / P) * G + x / P) * 100 + (y % P) * P + x % P);
+    int perm[G * G];
+    vt_eval_patch_permutation(perm, G * G, 1, 0);
+    vt_eval_permute_patches(dst, src, perm, C, S, P);
+    int bad = 0;
+    for (int c = 0; c < C; c++)
+        for (int y = 0; y < S; y++)
+            for (int x = 0; x < S; x++) {
+                int g = (y / P) * G + x / P;
+                float want = (float)(c * 10000 + perm[g] * 100 + (y % P) * P + x % P);
+                bad += dst[(c * S + y) * S + x] != want;
+            }
+    CHECK(bad == 0, "permute_patches: %d pixels not from the permuted source cell", bad);
+}
+
+/* kind: pe.kind; pool; expect_invariant: logits equal under shuffle. */
+static void check_shuffle(const char *kind, const char *ape, const char *pool, int expect_invariant) {
+    char k[64], a[64], pl[64];
+    snprintf(k, sizeof k, "pe.kind=%s", kind);
+    snprintf(a, sizeof a, "pe.ape=%s", ape);
+    snprintf(pl, sizeof pl, "model.pool=%s", pool);
+    const char *sets[3] = {k, a, pl};
+    vt_config cfg;
+    vt_vit m;
+    if (!make_model(&cfg, &m, sets, 3)) return;
+    vt_eval_result r0, r1, r2;
+    float *plain = eval_logits(&cfg, &m, 16, 0, 0, 8, &r0);
+    float *shuf = eval_logits(&cfg, &m, 16, 1, 42, 8, &r1);
+    float *shuf5 = eval_logits(&cfg, &m, 16, 1, 42, 5, &r2);
+    if (plain && shuf && shuf5) {
+        size_t n = (size_t)r0.n * 4;
+        double scale = max_abs(plain, n), d = max_abs_diff(plain, shuf, n);
+        CHECK(scale > 1e-3, "%s/%s/%s: logits not degenerate (max |logit| %g)", kind, ape, pool, scale);
+        if (expect_invariant)
+            CHECK(d <= 1e-5 * fmax(scale, 1.0), "%s/%s/%s: shuffle must leave logits invariant, "
+                  "max diff %g (max |logit| %g)", kind, ape, pool, d, scale);
+        else
+            CHECK(d > 1e-3 * scale, "%s/%s/%s: shuffle must change the logits, max diff %g "
+                  "(max |logit| %g)", kind, ape, pool, d, scale);
+        CHECK(max_abs_diff(shuf, shuf5, n) <= 1e-5 * fmax(scale, 1.0),
+              "%s/%s/%s: shuffled logits independent of the batch size", kind, ape, pool);
+        CHECK(r0.n == 24 && r1.n == 24, "24 val samples evaluated (%lld, %lld)", (long long)r0.n,
+              (long long)r1.n);
+    }
+    free(plain);
+    free(shuf);
+    free(shuf5);
+    vt_vit_free(&m);
+}
+
+static void test_shuffle(void) {
+    check_shuffle("none", "none", "token", 1);
+    check_shuffle("none", "none", "avg", 1);
+    check_shuffle("ape", "learned", "token", 0);
+    check_shuffle("ape", "sincos", "token", 0);
+    check_shuffle("rope_mixed", "none", "token", 0);
+    check_shuffle("liere", "none", "token", 0);
+}
+
+static void test_resolutions(void) {
+    static const char *kinds[] = {"none", "ape", "rope_axial", "rope_mixed", "cayley", "circulant",
+                                  "liere", "liere_commute"};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        char k[64];
+        snprintf(k, sizeof k, "pe.kind=%s", kinds[i]);
+        const char *sets[1] = {k};
+        vt_config cfg;
+        vt_vit m;
+        if (!make_model(&cfg, &m, sets, 1)) continue;
+        vt_eval_result own, own5, r;
+        float *a = eval_logits(&cfg, &m, 16, 0, 0, 8, &own);
+        float *b = eval_logits(&cfg, &m, 16, 0, 0, 5, &own5);
+        if (a && b) {
+            CHECK(max_abs_diff(a, b, (size_t)own.n * 4) <= 1e-5 * fmax(max_abs(a, (size_t)own.n * 4), 1.0),
+                  "%s: own-size logits independent of the batch size", kinds[i]);
+            CHECK(own.top1 == own5.top1 && own.img_size == 16, "%s: own-size top-1 %g vs %g", kinds[i],
+                  own.top1, own5.top1);
+        }
+        static const int sizes[] = {8, 12, 24, 32};
+        for (int s = 0; s < 4; s++) {
+            float *lg = eval_logits(&cfg, &m, sizes[s], 0, 0, 8, &r);
+            if (!lg) continue;
+            int finite = 1;
+            for (int64_t j = 0; j < r.n * 4; j++) finite &= isfinite(lg[j]) != 0;
+            CHECK(finite && r.n == 24 && r.img_size == sizes[s] && r.top1 >= 0 && r.top1 <= 100 &&
+                  r.top5 == 100.0, "%s at %d: n %lld, top-1 %g, top-5 %g, finite %d", kinds[i], sizes[s],
+                  (long long)r.n, r.top1, r.top5, finite);
+            if (a) CHECK(max_abs_diff(a, lg, (size_t)r.n * 4) > 0, "%s at %d: logits differ from 16px",
+                         kinds[i], sizes[s]);
+            free(lg);
+        }
+        free(a);
+        free(b);
+        vt_vit_free(&m);
+    }
+    vt_config cfg;
+    vt_status st = vt_config_parse(&cfg, BASE, "test_eval");
+    vt_evaluator ev;
+    if (st == VT_OK) st = vt_eval_open(&ev, &cfg, 18);
+    CHECK(st == VT_ERR_USAGE && strstr(vt_last_error(), "18") && strstr(vt_last_error(), "patch_size"),
+          "size 18 with patch 4 is a usage error naming both: %s", vt_last_error());
+}
+
+int main(void) {
+    char err[256];
+    if (vt_kernels_init(err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    test_permutation();
+    test_shuffle();
+    test_resolutions();
+    return test_summary();
+}
