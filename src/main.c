@@ -355,7 +355,7 @@ static int cmd_eval(const cli_args *a) {
 /* Activation floats kept for backward per image (analytic estimate): per block the
  * outputs of norm1, qkv (3), split q/k/v (3), attention probabilities (H N^2) and output,
  * merge, proj, residual, norm2, fc1 and gelu (mlp hidden each), fc2, residual = 14 N D
- * + 2 N Dh + H N^2; plus patch embedding, CLS concat and position add (3 N D) and the
+ * + 2 N Dh + the attention state (below); plus patch embedding, CLS concat and position add (3 N D) and the
  * image itself. Training doubles it (every activation gets a gradient buffer). Checked
  * against the step arena's measured use: 274 vs 269 MiB (configs/default.json, batch
  * 128), 5.5 vs 5.8 MiB (configs/synthetic_tiny.json); the dataset and the evaluation
@@ -363,7 +363,10 @@ static int cmd_eval(const cli_args *a) {
 static double activation_floats(const vt_config *c, int S) {
     double P = c->model.patch_size, D = c->model.width, H = c->model.heads;
     double N = 1.0 + (S / P) * (S / P), Dh = c->model.mlp_ratio * D;
-    double per_block = 14.0 * N * D + 2.0 * N * Dh + H * N * N;
+    /* Softmax keeps the (H, N, N) probabilities; Performer keeps phi(Q) and phi(K),
+     * (H, N, m) each, and nothing N x N. */
+    double attn = c->model.attention == VT_ATTN_PERFORMER ? 2.0 * H * N * c->performer.features : H * N * N;
+    double per_block = 14.0 * N * D + 2.0 * N * Dh + attn;
     return c->model.depth * per_block + 3.0 * N * D + (double)c->model.in_chans * S * S;
 }
 
