@@ -1,21 +1,39 @@
 /* attention.c - vt_op_attention: fused softmax attention per (batch, head).
  * q, k, v (B, H, N, hd) -> out (B, H, N, hd):
  *   S = scale q k^T (N x N),  P = softmax(S) rows,  Pd = P * mask / (1 - p),  out = Pd v.
+ *
+ * Fused path. One OpenMP loop over the B H blocks (one parallel region per call, forward
+ * and backward each); inside a block the query rows are processed in row blocks of R rows
+ * (R = N when an N x N score block fits the per-thread cache budget, VT_ATTN_BLOCK_BYTES;
+ * else the largest multiple of 16 that fits), and each row block goes scores -> scale (in
+ * the GEMM's alpha) -> softmax -> dropout -> weighted sum while its R x N scores are still
+ * in cache. The two products of each row block run through the packed GEMM microkernel
+ * (vt_k.gemm with the thread's workspace).
+ *
+ * Memory: with gradients the op KEEPS P (B H N N floats) and, with dropout, the keep mask
+ * (B H N N bytes) in the arena: backward reads them instead of recomputing q k^T and the
+ * softmax. Without gradients nothing N x N is kept: one R x N scratch per thread.
+ *
  * Dropout (p = attn_drop, only when t->training and p > 0): one base seed is drawn from
  * t->rng per call, row i of (b, h) draws its keep decisions from the stream
- * vt_rng_derive(base, (b H + h) N + i, 0), so the mask does not depend on the thread
- * count. An element is dropped when its uniform draw is < p.
- * With gradients the op keeps P (B H N N floats) and the mask (B H N N bytes) in the
- * arena; without, it uses one N x N scratch per thread and keeps nothing.
- * Backward per (b, h), with dPd = dout v^T and dP = dPd * mask / (1 - p):
- *   dv += Pd^T dout,  dS = P (dP - rowsum(dP P)),  dq += scale dS k,  dk += scale dS^T q.
- * OpenMP over (b, h); each task calls vt_k.gemm with its thread's workspace. */
+ * vt_rng_derive(base, (b H + h) N + i, 0), so the mask depends neither on the thread
+ * count nor on the row blocking. An element is dropped when its uniform draw is < p.
+ *
+ * Backward per (b, h), per row block r (rows [i0, i0 + R)), with dPd = dout v^T and
+ * dP = dPd * mask / (1 - p):
+ *   dv += Pd[r]^T dout[r],  dS[r] = P[r] (dP[r] - rowsum(dP[r] P[r])),
+ *   dq[r] += scale dS[r] k,  dk += scale dS[r]^T q[r].
+ * The row-block sums into dv and dk run in a fixed order: results are deterministic for
+ * any thread count. Numerics: those of vt_k.gemm / softmax_rows / softmax_bwd_rows. */
 #include <omp.h>
 #include <stdint.h>
 
 #include "kernels.h"
 #include "ops.h"
 #include "status.h"
+
+/* Cache budget for one thread's R x N score block (and its dropout twin). */
+#define VT_ATTN_BLOCK_BYTES (256 * 1024)
 
 typedef struct {
     vt_arena *arena;
@@ -26,40 +44,56 @@ typedef struct {
     int BH, N, hd;
 } attn_ctx;
 
+/* Rows per row block for N tokens. */
+static int attn_rows(int N) {
+    size_t rows = VT_ATTN_BLOCK_BYTES / ((size_t)N * sizeof(float));
+    if (rows >= (size_t)N) return N;
+    rows -= rows % 16;
+    return rows < 16 ? 16 : (int)rows;
+}
+
+/* Packing workspace for every product of a block (rows <= N). */
 static size_t attn_work_floats(int N, int hd) {
     size_t a = vt_k.gemm_work_floats(N, N, hd), b = vt_k.gemm_work_floats(N, hd, N);
     return a > b ? a : b;
 }
 
-/* Pd = P * mask * inv_keep for an N x N block. */
-static void apply_mask(const float *P, const uint8_t *mask, float inv_keep, float *Pd, size_t nn) {
-    for (size_t i = 0; i < nn; i++) Pd[i] = mask[i] ? P[i] * inv_keep : 0.0f;
+/* Pd = P * mask * inv_keep for n elements. */
+static void apply_mask(const float *P, const uint8_t *mask, float inv_keep, float *Pd, size_t n) {
+    for (size_t i = 0; i < n; i++) Pd[i] = mask[i] ? P[i] * inv_keep : 0.0f;
 }
 
 static void attention_bwd(void *p) {
     attn_ctx *c = p;
-    int N = c->N, hd = c->hd;
-    size_t nn = (size_t)N * N, nh = (size_t)N * hd;
-    int nt = omp_get_max_threads();
-    float *scratch = vt_arena_alloc(c->arena, (size_t)nt * 2 * nn * sizeof(float));
+    int N = c->N, hd = c->hd, R = attn_rows(N);
+    size_t nn = (size_t)N * N, nh = (size_t)N * hd, rn = (size_t)R * N;
+    int nt = omp_get_max_threads(), nbuf = c->mask ? 2 : 1;
+    float *scratch = vt_arena_alloc(c->arena, (size_t)nt * nbuf * rn * sizeof(float));
     size_t wf = attn_work_floats(N, hd);
     #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < c->BH; bh++) {
-        float *dP = scratch + (size_t)omp_get_thread_num() * 2 * nn, *Pd = dP + nn;
+        float *dP = scratch + (size_t)omp_get_thread_num() * nbuf * rn, *Pd = dP + rn;
         float *work = vt_gemm_workspace(wf);
-        const float *P = c->P + bh * nn, *dout = c->dout + bh * nh;
         const float *q = c->q + bh * nh, *k = c->k + bh * nh, *v = c->v + bh * nh;
-        const uint8_t *mask = c->mask ? c->mask + bh * nn : NULL;
-        if (mask) apply_mask(P, mask, c->inv_keep, Pd, nn);
-        const float *Pu = mask ? Pd : P;
-        if (c->dv) vt_k.gemm(1, 0, N, hd, N, 1.0f, Pu, N, dout, hd, 1.0f, c->dv + bh * nh, hd, work);
-        if (!c->dq && !c->dk) continue;
-        vt_k.gemm(0, 1, N, N, hd, 1.0f, dout, hd, v, hd, 0.0f, dP, N, work);
-        if (mask)
-            for (size_t i = 0; i < nn; i++) dP[i] = mask[i] ? dP[i] * c->inv_keep : 0.0f;
-        vt_k.softmax_bwd_rows(P, dP, dP, N, N);
-        if (c->dq) vt_k.gemm(0, 0, N, hd, N, c->scale, dP, N, k, hd, 1.0f, c->dq + bh * nh, hd, work);
-        if (c->dk) vt_k.gemm(1, 0, N, hd, N, c->scale, dP, N, q, hd, 1.0f, c->dk + bh * nh, hd, work);
+        float *dq = c->dq ? c->dq + bh * nh : NULL, *dk = c->dk ? c->dk + bh * nh : NULL;
+        float *dv = c->dv ? c->dv + bh * nh : NULL;
+        for (int i0 = 0; i0 < N; i0 += R) {
+            int r = N - i0 < R ? N - i0 : R;
+            size_t rnb = (size_t)r * N;
+            const float *P = c->P + bh * nn + (size_t)i0 * N, *dout = c->dout + bh * nh + (size_t)i0 * hd;
+            const uint8_t *mask = c->mask ? c->mask + bh * nn + (size_t)i0 * N : NULL;
+            if (dv) {
+                if (mask) apply_mask(P, mask, c->inv_keep, Pd, rnb);
+                vt_k.gemm(1, 0, N, hd, r, 1.0f, mask ? Pd : P, N, dout, hd, 1.0f, dv, hd, work);
+            }
+            if (!dq && !dk) continue;
+            vt_k.gemm(0, 1, r, N, hd, 1.0f, dout, hd, v, hd, 0.0f, dP, N, work);
+            if (mask)
+                for (size_t e = 0; e < rnb; e++) dP[e] = mask[e] ? dP[e] * c->inv_keep : 0.0f;
+            vt_k.softmax_bwd_rows(P, dP, dP, r, N);
+            if (dq) vt_k.gemm(0, 0, r, hd, N, c->scale, dP, N, k, hd, 1.0f, dq + (size_t)i0 * hd, hd, work);
+            if (dk) vt_k.gemm(1, 0, N, hd, r, c->scale, dP, N, q + (size_t)i0 * hd, hd, 1.0f, dk, hd, work);
+        }
     }
 }
 
@@ -69,7 +103,8 @@ vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
               "attention: q, k, v must all be (B, H, N, hd)");
     VT_ASSERT(attn_drop >= 0.0f && attn_drop < 1.0f, "attention: dropout %g not in [0, 1)", attn_drop);
     int BH = (int)(q->shape[0] * q->shape[1]), N = (int)q->shape[2], hd = (int)q->shape[3];
-    size_t nn = (size_t)N * N, nh = (size_t)N * hd;
+    int R = attn_rows(N);
+    size_t nn = (size_t)N * N, nh = (size_t)N * hd, rn = (size_t)R * N;
     int g = vt_tape_wants_grad(t, q, k, v);
     vt_tensor *out = vt_tape_new(t, g, 4, q->shape);
     int drop = t->training && attn_drop > 0.0f;
@@ -80,8 +115,8 @@ vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
     }
     float inv_keep = drop ? 1.0f / (1.0f - attn_drop) : 1.0f;
     int nt = omp_get_max_threads();
-    /* Per-thread N x N scratch: the dropped probabilities when P is kept, else P itself. */
-    float *scratch = (g && !drop) ? NULL : vt_arena_alloc(t->arena, (size_t)nt * nn * sizeof(float));
+    /* Per-thread R x N scratch: the dropped probabilities when P is kept, else P itself. */
+    float *scratch = (g && !drop) ? NULL : vt_arena_alloc(t->arena, (size_t)nt * rn * sizeof(float));
     float *Pall = g ? vt_arena_alloc(t->arena, (size_t)BH * nn * sizeof(float)) : NULL;
     uint8_t *mall = (g && drop) ? vt_arena_alloc(t->arena, (size_t)BH * nn) : NULL;
     size_t wf = attn_work_floats(N, hd);
@@ -90,25 +125,30 @@ vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
     #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < BH; bh++) {
         float *work = vt_gemm_workspace(wf);
-        float *tmp = scratch ? scratch + (size_t)omp_get_thread_num() * nn : NULL;
-        float *P = g ? Pall + bh * nn : tmp;
-        vt_k.gemm(0, 1, N, N, hd, scale, qd + bh * nh, hd, kd + bh * nh, hd, 0.0f, P, N, work);
-        vt_k.softmax_rows(P, P, N, N, 1.0f);
-        float *Pd = P;
-        if (drop) {
-            Pd = tmp;
-            for (int i = 0; i < N; i++) {
-                vt_rng r;
-                vt_rng_seed(&r, vt_rng_derive(base, (uint64_t)bh * N + i, 0));
-                for (int j = 0; j < N; j++) {
-                    size_t e = (size_t)i * N + j;
-                    int keep = vt_rng_uniform(&r) >= attn_drop;
-                    if (mall) mall[bh * nn + e] = (uint8_t)keep;
-                    Pd[e] = keep ? P[e] * inv_keep : 0.0f;
+        float *tmp = scratch ? scratch + (size_t)omp_get_thread_num() * rn : NULL;
+        const float *kb = kd + bh * nh, *vb = vd + bh * nh;
+        for (int i0 = 0; i0 < N; i0 += R) {
+            int r = N - i0 < R ? N - i0 : R;
+            size_t off = (size_t)bh * nn + (size_t)i0 * N;
+            float *P = g ? Pall + off : tmp;
+            vt_k.gemm(0, 1, r, N, hd, scale, qd + bh * nh + (size_t)i0 * hd, hd, kb, hd, 0.0f, P, N, work);
+            vt_k.softmax_rows(P, P, r, N, 1.0f);
+            float *Pd = P;
+            if (drop) {
+                Pd = tmp;
+                for (int i = 0; i < r; i++) {
+                    vt_rng rg;
+                    vt_rng_seed(&rg, vt_rng_derive(base, (uint64_t)bh * N + i0 + i, 0));
+                    for (int j = 0; j < N; j++) {
+                        size_t e = (size_t)i * N + j;
+                        int keep = vt_rng_uniform(&rg) >= attn_drop;
+                        if (mall) mall[off + e] = (uint8_t)keep;
+                        Pd[e] = keep ? P[e] * inv_keep : 0.0f;
+                    }
                 }
             }
+            vt_k.gemm(0, 0, r, hd, N, 1.0f, Pd, N, vb, hd, 0.0f, od + bh * nh + (size_t)i0 * hd, hd, work);
         }
-        vt_k.gemm(0, 0, N, hd, N, 1.0f, Pd, N, vd + bh * nh, hd, 0.0f, od + bh * nh, hd, work);
     }
     if (g) {
         attn_ctx *c = vt_tape_ctx(t, sizeof *c);

@@ -1,5 +1,8 @@
 /* common.c - helpers shared by the op files: deterministic column reductions over
- * rows (bias, gamma, broadcast-add gradients). Not an op, records nothing. */
+ * rows (bias, gamma, broadcast-add gradients). Not an op, records nothing. Plain column
+ * sums go through vt_k.axpy with a = 1 (an FMA by 1 rounds exactly like the add, so the
+ * result does not depend on the ISA). */
+#include "kernels.h"
 #include "ops.h"
 #include "status.h"
 
@@ -26,7 +29,7 @@ void vt_ops_colsum_acc(vt_arena *arena, const float *x, const float *y,
                 const float *yr = y + r * cols;
                 for (int64_t j = 0; j < cols; j++) p[j] += xr[j] * yr[j];
             } else {
-                for (int64_t j = 0; j < cols; j++) p[j] += xr[j];
+                vt_k.axpy(1.0f, xr, p, (size_t)cols);
             }
         }
     }

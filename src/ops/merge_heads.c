@@ -1,8 +1,10 @@
 /* merge_heads.c - vt_op_merge_heads: x (B, H, N, hd) -> y (B, N, H hd), head h at
  * columns [h hd, (h+1) hd) of each token row (the inverse layout of split_heads).
- * Pure data movement; backward gathers dy back into dx (+=). */
+ * Pure data movement; backward gathers dy back into dx (+=, vt_k.axpy with a = 1, which
+ * rounds exactly like a plain add). */
 #include <string.h>
 
+#include "kernels.h"
 #include "ops.h"
 #include "status.h"
 
@@ -21,7 +23,7 @@ static void merge_heads_bwd(void *p) {
             for (int n = 0; n < N; n++) {
                 float *d = c->dx + (((size_t)b * H + h) * N + n) * hd;
                 const float *g = c->dy + ((size_t)b * N + n) * H * hd + (size_t)h * hd;
-                for (int j = 0; j < hd; j++) d[j] += g[j];
+                vt_k.axpy(1.0f, g, d, (size_t)hd);
             }
 }
 

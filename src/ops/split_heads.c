@@ -1,10 +1,12 @@
 /* split_heads.c - vt_op_split_heads: qkv (B, N, 3D) from the fused projection ->
  * q, k, v each (B, H, N, hd) contiguous, D = H hd. Within a token's 3D row, part s
  * (0 q, 1 k, 2 v) occupies [s D, (s+1) D) and head h [s D + h hd, s D + (h+1) hd).
- * Pure data movement; backward scatters dq/dk/dv back into dqkv (+=). One tape entry
+ * Pure data movement; backward scatters dq/dk/dv back into dqkv (+=, vt_k.axpy with
+ * a = 1: the fused multiply-add by 1 rounds exactly like a plain add). One tape entry
  * covers the three outputs. */
 #include <string.h>
 
+#include "kernels.h"
 #include "ops.h"
 #include "status.h"
 
@@ -26,7 +28,7 @@ static void split_heads_bwd(void *p) {
                 for (int h = 0; h < H; h++) {
                     const float *g = src[s] + (((size_t)b * H + h) * N + n) * hd;
                     float *d = row + (size_t)s * D + (size_t)h * hd;
-                    for (int j = 0; j < hd; j++) d[j] += g[j];
+                    vt_k.axpy(1.0f, g, d, (size_t)hd);
                 }
         }
 }

@@ -1,0 +1,376 @@
+/* bench_train.c - end-to-end speed benchmark (`make bench`). Not a test: prints figures.
+ *
+ * stdout: one JSON object per line; stderr: a readable table. Measured in this run:
+ *  (a) "fma_peak": FMA throughput with 16 independent AVX-512 chains (12 AVX2 chains on a
+ *      CPU without AVX-512) on 1 thread and on 2 threads (each thread runs the loop;
+ *      GFLOP/s = all threads' flops / wall time). Every utilisation below is relative to
+ *      the peak of the same thread count measured here.
+ *  (b) "attention": vt_op_attention forward + backward (dq, dk, dv) GFLOP/s for N = 65,
+ *      197, 785 tokens, head dim 64, B x H blocks chosen to give every thread work;
+ *      flops = 12 N^2 hd per (batch, head) (two products forward, four backward).
+ *  (c) "train": images/s of a full training step (zero grad, forward, cross-entropy,
+ *      backward, clip, AdamW) on synthetic data for ViT-Ti/4 at 32 (batch 128), ViT-S/16
+ *      at 224 (batch 64), ViT-B/16 at 224 (batch 32); "infer": forward-only images/s of
+ *      ViT-B/16 at 224 (batch 32). 1 and 2 threads. MFU = analytic FLOPs (vt_vit_flops per
+ *      image, x3 for training) x images/s / measured peak. Each model runs in a child
+ *      (fork + exec of this binary with --child: an OpenMP runtime does not survive a bare
+ *      fork), so "rss_mb" (ru_maxrss from wait4) is that model's peak resident set.
+ *      Also per row: "page_faults_per_step" (minor faults during the timed steps: 0 once
+ *      the arena has settled) and "loss" (last step's loss; for infer the first logit),
+ *      sanity values only.
+ * Timing is wall-clock (a shared machine's load lowers every figure; the peak is
+ * re-measured in the same run so ratios stay meaningful).
+ * Usage: bench_train [substring] - only the attention rows (substring of "attention") or
+ * the model rows whose "train/<model>" or "infer/<model>" name contains it; the peak is
+ * always measured.
+ * Two warm-up steps (the arena settles into one block after the first) then 3 timed
+ * steps (2 for ViT-B training).
+ * VT_BENCH_QUICK=1: one timed step, batch sizes divided by 8, attention
+ * only at 197 tokens.
+ */
+#include <immintrin.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "kernels.h"
+#include "ops/ops.h"
+#include "optim.h"
+#include "rng.h"
+#include "tape.h"
+#include "vit.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+#define PEAK_ITERS 5000000L
+
+/* 16 independent chains of 16-lane FMAs: 512 flops per iteration. */
+__attribute__((target("avx512f"), noinline)) static float peak_loop_avx512(long iters) {
+    __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+    __m512 c0 = _mm512_set1_ps(0.0f), c1 = _mm512_set1_ps(1.0f), c2 = _mm512_set1_ps(2.0f),
+           c3 = _mm512_set1_ps(3.0f), c4 = _mm512_set1_ps(4.0f), c5 = _mm512_set1_ps(5.0f),
+           c6 = _mm512_set1_ps(6.0f), c7 = _mm512_set1_ps(7.0f), c8 = _mm512_set1_ps(8.0f),
+           c9 = _mm512_set1_ps(9.0f), c10 = _mm512_set1_ps(10.0f), c11 = _mm512_set1_ps(11.0f),
+           c12 = _mm512_set1_ps(12.0f), c13 = _mm512_set1_ps(13.0f), c14 = _mm512_set1_ps(14.0f),
+           c15 = _mm512_set1_ps(15.0f);
+    for (long i = 0; i < iters; i++) {
+        c0 = _mm512_fmadd_ps(c0, a, b); c1 = _mm512_fmadd_ps(c1, a, b);
+        c2 = _mm512_fmadd_ps(c2, a, b); c3 = _mm512_fmadd_ps(c3, a, b);
+        c4 = _mm512_fmadd_ps(c4, a, b); c5 = _mm512_fmadd_ps(c5, a, b);
+        c6 = _mm512_fmadd_ps(c6, a, b); c7 = _mm512_fmadd_ps(c7, a, b);
+        c8 = _mm512_fmadd_ps(c8, a, b); c9 = _mm512_fmadd_ps(c9, a, b);
+        c10 = _mm512_fmadd_ps(c10, a, b); c11 = _mm512_fmadd_ps(c11, a, b);
+        c12 = _mm512_fmadd_ps(c12, a, b); c13 = _mm512_fmadd_ps(c13, a, b);
+        c14 = _mm512_fmadd_ps(c14, a, b); c15 = _mm512_fmadd_ps(c15, a, b);
+        __asm__ volatile("" : "+v"(c0), "+v"(c1), "+v"(c2), "+v"(c3), "+v"(c4), "+v"(c5), "+v"(c6),
+                         "+v"(c7));
+        __asm__ volatile("" : "+v"(c8), "+v"(c9), "+v"(c10), "+v"(c11), "+v"(c12), "+v"(c13), "+v"(c14),
+                         "+v"(c15));
+    }
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c0, c1), _mm512_add_ps(c2, c3)),
+                             _mm512_add_ps(_mm512_add_ps(c4, c5), _mm512_add_ps(c6, c7)));
+    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c8, c9), _mm512_add_ps(c10, c11)),
+                                       _mm512_add_ps(_mm512_add_ps(c12, c13), _mm512_add_ps(c14, c15))));
+    return _mm512_reduce_add_ps(s);
+}
+
+/* 12 independent chains of 8-lane FMAs: 192 flops per iteration. */
+__attribute__((target("avx2,fma"), noinline)) static float peak_loop_avx2(long iters) {
+    __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+    __m256 c0 = _mm256_set1_ps(0.0f), c1 = _mm256_set1_ps(1.0f), c2 = _mm256_set1_ps(2.0f),
+           c3 = _mm256_set1_ps(3.0f), c4 = _mm256_set1_ps(4.0f), c5 = _mm256_set1_ps(5.0f),
+           c6 = _mm256_set1_ps(6.0f), c7 = _mm256_set1_ps(7.0f), c8 = _mm256_set1_ps(8.0f),
+           c9 = _mm256_set1_ps(9.0f), c10 = _mm256_set1_ps(10.0f), c11 = _mm256_set1_ps(11.0f);
+    for (long i = 0; i < iters; i++) {
+        c0 = _mm256_fmadd_ps(c0, a, b); c1 = _mm256_fmadd_ps(c1, a, b);
+        c2 = _mm256_fmadd_ps(c2, a, b); c3 = _mm256_fmadd_ps(c3, a, b);
+        c4 = _mm256_fmadd_ps(c4, a, b); c5 = _mm256_fmadd_ps(c5, a, b);
+        c6 = _mm256_fmadd_ps(c6, a, b); c7 = _mm256_fmadd_ps(c7, a, b);
+        c8 = _mm256_fmadd_ps(c8, a, b); c9 = _mm256_fmadd_ps(c9, a, b);
+        c10 = _mm256_fmadd_ps(c10, a, b); c11 = _mm256_fmadd_ps(c11, a, b);
+        __asm__ volatile("" : "+x"(c0), "+x"(c1), "+x"(c2), "+x"(c3), "+x"(c4), "+x"(c5), "+x"(c6),
+                         "+x"(c7), "+x"(c8), "+x"(c9), "+x"(c10), "+x"(c11));
+    }
+    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(c0, c1), _mm256_add_ps(c2, c3)),
+                             _mm256_add_ps(_mm256_add_ps(c4, c5), _mm256_add_ps(c6, c7)));
+    s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(c8, c9), _mm256_add_ps(c10, c11)));
+    float out[8];
+    _mm256_storeu_ps(out, s);
+    return out[0] + out[7];
+}
+
+/* Best of 3 runs of the peak loop on nt threads: GFLOP/s summed over the threads. */
+static double measure_peak(int avx512, int nt) {
+    double best = 0;
+    for (int r = 0; r < 3; r++) {
+        volatile float sink = 0;
+        double t0 = now();
+        #pragma omp parallel num_threads(nt)
+        {
+            float s = avx512 ? peak_loop_avx512(PEAK_ITERS) : peak_loop_avx2(PEAK_ITERS);
+            #pragma omp atomic
+            sink += s;
+        }
+        double dt = now() - t0;
+        double gf = (double)nt * PEAK_ITERS * (avx512 ? 512.0 : 192.0) / dt * 1e-9;
+        if (gf > best) best = gf;
+    }
+    return best;
+}
+
+static void fill_uniform(float *x, size_t n, vt_rng *r, float amp) {
+    for (size_t i = 0; i < n; i++) x[i] = amp * (2.0f * (float)vt_rng_uniform(r) - 1.0f);
+}
+
+/* Replay every recorded backward in reverse (out->grad already seeded). */
+static void replay_backward(vt_tape *t) {
+    for (int i = t->n - 1; i >= 0; i--) t->entries[i].fn(t->entries[i].ctx);
+}
+
+/* Attention forward + backward GFLOP/s at nt threads; best of reps. */
+static double bench_attention(int BH, int N, int hd, int nt, int reps) {
+    omp_set_num_threads(nt);
+    vt_arena arena;
+    vt_arena_init(&arena, (size_t)1 << 20);
+    vt_tape tape;
+    vt_tape_init(&tape, &arena);
+    size_t n = (size_t)BH * N * hd;
+    float *buf = vt_xmalloc(6 * n * sizeof(float));
+    vt_rng r;
+    vt_rng_seed(&r, 1);
+    fill_uniform(buf, 3 * n, &r, 1.0f);
+    float *dout = buf + 3 * n;
+    fill_uniform(dout, n, &r, 1.0f);
+    double best = 0;
+    for (int it = 0; it < reps + 1; it++) {
+        vt_arena_reset(&arena);
+        vt_tape_clear(&tape);
+        int64_t shape[4] = {BH, 1, N, hd};
+        vt_tensor *q = vt_tensor_new(&arena, 1, 4, shape);
+        vt_tensor *k = vt_tensor_new(&arena, 1, 4, shape);
+        vt_tensor *v = vt_tensor_new(&arena, 1, 4, shape);
+        memcpy(q->data, buf, n * sizeof(float));
+        memcpy(k->data, buf + n, n * sizeof(float));
+        memcpy(v->data, buf + 2 * n, n * sizeof(float));
+        double t0 = now();
+        vt_tensor *o = vt_op_attention(&tape, q, k, v, 0.125f, 0.0f);
+        memcpy(o->grad, dout, n * sizeof(float));
+        replay_backward(&tape);
+        double dt = now() - t0;
+        double gf = 12.0 * BH * (double)N * N * hd / dt * 1e-9;
+        if (it > 0 && gf > best) best = gf;
+    }
+    free(buf);
+    vt_tape_free(&tape);
+    vt_arena_free(&arena);
+    return best;
+}
+
+typedef struct {
+    const char *name, *preset;
+    int img, patch, batch, classes, train;
+} model_case;
+
+static const model_case cases[] = {
+    {"vit_ti4_32", "vit_tiny", 32, 4, 128, 10, 1},
+    {"vit_s16_224", "vit_small", 224, 16, 64, 1000, 1},
+    {"vit_b16_224", "vit_base", 224, 16, 32, 1000, 1},
+    {"vit_b16_224", "vit_base", 224, 16, 32, 1000, 0},
+};
+#define N_CASES (sizeof cases / sizeof cases[0])
+
+/* Runs in the child: build the model, time steps, print one JSON line. */
+static int run_model(const model_case *mc, int nt, double peak, int quick) {
+    omp_set_num_threads(nt);
+    vt_config cfg;
+    vt_config_defaults(&cfg);
+    char s[6][96];
+    snprintf(s[0], sizeof s[0], "model.preset=%s", mc->preset);
+    snprintf(s[1], sizeof s[1], "model.img_size=%d", mc->img);
+    snprintf(s[2], sizeof s[2], "model.patch_size=%d", mc->patch);
+    snprintf(s[3], sizeof s[3], "model.num_classes=%d", mc->classes);
+    snprintf(s[4], sizeof s[4], "model.drop_path=0");
+    snprintf(s[5], sizeof s[5], "data.kind=synthetic");
+    for (int i = 0; i < 6; i++)
+        if (vt_config_set(&cfg, s[i]) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
+    if (vt_config_validate(&cfg) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
+    vt_vit m;
+    if (vt_vit_init(&m, &cfg, 1) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
+    vt_optim opt;
+    if (vt_optim_init(&opt, &cfg.optim, m.n_params) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
+    int B = quick ? (mc->batch / 8 > 0 ? mc->batch / 8 : 1) : mc->batch;
+    int C = m.in_chans, S = mc->img;
+    size_t ni = (size_t)B * C * S * S;
+    float *img = vt_xmalloc(ni * sizeof(float));
+    int *labels = vt_xmalloc((size_t)B * sizeof(int));
+    vt_rng r;
+    vt_rng_seed(&r, 2);
+    fill_uniform(img, ni, &r, 1.0f);
+    for (int i = 0; i < B; i++) labels[i] = (int)vt_rng_below(&r, (uint64_t)mc->classes);
+    vt_arena arena;
+    vt_arena_init(&arena, (size_t)1 << 20);
+    vt_tape tape;
+    vt_tape_init(&tape, &arena);
+    tape.grad_enabled = mc->train;
+    tape.training = mc->train;
+    tape.rng = &r;
+    int warm = 2, timed = quick ? 1 : (mc->train && m.D >= 768 ? 2 : 3);
+    double t_total = 0, loss = 0;
+    long faults = 0;
+    for (int it = 0; it < warm + timed; it++) {
+        struct rusage ru0, ru1;
+        getrusage(RUSAGE_SELF, &ru0);
+        double t0 = now();
+        if (mc->train) vt_vit_zero_grad(&m);
+        vt_arena_reset(&arena);
+        vt_tape_clear(&tape);
+        int64_t shape[4] = {B, C, S, S};
+        vt_tensor *x = vt_tensor_wrap(&arena, img, 4, shape);
+        vt_tensor *logits = vt_vit_forward(&m, &tape, x);
+        if (mc->train) {
+            vt_tensor *l = vt_op_cross_entropy(&tape, logits, labels, NULL, 0.0f);
+            loss = l->data[0];
+            vt_tape_backward(&tape, l);
+            vt_clip_grad_norm(&m, 1.0);
+            vt_optim_step(&opt, &m, 1e-4f);
+        } else {
+            loss = logits->data[0];
+        }
+        if (it >= warm) {
+            t_total += now() - t0;
+            getrusage(RUSAGE_SELF, &ru1);
+            faults += ru1.ru_minflt - ru0.ru_minflt;
+        }
+    }
+    double ips = (double)B * timed / t_total;
+    double flops = vt_vit_flops(&m, S) * (mc->train ? 3.0 : 1.0);
+    double mfu = flops * ips * 1e-9 / peak;
+    printf("{\"bench\":\"%s\",\"model\":\"%s\",\"img\":%d,\"batch\":%d,\"threads\":%d,\"isa\":\"%s\","
+           "\"img_per_s\":%.3f,\"step_s\":%.4f,\"gflop_per_img\":%.3f,\"mfu\":%.4f,\"loss\":%.4f,"
+           "\"page_faults_per_step\":%ld",
+           mc->train ? "train" : "infer", mc->name, S, B, nt, vt_k.name, ips, t_total / timed,
+           flops * 1e-9, mfu, loss, faults / timed);
+    fflush(stdout);
+    vt_tape_free(&tape);
+    vt_arena_free(&arena);
+    vt_optim_free(&opt);
+    vt_vit_free(&m);
+    free(img);
+    free(labels);
+    return 0;
+}
+
+/* Whether a row named name runs under the command-line filter (NULL: all). */
+static int selected(const char *filter, const char *name) { return !filter || strstr(name, filter) != NULL; }
+
+int main(int argc, char **argv) {
+    char err[256];
+    if (vt_kernels_init(err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return 1; }
+    /* child: --child case threads peak quick (see the fork below) */
+    if (argc == 6 && strcmp(argv[1], "--child") == 0) {
+        size_t c = (size_t)atoi(argv[2]);
+        if (c >= N_CASES) return 2;
+        return run_model(&cases[c], atoi(argv[3]), atof(argv[4]), atoi(argv[5]));
+    }
+    const char *filter = argc > 1 ? argv[1] : NULL;
+    const char *qe = getenv("VT_BENCH_QUICK");
+    int quick = qe && strcmp(qe, "0") != 0;
+    int avx512 = vt_k.isa == VT_ISA_AVX512;
+    int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int threads[2] = {1, 2};
+    double peak[3] = {0, 0, 0};
+    fprintf(stderr, "bench_train (%s kernels%s)\n", vt_k.name, quick ? ", quick" : "");
+    for (int ti = 0; ti < 2; ti++) {
+        int nt = threads[ti];
+        peak[nt] = measure_peak(avx512, nt);
+        printf("{\"bench\":\"fma_peak\",\"isa\":\"%s\",\"threads\":%d,\"gflops\":%.2f}\n",
+               avx512 ? "avx512" : "avx2", nt, peak[nt]);
+        fprintf(stderr, "  FMA peak, %d thread%s: %8.1f GFLOP/s%s\n", nt, nt > 1 ? "s" : " ", peak[nt],
+                nt > ncpu ? " (more threads than CPUs)" : "");
+    }
+    fflush(stdout);
+
+    fprintf(stderr, "\n  attention fwd+bwd (hd 64)   threads  GFLOP/s   %% peak\n");
+    static const int toks[3] = {65, 197, 785};
+    for (int i = quick ? 1 : 0; i < (quick ? 2 : 3); i++) {
+        int N = toks[i];
+        if (!selected(filter, "attention")) break;
+        for (int ti = 0; ti < 2; ti++) {
+            int nt = threads[ti];
+            int BH = N >= 785 ? 2 * nt : N >= 197 ? 12 * nt : 48 * nt;
+            double gf = bench_attention(BH, N, 64, nt, quick ? 1 : 3);
+            printf("{\"bench\":\"attention\",\"tokens\":%d,\"hd\":64,\"blocks\":%d,\"threads\":%d,"
+                   "\"isa\":\"%s\",\"gflops\":%.2f,\"pct_peak\":%.1f}\n",
+                   N, BH, nt, vt_k.name, gf, 100.0 * gf / peak[nt]);
+            fprintf(stderr, "  N %4d, %3d blocks            %d    %8.1f   %5.1f%%\n", N, BH, nt, gf,
+                    100.0 * gf / peak[nt]);
+        }
+    }
+    fflush(stdout);
+
+    fprintf(stderr, "\n  model          mode   batch threads   img/s     MFU   RSS MB\n");
+    for (size_t c = 0; c < N_CASES; c++) {
+        char row[64];
+        snprintf(row, sizeof row, "%s/%s", cases[c].train ? "train" : "infer", cases[c].name);
+        if (!selected(filter, row)) continue;
+        for (int ti = 0; ti < 2; ti++) {
+            int nt = threads[ti];
+            fflush(stdout);
+            fflush(stderr);
+            int pfd[2];
+            if (pipe(pfd) != 0) { perror("pipe"); return 1; }
+            pid_t pid = fork();
+            if (pid < 0) { perror("fork"); return 1; }
+            if (pid == 0) {
+                /* exec a fresh image: libgomp's thread pool does not survive fork */
+                close(pfd[0]);
+                dup2(pfd[1], STDOUT_FILENO);
+                close(pfd[1]);
+                char a_case[16], a_nt[16], a_peak[32], a_quick[16];
+                snprintf(a_case, sizeof a_case, "%zu", c);
+                snprintf(a_nt, sizeof a_nt, "%d", nt);
+                snprintf(a_peak, sizeof a_peak, "%.6f", peak[nt]);
+                snprintf(a_quick, sizeof a_quick, "%d", quick);
+                execl("/proc/self/exe", argv[0], "--child", a_case, a_nt, a_peak, a_quick, (char *)NULL);
+                perror("exec /proc/self/exe");
+                _exit(127);
+            }
+            close(pfd[1]);
+            char line[1024];
+            ssize_t len = 0, got;
+            while ((got = read(pfd[0], line + len, sizeof line - 1 - (size_t)len)) > 0) len += got;
+            close(pfd[0]);
+            line[len] = '\0';
+            int status = 0;
+            struct rusage ru;
+            if (wait4(pid, &status, 0, &ru) < 0) { perror("wait4"); return 1; }
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || len == 0) {
+                fprintf(stderr, "  %s (%d threads) failed\n", cases[c].name, nt);
+                continue;
+            }
+            double rss_mb = (double)ru.ru_maxrss / 1024.0;
+            printf("%s,\"rss_mb\":%.1f}\n", line, rss_mb);
+            fflush(stdout);
+            double ips = 0, mfu = 0;
+            const char *p = strstr(line, "\"img_per_s\":");
+            if (p) ips = atof(p + 12);
+            p = strstr(line, "\"mfu\":");
+            if (p) mfu = atof(p + 6);
+            const char *bp = strstr(line, "\"batch\":");
+            fprintf(stderr, "  %-14s %-6s %5d    %d    %8.2f  %5.1f%%  %7.0f\n", cases[c].name,
+                    cases[c].train ? "train" : "infer", bp ? atoi(bp + 8) : 0, nt, ips, 100.0 * mfu,
+                    rss_mb);
+        }
+    }
+    return 0;
+}

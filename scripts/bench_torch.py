@@ -1,0 +1,185 @@
+#!/usr/bin/python3
+"""bench_torch.py - the PyTorch reference for bench/bench_train.c (run with /usr/bin/python3,
+Debian python3-torch). Not a test: prints figures only.
+
+Same models, batches, thread counts and step as bench_train: ViT-Ti/4 at 32 (batch 128,
+10 classes), ViT-S/16 at 224 (batch 64), ViT-B/16 at 224 (batch 32) training (forward,
+cross-entropy, backward, clip_grad_norm_ 1.0, AdamW), and ViT-B/16 at 224 inference
+(batch 32, no_grad), at 1 and 2 threads (torch.set_num_threads). fp32, synthetic data.
+The ViT is written inline with timm VisionTransformer semantics (conv patch embedding,
+class token, learned position embedding, pre-norm blocks with qkv bias, exact GELU,
+LayerNorm eps 1e-6, class-token pooling, linear head); no timm needed.
+
+stdout: JSON lines in bench_train's format ("bench": "train" | "infer", "img_per_s",
+"step_s", "gflop_per_img" (the same analytic count as vt_vit_flops, x3 for training),
+"rss_mb" = the child's peak resident set, and "mfu" when --peak1/--peak2 give the FMA
+peak in GFLOP/s measured by bench_train for 1/2 threads); stderr: a readable table.
+Each model and thread count runs in its own subprocess, so rss_mb is per model.
+Two warm-up steps then 3 timed steps (2 for ViT-B training); VT_BENCH_QUICK=1: one timed
+step with batch sizes divided by 8.
+Debian's torch calls whatever libblas.so.3 the alternatives system selects; the netlib
+reference BLAS (the default when OpenBLAS is not installed) runs at a few GFLOP/s. For the
+intended comparison install OpenBLAS (apt-get install libopenblas0-openmp) or point
+LD_LIBRARY_PATH at a directory holding its libblas.so.3; "blas" in each JSON line names
+the library the child actually loaded.
+Usage: /usr/bin/python3 scripts/bench_torch.py [--peak1 G] [--peak2 G] [substring]
+"""
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+CASES = [
+    # name, width, depth, heads, img, patch, batch, classes, train
+    ("vit_ti4_32", 192, 12, 3, 32, 4, 128, 10, True),
+    ("vit_s16_224", 384, 12, 6, 224, 16, 64, 1000, True),
+    ("vit_b16_224", 768, 12, 12, 224, 16, 32, 1000, True),
+    ("vit_b16_224", 768, 12, 12, 224, 16, 32, 1000, False),
+]
+
+
+def flops_per_image(D, L, img, P, classes, mlp=4):
+    """Forward FLOPs, the count of vt_vit_flops (GEMMs and attention products)."""
+    Np = (img // P) ** 2
+    N = Np + 1
+    f = 2.0 * Np * D * 3 * P * P
+    block = 2.0 * N * D * 3 * D + 4.0 * N * N * D + 2.0 * N * D * D + 4.0 * N * D * mlp * D
+    return f + L * block + 2.0 * D * classes
+
+
+def run_child(idx, threads, quick):
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    name, D, L, H, img, P, batch, classes, train = CASES[idx]
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    B = max(1, batch // 8) if quick else batch
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(D, 3 * D)
+            self.proj = nn.Linear(D, D)
+
+        def forward(self, x):
+            b, n, _ = x.shape
+            qkv = self.qkv(x).reshape(b, n, 3, H, D // H).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            a = (q @ k.transpose(-2, -1)) * (D // H) ** -0.5
+            a = a.softmax(dim=-1)
+            x = (a @ v).transpose(1, 2).reshape(b, n, D)
+            return self.proj(x)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(D, eps=1e-6)
+            self.attn = Attention()
+            self.norm2 = nn.LayerNorm(D, eps=1e-6)
+            self.fc1 = nn.Linear(D, 4 * D)
+            self.fc2 = nn.Linear(4 * D, D)
+
+        def forward(self, x):
+            x = x + self.attn(self.norm1(x))
+            return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
+
+    class ViT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.patch_embed = nn.Conv2d(3, D, P, P)
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, D))
+            self.pos_embed = nn.Parameter(torch.randn(1, (img // P) ** 2 + 1, D) * 0.02)
+            self.blocks = nn.Sequential(*[Block() for _ in range(L)])
+            self.norm = nn.LayerNorm(D, eps=1e-6)
+            self.head = nn.Linear(D, classes)
+
+        def forward(self, x):
+            x = self.patch_embed(x).flatten(2).transpose(1, 2)
+            x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
+            x = self.norm(self.blocks(x))
+            return self.head(x[:, 0])
+
+    model = ViT()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.05)
+    x = torch.rand(B, 3, img, img) * 2 - 1
+    y = torch.randint(0, classes, (B,))
+    warm, timed = (2, 1) if quick else (2, 2 if train and D >= 768 else 3)
+    total = 0.0
+    loss = 0.0
+    for it in range(warm + timed):
+        t0 = time.perf_counter()
+        if train:
+            opt.zero_grad(set_to_none=True)
+            l = F.cross_entropy(model(x), y)
+            l.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            loss = float(l)
+        else:
+            with torch.no_grad():
+                loss = float(model(x)[0, 0])
+        if it >= warm:
+            total += time.perf_counter() - t0
+    ips = B * timed / total
+    blas = "?"
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            if "libblas" in line or "openblas" in line:
+                blas = line.split()[-1]
+                break
+    gf = flops_per_image(D, L, img, P, classes) * (3 if train else 1) * 1e-9
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(json.dumps({"bench": "train" if train else "infer", "model": name, "img": img,
+                      "batch": B, "threads": threads, "isa": "torch-" + torch.__version__,
+                      "img_per_s": round(ips, 3), "step_s": round(total / timed, 4),
+                      "gflop_per_img": round(gf, 3), "loss": round(loss, 4),
+                      "rss_mb": round(rss, 1), "blas": blas}))
+
+
+def main():
+    args = sys.argv[1:]
+    if args and args[0] == "--child":
+        run_child(int(args[1]), int(args[2]), args[3] == "1")
+        return
+    peaks = {}
+    filt = None
+    i = 0
+    while i < len(args):
+        if args[i] in ("--peak1", "--peak2"):
+            peaks[int(args[i][-1])] = float(args[i + 1])
+            i += 2
+        else:
+            filt = args[i]
+            i += 1
+    quick = os.environ.get("VT_BENCH_QUICK", "0") not in ("", "0")
+    print("bench_torch%s" % (" (quick)" if quick else ""), file=sys.stderr)
+    print("  model          mode   batch threads   img/s     MFU   RSS MB", file=sys.stderr)
+    for idx, case in enumerate(CASES):
+        row = ("train/" if case[8] else "infer/") + case[0]
+        if filt and filt not in row:
+            continue
+        for threads in (1, 2):
+            r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", str(idx),
+                                str(threads), "1" if quick else "0"],
+                               capture_output=True, text=True)
+            if r.returncode != 0 or not r.stdout.strip():
+                print("  %s (%d threads) failed: %s" % (case[0], threads, r.stderr.strip()[-400:]),
+                      file=sys.stderr)
+                continue
+            rec = json.loads(r.stdout.strip().splitlines()[-1])
+            mfu = ""
+            if threads in peaks:
+                rec["mfu"] = round(rec["gflop_per_img"] * rec["img_per_s"] / peaks[threads], 4)
+                mfu = "%5.1f%%" % (100 * rec["mfu"])
+            print(json.dumps(rec), flush=True)
+            print("  %-14s %-6s %5d    %d    %8.2f  %6s  %7.0f" % (
+                case[0], rec["bench"], rec["batch"], threads, rec["img_per_s"], mfu, rec["rss_mb"]),
+                file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    main()
