@@ -85,7 +85,7 @@ test:
 # Unit tests run under every ISA the CPU has and with 1 and 2 threads; end-to-end
 # tests once. Ends with the total "N passed, N failed".
 check: $(BIN) $(TEST_BIN)
-	@BUILD=$(BUILD) VT_BIN=$(BIN) scripts/run_tests.sh
+	@BUILD=$(BUILD) VT_BIN=$(abspath $(BIN)) scripts/run_tests.sh
 
 # Unit tests under ASan + UBSan (separate build tree), one ISA/thread setting.
 san:
@@ -94,7 +94,7 @@ san:
 
 san-check:
 	$(MAKE) BUILD=build-san BIN=build-san/vitrain OPT=-O1 EXTRA_CFLAGS="$(SAN_FLAGS)" build-san/vitrain $(patsubst $(BUILD)/%,build-san/%,$(filter $(BUILD)/tests/test_%,$(TEST_BIN)))
-	@BUILD=build-san VT_BIN=build-san/vitrain VT_TEST_MATRIX=0 VT_TEST_UNIT_ONLY=1 scripts/run_tests.sh
+	@BUILD=build-san VT_BIN=$(abspath build-san/vitrain) VT_TEST_MATRIX=0 VT_TEST_UNIT_ONLY=1 scripts/run_tests.sh
 
 bench: $(BIN) $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do $$b || exit 1; done
