@@ -8,6 +8,8 @@
  * same synthetic batch. Kinds are timed round-robin, REPS rounds, and each kind keeps its
  * fastest step, so load on a shared machine hits every kind alike; "ratio" = step time /
  * step time of none, measured in this process.
+ * All models share one step arena, so peak memory is one step's activations plus the
+ * parameters and optimizer state of every kind.
  * stdout: one JSON object per (model, kind); stderr: a readable table.
  * VT_BENCH_QUICK=1: batch sizes divided by 8 and 2 rounds.
  */
@@ -61,13 +63,16 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* One model per kind; the step arena and tape are shared by all of them (each step
+ * resets them), so memory holds one step's activations, not one per kind. */
+static vt_arena arena;
+static vt_tape tape;
+static vt_rng dropout_rng;
+
 typedef struct {
     vt_config cfg;
     vt_vit m;
     vt_optim o;
-    vt_arena arena;
-    vt_tape tape;
-    vt_rng rng;
     double best;
 } pe_run;
 
@@ -83,17 +88,11 @@ static int setup(pe_run *r, const model_case *mc, const pe_case *pc) {
         fprintf(stderr, "bench_pe: %s/%s: %s\n", mc->name, pc->name, vt_last_error());
         return 0;
     }
-    vt_arena_init(&r->arena, 1 << 20);
-    vt_tape_init(&r->tape, &r->arena);
-    vt_rng_seed(&r->rng, 7);
-    r->tape.rng = &r->rng;
     r->best = 1e30;
     return 1;
 }
 
 static void teardown(pe_run *r) {
-    vt_tape_free(&r->tape);
-    vt_arena_free(&r->arena);
     vt_optim_free(&r->o);
     vt_vit_free(&r->m);
 }
@@ -101,14 +100,14 @@ static void teardown(pe_run *r) {
 /* One training step on the given batch; returns its wall time. */
 static double step(pe_run *r, const float *images, const int *labels, int B) {
     double t0 = now();
-    vt_arena_reset(&r->arena);
-    vt_tape_clear(&r->tape);
+    vt_arena_reset(&arena);
+    vt_tape_clear(&tape);
     vt_vit_zero_grad(&r->m);
     int64_t shape[4] = {B, r->m.in_chans, r->m.img_size, r->m.img_size};
-    vt_tensor *x = vt_tensor_wrap(&r->arena, (float *)images, 4, shape);
-    vt_tensor *logits = vt_vit_forward(&r->m, &r->tape, x);
-    vt_tensor *loss = vt_op_cross_entropy(&r->tape, logits, labels, NULL, 0.1f);
-    vt_tape_backward(&r->tape, loss);
+    vt_tensor *x = vt_tensor_wrap(&arena, (float *)images, 4, shape);
+    vt_tensor *logits = vt_vit_forward(&r->m, &tape, x);
+    vt_tensor *loss = vt_op_cross_entropy(&tape, logits, labels, NULL, 0.1f);
+    vt_tape_backward(&tape, loss);
     vt_optim_step(&r->o, &r->m, 1e-4f);
     return now() - t0;
 }
@@ -157,6 +156,10 @@ int main(void) {
         fprintf(stderr, "bench_pe: %s\n", err);
         return 1;
     }
+    vt_arena_init(&arena, 1 << 20);
+    vt_tape_init(&tape, &arena);
+    vt_rng_seed(&dropout_rng, 7);
+    tape.rng = &dropout_rng;
     const char *q = getenv("VT_BENCH_QUICK");
     int quick = q && *q && strcmp(q, "0") != 0;
     fprintf(stderr, "bench_pe: kernels %s, %d threads%s\n", vt_k.name, omp_get_max_threads(),
