@@ -5,8 +5,9 @@
  * `index` as 8-bit HWC pixels plus a label. It knows nothing about ordering, batching,
  * resizing, normalisation, augmentation or threads: loader.c owns those for every kind.
  *
- * Thread safety: read() is called concurrently from OpenMP threads, each with its own
- * vt_sample buffer, so an implementation must not mutate shared state in read()
+ * Thread safety: read() is called concurrently, from the loader's worker pthreads
+ * (data.workers > 0) or from the OpenMP threads of its synchronous path, each caller
+ * with its own vt_sample buffer, so an implementation must not mutate shared state in read()
  * (the IDX, synthetic and CIFAR kinds are read-only after open; imagefolder's only
  * writes are atomics recording bad files under data.on_error = skip).
  *

@@ -88,11 +88,18 @@ static double filter_eval(vt_interp interp, double x) {
     return 0.0;
 }
 
+/* Filter support (in input pixels) of an axis resampled from `in` to `out` samples; sets
+ * *scale = in / out and *fs = max(scale, 1), the filter's stretch when downscaling. */
+static double axis_support(vt_interp interp, int in, int out, double *scale, double *fs) {
+    *scale = (double)in / out;
+    *fs = *scale > 1.0 ? *scale : 1.0;
+    return (interp == VT_INTERP_BILINEAR ? 1.0 : 2.0) * *fs;
+}
+
 /* Taps of one axis: input length `in` (the box side), output length `out`; taps per output. */
 static int axis_taps(vt_interp interp, int in, int out) {
-    double scale = (double)in / out, fs = scale > 1.0 ? scale : 1.0;
-    double support = (interp == VT_INTERP_BILINEAR ? 1.0 : 2.0) * fs;
-    return (int)ceil(support) * 2 + 1;
+    double scale, fs;
+    return (int)ceil(axis_support(interp, in, out, &scale, &fs)) * 2 + 1;
 }
 
 #define VT_RS_PRECISION 22 /* PIL's PRECISION_BITS for 8-bit images */
@@ -103,8 +110,8 @@ static int axis_taps(vt_interp interp, int in, int out) {
  * normalize_coeffs_8bpc). */
 static void axis_coeffs(vt_interp interp, int in, int out, int o0, int n, int k, int *first,
                         int *count, int32_t *wt) {
-    double scale = (double)in / out, fs = scale > 1.0 ? scale : 1.0;
-    double support = (interp == VT_INTERP_BILINEAR ? 1.0 : 2.0) * fs, ss = 1.0 / fs;
+    double scale, fs;
+    double support = axis_support(interp, in, out, &scale, &fs), ss = 1.0 / fs;
     for (int i = 0; i < n; i++) {
         double center = (o0 + i + 0.5) * scale;
         int lo = (int)(center - support + 0.5), hi = (int)(center + support + 0.5);
@@ -133,8 +140,8 @@ static uint8_t clip8(int32_t v) {
 
 /* Rows of the box the window's output rows read: [*r0, *r1). */
 static void window_rows(const vt_resample_geom *g, vt_interp interp, int *r0, int *r1) {
-    double scale = (double)g->h / g->rh, fs = scale > 1.0 ? scale : 1.0;
-    double support = (interp == VT_INTERP_BILINEAR ? 1.0 : 2.0) * fs;
+    double scale, fs;
+    double support = axis_support(interp, g->h, g->rh, &scale, &fs);
     int lo = (int)((g->oy + 0.5) * scale - support + 0.5);
     int hi = (int)((g->oy + g->oh - 0.5) * scale + support + 0.5);
     *r0 = lo < 0 ? 0 : lo;
