@@ -269,7 +269,10 @@ static void test_checkpoints(void) {
     CHECK(memcmp(yb->data, yc->data, sizeof(float) * yb->size) == 0,
           "cayley_u lower/diagonal entries of a checkpoint are ignored");
     vt_param *uc = vt_vit_find(&c, "pe.cayley_u");
-    CHECK(uc->t.data[hd] == 0.0f && uc->t.data[0] == 0.0f, "and cleared, so they are written back as 0");
+    int cleared = 1;
+    for (int64_t i = 0; i < uc->t.size; i++)
+        if ((i / hd) % hd >= i % hd) cleared &= uc->t.data[i] == 0.0f;
+    CHECK(cleared, "and cleared, so they are written back as 0");
     vt_vit_free(&a);
     vt_vit_free(&b);
     vt_vit_free(&c);

@@ -9,11 +9,12 @@
  * pe.theta, default 10); pe.inner = axial uses RoPE-Axial's fixed table (theta 100).
  * pe.share applies to both (section 4 leading dims).
  *
- * Per forward: the unused entries of pe.cayley_u are cleared (a loaded checkpoint's
- * junk there is ignored and written back as 0); P of every (l', h') is computed once (Gauss-Jordan inversion of I + S
- * with partial pivoting in double: I + S is invertible for skew S and well conditioned
- * for moderate S; the float P is the rounded double result) and applied to all tokens
- * by one GEMM per (sample, head) (vt_op_head_matmul); then the inner cos/sin table.
+ * Per forward: the unused entries of pe.cayley_u are cleared (vt_rot_clear_unused: a
+ * loaded checkpoint's junk there is ignored and written back as 0); P of every (l', h')
+ * is computed once (Gauss-Jordan inversion of I + S with partial pivoting in double:
+ * I + S is invertible for skew S and well conditioned for moderate S; the float P is
+ * the rounded double result) and applied to all tokens by one GEMM per (sample, head)
+ * (vt_op_head_matmul); then the inner cos/sin table.
  * Backward (exact): with B = (I + S)^(-1) (kept in double) and G = dL/dP,
  * dL/dS = -2 B^T G B^T and dL/dU_ij += dL/dS_ij - dL/dS_ji for i < j. */
 #include <math.h>
@@ -177,10 +178,7 @@ static void cayley_prepare(vt_pe *pe, vt_tape *t, const vt_tensor *images) {
     int hd = pe->hd, C = s->C;
     /* Entries a checkpoint may carry below the strict upper triangle are ignored: clear
      * them, so they are written back as 0 (they never get a gradient). */
-    float *u = pe->params[s->ui].t->data;
-    for (int64_t g = 0; g < (int64_t)s->Lp * s->Hp; g++)
-        for (int i = 0; i < hd; i++)
-            for (int j = 0; j <= i; j++) u[(g * hd + i) * hd + j] = 0.0f;
+    vt_rot_clear_unused(pe->params[s->ui].t, hd);
     vt_tensor *coords = vt_rot_coords(pe, t, images);
     int64_t ushape[3] = {s->Hp, hd, hd}, uper = (int64_t)s->Hp * hd * hd;
     int64_t fshape[3] = {s->Hp, hd / 2, C}, fper = (int64_t)s->Hp * (hd / 2) * C;

@@ -409,9 +409,7 @@ void vt_pe_liere_prepare_coords(vt_pe *pe, vt_tape *t, vt_tensor *coords) {
     int64_t shape[4] = {s->Hp, s->C, s->nb, gg};
     /* unused entries (lower triangle, diagonal) are kept at 0, so a loaded checkpoint's
      * stray values are never written back */
-    vt_tensor *P = pe->params[s->param].t;
-    for (int64_t e = 0; e < P->size; e++)
-        if ((e % s->g) <= (e / s->g) % s->g) P->data[e] = 0.0f;
+    vt_rot_clear_unused(pe->params[s->param].t, s->g);
     for (int l = 0; l < s->Lp; l++) {
         vt_tensor *U = vt_rot_param_view(t, pe->params[s->param].t, l * per, 4, shape);
         s->R[l] = liere_rot(t, coords, U, s->g);

@@ -34,6 +34,15 @@ int vt_rot_layer(const vt_pe *pe, int layer) {
     return Lp == 1 ? 0 : layer;
 }
 
+void vt_rot_clear_unused(vt_tensor *u, int g) {
+    int64_t gg = (int64_t)g * g;
+    VT_ASSERT(u->size % gg == 0, "clear_unused: %lld elements are not whole %d x %d blocks",
+              (long long)u->size, g, g);
+    for (int64_t b = 0; b < u->size; b += gg)
+        for (int i = 0; i < g; i++)
+            for (int j = 0; j <= i; j++) u->data[b + i * g + j] = 0.0f;
+}
+
 vt_tensor *vt_rot_param_view(vt_tape *t, const vt_tensor *param, int64_t offset, int ndim,
                              const int64_t *shape) {
     vt_tensor *v = vt_tensor_wrap(t->arena, param->data + offset, ndim, shape);

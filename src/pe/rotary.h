@@ -45,6 +45,13 @@ int vt_rot_layer(const vt_pe *pe, int layer);
 vt_tensor *vt_rot_param_view(vt_tape *t, const vt_tensor *param, int64_t offset, int ndim,
                              const int64_t *shape);
 
+/* Zero the entries of a parameter made of consecutive g x g blocks that a generator
+ * U - U^T built from each block's strict upper triangle never reads (lower triangle and
+ * diagonal of every block: pe.cayley_u with g = hd, pe.liere_u with g = pe.block_size),
+ * so stray values there (e.g. from a checkpoint) are written back as 0
+ * (position-encodings.md 4). u->size must be a multiple of g g. */
+void vt_rot_clear_unused(vt_tensor *u, int g);
+
 /* ---- Coordinates (position-encodings.md 1) ---- */
 
 /* Batch dim Ba of the coordinates for `images`: B when positions are per sample (RGB-D:
