@@ -1,6 +1,8 @@
 /* avx2/gemm.c - AVX2+FMA GEMM, BLIS-style (contract in kernels.h):
  *   C = alpha op(A) op(B) + beta C.
  *
+ * The blocking loops and the L2 prefetch are ../gemm_driver.h (shared with the other
+ * ISA); this file holds the tile sizes, the packing and the microkernels.
  * Loops: jc over N in NC blocks -> pc over K in KC blocks (pack op(B) block into
  * KC x NR panels) -> ic over M in MC blocks (pack op(A) block into MR x KC panels)
  * -> jr over NR columns -> ir over MR rows -> the MR x NR register microkernel
@@ -20,6 +22,7 @@
  * the usual K eps sum|a||b| bound, like the scalar reference (different order).
  * work: vt_avx2_gemm_work_floats(M, N, K) floats, 64-byte aligned. */
 #include "avx2.h"
+#include "../gemm_driver.h"
 
 /* Register tile MR x NR; cache blocks: a packed A block (MC x KC, 192 KB) and the
  * next block's source stay in L2, a B micro-panel (KC x NR, 16 KB) in L1; MC >= 192
@@ -30,9 +33,6 @@
 #define KC 256
 #define MC 192
 #define NC 1536
-
-static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
-static inline int imin(int a, int b) { return a < b ? a : b; }
 
 /* Floats of the packed-A region: mc x kc plus the 8-float spill of full-vector stores,
  * rounded to 64 bytes so the B panels that follow stay aligned. */
@@ -221,41 +221,6 @@ static void scale_c(int M, int N, float beta, float *C, int ldc) {
     }
 }
 
-/* Prefetch into L2 the part `part` of `parts` of a rows x len float region (row
- * stride ld): the next block's packing source, spread over the current block's
- * microkernel calls so that packing reads from L2 instead of waiting on memory.
- * always_inline: GCC deletes calls to a separate function whose only effect is
- * prefetching (it considers it pure). */
-static inline __attribute__((always_inline)) void prefetch_part(const float *base, size_t ld, int rows,
-                                                                int len, int part, int parts) {
-    int r0 = (int)((long)rows * part / parts), r1 = (int)((long)rows * (part + 1) / parts);
-    for (int r = r0; r < r1; r++) {
-        const char *p = (const char *)(base + (size_t)r * ld);
-        for (int b = 0; b < len * 4; b += 64) _mm_prefetch(p + b, _MM_HINT_T1);
-        _mm_prefetch(p + len * 4 - 4, _MM_HINT_T1);
-    }
-}
-
-/* The region packing will read next: a rows x len block at base with stride ld
- * (rows == 0: nothing). */
-typedef struct {
-    const float *base;
-    size_t ld;
-    int rows, len;
-} src_region;
-
-static src_region a_source(int ta, const float *A, int lda, int i0, int p0, int mc, int kc) {
-    src_region r = {ta ? A + (size_t)p0 * lda + i0 : A + (size_t)i0 * lda + p0, (size_t)lda,
-                    ta ? kc : mc, ta ? mc : kc};
-    return r;
-}
-
-static src_region b_source(int tb, const float *B, int ldb, int p0, int j0, int kc, int nc) {
-    src_region r = {tb ? B + (size_t)j0 * ldb + p0 : B + (size_t)p0 * ldb + j0, (size_t)ldb,
-                    tb ? nc : kc, tb ? kc : nc};
-    return r;
-}
-
 void vt_avx2_gemm(int ta, int tb, int M, int N, int K, float alpha,
                   const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc, float *work) {
@@ -264,42 +229,8 @@ void vt_avx2_gemm(int ta, int tb, int M, int N, int K, float alpha,
         scale_c(M, N, beta, C, ldc);
         return;
     }
-    float *pa = work;
+    gemm_blocking bl = {MR, NR, KC, MC, NC};
     float *pb = work + a_floats(round_up((size_t)imin(M, MC), MR), (size_t)imin(K, KC));
-    const src_region none = {NULL, 0, 0, 0};
-    for (int jc = 0; jc < N; jc += NC) {
-        int nc = imin(NC, N - jc);
-        for (int pc = 0; pc < K; pc += KC) {
-            int kc = imin(KC, K - pc);
-            float bet = pc == 0 ? beta : 1.0f;
-            pack_b(tb, B, ldb, pc, jc, kc, nc, pb);
-            for (int ic = 0; ic < M; ic += MC) {
-                int mc = imin(MC, M - ic);
-                pack_a(ta, A, lda, ic, pc, mc, kc, pa);
-                /* what the next pack_a / pack_b will read */
-                src_region na = none, nb = none;
-                if (ic + MC < M) {
-                    na = a_source(ta, A, lda, ic + MC, pc, imin(MC, M - ic - MC), kc);
-                } else if (pc + KC < K) {
-                    na = a_source(ta, A, lda, 0, pc + KC, imin(MC, M), imin(KC, K - pc - KC));
-                    nb = b_source(tb, B, ldb, pc + KC, jc, imin(KC, K - pc - KC), nc);
-                } else if (jc + NC < N) {
-                    na = a_source(ta, A, lda, 0, 0, imin(MC, M), imin(KC, K));
-                    nb = b_source(tb, B, ldb, 0, jc + NC, imin(KC, K), imin(NC, N - jc - NC));
-                }
-                int parts = ((nc + NR - 1) / NR) * ((mc + MR - 1) / MR), part = 0;
-                for (int jr = 0; jr < nc; jr += NR) {
-                    int nr = imin(NR, nc - jr);
-                    for (int ir = 0; ir < mc; ir += MR, part++) {
-                        if (na.rows) prefetch_part(na.base, na.ld, na.rows, na.len, part, parts);
-                        if (nb.rows) prefetch_part(nb.base, nb.ld, nb.rows, nb.len, part, parts);
-                        void (*kern)(int, const float *, const float *, float *, int, int, int, float,
-                                     float) = nr > 8 ? kernel_6x16 : kernel_6x8;
-                        kern(kc, pa + (size_t)ir * kc, pb + (size_t)jr * kc,
-                             C + (size_t)(ic + ir) * ldc + jc + jr, ldc, imin(MR, mc - ir), nr, alpha, bet);
-                    }
-                }
-            }
-        }
-    }
+    gemm_blocked(bl, pack_a, pack_b, kernel_6x16, kernel_6x8, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta,
+                 C, ldc, work, pb);
 }

@@ -1,0 +1,108 @@
+/* gemm_driver.h - the ISA-independent half of the BLIS-style GEMMs in avx2/gemm.c and
+ * avx512/gemm.c: the NC / KC / MC blocking loops, the order of packing and microkernel
+ * calls, and the L2 prefetch of the next block's packing source. Private to those two
+ * files: each includes it after its own intrinsics header and passes its tile sizes,
+ * packing routines and microkernels, so everything here is compiled (and, being
+ * always_inline with constant arguments, specialised) with that file's ISA flags. */
+#ifndef VT_KERNELS_GEMM_DRIVER_H
+#define VT_KERNELS_GEMM_DRIVER_H
+
+#include <immintrin.h>
+#include <stddef.h>
+
+static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+static inline int imin(int a, int b) { return a < b ? a : b; }
+
+/* Register tile MR x NR and cache blocks MC x KC (packed A) and KC x NC (packed B). */
+typedef struct {
+    int mr, nr, kc, mc, nc;
+} gemm_blocking;
+
+/* Pack the rows x cols block of op(X) at (r0, c0) into dst (pack_a / pack_b). */
+typedef void (*gemm_pack_fn)(int trans, const float *X, int ldx, int r0, int c0, int rows, int cols,
+                             float *dst);
+/* C (mr x nr valid, row stride ldc) = alpha a b + beta C over packed panels of depth kc. */
+typedef void (*gemm_micro_fn)(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
+                              float alpha, float beta);
+
+/* Prefetch into L2 the part `part` of `parts` of a rows x len float region (row
+ * stride ld): the next block's packing source, spread over the current block's
+ * microkernel calls so that packing reads from L2 instead of waiting on memory.
+ * always_inline: GCC deletes calls to a separate function whose only effect is
+ * prefetching (it considers it pure). */
+static inline __attribute__((always_inline)) void prefetch_part(const float *base, size_t ld, int rows,
+                                                                int len, int part, int parts) {
+    int r0 = (int)((long)rows * part / parts), r1 = (int)((long)rows * (part + 1) / parts);
+    for (int r = r0; r < r1; r++) {
+        const char *p = (const char *)(base + (size_t)r * ld);
+        for (int b = 0; b < len * 4; b += 64) _mm_prefetch(p + b, _MM_HINT_T1);
+        _mm_prefetch(p + len * 4 - 4, _MM_HINT_T1);
+    }
+}
+
+/* The region packing will read next: a rows x len block at base with stride ld
+ * (rows == 0: nothing). */
+typedef struct {
+    const float *base;
+    size_t ld;
+    int rows, len;
+} src_region;
+
+static inline src_region a_source(int ta, const float *A, int lda, int i0, int p0, int mc, int kc) {
+    src_region r = {ta ? A + (size_t)p0 * lda + i0 : A + (size_t)i0 * lda + p0, (size_t)lda,
+                    ta ? kc : mc, ta ? mc : kc};
+    return r;
+}
+
+static inline src_region b_source(int tb, const float *B, int ldb, int p0, int j0, int kc, int nc) {
+    src_region r = {tb ? B + (size_t)j0 * ldb + p0 : B + (size_t)p0 * ldb + j0, (size_t)ldb,
+                    tb ? nc : kc, tb ? kc : nc};
+    return r;
+}
+
+/* C = alpha op(A) op(B) + beta C for M, N, K > 0 and alpha != 0, through packed A at pa
+ * and packed B at pb (sized by the caller's work-space formula). Last panels with
+ * nr <= NR / 2 columns use `half`, the others `full`. */
+static inline __attribute__((always_inline)) void
+gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_micro_fn full,
+             gemm_micro_fn half, int ta, int tb, int M, int N, int K, float alpha, const float *A,
+             int lda, const float *B, int ldb, float beta, float *C, int ldc, float *pa, float *pb) {
+    const int MR = bl.mr, NR = bl.nr, KC = bl.kc, MC = bl.mc, NC = bl.nc;
+    const src_region none = {NULL, 0, 0, 0};
+    for (int jc = 0; jc < N; jc += NC) {
+        int nc = imin(NC, N - jc);
+        for (int pc = 0; pc < K; pc += KC) {
+            int kc = imin(KC, K - pc);
+            float bet = pc == 0 ? beta : 1.0f;
+            pack_b(tb, B, ldb, pc, jc, kc, nc, pb);
+            for (int ic = 0; ic < M; ic += MC) {
+                int mc = imin(MC, M - ic);
+                pack_a(ta, A, lda, ic, pc, mc, kc, pa);
+                /* what the next pack_a / pack_b will read */
+                src_region na = none, nb = none;
+                if (ic + MC < M) {
+                    na = a_source(ta, A, lda, ic + MC, pc, imin(MC, M - ic - MC), kc);
+                } else if (pc + KC < K) {
+                    na = a_source(ta, A, lda, 0, pc + KC, imin(MC, M), imin(KC, K - pc - KC));
+                    nb = b_source(tb, B, ldb, pc + KC, jc, imin(KC, K - pc - KC), nc);
+                } else if (jc + NC < N) {
+                    na = a_source(ta, A, lda, 0, 0, imin(MC, M), imin(KC, K));
+                    nb = b_source(tb, B, ldb, 0, jc + NC, imin(KC, K), imin(NC, N - jc - NC));
+                }
+                int parts = ((nc + NR - 1) / NR) * ((mc + MR - 1) / MR), part = 0;
+                for (int jr = 0; jr < nc; jr += NR) {
+                    int nr = imin(NR, nc - jr);
+                    for (int ir = 0; ir < mc; ir += MR, part++) {
+                        if (na.rows) prefetch_part(na.base, na.ld, na.rows, na.len, part, parts);
+                        if (nb.rows) prefetch_part(nb.base, nb.ld, nb.rows, nb.len, part, parts);
+                        gemm_micro_fn kern = nr > NR / 2 ? full : half;
+                        kern(kc, pa + (size_t)ir * kc, pb + (size_t)jr * kc,
+                             C + (size_t)(ic + ir) * ldc + jc + jr, ldc, imin(MR, mc - ir), nr, alpha, bet);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#endif
