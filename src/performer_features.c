@@ -42,22 +42,37 @@ static void draw_block(float *out, int rows, int hd, vt_rng *r, double *g) {
     }
 }
 
-void vt_performer_draw_head(float *w, int m, int hd, uint64_t seed) {
-    VT_ASSERT(m > 0 && hd > 0, "performer features: m %d, hd %d must be positive", m, hd);
+/* vt_performer_draw_head with the caller's hd * hd doubles of scratch g. */
+static void draw_head(float *w, int m, int hd, uint64_t seed, double *g) {
     vt_rng r;
     vt_rng_seed(&r, seed);
-    double *g = vt_xmalloc((size_t)hd * hd * sizeof *g);
     for (int row = 0; row < m; row += hd) {
         int rows = m - row < hd ? m - row : hd;
         draw_block(w + (size_t)row * hd, rows, hd, &r, g);
     }
+}
+
+/* The sizes every draw needs (before its scratch is sized from hd). */
+static void check_sizes(int m, int hd) {
+    VT_ASSERT(m > 0 && hd > 0, "performer features: m %d, hd %d must be positive", m, hd);
+}
+
+void vt_performer_draw_head(float *w, int m, int hd, uint64_t seed) {
+    check_sizes(m, hd);
+    double *g = vt_xmalloc((size_t)hd * hd * sizeof *g);
+    draw_head(w, m, hd, seed, g);
     free(g);
 }
 
+/* One scratch for all L * H heads (a redraw during training mallocs once, not per head). */
 void vt_performer_draw(float *w, int L, int H, int m, int hd, uint64_t seed, int64_t index) {
+    if (L <= 0 || H <= 0) return;
+    check_sizes(m, hd);
     uint64_t base = vt_rng_derive(seed, VT_PERFORMER_STREAM, (uint64_t)index);
+    double *g = vt_xmalloc((size_t)hd * hd * sizeof *g);
     for (int l = 0; l < L; l++)
         for (int h = 0; h < H; h++)
-            vt_performer_draw_head(w + ((size_t)l * H + h) * (size_t)m * hd, m, hd,
-                                   vt_rng_derive(base, (uint64_t)l, (uint64_t)h));
+            draw_head(w + ((size_t)l * H + h) * (size_t)m * hd, m, hd, vt_rng_derive(base, (uint64_t)l, (uint64_t)h),
+                      g);
+    free(g);
 }

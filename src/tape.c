@@ -46,8 +46,12 @@ vt_tensor *vt_tape_new(vt_tape *t, int with_grad, int ndim, const int64_t *shape
     return vt_tensor_new(t->arena, with_grad, ndim, shape);
 }
 
+void vt_tape_replay(vt_tape *t) {
+    for (int i = t->n - 1; i >= 0; i--) t->entries[i].fn(t->entries[i].ctx);
+}
+
 void vt_tape_backward(vt_tape *t, vt_tensor *loss) {
     VT_ASSERT(loss->size == 1 && loss->grad != NULL, "backward needs a scalar loss with a grad buffer");
     loss->grad[0] = 1.0f;
-    for (int i = t->n - 1; i >= 0; i--) t->entries[i].fn(t->entries[i].ctx);
+    vt_tape_replay(t);
 }

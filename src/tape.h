@@ -47,8 +47,11 @@ void *vt_tape_ctx(vt_tape *t, size_t bytes);
 int vt_tape_wants_grad(const vt_tape *t, const vt_tensor *a, const vt_tensor *b, const vt_tensor *c);
 /* A new activation from the tape's arena, with a zeroed grad buffer if with_grad. */
 vt_tensor *vt_tape_new(vt_tape *t, int with_grad, int ndim, const int64_t *shape);
+/* Run every recorded backward in reverse order; the caller has seeded the output
+ * grads (any shape), e.g. with d(sum(out * R))/d(out) = R in gradient checks. */
+void vt_tape_replay(vt_tape *t);
 /* Seed loss->grad with 1 (loss must be a 1-element tensor with a grad buffer)
- * and run every recorded backward in reverse order. */
+ * and vt_tape_replay. */
 void vt_tape_backward(vt_tape *t, vt_tensor *loss);
 
 #endif

@@ -103,18 +103,6 @@ const char *vt_shape_str(const vt_tensor *t, char *buf, size_t len) {
     return buf;
 }
 
-vt_tensor *vt_tensor_new(vt_arena *a, int with_grad, int ndim, const int64_t *shape) {
-    VT_ASSERT(ndim >= 1 && ndim <= VT_MAX_DIMS, "bad ndim %d", ndim);
-    vt_tensor *t = vt_arena_alloc(a, sizeof *t);
-    memset(t, 0, sizeof *t);
-    t->ndim = ndim;
-    for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
-    t->size = vt_shape_size(ndim, shape);
-    t->data = vt_arena_alloc(a, (size_t)t->size * sizeof(float));
-    t->grad = with_grad ? vt_arena_calloc(a, (size_t)t->size * sizeof(float)) : NULL;
-    return t;
-}
-
 vt_tensor *vt_tensor_wrap(vt_arena *a, float *data, int ndim, const int64_t *shape) {
     VT_ASSERT(ndim >= 1 && ndim <= VT_MAX_DIMS, "bad ndim %d", ndim);
     vt_tensor *t = vt_arena_alloc(a, sizeof *t);
@@ -123,5 +111,12 @@ vt_tensor *vt_tensor_wrap(vt_arena *a, float *data, int ndim, const int64_t *sha
     for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
     t->size = vt_shape_size(ndim, shape);
     t->data = data;
+    return t;
+}
+
+vt_tensor *vt_tensor_new(vt_arena *a, int with_grad, int ndim, const int64_t *shape) {
+    vt_tensor *t = vt_tensor_wrap(a, NULL, ndim, shape);
+    t->data = vt_arena_alloc(a, (size_t)t->size * sizeof(float));
+    t->grad = with_grad ? vt_arena_calloc(a, (size_t)t->size * sizeof(float)) : NULL;
     return t;
 }

@@ -17,6 +17,7 @@
 #include "ops/ops.h"
 #include "rng.h"
 #include "tape.h"
+#include "test_runtime.h"
 
 #define BH 2
 #define N 300
@@ -94,7 +95,7 @@ static vt_tensor *run(const float *src, const float *dout, float p, int n_tok, f
     }
     vt_tensor *o = vt_op_attention(&tape, in[0], in[1], in[2], 1.0f / sqrtf((float)HD), p);
     memcpy(o->grad, dout, n * sizeof(float));
-    for (int e = tape.n - 1; e >= 0; e--) tape.entries[e].fn(tape.entries[e].ctx);
+    vt_tape_replay(&tape);
     for (int i = 0; i < 3; i++) grads[i] = in[i]->grad;
     return o;
 }
@@ -133,13 +134,7 @@ static void check_long(const float *src, const float *dout, float p) {
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
-    vt_arena_init(&arena, 1 << 20);
-    vt_tape_init(&tape, &arena);
+    if (test_runtime_init(&arena, 1 << 20, &tape, "") != 0) return 1;
     tape.rng = &tape_rng;
     size_t n = (size_t)BH * N * HD;
     float *src = malloc(4 * n * sizeof(float));
@@ -183,7 +178,6 @@ int main(void) {
 
     free(first);
     free(src);
-    vt_tape_free(&tape);
-    vt_arena_free(&arena);
+    test_runtime_done(&arena, &tape);
     return test_summary();
 }

@@ -72,7 +72,7 @@ static double run_loss(fwd_fn f, vt_tensor **in, const void *arg, int grad) {
             VT_ASSERT(out[o]->grad != NULL, "output %d has no grad", o);
             for (int64_t e = 0; e < out[o]->size; e++) out[o]->grad[e] += R[o][e];
         }
-        for (int i = tape.n - 1; i >= 0; i--) tape.entries[i].fn(tape.entries[i].ctx);
+        vt_tape_replay(&tape);
     } else {
         if (tape.n != 0) eval_recorded++;
         for (int o = 0; o < nout; o++) eval_recorded += out[o]->grad != NULL;
@@ -492,7 +492,7 @@ static void test_dropout(vt_rng *r) {
         }
         y->grad[i] = 1.0f;
     }
-    for (int i = tape.n - 1; i >= 0; i--) tape.entries[i].fn(tape.entries[i].ctx);
+    vt_tape_replay(&tape);
     for (int64_t i = 0; i < y->size; i++) {
         float want = y->data[i] != 0.0f ? 1.0f / (1.0f - p) : 0.0f;
         bad_grad += fabsf(big->grad[i] - want) > 1e-6f;
@@ -545,7 +545,7 @@ static void test_drop_path(vt_rng *r) {
         kept += z == 0;
         mixed += z != 0 && z != 6;
     }
-    for (int i = tape.n - 1; i >= 0; i--) tape.entries[i].fn(tape.entries[i].ctx);
+    vt_tape_replay(&tape);
     for (int64_t i = 0; i < y->size; i++)
         bad_grad += fabsf(big->grad[i] - (y->data[i] != 0.0f ? 2.0f / (1.0f - p) : 0.0f)) > 1e-6f;
     /* Binomial(4000, 0.75): sd = 27.4; 6 sd = 164 samples. */

@@ -26,6 +26,7 @@
 #include "kernels.h"
 #include "ops/ops.h"
 #include "performer_features.h"
+#include "test_runtime.h"
 #include "train.h"
 #include "vit.h"
 
@@ -44,6 +45,13 @@ static vt_tensor *randn(vt_rng *r, int grad, float scale, int64_t B, int64_t H, 
     vt_tensor *x = vt_tape_new(&tape, grad, 4, shape);
     for (int64_t i = 0; i < x->size; i++) x->data[i] = scale * (float)vt_rng_normal(r);
     return x;
+}
+
+/* One layer's features (H, m, hd) drawn with seed, redraw index 0; the caller frees them. */
+static float *draw_features(int H, int m, int hd, uint64_t seed) {
+    float *w = vt_xmalloc((size_t)H * m * hd * sizeof(float));
+    vt_performer_draw(w, 1, H, m, hd, seed, 0);
+    return w;
 }
 
 /* phi(q).phi(k) with the stabilisers undone, eps 0: the estimate of exp(q.k / sqrt(hd)). */
@@ -148,8 +156,7 @@ static void test_linear_form(void) {
     const int B = 2, H = 3, N = 9, hd = 8, m = 24;
     vt_rng r;
     vt_rng_seed(&r, 9);
-    float *w = vt_xmalloc((size_t)H * m * hd * sizeof(float));
-    vt_performer_draw(w, 1, H, m, hd, 4, 0);
+    float *w = draw_features(H, m, hd, 4);
     for (int kern = 0; kern < 2; kern++) {
         reset(0);
         vt_tensor *q = randn(&r, 0, 1.0f, B, H, N, hd), *k = randn(&r, 0, 1.0f, B, H, N, hd),
@@ -172,8 +179,7 @@ static void test_stabiliser(void) {
     const int B = 1, H = 2, N = 7, hd = 8, m = 32;
     vt_rng r;
     vt_rng_seed(&r, 21);
-    float *w = vt_xmalloc((size_t)H * m * hd * sizeof(float));
-    vt_performer_draw(w, 1, H, m, hd, 8, 0);
+    float *w = draw_features(H, m, hd, 8);
     reset(0);
     vt_tensor *q = randn(&r, 0, 1.5f, B, H, N, hd), *k = randn(&r, 0, 1.5f, B, H, N, hd),
               *v = randn(&r, 0, 1.0f, B, H, N, hd);
@@ -219,8 +225,7 @@ static void test_gradients(void) {
     const int B = 2, H = 2, N = 5, hd = 4, m = 8;
     vt_rng r;
     vt_rng_seed(&r, 31);
-    float *w = vt_xmalloc((size_t)H * m * hd * sizeof(float));
-    vt_performer_draw(w, 1, H, m, hd, 2, 0);
+    float *w = draw_features(H, m, hd, 2);
     for (int kern = 0; kern < 2; kern++) {
         reset(1);
         vt_tensor *q = randn(&r, 1, 0.8f, B, H, N, hd), *k = randn(&r, 1, 0.8f, B, H, N, hd),
@@ -232,7 +237,7 @@ static void test_gradients(void) {
             R[i] = (float)vt_rng_normal(&r);
             out->grad[i] = R[i];
         }
-        for (int e = tape.n - 1; e >= 0; e--) tape.entries[e].fn(tape.entries[e].ctx);
+        vt_tape_replay(&tape);
         vt_tensor *ins[3] = {q, k, v};
         const char *nm[3] = {"q", "k", "v"};
         for (int a = 0; a < 3; a++) {
@@ -476,13 +481,7 @@ static void test_resume(const char *dir) {
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
-    vt_arena_init(&arena, 1 << 20);
-    vt_tape_init(&tape, &arena);
+    if (test_runtime_init(&arena, 1 << 20, &tape, "") != 0) return 1;
     test_features();
     test_estimator();
     test_linear_form();
@@ -501,7 +500,6 @@ int main(void) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-    vt_tape_free(&tape);
-    vt_arena_free(&arena);
+    test_runtime_done(&arena, &tape);
     return test_summary();
 }

@@ -182,7 +182,7 @@ static void test_accumulation(vt_rng *r) {
     tape.grad_enabled = 1;
     vt_tensor *y = vt_op_add(&tape, x, x);
     for (int i = 0; i < 24; i++) y->grad[i] = (float)(i + 1);
-    for (int i = tape.n - 1; i >= 0; i--) tape.entries[i].fn(tape.entries[i].ctx);
+    vt_tape_replay(&tape);
     int bad = 0;
     for (int i = 0; i < 24; i++) bad += x->grad[i] != 2.0f * (float)(i + 1);
     CHECK(bad == 0, "add(x, x): %d grads are not 2 dy", bad);
@@ -193,7 +193,7 @@ static void test_accumulation(vt_rng *r) {
     vt_tape_clear(&tape);
     vt_tensor *c = vt_op_matmul(&tape, x, x, 0, 1);
     for (int i = 0; i < 18; i++) c->grad[i] = (float)(vt_rng_uniform(r) - 0.5);
-    for (int i = tape.n - 1; i >= 0; i--) tape.entries[i].fn(tape.entries[i].ctx);
+    vt_tape_replay(&tape);
     double ref[24];
     for (int b = 0; b < 2; b++)
         for (int i = 0; i < 3; i++)
@@ -215,7 +215,7 @@ static void test_accumulation(vt_rng *r) {
     vt_tensor *s = vt_op_add(&tape, vt_op_gelu(&tape, x), vt_op_mul_channels(&tape, x, g));
     CHECK(tape.n == 3, "fan-out records 3 entries, got %d", tape.n);
     for (int i = 0; i < 24; i++) s->grad[i] = 1.0f;
-    for (int i = tape.n - 1; i >= 0; i--) tape.entries[i].fn(tape.entries[i].ctx);
+    vt_tape_replay(&tape);
     for (int i = 0; i < 24; i++) {
         double xv = x->data[i];
         ref[i] = 0.5 * (1 + erf(xv / sqrt(2.0))) + xv * exp(-0.5 * xv * xv) / sqrt(2 * M_PI) + (i % 4 + 1);
