@@ -78,11 +78,6 @@ static void fill_uniform(float *x, size_t n, vt_rng *r, float amp) {
     for (size_t i = 0; i < n; i++) x[i] = amp * (2.0f * (float)vt_rng_uniform(r) - 1.0f);
 }
 
-/* Replay every recorded backward in reverse (out->grad already seeded). */
-static void replay_backward(vt_tape *t) {
-    for (int i = t->n - 1; i >= 0; i--) t->entries[i].fn(t->entries[i].ctx);
-}
-
 /* Attention forward + backward GFLOP/s at nt threads; best of reps. */
 static double bench_attention(int BH, int N, int hd, int nt, int reps) {
     omp_set_num_threads(nt);
@@ -111,7 +106,7 @@ static double bench_attention(int BH, int N, int hd, int nt, int reps) {
         double t0 = now();
         vt_tensor *o = vt_op_attention(&tape, q, k, v, 0.125f, 0.0f);
         memcpy(o->grad, dout, n * sizeof(float));
-        replay_backward(&tape);
+        vt_tape_replay(&tape);
         double dt = now() - t0;
         double gf = 12.0 * BH * (double)N * N * hd / dt * 1e-9;
         if (it > 0 && gf > best) best = gf;

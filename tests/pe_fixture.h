@@ -181,7 +181,7 @@ static void fill(vt_tensor *t, const float *src) { memcpy(t->data, src, (size_t)
 
 /* Replay the tape with the output grads seeded by the caller. */
 static void run_backward(void) {
-    for (int i = tape.n - 1; i >= 0; i--) tape.entries[i].fn(tape.entries[i].ctx);
+    vt_tape_replay(&tape);
 }
 
 /* A kind's explicit-coordinates prepare (vt_pe_circulant_prepare_coords, ...). */
