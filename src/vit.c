@@ -477,6 +477,7 @@ vt_status vt_vit_load(vt_vit *m, const char *path) {
             const float *src = i == staged_idx ? staged : vt_st_find(&st, m->p[i].name)->data;
             memcpy(m->p[i].t.data, src, (size_t)m->p[i].t.size * sizeof(float));
         }
+        vt_pe_clear_unused(m->pe);
     }
     free(staged);
     vt_st_free(&st);

@@ -9,8 +9,8 @@
  * pe.theta, default 10); pe.inner = axial uses RoPE-Axial's fixed table (theta 100).
  * pe.share applies to both (section 4 leading dims).
  *
- * Per forward: the unused entries of pe.cayley_u are cleared (vt_rot_clear_unused: a
- * loaded checkpoint's junk there is ignored and written back as 0); P of every (l', h')
+ * The unused entries of pe.cayley_u are never read and are zeroed after init and after
+ * a checkpoint load (clear_unused), so they are written back as 0. Per forward: P of every (l', h')
  * is computed once (Gauss-Jordan inversion of I + S with partial pivoting in double:
  * I + S is invertible for skew S and well conditioned for moderate S; the float P is
  * the rounded double result) and applied to all tokens by one GEMM per (sample, head)
@@ -173,12 +173,15 @@ static void cayley_init(vt_pe *pe, vt_rng *rng) {
     for (int i = 0; i < s->Lp * s->Hp; i++) vt_rot_mixed_init(pe->hd, s->C, theta, rng, f + (size_t)i * set);
 }
 
+/* Entries below the strict upper triangle of pe.cayley_u are never read. */
+static void cayley_clear_unused(vt_pe *pe) {
+    cayley_state *s = pe->state;
+    vt_rot_clear_unused(pe->params[s->ui].t, pe->hd);
+}
+
 static void cayley_prepare(vt_pe *pe, vt_tape *t, const vt_tensor *images) {
     cayley_state *s = pe->state;
     int hd = pe->hd, C = s->C;
-    /* Entries a checkpoint may carry below the strict upper triangle are ignored: clear
-     * them, so they are written back as 0 (they never get a gradient). */
-    vt_rot_clear_unused(pe->params[s->ui].t, hd);
     vt_tensor *coords = vt_rot_coords(pe, t, images);
     int64_t ushape[3] = {s->Hp, hd, hd}, uper = (int64_t)s->Hp * hd * hd;
     int64_t fshape[3] = {s->Hp, hd / 2, C}, fper = (int64_t)s->Hp * (hd / 2) * C;
@@ -223,5 +226,6 @@ const vt_pe_kind_ops vt_pe_cayley_ops = {
     .init = cayley_init,
     .prepare = cayley_prepare,
     .apply_qk = cayley_apply,
+    .clear_unused = cayley_clear_unused,
     .destroy = cayley_destroy,
 };

@@ -407,9 +407,6 @@ void vt_pe_liere_prepare_coords(vt_pe *pe, vt_tape *t, vt_tensor *coords) {
     VT_ASSERT(coords->ndim == 3 && coords->shape[2] == s->C, "liere: coords need C = %d", s->C);
     int64_t gg = (int64_t)s->g * s->g, per = (int64_t)s->Hp * s->C * s->nb * gg;
     int64_t shape[4] = {s->Hp, s->C, s->nb, gg};
-    /* unused entries (lower triangle, diagonal) are kept at 0, so a loaded checkpoint's
-     * stray values are never written back */
-    vt_rot_clear_unused(pe->params[s->param].t, s->g);
     for (int l = 0; l < s->Lp; l++) {
         vt_tensor *U = vt_rot_param_view(t, pe->params[s->param].t, l * per, 4, shape);
         s->R[l] = liere_rot(t, coords, U, s->g);
@@ -436,12 +433,19 @@ static void liere_destroy(vt_pe *pe) {
     pe->state = NULL;
 }
 
+/* The lower triangle and diagonal of each g x g block of pe.liere_u are never read. */
+static void liere_clear_unused(vt_pe *pe) {
+    liere_state *s = pe->state;
+    vt_rot_clear_unused(pe->params[s->param].t, s->g);
+}
+
 const vt_pe_kind_ops vt_pe_liere_ops = {
     .name = "liere",
     .create = liere_create,
     .init = liere_init,
     .prepare = liere_prepare,
     .apply_qk = liere_apply_qk,
+    .clear_unused = liere_clear_unused,
     .destroy = liere_destroy,
 };
 
@@ -451,5 +455,6 @@ const vt_pe_kind_ops vt_pe_liere_commute_ops = {
     .init = liere_init,
     .prepare = liere_prepare,
     .apply_qk = liere_apply_qk,
+    .clear_unused = liere_clear_unused,
     .destroy = liere_destroy,
 };

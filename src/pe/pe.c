@@ -115,6 +115,11 @@ void vt_pe_init_params(vt_pe *pe, vt_rng *rng) {
     vt_ape_init(pe, rng);
     if (pe->kind && pe->kind->init) pe->kind->init(pe, rng);
     if (pe->depth_param >= 0) pe->params[pe->depth_param].t->data[0] = 1.0f;
+    vt_pe_clear_unused(pe);
+}
+
+void vt_pe_clear_unused(vt_pe *pe) {
+    if (pe->kind && pe->kind->clear_unused) pe->kind->clear_unused(pe);
 }
 
 void vt_pe_prepare(vt_pe *pe, vt_tape *t, int rows, int cols, const vt_tensor *images) {

@@ -67,6 +67,9 @@ typedef struct vt_pe_kind_ops {
     void (*prepare)(struct vt_pe *pe, vt_tape *t, const vt_tensor *images);
     /* q, k (B, H, N, hd): replace *q, *k by the transformed tensors for layer `layer`. */
     void (*apply_qk)(struct vt_pe *pe, vt_tape *t, int layer, vt_tensor **q, vt_tensor **k);
+    /* Zero the parameter entries the kind never reads (position-encodings.md 4: written
+     * as 0, ignored on read); called after init and after a checkpoint load. */
+    void (*clear_unused)(struct vt_pe *pe);
     void (*destroy)(struct vt_pe *pe);
 } vt_pe_kind_ops;
 
@@ -103,6 +106,12 @@ int vt_pe_declare(vt_pe *pe, const char *name, int ndim, const int64_t *shape);
 /* Initialise every bound parameter: learned APE trunc_normal(0.02, [-2, 2]), then the
  * kind's init. */
 void vt_pe_init_params(vt_pe *pe, vt_rng *rng);
+
+/* Zero the entries of the kind's parameters that it never reads (the lower triangles
+ * and diagonals of pe.cayley_u / pe.liere_u). They get no gradient, so once zero they
+ * stay zero: the model calls this after init and after loading a checkpoint, and
+ * saved checkpoints carry 0 there. */
+void vt_pe_clear_unused(vt_pe *pe);
 
 /* Per forward: set the grid (rows x cols patches), build the APE table of that grid
  * and run the kind's prepare. images (B, C, S, S) is passed for encodings that take
