@@ -21,13 +21,12 @@
 #include <glob.h>
 #include <math.h>
 #include <png.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "e2e_util.h"
 #include "harness.h"
 
 #include "config.h"
@@ -38,31 +37,6 @@ enum { N_PES = 9, N_SEEDS = 2 };
 static const char *SHARE_ROWS[] = {"share none", "share layers", "share heads", "share all"};
 
 static char bin[1024], out[256];
-
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    if (rc == -1 || !WIFEXITED(rc)) return -1;
-    return WEXITSTATUS(rc);
-}
-
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    size_t got = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    b[got] = '\0';
-    return b;
-}
 
 static int count_of(const char *s, const char *needle) {
     int n = 0;
@@ -80,7 +54,7 @@ static double json_num(const char *line, const char *key) {
 
 /* The line of a .jsonl file holding `needle` (the last one if several), malloc'd. */
 static char *jsonl_line(const char *path, const char *needle) {
-    char *s = slurp(path), *res = NULL;
+    char *s = slurp(path, NULL), *res = NULL;
     if (!s) return NULL;
     for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n"))
         if (strstr(line, needle)) {
@@ -95,7 +69,7 @@ static char *jsonl_line(const char *path, const char *needle) {
 static void check_md(const char *table, const char *const *rows, int n_rows, const char *row_fmt) {
     char path[512];
     snprintf(path, sizeof path, "%s/%s.md", out, table);
-    char *md = slurp(path);
+    char *md = slurp(path, NULL);
     CHECK(md != NULL, "%s written", path);
     if (!md) return;
     for (int i = 0; i < n_rows; i++) {
@@ -114,7 +88,7 @@ static void check_md(const char *table, const char *const *rows, int n_rows, con
     free(md);
 
     snprintf(path, sizeof path, "%s/%s.json", out, table);
-    char *js = slurp(path), want[64];
+    char *js = slurp(path, NULL), want[64];
     snprintf(want, sizeof want, "\"table\": \"%s\"", table);
     CHECK(js && strstr(js, want), "%s names its table", path);
     CHECK(js && count_of(js, "\"variant\":") == n_rows, "%s: %d rows", path, n_rows);
@@ -262,7 +236,7 @@ static void check_eval_cli(void) {
           big && strstr(big, "\"top1_drop_rel\":"), "--patch-shuffle fields in every line");
     CHECK(plain && !strstr(plain, "shuffled"), "no shuffle fields without --patch-shuffle");
     snprintf(path, sizeof path, "%s/multi.err", out);
-    char *err = slurp(path);
+    char *err = slurp(path, NULL);
     CHECK(err && strstr(err, "resolution") && strstr(err, "shuf top-1") && strstr(err, "\n24 ") &&
           strstr(err, "\n16 "), "readable table with both sizes on stderr");
     free(err);
@@ -279,7 +253,7 @@ static void check_eval_cli(void) {
         rc = run("%s eval %s/config.json --checkpoint %s/last.safetensors %s >/dev/null 2>%s/bad.err", bin,
                  dir, dir, bad[i].args, out);
         snprintf(path, sizeof path, "%s/bad.err", out);
-        err = slurp(path);
+        err = slurp(path, NULL);
         CHECK(rc == 2 && err && strstr(err, bad[i].msg), "'%s': exit %d (want 2) and '%s'", bad[i].args, rc,
               bad[i].msg);
         free(err);
@@ -309,7 +283,7 @@ int main(void) {
     check_md("sharing", SHARE_ROWS, 4, "%s)");
     char path[512];
     snprintf(path, sizeof path, "%s/resolution.md", out);
-    char *md = slurp(path);
+    char *md = slurp(path, NULL);
     CHECK(md && strstr(md, "| 12 (0.75x) | 16* (1.00x) | 20 (1.25x) | 24 (1.50x) | 28 (1.75x) | 32 (2.00x) |"),
           "resolution columns 0.75x .. 2x in multiples of the patch");
     free(md);
@@ -323,13 +297,13 @@ int main(void) {
     rc = run("scripts/reproduce.sh shuffle --quick --seeds 0,1 --out %s --bin %s 2>%s.log2 >/dev/null", out,
              bin, out);
     snprintf(path, sizeof path, "%s.log2", out);
-    char *log = slurp(path);
+    char *log = slurp(path, NULL);
     CHECK(rc == 0 && log && !strstr(log, "training") && !strstr(log, "evaluating"),
           "a second run reuses the runs and evaluations (exit %d)", rc);
     free(log);
     rc = run("scripts/reproduce.sh tables --quick --out %s --bin %s 2>%s.log3", out, bin, out);
     snprintf(path, sizeof path, "%s.log3", out);
-    log = slurp(path);
+    log = slurp(path, NULL);
     CHECK(rc == 2 && log && strstr(log, "unknown table 'tables'"), "a bad table name exits 2 naming it");
     free(log);
     if (test_failed_count == 0) run("rm -rf %s %s.log %s.log2 %s.log3", out, out, out, out);

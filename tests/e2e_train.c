@@ -13,14 +13,13 @@
  *   - `vitrain info` reports the parameter count of the model
  * Links the library for the val labels (vt_loader) and the model size (vt_vit).
  */
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "e2e_util.h"
 #include "harness.h"
 
 #include "checkpoint.h"
@@ -34,33 +33,6 @@
 
 static char bin[1024];
 static char tmp[256];
-
-/* Run a shell command line; returns the exit code (-1 if it did not exit normally). */
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    if (rc == -1 || !WIFEXITED(rc)) return -1;
-    return WEXITSTATUS(rc);
-}
-
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    size_t got = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    b[got] = '\0';
-    if (len) *len = got;
-    return b;
-}
 
 static int file_contains(const char *path, const char *needle) {
     char *s = slurp(path, NULL);

@@ -262,54 +262,57 @@ static void test_corrupt(void) {
         free(raw);
     }
 
-    write_raw(p, "{" T_A "," T_B, 28, -1);
-    expect_bad(p, "not valid JSON", NULL, "unterminated JSON");
-    write_raw(p, "{" T_A ",, " T_B "}", 28, -1);
-    expect_bad(p, "not valid JSON", "offset", "double comma");
-    write_raw(p, "[1, 2]", 0, -1);
-    expect_bad(p, "not a JSON object", NULL, "array header");
-
-    write_raw(p, "{\"a\":{\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16, -1);
-    expect_bad(p, "\"a\"", "missing \"dtype\"", "no dtype");
-    write_raw(p, "{\"a\":{\"dtype\":\"F32\",\"data_offsets\":[0,16]}}", 16, -1);
-    expect_bad(p, "\"a\"", "missing \"shape\"", "no shape");
-    write_raw(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2]}}", 16, -1);
-    expect_bad(p, "\"a\"", "missing \"data_offsets\"", "no data_offsets");
-
-    write_raw(p, "{" T_A ",\"h\":{\"dtype\":\"F16\",\"shape\":[6],\"data_offsets\":[16,28]}}", 28, -1);
-    expect_bad(p, "\"h\"", "dtype F16", "F16 tensor");
-
-    write_raw(p, "{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[16,28]}}", 28, -1);
-    expect_bad(p, "\"b\"", "span 12 bytes", "shape product != offsets");
-
-    write_raw(p, "{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[24,36]}}", 28, -1);
-    expect_bad(p, "\"b\"", "out of range", "end past the data section");
-    write_raw(p, "{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[20,16]}}", 16, -1);
-    expect_bad(p, "\"b\"", "out of range", "begin > end");
-    write_raw(p, "{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[-4,8]}}", 16, -1);
-    expect_bad(p, "\"b\"", "non-negative", "negative offset");
-
-    write_raw(p, "{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[12,24]}}", 28, -1);
-    expect_bad(p, "overlap", "offset 16", "overlapping tensors");
-    write_raw(p, "{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[20,28]}}", 28, -1);
-    expect_bad(p, "\"b\"", "gap at offset 16", "gap between tensors");
-    write_raw(p, "{\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[4,16]}}", 16, -1);
-    expect_bad(p, "\"b\"", "gap at offset 0", "data not starting at 0");
-    write_raw(p, "{" T_A "," T_B "}", 32, -1);
-    expect_bad(p, "trailing", "28", "uncovered trailing bytes");
-
-    write_raw(p, "{" T_A ",\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[16,28]}}", 28, -1);
-    expect_bad(p, "duplicate tensor name", "\"a\"", "duplicate names");
-
-    write_raw(p, "{\"__metadata__\":{\"format\":\"pt\",\"step\":5}," T_A "}", 16, -1);
-    expect_bad(p, "__metadata__[\"step\"]", "must be a string", "numeric metadata");
-    write_raw(p, "{\"__metadata__\":[\"x\"]," T_A "}", 16, -1);
-    expect_bad(p, "__metadata__", "not a JSON object", "metadata array");
-
-    write_raw(p, "{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[1.5],\"data_offsets\":[16,28]}}", 28, -1);
-    expect_bad(p, "\"b\"", "shape[0]", "fractional shape");
-    write_raw(p, "{" T_A ",\"b\":[1]}", 16, -1);
-    expect_bad(p, "\"b\"", "not a JSON object", "tensor entry is an array");
+    /* Header edits: JSON text, data bytes, the words the message must hold, the case. */
+    static const struct {
+        const char *json;
+        size_t data;
+        const char *w1, *w2, *what;
+    } cases[] = {
+        {"{" T_A "," T_B, 28,
+         "not valid JSON", NULL, "unterminated JSON"},
+        {"{" T_A ",, " T_B "}", 28,
+         "not valid JSON", "offset", "double comma"},
+        {"[1, 2]", 0,
+         "not a JSON object", NULL, "array header"},
+        {"{\"a\":{\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16,
+         "\"a\"", "missing \"dtype\"", "no dtype"},
+        {"{\"a\":{\"dtype\":\"F32\",\"data_offsets\":[0,16]}}", 16,
+         "\"a\"", "missing \"shape\"", "no shape"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2]}}", 16,
+         "\"a\"", "missing \"data_offsets\"", "no data_offsets"},
+        {"{" T_A ",\"h\":{\"dtype\":\"F16\",\"shape\":[6],\"data_offsets\":[16,28]}}", 28,
+         "\"h\"", "dtype F16", "F16 tensor"},
+        {"{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[16,28]}}", 28,
+         "\"b\"", "span 12 bytes", "shape product != offsets"},
+        {"{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[24,36]}}", 28,
+         "\"b\"", "out of range", "end past the data section"},
+        {"{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[20,16]}}", 16,
+         "\"b\"", "out of range", "begin > end"},
+        {"{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[-4,8]}}", 16,
+         "\"b\"", "non-negative", "negative offset"},
+        {"{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[12,24]}}", 28,
+         "overlap", "offset 16", "overlapping tensors"},
+        {"{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[20,28]}}", 28,
+         "\"b\"", "gap at offset 16", "gap between tensors"},
+        {"{\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[4,16]}}", 16,
+         "\"b\"", "gap at offset 0", "data not starting at 0"},
+        {"{" T_A "," T_B "}", 32,
+         "trailing", "28", "uncovered trailing bytes"},
+        {"{" T_A ",\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[16,28]}}", 28,
+         "duplicate tensor name", "\"a\"", "duplicate names"},
+        {"{\"__metadata__\":{\"format\":\"pt\",\"step\":5}," T_A "}", 16,
+         "__metadata__[\"step\"]", "must be a string", "numeric metadata"},
+        {"{\"__metadata__\":[\"x\"]," T_A "}", 16,
+         "__metadata__", "not a JSON object", "metadata array"},
+        {"{" T_A ",\"b\":{\"dtype\":\"F32\",\"shape\":[1.5],\"data_offsets\":[16,28]}}", 28,
+         "\"b\"", "shape[0]", "fractional shape"},
+        {"{" T_A ",\"b\":[1]}", 16,
+         "\"b\"", "not a JSON object", "tensor entry is an array"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_raw(p, cases[i].json, cases[i].data, -1);
+        expect_bad(p, cases[i].w1, cases[i].w2, cases[i].what);
+    }
 
     expect_bad(tmp_path("does_not_exist.safetensors"), "cannot open", NULL, "missing file");
 }

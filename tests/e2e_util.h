@@ -1,0 +1,41 @@
+/* e2e_util.h - test helpers shared by the end-to-end tests that drive the built binary
+ * (header-only): run a formatted shell command line, read a whole file into memory.
+ */
+#ifndef VT_E2E_UTIL_H
+#define VT_E2E_UTIL_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+/* Run a shell command line; returns the exit code (-1 if it did not exit normally). */
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int rc = system(cmd);
+    if (rc == -1 || !WIFEXITED(rc)) return -1;
+    return WEXITSTATUS(rc);
+}
+
+/* Whole file as a NUL-terminated malloc'd string (NULL if it cannot be opened); its byte
+ * count into *len when len is not NULL. */
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    size_t got = fread(b, 1, (size_t)n, f);
+    fclose(f);
+    b[got] = '\0';
+    if (len) *len = got;
+    return b;
+}
+
+#endif
