@@ -25,6 +25,8 @@
  *   pool token: norm on the CLS row; pool avg: mean over patch tokens then fc_norm;
  *   head_drop; head. LayerNorm eps 1e-6, attention scale hd^-0.5, drop_path rate of
  *   block i = drop_path * i / (L - 1) (torch.linspace(0, drop_path, L)).
+ *   rope(split(qkv(.))) runs as the PE's fused form (pe.h): vt_pe_fold_qkv on the qkv
+ *   weights, the projection, then vt_pe_split_qkv (the split with the PE's transform).
  * attn is softmax attention, or with model.attention = performer vt_op_performer with this
  * layer's fixed random features (m->performer_w; drawn at init as draw 0 of
  * vt_performer_draw(seed), redrawn only by vt_vit_performer_step from the training loop,
@@ -279,10 +281,11 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     float dpr = m->L > 1 ? (float)(mc->drop_path * i / (m->L - 1)) : 0.0f;
 
     vt_tensor *h = vt_op_layernorm(t, x, b.n1w, b.n1b, LN_EPS);
-    vt_tensor *qkv = vt_op_linear(t, h, b.qkvw, b.qkvb);
+    vt_tensor *qkvw = b.qkvw, *qkvb = b.qkvb;
+    vt_pe_fold_qkv(m->pe, t, i, &qkvw, &qkvb);
+    vt_tensor *qkv = vt_op_linear(t, h, qkvw, qkvb);
     vt_tensor *q, *k, *v;
-    vt_op_split_heads(t, qkv, m->H, &q, &k, &v);
-    vt_pe_apply_qk(m->pe, t, i, &q, &k);
+    vt_pe_split_qkv(m->pe, t, i, qkv, &q, &k, &v);
     vt_tensor *a;
     if (m->performer_w) {
         vt_performer_opts po = {(vt_performer_kernel)m->performer_kernel, VT_PERFORMER_EPS, 0.0f, 0.0f};

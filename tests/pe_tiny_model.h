@@ -3,8 +3,9 @@
  *
  * Provides the binary's arena and tape (file-scope statics, set up by
  * pe_tiny_init / freed by pe_tiny_done), cfg_of (the tiny ViT config plus
- * ';'-separated "--set" overrides; aborts with the config error on a bad override) and
- * logit (one patch-patch attention logit of rotated q, k).
+ * ';'-separated "--set" overrides; aborts with the config error on a bad override),
+ * logit (one patch-patch attention logit of rotated q, k) and box (a PE of such a config
+ * with its parameters bound to test buffers).
  */
 #ifndef VT_TEST_PE_TINY_MODEL_H
 #define VT_TEST_PE_TINY_MODEL_H
@@ -15,6 +16,8 @@
 #include <string.h>
 
 #include "config.h"
+#include "pe/pe.h"
+#include "rng.h"
 #include "tape.h"
 #include "tensor.h"
 #include "test_runtime.h"
@@ -60,6 +63,57 @@ static double logit(const vt_tensor *q, const vt_tensor *k, int b, int h, int n,
     double s = 0;
     for (int64_t i = 0; i < hd; i++) s += (double)x[i] * y[i];
     return s;
+}
+
+/* A PE built from cfg_of(sets) through vt_pe_create, its parameters bound to one
+ * test-owned data / grad buffer pair and initialised with `seed`. */
+typedef struct {
+    vt_pe *pe;
+    float *data, *grad;
+    int64_t n;
+    vt_tensor t[VT_PE_MAX_PARAMS];
+} box;
+
+static inline void box_make(box *b, const char *sets, uint64_t seed) {
+    memset(b, 0, sizeof *b);
+    vt_config c = cfg_of(sets);
+    if (vt_pe_create(&c, c.model.width, c.model.depth, c.model.heads, &b->pe) != VT_OK) {
+        fprintf(stderr, "pe create %s: %s\n", sets, vt_last_error());
+        abort();
+    }
+    for (int i = 0; i < b->pe->n_params; i++) b->n += b->pe->params[i].size;
+    b->data = calloc((size_t)b->n + 1, sizeof(float));
+    b->grad = calloc((size_t)b->n + 1, sizeof(float));
+    int64_t off = 0;
+    for (int i = 0; i < b->pe->n_params; i++) {
+        vt_pe_param *p = &b->pe->params[i];
+        vt_tensor *t = &b->t[i];
+        int lead = p->ndim > VT_MAX_DIMS ? p->ndim - VT_MAX_DIMS + 1 : 1;
+        t->ndim = p->ndim > VT_MAX_DIMS ? VT_MAX_DIMS : p->ndim;
+        t->shape[0] = 1;
+        for (int d = 0; d < lead; d++) t->shape[0] *= p->shape[d];
+        for (int d = 1; d < t->ndim; d++) t->shape[d] = p->shape[lead + d - 1];
+        t->size = p->size;
+        t->data = b->data + off;
+        t->grad = b->grad + off;
+        off += p->size;
+        p->t = t;
+    }
+    vt_rng rng;
+    vt_rng_seed(&rng, seed);
+    vt_pe_init_params(b->pe, &rng);
+}
+
+static inline void box_free(box *b) {
+    vt_pe_free(b->pe);
+    free(b->data);
+    free(b->grad);
+}
+
+static inline vt_pe_param *box_param(box *b, const char *name) {
+    for (int i = 0; i < b->pe->n_params; i++)
+        if (strcmp(b->pe->params[i].name, name) == 0) return &b->pe->params[i];
+    return NULL;
 }
 
 #endif

@@ -23,57 +23,6 @@
 #include "pe/rotary.h"
 #include "pe_tiny_model.h"
 
-/* ---- Building PEs ---- */
-
-typedef struct {
-    vt_pe *pe;
-    float *data, *grad;
-    int64_t n;
-    vt_tensor t[VT_PE_MAX_PARAMS];
-} box;
-
-static void box_make(box *b, const char *sets, uint64_t seed) {
-    memset(b, 0, sizeof *b);
-    vt_config c = cfg_of(sets);
-    if (vt_pe_create(&c, c.model.width, c.model.depth, c.model.heads, &b->pe) != VT_OK) {
-        fprintf(stderr, "pe create %s: %s\n", sets, vt_last_error());
-        abort();
-    }
-    for (int i = 0; i < b->pe->n_params; i++) b->n += b->pe->params[i].size;
-    b->data = calloc((size_t)b->n + 1, sizeof(float));
-    b->grad = calloc((size_t)b->n + 1, sizeof(float));
-    int64_t off = 0;
-    for (int i = 0; i < b->pe->n_params; i++) {
-        vt_pe_param *p = &b->pe->params[i];
-        vt_tensor *t = &b->t[i];
-        int lead = p->ndim > VT_MAX_DIMS ? p->ndim - VT_MAX_DIMS + 1 : 1;
-        t->ndim = p->ndim > VT_MAX_DIMS ? VT_MAX_DIMS : p->ndim;
-        t->shape[0] = 1;
-        for (int d = 0; d < lead; d++) t->shape[0] *= p->shape[d];
-        for (int d = 1; d < t->ndim; d++) t->shape[d] = p->shape[lead + d - 1];
-        t->size = p->size;
-        t->data = b->data + off;
-        t->grad = b->grad + off;
-        off += p->size;
-        p->t = t;
-    }
-    vt_rng rng;
-    vt_rng_seed(&rng, seed);
-    vt_pe_init_params(b->pe, &rng);
-}
-
-static void box_free(box *b) {
-    vt_pe_free(b->pe);
-    free(b->data);
-    free(b->grad);
-}
-
-static vt_pe_param *box_param(box *b, const char *name) {
-    for (int i = 0; i < b->pe->n_params; i++)
-        if (strcmp(b->pe->params[i].name, name) == 0) return &b->pe->params[i];
-    return NULL;
-}
-
 static void reset(int grad) {
     vt_arena_reset(&arena);
     vt_tape_clear(&tape);

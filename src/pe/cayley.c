@@ -13,8 +13,11 @@
  * a checkpoint load (clear_unused), so they are written back as 0. Per forward: P of every (l', h')
  * is computed once (Gauss-Jordan inversion of I + S with partial pivoting in double:
  * I + S is invertible for skew S and well conditioned for moderate S; the float P is
- * the rounded double result) and applied to all tokens by one GEMM per (sample, head)
- * (vt_op_head_matmul); then the inner cos/sin table.
+ * the rounded double result); then the inner cos/sin table. apply_qk (the reference
+ * form) applies P to all tokens by one GEMM per (sample, head) (vt_op_head_matmul); the
+ * model's fused form folds P into the qkv projection's q and k rows (one GEMM per
+ * (part, head) on the weights, O(hd^2 D) per layer whatever the batch) and rotates in
+ * the split, which maps CLS back by P^T.
  * Backward (exact): with B = (I + S)^(-1) (kept in double) and G = dL/dP,
  * dL/dS = -2 B^T G B^T and dL/dU_ij += dL/dS_ij - dL/dS_ji for i < j. */
 #include <math.h>
@@ -209,6 +212,21 @@ static void cayley_apply(vt_pe *pe, vt_tape *t, int layer, vt_tensor **q, vt_ten
     *k = vt_op_rot_pairs(t, vt_op_head_matmul(t, *k, s->P[l]), s->cs[l]);
 }
 
+/* The model's fused form: P folded into the q and k rows of the projection (every token
+ * then leaves it multiplied by P), the inner rotation inside the split, and CLS taken
+ * back by P^T there (P is orthogonal: CLS = P^T P x = x to float rounding). */
+static void cayley_fold(vt_pe *pe, vt_tape *t, int layer, vt_tensor **w, vt_tensor **b) {
+    cayley_state *s = pe->state;
+    vt_op_qkv_fold(t, *w, *b, s->P[vt_rot_layer(pe, layer)], pe->H, w, b);
+}
+
+static void cayley_split(vt_pe *pe, vt_tape *t, int layer, vt_tensor *qkv, vt_tensor **q, vt_tensor **k,
+                         vt_tensor **v) {
+    cayley_state *s = pe->state;
+    int l = vt_rot_layer(pe, layer);
+    vt_op_rot_split_heads(t, qkv, pe->H, s->cs[l], s->P[l], q, k, v);
+}
+
 static void cayley_destroy(vt_pe *pe) {
     cayley_state *s = pe->state;
     if (s) {
@@ -226,6 +244,8 @@ const vt_pe_kind_ops vt_pe_cayley_ops = {
     .init = cayley_init,
     .prepare = cayley_prepare,
     .apply_qk = cayley_apply,
+    .fold_qkv = cayley_fold,
+    .split_qkv = cayley_split,
     .clear_unused = cayley_clear_unused,
     .destroy = cayley_destroy,
 };

@@ -17,9 +17,11 @@
  * coordinates, and pair n b/2 + b/2 - 1 (DC, Nyquist) gets frequency 0 (cos = 1,
  * sin = 0: exactly fixed). Per forward: w (from c, float64 sums), angles, cos/sin are
  * computed once in prepare, shared by the batch, by q and k and by the layers sharing a
- * set; per layer q and k go F -> pair rotation -> F^T (each block transform one small
- * GEMM per (sample, head, block) over the patch tokens), token 0 (CLS) copied unchanged
- * at each step. Error: float32 rounding of F, cos/sin and three short products, a few
+ * set; per layer q and k go F -> pair rotation -> F^T (apply_qk, the reference form:
+ * each block transform one small GEMM per (sample, head, block) over the patch tokens,
+ * token 0 (CLS) copied unchanged at each step). The model's fused form (circ_fold /
+ * circ_split below) folds F into the projection and rotates in the split: O(hd) per
+ * token. Error: float32 rounding of F, cos/sin and three short products, a few
  * 1e-7 relative; against a dense float64 expm of the generator it is tested to 1e-5.
  *
  * Init (pe.init): rope_mixed (default): per (l', h') one RoPE-Mixed initial set f
@@ -43,6 +45,7 @@
 typedef struct {
     int b, nb, C, Lp, Hp, param;
     float *F;            /* (b, b) DFT basis, rows as in the header */
+    float *Fhead;        /* (hd, hd) blockdiag(F) of a whole head (the fused form) */
     vt_tensor **cs;      /* per parameter layer: (Ba, Hp, Np, hd) cos/sin of this forward */
 } circ_state;
 
@@ -194,6 +197,10 @@ static vt_status circ_create(vt_pe *pe) {
     s->param = vt_pe_declare(pe, "pe.circulant_c", 5, shape);
     s->F = vt_xmalloc((size_t)b * b * sizeof(float));
     circ_basis(b, s->F);
+    s->Fhead = vt_xcalloc((size_t)hd * hd, sizeof(float));
+    for (int n = 0; n < s->nb; n++)
+        for (int i = 0; i < b; i++)
+            memcpy(s->Fhead + (size_t)(n * b + i) * hd + n * b, s->F + (size_t)i * b, (size_t)b * sizeof(float));
     s->cs = vt_xcalloc((size_t)s->Lp, sizeof *s->cs);
     pe->state = s;
     return VT_OK;
@@ -254,10 +261,37 @@ static void circ_apply(vt_pe *pe, vt_tape *t, int layer, vt_tensor **q, vt_tenso
     }
 }
 
+/* The model's fused form with softmax attention (pe->dot_only): blockdiag(F) folded into
+ * the projection's q and k rows for every token, the plane rotation inside the split, and
+ * the final F^T left out: q and k stay in the DFT basis, which leaves every product
+ * q_n . k_m (CLS included) as the contract's since F is orthogonal. Otherwise (Performer
+ * sees q and k themselves) the reference form. */
+static void circ_fold(vt_pe *pe, vt_tape *t, int layer, vt_tensor **w, vt_tensor **b) {
+    (void)layer;
+    circ_state *s = pe->state;
+    if (!pe->dot_only) return;
+    int64_t shape[3] = {1, pe->hd, pe->hd};
+    vt_op_qkv_fold(t, *w, *b, vt_tensor_wrap(t->arena, s->Fhead, 3, shape), pe->H, w, b);
+}
+
+static void circ_split(vt_pe *pe, vt_tape *t, int layer, vt_tensor *qkv, vt_tensor **q, vt_tensor **k,
+                       vt_tensor **v) {
+    circ_state *s = pe->state;
+    if (!pe->dot_only) {
+        vt_op_split_heads(t, qkv, pe->H, q, k, v);
+        circ_apply(pe, t, layer, q, k);
+        return;
+    }
+    vt_tensor *cs = s->cs[vt_rot_layer(pe, layer)];
+    VT_ASSERT(cs != NULL, "circulant: split_qkv before prepare");
+    vt_op_rot_split_heads(t, qkv, pe->H, cs, NULL, q, k, v);
+}
+
 static void circ_destroy(vt_pe *pe) {
     circ_state *s = pe->state;
     if (!s) return;
     free(s->F);
+    free(s->Fhead);
     free(s->cs);
     free(s);
     pe->state = NULL;
@@ -269,5 +303,7 @@ const vt_pe_kind_ops vt_pe_circulant_ops = {
     .init = circ_init,
     .prepare = circ_prepare,
     .apply_qk = circ_apply,
+    .fold_qkv = circ_fold,
+    .split_qkv = circ_split,
     .destroy = circ_destroy,
 };

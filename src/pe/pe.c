@@ -73,6 +73,7 @@ vt_status vt_pe_create(const vt_config *cfg, int D, int L, int H, vt_pe **out) {
     pe->ape_param = -1;
     pe->depth_param = -1;
     pe->kind = row->ops;
+    pe->dot_only = cfg->model.attention == VT_ATTN_SOFTMAX;
     vt_status st = vt_ape_declare(pe);
     if (st == VT_OK && pe->kind && pe->kind->create) st = pe->kind->create(pe);
     if (st == VT_OK && pe->kind && cfg->model.in_chans == 4) {
@@ -141,4 +142,20 @@ vt_tensor *vt_pe_add_ape(vt_pe *pe, vt_tape *t, vt_tensor *x) {
 void vt_pe_apply_qk(vt_pe *pe, vt_tape *t, int layer, vt_tensor **q, vt_tensor **k) {
     VT_ASSERT(layer >= 0 && layer < pe->L, "layer %d out of range [0, %d)", layer, pe->L);
     if (pe->kind && pe->kind->apply_qk) pe->kind->apply_qk(pe, t, layer, q, k);
+}
+
+void vt_pe_fold_qkv(vt_pe *pe, vt_tape *t, int layer, vt_tensor **w, vt_tensor **b) {
+    VT_ASSERT(layer >= 0 && layer < pe->L, "layer %d out of range [0, %d)", layer, pe->L);
+    if (pe->kind && pe->kind->fold_qkv) pe->kind->fold_qkv(pe, t, layer, w, b);
+}
+
+void vt_pe_split_qkv(vt_pe *pe, vt_tape *t, int layer, vt_tensor *qkv, vt_tensor **q, vt_tensor **k,
+                     vt_tensor **v) {
+    VT_ASSERT(layer >= 0 && layer < pe->L, "layer %d out of range [0, %d)", layer, pe->L);
+    if (pe->kind && pe->kind->split_qkv) {
+        pe->kind->split_qkv(pe, t, layer, qkv, q, k, v);
+        return;
+    }
+    vt_op_split_heads(t, qkv, pe->H, q, k, v);
+    vt_pe_apply_qk(pe, t, layer, q, k);
 }

@@ -17,9 +17,16 @@
  *                                is computed here (arena memory) and shared by the batch;
  *                                its backward, if any, is recorded on the tape here
  *     vt_pe_add_ape(pe, t, x)    after the CLS token is prepended (identity without APE)
- *     vt_pe_apply_qk(pe, t, l, &q, &k)   per layer l, on (B, H, N, hd) q and k; rotary
- *                                kinds replace *q / *k (token 0, CLS, never rotated);
- *                                none / ape leave them untouched (no copy)
+ *     per layer l, around the qkv projection:
+ *       vt_pe_fold_qkv(pe, t, l, &w, &b)   the projection's weights, possibly with a
+ *                                position-independent per-head map folded in
+ *       vt_pe_split_qkv(pe, t, l, qkv, &q, &k, &v)   the split into heads with the
+ *                                kind's transform of q and k (token 0, CLS, never
+ *                                rotated); by default vt_op_split_heads + vt_pe_apply_qk
+ *   vt_pe_apply_qk(pe, t, l, &q, &k)   the transform itself on (B, H, N, hd) q and k;
+ *                                rotary kinds replace *q / *k; none / ape leave them
+ *                                untouched (no copy). The reference form: the tests
+ *                                check every kind through it and the fused path against it.
  *
  * Adding a rotary kind: one new file src/pe/<kind>.c defining a vt_pe_kind_ops (its
  * create declares its parameters after the APE's via vt_pe_declare) plus one row in the
@@ -67,6 +74,15 @@ typedef struct vt_pe_kind_ops {
     void (*prepare)(struct vt_pe *pe, vt_tape *t, const vt_tensor *images);
     /* q, k (B, H, N, hd): replace *q, *k by the transformed tensors for layer `layer`. */
     void (*apply_qk)(struct vt_pe *pe, vt_tape *t, int layer, vt_tensor **q, vt_tensor **k);
+    /* Optional fused form of apply_qk: split_qkv turns the projection's output qkv
+     * (B, N, 3D) into q, k, v (B, H, N, hd), q and k transformed as apply_qk does (to
+     * float rounding; with pe->dot_only only up to an orthogonal per-head basis shared
+     * by all tokens); fold_qkv (only together with split_qkv) first replaces the layer's
+     * qkv weights *w (3D, D) and bias *b (3D, or NULL) by ones with a per-head map folded
+     * into the q and k rows (vt_op_qkv_fold), which split_qkv then accounts for. */
+    void (*fold_qkv)(struct vt_pe *pe, vt_tape *t, int layer, vt_tensor **w, vt_tensor **b);
+    void (*split_qkv)(struct vt_pe *pe, vt_tape *t, int layer, vt_tensor *qkv, vt_tensor **q,
+                      vt_tensor **k, vt_tensor **v);
     /* Zero the parameter entries the kind never reads (position-encodings.md 4: written
      * as 0, ignored on read); called after init and after a checkpoint load. */
     void (*clear_unused)(struct vt_pe *pe);
@@ -87,6 +103,10 @@ typedef struct vt_pe {
     double coord_offset[3];        /* added to every patch coordinate (x, y, z; after the
                                       position mode) by rotary kinds; 0 unless a caller
                                       places the grid elsewhere (e.g. a shifted crop) */
+    int dot_only;                  /* the model uses q and k only through products q_n . k_m
+                                      of one head (softmax attention, not Performer): the
+                                      fused split may return them in another orthonormal
+                                      basis per head, shared by all tokens */
     vt_tensor *ape_table;          /* (1, 1 + rows cols, D) of this forward, or NULL */
     const vt_pe_kind_ops *kind;    /* NULL for none / ape */
     void *state;                   /* the kind's private state */
@@ -123,6 +143,17 @@ vt_tensor *vt_pe_add_ape(vt_pe *pe, vt_tape *t, vt_tensor *x);
 
 /* Rotary transform of layer `layer` on q, k (B, H, N, hd); no-op for none / ape. */
 void vt_pe_apply_qk(vt_pe *pe, vt_tape *t, int layer, vt_tensor **q, vt_tensor **k);
+
+/* The qkv projection's weights for layer `layer`: *w (3D, D) and *b (3D, or NULL) are
+ * replaced by the kind's folded ones (vt_op_qkv_fold) or left as they are. Always pair
+ * with vt_pe_split_qkv on the projection's output. */
+void vt_pe_fold_qkv(vt_pe *pe, vt_tape *t, int layer, vt_tensor **w, vt_tensor **b);
+
+/* qkv (B, N, 3D) from the projection with vt_pe_fold_qkv's weights -> q, k, v (B, H, N, hd)
+ * with the kind's transform of q and k: the kind's fused split, or vt_op_split_heads and
+ * vt_pe_apply_qk. */
+void vt_pe_split_qkv(vt_pe *pe, vt_tape *t, int layer, vt_tensor *qkv, vt_tensor **q, vt_tensor **k,
+                     vt_tensor **v);
 
 /* Bicubic resampling of a grid table exactly as torch.nn.functional.interpolate(
  * mode='bicubic', align_corners=False, antialias=False) on a (1, D, h, w) tensor:

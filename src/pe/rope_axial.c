@@ -43,6 +43,13 @@ static void axial_apply(vt_pe *pe, vt_tape *t, int layer, vt_tensor **q, vt_tens
     *k = vt_op_rot_pairs(t, *k, s->cs);
 }
 
+static void axial_split(vt_pe *pe, vt_tape *t, int layer, vt_tensor *qkv, vt_tensor **q, vt_tensor **k,
+                        vt_tensor **v) {
+    (void)layer;
+    axial_state *s = pe->state;
+    vt_op_rot_split_heads(t, qkv, pe->H, s->cs, NULL, q, k, v);
+}
+
 static void axial_destroy(vt_pe *pe) {
     axial_state *s = pe->state;
     if (s) free(s->freqs);
@@ -56,5 +63,6 @@ const vt_pe_kind_ops vt_pe_rope_axial_ops = {
     .init = NULL,
     .prepare = axial_prepare,
     .apply_qk = axial_apply,
+    .split_qkv = axial_split,
     .destroy = axial_destroy,
 };

@@ -56,6 +56,12 @@ static void mixed_apply(vt_pe *pe, vt_tape *t, int layer, vt_tensor **q, vt_tens
     *k = vt_op_rot_pairs(t, *k, cs);
 }
 
+static void mixed_split(vt_pe *pe, vt_tape *t, int layer, vt_tensor *qkv, vt_tensor **q, vt_tensor **k,
+                        vt_tensor **v) {
+    mixed_state *s = pe->state;
+    vt_op_rot_split_heads(t, qkv, pe->H, s->cs[vt_rot_layer(pe, layer)], NULL, q, k, v);
+}
+
 static void mixed_destroy(vt_pe *pe) {
     mixed_state *s = pe->state;
     if (s) free(s->cs);
@@ -69,5 +75,6 @@ const vt_pe_kind_ops vt_pe_rope_mixed_ops = {
     .init = mixed_init,
     .prepare = mixed_prepare,
     .apply_qk = mixed_apply,
+    .split_qkv = mixed_split,
     .destroy = mixed_destroy,
 };

@@ -112,6 +112,30 @@ vt_tensor *vt_op_rot_pairs(vt_tape *t, vt_tensor *x, vt_tensor *cs);
  * samples (and the heads when G = 1) in a fixed order. */
 vt_tensor *vt_op_head_matmul(vt_tape *t, vt_tensor *x, vt_tensor *m);
 
+/* ---- Fused q/k preparation (qkv_fused.c) ---- */
+
+/* The q / k / v split with the rotation in the same pass: qkv (B, N, 3D) from the qkv
+ * projection (layout of vt_op_split_heads), cs (Ba, G, N - 1, 2 npr) as for
+ * vt_op_rot_pairs -> q, k, v (B, H, N, hd). Patch tokens' q and k are exactly
+ * vt_op_rot_pairs(split(qkv), cs) (the same float operations, bitwise equal); v is copied.
+ * Token 0 (CLS): q and k copied when cls is NULL; otherwise cls (Gc, hd, hd), Gc in
+ * {1, H}, maps them to y = cls[h or 0]^T x (sums in float, ascending index): the undoing
+ * of an orthogonal per-head map M = cls that vt_op_qkv_fold folded into the projection
+ * for every token, so CLS leaves as M^T M x = x to float rounding (~hd ulp).
+ * Backward: dqkv += the transposed maps; dcs as vt_op_rot_pairs; dcls[g] += x dy^T;
+ * sums over samples, then heads, q before k (fixed order). */
+void vt_op_rot_split_heads(vt_tape *t, vt_tensor *qkv, int H, vt_tensor *cs, vt_tensor *cls,
+                           vt_tensor **q, vt_tensor **k, vt_tensor **v);
+
+/* A per-head matrix folded into the qkv projection: w (3D, D_in) with rows q, k, v and
+ * head h at rows [h hd, (h+1) hd) within each (timm layout), b (3D) or NULL, m (G, hd, hd),
+ * G in {1, H}. w_out rows of q and k of head h = m[h or 0] w rows (one GEMM per (part,
+ * head)), b_out likewise m b; v rows copied. So x w_out^T + b_out gives every token's q
+ * and k already multiplied by m. Backward: dw += m^T dw_out, db += m^T db_out (q, k rows;
+ * v rows: +=), dm[g] += dw_out w^T + db_out b^T summed over q then k and the heads of g. */
+void vt_op_qkv_fold(vt_tape *t, vt_tensor *w, vt_tensor *b, vt_tensor *m, int H,
+                    vt_tensor **w_out, vt_tensor **b_out);
+
 /* Cayley transform (cayley.c): u (G, hd, hd) -> P (G, hd, hd), P = (I - S)(I + S)^(-1)
  * with S = U - U^T from the strict upper triangle of each u[g] (lower triangle and
  * diagonal are not read and get zero gradient). Inversion in double (Gauss-Jordan,
