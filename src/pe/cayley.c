@@ -93,13 +93,16 @@ static void cayley_bwd(void *p) {
         const double *b = c->binv + g * n * n;
         const float *gp = c->dp + g * n * n;
         double *x = c->work + g * 2 * n * n, *ds = x + (size_t)n * n;
-        /* x = B^T G, ds = -2 x B^T */
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < n; j++) {
-                double s = 0.0;
-                for (int k = 0; k < n; k++) s += b[k * n + i] * gp[k * n + j];
-                x[i * n + j] = s;
+        /* x = B^T G (row i of x accumulated over k: contiguous inner loops), ds = -2 x B^T */
+        for (int i = 0; i < n; i++) {
+            double *xi = x + (size_t)i * n;
+            for (int j = 0; j < n; j++) xi[j] = 0.0;
+            for (int k = 0; k < n; k++) {
+                double f = b[k * n + i];
+                const float *gk = gp + (size_t)k * n;
+                for (int j = 0; j < n; j++) xi[j] += f * gk[j];
             }
+        }
         for (int i = 0; i < n; i++)
             for (int j = 0; j < n; j++) {
                 double s = 0.0;
