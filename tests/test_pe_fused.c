@@ -391,19 +391,27 @@ static void check_kind(const char *sets, int rgbd, int same_basis, int bitwise) 
 }
 
 static void test_kinds(void) {
-    check_kind("pe.kind=rope_axial", 0, 1, 1);
-    check_kind("pe.kind=rope_axial;pe.coord_dim=1", 0, 1, 1);
-    check_kind("pe.kind=rope_mixed", 0, 1, 1);
-    check_kind("pe.kind=rope_mixed;pe.share=heads", 0, 1, 1);
-    check_kind("model.in_chans=4;pe.kind=rope_mixed;pe.coord_dim=3", 1, 1, 1);
-    check_kind("pe.kind=cayley", 0, 1, 0);
-    check_kind("pe.kind=cayley;pe.inner=axial;pe.share=layers", 0, 1, 0);
-    check_kind("pe.kind=cayley;pe.share=all;pe.coord_dim=3", 0, 1, 0);
-    check_kind("pe.kind=circulant;pe.block_size=4", 0, 0, 0);
-    check_kind("pe.kind=circulant;pe.block_size=8;pe.share=layers", 0, 0, 0);
-    check_kind("pe.kind=circulant;pe.block_size=4;model.attention=performer", 0, 1, 1);
-    check_kind("pe.kind=liere", 0, 1, 1);
-    check_kind("pe.kind=ape", 0, 1, 1);
+    /* config, RGB-D images, q and k in the contract's basis, bitwise equal to the reference */
+    static const struct {
+        const char *sets;
+        int rgbd, same_basis, bitwise;
+    } cases[] = {
+        {"pe.kind=rope_axial", 0, 1, 1},
+        {"pe.kind=rope_axial;pe.coord_dim=1", 0, 1, 1},
+        {"pe.kind=rope_mixed", 0, 1, 1},
+        {"pe.kind=rope_mixed;pe.share=heads", 0, 1, 1},
+        {"model.in_chans=4;pe.kind=rope_mixed;pe.coord_dim=3", 1, 1, 1},
+        {"pe.kind=cayley", 0, 1, 0},
+        {"pe.kind=cayley;pe.inner=axial;pe.share=layers", 0, 1, 0},
+        {"pe.kind=cayley;pe.share=all;pe.coord_dim=3", 0, 1, 0},
+        {"pe.kind=circulant;pe.block_size=4", 0, 0, 0},
+        {"pe.kind=circulant;pe.block_size=8;pe.share=layers", 0, 0, 0},
+        {"pe.kind=circulant;pe.block_size=4;model.attention=performer", 0, 1, 1},
+        {"pe.kind=liere", 0, 1, 1},
+        {"pe.kind=ape", 0, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_kind(cases[i].sets, cases[i].rgbd, cases[i].same_basis, cases[i].bitwise);
 }
 
 int main(void) {
