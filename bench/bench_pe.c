@@ -5,8 +5,8 @@
  * builds one model per PE kind (none, ape, rope_axial, rope_mixed, cayley, circulant,
  * liere with one dense generator for the model (share all, block hd), liere_commute) and
  * times full training steps (zero grad, forward, cross-entropy, backward, AdamW) on the
- * same synthetic batch. Kinds are timed round-robin, REPS rounds, and each kind keeps its
- * fastest step, so load on a shared machine hits every kind alike; "ratio" = step time /
+ * same synthetic batch. Kinds are timed round-robin, 5 rounds in alternating order, and
+ * each kind keeps its fastest step, so load on a shared machine hits every kind alike; "ratio" = step time /
  * step time of none, measured in this process.
  * All models share one step arena, so peak memory is one step's activations plus the
  * parameters and optimizer state of every kind.
@@ -113,7 +113,7 @@ static double step(pe_run *r, const float *images, const int *labels, int B) {
 }
 
 static void bench_model(const model_case *mc, int quick) {
-    int B = quick ? mc->batch / 8 : mc->batch, rounds = quick ? 2 : 3;
+    int B = quick ? mc->batch / 8 : mc->batch, rounds = quick ? 2 : 5;
     pe_run *runs = calloc(N_KINDS, sizeof *runs);
     int ok[N_KINDS];
     for (int k = 0; k < N_KINDS; k++) ok[k] = setup(&runs[k], mc, &kinds[k]);
@@ -129,11 +129,12 @@ static void bench_model(const model_case *mc, int quick) {
     for (int k = 0; k < N_KINDS; k++)
         if (ok[k]) step(&runs[k], images, labels, B); /* warm-up: the arena settles */
     for (int round = 0; round < rounds; round++)
-        for (int k = 0; k < N_KINDS; k++)
-            if (ok[k]) {
-                double t = step(&runs[k], images, labels, B);
-                if (t < runs[k].best) runs[k].best = t;
-            }
+        for (int i = 0; i < N_KINDS; i++) {
+            int k = round % 2 ? N_KINDS - 1 - i : i; /* alternate the order: no kind always follows the same one */
+            if (!ok[k]) continue;
+            double t = step(&runs[k], images, labels, B);
+            if (t < runs[k].best) runs[k].best = t;
+        }
     fprintf(stderr, "%-20s %-14s %10s %8s\n", "model", "pe", "step ms", "ratio");
     for (int k = 0; k < N_KINDS; k++) {
         if (!ok[k]) continue;
