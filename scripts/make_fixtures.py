@@ -43,7 +43,9 @@ hd x hd matrix per patch, LieRE / circulant through this file's own scaling-and-
 expm, checked against closed forms by check_reference()); every pe.* tensor is stored in
 its section 4 shape with random non-zero values (unused triangle entries 0) and has its
 grad.pe.* entry. input.images may be larger than model.img_size (the training
-resolution): the *_res fixtures evaluate another grid than the trained one.
+resolution): the *_res fixtures evaluate another grid than the trained one. The *_c1 / *_c3
+fixtures use pe.coord_dim 1 / 3, the *_rgbd ones RGB-D input (model.in_chans 4: channel 3
+is depth, positive, never embedded; z = mean patch depth * pe.depth_scale).
 
 Numerics: the reference is computed in float64 from the float32-rounded weights and
 inputs, then rounded to float32, so the fixture is the exact answer to ~1e-7 and
@@ -163,7 +165,7 @@ class VisionTransformer(nn.Module):
         self.pe = pe
 
     def forward(self, images):
-        x = self.patch_embed(images)
+        x = self.patch_embed(images[:, :IN_CHANS])     # RGB-D: depth positions, not embedded
         x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1)
         grid = images.shape[-1] // PATCH
         if self.pos_embed is not None:
@@ -173,7 +175,7 @@ class VisionTransformer(nn.Module):
         for l, blk in enumerate(self.blocks):
             rotate = None
             if self.pe is not None and self.pe.kind != "ape":
-                rotate = self.pe.rotator(l, grid, grid, x.dtype)
+                rotate = self.pe.rotator(l, images, x.dtype)
             x = blk(x, rotate)
         if self.pool == "token":
             return self.head(self.norm(x)[:, 0])
@@ -221,15 +223,27 @@ def expm(a):
     return result
 
 
-def patch_coords(rows, cols, train_rows, train_cols, positions):
-    """(Np, 2) float64 (x, y) = (j, i) of every patch, x fastest, scaled by pe.positions."""
+def patch_coords(rows, cols, train_rows, train_cols, positions, C=2):
+    """(Np, C) float64 coordinates of every patch n = i cols + j (x fastest), section 1:
+    C = 2: (x, y) = (j, i); C = 3: (x, y, 0) (the caller adds z); C = 1: the raster index
+    r = n. pe.positions scales x by the x-axis sizes and y by the y-axis sizes; for C = 1
+    the token counts Nt = train_rows train_cols and Np = rows cols play the axis sizes."""
     ii, jj = torch.meshgrid(torch.arange(rows, dtype=torch.float64),
                             torch.arange(cols, dtype=torch.float64), indexing="ij")
+    if C == 1:
+        r, nt, n = (ii * cols + jj).flatten(), train_rows * train_cols, rows * cols
+        if positions == "normalized":
+            r = r / max(nt - 1, 1)
+        elif positions == "interpolate":
+            r = r * nt / n
+        return r.unsqueeze(1)
     x, y = jj.flatten(), ii.flatten()
     if positions == "normalized":
         x, y = x / max(train_cols - 1, 1), y / max(train_rows - 1, 1)
     elif positions == "interpolate":
         x, y = x * train_cols / cols, y * train_rows / rows
+    if C == 3:
+        return torch.stack([x, y, torch.zeros_like(x)], dim=1)
     return torch.stack([x, y], dim=1)
 
 
@@ -275,18 +289,23 @@ def block_diag_batch(blocks):
 class PositionEncoding(nn.Module):
     """One PE of the contract: kind in ape | rope_axial | rope_mixed | cayley | circulant |
     liere | liere_commute, with its pe.* parameters (section 4 shapes; leading (L', H') by
-    share). C = 2 throughout; theta (default 100) is only read by the fixed axial table
-    (rope_axial, cayley inner axial). rotator(l, rows, cols, dtype) returns the q/k
-    transform of layer l."""
+    share). C = pe.coord_dim (default 2); with RGB-D input (spec in_chans 4, C = 3) the
+    third coordinate of a patch is its mean depth (image channel 3) times the learnable
+    pe.depth_scale, so positions are per sample. theta (default 100) is only read by the
+    fixed axial table (rope_axial, cayley inner axial). rotator(l, images, dtype) returns
+    the q/k transform of layer l."""
 
     def __init__(self, spec, depth, heads, hd, train_grid):
         super().__init__()
         self.kind, self.ape = spec["kind"], spec.get("ape", "none")
-        self.share, self.positions = spec.get("share", "none"), spec.get("positions", "index")
+        liere = self.kind in ("liere", "liere_commute")
+        self.share = spec.get("share", "all" if liere else "none")
+        self.positions = spec.get("positions", "normalized" if liere else "index")  # section 2.6
         self.inner, self.theta = spec.get("inner", "mixed"), spec.get("theta", 100)
         self.block, self.hd, self.heads = spec.get("block_size", 0), hd, heads
         self.train_grid = train_grid
-        C = 2
+        self.C = C = spec.get("coord_dim", 2)
+        self.rgbd = spec.get("in_chans", 3) == 4
         Lp = 1 if self.share in ("layers", "all") else depth
         Hp = 1 if self.share in ("heads", "all") else heads
         if self.kind == "rope_mixed" or (self.kind == "cayley" and self.inner == "mixed"):
@@ -299,6 +318,8 @@ class PositionEncoding(nn.Module):
             g = 2 if self.kind == "liere_commute" else self.block
             self.block = g
             self.liere_u = nn.Parameter(torch.zeros(Lp, Hp, C, hd // g, g, g))
+        if self.rgbd:
+            self.depth_scale = nn.Parameter(torch.ones(1))
 
     def randomize(self, gen):
         """Random values for every pe.* tensor; unused entries (lower triangle and diagonal
@@ -312,27 +333,39 @@ class PositionEncoding(nn.Module):
                     p.copy_(torch.triu(0.3 * r, diagonal=1))
                 elif name == "circulant_c":
                     p.copy_(0.5 * r)
+                elif name == "depth_scale":
+                    p.copy_(0.8 + 0.2 * r)
                 else:
                     p.copy_(torch.triu(r, diagonal=1))
 
-    def matrices(self, layer, rows, cols, dtype):
-        """R(r) of every patch for model layer `layer`: (H', Np, hd, hd) (H' = 1 when the
-        heads share it), coordinates in `dtype`."""
+    def coords(self, images, dtype):
+        """(Ba, Np, C) patch coordinates for `images` (B, C_img, S, S): Ba = B with RGB-D
+        (z = mean of the patch's P x P depth pixels times pe.depth_scale), else 1."""
+        grid = images.shape[-1] // PATCH
+        r = patch_coords(grid, grid, self.train_grid, self.train_grid, self.positions,
+                         self.C).to(dtype).unsqueeze(0)
+        if not self.rgbd:
+            return r
+        z = F.avg_pool2d(images[:, 3:4].to(dtype), PATCH).flatten(1)     # (B, Np)
+        r = r.expand(images.shape[0], -1, -1)
+        return torch.cat([r[..., :2], (z * self.depth_scale).unsqueeze(-1)], dim=-1)
+
+    def matrices(self, layer, r):
+        """R(r) of every patch for model layer `layer` at coordinates r (Ba, Np, C):
+        (Ba, H', Np, hd, hd) (H' = 1 when the heads share it)."""
         hd = self.hd
-        r = patch_coords(rows, cols, self.train_grid, self.train_grid,
-                         self.positions).to(dtype)                         # (Np, 2)
         lp = 0 if self.share in ("layers", "all") else layer
         if self.kind == "rope_axial":
-            ang = r @ axial_freqs(hd, self.theta).to(r.dtype).T              # (Np, npr)
-            return rope_matrices(ang, hd).unsqueeze(0)
+            ang = r @ axial_freqs(hd, self.theta, self.C).to(r.dtype).T      # (Ba, Np, npr)
+            return rope_matrices(ang, hd).unsqueeze(1)
         if self.kind == "rope_mixed":
-            ang = torch.einsum("nc,hpc->hnp", r, self.freqs[lp])
+            ang = torch.einsum("bnc,hpc->bhnp", r, self.freqs[lp])
             return rope_matrices(ang, hd)
         if self.kind == "cayley":
             if self.inner == "mixed":
-                ang = torch.einsum("nc,hpc->hnp", r, self.freqs[lp])        # (H', Np, hd/2)
+                ang = torch.einsum("bnc,hpc->bhnp", r, self.freqs[lp])      # (Ba, H', Np, hd/2)
             else:
-                ang = (r @ axial_freqs(hd, self.theta).to(r.dtype).T).unsqueeze(0)
+                ang = (r @ axial_freqs(hd, self.theta, self.C).to(r.dtype).T).unsqueeze(1)
             s = skew_from_upper(self.cayley_u[lp])                          # (H', hd, hd)
             eye = torch.eye(hd, dtype=s.dtype)
             p = (eye - s) @ torch.inverse(eye + s)
@@ -343,19 +376,19 @@ class PositionEncoding(nn.Module):
             idx = (torch.arange(b).unsqueeze(1) - torch.arange(b).unsqueeze(0)) % b
             circ = c[..., idx]                                              # (H', C, nb, b, b)
             gen = circ - circ.transpose(-2, -1)
-            blocks = torch.einsum("nk,hkmij->hnmij", r, gen)                # (H', Np, nb, b, b)
+            blocks = torch.einsum("bnk,hkmij->bhnmij", r, gen)              # (Ba, H', Np, nb, b, b)
             return block_diag_batch(expm(blocks))
         u = self.liere_u[lp]                                                # (H', C, nb, g, g)
-        blocks = torch.einsum("nk,hkmij->hnmij", r, skew_from_upper(u))
+        blocks = torch.einsum("bnk,hkmij->bhnmij", r, skew_from_upper(u))
         return block_diag_batch(expm(blocks))
 
-    def rotator(self, layer, rows, cols, dtype):
+    def rotator(self, layer, images, dtype):
         """The transform of layer `layer`: (B, H, N, hd) -> same, patch tokens y = R x."""
-        m = self.matrices(layer, rows, cols, dtype)
+        m = self.matrices(layer, self.coords(images, dtype))
 
         def rotate(x):
-            rm = m.expand(self.heads, -1, -1, -1)
-            patches = torch.einsum("hnij,bhnj->bhni", rm, x[:, :, 1:])
+            rm = m.expand(x.shape[0], self.heads, -1, -1, -1)
+            patches = torch.einsum("bhnij,bhnj->bhni", rm, x[:, :, 1:])
             return torch.cat([x[:, :, :1], patches], dim=2)
         return rotate
 
@@ -531,16 +564,29 @@ PE_FIXTURES = [
                                     "positions": "normalized"}),
     ("rope_mixed_res", "avg", 8, 12, {"kind": "rope_mixed", "share": "layers",
                                       "positions": "interpolate"}),
+    ("rope_mixed_c1", "token", 12, 12, {"kind": "rope_mixed", "coord_dim": 1,
+                                        "positions": "normalized"}),
+    ("rope_axial_c3", "avg", 12, 12, {"kind": "rope_axial", "coord_dim": 3, "theta": 100}),
+    ("liere_c1_res", "token", 8, 12, {"kind": "liere", "block_size": 4, "coord_dim": 1,
+                                      "share": "all", "positions": "interpolate"}),
+    ("cayley_rgbd", "token", 12, 12, {"kind": "cayley", "coord_dim": 3, "in_chans": 4}),
+    ("circulant_rgbd", "avg", 12, 12, {"kind": "circulant", "block_size": 4, "coord_dim": 3,
+                                       "in_chans": 4}),
+    ("liere_commute_rgbd", "token", 12, 12, {"kind": "liere_commute", "coord_dim": 3,
+                                             "share": "all", "positions": "normalized",
+                                             "in_chans": 4}),
 ]
 
 
 def pe_config_json(pool, img, spec):
+    pe = {k: v for k, v in spec.items() if k != "in_chans"}
+    pe.setdefault("coord_dim", 2)
     return json.dumps({
         "model": {"width": WIDTH, "depth": DEPTH, "heads": HEADS, "mlp_ratio": MLP_RATIO,
-                  "patch_size": PATCH, "img_size": img, "in_chans": IN_CHANS,
+                  "patch_size": PATCH, "img_size": img, "in_chans": spec.get("in_chans", IN_CHANS),
                   "num_classes": CLASSES, "pool": pool, "layer_scale": 0,
                   "drop_rate": 0, "attn_drop_rate": 0, "drop_path": 0},
-        "pe": dict(spec, coord_dim=2),
+        "pe": pe,
         "train": {"batch_size": BATCH, "label_smoothing": LABEL_SMOOTHING},
     })
 
@@ -552,7 +598,9 @@ def make_pe(path, pool, img, eval_img, spec, seed):
     model32 = VisionTransformer(pool, 0, pe=pe32, img=img)
     randomize(model32, gen, 0)
     pe32.randomize(gen)
-    images32 = torch.randn((BATCH, IN_CHANS, eval_img, eval_img), generator=gen)
+    images32 = torch.randn((BATCH, spec.get("in_chans", IN_CHANS), eval_img, eval_img), generator=gen)
+    if spec.get("in_chans", IN_CHANS) == 4:
+        images32[:, 3] = 0.5 + torch.rand((BATCH, eval_img, eval_img), generator=gen)   # depth
     labels = torch.randint(0, CLASSES, (BATCH,), generator=gen)
     pe64 = PositionEncoding(spec, DEPTH, HEADS, WIDTH // HEADS, img // PATCH)
     model64 = VisionTransformer(pool, 0, pe=pe64, img=img).double()

@@ -8,7 +8,8 @@
  * every pe.* tensor in its section 4 shape), copy the weights in by name, run forward +
  * cross-entropy (label smoothing from the config) + backward on input.images (whose size
  * may differ from the training resolution: the *_res fixtures evaluate a 3 x 3 or 4 x 4
- * grid with a 2 x 2 or 3 x 3 training grid) and input.labels, and compare output.logits,
+ * grid with a 2 x 2 or 3 x 3 training grid; the *_rgbd ones have a 4th, depth channel that
+ * positions the patches in 3-D) and input.labels, and compare output.logits,
  * output.loss and grad.<name> of every parameter, tensor by tensor, each named in its
  * failure message. The reference builds each rotary R(r) as a dense float64 hd x hd
  * matrix (own scaling-and-squaring expm for circulant / LieRE), shares no code path with
@@ -45,6 +46,9 @@
 static const char *const fixtures[] = {
     "rope_axial", "rope_mixed", "rope_mixed_ape", "ape_sincos", "cayley",   "cayley_axial",
     "circulant",  "liere",      "liere_g4",       "liere_commute", "liere_res", "rope_mixed_res",
+    /* coordinates of dimension 1 and 3, RGB-D (depth positions, pe.depth_scale) */
+    "rope_mixed_c1", "rope_axial_c3", "liere_c1_res", "cayley_rgbd", "circulant_rgbd",
+    "liere_commute_rgbd",
 };
 
 /* Check the model's parameters against the fixture's (names both ways, shapes) and copy the
