@@ -93,7 +93,8 @@ static int fd_count_bad(double (*loss)(void *, int), void *c, vt_tensor *t, cons
 static double split_loss_v(void *c, int grad) { return split_loss(c, grad); }
 
 static void test_split_op(void) {
-    const int B = 2, N = 5, H = 2, hd = 6, npr = 2, D = H * hd;
+    const int N = 5, H = 2, hd = 6, npr = 2, D = H * hd;
+    for (int B = 2; B <= 9; B += 7) /* 9: several sample chunks in the backward, the last partial */
     for (int Ba = 1; Ba <= B; Ba += B - 1)
         for (int G = 1; G <= H; G += H - 1)
             for (int Gc = 0; Gc <= H; Gc++) { /* 0: no cls map */
@@ -108,7 +109,7 @@ static void test_split_op(void) {
                 c.R = malloc(sizeof(double) * 3 * B * N * D);
                 for (int i = 0; i < 3 * B * N * D; i++) c.R[i] = vt_rng_normal(&rng);
                 char what[96];
-                snprintf(what, sizeof what, "rot_split_heads Ba %d G %d cls %d", Ba, G, Gc);
+                snprintf(what, sizeof what, "rot_split_heads B %d Ba %d G %d cls %d", B, Ba, G, Gc);
 
                 /* forward: split + rot_pairs (patch rows bitwise), CLS copied or cls^T x */
                 reset(0);

@@ -59,51 +59,73 @@ static void cls_row(const float *m, const float *x, int64_t hd, float *y) {
 
 /* ---- Rotary split ---- */
 
+/* Samples per backward chunk: the unit of work and of the partial sums of dcs / dcls. */
+#define RSPLIT_CHUNK 4
+
 typedef struct {
     const float *x, *cs, *cls, *dq, *dk, *dv;
     float *dx, *dcs, *dcls;
+    float *pcs, *pcls;     /* per-chunk partial sums of dcs (when Ba = 1) and dcls, or NULL */
     int64_t B, N, H, hd, Ba, G, Gc, npr;
 } rsplit_ctx;
 
-/* Parallel over tokens n, samples inside: the rows (b, n) of dqkv and the rows n of dcs
- * (and, for n = 0, dcls) belong to one thread, summed over b, h, q then k. */
+/* Sample-major like the forward (rows of qkv and q/k/v walked in order: a token-major walk
+ * over a large batch touches a different page per sample and thrashes the TLB). Chunk k
+ * (samples [4k, 4k + 4)) writes its rows of dqkv, its own rows of dcs when positions are per
+ * sample, else its partial sums of dcs and dcls (summed over b, h, q then k), which are then
+ * added in chunk order: deterministic for any thread count. */
 static void rsplit_bwd(void *p) {
     rsplit_ctx *c = p;
     int64_t B = c->B, N = c->N, H = c->H, hd = c->hd, D = H * hd, npr = c->npr, Np = N - 1;
-    #pragma omp parallel for schedule(static) if (N > 1 && B * N * 3 * D > 16384)
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t b = 0; b < B; b++) {
-            const float *x = c->x + (b * N + n) * 3 * D;
-            float *dx = c->dx ? c->dx + (b * N + n) * 3 * D : NULL;
-            for (int64_t h = 0; h < H; h++) {
-                int64_t o = ((b * H + h) * N + n) * hd;
-                if (dx)
-                    for (int64_t i = 0; i < hd; i++) dx[2 * D + h * hd + i] += c->dv[o + i];
-                const float *r = n == 0 ? NULL
-                    : c->cs + (((c->Ba > 1 ? b : 0) * c->G + (c->G > 1 ? h : 0)) * Np + n - 1) * 2 * npr;
-                float *dcs = r && c->dcs ? c->dcs + (r - c->cs) : NULL;
-                const float *m = c->cls ? c->cls + (c->Gc > 1 ? h : 0) * hd * hd : NULL;
-                float *dm = c->dcls ? c->dcls + (c->Gc > 1 ? h : 0) * hd * hd : NULL;
-                for (int s = 0; s < 2; s++) {
-                    const float *dy = (s == 0 ? c->dq : c->dk) + o, *xs = x + s * D + h * hd;
-                    float *dxs = dx ? dx + s * D + h * hd : NULL;
-                    if (r) {
-                        if (dxs) rot_row_bwd_x(dy, r, npr, hd, dxs);
-                        if (dcs) rot_row_bwd_cs(xs, dy, npr, dcs);
-                    } else if (m) {
-                        for (int64_t j = 0; dxs && j < hd; j++) {
-                            float acc = 0.0f;
-                            for (int64_t i = 0; i < hd; i++) acc += m[j * hd + i] * dy[i];
-                            dxs[j] += acc;
+    int64_t nchunk = (B + RSPLIT_CHUNK - 1) / RSPLIT_CHUNK;
+    int64_t ncs = c->G * Np * 2 * npr, ncls = c->Gc * hd * hd;
+    #pragma omp parallel for schedule(static) if (nchunk > 1 && B * N * 3 * D > 16384)
+    for (int64_t ch = 0; ch < nchunk; ch++) {
+        float *pcs = c->pcs ? c->pcs + ch * ncs : NULL, *pcls = c->pcls ? c->pcls + ch * ncls : NULL;
+        if (pcs) memset(pcs, 0, (size_t)ncs * sizeof(float));
+        if (pcls) memset(pcls, 0, (size_t)ncls * sizeof(float));
+        for (int64_t b = ch * RSPLIT_CHUNK; b < B && b < (ch + 1) * RSPLIT_CHUNK; b++)
+            for (int64_t n = 0; n < N; n++) {
+                const float *x = c->x + (b * N + n) * 3 * D;
+                float *dx = c->dx ? c->dx + (b * N + n) * 3 * D : NULL;
+                for (int64_t h = 0; h < H; h++) {
+                    int64_t o = ((b * H + h) * N + n) * hd;
+                    if (dx)
+                        for (int64_t i = 0; i < hd; i++) dx[2 * D + h * hd + i] += c->dv[o + i];
+                    int64_t ri = ((c->G > 1 ? h : 0) * Np + n - 1) * 2 * npr;
+                    const float *r = n == 0 ? NULL : c->cs + (c->Ba > 1 ? b * ncs : 0) + ri;
+                    float *dcs = !r || !c->dcs ? NULL : pcs ? pcs + ri : c->dcs + b * ncs + ri;
+                    const float *m = c->cls ? c->cls + (c->Gc > 1 ? h : 0) * hd * hd : NULL;
+                    float *dm = pcls ? pcls + (c->Gc > 1 ? h : 0) * hd * hd : NULL;
+                    for (int s = 0; s < 2; s++) {
+                        const float *dy = (s == 0 ? c->dq : c->dk) + o, *xs = x + s * D + h * hd;
+                        float *dxs = dx ? dx + s * D + h * hd : NULL;
+                        if (r) {
+                            if (dxs) rot_row_bwd_x(dy, r, npr, hd, dxs);
+                            if (dcs) rot_row_bwd_cs(xs, dy, npr, dcs);
+                        } else if (m) {
+                            for (int64_t j = 0; dxs && j < hd; j++) {
+                                float acc = 0.0f;
+                                for (int64_t i = 0; i < hd; i++) acc += m[j * hd + i] * dy[i];
+                                dxs[j] += acc;
+                            }
+                            for (int64_t j = 0; dm && j < hd; j++)
+                                for (int64_t i = 0; i < hd; i++) dm[j * hd + i] += xs[j] * dy[i];
+                        } else if (dxs) {
+                            for (int64_t i = 0; i < hd; i++) dxs[i] += dy[i];
                         }
-                        for (int64_t j = 0; dm && j < hd; j++)
-                            for (int64_t i = 0; i < hd; i++) dm[j * hd + i] += xs[j] * dy[i];
-                    } else if (dxs) {
-                        for (int64_t i = 0; i < hd; i++) dxs[i] += dy[i];
                     }
                 }
             }
-        }
+    }
+    if (c->pcs) {
+        #pragma omp parallel for schedule(static) if (ncs * nchunk > 65536)
+        for (int64_t e = 0; e < ncs; e++)
+            for (int64_t ch = 0; ch < nchunk; ch++) c->dcs[e] += c->pcs[ch * ncs + e];
+    }
+    if (c->pcls)
+        for (int64_t e = 0; e < ncls; e++)
+            for (int64_t ch = 0; ch < nchunk; ch++) c->dcls[e] += c->pcls[ch * ncls + e];
 }
 
 void vt_op_rot_split_heads(vt_tape *t, vt_tensor *qkv, int H, vt_tensor *cs, vt_tensor *cls,
@@ -146,8 +168,13 @@ void vt_op_rot_split_heads(vt_tape *t, vt_tensor *qkv, int H, vt_tensor *cs, vt_
     }
     if (g) {
         rsplit_ctx *c = vt_tape_ctx(t, sizeof *c);
+        int64_t nchunk = (B + RSPLIT_CHUNK - 1) / RSPLIT_CHUNK, ncs = G * Np * 2 * npr;
+        float *pcs = cs->grad && Ba == 1
+            ? vt_arena_alloc(t->arena, (size_t)(nchunk * ncs) * sizeof(float)) : NULL;
+        float *pcls = cls && cls->grad
+            ? vt_arena_alloc(t->arena, (size_t)(nchunk * Gc * hd * hd) * sizeof(float)) : NULL;
         *c = (rsplit_ctx){qkv->data, cs->data, cls ? cls->data : NULL, out[0]->grad, out[1]->grad,
-                          out[2]->grad, qkv->grad, cs->grad, cls ? cls->grad : NULL,
+                          out[2]->grad, qkv->grad, cs->grad, cls ? cls->grad : NULL, pcs, pcls,
                           B, N, H, hd, Ba, G, Gc, npr};
         vt_tape_record(t, "rot_split_heads", rsplit_bwd, c);
     }
