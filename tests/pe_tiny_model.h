@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "config_overrides.h"
 #include "pe/pe.h"
 #include "rng.h"
 #include "tape.h"
@@ -35,25 +36,8 @@ static void pe_tiny_done(void) { test_runtime_done(&arena, &tape); }
 /* Model: width 16, 2 heads (hd 8), depth 2, patch 4, 12 x 12 training images (3 x 3
  * grid), 3 classes, RGB, plus ';'-separated overrides. */
 static vt_config cfg_of(const char *sets) {
-    vt_config c;
-    const char *json = "{\"model\": {\"width\": 16, \"depth\": 2, \"heads\": 2, \"patch_size\": 4, "
-                       "\"img_size\": 12, \"num_classes\": 3, \"in_chans\": 3}}";
-    if (vt_config_parse(&c, json, "test") != VT_OK) {
-        fprintf(stderr, "config: %s\n", vt_last_error());
-        abort();
-    }
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", sets);
-    for (char *tok = strtok(buf, ";"); tok; tok = strtok(NULL, ";"))
-        if (vt_config_set(&c, tok) != VT_OK) {
-            fprintf(stderr, "config set %s: %s\n", tok, vt_last_error());
-            abort();
-        }
-    if (vt_config_validate(&c) != VT_OK) {
-        fprintf(stderr, "config %s: %s\n", sets, vt_last_error());
-        abort();
-    }
-    return c;
+    return config_with_sets("{\"model\": {\"width\": 16, \"depth\": 2, \"heads\": 2, \"patch_size\": 4, "
+                            "\"img_size\": 12, \"num_classes\": 3, \"in_chans\": 3}}", sets);
 }
 
 /* Patch-patch logit q'_n . k'_m of (b, h) for q, k of shape (B, H, N, hd), in double. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "config_overrides.h"
 #include "harness.h"
 #include "kernels.h"
 #include "ops/ops.h"
@@ -31,21 +32,8 @@ static vt_config cfg_json(const char *json) {
 /* The small model of most tests (D 8, depth 2, 2 heads, 8x8 RGB images, patch 4,
  * 5 classes, learned APE) with ';'-separated "section.key=value" overrides. */
 static vt_config small_cfg(const char *sets) {
-    vt_config c = cfg_json("{\"model\": {\"width\": 8, \"depth\": 2, \"heads\": 2, \"mlp_ratio\": 4, "
-                           "\"patch_size\": 4, \"img_size\": 8, \"num_classes\": 5, \"in_chans\": 3}}");
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", sets);
-    for (char *tok = strtok(buf, ";"); tok; tok = strtok(NULL, ";")) {
-        if (vt_config_set(&c, tok) != VT_OK) {
-            fprintf(stderr, "config set %s: %s\n", tok, vt_last_error());
-            abort();
-        }
-    }
-    if (vt_config_validate(&c) != VT_OK) {
-        fprintf(stderr, "config %s: %s\n", sets, vt_last_error());
-        abort();
-    }
-    return c;
+    return config_with_sets("{\"model\": {\"width\": 8, \"depth\": 2, \"heads\": 2, \"mlp_ratio\": 4, "
+                            "\"patch_size\": 4, \"img_size\": 8, \"num_classes\": 5, \"in_chans\": 3}}", sets);
 }
 
 static void fill_images(float *x, int64_t n, uint64_t seed) {

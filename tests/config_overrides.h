@@ -1,0 +1,34 @@
+/* config_overrides.h - test helper: a vt_config from a JSON text plus ';'-separated
+ * "section.key=value" overrides (as --set takes them), validated. Aborts with the config
+ * error on any bad input: a test's own configs must be valid. Header-only. */
+#ifndef VT_TEST_CONFIG_OVERRIDES_H
+#define VT_TEST_CONFIG_OVERRIDES_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "status.h"
+
+static inline vt_config config_with_sets(const char *json, const char *sets) {
+    vt_config c;
+    if (vt_config_parse(&c, json, "test") != VT_OK) {
+        fprintf(stderr, "config %s: %s\n", json, vt_last_error());
+        abort();
+    }
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", sets);
+    for (char *tok = strtok(buf, ";"); tok; tok = strtok(NULL, ";"))
+        if (vt_config_set(&c, tok) != VT_OK) {
+            fprintf(stderr, "config set %s: %s\n", tok, vt_last_error());
+            abort();
+        }
+    if (vt_config_validate(&c) != VT_OK) {
+        fprintf(stderr, "config %s: %s\n", sets, vt_last_error());
+        abort();
+    }
+    return c;
+}
+
+#endif
