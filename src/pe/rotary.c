@@ -15,6 +15,7 @@
 
 #include "kernels.h"
 #include "ops/ops.h"
+#include "rot_rows.h"
 
 /* Loops over fewer elements than this run on one thread: an OpenMP region costs more
  * than the work (and much more when the cores are shared). Results do not depend on it. */
@@ -292,17 +293,7 @@ static void pairs_bwd(void *p) {
             const float *dy = c->dy + bh * N * hd;
             float *dx = c->dx + bh * N * hd;
             for (int64_t i = 0; i < hd; i++) dx[i] += dy[i];
-            for (int64_t n = 1; n < N; n++) {
-                const float *r = cs + (n - 1) * 2 * npr;
-                const float *g = dy + n * hd;
-                float *d = dx + n * hd;
-                for (int64_t q = 0; q < npr; q++) {
-                    float co = r[2 * q], si = r[2 * q + 1], g0 = g[2 * q], g1 = g[2 * q + 1];
-                    d[2 * q] += g0 * co + g1 * si;
-                    d[2 * q + 1] += g1 * co - g0 * si;
-                }
-                for (int64_t i = 2 * npr; i < hd; i++) d[i] += g[i];
-            }
+            for (int64_t n = 1; n < N; n++) rot_row_bwd_x(dy + n * hd, cs + (n - 1) * 2 * npr, npr, hd, dx + n * hd);
         }
     }
     if (c->dcs) {
@@ -315,13 +306,8 @@ static void pairs_bwd(void *p) {
                 int64_t b = c->Ba > 1 ? ba : bi;
                 for (int64_t hi = 0; hi < nh; hi++) {
                     int64_t h = G > 1 ? g : hi;
-                    const float *x = c->x + ((b * H + h) * N + n) * hd;
-                    const float *dy = c->dy + ((b * H + h) * N + n) * hd;
-                    for (int64_t q = 0; q < npr; q++) {
-                        float u = x[2 * q], w = x[2 * q + 1], g0 = dy[2 * q], g1 = dy[2 * q + 1];
-                        d[2 * q] += u * g0 + w * g1;
-                        d[2 * q + 1] += u * g1 - w * g0;
-                    }
+                    int64_t o = ((b * H + h) * N + n) * hd;
+                    rot_row_bwd_cs(c->x + o, c->dy + o, npr, d);
                 }
             }
         }
@@ -348,17 +334,7 @@ vt_tensor *vt_op_rot_pairs(vt_tape *t, vt_tensor *x, vt_tensor *cs) {
         const float *xs = x->data + bh * N * hd;
         float *ys = y->data + bh * N * hd;
         memcpy(ys, xs, (size_t)hd * sizeof(float));
-        for (int64_t n = 1; n < N; n++) {
-            const float *r = c + (n - 1) * 2 * npr;
-            const float *xi = xs + n * hd;
-            float *yo = ys + n * hd;
-            for (int64_t q = 0; q < npr; q++) {
-                float co = r[2 * q], si = r[2 * q + 1], u = xi[2 * q], w = xi[2 * q + 1];
-                yo[2 * q] = u * co - w * si;
-                yo[2 * q + 1] = u * si + w * co;
-            }
-            for (int64_t i = 2 * npr; i < hd; i++) yo[i] = xi[i];
-        }
+        for (int64_t n = 1; n < N; n++) rot_row(xs + n * hd, c + (n - 1) * 2 * npr, npr, hd, ys + n * hd);
     }
     if (g) {
         pairs_ctx *c = vt_tape_ctx(t, sizeof *c);
