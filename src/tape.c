@@ -1,4 +1,4 @@
-/* tape.c - record/replay of backward closures. */
+/* tape.c - record/replay of backward closures and the tape scratch. */
 #include "tape.h"
 
 #include <stdlib.h>
@@ -13,12 +13,17 @@ void vt_tape_init(vt_tape *t, vt_arena *arena) {
     t->grad_enabled = 1;
     t->training = 1;
     t->rng = NULL;
+    t->scratch = NULL;
+    t->scratch_floats = 0;
 }
 
 void vt_tape_free(vt_tape *t) {
     free(t->entries);
     t->entries = NULL;
     t->n = t->cap = 0;
+    free(t->scratch);
+    t->scratch = NULL;
+    t->scratch_floats = 0;
 }
 
 void vt_tape_clear(vt_tape *t) { t->n = 0; }
@@ -33,6 +38,16 @@ void vt_tape_record(vt_tape *t, const char *name, vt_backward_fn fn, void *ctx) 
     t->entries[t->n].ctx = ctx;
     t->entries[t->n].name = name;
     t->n++;
+}
+
+float *vt_tape_scratch(vt_tape *t, size_t floats) {
+    if (floats > t->scratch_floats) {
+        free(t->scratch);
+        t->scratch = vt_aligned_alloc(floats * sizeof(float));
+        VT_ASSERT(t->scratch != NULL, "out of memory: tape scratch of %zu floats", floats);
+        t->scratch_floats = floats;
+    }
+    return t->scratch;
 }
 
 void *vt_tape_ctx(vt_tape *t, size_t bytes) { return vt_arena_alloc(t->arena, bytes); }

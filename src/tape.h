@@ -33,6 +33,8 @@ typedef struct vt_tape {
     int grad_enabled;   /* record entries and allocate activation grads */
     int training;       /* dropout / drop-path active */
     vt_rng *rng;        /* stream for dropout masks; may be NULL when !training */
+    float *scratch;     /* vt_tape_scratch's buffer (not from the arena) */
+    size_t scratch_floats;
 } vt_tape;
 
 void vt_tape_init(vt_tape *t, vt_arena *arena);
@@ -42,6 +44,12 @@ void vt_tape_clear(vt_tape *t);
 void vt_tape_record(vt_tape *t, const char *name, vt_backward_fn fn, void *ctx);
 /* Context storage for a backward: arena memory that lives until the next reset. */
 void *vt_tape_ctx(vt_tape *t, size_t bytes);
+/* A tape-owned float buffer of at least `floats` floats, 64-byte aligned, contents
+ * undefined, valid until the next vt_tape_scratch call or vt_tape_free. For an op that
+ * needs a large intermediate only while its forward or its backward runs (it is neither
+ * an activation nor kept for backward). Grows when a larger request comes and is never
+ * shrunk, so after the first step the step loop does not allocate. */
+float *vt_tape_scratch(vt_tape *t, size_t floats);
 /* Whether an op with these inputs must produce a gradient: tape enabled and at
  * least one input has a grad buffer. Inputs may be NULL (ignored). */
 int vt_tape_wants_grad(const vt_tape *t, const vt_tensor *a, const vt_tensor *b, const vt_tensor *c);

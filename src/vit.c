@@ -27,6 +27,8 @@
  *   block i = drop_path * i / (L - 1) (torch.linspace(0, drop_path, L)).
  *   rope(split(qkv(.))) runs as the PE's fused form (pe.h): vt_pe_fold_qkv on the qkv
  *   weights, the projection, then vt_pe_split_qkv (the split with the PE's transform).
+ *   fc2(drop(gelu(.))) runs as vt_op_gelu_linear (bitwise the same values, gelu(.) not
+ *   kept for backward) unless that dropout is active.
  * attn is softmax attention, or with model.attention = performer vt_op_performer with this
  * layer's fixed random features (m->performer_w; drawn at init as draw 0 of
  * vt_performer_draw(seed), redrawn only by vt_vit_performer_step from the training loop,
@@ -303,9 +305,13 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
 
     h = vt_op_layernorm(t, x, b.n2w, b.n2b, LN_EPS);
     h = vt_op_linear(t, h, b.fc1w, b.fc1b);
-    h = vt_op_gelu(t, h);
-    h = vt_op_dropout(t, h, drop);
-    h = vt_op_linear(t, h, b.fc2w, b.fc2b);
+    if (t->training && drop > 0) {
+        h = vt_op_gelu(t, h);
+        h = vt_op_dropout(t, h, drop);
+        h = vt_op_linear(t, h, b.fc2w, b.fc2b);
+    } else { /* no dropout between them: the fused op, which does not keep gelu(h) */
+        h = vt_op_gelu_linear(t, h, b.fc2w, b.fc2b);
+    }
     h = vt_op_dropout(t, h, drop);
     if (b.ls2) h = vt_op_mul_channels(t, h, b.ls2);
     h = vt_op_drop_path(t, h, dpr);

@@ -4,9 +4,11 @@
  * reference: forward output, and dq, dk, dv from one backward, without and with
  * attention dropout (the reference rebuilds the mask from the documented per-row
  * streams). Also: the same output and gradients for a short sequence (one row block)
- * computed twice give identical bits (no state leaks between calls), and without
- * gradients the op keeps nothing N x N. (tests/test_ops_grad.c holds the finite-difference
- * checks on small shapes.) */
+ * computed twice give identical bits (no state leaks between calls), and the op keeps
+ * nothing N x N: without gradients, and with gradients (its backward recomputes the
+ * probabilities and the mask) the arena use of forward + backward grows by one block's
+ * output and output grad per extra (batch, head), not by an N x N block.
+ * (tests/test_ops_grad.c holds the finite-difference checks on small shapes.) */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@
 static vt_arena arena;
 static vt_tape tape;
 static vt_rng tape_rng;
+static size_t op_bytes; /* arena bytes the op's forward and backward took in the last run */
 
 static void fill(float *x, size_t n, vt_rng *r) {
     for (size_t i = 0; i < n; i++) x[i] = (float)(2.0 * vt_rng_uniform(r) - 1.0);
@@ -80,22 +83,25 @@ static void reference(const float *q, const float *k, const float *v, const floa
     free(dP);
 }
 
-/* One forward + backward through the op; returns out (arena) and fills the grads. */
-static vt_tensor *run(const float *src, const float *dout, float p, int n_tok, float **grads) {
+/* One forward + backward through the op on nbh (b, h) blocks of n_tok tokens; returns out
+ * (arena), fills the grads and op_bytes. */
+static vt_tensor *run(const float *src, const float *dout, float p, int nbh, int n_tok, float **grads) {
     vt_arena_reset(&arena);
     vt_tape_clear(&tape);
     tape.grad_enabled = 1;
     tape.training = 1;
-    int64_t shape[4] = {1, BH, n_tok, HD};
-    size_t n = (size_t)BH * n_tok * HD;
+    int64_t shape[4] = {1, nbh, n_tok, HD};
+    size_t n = (size_t)nbh * n_tok * HD;
     vt_tensor *in[3];
     for (int i = 0; i < 3; i++) {
         in[i] = vt_tensor_new(&arena, 1, 4, shape);
         memcpy(in[i]->data, src + i * n, n * sizeof(float));
     }
+    size_t before = arena.total_used;
     vt_tensor *o = vt_op_attention(&tape, in[0], in[1], in[2], 1.0f / sqrtf((float)HD), p);
     memcpy(o->grad, dout, n * sizeof(float));
     vt_tape_replay(&tape);
+    op_bytes = arena.total_used - before;
     for (int i = 0; i < 3; i++) grads[i] = in[i]->grad;
     return o;
 }
@@ -105,7 +111,7 @@ static void check_long(const float *src, const float *dout, float p) {
     vt_rng_seed(&tape_rng, 99);
     vt_rng copy = tape_rng;
     float *g[3];
-    vt_tensor *o = run(src, dout, p, N, g);
+    vt_tensor *o = run(src, dout, p, BH, N, g);
     unsigned char *keep = NULL;
     if (p > 0) {
         uint64_t base = vt_rng_u64(&copy);
@@ -149,14 +155,26 @@ int main(void) {
     size_t m = (size_t)BH * ns * HD;
     float *first = malloc(4 * m * sizeof(float)), *g[3];
     vt_rng_seed(&tape_rng, 3);
-    vt_tensor *o = run(src, src + 3 * n, 0.1f, ns, g);
+    vt_tensor *o = run(src, src + 3 * n, 0.1f, BH, ns, g);
     memcpy(first, o->data, m * sizeof(float));
     for (int i = 0; i < 3; i++) memcpy(first + (i + 1) * m, g[i], m * sizeof(float));
     vt_rng_seed(&tape_rng, 3);
-    o = run(src, src + 3 * n, 0.1f, ns, g);
+    o = run(src, src + 3 * n, 0.1f, BH, ns, g);
     int same = memcmp(first, o->data, m * sizeof(float)) == 0;
     for (int i = 0; i < 3; i++) same &= memcmp(first + (i + 1) * m, g[i], m * sizeof(float)) == 0;
     CHECK(same, "two identical calls (N %d, dropout 0.1) differ", ns);
+
+    /* With gradients (forward + backward, dropout 0.2, two row blocks): a second (b, h)
+     * block adds its output and output grad (2 N HD floats), where keeping P and the mask
+     * would add N N floats and N N bytes. */
+    size_t one_block[2];
+    for (int nbh = 1; nbh <= 2; nbh++) {
+        run(src, src + 3 * n, 0.2f, nbh, N, g);
+        one_block[nbh - 1] = op_bytes;
+    }
+    size_t grow = (size_t)2 * N * HD * sizeof(float) + 128;
+    CHECK(one_block[1] <= one_block[0] + grow, "attention with grad, N %d: %zu arena bytes for 1 (b, h) block, "
+          "%zu for 2 (allowed %zu more)", N, one_block[0], one_block[1], grow);
 
     /* Without gradients: nothing N x N beyond one row block per thread. */
     vt_arena_reset(&arena);

@@ -7,12 +7,20 @@
  * (R = N when an N x N score block fits the per-thread cache budget, VT_ATTN_BLOCK_BYTES;
  * else the largest multiple of 16 that fits), and each row block goes scores -> scale (in
  * the GEMM's alpha) -> softmax -> dropout -> weighted sum while its R x N scores are still
- * in cache. The two products of each row block run through the packed GEMM microkernel
+ * in cache. The products of each row block run through the packed GEMM microkernel
  * (vt_k.gemm with the thread's workspace).
  *
- * Memory: with gradients the op KEEPS P (B H N N floats) and, with dropout, the keep mask
- * (B H N N bytes) in the arena: backward reads them instead of recomputing q k^T and the
- * softmax. Without gradients nothing N x N is kept: one R x N scratch per thread.
+ * Memory: the op keeps nothing N x N, with or without gradients. The forward uses one
+ * R x N scratch block per thread (and an R x N byte mask with dropout); the backward
+ * context holds pointers, the scale and the dropout base seed. The backward recomputes,
+ * per (b, h) and row block, the block's P (and mask) with the forward's own calls
+ * (attn_probs: the same vt_k.gemm shapes, alpha and workspace sizing, the same
+ * softmax_rows call, the same rng streams), so the recomputed P and mask are bitwise
+ * those of the forward and the results do not depend on the recomputation. Cost: per row
+ * block one more R x N x hd product and softmax (and, with dropout, the mask's draws
+ * again), 7 products instead of 6 for forward plus backward, about +1/6 of the op's flops.
+ * Backward scratch: two R x N float blocks (P, and dP which first holds Pd) and, with
+ * dropout, an R x N byte mask per thread.
  *
  * Dropout (p = attn_drop, only when t->training and p > 0): one base seed is drawn from
  * t->rng per call, row i of (b, h) draws its keep decisions from the stream
@@ -32,15 +40,15 @@
 #include "ops.h"
 #include "status.h"
 
-/* Cache budget for one thread's R x N score block (and its dropout twin). */
+/* Cache budget for one thread's R x N score block. */
 #define VT_ATTN_BLOCK_BYTES (256 * 1024)
 
 typedef struct {
     vt_arena *arena;
-    const float *q, *k, *v, *P, *dout;
-    const uint8_t *mask; /* NULL: no dropout */
+    const float *q, *k, *v, *dout;
     float *dq, *dk, *dv;
-    float scale, inv_keep;
+    float scale, drop, inv_keep; /* drop: the dropout p, 0 when no dropout */
+    uint64_t base;               /* dropout base seed */
     int BH, N, hd;
 } attn_ctx;
 
@@ -58,21 +66,42 @@ static size_t attn_work_floats(int N, int hd) {
     return a > b ? a : b;
 }
 
-/* Pd = P * mask * inv_keep for n elements. */
+/* Pd = P * mask * inv_keep for n elements (Pd may equal P). */
 static void apply_mask(const float *P, const uint8_t *mask, float inv_keep, float *Pd, size_t n) {
     for (size_t i = 0; i < n; i++) Pd[i] = mask[i] ? P[i] * inv_keep : 0.0f;
+}
+
+/* Rows [i0, i0 + r) of block bh: P (r x N) = softmax(scale q k^T) and, when c->drop > 0,
+ * mask (r x N) = the keep decisions. The forward and the backward both call this, so the
+ * backward's P and mask are bitwise the forward's. work: attn_work_floats(N, hd) floats. */
+static void attn_probs(const attn_ctx *c, int bh, int i0, int r, float *P, uint8_t *mask, float *work) {
+    int N = c->N, hd = c->hd;
+    size_t nh = (size_t)N * hd;
+    vt_k.gemm(0, 1, r, N, hd, c->scale, c->q + bh * nh + (size_t)i0 * hd, hd, c->k + bh * nh, hd, 0.0f, P, N,
+              work);
+    vt_k.softmax_rows(P, P, r, N, 1.0f);
+    if (c->drop == 0.0f) return;
+    for (int i = 0; i < r; i++) {
+        vt_rng rg;
+        vt_rng_seed(&rg, vt_rng_derive(c->base, (uint64_t)bh * N + i0 + i, 0));
+        for (int j = 0; j < N; j++) mask[(size_t)i * N + j] = (uint8_t)(vt_rng_uniform(&rg) >= c->drop);
+    }
 }
 
 static void attention_bwd(void *p) {
     attn_ctx *c = p;
     int N = c->N, hd = c->hd, R = attn_rows(N);
-    size_t nn = (size_t)N * N, nh = (size_t)N * hd, rn = (size_t)R * N;
-    int nt = omp_get_max_threads(), nbuf = c->mask ? 2 : 1;
-    float *scratch = vt_arena_alloc(c->arena, (size_t)nt * nbuf * rn * sizeof(float));
+    size_t nh = (size_t)N * hd, rn = (size_t)R * N;
+    int nt = omp_get_max_threads();
+    /* Per thread: P and dP (R x N floats each); then, with dropout, nt R x N masks. */
+    float *scratch = vt_arena_alloc(c->arena, (size_t)nt * rn * (2 * sizeof(float) + (c->drop > 0.0f)));
+    uint8_t *masks = (uint8_t *)(scratch + (size_t)nt * 2 * rn);
     size_t wf = attn_work_floats(N, hd);
     #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < c->BH; bh++) {
-        float *dP = scratch + (size_t)omp_get_thread_num() * nbuf * rn, *Pd = dP + rn;
+        int tid = omp_get_thread_num();
+        float *P = scratch + (size_t)tid * 2 * rn, *dP = P + rn;
+        uint8_t *mask = c->drop > 0.0f ? masks + (size_t)tid * rn : NULL;
         float *work = vt_gemm_workspace(wf);
         const float *q = c->q + bh * nh, *k = c->k + bh * nh, *v = c->v + bh * nh;
         float *dq = c->dq ? c->dq + bh * nh : NULL, *dk = c->dk ? c->dk + bh * nh : NULL;
@@ -80,11 +109,11 @@ static void attention_bwd(void *p) {
         for (int i0 = 0; i0 < N; i0 += R) {
             int r = N - i0 < R ? N - i0 : R;
             size_t rnb = (size_t)r * N;
-            const float *P = c->P + bh * nn + (size_t)i0 * N, *dout = c->dout + bh * nh + (size_t)i0 * hd;
-            const uint8_t *mask = c->mask ? c->mask + bh * nn + (size_t)i0 * N : NULL;
+            const float *dout = c->dout + bh * nh + (size_t)i0 * hd;
+            attn_probs(c, bh, i0, r, P, mask, work);
             if (dv) {
-                if (mask) apply_mask(P, mask, c->inv_keep, Pd, rnb);
-                vt_k.gemm(1, 0, N, hd, r, 1.0f, mask ? Pd : P, N, dout, hd, 1.0f, dv, hd, work);
+                if (mask) apply_mask(P, mask, c->inv_keep, dP, rnb);
+                vt_k.gemm(1, 0, N, hd, r, 1.0f, mask ? dP : P, N, dout, hd, 1.0f, dv, hd, work);
             }
             if (!dq && !dk) continue;
             vt_k.gemm(0, 1, r, N, hd, 1.0f, dout, hd, v, hd, 0.0f, dP, N, work);
@@ -104,57 +133,38 @@ vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
     VT_ASSERT(attn_drop >= 0.0f && attn_drop < 1.0f, "attention: dropout %g not in [0, 1)", attn_drop);
     int BH = (int)(q->shape[0] * q->shape[1]), N = (int)q->shape[2], hd = (int)q->shape[3];
     int R = attn_rows(N);
-    size_t nn = (size_t)N * N, nh = (size_t)N * hd, rn = (size_t)R * N;
+    size_t nh = (size_t)N * hd, rn = (size_t)R * N;
     int g = vt_tape_wants_grad(t, q, k, v);
     vt_tensor *out = vt_tape_new(t, g, 4, q->shape);
     int drop = t->training && attn_drop > 0.0f;
-    uint64_t base = 0;
+    attn_ctx c = {t->arena, q->data, k->data, v->data, out->grad, q->grad, k->grad, v->grad,
+                  scale, drop ? attn_drop : 0.0f, drop ? 1.0f / (1.0f - attn_drop) : 1.0f, 0, BH, N, hd};
     if (drop) {
         VT_ASSERT(t->rng != NULL, "attention: dropout in training needs t->rng");
-        base = vt_rng_u64(t->rng);
+        c.base = vt_rng_u64(t->rng);
     }
-    float inv_keep = drop ? 1.0f / (1.0f - attn_drop) : 1.0f;
     int nt = omp_get_max_threads();
-    /* Per-thread R x N scratch: the dropped probabilities when P is kept, else P itself. */
-    float *scratch = (g && !drop) ? NULL : vt_arena_alloc(t->arena, (size_t)nt * rn * sizeof(float));
-    float *Pall = g ? vt_arena_alloc(t->arena, (size_t)BH * nn * sizeof(float)) : NULL;
-    uint8_t *mall = (g && drop) ? vt_arena_alloc(t->arena, (size_t)BH * nn) : NULL;
+    /* Per thread: P, then Pd in place (R x N floats); then, with dropout, nt R x N masks. */
+    float *scratch = vt_arena_alloc(t->arena, (size_t)nt * rn * (sizeof(float) + drop));
+    uint8_t *masks = (uint8_t *)(scratch + (size_t)nt * rn);
     size_t wf = attn_work_floats(N, hd);
-    const float *qd = q->data, *kd = k->data, *vd = v->data;
     float *od = out->data;
     #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < BH; bh++) {
-        float *work = vt_gemm_workspace(wf);
-        float *tmp = scratch ? scratch + (size_t)omp_get_thread_num() * rn : NULL;
-        const float *kb = kd + bh * nh, *vb = vd + bh * nh;
+        int tid = omp_get_thread_num();
+        float *P = scratch + (size_t)tid * rn, *work = vt_gemm_workspace(wf);
+        uint8_t *mask = drop ? masks + (size_t)tid * rn : NULL;
         for (int i0 = 0; i0 < N; i0 += R) {
             int r = N - i0 < R ? N - i0 : R;
-            size_t off = (size_t)bh * nn + (size_t)i0 * N;
-            float *P = g ? Pall + off : tmp;
-            vt_k.gemm(0, 1, r, N, hd, scale, qd + bh * nh + (size_t)i0 * hd, hd, kb, hd, 0.0f, P, N, work);
-            vt_k.softmax_rows(P, P, r, N, 1.0f);
-            float *Pd = P;
-            if (drop) {
-                Pd = tmp;
-                for (int i = 0; i < r; i++) {
-                    vt_rng rg;
-                    vt_rng_seed(&rg, vt_rng_derive(base, (uint64_t)bh * N + i0 + i, 0));
-                    for (int j = 0; j < N; j++) {
-                        size_t e = (size_t)i * N + j;
-                        int keep = vt_rng_uniform(&rg) >= attn_drop;
-                        if (mall) mall[off + e] = (uint8_t)keep;
-                        Pd[e] = keep ? P[e] * inv_keep : 0.0f;
-                    }
-                }
-            }
-            vt_k.gemm(0, 0, r, hd, N, 1.0f, Pd, N, vb, hd, 0.0f, od + bh * nh + (size_t)i0 * hd, hd, work);
+            attn_probs(&c, bh, i0, r, P, mask, work);
+            if (mask) apply_mask(P, mask, c.inv_keep, P, (size_t)r * N);
+            vt_k.gemm(0, 0, r, hd, N, 1.0f, P, N, c.v + bh * nh, hd, 0.0f, od + bh * nh + (size_t)i0 * hd, hd, work);
         }
     }
     if (g) {
-        attn_ctx *c = vt_tape_ctx(t, sizeof *c);
-        *c = (attn_ctx){t->arena, q->data, k->data, v->data, Pall, out->grad, mall,
-                        q->grad, k->grad, v->grad, scale, inv_keep, BH, N, hd};
-        vt_tape_record(t, "attention", attention_bwd, c);
+        attn_ctx *cb = vt_tape_ctx(t, sizeof *cb);
+        *cb = c;
+        vt_tape_record(t, "attention", attention_bwd, cb);
     }
     return out;
 }

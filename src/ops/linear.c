@@ -1,7 +1,8 @@
-/* linear.c - vt_op_linear: y = x W^T + b (torch nn.Linear), forward, backward, record.
+/* linear.c - vt_op_linear: y = x W^T + b (torch nn.Linear), forward, backward, record,
+ * and its arithmetic on raw rows (vt_ops_linear_*, shared with vt_op_gelu_linear).
  * x (..., Din) viewed as M = size / Din rows; w (Dout, Din); b (Dout) or NULL;
  * y (..., Dout). All products through vt_gemm (deterministic, no cross-thread sums).
- * Backward: dx += dy W;  dW += dy^T x;  db += column sums of dy (vt_ops_colsum_acc). */
+ * Backward: dW += dy^T x;  db += column sums of dy (vt_ops_colsum_acc);  dx += dy W. */
 #include "kernels.h"
 #include "ops.h"
 #include "status.h"
@@ -13,33 +14,45 @@ typedef struct {
     int M, Din, Dout;
 } linear_ctx;
 
+int vt_ops_linear_shape(const char *op, const vt_tensor *x, const vt_tensor *w, const vt_tensor *b,
+                        int64_t *shape) {
+    VT_ASSERT(w->ndim == 2, "%s: weight must be 2-D (Dout, Din), got %d-D", op, w->ndim);
+    int Dout = (int)w->shape[0], Din = (int)w->shape[1];
+    VT_ASSERT(x->shape[x->ndim - 1] == Din, "%s: x last dim %lld != weight Din %d", op,
+              (long long)x->shape[x->ndim - 1], Din);
+    VT_ASSERT(!b || (b->ndim == 1 && b->shape[0] == Dout), "%s: bias must be (%d)", op, Dout);
+    for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
+    shape[x->ndim - 1] = Dout;
+    return (int)(x->size / Din);
+}
+
+void vt_ops_linear_fwd(const float *x, const float *w, const float *b, float *y, int M, int Din, int Dout) {
+    vt_gemm(0, 1, M, Dout, Din, 1.0f, x, Din, w, Din, 0.0f, y, Dout);
+    if (b) {
+        #pragma omp parallel for schedule(static) if ((int64_t)M * Dout > 16384)
+        for (int r = 0; r < M; r++) vt_k.add(y + (size_t)r * Dout, b, y + (size_t)r * Dout, (size_t)Dout);
+    }
+}
+
+void vt_ops_linear_bwd(vt_arena *arena, const float *x, const float *w, const float *dy, float *dx,
+                       float dx_beta, float *dw, float *db, int M, int Din, int Dout) {
+    if (dw) vt_gemm(1, 0, Dout, Din, M, 1.0f, dy, Dout, x, Din, 1.0f, dw, Din);
+    if (db) vt_ops_colsum_acc(arena, dy, NULL, M, Dout, db);
+    if (dx) vt_gemm(0, 0, M, Din, Dout, 1.0f, dy, Dout, w, Din, dx_beta, dx, Din);
+}
+
 static void linear_bwd(void *p) {
     linear_ctx *c = p;
-    if (c->dx) vt_gemm(0, 0, c->M, c->Din, c->Dout, 1.0f, c->dy, c->Dout, c->w, c->Din, 1.0f, c->dx, c->Din);
-    if (c->dw) vt_gemm(1, 0, c->Dout, c->Din, c->M, 1.0f, c->dy, c->Dout, c->x, c->Din, 1.0f, c->dw, c->Din);
-    if (c->db) vt_ops_colsum_acc(c->arena, c->dy, NULL, c->M, c->Dout, c->db);
+    vt_ops_linear_bwd(c->arena, c->x, c->w, c->dy, c->dx, 1.0f, c->dw, c->db, c->M, c->Din, c->Dout);
 }
 
 vt_tensor *vt_op_linear(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b) {
-    VT_ASSERT(w->ndim == 2, "linear: weight must be 2-D (Dout, Din), got %d-D", w->ndim);
-    int Dout = (int)w->shape[0], Din = (int)w->shape[1];
-    VT_ASSERT(x->shape[x->ndim - 1] == Din, "linear: x last dim %lld != weight Din %d",
-              (long long)x->shape[x->ndim - 1], Din);
-    VT_ASSERT(!b || (b->ndim == 1 && b->shape[0] == Dout), "linear: bias must be (%d)", Dout);
-    int M = (int)(x->size / Din);
     int64_t shape[VT_MAX_DIMS];
-    for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
-    shape[x->ndim - 1] = Dout;
+    int M = vt_ops_linear_shape("linear", x, w, b, shape);
+    int Dout = (int)w->shape[0], Din = (int)w->shape[1];
     int g = vt_tape_wants_grad(t, x, w, b);
     vt_tensor *y = vt_tape_new(t, g, x->ndim, shape);
-
-    vt_gemm(0, 1, M, Dout, Din, 1.0f, x->data, Din, w->data, Din, 0.0f, y->data, Dout);
-    if (b) {
-        float *yd = y->data;
-        const float *bd = b->data;
-        #pragma omp parallel for schedule(static) if ((int64_t)M * Dout > 16384)
-        for (int r = 0; r < M; r++) vt_k.add(yd + (size_t)r * Dout, bd, yd + (size_t)r * Dout, (size_t)Dout);
-    }
+    vt_ops_linear_fwd(x->data, w->data, b ? b->data : NULL, y->data, M, Din, Dout);
     if (g) {
         linear_ctx *c = vt_tape_ctx(t, sizeof *c);
         c->arena = t->arena;

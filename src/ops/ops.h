@@ -28,6 +28,15 @@ void vt_gemm(int ta, int tb, int M, int N, int K, float alpha,
  * y (..., Dout). */
 vt_tensor *vt_op_linear(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b);
 
+/* y = gelu(u) W^T + b (exact-erf GELU, then nn.Linear): the same values as
+ * vt_op_linear(t, vt_op_gelu(t, u), w, b) but keeps only u for backward; gelu(u) lives
+ * in the tape scratch (vt_tape_scratch) while the forward runs and is recomputed there
+ * by the backward. u (..., Din), w (Dout, Din), b (Dout) or NULL -> y (..., Dout).
+ * Output and the gradients of u, w, b are bitwise those of the unfused pair for the
+ * same thread count. Memory: y and its gradient only; the pair also keeps gelu(u) and
+ * a gradient buffer of its size, (..., Din) each. */
+vt_tensor *vt_op_gelu_linear(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *b);
+
 /* Batched matmul: c[i] = op(a[i]) op(b[i]) for i < Bt. a (Bt, M, K) or (Bt, K, M) when
  * ta; b (Bt, K, N) or (Bt, N, K) when tb. c (Bt, M, N). 3-D inputs. */
 vt_tensor *vt_op_matmul(vt_tape *t, vt_tensor *a, vt_tensor *b, int ta, int tb);
@@ -58,7 +67,9 @@ vt_tensor *vt_op_merge_heads(vt_tape *t, vt_tensor *x);
 
 /* Fused softmax attention per (batch, head): out = softmax(q k^T * scale) v with
  * dropout p on the probabilities when t->training (p = 0: none).
- * q, k, v (B, H, N, hd) -> out (B, H, N, hd). scale = 1/sqrt(hd) is the caller's. */
+ * q, k, v (B, H, N, hd) -> out (B, H, N, hd). scale = 1/sqrt(hd) is the caller's.
+ * Keeps nothing N x N for backward: the backward recomputes the probabilities (and the
+ * dropout mask) per row block, bitwise those of the forward (src/ops/attention.c). */
 vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
                            float scale, float attn_drop);
 
@@ -118,7 +129,7 @@ vt_tensor *vt_op_drop_path(vt_tape *t, vt_tensor *x, float p);
 vt_tensor *vt_op_cross_entropy(vt_tape *t, vt_tensor *logits, const int *labels,
                                const float *soft, float smoothing);
 
-/* ---- Shared by the op files (src/ops/common.c, src/ops/gemm.c); not ops. ---- */
+/* ---- Shared by the op files (src/ops/common.c, gemm.c, gelu.c, linear.c); not ops. ---- */
 
 /* The calling thread's GEMM packing workspace: at least `floats` floats, 64-byte
  * aligned. Thread-local, allocated on first use and grown only when a larger request
@@ -138,5 +149,22 @@ void vt_ops_colsum_acc(vt_arena *arena, const float *x, const float *y,
 #define VT_OPS_MAX_CHUNKS 32
 int vt_ops_nchunks(int64_t rows);
 int64_t vt_ops_chunk_begin(int64_t rows, int nchunks, int c);
+
+/* The GELU kernels over n floats in fixed chunks, in parallel (vt_op_gelu's forward and
+ * backward): dy == NULL: out = gelu(x) (vt_k.gelu_fwd); else out += dy gelu'(x)
+ * (vt_k.gelu_bwd). Elementwise: the result does not depend on the thread count. */
+void vt_ops_gelu(const float *x, const float *dy, float *out, int64_t n);
+
+/* vt_op_linear's arithmetic on M rows. _shape: asserts x (..., Din), w (Dout, Din),
+ * b (Dout) or NULL (messages start with op), writes y's shape (x's, last dim Dout) and
+ * returns M. _fwd: y = x W^T + b (b may be NULL). _bwd, each part skipped when its
+ * output is NULL, in this order: dW += dy^T x; db += column sums of dy (partials from
+ * arena); dx = dy W + dx_beta dx (1 accumulates, 0 overwrites without reading dx).
+ * dx is written last, so it may alias x. */
+int vt_ops_linear_shape(const char *op, const vt_tensor *x, const vt_tensor *w, const vt_tensor *b,
+                        int64_t *shape);
+void vt_ops_linear_fwd(const float *x, const float *w, const float *b, float *y, int M, int Din, int Dout);
+void vt_ops_linear_bwd(vt_arena *arena, const float *x, const float *w, const float *dy, float *dx,
+                       float dx_beta, float *dw, float *db, int M, int Din, int Dout);
 
 #endif

@@ -1,0 +1,47 @@
+/* gelu_linear.c - vt_op_gelu_linear: y = gelu(u) W^T + b, the MLP's GELU fused into the
+ * following nn.Linear so that gelu(u) is never an activation. Owns the record and the
+ * order of the backward; the arithmetic is vt_op_gelu's (vt_ops_gelu) and vt_op_linear's
+ * (vt_ops_linear_*), so values are bitwise those of the unfused pair.
+ * u (..., Din) viewed as M = size / Din rows; w (Dout, Din); b (Dout) or NULL; y (..., Dout).
+ * Forward: g = gelu(u) into the tape scratch (M Din floats), y = g W^T + b.
+ * Backward, with one scratch buffer of M Din floats and no arena memory beyond the
+ * colsum partials: g = gelu(u) recomputed (only when dW is wanted), dW += dy^T g,
+ * db += column sums of dy, then dg = dy W overwrites g in the scratch and du += gelu'(u) dg.
+ * dg with beta 0 has the floats of the unfused dx += dy W into the zeroed gelu output grad
+ * (0 + x = x), but for the sign of a zero result; the du update then gives the same
+ * bits unless du held -0, which a zeroed grad that only accumulates never does.
+ * Kept for backward: u (the caller's), w, dy; nothing of M Din floats. */
+#include "ops.h"
+
+typedef struct {
+    vt_tape *t;
+    const float *u, *w, *dy;
+    float *du, *dw, *db;
+    int M, Din, Dout;
+} gelu_linear_ctx;
+
+static void gelu_linear_bwd(void *p) {
+    gelu_linear_ctx *c = p;
+    int64_t n = (int64_t)c->M * c->Din;
+    float *s = c->du || c->dw ? vt_tape_scratch(c->t, (size_t)n) : NULL;
+    if (c->dw) vt_ops_gelu(c->u, NULL, s, n);
+    vt_ops_linear_bwd(c->t->arena, s, c->w, c->dy, c->du ? s : NULL, 0.0f, c->dw, c->db, c->M, c->Din, c->Dout);
+    if (c->du) vt_ops_gelu(c->u, s, c->du, n);
+}
+
+vt_tensor *vt_op_gelu_linear(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *b) {
+    int64_t shape[VT_MAX_DIMS];
+    int M = vt_ops_linear_shape("gelu_linear", u, w, b, shape);
+    int Dout = (int)w->shape[0], Din = (int)w->shape[1];
+    int grad = vt_tape_wants_grad(t, u, w, b);
+    vt_tensor *y = vt_tape_new(t, grad, u->ndim, shape);
+    float *g = vt_tape_scratch(t, (size_t)u->size);
+    vt_ops_gelu(u->data, NULL, g, u->size);
+    vt_ops_linear_fwd(g, w->data, b ? b->data : NULL, y->data, M, Din, Dout);
+    if (grad) {
+        gelu_linear_ctx *c = vt_tape_ctx(t, sizeof *c);
+        *c = (gelu_linear_ctx){t, u->data, w->data, y->grad, u->grad, w->grad, b ? b->grad : NULL, M, Din, Dout};
+        vt_tape_record(t, "gelu_linear", gelu_linear_bwd, c);
+    }
+    return y;
+}
