@@ -304,6 +304,35 @@ static void test_add(vt_rng *r) {
         CHECK(bad == 0, "%s forward: %d wrong elements", names[k], bad);
         grad_check(names[k], f_add, in, 2, NULL);
     }
+    /* Rows longer than one parallel work item (16384 floats) with a ragged last chunk:
+     * forward and both gradients are elementwise, so exact; the equal-shape backward
+     * takes no arena memory (no partial sums). */
+    const int64_t inner = 2 * 16384 + 5;
+    vt_tensor *big = input(r, -1, 1, 2, 3, inner, 0, 0);
+    vt_tensor *bb[2] = {input(r, -1, 1, 2, 3, inner, 0, 0), input(r, -1, 1, 1, inner, 0, 0, 0)};
+    for (int k = 0; k < 2; k++) {
+        begin_step(1);
+        memset(big->grad, 0, (size_t)big->size * sizeof(float));
+        memset(bb[k]->grad, 0, (size_t)bb[k]->size * sizeof(float));
+        vt_tensor *y = vt_op_add(&tape, big, bb[k]);
+        for (int64_t e = 0; e < y->size; e++) y->grad[e] = (float)(e % 7) - 3.0f;
+        size_t used = arena.total_used;
+        vt_tape_replay(&tape);
+        int64_t bad = 0;
+        for (int64_t e = 0; e < y->size; e++) {
+            bad += y->data[e] != big->data[e] + bb[k]->data[e % bb[k]->size];
+            bad += big->grad[e] != y->grad[e];
+        }
+        for (int64_t j = 0; j < bb[k]->size; j++) {
+            float want = 0.0f;
+            for (int64_t o = 0; o < y->size / bb[k]->size; o++) want += y->grad[o * bb[k]->size + j];
+            bad += fabsf(bb[k]->grad[j] - want) > 1e-5f;
+        }
+        CHECK(bad == 0, "add %s over chunked rows: %lld wrong elements", k ? "(inner)" : "same shape", (long long)bad);
+        if (k == 0)
+            CHECK(arena.total_used == used, "same-shape add backward takes no arena memory (%zu bytes)",
+                  arena.total_used - used);
+    }
 }
 
 static void test_mul_channels(vt_rng *r) {

@@ -2,10 +2,13 @@
  * b's shape, after dropping its leading 1s, must equal a's trailing dims (b (1, N, D)
  * or (D) against a (B, N, D); equal shapes are the no-broadcast case). a is viewed as
  * (outer, inner) with inner = b->size.
- * Backward: da += dy;  db += sum over outer of dy (vt_ops_colsum_acc, deterministic). */
+ * Backward: da += dy;  db += sum over outer of dy (vt_ops_colsum_acc, deterministic;
+ * equal shapes: db += dy, elementwise like da, with no partial sums in the arena). */
 #include "kernels.h"
 #include "ops.h"
 #include "status.h"
+
+#define ADD_CHUNK 16384 /* elements per parallel work item */
 
 typedef struct {
     vt_arena *arena;
@@ -14,15 +17,24 @@ typedef struct {
     int64_t outer, inner;
 } add_ctx;
 
+/* For each of the outer rows o: y[o] = x[o] + z (z NULL: y[o] += x[o]), rows of inner
+ * floats, z one row. Work items are (row, chunk of ADD_CHUNK) pairs, so a single large
+ * row (equal shapes: outer 1) runs on every thread too. */
+static void rows_add(const float *x, const float *z, float *y, int64_t outer, int64_t inner) {
+    int64_t nc = (inner + ADD_CHUNK - 1) / ADD_CHUNK;
+    #pragma omp parallel for schedule(static) if (outer * inner > ADD_CHUNK)
+    for (int64_t w = 0; w < outer * nc; w++) {
+        int64_t o = w / nc, s = (w % nc) * ADD_CHUNK, e = s + ADD_CHUNK < inner ? s + ADD_CHUNK : inner;
+        if (z) vt_k.add(x + o * inner + s, z + s, y + o * inner + s, (size_t)(e - s));
+        else vt_k.axpy(1.0f, x + o * inner + s, y + o * inner + s, (size_t)(e - s));
+    }
+}
+
 static void add_bwd(void *p) {
     add_ctx *c = p;
-    if (c->da) {
-        int64_t n = c->outer * c->inner;
-        #pragma omp parallel for schedule(static) if (c->outer > 1 && n > 16384)
-        for (int64_t o = 0; o < c->outer; o++)
-            vt_k.axpy(1.0f, c->dy + o * c->inner, c->da + o * c->inner, (size_t)c->inner);
-    }
-    if (c->db) vt_ops_colsum_acc(c->arena, c->dy, NULL, c->outer, c->inner, c->db);
+    if (c->da) rows_add(c->dy, NULL, c->da, c->outer, c->inner);
+    if (c->db && c->outer == 1) rows_add(c->dy, NULL, c->db, 1, c->inner); /* equal shapes */
+    else if (c->db) vt_ops_colsum_acc(c->arena, c->dy, NULL, c->outer, c->inner, c->db);
 }
 
 vt_tensor *vt_op_add(vt_tape *t, vt_tensor *a, vt_tensor *b) {
@@ -37,10 +49,7 @@ vt_tensor *vt_op_add(vt_tape *t, vt_tensor *a, vt_tensor *b) {
     int64_t inner = b->size, outer = a->size / inner;
     int g = vt_tape_wants_grad(t, a, b, NULL);
     vt_tensor *y = vt_tape_new(t, g, a->ndim, a->shape);
-    const float *ad = a->data, *bd = b->data;
-    float *yd = y->data;
-    #pragma omp parallel for schedule(static) if (outer > 1 && a->size > 16384)
-    for (int64_t o = 0; o < outer; o++) vt_k.add(ad + o * inner, bd, yd + o * inner, (size_t)inner);
+    rows_add(a->data, b->data, y->data, outer, inner);
     if (g) {
         add_ctx *c = vt_tape_ctx(t, sizeof *c);
         *c = (add_ctx){t->arena, y->grad, a->grad, b->grad, outer, inner};
