@@ -16,8 +16,11 @@
  *      (fork + exec of this binary with --child: an OpenMP runtime does not survive a bare
  *      fork), so "rss_mb" (ru_maxrss from wait4) is that model's peak resident set.
  *      Also per row: "page_faults_per_step" (minor faults during the timed steps: 0 once
- *      the arena has settled) and "loss" (last step's loss; for infer the first logit),
- *      sanity values only.
+ *      the arena has settled), "loss" (last step's loss; for infer the first logit),
+ *      sanity values only, and where the step's memory goes: "arena_mb" (step arena
+ *      bytes the last step used: activations, kept state, the first 3 N D and block
+ *      outputs' grads) and "grad_region_mb" (the tape's grad region: one block's
+ *      internal gradients, tape.h).
  * Timing is wall-clock (a shared machine's load lowers every figure; the peak is
  * re-measured in the same run so ratios stay meaningful).
  * Usage: bench_train [substring] - only the attention rows (substring of "attention") or
@@ -166,7 +169,7 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
     tape.training = mc->train;
     tape.rng = &r;
     int warm = 2, timed = quick ? 1 : (mc->train && m.D >= 768 ? 2 : 3);
-    double t_total = 0, loss = 0;
+    double t_total = 0, loss = 0, arena_mb = 0;
     long faults = 0;
     for (int it = 0; it < warm + timed; it++) {
         struct rusage ru0, ru1;
@@ -187,6 +190,7 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
         } else {
             loss = logits->data[0];
         }
+        arena_mb = (double)arena.total_used / 1048576.0;
         if (it >= warm) {
             t_total += now() - t0;
             getrusage(RUSAGE_SELF, &ru1);
@@ -198,9 +202,9 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
     double mfu = flops * ips * 1e-9 / peak;
     printf("{\"bench\":\"%s\",\"model\":\"%s\",\"img\":%d,\"batch\":%d,\"threads\":%d,\"isa\":\"%s\","
            "\"img_per_s\":%.3f,\"step_s\":%.4f,\"gflop_per_img\":%.3f,\"mfu\":%.4f,\"loss\":%.4f,"
-           "\"page_faults_per_step\":%ld",
+           "\"page_faults_per_step\":%ld,\"arena_mb\":%.1f,\"grad_region_mb\":%.1f",
            mc->train ? "train" : "infer", mc->name, S, B, nt, vt_k.name, ips, t_total / timed,
-           flops * 1e-9, mfu, loss, faults / timed);
+           flops * 1e-9, mfu, loss, faults / timed, arena_mb, (double)tape.region_cap / 1048576.0);
     fflush(stdout);
     vt_tape_free(&tape);
     vt_arena_free(&arena);

@@ -352,21 +352,25 @@ static int cmd_eval(const cli_args *a) {
     return st == VT_OK ? 0 : fail_exit(st);
 }
 
-/* Activation floats kept for backward per image (analytic estimate): per block the
- * outputs of norm1, qkv (3), split q/k/v (3), attention probabilities (H N^2) and output,
- * merge, proj, residual, norm2, fc1 and gelu (mlp hidden each), fc2, residual = 14 N D
- * + 2 N Dh + the attention state (below); plus patch embedding, CLS concat and position add (3 N D) and the
- * image itself. Training doubles it (every activation gets a gradient buffer). Checked
- * against the step arena's measured use: 274 vs 269 MiB (configs/default.json, batch
- * 128), 5.5 vs 5.8 MiB (configs/synthetic_tiny.json); the dataset and the evaluation
- * buffers are not included. */
-static double activation_floats(const vt_config *c, int S) {
+/* Training memory per image in floats (analytic estimate), as the model keeps it:
+ * activations kept for backward, per block the outputs of norm1, qkv (3), the split
+ * q/k/v (3), attention, merge, proj, residual, norm2, fc2 and the block output = 14 N D,
+ * fc1 (N Dh; with MLP dropout active also gelu's, 2 N Dh) and the attention state
+ * (softmax keeps nothing N x N, its backward recomputes the scores; Performer keeps
+ * phi(Q) and phi(K), (H, N, m) each); plus patch embedding, CLS concat and position add
+ * (3 N D) and the image. Gradient buffers: a block's internal ones live only during its
+ * backward (grad scopes, tape.h), so one block's worth (13 N D + the MLP's) plus the
+ * block outputs (L N D) and the first 3 N D. The dataset and the evaluation buffers
+ * are not included. Checked against bench_train's steady-state arena_mb +
+ * grad_region_mb: ViT-Ti/4 at 32, batch 16 (VT_BENCH_QUICK=1), 191.4 MiB estimated vs
+ * 183.7 + 12.9 = 196.6 MiB used (the rest: backward partial sums, per-row statistics). */
+static double activation_floats(const vt_config *c, int S, double *grad_floats) {
     double P = c->model.patch_size, D = c->model.width, H = c->model.heads;
     double N = 1.0 + (S / P) * (S / P), Dh = c->model.mlp_ratio * D;
-    /* Softmax keeps the (H, N, N) probabilities; Performer keeps phi(Q) and phi(K),
-     * (H, N, m) each, and nothing N x N. */
-    double attn = c->model.attention == VT_ATTN_PERFORMER ? 2.0 * H * N * c->performer.features : H * N * N;
-    double per_block = 14.0 * N * D + 2.0 * N * Dh + attn;
+    double attn = c->model.attention == VT_ATTN_PERFORMER ? 2.0 * H * N * c->performer.features : 0.0;
+    double mlp = (c->model.drop_rate > 0 ? 2.0 : 1.0) * N * Dh;
+    double per_block = 14.0 * N * D + mlp + attn;
+    *grad_floats = 13.0 * N * D + mlp + c->model.depth * N * D + 3.0 * N * D;
     return c->model.depth * per_block + 3.0 * N * D + (double)c->model.in_chans * S * S;
 }
 
@@ -388,7 +392,8 @@ static int cmd_info(const cli_args *a) {
     double step_flops = 3.0 * fwd * (double)gb;
     double pbytes = 4.0 * (double)m.n_params;
     double state_bytes = 4.0 * pbytes; /* params + grads + 2 moments */
-    double act_bytes = 2.0 * 4.0 * activation_floats(&cfg, S) * cfg.train.batch_size;
+    double grad_floats, act_floats = activation_floats(&cfg, S, &grad_floats);
+    double act_bytes = 4.0 * (act_floats + grad_floats) * cfg.train.batch_size;
     double total = state_bytes + act_bytes;
     printf("model: width %d, depth %d, heads %d, patch %d, image %dx%d, %d classes, pe %s\n",
            cfg.model.width, cfg.model.depth, cfg.model.heads, cfg.model.patch_size, S, S,

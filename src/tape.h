@@ -11,6 +11,24 @@
  * activations come from, whether this is a training forward (dropout, drop-path
  * active) and whether gradients are recorded at all (off in evaluation: no grad
  * buffers are allocated and nothing is recorded).
+ *
+ * Grad scopes (memory). An activation's gradient is only needed from the backward of
+ * its last consumer to the backward of its producer, but ops capture grad pointers
+ * when they record. A scope lets the caller say which gradients are short-lived: the
+ * grad buffers of tensors created between vt_tape_scope_begin and vt_tape_scope_end
+ * come from one region shared by every scope (each scope starts at offset 0), not from
+ * the arena. The entry recorded by scope_begin runs last in that scope's backward and
+ * zeroes the bytes the scope used, so the next scope to run backward finds its grads
+ * zero as vt_tape_new promises. The rule a caller must keep: a tensor created inside a
+ * scope is consumed only by ops recorded before the NEXT scope begins (in the model: a
+ * block's internal tensors; the block's output is created after its scope ends).
+ * Breaking it corrupts gradients silently; tests/test_vit.c compares every parameter
+ * gradient with and without scopes (t->scopes_enabled = 0) for each PE kind.
+ * A scope whose grads do not fit takes the rest from the arena; the next scope_begin
+ * then replaces the region by one as large as the largest scope so far (the old one
+ * is freed at the next vt_tape_clear). So the first step holds one block's grads in
+ * the arena and two regions at most, every later step only the region, and after the
+ * first step no allocation happens.
  */
 #ifndef VT_TAPE_H
 #define VT_TAPE_H
@@ -35,6 +53,14 @@ typedef struct vt_tape {
     vt_rng *rng;        /* stream for dropout masks; may be NULL when !training */
     float *scratch;     /* vt_tape_scratch's buffer (not from the arena) */
     size_t scratch_floats;
+    int scopes_enabled; /* 1 (default): grad scopes share the region; 0: plain arena */
+    int in_scope;
+    unsigned char *region;      /* grad region, all zero outside a scope's backward */
+    size_t region_cap, region_used;
+    size_t region_need, scope_want; /* bytes the largest scope asked for / the open one */
+    void *open_scope;           /* the open scope's zeroing entry context */
+    void **retired;             /* regions replaced this step, freed at the next clear */
+    int n_retired;
 } vt_tape;
 
 void vt_tape_init(vt_tape *t, vt_arena *arena);
@@ -42,6 +68,10 @@ void vt_tape_free(vt_tape *t);
 /* Forget all entries (call with vt_arena_reset at the start of a step). */
 void vt_tape_clear(vt_tape *t);
 void vt_tape_record(vt_tape *t, const char *name, vt_backward_fn fn, void *ctx);
+/* Open / close a grad scope (see above). No-ops when gradients are disabled or
+ * scopes_enabled is 0. Scopes do not nest. */
+void vt_tape_scope_begin(vt_tape *t);
+void vt_tape_scope_end(vt_tape *t);
 /* Context storage for a backward: arena memory that lives until the next reset. */
 void *vt_tape_ctx(vt_tape *t, size_t bytes);
 /* A tape-owned float buffer of at least `floats` floats, 64-byte aligned, contents
@@ -53,7 +83,8 @@ float *vt_tape_scratch(vt_tape *t, size_t floats);
 /* Whether an op with these inputs must produce a gradient: tape enabled and at
  * least one input has a grad buffer. Inputs may be NULL (ignored). */
 int vt_tape_wants_grad(const vt_tape *t, const vt_tensor *a, const vt_tensor *b, const vt_tensor *c);
-/* A new activation from the tape's arena, with a zeroed grad buffer if with_grad. */
+/* A new activation from the tape's arena, with a zeroed grad buffer if with_grad
+ * (inside a scope: from the grad region). */
 vt_tensor *vt_tape_new(vt_tape *t, int with_grad, int ndim, const int64_t *shape);
 /* Run every recorded backward in reverse order; the caller has seeded the output
  * grads (any shape), e.g. with d(sum(out * R))/d(out) = R in gradient checks. */

@@ -274,7 +274,9 @@ void vt_vit_free(vt_vit *m) {
     memset(m, 0, sizeof *m);
 }
 
-/* One pre-norm block (see the file header). */
+/* One pre-norm block (see the file header). Everything but the block's output is
+ * created inside a grad scope (tape.h): those gradients live only during this block's
+ * backward and share one region with every other block's. */
 static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     const vt_model_config *mc = &m->cfg.model;
     block_params b;
@@ -282,6 +284,7 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     float drop = (float)mc->drop_rate;
     float dpr = m->L > 1 ? (float)(mc->drop_path * i / (m->L - 1)) : 0.0f;
 
+    vt_tape_scope_begin(t);
     vt_tensor *h = vt_op_layernorm(t, x, b.n1w, b.n1b, LN_EPS);
     vt_tensor *qkvw = b.qkvw, *qkvb = b.qkvb;
     vt_pe_fold_qkv(m->pe, t, i, &qkvw, &qkvb);
@@ -315,6 +318,7 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     h = vt_op_dropout(t, h, drop);
     if (b.ls2) h = vt_op_mul_channels(t, h, b.ls2);
     h = vt_op_drop_path(t, h, dpr);
+    vt_tape_scope_end(t);
     return vt_op_add(t, x, h);
 }
 

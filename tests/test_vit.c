@@ -2,8 +2,9 @@
  * and order, the vit_tiny parameter count, init statistics, decay flags, FLOPs, a
  * central-difference gradient check through the whole model, eval vs training mode,
  * the APE slot (bicubic resampling against hand-computed Keys values and torch's
- * output, sincos table against its formula) and checkpoint save/load (bitwise round
- * trip, resampled pos_embed, errors naming the tensor). */
+ * output, sincos table against its formula), checkpoint save/load (bitwise round
+ * trip, resampled pos_embed, errors naming the tensor) and the blocks' grad scopes
+ * (tape.h): every gradient bitwise equal with and without them, for every PE kind. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,6 +360,87 @@ static void test_grad(void) {
                "\"pe\": {\"kind\": \"ape\", \"ape\": \"sincos\"}}");
 }
 
+/* ---- grad scopes ------------------------------------------------------------------- */
+
+/* Two training steps of m on one tape cleared per step, as the training loop runs them
+ * (step 1: block 0's scope grads overflow into the arena, the next scopes use a region
+ * grown to fit; step 2: every scope uses the region). Every step's parameter gradients and loss are
+ * appended to g (2 n_params floats) and loss (2). Returns the arena bytes step 2 used;
+ * *region_bytes = the grad region's size. */
+static size_t two_steps(vt_vit *m, int scopes, float *g, double *loss, size_t *region_bytes) {
+    vt_arena a;
+    vt_arena_init(&a, 1 << 16);
+    vt_tape t;
+    vt_tape_init(&t, &a);
+    t.scopes_enabled = scopes;
+    vt_rng r;
+    vt_rng_seed(&r, 17);
+    t.rng = &r;
+    float img[3 * 3 * 64];
+    int labels[3] = {1, 4, 0};
+    size_t used = 0;
+    for (int step = 0; step < 2; step++) {
+        vt_arena_reset(&a);
+        vt_tape_clear(&t);
+        vt_vit_zero_grad(m);
+        fill_images(img, 3 * 3 * 64, 40 + (uint64_t)step);
+        vt_tensor *x = vt_tensor_wrap(&a, img, 4, (const int64_t[]){3, 3, 8, 8});
+        vt_tensor *l = vt_op_cross_entropy(&t, vt_vit_forward(m, &t, x), labels, NULL, 0.0f);
+        loss[step] = l->data[0];
+        vt_tape_backward(&t, l);
+        memcpy(g + (size_t)step * m->n_params, m->grads, (size_t)m->n_params * sizeof(float));
+        used = a.total_used;
+    }
+    *region_bytes = t.region_cap;
+    vt_tape_free(&t);
+    vt_arena_free(&a);
+    return used;
+}
+
+static void test_grad_scopes(void) {
+    const char *sets[] = {
+        "pe.kind=none",
+        "model.layer_scale=0.3;model.drop_rate=0.2;model.attn_drop_rate=0.2;model.drop_path=0.3",
+        "pe.kind=ape;pe.ape=sincos;model.pool=avg",
+        "pe.kind=rope_axial",
+        "pe.kind=rope_mixed",
+        "pe.kind=rope_mixed;pe.share=heads;model.attention=performer",
+        "pe.kind=cayley",
+        "pe.kind=cayley;pe.share=all",
+        "pe.kind=circulant;pe.block_size=4",
+        "pe.kind=circulant;pe.block_size=4;pe.share=layers;model.attention=performer",
+        "pe.kind=liere",
+        "pe.kind=liere;pe.share=none",
+        "pe.kind=liere_commute",
+    };
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+        char all[256];
+        snprintf(all, sizeof all, "model.depth=3;%s", sets[i]);
+        vt_config c = small_cfg(all);
+        vt_vit m;
+        CHECK(vt_vit_init(&m, &c, 8) == VT_OK, "init '%s': %s", all, vt_last_error());
+        float *gs = malloc(2 * (size_t)m.n_params * sizeof(float)), *gp = malloc(2 * (size_t)m.n_params * sizeof(float));
+        double ls[2], lp[2];
+        size_t region, no_region;
+        size_t used_scoped = two_steps(&m, 1, gs, ls, &region);
+        size_t used_plain = two_steps(&m, 0, gp, lp, &no_region);
+        CHECK(ls[0] == lp[0] && ls[1] == lp[1], "'%s': same losses with and without scopes (%.9g %.9g vs %.9g %.9g)",
+              all, ls[0], ls[1], lp[0], lp[1]);
+        int64_t differ = 0;
+        for (int64_t j = 0; j < 2 * m.n_params; j++) differ += memcmp(&gs[j], &gp[j], sizeof(float)) != 0;
+        CHECK(differ == 0, "'%s': %lld of 2 x %lld gradients differ with grad scopes", all, (long long)differ,
+              (long long)m.n_params);
+        /* The 3 blocks' grads (up to region bytes each; block 0 has no drop-path) leave
+         * the arena; a scope's zeroing entry costs one 64-byte context. */
+        CHECK(region > 0 && no_region == 0 && used_plain >= used_scoped + 2 * (region - 64),
+              "'%s': the blocks' grads leave the arena (step 2 used %zu vs %zu bytes, region %zu)", all,
+              used_scoped, used_plain, region);
+        free(gs);
+        free(gp);
+        vt_vit_free(&m);
+    }
+}
+
 /* ---- eval vs training mode ---------------------------------------------------------- */
 
 static void test_modes(void) {
@@ -694,6 +776,7 @@ int main(void) {
     test_names();
     test_tiny_count_and_init();
     test_grad();
+    test_grad_scopes();
     test_modes();
     test_bicubic();
     test_sincos();
