@@ -354,23 +354,26 @@ static int cmd_eval(const cli_args *a) {
 
 /* Training memory per image in floats (analytic estimate), as the model keeps it:
  * activations kept for backward, per block the outputs of norm1, qkv (3), the split
- * q/k/v (3), attention, merge, proj, residual, norm2, fc2 and the block output = 14 N D,
- * fc1 (N Dh; with MLP dropout active also gelu's, 2 N Dh) and the attention state
- * (softmax keeps nothing N x N, its backward recomputes the scores; Performer keeps
- * phi(Q) and phi(K), (H, N, m) each); plus patch embedding, CLS concat and position add
- * (3 N D) and the image. Gradient buffers: a block's internal ones live only during its
- * backward (grad scopes, tape.h), so one block's worth (13 N D + the MLP's) plus the
- * block outputs (L N D) and the first 3 N D. The dataset and the evaluation buffers
- * are not included. Checked against bench_train's steady-state arena_mb +
- * grad_region_mb: ViT-Ti/4 at 32, batch 16 (VT_BENCH_QUICK=1), 191.4 MiB estimated vs
- * 183.7 + 12.9 = 196.6 MiB used (the rest: backward partial sums, per-row statistics). */
+ * q/k/v (3), attention (written merged; Performer's output and its merge copy: 2),
+ * proj, residual, norm2, fc2 and the block output = 13 N D (14 with Performer), fc1
+ * (N Dh; with MLP dropout active also gelu's, 2 N Dh) and the attention state (softmax
+ * keeps nothing N x N, its backward recomputes the scores; Performer keeps phi(Q) and
+ * phi(K), (H, N, m) each); plus patch embedding, CLS concat and position add (3 N D)
+ * and the image. Gradient buffers: a block's internal ones live only during its
+ * backward (grad scopes, tape.h), so one block's worth (the block's activations but
+ * its output) plus the block outputs (L N D) and the first 3 N D. The dataset and the
+ * evaluation buffers are not included. Checked against bench_train's steady-state
+ * arena_mb + grad_region_mb: ViT-Ti/4 at 32, batch 16 (VT_BENCH_QUICK=1), 181.5 MiB
+ * estimated vs 174.6 + 12.2 = 186.8 MiB used (the rest: backward partial sums, per-row
+ * statistics). */
 static double activation_floats(const vt_config *c, int S, double *grad_floats) {
     double P = c->model.patch_size, D = c->model.width, H = c->model.heads;
     double N = 1.0 + (S / P) * (S / P), Dh = c->model.mlp_ratio * D;
     double attn = c->model.attention == VT_ATTN_PERFORMER ? 2.0 * H * N * c->performer.features : 0.0;
     double mlp = (c->model.drop_rate > 0 ? 2.0 : 1.0) * N * Dh;
-    double per_block = 14.0 * N * D + mlp + attn;
-    *grad_floats = 13.0 * N * D + mlp + c->model.depth * N * D + 3.0 * N * D;
+    double per_nd = c->model.attention == VT_ATTN_PERFORMER ? 14.0 : 13.0;
+    double per_block = per_nd * N * D + mlp + attn;
+    *grad_floats = (per_nd - 1.0) * N * D + mlp + c->model.depth * N * D + 3.0 * N * D;
     return c->model.depth * per_block + 3.0 * N * D + (double)c->model.in_chans * S * S;
 }
 

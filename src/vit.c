@@ -296,10 +296,10 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
         vt_performer_opts po = {(vt_performer_kernel)m->performer_kernel, VT_PERFORMER_EPS, 0.0f, 0.0f};
         a = vt_op_performer(t, q, k, v, m->performer_w + (size_t)i * m->H * m->performer_m * m->hd,
                             m->performer_m, &po);
-    } else {
+        a = vt_op_merge_heads(t, a);
+    } else { /* writes the heads merged */
         a = vt_op_attention(t, q, k, v, 1.0f / sqrtf((float)m->hd), (float)mc->attn_drop_rate);
     }
-    a = vt_op_merge_heads(t, a);
     a = vt_op_linear(t, a, b.projw, b.projb);
     a = vt_op_dropout(t, a, drop);
     if (b.ls1) a = vt_op_mul_channels(t, a, b.ls1);

@@ -35,17 +35,19 @@ static void fill(float *x, size_t n, vt_rng *r) {
 }
 
 /* Naive reference for one call: out, and the gradients for upstream gradient dout.
- * keep: BH N N mask (NULL: no dropout), inv_keep the survivor scale. */
+ * q, k, v (BH, N, HD); out and dout (N, BH HD), the op's merged layout. keep: BH N N
+ * mask (NULL: no dropout), inv_keep the survivor scale. */
 static void reference(const float *q, const float *k, const float *v, const float *dout,
                       const unsigned char *keep, double inv_keep, double scale,
                       double *out, double *dq, double *dk, double *dv) {
-    size_t nh = (size_t)N * HD;
+    size_t nh = (size_t)N * HD, ld = (size_t)BH * HD;
     memset(dq, 0, BH * nh * sizeof(double));
     memset(dk, 0, BH * nh * sizeof(double));
     memset(dv, 0, BH * nh * sizeof(double));
     double *P = malloc((size_t)N * sizeof(double)), *dP = malloc((size_t)N * sizeof(double));
     for (int b = 0; b < BH; b++) {
-        const float *qb = q + b * nh, *kb = k + b * nh, *vb = v + b * nh, *gb = dout + b * nh;
+        const float *qb = q + b * nh, *kb = k + b * nh, *vb = v + b * nh, *gb = dout + (size_t)b * HD;
+        double *ob = out + (size_t)b * HD;
         for (int i = 0; i < N; i++) {
             double mx = -1e300, sum = 0;
             for (int j = 0; j < N; j++) {
@@ -58,14 +60,14 @@ static void reference(const float *q, const float *k, const float *v, const floa
             for (int j = 0; j < N; j++) P[j] /= sum;
             const unsigned char *kr = keep ? keep + ((size_t)b * N + i) * N : NULL;
             double rowdot = 0;
-            for (int c = 0; c < HD; c++) out[b * nh + i * HD + c] = 0;
+            for (int c = 0; c < HD; c++) ob[i * ld + c] = 0;
             for (int j = 0; j < N; j++) {
                 double m = kr ? (kr[j] ? inv_keep : 0.0) : 1.0;
                 double dpd = 0;
                 for (int c = 0; c < HD; c++) {
-                    out[b * nh + i * HD + c] += P[j] * m * vb[j * HD + c];
-                    dv[b * nh + j * HD + c] += P[j] * m * gb[i * HD + c];
-                    dpd += (double)gb[i * HD + c] * vb[j * HD + c];
+                    ob[i * ld + c] += P[j] * m * vb[j * HD + c];
+                    dv[b * nh + j * HD + c] += P[j] * m * gb[i * ld + c];
+                    dpd += (double)gb[i * ld + c] * vb[j * HD + c];
                 }
                 dP[j] = dpd * m;
                 rowdot += dP[j] * P[j];

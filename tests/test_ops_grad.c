@@ -532,7 +532,7 @@ static void test_attention(vt_rng *r) {
             for (int c = 0; c < hd; c++) {
                 double acc = 0;
                 for (int j = 0; j < N; j++) acc += s[j] / sum * v[j * hd + c];
-                ref[(bh * N + i) * hd + c] = acc;
+                ref[(((bh / H) * N + i) * H + bh % H) * hd + c] = acc; /* merged (B, N, H hd) */
             }
         }
     }

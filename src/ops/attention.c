@@ -1,5 +1,6 @@
 /* attention.c - vt_op_attention: fused softmax attention per (batch, head).
- * q, k, v (B, H, N, hd) -> out (B, H, N, hd):
+ * q, k, v (B, H, N, hd) -> out (B, N, H hd), the heads merged (head h in columns
+ * [h hd, (h + 1) hd), the layout vt_op_merge_heads gives), written there directly:
  *   S = scale q k^T (N x N),  P = softmax(S) rows,  Pd = P * mask / (1 - p),  out = Pd v.
  *
  * Fused path. One OpenMP loop over the B H blocks (one parallel region per call, forward
@@ -49,8 +50,13 @@ typedef struct {
     float *dq, *dk, *dv;
     float scale, drop, inv_keep; /* drop: the dropout p, 0 when no dropout */
     uint64_t base;               /* dropout base seed */
-    int BH, N, hd;
+    int BH, H, N, hd;
 } attn_ctx;
+
+/* Offset of row i of head bh in the merged (B, N, H hd) output. */
+static size_t out_offset(const attn_ctx *c, int bh, int i) {
+    return ((size_t)(bh / c->H) * c->N + (size_t)i) * c->H * c->hd + (size_t)(bh % c->H) * c->hd;
+}
 
 /* Rows per row block for N tokens. */
 static int attn_rows(int N) {
@@ -109,14 +115,15 @@ static void attention_bwd(void *p) {
         for (int i0 = 0; i0 < N; i0 += R) {
             int r = N - i0 < R ? N - i0 : R;
             size_t rnb = (size_t)r * N;
-            const float *dout = c->dout + bh * nh + (size_t)i0 * hd;
+            const float *dout = c->dout + out_offset(c, bh, i0);
+            int ld = c->H * hd;
             attn_probs(c, bh, i0, r, P, mask, work);
             if (dv) {
                 if (mask) apply_mask(P, mask, c->inv_keep, dP, rnb);
-                vt_k.gemm(1, 0, N, hd, r, 1.0f, mask ? dP : P, N, dout, hd, 1.0f, dv, hd, work);
+                vt_k.gemm(1, 0, N, hd, r, 1.0f, mask ? dP : P, N, dout, ld, 1.0f, dv, hd, work);
             }
             if (!dq && !dk) continue;
-            vt_k.gemm(0, 1, r, N, hd, 1.0f, dout, hd, v, hd, 0.0f, dP, N, work);
+            vt_k.gemm(0, 1, r, N, hd, 1.0f, dout, ld, v, hd, 0.0f, dP, N, work);
             if (mask)
                 for (size_t e = 0; e < rnb; e++) dP[e] = mask[e] ? dP[e] * c->inv_keep : 0.0f;
             vt_k.softmax_bwd_rows(P, dP, dP, r, N);
@@ -131,14 +138,14 @@ vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
     VT_ASSERT(q->ndim == 4 && vt_same_shape(q, k) && vt_same_shape(q, v),
               "attention: q, k, v must all be (B, H, N, hd)");
     VT_ASSERT(attn_drop >= 0.0f && attn_drop < 1.0f, "attention: dropout %g not in [0, 1)", attn_drop);
-    int BH = (int)(q->shape[0] * q->shape[1]), N = (int)q->shape[2], hd = (int)q->shape[3];
+    int H = (int)q->shape[1], BH = (int)q->shape[0] * H, N = (int)q->shape[2], hd = (int)q->shape[3];
     int R = attn_rows(N);
     size_t nh = (size_t)N * hd, rn = (size_t)R * N;
     int g = vt_tape_wants_grad(t, q, k, v);
-    vt_tensor *out = vt_tape_new(t, g, 4, q->shape);
+    vt_tensor *out = vt_tape_new(t, g, 3, (const int64_t[]){q->shape[0], N, (int64_t)H * hd});
     int drop = t->training && attn_drop > 0.0f;
     attn_ctx c = {t->arena, q->data, k->data, v->data, out->grad, q->grad, k->grad, v->grad,
-                  scale, drop ? attn_drop : 0.0f, drop ? 1.0f / (1.0f - attn_drop) : 1.0f, 0, BH, N, hd};
+                  scale, drop ? attn_drop : 0.0f, drop ? 1.0f / (1.0f - attn_drop) : 1.0f, 0, BH, H, N, hd};
     if (drop) {
         VT_ASSERT(t->rng != NULL, "attention: dropout in training needs t->rng");
         c.base = vt_rng_u64(t->rng);
@@ -158,7 +165,8 @@ vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
             int r = N - i0 < R ? N - i0 : R;
             attn_probs(&c, bh, i0, r, P, mask, work);
             if (mask) apply_mask(P, mask, c.inv_keep, P, (size_t)r * N);
-            vt_k.gemm(0, 0, r, hd, N, 1.0f, P, N, c.v + bh * nh, hd, 0.0f, od + bh * nh + (size_t)i0 * hd, hd, work);
+            vt_k.gemm(0, 0, r, hd, N, 1.0f, P, N, c.v + bh * nh, hd, 0.0f, od + out_offset(&c, bh, i0), H * hd,
+                      work);
         }
     }
     if (g) {

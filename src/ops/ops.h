@@ -67,7 +67,8 @@ vt_tensor *vt_op_merge_heads(vt_tape *t, vt_tensor *x);
 
 /* Fused softmax attention per (batch, head): out = softmax(q k^T * scale) v with
  * dropout p on the probabilities when t->training (p = 0: none).
- * q, k, v (B, H, N, hd) -> out (B, H, N, hd). scale = 1/sqrt(hd) is the caller's.
+ * q, k, v (B, H, N, hd) -> out (B, N, H hd), heads merged as vt_op_merge_heads lays
+ * them out (written there directly: no merge copy). scale = 1/sqrt(hd) is the caller's.
  * Keeps nothing N x N for backward: the backward recomputes the probabilities (and the
  * dropout mask) per row block, bitwise those of the forward (src/ops/attention.c). */
 vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
