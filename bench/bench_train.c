@@ -107,7 +107,7 @@ static double bench_attention(int BH, int N, int hd, int nt, int reps) {
         memcpy(k->data, buf + n, n * sizeof(float));
         memcpy(v->data, buf + 2 * n, n * sizeof(float));
         double t0 = now();
-        vt_tensor *o = vt_op_attention(&tape, q, k, v, 0.125f, 0.0f);
+        vt_tensor *o = vt_op_attention(&tape, q, k, v, 0.125f, 0.0f, vt_attention_keep_probs(N, hd));
         memcpy(o->grad, dout, n * sizeof(float));
         vt_tape_replay(&tape);
         double dt = now() - t0;

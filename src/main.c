@@ -22,6 +22,7 @@
 #include "config.h"
 #include "eval.h"
 #include "kernels.h"
+#include "ops/ops.h"
 #include "status.h"
 #include "train.h"
 #include "vit.h"
@@ -353,25 +354,30 @@ static int cmd_eval(const cli_args *a) {
 }
 
 /* Training memory per image in floats (analytic estimate), as the model keeps it:
- * activations kept for backward, per block the outputs of norm1, qkv (3), the split
- * q/k/v (3), attention (written merged; Performer's output and its merge copy: 2),
- * proj, residual, norm2, fc2 and the block output = 13 N D (14 with Performer), fc1
- * (N Dh; with MLP dropout active also gelu's, 2 N Dh) and the attention state (softmax
- * keeps nothing N x N, its backward recomputes the scores; Performer keeps phi(Q) and
- * phi(K), (H, N, m) each); plus patch embedding, CLS concat and position add (3 N D)
- * and the image. Gradient buffers: a block's internal ones live only during its
- * backward (grad scopes, tape.h), so one block's worth (the block's activations but
- * its output) plus the block outputs (L N D) and the first 3 N D. The dataset and the
- * evaluation buffers are not included. Checked against bench_train's steady-state
- * arena_mb + grad_region_mb: ViT-Ti/4 at 32, batch 16 (VT_BENCH_QUICK=1), 181.5 MiB
- * estimated vs 174.6 + 12.2 = 186.8 MiB used (the rest: backward partial sums, per-row
+ * activations kept for backward, per block the outputs of qkv (3), the split q/k/v (3),
+ * attention (written merged; Performer's output and its merge copy: 2), proj, residual,
+ * fc2 and the block output = 11 N D (12 with Performer; norm1 and norm2 are fused into
+ * qkv and fc1, vt_op_layernorm_linear, and not kept), fc1 (N Dh; with MLP dropout
+ * active also gelu's, 2 N Dh) and the attention state: softmax keeps the probabilities
+ * H N N (and with attention dropout a byte mask, H N N / 4 in floats) when
+ * vt_attention_keep_probs says so, else nothing N x N; Performer keeps phi(Q) and phi(K),
+ * (H, N, m) each. Plus patch embedding, CLS concat and position add (3 N D) and the
+ * image. Gradient buffers: a block's internal ones live only during its backward (grad
+ * scopes, tape.h), so one block's worth (the block's activations but its output and the
+ * attention state) plus the block outputs (L N D) and the first 3 N D. The dataset and
+ * the evaluation buffers are not included. Checked against bench_train's steady-state
+ * arena_mb + grad_region_mb: ViT-Ti/4 at 32, batch 16 (VT_BENCH_QUICK=1), 171.0 MiB
+ * estimated vs 165.6 + 10.7 = 176.3 MiB used (the rest: backward partial sums, per-row
  * statistics). */
 static double activation_floats(const vt_config *c, int S, double *grad_floats) {
     double P = c->model.patch_size, D = c->model.width, H = c->model.heads;
     double N = 1.0 + (S / P) * (S / P), Dh = c->model.mlp_ratio * D;
-    double attn = c->model.attention == VT_ATTN_PERFORMER ? 2.0 * H * N * c->performer.features : 0.0;
+    int performer = c->model.attention == VT_ATTN_PERFORMER;
+    double attn = performer ? 2.0 * H * N * c->performer.features
+                  : vt_attention_keep_probs((int)N, (int)(D / H)) ? H * N * N * (c->model.attn_drop_rate > 0 ? 1.25 : 1.0)
+                  : 0.0;
     double mlp = (c->model.drop_rate > 0 ? 2.0 : 1.0) * N * Dh;
-    double per_nd = c->model.attention == VT_ATTN_PERFORMER ? 14.0 : 13.0;
+    double per_nd = performer ? 12.0 : 11.0;
     double per_block = per_nd * N * D + mlp + attn;
     *grad_floats = (per_nd - 1.0) * N * D + mlp + c->model.depth * N * D + 3.0 * N * D;
     return c->model.depth * per_block + 3.0 * N * D + (double)c->model.in_chans * S * S;

@@ -29,6 +29,7 @@
  *   weights, the projection, then vt_pe_split_qkv (the split with the PE's transform).
  *   fc2(drop(gelu(.))) runs as vt_op_gelu_linear (bitwise the same values, gelu(.) not
  *   kept for backward) unless that dropout is active.
+ *   qkv(norm1(.)) and fc1(norm2(.)) run as vt_op_layernorm_linear (likewise, norm not kept).
  * attn is softmax attention, or with model.attention = performer vt_op_performer with this
  * layer's fixed random features (m->performer_w; drawn at init as draw 0 of
  * vt_performer_draw(seed), redrawn only by vt_vit_performer_step from the training loop,
@@ -285,10 +286,9 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     float dpr = m->L > 1 ? (float)(mc->drop_path * i / (m->L - 1)) : 0.0f;
 
     vt_tape_scope_begin(t);
-    vt_tensor *h = vt_op_layernorm(t, x, b.n1w, b.n1b, LN_EPS);
     vt_tensor *qkvw = b.qkvw, *qkvb = b.qkvb;
     vt_pe_fold_qkv(m->pe, t, i, &qkvw, &qkvb);
-    vt_tensor *qkv = vt_op_linear(t, h, qkvw, qkvb);
+    vt_tensor *qkv = vt_op_layernorm_linear(t, x, b.n1w, b.n1b, LN_EPS, qkvw, qkvb);
     vt_tensor *q, *k, *v;
     vt_pe_split_qkv(m->pe, t, i, qkv, &q, &k, &v);
     vt_tensor *a;
@@ -298,7 +298,8 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
                             m->performer_m, &po);
         a = vt_op_merge_heads(t, a);
     } else { /* writes the heads merged */
-        a = vt_op_attention(t, q, k, v, 1.0f / sqrtf((float)m->hd), (float)mc->attn_drop_rate);
+        a = vt_op_attention(t, q, k, v, 1.0f / sqrtf((float)m->hd), (float)mc->attn_drop_rate,
+                            vt_attention_keep_probs((int)q->shape[2], m->hd));
     }
     a = vt_op_linear(t, a, b.projw, b.projb);
     a = vt_op_dropout(t, a, drop);
@@ -306,8 +307,7 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     a = vt_op_drop_path(t, a, dpr);
     x = vt_op_add(t, x, a);
 
-    h = vt_op_layernorm(t, x, b.n2w, b.n2b, LN_EPS);
-    h = vt_op_linear(t, h, b.fc1w, b.fc1b);
+    vt_tensor *h = vt_op_layernorm_linear(t, x, b.n2w, b.n2b, LN_EPS, b.fc1w, b.fc1b);
     if (t->training && drop > 0) {
         h = vt_op_gelu(t, h);
         h = vt_op_dropout(t, h, drop);

@@ -3,11 +3,12 @@
  * the query rows run in two blocks of unequal size), against a double-precision naive
  * reference: forward output, and dq, dk, dv from one backward, without and with
  * attention dropout (the reference rebuilds the mask from the documented per-row
- * streams). Also: the same output and gradients for a short sequence (one row block)
- * computed twice give identical bits (no state leaks between calls), and the op keeps
- * nothing N x N: without gradients, and with gradients (its backward recomputes the
- * probabilities and the mask) the arena use of forward + backward grows by one block's
- * output and output grad per extra (batch, head), not by an N x N block.
+ * streams), keeping the probabilities and recomputing them. Also: the same output and
+ * gradients for a short sequence (one row block) computed twice give identical bits (no
+ * state leaks between calls), and when not keeping the op holds nothing N x N: without
+ * gradients, and with gradients (its backward recomputes the probabilities and the
+ * mask) the arena use of forward + backward grows by one block's output and output grad
+ * per extra (batch, head), not by an N x N block.
  * (tests/test_ops_grad.c holds the finite-difference checks on small shapes.) */
 #include <math.h>
 #include <omp.h>
@@ -87,7 +88,7 @@ static void reference(const float *q, const float *k, const float *v, const floa
 
 /* One forward + backward through the op on nbh (b, h) blocks of n_tok tokens; returns out
  * (arena), fills the grads and op_bytes. */
-static vt_tensor *run(const float *src, const float *dout, float p, int nbh, int n_tok, float **grads) {
+static vt_tensor *run(const float *src, const float *dout, float p, int keep, int nbh, int n_tok, float **grads) {
     vt_arena_reset(&arena);
     vt_tape_clear(&tape);
     tape.grad_enabled = 1;
@@ -100,7 +101,7 @@ static vt_tensor *run(const float *src, const float *dout, float p, int nbh, int
         memcpy(in[i]->data, src + i * n, n * sizeof(float));
     }
     size_t before = arena.total_used;
-    vt_tensor *o = vt_op_attention(&tape, in[0], in[1], in[2], 1.0f / sqrtf((float)HD), p);
+    vt_tensor *o = vt_op_attention(&tape, in[0], in[1], in[2], 1.0f / sqrtf((float)HD), p, keep);
     memcpy(o->grad, dout, n * sizeof(float));
     vt_tape_replay(&tape);
     op_bytes = arena.total_used - before;
@@ -108,12 +109,12 @@ static vt_tensor *run(const float *src, const float *dout, float p, int nbh, int
     return o;
 }
 
-static void check_long(const float *src, const float *dout, float p) {
+static void check_long(const float *src, const float *dout, float p, int keep_probs) {
     size_t n = (size_t)BH * N * HD;
     vt_rng_seed(&tape_rng, 99);
     vt_rng copy = tape_rng;
     float *g[3];
-    vt_tensor *o = run(src, dout, p, BH, N, g);
+    vt_tensor *o = run(src, dout, p, keep_probs, BH, N, g);
     unsigned char *keep = NULL;
     if (p > 0) {
         uint64_t base = vt_rng_u64(&copy);
@@ -133,10 +134,10 @@ static void check_long(const float *src, const float *dout, float p) {
     double *ref = malloc(4 * n * sizeof(double));
     reference(src, src + n, src + 2 * n, dout, keep, p > 0 ? 1.0 / (1.0 - p) : 1.0,
               1.0 / sqrt((double)HD), ref, ref + n, ref + 2 * n, ref + 3 * n);
-    CHECK_ARRAY_CLOSE(o->data, ref, n, 1e-5, 1e-4, "out, N %d, dropout %.2f", N, p);
-    CHECK_ARRAY_CLOSE(g[0], ref + n, n, 1e-5, 1e-4, "dq, N %d, dropout %.2f", N, p);
-    CHECK_ARRAY_CLOSE(g[1], ref + 2 * n, n, 1e-5, 1e-4, "dk, N %d, dropout %.2f", N, p);
-    CHECK_ARRAY_CLOSE(g[2], ref + 3 * n, n, 1e-5, 1e-4, "dv, N %d, dropout %.2f", N, p);
+    CHECK_ARRAY_CLOSE(o->data, ref, n, 1e-5, 1e-4, "out, N %d, dropout %.2f, keep %d", N, p, keep_probs);
+    CHECK_ARRAY_CLOSE(g[0], ref + n, n, 1e-5, 1e-4, "dq, N %d, dropout %.2f, keep %d", N, p, keep_probs);
+    CHECK_ARRAY_CLOSE(g[1], ref + 2 * n, n, 1e-5, 1e-4, "dk, N %d, dropout %.2f, keep %d", N, p, keep_probs);
+    CHECK_ARRAY_CLOSE(g[2], ref + 3 * n, n, 1e-5, 1e-4, "dv, N %d, dropout %.2f, keep %d", N, p, keep_probs);
     free(ref);
     free(keep);
 }
@@ -149,36 +150,39 @@ int main(void) {
     vt_rng r;
     vt_rng_seed(&r, 5);
     fill(src, 4 * n, &r);
-    check_long(src, src + 3 * n, 0.0f);
-    check_long(src, src + 3 * n, 0.2f);
+    for (int keep = 0; keep < 2; keep++) {
+        check_long(src, src + 3 * n, 0.0f, keep);
+        check_long(src, src + 3 * n, 0.2f, keep);
+    }
 
     /* Repeatability on a short sequence (a single row block). */
     const int ns = 37;
     size_t m = (size_t)BH * ns * HD;
     float *first = malloc(4 * m * sizeof(float)), *g[3];
     vt_rng_seed(&tape_rng, 3);
-    vt_tensor *o = run(src, src + 3 * n, 0.1f, BH, ns, g);
+    vt_tensor *o = run(src, src + 3 * n, 0.1f, 0, BH, ns, g);
     memcpy(first, o->data, m * sizeof(float));
     for (int i = 0; i < 3; i++) memcpy(first + (i + 1) * m, g[i], m * sizeof(float));
     vt_rng_seed(&tape_rng, 3);
-    o = run(src, src + 3 * n, 0.1f, BH, ns, g);
+    o = run(src, src + 3 * n, 0.1f, 0, BH, ns, g);
     int same = memcmp(first, o->data, m * sizeof(float)) == 0;
     for (int i = 0; i < 3; i++) same &= memcmp(first + (i + 1) * m, g[i], m * sizeof(float)) == 0;
     CHECK(same, "two identical calls (N %d, dropout 0.1) differ", ns);
 
-    /* With gradients (forward + backward, dropout 0.2, two row blocks): a second (b, h)
-     * block adds its output and output grad (2 N HD floats), where keeping P and the mask
-     * would add N N floats and N N bytes. */
+    /* With gradients, recomputing (forward + backward, dropout 0.2, two row blocks): a
+     * second (b, h) block adds its output and output grad (2 N HD floats), where keeping
+     * P and the mask would add N N floats and N N bytes. */
     size_t one_block[2];
     for (int nbh = 1; nbh <= 2; nbh++) {
-        run(src, src + 3 * n, 0.2f, nbh, N, g);
+        run(src, src + 3 * n, 0.2f, 0, nbh, N, g);
         one_block[nbh - 1] = op_bytes;
     }
     size_t grow = (size_t)2 * N * HD * sizeof(float) + 128;
     CHECK(one_block[1] <= one_block[0] + grow, "attention with grad, N %d: %zu arena bytes for 1 (b, h) block, "
           "%zu for 2 (allowed %zu more)", N, one_block[0], one_block[1], grow);
 
-    /* Without gradients: nothing N x N beyond one row block per thread. */
+    /* Without gradients: nothing N x N beyond one row block per thread, even when asked
+     * to keep the probabilities (they are kept for a backward only). */
     vt_arena_reset(&arena);
     vt_tape_clear(&tape);
     tape.grad_enabled = 0;
@@ -190,7 +194,7 @@ int main(void) {
         memcpy(in[i]->data, src + i * n, n * sizeof(float));
     }
     size_t before = arena.total_used;
-    vt_op_attention(&tape, in[0], in[1], in[2], 1.0f / sqrtf((float)HD), 0.0f);
+    vt_op_attention(&tape, in[0], in[1], in[2], 1.0f / sqrtf((float)HD), 0.0f, 1);
     size_t used = arena.total_used - before;
     size_t full = (size_t)omp_get_max_threads() * N * N * sizeof(float);
     CHECK(used < full && tape.n == 0, "no-grad attention used %zu arena bytes (a full N x N per thread is %zu), "

@@ -163,6 +163,16 @@ static int f_gelu_then_linear(vt_tape *t, vt_tensor **in, const void *arg, vt_te
     out[0] = vt_op_linear(t, vt_op_gelu(t, in[0]), in[1], in[2]);
     return 1;
 }
+static int f_layernorm_linear(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    (void)arg;
+    out[0] = vt_op_layernorm_linear(t, in[0], in[1], in[2], 1e-5f, in[3], in[4]);
+    return 1;
+}
+static int f_layernorm_then_linear(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    (void)arg;
+    out[0] = vt_op_linear(t, vt_op_layernorm(t, in[0], in[1], in[2], 1e-5f), in[3], in[4]);
+    return 1;
+}
 static int f_softmax(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
     (void)arg;
     out[0] = vt_op_softmax(t, in[0]);
@@ -177,9 +187,13 @@ static int f_merge_heads(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor 
     out[0] = vt_op_merge_heads(t, in[0]);
     return 1;
 }
+typedef struct {
+    float p;  /* attention dropout */
+    int keep; /* keep_probs */
+} attn_arg;
 static int f_attention(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
-    float p = *(const float *)arg;
-    out[0] = vt_op_attention(t, in[0], in[1], in[2], 1.0f / sqrtf((float)in[0]->shape[3]), p);
+    const attn_arg *a = arg;
+    out[0] = vt_op_attention(t, in[0], in[1], in[2], 1.0f / sqrtf((float)in[0]->shape[3]), a->p, a->keep);
     return 1;
 }
 static int f_patch_embed(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
@@ -370,13 +384,13 @@ static void test_gelu(vt_rng *r) {
     grad_check("gelu", f_gelu, in, 1, NULL);
 }
 
-/* One forward and backward of f on in[0..2] (in[2] may be NULL) with gradients, input
+/* One forward and backward of f on in[0..nin) (entries may be NULL) with gradients, input
  * grads pre-filled with 0.25 and the output grad seeded with dy; between the two the
  * tape scratch is filled with NaN, as another op's use of it would leave it. Writes y,
  * then the grad of each input that has one, to res; returns the floats written.
  * *used: the step arena's bytes after the backward. */
-static int64_t run_and_copy(fwd_fn f, vt_tensor **in, const float *dy, float *res, size_t *used) {
-    for (int i = 0; i < 3; i++)
+static int64_t run_and_copy(fwd_fn f, vt_tensor **in, int nin, const float *dy, float *res, size_t *used) {
+    for (int i = 0; i < nin; i++)
         if (in[i] && in[i]->grad)
             for (int64_t e = 0; e < in[i]->size; e++) in[i]->grad[e] = 0.25f;
     begin_step(1);
@@ -389,12 +403,51 @@ static int64_t run_and_copy(fwd_fn f, vt_tensor **in, const float *dy, float *re
     *used = arena.total_used;
     int64_t n = out[0]->size;
     memcpy(res, out[0]->data, (size_t)n * sizeof(float));
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < nin; i++)
         if (in[i] && in[i]->grad) {
             memcpy(res + n, in[i]->grad, (size_t)in[i]->size * sizeof(float));
             n += in[i]->size;
         }
     return n;
+}
+
+/* A fused op against the unfused ops it replaces (pair), on the same inputs and dy
+ * (run_and_copy, NaN scratch included): output and every input gradient must be the same
+ * bits. a, b: room for the floats run_and_copy writes. */
+static void check_bitwise(const char *what, fwd_fn fused, fwd_fn pair, vt_tensor **in, int nin,
+                          const float *dy, float *a, float *b) {
+    size_t used;
+    int64_t na = run_and_copy(fused, in, nin, dy, a, &used);
+    int64_t nb = run_and_copy(pair, in, nin, dy, b, &used);
+    int64_t diff = 0;
+    for (int64_t e = 0; e < na && na == nb; e++) diff += memcmp(&a[e], &b[e], sizeof(float)) != 0;
+    CHECK(na == nb && diff == 0, "%s: %lld of %lld floats differ from the unfused ops", what, (long long)diff,
+          (long long)nb);
+}
+
+/* The point of a fused op whose unfused pair keeps an M x Din intermediate: with gradients
+ * (forward + backward, dy = 1) the arena holds y and its grad, `kept` more floats (row
+ * statistics, partial sums) and headers, but no M x Din buffer, where the pair holds two
+ * more (the intermediate and its grad). Without gradients: y and `kept_eval` floats,
+ * nothing recorded. a, b as for check_bitwise. */
+static void check_fused_memory(const char *name, fwd_fn fused, fwd_fn pair, vt_tensor **in, int nin, int M,
+                               int Din, size_t kept, size_t kept_eval, float *a, float *b) {
+    vt_tensor *out[MAX_OUT];
+    begin_step(0);
+    fused(&tape, in, NULL, out);
+    int64_t ny = out[0]->size;
+    CHECK(arena.total_used <= ((size_t)ny + kept_eval) * sizeof(float) + 512 && tape.n == 0 && out[0]->grad == NULL,
+          "%s without grad: arena use %zu bytes, %d entries recorded", name, arena.total_used, tape.n);
+    float *dy = vt_arena_alloc(&store, (size_t)ny * sizeof(float));
+    for (int64_t e = 0; e < ny; e++) dy[e] = 1.0f;
+    size_t fused_used, pair_used;
+    run_and_copy(fused, in, nin, dy, a, &fused_used);
+    run_and_copy(pair, in, nin, dy, b, &pair_used);
+    size_t rows = (size_t)M * Din * sizeof(float);
+    size_t allowed = ((size_t)2 * ny + kept) * sizeof(float) + 1024;
+    CHECK(allowed < rows && fused_used <= allowed && pair_used >= fused_used + 2 * rows,
+          "%s arena use with grad %zu bytes (allowed %zu), unfused ops %zu (M x Din is %zu)", name, fused_used,
+          allowed, pair_used, rows);
 }
 
 static void test_gelu_linear(vt_rng *r) {
@@ -421,7 +474,7 @@ static void test_gelu_linear(vt_rng *r) {
      * w and b only: no dg). */
     const int Ms[3] = {1, 7, 197 * 3}, Dins[3] = {5, 33, 3072 / 8}, Douts[2] = {3, 17};
     const char *cases[4] = {"all grads", "no bias", "grad of u only", "grads of w, b only"};
-    size_t cap = (size_t)591 * 17 + (size_t)591 * 384 + (size_t)17 * 384 + 17, used;
+    size_t cap = (size_t)591 * 17 + (size_t)591 * 384 + (size_t)17 * 384 + 17;
     float *fused = vt_arena_alloc(&store, cap * sizeof(float)), *pair = vt_arena_alloc(&store, cap * sizeof(float));
     for (int mi = 0; mi < 3; mi++)
         for (int di = 0; di < 3; di++)
@@ -437,37 +490,92 @@ static void test_gelu_linear(vt_rng *r) {
                     w->grad = k == 2 ? NULL : gw;
                     b->grad = k == 2 ? NULL : gb;
                     vt_tensor *args[3] = {u, w, k == 1 ? NULL : b};
-                    int64_t nf = run_and_copy(f_gelu_linear, args, dy, fused, &used);
-                    int64_t np = run_and_copy(f_gelu_then_linear, args, dy, pair, &used);
-                    int64_t diff = 0;
-                    for (int64_t e = 0; e < nf && nf == np; e++) diff += memcmp(&fused[e], &pair[e], sizeof(float)) != 0;
-                    CHECK(nf == np && diff == 0, "gelu_linear M=%d Din=%d Dout=%d %s: %lld of %lld floats differ from gelu then linear",
-                          M, Din, Dout, cases[k], (long long)diff, (long long)np);
+                    char what[96];
+                    snprintf(what, sizeof what, "gelu_linear M=%d Din=%d Dout=%d %s", M, Din, Dout, cases[k]);
+                    check_bitwise(what, f_gelu_linear, f_gelu_then_linear, args, 3, dy, fused, pair);
                 }
                 u->grad = gu; w->grad = gw; b->grad = gb;
             }
 
-    /* The point of the op: with gradients the arena holds y and its grad, the colsum
-     * partials and headers, but no M x Din buffer, where the pair holds two (gelu(u) and
-     * its grad). Without gradients: y only, nothing recorded. */
+    /* No M x Din buffer (check_fused_memory): beyond y and its grad only the colsum
+     * partials of db. */
     const int M = 64, Din = 256, Dout = 8;
     vt_tensor *big[3] = {input(r, -3, 3, 2, M, Din, 0, 0), input(r, -0.5f, 0.5f, 2, Dout, Din, 0, 0),
                          input(r, -1, 1, 1, Dout, 0, 0, 0)};
-    float *dy = vt_arena_alloc(&store, (size_t)M * Dout * sizeof(float));
-    for (int e = 0; e < M * Dout; e++) dy[e] = 1.0f;
-    size_t fused_used, pair_used;
-    run_and_copy(f_gelu_linear, big, dy, fused, &fused_used);
-    run_and_copy(f_gelu_then_linear, big, dy, pair, &pair_used);
-    size_t rows = (size_t)M * Din * sizeof(float);
-    size_t allowed = (size_t)2 * M * Dout * sizeof(float) + (size_t)VT_OPS_MAX_CHUNKS * Dout * sizeof(float) + 1024;
-    CHECK(fused_used <= allowed && pair_used >= fused_used + 2 * rows,
-          "gelu_linear arena use with grad %zu bytes (allowed %zu), gelu then linear %zu (M x Din is %zu)",
-          fused_used, allowed, pair_used, rows);
-    begin_step(0);
-    vt_tensor *yo[1];
-    f_gelu_linear(&tape, big, NULL, yo);
-    CHECK(arena.total_used <= (size_t)M * Dout * sizeof(float) + 512 && tape.n == 0 && yo[0]->grad == NULL,
-          "gelu_linear without grad: arena use %zu bytes, %d entries recorded", arena.total_used, tape.n);
+    check_fused_memory("gelu_linear", f_gelu_linear, f_gelu_then_linear, big, 3, M, Din,
+                       (size_t)VT_OPS_MAX_CHUNKS * Dout, 0, fused, pair);
+}
+
+static void test_layernorm_linear(vt_rng *r) {
+    vt_tensor *in[5] = {input(r, -2, 2, 3, 2, 5, 6, 0), input(r, 0.5f, 1.5f, 1, 6, 0, 0, 0),
+                        input(r, -1, 1, 1, 6, 0, 0, 0), input(r, -1, 1, 2, 4, 6, 0, 0),
+                        input(r, -1, 1, 1, 4, 0, 0, 0)};
+    vt_tensor *y = fwd1(f_layernorm_linear, in, NULL);
+    double ref[40];
+    for (int m = 0; m < 10; m++) {
+        const float *x = in[0]->data + m * 6;
+        double mean = 0, var = 0, h[6];
+        for (int i = 0; i < 6; i++) mean += x[i];
+        mean /= 6;
+        for (int i = 0; i < 6; i++) var += (x[i] - mean) * (x[i] - mean);
+        var /= 6;
+        for (int i = 0; i < 6; i++) h[i] = (x[i] - mean) / sqrt(var + 1e-5) * in[1]->data[i] + in[2]->data[i];
+        for (int o = 0; o < 4; o++) {
+            double acc = in[4]->data[o];
+            for (int i = 0; i < 6; i++) acc += h[i] * in[3]->data[o * 6 + i];
+            ref[m * 4 + o] = acc;
+        }
+    }
+    CHECK(y->ndim == 3 && y->shape[0] == 2 && y->shape[1] == 5 && y->shape[2] == 4, "layernorm_linear output shape");
+    CHECK_ARRAY_CLOSE(y->data, ref, 40, REF_ATOL, REF_RTOL, "layernorm_linear forward vs formula");
+    grad_check("layernorm_linear", f_layernorm_linear, in, 5, NULL);
+    vt_tensor *nobias[5] = {in[0], in[1], in[2], in[3], NULL};
+    grad_check("layernorm_linear no bias", f_layernorm_linear, nobias, 4, NULL);
+
+    /* Output and gradients bit for bit those of layernorm then linear, on ragged shapes
+     * (591 x 384 and 591 x 33 run the row chunks on every thread), with and without bias,
+     * and when only some inputs want a gradient (x only: no recompute; w and b only: no
+     * dh; g and beta without x: the LayerNorm backward without dx). x has a common offset
+     * per row so that the mean matters. */
+    const int Ms[3] = {1, 7, 197 * 3}, Ds[3] = {5, 33, 384}, Douts[3] = {3, 17, 3 * 33};
+    const char *cases[5] = {"all grads", "no bias", "grad of x only", "grads of w, b only", "grads of g, beta only"};
+    size_t cap = (size_t)591 * 99 + (size_t)591 * 384 + (size_t)99 * 384 + 99 + 2 * 384;
+    float *fused = vt_arena_alloc(&store, cap * sizeof(float)), *pair = vt_arena_alloc(&store, cap * sizeof(float));
+    for (int mi = 0; mi < 3; mi++)
+        for (int di = 0; di < 3; di++)
+            for (int oi = 0; oi < 3; oi++) {
+                int M = Ms[mi], D = Ds[di], Dout = Douts[oi];
+                vt_tensor *x = input(r, -2, 2, 2, M, D, 0, 0), *g = input(r, 0.5f, 1.5f, 1, D, 0, 0, 0);
+                vt_tensor *beta = input(r, -1, 1, 1, D, 0, 0, 0), *w = input(r, -0.5f, 0.5f, 2, Dout, D, 0, 0);
+                vt_tensor *b = input(r, -1, 1, 1, Dout, 0, 0, 0);
+                for (int m = 0; m < M; m++)
+                    for (int i = 0; i < D; i++) x->data[(size_t)m * D + i] += (float)(m % 5) - 2.0f;
+                float *dy = vt_arena_alloc(&store, (size_t)M * Dout * sizeof(float));
+                for (int e = 0; e < M * Dout; e++) dy[e] = (float)(2.0 * vt_rng_uniform(r) - 1.0);
+                float *gx = x->grad, *gg = g->grad, *gbeta = beta->grad, *gw = w->grad, *gb = b->grad;
+                for (int k = 0; k < 5; k++) {
+                    x->grad = k == 3 || k == 4 ? NULL : gx;
+                    g->grad = k == 2 || k == 3 ? NULL : gg;
+                    beta->grad = k == 2 || k == 3 ? NULL : gbeta;
+                    w->grad = k == 2 || k == 4 ? NULL : gw;
+                    b->grad = k == 2 || k == 4 ? NULL : gb;
+                    vt_tensor *args[5] = {x, g, beta, w, k == 1 ? NULL : b};
+                    char what[96];
+                    snprintf(what, sizeof what, "layernorm_linear M=%d D=%d Dout=%d %s", M, D, Dout, cases[k]);
+                    check_bitwise(what, f_layernorm_linear, f_layernorm_then_linear, args, 5, dy, fused, pair);
+                }
+                x->grad = gx; g->grad = gg; beta->grad = gbeta; w->grad = gw; b->grad = gb;
+            }
+
+    /* No M x D buffer (check_fused_memory): beyond y and its grad only mean and rstd (M
+     * each) and the partial sums of db, dg and dbeta (32 chunks); without gradients y,
+     * mean and rstd. */
+    const int M = 512, D = 64, Dout = 8;
+    vt_tensor *big[5] = {input(r, -2, 2, 2, M, D, 0, 0), input(r, 0.5f, 1.5f, 1, D, 0, 0, 0),
+                         input(r, -1, 1, 1, D, 0, 0, 0), input(r, -0.5f, 0.5f, 2, Dout, D, 0, 0),
+                         input(r, -1, 1, 1, Dout, 0, 0, 0)};
+    check_fused_memory("layernorm_linear", f_layernorm_linear, f_layernorm_then_linear, big, 5, M, D,
+                       (size_t)2 * M + (size_t)VT_OPS_MAX_CHUNKS * (Dout + 2 * D), (size_t)2 * M, fused, pair);
 }
 
 static void test_softmax(vt_rng *r) {
@@ -514,7 +622,7 @@ static void test_attention(vt_rng *r) {
     const int B = 2, H = 2, N = 5, hd = 3;
     vt_tensor *in[3] = {input(r, -1.5f, 1.5f, 4, B, H, N, hd), input(r, -1.5f, 1.5f, 4, B, H, N, hd),
                         input(r, -1, 1, 4, B, H, N, hd)};
-    float p0 = 0.0f;
+    const attn_arg p0 = {0.0f, 1}, p3 = {0.3f, 1}, p0r = {0.0f, 0}, p3r = {0.3f, 0};
     vt_tensor *y = fwd1(f_attention, in, &p0);
     double ref[2 * 2 * 5 * 3];
     double scale = 1.0 / sqrt((double)hd);
@@ -538,13 +646,38 @@ static void test_attention(vt_rng *r) {
     }
     CHECK_ARRAY_CLOSE(y->data, ref, B * H * N * hd, REF_ATOL, REF_RTOL, "attention vs naive softmax(qk^T)v");
     grad_check("attention", f_attention, in, 3, &p0);
-    float p3 = 0.3f;
     grad_check("attention dropout 0.3 (fixed mask)", f_attention, in, 3, &p3);
+    grad_check("attention, recomputing P", f_attention, in, 3, &p0r);
+    grad_check("attention dropout 0.3, recomputing P and mask", f_attention, in, 3, &p3r);
 
-    /* Nothing N x N is kept per (batch, head). Without gradients: the output and one N x N
-     * block per thread. With gradients (forward + backward, with and without dropout): 16
-     * (b, h) blocks take no more than 1 block plus 15 blocks' output and output grad, where
-     * keeping P (and the mask) would add 15 Nb Nb floats (and bytes). */
+    /* Keeping and recomputing give the same bits: output and every gradient, with and
+     * without dropout (same rng seed per step), 2 threads' blocks included (B H = 6). */
+    vt_tensor *qkv[3] = {input(r, -1, 1, 4, 2, 3, 23, 8), input(r, -1, 1, 4, 2, 3, 23, 8), input(r, -1, 1, 4, 2, 3, 23, 8)};
+    const int64_t n = qkv[0]->size;
+    float *res[2];
+    for (int d = 0; d < 2; d++) {
+        for (int keep = 0; keep < 2; keep++) {
+            for (int i = 0; i < 3; i++) memset(qkv[i]->grad, 0, (size_t)n * sizeof(float));
+            begin_step(1);
+            vt_tensor *o[1];
+            const attn_arg a = {d ? 0.3f : 0.0f, keep};
+            f_attention(&tape, qkv, &a, o);
+            for (int64_t e = 0; e < n; e++) o[0]->grad[e] = R[0][e % MAX_OUT_SIZE];
+            vt_tape_replay(&tape);
+            res[keep] = vt_arena_alloc(&store, 4 * (size_t)n * sizeof(float));
+            memcpy(res[keep], o[0]->data, (size_t)n * sizeof(float));
+            for (int i = 0; i < 3; i++) memcpy(res[keep] + (i + 1) * n, qkv[i]->grad, (size_t)n * sizeof(float));
+        }
+        int64_t diff = 0;
+        for (int64_t e = 0; e < 4 * n; e++) diff += memcmp(&res[0][e], &res[1][e], sizeof(float)) != 0;
+        CHECK(diff == 0, "attention dropout %.1f: %lld of %lld floats differ between keeping and recomputing P",
+              d ? 0.3 : 0.0, (long long)diff, (long long)(4 * n));
+    }
+
+    /* Without gradients nothing N x N is kept per (batch, head): the output and one N x N
+     * block per thread. With gradients (forward + backward, with and without dropout),
+     * recomputing: 16 (b, h) blocks take no more than 1 block plus 15 blocks' output and
+     * output grad; keeping adds 15 Nb Nb floats (and bytes with dropout) more. */
     const int Nb = 40;
     vt_tensor *big[3] = {input(r, -1, 1, 4, 2, 2, Nb, 4), input(r, -1, 1, 4, 2, 2, Nb, 4), input(r, -1, 1, 4, 2, 2, Nb, 4)};
     begin_step(0);
@@ -553,8 +686,8 @@ static void test_attention(vt_rng *r) {
     size_t no_grad = arena.total_used;
     size_t allowed = (size_t)4 * Nb * 4 * sizeof(float) + (size_t)omp_get_max_threads() * Nb * Nb * sizeof(float) + 512;
     CHECK(no_grad <= allowed, "attention arena use without grad %zu bytes (allowed %zu)", no_grad, allowed);
-    for (int d = 0; d < 2; d++) {
-        const float *p = d ? &p3 : &p0;
+    for (int d = 0; d < 4; d++) {
+        const attn_arg *p = d == 0 ? &p0r : d == 1 ? &p3r : d == 2 ? &p0 : &p3;
         size_t with_grad[2];
         for (int s = 0; s < 2; s++) {
             int64_t H = s ? 8 : 1, B = s ? 2 : 1;
@@ -566,9 +699,11 @@ static void test_attention(vt_rng *r) {
             with_grad[s] = arena.total_used;
         }
         size_t grow = (size_t)15 * 2 * Nb * 4 * sizeof(float) + 128;
-        CHECK(with_grad[1] <= with_grad[0] + grow,
-              "attention dropout %.1f: forward + backward arena use %zu bytes for 1 (b, h) block, %zu for 16 "
-              "(allowed %zu more)", *p, with_grad[0], with_grad[1], grow);
+        size_t kept = p->keep ? (size_t)15 * Nb * Nb * (sizeof(float) + (p->p > 0)) : 0;
+        CHECK(with_grad[1] <= with_grad[0] + grow + kept && with_grad[1] + 128 >= with_grad[0] + kept,
+              "attention dropout %.1f keep %d: forward + backward arena use %zu bytes for 1 (b, h) block, %zu "
+              "for 16 (allowed %zu more, of them %zu for the kept probabilities)", p->p, p->keep, with_grad[0],
+              with_grad[1], grow + kept, kept);
     }
 }
 
@@ -772,6 +907,7 @@ int main(void) {
     test_layernorm(&r);
     test_gelu(&r);
     test_gelu_linear(&r);
+    test_layernorm_linear(&r);
     test_softmax(&r);
     test_heads(&r);
     test_attention(&r);

@@ -11,17 +11,19 @@
  * in cache. The products of each row block run through the packed GEMM microkernel
  * (vt_k.gemm with the thread's workspace).
  *
- * Memory: the op keeps nothing N x N, with or without gradients. The forward uses one
- * R x N scratch block per thread (and an R x N byte mask with dropout); the backward
- * context holds pointers, the scale and the dropout base seed. The backward recomputes,
- * per (b, h) and row block, the block's P (and mask) with the forward's own calls
- * (attn_probs: the same vt_k.gemm shapes, alpha and workspace sizing, the same
- * softmax_rows call, the same rng streams), so the recomputed P and mask are bitwise
- * those of the forward and the results do not depend on the recomputation. Cost: per row
- * block one more R x N x hd product and softmax (and, with dropout, the mask's draws
- * again), 7 products instead of 6 for forward plus backward, about +1/6 of the op's flops.
- * Backward scratch: two R x N float blocks (P, and dP which first holds Pd) and, with
- * dropout, an R x N byte mask per thread.
+ * Memory, chosen by the caller (keep_probs; vt_attention_keep_probs is the model's rule).
+ * Keeping: with gradients the op keeps P (B H N N floats) and, with dropout, the keep
+ * mask (B H N N bytes) in the arena for backward. Recomputing: it keeps nothing N x N;
+ * the backward recomputes, per (b, h) and row block, the block's P (and mask) with the
+ * forward's own calls (attn_probs: the same vt_k.gemm shapes, alpha and workspace
+ * sizing, the same softmax_rows call, the same rng streams), so the recomputed P and mask
+ * are bitwise those of the forward and both modes give bitwise the same results. Cost:
+ * per row block one more R x N x hd product and softmax (and, with dropout, the mask's
+ * draws again), 7 products instead of 6; the softmax's exp makes it about +20% of the
+ * op's time (bench_train, AVX2). Without gradients nothing N x N is kept either way.
+ * Scratch per thread: forward one R x N block (and an R x N byte mask with dropout when
+ * not keeping), backward two R x N float blocks (P, and dP which first holds Pd) and,
+ * with dropout, an R x N byte mask.
  *
  * Dropout (p = attn_drop, only when t->training and p > 0): one base seed is drawn from
  * t->rng per call, row i of (b, h) draws its keep decisions from the stream
@@ -50,6 +52,8 @@ typedef struct {
     float *dq, *dk, *dv;
     float scale, drop, inv_keep; /* drop: the dropout p, 0 when no dropout */
     uint64_t base;               /* dropout base seed */
+    const float *Pk;             /* kept P (B H N N), NULL: the backward recomputes */
+    const uint8_t *mk;           /* kept mask with dropout, else NULL */
     int BH, H, N, hd;
 } attn_ctx;
 
@@ -57,6 +61,8 @@ typedef struct {
 static size_t out_offset(const attn_ctx *c, int bh, int i) {
     return ((size_t)(bh / c->H) * c->N + (size_t)i) * c->H * c->hd + (size_t)(bh % c->H) * c->hd;
 }
+
+int vt_attention_keep_probs(int N, int hd) { return N <= 4 * hd; }
 
 /* Rows per row block for N tokens. */
 static int attn_rows(int N) {
@@ -97,7 +103,7 @@ static void attn_probs(const attn_ctx *c, int bh, int i0, int r, float *P, uint8
 static void attention_bwd(void *p) {
     attn_ctx *c = p;
     int N = c->N, hd = c->hd, R = attn_rows(N);
-    size_t nh = (size_t)N * hd, rn = (size_t)R * N;
+    size_t nh = (size_t)N * hd, rn = (size_t)R * N, nn = (size_t)N * N;
     int nt = omp_get_max_threads();
     /* Per thread: P and dP (R x N floats each); then, with dropout, nt R x N masks. */
     float *scratch = vt_arena_alloc(c->arena, (size_t)nt * rn * (2 * sizeof(float) + (c->drop > 0.0f)));
@@ -117,16 +123,23 @@ static void attention_bwd(void *p) {
             size_t rnb = (size_t)r * N;
             const float *dout = c->dout + out_offset(c, bh, i0);
             int ld = c->H * hd;
-            attn_probs(c, bh, i0, r, P, mask, work);
+            const float *Pb = P; /* this row block's P and mask: kept, or recomputed */
+            const uint8_t *mb = mask;
+            if (c->Pk) {
+                Pb = c->Pk + bh * nn + (size_t)i0 * N;
+                mb = c->mk ? c->mk + bh * nn + (size_t)i0 * N : NULL;
+            } else {
+                attn_probs(c, bh, i0, r, P, mask, work);
+            }
             if (dv) {
-                if (mask) apply_mask(P, mask, c->inv_keep, dP, rnb);
-                vt_k.gemm(1, 0, N, hd, r, 1.0f, mask ? dP : P, N, dout, ld, 1.0f, dv, hd, work);
+                if (mb) apply_mask(Pb, mb, c->inv_keep, dP, rnb);
+                vt_k.gemm(1, 0, N, hd, r, 1.0f, mb ? dP : Pb, N, dout, ld, 1.0f, dv, hd, work);
             }
             if (!dq && !dk) continue;
             vt_k.gemm(0, 1, r, N, hd, 1.0f, dout, ld, v, hd, 0.0f, dP, N, work);
-            if (mask)
-                for (size_t e = 0; e < rnb; e++) dP[e] = mask[e] ? dP[e] * c->inv_keep : 0.0f;
-            vt_k.softmax_bwd_rows(P, dP, dP, r, N);
+            if (mb)
+                for (size_t e = 0; e < rnb; e++) dP[e] = mb[e] ? dP[e] * c->inv_keep : 0.0f;
+            vt_k.softmax_bwd_rows(Pb, dP, dP, r, N);
             if (dq) vt_k.gemm(0, 0, r, hd, N, c->scale, dP, N, k, hd, 1.0f, dq + (size_t)i0 * hd, hd, work);
             if (dk) vt_k.gemm(1, 0, N, hd, r, c->scale, dP, N, q + (size_t)i0 * hd, hd, 1.0f, dk, hd, work);
         }
@@ -134,7 +147,7 @@ static void attention_bwd(void *p) {
 }
 
 vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
-                           float scale, float attn_drop) {
+                           float scale, float attn_drop, int keep_probs) {
     VT_ASSERT(q->ndim == 4 && vt_same_shape(q, k) && vt_same_shape(q, v),
               "attention: q, k, v must all be (B, H, N, hd)");
     VT_ASSERT(attn_drop >= 0.0f && attn_drop < 1.0f, "attention: dropout %g not in [0, 1)", attn_drop);
@@ -145,11 +158,17 @@ vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
     vt_tensor *out = vt_tape_new(t, g, 3, (const int64_t[]){q->shape[0], N, (int64_t)H * hd});
     int drop = t->training && attn_drop > 0.0f;
     attn_ctx c = {t->arena, q->data, k->data, v->data, out->grad, q->grad, k->grad, v->grad,
-                  scale, drop ? attn_drop : 0.0f, drop ? 1.0f / (1.0f - attn_drop) : 1.0f, 0, BH, H, N, hd};
+                  scale, drop ? attn_drop : 0.0f, drop ? 1.0f / (1.0f - attn_drop) : 1.0f, 0, NULL, NULL,
+                  BH, H, N, hd};
     if (drop) {
         VT_ASSERT(t->rng != NULL, "attention: dropout in training needs t->rng");
         c.base = vt_rng_u64(t->rng);
     }
+    size_t nn = (size_t)N * N;
+    float *Pk = g && keep_probs ? vt_arena_alloc(t->arena, (size_t)BH * nn * sizeof(float)) : NULL;
+    uint8_t *mk = Pk && drop ? vt_arena_alloc(t->arena, (size_t)BH * nn) : NULL;
+    c.Pk = Pk;
+    c.mk = mk;
     int nt = omp_get_max_threads();
     /* Per thread: P, then Pd in place (R x N floats); then, with dropout, nt R x N masks. */
     float *scratch = vt_arena_alloc(t->arena, (size_t)nt * rn * (sizeof(float) + drop));
@@ -159,14 +178,16 @@ vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
     #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < BH; bh++) {
         int tid = omp_get_thread_num();
-        float *P = scratch + (size_t)tid * rn, *work = vt_gemm_workspace(wf);
-        uint8_t *mask = drop ? masks + (size_t)tid * rn : NULL;
+        float *Pd = scratch + (size_t)tid * rn, *work = vt_gemm_workspace(wf);
         for (int i0 = 0; i0 < N; i0 += R) {
             int r = N - i0 < R ? N - i0 : R;
+            /* P (and mask) into the kept arrays, or into the thread's scratch. */
+            float *P = Pk ? Pk + bh * nn + (size_t)i0 * N : Pd;
+            uint8_t *mask = !drop ? NULL : mk ? mk + bh * nn + (size_t)i0 * N : masks + (size_t)tid * rn;
             attn_probs(&c, bh, i0, r, P, mask, work);
-            if (mask) apply_mask(P, mask, c.inv_keep, P, (size_t)r * N);
-            vt_k.gemm(0, 0, r, hd, N, 1.0f, P, N, c.v + bh * nh, hd, 0.0f, od + out_offset(&c, bh, i0), H * hd,
-                      work);
+            if (mask) apply_mask(P, mask, c.inv_keep, Pd, (size_t)r * N);
+            vt_k.gemm(0, 0, r, hd, N, 1.0f, mask ? Pd : P, N, c.v + bh * nh, hd, 0.0f, od + out_offset(&c, bh, i0),
+                      H * hd, work);
         }
     }
     if (g) {

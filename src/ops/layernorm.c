@@ -1,11 +1,10 @@
-/* layernorm.c - vt_op_layernorm over the last dim: x (..., D), g (D), b (D) -> y.
+/* layernorm.c - vt_op_layernorm over the last dim: x (..., D), g (D), b (D) -> y, and its
+ * arithmetic on raw rows (vt_ops_layernorm_*, shared with vt_op_layernorm_linear).
  * y = (x - mean) rstd g + b with the biased variance, rstd = 1/sqrt(var + eps)
- * (vt_k.layernorm_fwd; mean/rstd per row are kept in the arena for backward).
- * Backward (vt_k.layernorm_bwd) runs over fixed row chunks in parallel: dx rows are
- * disjoint, dg/db go to per-chunk partials added in chunk order (deterministic for
- * any thread count). */
-#include <string.h>
-
+ * (vt_k.layernorm_fwd over fixed row chunks in parallel; mean/rstd per row are kept in
+ * the arena for backward). Backward (vt_k.layernorm_bwd) runs over the same chunks:
+ * dx rows are disjoint, dg/db go to per-chunk partials added in chunk order
+ * (deterministic for any thread count). */
 #include "kernels.h"
 #include "ops.h"
 #include "status.h"
@@ -18,19 +17,28 @@ typedef struct {
     int D;
 } ln_ctx;
 
-static void layernorm_bwd(void *p) {
-    ln_ctx *c = p;
-    int D = c->D, nc = vt_ops_nchunks(c->rows);
-    int want_dx = c->dx != NULL;
-    float *dx = want_dx ? c->dx : vt_arena_calloc(c->arena, (size_t)c->rows * D * sizeof(float));
-    float *pg = c->dg ? vt_arena_calloc(c->arena, (size_t)nc * D * sizeof(float)) : NULL;
-    float *pb = c->db ? vt_arena_calloc(c->arena, (size_t)nc * D * sizeof(float)) : NULL;
-    #pragma omp parallel for schedule(static) if (c->rows * D > 16384)
+void vt_ops_layernorm_fwd(const float *x, const float *g, const float *b, float *y, float *mean, float *rstd,
+                          int64_t rows, int D, float eps) {
+    int nc = vt_ops_nchunks(rows);
+    #pragma omp parallel for schedule(static) if (rows * D > 16384)
     for (int k = 0; k < nc; k++) {
-        int64_t r0 = vt_ops_chunk_begin(c->rows, nc, k), r1 = vt_ops_chunk_begin(c->rows, nc, k + 1);
-        vt_k.layernorm_bwd(c->dy + r0 * D, c->x + r0 * D, c->g, c->mean + r0, c->rstd + r0,
-                           dx + r0 * D, pg ? pg + (size_t)k * D : NULL, pb ? pb + (size_t)k * D : NULL,
-                           (int)(r1 - r0), D);
+        int64_t r0 = vt_ops_chunk_begin(rows, nc, k), r1 = vt_ops_chunk_begin(rows, nc, k + 1);
+        vt_k.layernorm_fwd(x + r0 * D, g, b, y + r0 * D, mean + r0, rstd + r0, (int)(r1 - r0), D, eps);
+    }
+}
+
+void vt_ops_layernorm_bwd(vt_arena *arena, const float *x, const float *g, const float *mean,
+                          const float *rstd, const float *dy, float *dx, float *dg, float *db,
+                          int64_t rows, int D) {
+    int nc = vt_ops_nchunks(rows);
+    float *dxs = dx ? dx : vt_arena_calloc(arena, (size_t)rows * D * sizeof(float));
+    float *pg = dg ? vt_arena_calloc(arena, (size_t)nc * D * sizeof(float)) : NULL;
+    float *pb = db ? vt_arena_calloc(arena, (size_t)nc * D * sizeof(float)) : NULL;
+    #pragma omp parallel for schedule(static) if (rows * D > 16384)
+    for (int k = 0; k < nc; k++) {
+        int64_t r0 = vt_ops_chunk_begin(rows, nc, k), r1 = vt_ops_chunk_begin(rows, nc, k + 1);
+        vt_k.layernorm_bwd(dy + r0 * D, x + r0 * D, g, mean + r0, rstd + r0, dxs + r0 * D,
+                           pg ? pg + (size_t)k * D : NULL, pb ? pb + (size_t)k * D : NULL, (int)(r1 - r0), D);
     }
     for (int j = 0; j < D; j++) {
         float sg = 0.0f, sb = 0.0f;
@@ -38,9 +46,14 @@ static void layernorm_bwd(void *p) {
             if (pg) sg += pg[(size_t)k * D + j];
             if (pb) sb += pb[(size_t)k * D + j];
         }
-        if (c->dg) c->dg[j] += sg;
-        if (c->db) c->db[j] += sb;
+        if (dg) dg[j] += sg;
+        if (db) db[j] += sb;
     }
+}
+
+static void layernorm_bwd(void *p) {
+    ln_ctx *c = p;
+    vt_ops_layernorm_bwd(c->arena, c->x, c->g, c->mean, c->rstd, c->dy, c->dx, c->dg, c->db, c->rows, c->D);
 }
 
 vt_tensor *vt_op_layernorm(vt_tape *t, vt_tensor *x, vt_tensor *g, vt_tensor *b, float eps) {
@@ -52,14 +65,7 @@ vt_tensor *vt_op_layernorm(vt_tape *t, vt_tensor *x, vt_tensor *g, vt_tensor *b,
     vt_tensor *y = vt_tape_new(t, gr, x->ndim, x->shape);
     float *mean = vt_arena_alloc(t->arena, (size_t)rows * sizeof(float));
     float *rstd = vt_arena_alloc(t->arena, (size_t)rows * sizeof(float));
-    int nc = vt_ops_nchunks(rows);
-    const float *xd = x->data, *gd = g->data, *bd = b->data;
-    float *yd = y->data;
-    #pragma omp parallel for schedule(static) if (x->size > 16384)
-    for (int k = 0; k < nc; k++) {
-        int64_t r0 = vt_ops_chunk_begin(rows, nc, k), r1 = vt_ops_chunk_begin(rows, nc, k + 1);
-        vt_k.layernorm_fwd(xd + r0 * D, gd, bd, yd + r0 * D, mean + r0, rstd + r0, (int)(r1 - r0), D, eps);
-    }
+    vt_ops_layernorm_fwd(x->data, g->data, b->data, y->data, mean, rstd, rows, D, eps);
     if (gr) {
         ln_ctx *c = vt_tape_ctx(t, sizeof *c);
         *c = (ln_ctx){t->arena, x->data, g->data, mean, rstd, y->grad, x->grad, g->grad, b->grad, rows, D};

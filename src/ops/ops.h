@@ -37,6 +37,17 @@ vt_tensor *vt_op_linear(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b);
  * a gradient buffer of its size, (..., Din) each. */
 vt_tensor *vt_op_gelu_linear(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *b);
 
+/* y = LayerNorm(x; g, beta, eps) W^T + b: the same values as
+ * vt_op_linear(t, vt_op_layernorm(t, x, g, beta, eps), w, b) but h = LayerNorm(x) is not
+ * kept: it lives in the tape scratch (vt_tape_scratch) while the forward runs and is
+ * recomputed there by the backward. x (..., D), g (D), beta (D), w (Dout, D), b (Dout) or
+ * NULL -> y (..., Dout). Output and the gradients of x, g, beta, w, b are bitwise those
+ * of the unfused pair for the same thread count. Memory: y, its gradient and the
+ * per-row mean/rstd; the pair also keeps h and a gradient buffer of its size, (..., D)
+ * each (src/ops/layernorm_linear.c). */
+vt_tensor *vt_op_layernorm_linear(vt_tape *t, vt_tensor *x, vt_tensor *g, vt_tensor *beta, float eps,
+                                  vt_tensor *w, vt_tensor *b);
+
 /* Batched matmul: c[i] = op(a[i]) op(b[i]) for i < Bt. a (Bt, M, K) or (Bt, K, M) when
  * ta; b (Bt, K, N) or (Bt, N, K) when tb. c (Bt, M, N). 3-D inputs. */
 vt_tensor *vt_op_matmul(vt_tape *t, vt_tensor *a, vt_tensor *b, int ta, int tb);
@@ -69,10 +80,15 @@ vt_tensor *vt_op_merge_heads(vt_tape *t, vt_tensor *x);
  * dropout p on the probabilities when t->training (p = 0: none).
  * q, k, v (B, H, N, hd) -> out (B, N, H hd), heads merged as vt_op_merge_heads lays
  * them out (written there directly: no merge copy). scale = 1/sqrt(hd) is the caller's.
- * Keeps nothing N x N for backward: the backward recomputes the probabilities (and the
- * dropout mask) per row block, bitwise those of the forward (src/ops/attention.c). */
+ * keep_probs 1: with gradients the probabilities (B H N N floats, and the dropout mask)
+ * are kept for backward; 0: nothing N x N is kept and the backward recomputes them,
+ * bitwise the same, at about +20% of the op's time (src/ops/attention.c). */
 vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
-                           float scale, float attn_drop);
+                           float scale, float attn_drop, int keep_probs);
+/* The model's rule for keep_probs: keep when N <= 4 hd, i.e. when the probabilities
+ * (H N floats per token) cost at most 4 D per token, no more than the MLP's hidden
+ * activation; longer sequences (785 tokens at hd 64: 12 D per token) recompute. */
+int vt_attention_keep_probs(int N, int hd);
 
 /* Performer (FAVOR+) linear attention (src/ops/performer.c; position-encodings.md
  * section 3). Feature kernel: positive (exp features) or relu. */
@@ -130,7 +146,7 @@ vt_tensor *vt_op_drop_path(vt_tape *t, vt_tensor *x, float p);
 vt_tensor *vt_op_cross_entropy(vt_tape *t, vt_tensor *logits, const int *labels,
                                const float *soft, float smoothing);
 
-/* ---- Shared by the op files (src/ops/common.c, gemm.c, gelu.c, linear.c); not ops. ---- */
+/* ---- Shared by the op files (src/ops/common.c, gemm.c, gelu.c, layernorm.c, linear.c); not ops. ---- */
 
 /* The calling thread's GEMM packing workspace: at least `floats` floats, 64-byte
  * aligned. Thread-local, allocated on first use and grown only when a larger request
@@ -155,6 +171,19 @@ int64_t vt_ops_chunk_begin(int64_t rows, int nchunks, int c);
  * backward): dy == NULL: out = gelu(x) (vt_k.gelu_fwd); else out += dy gelu'(x)
  * (vt_k.gelu_bwd). Elementwise: the result does not depend on the thread count. */
 void vt_ops_gelu(const float *x, const float *dy, float *out, int64_t n);
+
+/* vt_op_layernorm's arithmetic on rows x D, over fixed row chunks in parallel (the
+ * chunking of vt_ops_nchunks). _fwd: y = LayerNorm(x; g, b, eps) per row (vt_k.layernorm_fwd),
+ * writing each row's mean and rstd (rows floats each); per row, so the result does not
+ * depend on the thread count and a second call on the same inputs writes the same bits.
+ * _bwd (vt_k.layernorm_bwd) from dy (rows x D): dx += the input gradient (dx NULL: the
+ * kernel writes it into a zeroed rows x D arena buffer, unused after); dg, db += their
+ * column sums (per-chunk partials from arena, added in chunk order), skipped when NULL. */
+void vt_ops_layernorm_fwd(const float *x, const float *g, const float *b, float *y, float *mean, float *rstd,
+                          int64_t rows, int D, float eps);
+void vt_ops_layernorm_bwd(vt_arena *arena, const float *x, const float *g, const float *mean,
+                          const float *rstd, const float *dy, float *dx, float *dg, float *db,
+                          int64_t rows, int D);
 
 /* vt_op_linear's arithmetic on M rows. _shape: asserts x (..., Din), w (Dout, Din),
  * b (Dout) or NULL (messages start with op), writes y's shape (x's, last dim Dout) and
