@@ -18,6 +18,7 @@ void vt_tape_init(vt_tape *t, vt_arena *arena) {
     t->scratch_floats = 0;
     t->scopes_enabled = 1;
     t->in_scope = 0;
+    t->fwd_scope = 0;
     t->region = NULL;
     t->region_cap = t->region_used = t->region_need = t->scope_want = 0;
     t->open_scope = NULL;
@@ -49,6 +50,7 @@ void vt_tape_free(vt_tape *t) {
 void vt_tape_clear(vt_tape *t) {
     t->n = 0;
     t->in_scope = 0;
+    t->fwd_scope = 0;
     free_retired(t);
 }
 
@@ -98,8 +100,13 @@ static void scope_zero_bwd(void *p) {
 }
 
 void vt_tape_scope_begin(vt_tape *t) {
-    if (!t->grad_enabled || !t->scopes_enabled) return;
-    VT_ASSERT(!t->in_scope, "grad scopes do not nest");
+    if (!t->scopes_enabled) return;
+    VT_ASSERT(!t->in_scope && !t->fwd_scope, "scopes do not nest");
+    if (!t->grad_enabled) {
+        t->fwd_mark = vt_arena_get_mark(t->arena);
+        t->fwd_scope = 1;
+        return;
+    }
     if (t->region_need > t->region_cap) { /* an earlier scope overflowed: a bigger region */
         t->retired = vt_xrealloc(t->retired, (size_t)(t->n_retired + 1) * sizeof *t->retired);
         t->retired[t->n_retired++] = t->region; /* earlier scopes of this step still use it */
@@ -120,6 +127,14 @@ void vt_tape_scope_end(vt_tape *t) {
     if (!t->in_scope) return;
     ((scope_ctx *)t->open_scope)->bytes = t->region_used;
     t->in_scope = 0;
+}
+
+vt_tensor *vt_tape_scope_result(vt_tape *t, vt_tensor *y) {
+    if (!t->fwd_scope) return y;
+    t->fwd_scope = 0;
+    vt_tensor h = *y; /* y's header lives in the memory given back */
+    float *data = vt_arena_rewind_keep(t->arena, t->fwd_mark, h.data, (size_t)h.size * sizeof(float));
+    return vt_tensor_wrap(t->arena, data, h.ndim, h.shape);
 }
 
 vt_tensor *vt_tape_new(vt_tape *t, int with_grad, int ndim, const int64_t *shape) {

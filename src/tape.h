@@ -24,6 +24,9 @@
  * block's internal tensors; the block's output is created after its scope ends).
  * Breaking it corrupts gradients silently; tests/test_vit.c compares every parameter
  * gradient with and without scopes (t->scopes_enabled = 0) for each PE kind.
+ * Without gradients (evaluation) a scope frees instead: vt_tape_scope_result moves the
+ * block's output down to where the scope began and gives the arena back everything
+ * the block made, so a no-grad forward holds one block's activations, not all of them.
  * A scope whose grads do not fit takes the rest from the arena; the next scope_begin
  * then replaces the region by one as large as the largest scope so far (the old one
  * is freed at the next vt_tape_clear). So the first step holds one block's grads in
@@ -55,6 +58,8 @@ typedef struct vt_tape {
     size_t scratch_floats;
     int scopes_enabled; /* 1 (default): grad scopes share the region; 0: plain arena */
     int in_scope;
+    int fwd_scope;              /* a no-grad scope is open since fwd_mark */
+    vt_arena_mark fwd_mark;
     unsigned char *region;      /* grad region, all zero outside a scope's backward */
     size_t region_cap, region_used;
     size_t region_need, scope_want; /* bytes the largest scope asked for / the open one */
@@ -68,10 +73,14 @@ void vt_tape_free(vt_tape *t);
 /* Forget all entries (call with vt_arena_reset at the start of a step). */
 void vt_tape_clear(vt_tape *t);
 void vt_tape_record(vt_tape *t, const char *name, vt_backward_fn fn, void *ctx);
-/* Open / close a grad scope (see above). No-ops when gradients are disabled or
- * scopes_enabled is 0. Scopes do not nest. */
+/* Open / close a scope (see above). No-ops when scopes_enabled is 0. Scopes do not
+ * nest. */
 void vt_tape_scope_begin(vt_tape *t);
 void vt_tape_scope_end(vt_tape *t);
+/* The scope's result y, created after scope_end: with gradients y itself; without, y
+ * moved to where the scope began with every later allocation given back
+ * (vt_arena_rewind_keep). Every tensor the scope made is invalid after it. */
+vt_tensor *vt_tape_scope_result(vt_tape *t, vt_tensor *y);
 /* Context storage for a backward: arena memory that lives until the next reset. */
 void *vt_tape_ctx(vt_tape *t, size_t bytes);
 /* A tape-owned float buffer of at least `floats` floats, 64-byte aligned, contents

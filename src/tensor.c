@@ -68,6 +68,41 @@ void *vt_arena_calloc(vt_arena *a, size_t bytes) {
     return p;
 }
 
+vt_arena_mark vt_arena_get_mark(const vt_arena *a) {
+    return (vt_arena_mark){a->head, a->head->used, a->total_used};
+}
+
+void *vt_arena_rewind_keep(vt_arena *a, vt_arena_mark m, const void *keep, size_t bytes) {
+    if (a->total_used > a->high_water) a->high_water = a->total_used;
+    size_t need = (bytes + 63) / 64 * 64;
+    if (a->head == m.block) { /* in place: keep lies above the mark, move it down */
+        a->head->used = m.used;
+        a->total_used = m.total_used;
+        void *p = vt_arena_alloc(a, bytes);
+        memmove(p, keep, bytes);
+        return p;
+    }
+    /* Blocks were chained since the mark: one new block, twice as large as everything
+     * the span used (pages never touched cost no memory), takes `keep`, the chained
+     * blocks are freed, so the next spans of that size fit in place. */
+    vt_arena_block *nb = block_new(2 * (a->total_used - m.total_used + need));
+    memcpy(nb->base, keep, bytes);
+    nb->used = need;
+    vt_arena_block *b = a->head;
+    while (b != m.block) {
+        VT_ASSERT(b != NULL, "arena rewind: the mark is not of this arena's blocks");
+        vt_arena_block *n = b->next;
+        free(b->base);
+        free(b);
+        b = n;
+    }
+    b->used = m.used;
+    nb->next = b;
+    a->head = nb;
+    a->total_used = m.total_used + need;
+    return nb->base;
+}
+
 int64_t vt_shape_size(int ndim, const int64_t *shape) {
     int64_t n = 1;
     for (int i = 0; i < ndim; i++) n *= shape[i];

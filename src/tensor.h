@@ -46,6 +46,17 @@ void vt_arena_reset(vt_arena *a);
 void *vt_arena_alloc(vt_arena *a, size_t bytes);
 /* Same, zero-filled. */
 void *vt_arena_calloc(vt_arena *a, size_t bytes);
+/* A position in the arena (valid until the next reset), and a rewind to it that keeps
+ * one thing: every allocation made since the mark is given back but `bytes` bytes
+ * copied from `keep` (itself allocated since the mark), returned at their new place.
+ * Blocks chained since the mark are freed and replaced by one block twice as large as
+ * the span used, so later spans of that size fit without chaining. */
+typedef struct {
+    const vt_arena_block *block;
+    size_t used, total_used;
+} vt_arena_mark;
+vt_arena_mark vt_arena_get_mark(const vt_arena *a);
+void *vt_arena_rewind_keep(vt_arena *a, vt_arena_mark m, const void *keep, size_t bytes);
 
 /* Shape helpers. vt_shape(ndim, d0, d1, ...) fills a tensor header (no storage). */
 vt_tensor vt_shape(int ndim, ...);

@@ -276,8 +276,9 @@ void vt_vit_free(vt_vit *m) {
 }
 
 /* One pre-norm block (see the file header). Everything but the block's output is
- * created inside a grad scope (tape.h): those gradients live only during this block's
- * backward and share one region with every other block's. */
+ * created inside a scope (tape.h): with gradients, those gradients live only during
+ * this block's backward and share one region with every other block's; without, the
+ * block's intermediate activations are given back once its output is computed. */
 static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     const vt_model_config *mc = &m->cfg.model;
     block_params b;
@@ -319,7 +320,7 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     if (b.ls2) h = vt_op_mul_channels(t, h, b.ls2);
     h = vt_op_drop_path(t, h, dpr);
     vt_tape_scope_end(t);
-    return vt_op_add(t, x, h);
+    return vt_tape_scope_result(t, vt_op_add(t, x, h));
 }
 
 vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {

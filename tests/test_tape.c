@@ -1,12 +1,13 @@
 /* test_tape.c - the tape end to end: composite forwards gradient-checked through
  * vt_tape_backward, accumulation into tensors used twice, evaluation mode recording
- * nothing, arena reuse after reset, and bitwise-reproducible steps.
+ * nothing, arena reuse after reset, the arena's rewind (in place and across chained
+ * blocks), and bitwise-reproducible steps.
  *
  * Models:
  *  - "mlp" (the residual fan-out composite): x -> layernorm -> linear -> gelu -> linear
  *    -> add(x, .) -> mean_tokens -> linear -> cross_entropy, x (2, 5, 6) trainable.
  *  - "vit": a one-block ViT: patch_embed (8 x 12 image, P = 4) -> cat_cls -> add pos
- *    (1, N, D) -> layernorm -> linear qkv -> split_heads -> attention -> merge_heads ->
+ *    (1, N, D) -> layernorm -> linear qkv -> split_heads -> attention (heads merged) ->
  *    linear -> mul_channels -> drop_path -> add residual -> layernorm -> select_token ->
  *    dropout -> linear head -> cross_entropy (smoothing 0.1).
  * Gradient check: central differences with h = 1e-2 on every parameter element (and
@@ -270,8 +271,52 @@ static void test_reuse_and_determinism(model *m, model_fwd f, const char *name) 
     CHECK(diff == 0, "%s: %d parameter grads differ bitwise between identical steps", name, diff);
 }
 
+/* vt_arena_rewind_keep: everything since the mark given back but one buffer, moved. */
+static void test_rewind_keep(void) {
+    vt_arena a;
+    vt_arena_init(&a, 1 << 16);
+    (void)vt_arena_alloc(&a, 1000);
+    vt_arena_mark m = vt_arena_get_mark(&a);
+    unsigned char *at_mark = a.head->base + a.head->used;
+    (void)vt_arena_alloc(&a, 3000);
+    float *keep = vt_arena_alloc(&a, 100 * sizeof(float));
+    for (int i = 0; i < 100; i++) keep[i] = (float)i;
+    float *moved = vt_arena_rewind_keep(&a, m, keep, 100 * sizeof(float));
+    int same = 1;
+    for (int i = 0; i < 100; i++) same &= moved[i] == (float)i;
+    CHECK((unsigned char *)moved == at_mark && same && a.total_used == m.total_used + 448,
+          "in place: kept buffer at the mark (%d), contents (%d), %zu bytes in use", (unsigned char *)moved == at_mark,
+          same, a.total_used);
+
+    /* A span that chains blocks: they are freed, one block holds the kept buffer, and
+     * the same span again fits in it without chaining. */
+    vt_arena_free(&a);
+    vt_arena_init(&a, 4096);
+    (void)vt_arena_alloc(&a, 1000);
+    for (int round = 0; round < 2; round++) {
+        m = vt_arena_get_mark(&a);
+        vt_arena_block *head = a.head;
+        float *k = NULL;
+        for (int j = 0; j < 10; j++) {
+            k = vt_arena_alloc(&a, 4000 * sizeof(float));
+            for (int i = 0; i < 4000; i++) k[i] = (float)(j * 4000 + i);
+        }
+        int chained = a.head != head;
+        moved = vt_arena_rewind_keep(&a, m, k, 4000 * sizeof(float));
+        same = 1;
+        for (int i = 0; i < 4000; i++) same &= moved[i] == (float)(36000 + i);
+        int blocks = 0;
+        for (vt_arena_block *b = a.head; b; b = b->next) blocks++;
+        CHECK(same && chained == (round == 0) && a.total_used == m.total_used + 16000,
+              "round %d: contents (%d), chained %d, %zu bytes in use", round, same, chained, a.total_used);
+        CHECK(blocks == 2, "round %d: %d blocks after the rewind (the first and the kept one)", round, blocks);
+    }
+    vt_arena_free(&a);
+}
+
 int main(void) {
     if (tape_fixture_init() != 0) return 1;
+    test_rewind_keep();
     tape.training = 1;
     vt_rng r;
     vt_rng_seed(&r, 2024);

@@ -4,7 +4,8 @@
  * the APE slot (bicubic resampling against hand-computed Keys values and torch's
  * output, sincos table against its formula), checkpoint save/load (bitwise round
  * trip, resampled pos_embed, errors naming the tensor) and the blocks' grad scopes
- * (tape.h): every gradient bitwise equal with and without them, for every PE kind. */
+ * (tape.h): every gradient, and without gradients every logit, bitwise equal with and
+ * without them, for every PE kind. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -397,6 +398,33 @@ static size_t two_steps(vt_vit *m, int scopes, float *g, double *loss, size_t *r
     return used;
 }
 
+/* Two no-grad forwards (batches of 3 and 5 images) on one tape: logits of the second
+ * into out (5 x 5), returns the arena bytes its forward used. */
+static size_t eval_two_batches(vt_vit *m, int scopes, float *out) {
+    vt_arena a;
+    vt_arena_init(&a, 1 << 12);
+    vt_tape t;
+    vt_tape_init(&t, &a);
+    t.scopes_enabled = scopes;
+    t.grad_enabled = 0;
+    t.training = 0;
+    float img[5 * 3 * 64];
+    size_t used = 0;
+    for (int step = 0; step < 2; step++) {
+        vt_arena_reset(&a);
+        vt_tape_clear(&t);
+        int B = step ? 5 : 3;
+        fill_images(img, (int64_t)B * 3 * 64, 60 + (uint64_t)step);
+        vt_tensor *x = vt_tensor_wrap(&a, img, 4, (const int64_t[]){B, 3, 8, 8});
+        vt_tensor *y = vt_vit_forward(m, &t, x);
+        if (step) memcpy(out, y->data, (size_t)y->size * sizeof(float));
+        used = a.total_used;
+    }
+    vt_tape_free(&t);
+    vt_arena_free(&a);
+    return used;
+}
+
 static void test_grad_scopes(void) {
     const char *sets[] = {
         "pe.kind=none",
@@ -435,6 +463,14 @@ static void test_grad_scopes(void) {
         CHECK(region > 0 && no_region == 0 && used_plain >= used_scoped + 2 * (region - 64),
               "'%s': the blocks' grads leave the arena (step 2 used %zu vs %zu bytes, region %zu)", all,
               used_scoped, used_plain, region);
+        /* Without gradients the scopes give each block's intermediates back: the same
+         * logits, bit for bit, from at most 3/4 of the arena (what stays: the image, the
+         * embedding, one block's intermediates, the PE's tables, the head). */
+        float es[25], ep[25];
+        size_t eval_scoped = eval_two_batches(&m, 1, es), eval_plain = eval_two_batches(&m, 0, ep);
+        CHECK(memcmp(es, ep, sizeof es) == 0, "'%s': eval logits differ with scopes", all);
+        CHECK(4 * eval_scoped < 3 * eval_plain, "'%s': eval forward used %zu arena bytes with scopes, %zu without",
+              all, eval_scoped, eval_plain);
         free(gs);
         free(gp);
         vt_vit_free(&m);
