@@ -150,8 +150,11 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
     if (vt_config_validate(&cfg) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
     vt_vit m;
     if (vt_vit_init(&m, &cfg, 1) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
-    vt_optim opt;
-    if (vt_optim_init(&opt, &cfg.optim, m.n_params) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
+    vt_optim opt; /* training rows only: an inference row's RSS holds no AdamW moments */
+    if (mc->train && vt_optim_init(&opt, &cfg.optim, m.n_params) != VT_OK) {
+        fprintf(stderr, "%s\n", vt_last_error());
+        return 1;
+    }
     int B = quick ? (mc->batch / 8 > 0 ? mc->batch / 8 : 1) : mc->batch;
     int C = m.in_chans, S = mc->img;
     size_t ni = (size_t)B * C * S * S;
@@ -208,7 +211,7 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
     fflush(stdout);
     vt_tape_free(&tape);
     vt_arena_free(&arena);
-    vt_optim_free(&opt);
+    if (mc->train) vt_optim_free(&opt);
     vt_vit_free(&m);
     free(img);
     free(labels);
