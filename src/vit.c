@@ -41,6 +41,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "checkpoint.h"
@@ -212,14 +213,15 @@ vt_status vt_vit_init(vt_vit *m, const vt_config *cfg, uint64_t seed) {
     m->n_params = l.total;
     size_t bytes = (size_t)l.total * sizeof(float);
     m->params = vt_aligned_alloc(bytes);
-    m->grads = vt_aligned_alloc(bytes);
+    /* calloc: zero without touching the pages (large blocks are fresh mappings), so a
+     * model that only evaluates keeps no gradient memory resident. */
+    m->grads = calloc((size_t)l.total, sizeof(float));
     if (!m->params || !m->grads) {
         free(l.init);
         vt_vit_free(m);
         return vt_fail(VT_ERR_RUNTIME, "out of memory: model parameters and gradients need 2 x %zu bytes",
                        bytes);
     }
-    memset(m->grads, 0, bytes);
     for (int i = 0; i < m->n_p; i++) {
         m->p[i].t.data = m->params + m->p[i].offset;
         m->p[i].t.grad = m->grads + m->p[i].offset;
