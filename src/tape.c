@@ -17,7 +17,6 @@ void vt_tape_init(vt_tape *t, vt_arena *arena) {
     t->scratch = NULL;
     t->scratch_floats = 0;
     t->scopes_enabled = 1;
-    t->in_scope = 0;
     t->fwd_scope = 0;
     t->region = NULL;
     t->region_cap = t->region_used = t->region_need = t->scope_want = 0;
@@ -49,7 +48,7 @@ void vt_tape_free(vt_tape *t) {
 
 void vt_tape_clear(vt_tape *t) {
     t->n = 0;
-    t->in_scope = 0;
+    t->open_scope = NULL;
     t->fwd_scope = 0;
     free_retired(t);
 }
@@ -83,7 +82,7 @@ int vt_tape_wants_grad(const vt_tape *t, const vt_tensor *a, const vt_tensor *b,
     return (a && a->grad) || (b && b->grad) || (c && c->grad);
 }
 
-typedef struct {
+typedef struct vt_scope_ctx {
     unsigned char *region;
     size_t bytes; /* filled in by vt_tape_scope_end */
 } scope_ctx;
@@ -101,7 +100,7 @@ static void scope_zero_bwd(void *p) {
 
 void vt_tape_scope_begin(vt_tape *t) {
     if (!t->scopes_enabled) return;
-    VT_ASSERT(!t->in_scope && !t->fwd_scope, "scopes do not nest");
+    VT_ASSERT(!t->open_scope && !t->fwd_scope, "scopes do not nest");
     if (!t->grad_enabled) {
         t->fwd_mark = vt_arena_get_mark(t->arena);
         t->fwd_scope = 1;
@@ -120,13 +119,12 @@ void vt_tape_scope_begin(vt_tape *t) {
     vt_tape_record(t, "grad_scope", scope_zero_bwd, c);
     t->open_scope = c;
     t->region_used = t->scope_want = 0;
-    t->in_scope = 1;
 }
 
 void vt_tape_scope_end(vt_tape *t) {
-    if (!t->in_scope) return;
-    ((scope_ctx *)t->open_scope)->bytes = t->region_used;
-    t->in_scope = 0;
+    if (!t->open_scope) return;
+    t->open_scope->bytes = t->region_used;
+    t->open_scope = NULL;
 }
 
 vt_tensor *vt_tape_scope_result(vt_tape *t, vt_tensor *y) {
@@ -138,7 +136,7 @@ vt_tensor *vt_tape_scope_result(vt_tape *t, vt_tensor *y) {
 }
 
 vt_tensor *vt_tape_new(vt_tape *t, int with_grad, int ndim, const int64_t *shape) {
-    if (!with_grad || !t->in_scope) return vt_tensor_new(t->arena, with_grad, ndim, shape);
+    if (!with_grad || !t->open_scope) return vt_tensor_new(t->arena, with_grad, ndim, shape);
     vt_tensor *x = vt_tensor_new(t->arena, 0, ndim, shape);
     size_t bytes = ((size_t)x->size * sizeof(float) + 63) / 64 * 64;
     t->scope_want += bytes;
@@ -153,7 +151,7 @@ vt_tensor *vt_tape_new(vt_tape *t, int with_grad, int ndim, const int64_t *shape
 }
 
 void vt_tape_replay(vt_tape *t) {
-    VT_ASSERT(!t->in_scope, "backward with a grad scope still open");
+    VT_ASSERT(!t->open_scope, "backward with a grad scope still open");
     for (int i = t->n - 1; i >= 0; i--) t->entries[i].fn(t->entries[i].ctx);
 }
 

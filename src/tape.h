@@ -57,13 +57,12 @@ typedef struct vt_tape {
     float *scratch;     /* vt_tape_scratch's buffer (not from the arena) */
     size_t scratch_floats;
     int scopes_enabled; /* 1 (default): grad scopes share the region; 0: plain arena */
-    int in_scope;
     int fwd_scope;              /* a no-grad scope is open since fwd_mark */
     vt_arena_mark fwd_mark;
     unsigned char *region;      /* grad region, all zero outside a scope's backward */
     size_t region_cap, region_used;
     size_t region_need, scope_want; /* bytes the largest scope asked for / the open one */
-    void *open_scope;           /* the open scope's zeroing entry context */
+    struct vt_scope_ctx *open_scope; /* the open grad scope's zeroing entry, or NULL */
     void **retired;             /* regions replaced this step, freed at the next clear */
     int n_retired;
 } vt_tape;
