@@ -22,7 +22,6 @@
 #include "config.h"
 #include "eval.h"
 #include "kernels.h"
-#include "ops/ops.h"
 #include "status.h"
 #include "train.h"
 #include "vit.h"
@@ -353,36 +352,6 @@ static int cmd_eval(const cli_args *a) {
     return st == VT_OK ? 0 : fail_exit(st);
 }
 
-/* Training memory per image in floats (analytic estimate), as the model keeps it:
- * activations kept for backward, per block the outputs of qkv (3), the split q/k/v (3),
- * attention (written merged; Performer's output and its merge copy: 2), proj, residual,
- * fc2 and the block output = 11 N D (12 with Performer; norm1 and norm2 are fused into
- * qkv and fc1, vt_op_layernorm_linear, and not kept), fc1 (N Dh; with MLP dropout
- * active also gelu's, 2 N Dh) and the attention state: softmax keeps the probabilities
- * H N N (and with attention dropout a byte mask, H N N / 4 in floats) when
- * vt_attention_keep_probs says so, else nothing N x N; Performer keeps phi(Q) and phi(K),
- * (H, N, m) each. Plus patch embedding, CLS concat and position add (3 N D) and the
- * image. Gradient buffers: a block's internal ones live only during its backward (grad
- * scopes, tape.h), so one block's worth (the block's activations but its output and the
- * attention state) plus the block outputs (L N D) and the first 3 N D. The dataset and
- * the evaluation buffers are not included. Checked against bench_train's steady-state
- * arena_mb + grad_region_mb: ViT-Ti/4 at 32, batch 16 (VT_BENCH_QUICK=1), 171.0 MiB
- * estimated vs 165.6 + 10.7 = 176.3 MiB used (the rest: backward partial sums, per-row
- * statistics). */
-static double activation_floats(const vt_config *c, int S, double *grad_floats) {
-    double P = c->model.patch_size, D = c->model.width, H = c->model.heads;
-    double N = 1.0 + (S / P) * (S / P), Dh = c->model.mlp_ratio * D;
-    int performer = c->model.attention == VT_ATTN_PERFORMER;
-    double attn = performer ? 2.0 * H * N * c->performer.features
-                  : vt_attention_keep_probs((int)N, (int)(D / H)) ? H * N * N * (c->model.attn_drop_rate > 0 ? 1.25 : 1.0)
-                  : 0.0;
-    double mlp = (c->model.drop_rate > 0 ? 2.0 : 1.0) * N * Dh;
-    double per_nd = performer ? 12.0 : 11.0;
-    double per_block = per_nd * N * D + mlp + attn;
-    *grad_floats = (per_nd - 1.0) * N * D + mlp + c->model.depth * N * D + 3.0 * N * D;
-    return c->model.depth * per_block + 3.0 * N * D + (double)c->model.in_chans * S * S;
-}
-
 static int cmd_info(const cli_args *a) {
     vt_config cfg;
     int rc = load_config(&cfg, a);
@@ -401,7 +370,7 @@ static int cmd_info(const cli_args *a) {
     double step_flops = 3.0 * fwd * (double)gb;
     double pbytes = 4.0 * (double)m.n_params;
     double state_bytes = 4.0 * pbytes; /* params + grads + 2 moments */
-    double grad_floats, act_floats = activation_floats(&cfg, S, &grad_floats);
+    double grad_floats, act_floats = vt_vit_activation_floats(&m, S, &grad_floats);
     double act_bytes = 4.0 * (act_floats + grad_floats) * cfg.train.batch_size;
     double total = state_bytes + act_bytes;
     printf("model: width %d, depth %d, heads %d, patch %d, image %dx%d, %d classes, pe %s\n",

@@ -362,6 +362,36 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {
     return vt_op_linear(t, feat, &m->p[fi + 2].t, &m->p[fi + 3].t);
 }
 
+/* Training memory per image in floats (analytic estimate), as block_forward keeps it:
+ * activations kept for backward, per block the outputs of qkv (3), the split q/k/v (3),
+ * attention (written merged; Performer's output and its merge copy: 2), proj, residual,
+ * fc2 and the block output = 11 N D (12 with Performer; norm1 and norm2 are fused into
+ * qkv and fc1, vt_op_layernorm_linear, and not kept), fc1 (N Dh; with MLP dropout
+ * active also gelu's, 2 N Dh) and the attention state: softmax keeps the probabilities
+ * H N N (and with attention dropout a byte mask, H N N / 4 in floats) when
+ * vt_attention_keep_probs says so, else nothing N x N; Performer keeps phi(Q) and phi(K),
+ * (H, N, m) each. Plus patch embedding, CLS concat and position add (3 N D) and the
+ * image. Gradient buffers: a block's internal ones live only during its backward (grad
+ * scopes, tape.h), so one block's worth (the block's activations but its output and the
+ * attention state) plus the block outputs (L N D) and the first 3 N D. The dataset and
+ * the evaluation buffers are not included. Checked against bench_train's steady-state
+ * arena_mb + grad_region_mb: ViT-Ti/4 at 32, batch 16 (VT_BENCH_QUICK=1), 171.0 MiB
+ * estimated vs 165.6 + 10.7 = 176.3 MiB used (the rest: backward partial sums, per-row
+ * statistics). */
+double vt_vit_activation_floats(const vt_vit *m, int S, double *grad_floats) {
+    const vt_model_config *mc = &m->cfg.model;
+    double N = 1.0 + (double)(S / m->P) * (S / m->P), D = m->D, H = m->H;
+    int performer = m->performer_w != NULL;
+    double attn = performer ? 2.0 * H * N * m->performer_m
+                  : vt_attention_keep_probs((int)N, m->hd) ? H * N * N * (mc->attn_drop_rate > 0 ? 1.25 : 1.0)
+                  : 0.0;
+    double mlp = (mc->drop_rate > 0 ? 2.0 : 1.0) * N * m->mlp_hidden;
+    double per_nd = performer ? 12.0 : 11.0;
+    double per_block = per_nd * N * D + mlp + attn;
+    *grad_floats = (per_nd - 1.0) * N * D + mlp + m->L * N * D + 3.0 * N * D;
+    return m->L * per_block + 3.0 * N * D + (double)m->in_chans * S * S;
+}
+
 double vt_vit_flops(const vt_vit *m, int S) {
     double D = m->D, Np = (double)(S / m->P) * (S / m->P), N = Np + 1;
     double f = 2.0 * Np * D * m->embed_chans * m->P * m->P;       /* patch embedding */

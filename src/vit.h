@@ -68,6 +68,10 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images);
 /* Forward FLOPs per image at image size S (multiply-add = 2 FLOPs; GEMMs and attention
  * products only). Training step FLOPs are taken as 3x this. */
 double vt_vit_flops(const vt_vit *m, int S);
+/* Training memory per image at image size S, in floats (analytic, vit.c): the
+ * activations kept for backward (returned) and the gradient buffers alive at once
+ * (*grad_floats). For `vitrain info`. */
+double vt_vit_activation_floats(const vt_vit *m, int S, double *grad_floats);
 
 /* Performer feature redraw hook, called by the training loop before optimizer step
  * `step` (0-based) runs: when performer.redraw_every = R > 0, step > 0 and R | step, the
