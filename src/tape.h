@@ -29,9 +29,9 @@
  * the block made, so a no-grad forward holds one block's activations, not all of them.
  * A scope whose grads do not fit takes the rest from the arena; the next scope_begin
  * then replaces the region by one as large as the largest scope so far (the old one
- * is freed at the next vt_tape_clear). So the first step holds one block's grads in
- * the arena and two regions at most, every later step only the region, and after the
- * first step no allocation happens.
+ * is freed at the next vt_tape_clear). So the first step also holds the grads that
+ * overflowed (block 0's, and more where a later block is larger: drop-path) and the
+ * regions it replaced; every later step only the region, with no allocation.
  */
 #ifndef VT_TAPE_H
 #define VT_TAPE_H

@@ -170,7 +170,9 @@ vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
     c.Pk = Pk;
     c.mk = mk;
     int nt = omp_get_max_threads();
-    /* Per thread: P, then Pd in place (R x N floats); then, with dropout, nt R x N masks. */
+    /* Per thread one R x N float block: P when not keeping, Pd (dropout applied) over it
+     * or, when keeping, beside the kept P; then, with dropout, nt R x N masks (used when
+     * not keeping). */
     float *scratch = vt_arena_alloc(t->arena, (size_t)nt * rn * (sizeof(float) + drop));
     uint8_t *masks = (uint8_t *)(scratch + (size_t)nt * rn);
     size_t wf = attn_work_floats(N, hd);
