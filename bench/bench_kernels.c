@@ -1,60 +1,41 @@
-/* bench_kernels.c - kernel benchmarks (`make bench`). Not a test: prints figures only.
+/* bench_kernels.c - GEMM benchmark (`make bench`). Not a test: prints figures only.
  *
- * stdout: one JSON object per line, one per measurement; stderr: a readable table.
- *  (a) fma_peak: single-thread FMA throughput of this machine, measured with 16
- *      independent AVX-512 FMA chains (and 12 AVX2 chains for the avx2 level), so it
- *      is bound by the FMA pipes, not by latency.
- *  (b) gemm: single-thread vt gemm GFLOP/s (2 M N K / time, best of a few runs) and %
- *      of the measured AVX-512 peak (of the AVX2 peak on a CPU without AVX-512), for
- *      the ViT-Ti/S/B linear layers (qkv, proj, fc1, fc2) in
- *      the three training products: fwd Y = X W^T (ta 0, tb 1), dX = dY W (0, 0),
- *      dW = dY^T X (1, 0); tokens x batch: Ti 65 x 128, S 197 x 64, B 197 x 32; at
- *      each SIMD level this CPU has (the scalar reference is too slow for these sizes).
- * Usage: bench_kernels [substring]  - only the gemm rows whose "model/layer/pass" name
- * contains the substring (e.g. "vit_ti", "fc1/fwd"). The peak is always measured.
- * Times are this thread's CPU time (CLOCK_THREAD_CPUTIME_ID), so time slices lost to
- * other processes do not count; "gflops_wall" is the same from wall-clock time. Cache
- * and memory contention from other processes still lowers the figures: run it on an
- * idle machine for clean numbers.
+ * stdout: one JSON object per line; stderr: a readable table.
+ *  (a) "fma_peak": FMA throughput of this machine on 1 and 2 threads (bench/fma_peak.h:
+ *      16 AVX-512 chains, or 12 AVX2 chains on a CPU without AVX-512).
+ *  (b) "gemm": vitrain's GEMM as the ops run it (vt_gemm: the kernel table's packed GEMM,
+ *      C split over the OpenMP threads) at the CPU's best SIMD level, on 1 and 2 threads,
+ *      for the ViT-Ti/S/B linear layers (qkv, proj, fc1, fc2) in the three training
+ *      products: fwd Y = X W^T (ta 0, tb 1), dX = dY W (0, 0), dW = dY^T X (1, 0); tokens
+ *      x batch: Ti 65 x 128, S 197 x 64, B 197 x 32. GFLOP/s = 2 M N K / wall time, best
+ *      of the rounds; % of the peak of the same thread count.
+ *  (c) "gemm_ref": the same products through the reference libraries that are installed,
+ *      loaded at run time with dlopen (benchmark references only, never linked into
+ *      vitrain): oneDNN's dnnl_sgemm (libdnnl.so.2: Debian libdnnl2) and OpenBLAS's
+ *      cblas_sgemm (libopenblas.so.0: Debian libopenblas0-openmp), each on the same
+ *      thread count, with "ratio" = our GFLOP/s / theirs. A round times every library
+ *      once in turn (ours, oneDNN, OpenBLAS), so load that comes and goes hits all of
+ *      them alike; at least 3 rounds, at most 7. Each library's first result is checked
+ *      against ours (relative Frobenius difference, must be < 1e-4), so a ratio never
+ *      compares different products; a mismatch is an error (exit 1).
+ *  (d) "gemm_summary": per thread count, our lowest and mean % of peak per model and,
+ *      per library, the lowest and geometric-mean ratio and how many shapes we match.
+ *  (e) "gemm" rows of the lower SIMD levels (avx2 on an AVX-512 CPU), 1 thread, ours only.
+ * Usage: bench_kernels [substring]  - only the shapes whose "model/layer/pass" name
+ * contains the substring (e.g. "vit_ti", "fc1/fwd"). The peaks are always measured.
+ * Wall-clock timing: run it on an idle machine for clean numbers; the ratios, from
+ * alternating rounds in one process, are the robust figures.
  */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "fma_peak.h"
 #include "kernels.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* CPU time of this thread: unaffected by time slices lost to other processes. */
-static double cpu_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-#define PEAK_ITERS 20000000L
-
-
-/* GFLOP/s of the best of 5 timed runs of the peak loop. */
-static double measure_peak(int avx512) {
-    double best = 0;
-    volatile float sink = 0;
-    for (int r = 0; r < 5; r++) {
-        double t0 = cpu_now();
-        sink += avx512 ? peak_loop_avx512(PEAK_ITERS / 4) : peak_loop_avx2(PEAK_ITERS / 4);
-        double dt = cpu_now() - t0;
-        double gf = (double)(PEAK_ITERS / 4) * (avx512 ? 512.0 : 192.0) / dt * 1e-9;
-        if (gf > best) best = gf;
-    }
-    (void)sink;
-    return best;
-}
+#include "ops/ops.h"
 
 typedef struct {
     const char *model;
@@ -66,6 +47,114 @@ static const vit_shape models[] = {
     {"vit_s", 197, 64, 384},
     {"vit_b", 197, 32, 768},
 };
+#define N_MODELS (int)(sizeof models / sizeof models[0])
+#define N_SHAPES (N_MODELS * 12)
+#define N_LIBS 3 /* ours, oneDNN, OpenBLAS */
+
+typedef struct {
+    char name[48];
+    int model, ta, tb, M, N, K;
+} gemm_shape;
+
+/* The 12 products (4 layers x 3 passes) of every model, in a fixed order. */
+static int all_shapes(gemm_shape *s) {
+    int n = 0;
+    for (int mi = 0; mi < N_MODELS; mi++) {
+        int rows = models[mi].tokens * models[mi].batch, D = models[mi].D;
+        struct { const char *name; int out, in; } layers[] = {
+            {"qkv", 3 * D, D}, {"proj", D, D}, {"fc1", 4 * D, D}, {"fc2", D, 4 * D}};
+        for (int li = 0; li < 4; li++) {
+            int out = layers[li].out, in = layers[li].in;
+            struct { const char *pass; int ta, tb, M, N, K; } passes[] = {
+                {"fwd", 0, 1, rows, out, in}, /* Y = X W^T */
+                {"dX", 0, 0, rows, in, out},  /* dX = dY W */
+                {"dW", 1, 0, out, in, rows}}; /* dW = dY^T X */
+            for (int pi = 0; pi < 3; pi++, n++) {
+                snprintf(s[n].name, sizeof s[n].name, "%s/%s/%s", models[mi].model, layers[li].name,
+                         passes[pi].pass);
+                s[n].model = mi;
+                s[n].ta = passes[pi].ta;
+                s[n].tb = passes[pi].tb;
+                s[n].M = passes[pi].M;
+                s[n].N = passes[pi].N;
+                s[n].K = passes[pi].K;
+            }
+        }
+    }
+    return n;
+}
+
+/* ---- reference libraries, resolved at run time ---- */
+
+typedef int (*dnnl_sgemm_fn)(char, char, int64_t, int64_t, int64_t, float, const float *, int64_t,
+                             const float *, int64_t, float, float *, int64_t);
+typedef struct { int major, minor, patch; } dnnl_version_head;
+typedef const dnnl_version_head *(*dnnl_version_fn)(void);
+typedef void (*cblas_sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int,
+                               float, float *, int);
+typedef void (*openblas_threads_fn)(int);
+typedef char *(*openblas_core_fn)(void);
+
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+
+typedef struct {
+    const char *lib;     /* "ours", "onednn", "openblas" */
+    char detail[64];     /* version or kernel name */
+    int present;
+    dnnl_sgemm_fn dnnl;
+    cblas_sgemm_fn cblas;
+    openblas_threads_fn set_threads;
+} gemm_lib;
+
+static void *open_first(const char *const *names) {
+    for (int i = 0; names[i]; i++) {
+        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (h) return h;
+    }
+    return NULL;
+}
+
+static void load_refs(gemm_lib *dnnl, gemm_lib *oblas) {
+    static const char *const dnnl_names[] = {"libdnnl.so.2", "libdnnl.so.3", "libdnnl.so", NULL};
+    static const char *const oblas_names[] = {
+        "libopenblas.so.0", "/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0",
+        "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0", NULL};
+    void *h = open_first(dnnl_names);
+    if (h && (dnnl->dnnl = (dnnl_sgemm_fn)dlsym(h, "dnnl_sgemm")) != NULL) {
+        dnnl_version_fn ver = (dnnl_version_fn)dlsym(h, "dnnl_version");
+        const dnnl_version_head *v = ver ? ver() : NULL;
+        if (v) snprintf(dnnl->detail, sizeof dnnl->detail, "%d.%d.%d", v->major, v->minor, v->patch);
+        dnnl->present = 1;
+    }
+    h = open_first(oblas_names);
+    if (h && (oblas->cblas = (cblas_sgemm_fn)dlsym(h, "cblas_sgemm")) != NULL &&
+        (oblas->set_threads = (openblas_threads_fn)dlsym(h, "openblas_set_num_threads")) != NULL) {
+        openblas_core_fn core = (openblas_core_fn)dlsym(h, "openblas_get_corename");
+        snprintf(oblas->detail, sizeof oblas->detail, "%s", core ? core() : "");
+        oblas->present = 1;
+    }
+}
+
+/* C = op(A) op(B) through library l on nt threads. */
+static void run_gemm(const gemm_lib *l, const gemm_shape *s, int nt, const float *A, const float *B, float *C) {
+    int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
+    if (l->dnnl) {
+        omp_set_num_threads(nt);
+        int st = l->dnnl(s->ta ? 'T' : 'N', s->tb ? 'T' : 'N', s->M, s->N, s->K, 1.0f, A, lda, B, ldb, 0.0f, C,
+                         s->N);
+        if (st != 0) {
+            fprintf(stderr, "bench_kernels: dnnl_sgemm failed (status %d) on %s\n", st, s->name);
+            exit(1);
+        }
+    } else if (l->cblas) {
+        l->set_threads(nt);
+        l->cblas(CBLAS_ROW_MAJOR, s->ta ? CBLAS_TRANS : CBLAS_NO_TRANS, s->tb ? CBLAS_TRANS : CBLAS_NO_TRANS, s->M,
+                 s->N, s->K, 1.0f, A, lda, B, ldb, 0.0f, C, s->N);
+    } else {
+        omp_set_num_threads(nt);
+        vt_gemm(s->ta, s->tb, s->M, s->N, s->K, 1.0f, A, lda, B, ldb, 0.0f, C, s->N);
+    }
+}
 
 static float *falloc(size_t n) {
     float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
@@ -77,80 +166,181 @@ static float *falloc(size_t n) {
     return p;
 }
 
-/* Times one GEMM: best of up to 6 runs (at least 3, stopping after 0.6 s of CPU time).
- * Returns GFLOP/s from thread CPU time; *wall gets the same from wall-clock time. */
-static double time_gemm(const vt_kernels *t, int ta, int tb, int M, int N, int K, double *wall) {
-    float *A = falloc((size_t)M * K), *B = falloc((size_t)K * N), *C = falloc((size_t)M * N);
-    float *W = falloc(t->gemm_work_floats(M, N, K) + 16);
-    int lda = ta ? M : K, ldb = tb ? K : N;
-    t->gemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, N, W); /* warm-up */
-    double best = 1e30, best_wall = 1e30, spent = 0;
-    for (int r = 0; r < 6 && (r < 3 || spent < 0.6); r++) {
-        double w0 = now(), t0 = cpu_now();
-        t->gemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, N, W);
-        double dt = cpu_now() - t0, dw = now() - w0;
-        spent += dt;
-        if (dt < best) best = dt;
-        if (dw < best_wall) best_wall = dw;
+/* ||x - ref||_F / ||ref||_F */
+static double rel_diff(const float *x, const float *ref, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)x[i] - ref[i];
+        num += d * d;
+        den += (double)ref[i] * ref[i];
     }
-    free(A); free(B); free(C); free(W);
-    *wall = 2.0 * M * N * K / best_wall * 1e-9;
-    return 2.0 * M * N * K / best * 1e-9;
+    return sqrt(num / (den > 0 ? den : 1));
 }
+
+/* GFLOP/s of shape s on nt threads for each present library (gf[l], 0 when absent):
+ * a warm-up and check call each, then alternating rounds, best wall time per library. */
+static void time_shape(const gemm_lib *libs, const gemm_shape *s, int nt, double gf[N_LIBS],
+                       double err[N_LIBS]) {
+    size_t mk = (size_t)s->M * s->K, kn = (size_t)s->K * s->N, mn = (size_t)s->M * s->N;
+    float *A = falloc(mk), *B = falloc(kn), *C = falloc(mn), *ref = falloc(mn);
+    double best[N_LIBS];
+    for (int l = 0; l < N_LIBS; l++) {
+        best[l] = 1e30;
+        err[l] = 0;
+        if (!libs[l].present) continue;
+        run_gemm(&libs[l], s, nt, A, B, l == 0 ? ref : C);
+        if (l > 0) {
+            err[l] = rel_diff(C, ref, mn);
+            if (!(err[l] < 1e-4)) {
+                fprintf(stderr, "bench_kernels: %s's result differs from vitrain's on %s (%d threads): "
+                        "relative difference %.3g\n", libs[l].lib, s->name, nt, err[l]);
+                exit(1);
+            }
+        }
+    }
+    double spent = 0;
+    for (int r = 0; r < 7 && (r < 3 || spent < 1.5); r++) {
+        for (int l = 0; l < N_LIBS; l++) {
+            if (!libs[l].present) continue;
+            double t0 = bench_now();
+            run_gemm(&libs[l], s, nt, A, B, C);
+            double dt = bench_now() - t0;
+            spent += dt;
+            if (dt < best[l]) best[l] = dt;
+        }
+    }
+    for (int l = 0; l < N_LIBS; l++) gf[l] = libs[l].present ? 2.0 * s->M * s->N * (double)s->K / best[l] * 1e-9 : 0;
+    free(A); free(B); free(C); free(ref);
+}
+
+static const char *isa_label(vt_isa isa) { return isa == VT_ISA_AVX512 ? "avx512" : isa == VT_ISA_AVX2 ? "avx2" : "scalar"; }
 
 int main(int argc, char **argv) {
     const char *filter = argc > 1 ? argv[1] : NULL;
-    vt_isa best = vt_kernels_best_isa();
-    double peak512 = 0, peak_ref;
-    if (best >= VT_ISA_AVX512) {
-        peak512 = measure_peak(1);
-        printf("{\"bench\":\"fma_peak\",\"isa\":\"avx512\",\"threads\":1,\"chains\":16,\"gflops\":%.1f}\n", peak512);
-        fprintf(stderr, "FMA peak, 1 thread, AVX-512 (16 chains): %.1f GFLOP/s\n", peak512);
+    char err[256];
+    if (vt_kernels_init(err, sizeof err) != 0) {
+        fprintf(stderr, "bench_kernels: %s\n", err);
+        return 1;
     }
-    if (best >= VT_ISA_AVX2) {
-        double p2 = measure_peak(0);
-        printf("{\"bench\":\"fma_peak\",\"isa\":\"avx2\",\"threads\":1,\"chains\":12,\"gflops\":%.1f}\n", p2);
-        fprintf(stderr, "FMA peak, 1 thread, AVX2    (12 chains): %.1f GFLOP/s\n", p2);
-        if (peak512 == 0) peak512 = p2;
+    vt_isa best_isa = vt_kernels_best_isa();
+    if (best_isa < VT_ISA_AVX2) {
+        fprintf(stderr, "bench_kernels: this CPU has no AVX2+FMA; the scalar GEMM is not benchmarked\n");
+        return 0;
     }
-    peak_ref = peak512 > 0 ? peak512 : 1.0;
+    int avx512 = best_isa >= VT_ISA_AVX512;
+    static const int threads[2] = {1, 2};
+    double peak[3] = {0, 0, 0};
+    for (int ti = 0; ti < 2; ti++) {
+        int nt = threads[ti];
+        peak[nt] = fma_peak_gflops(avx512, nt);
+        printf("{\"bench\":\"fma_peak\",\"isa\":\"%s\",\"threads\":%d,\"gflops\":%.1f}\n", isa_label(best_isa), nt,
+               peak[nt]);
+        fprintf(stderr, "FMA peak, %d thread%s, %s: %.1f GFLOP/s\n", nt, nt > 1 ? "s" : " ", isa_label(best_isa),
+                peak[nt]);
+    }
     fflush(stdout);
 
-    static const vt_isa levels[] = {VT_ISA_AVX512, VT_ISA_AVX2};
-    fprintf(stderr, "\n%-7s %-24s %2s %2s %6s %6s %6s %9s %7s %6s\n", "isa", "shape", "ta", "tb", "M", "N", "K",
-            "GFLOP/s", "%peak", "wall");
-    for (int l = 0; l < 2; l++) {
-        vt_kernels t;
-        if (vt_kernels_table(levels[l], &t) != 0) continue;
-        for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
-            const vit_shape *m = &models[mi];
-            int rows = m->tokens * m->batch, D = m->D;
-            struct { const char *name; int out, in; } layers[] = {
-                {"qkv", 3 * D, D}, {"proj", D, D}, {"fc1", 4 * D, D}, {"fc2", D, 4 * D}};
-            for (int li = 0; li < 4; li++) {
-                int out = layers[li].out, in = layers[li].in;
-                struct { const char *pass; int ta, tb, M, N, K; } passes[] = {
-                    {"fwd", 0, 1, rows, out, in},   /* Y = X W^T */
-                    {"dX", 0, 0, rows, in, out},    /* dX = dY W */
-                    {"dW", 1, 0, out, in, rows}};   /* dW = dY^T X */
-                for (int pi = 0; pi < 3; pi++) {
-                    char name[64];
-                    snprintf(name, sizeof name, "%s/%s/%s", m->model, layers[li].name, passes[pi].pass);
-                    if (filter && !strstr(name, filter)) continue;
-                    double wall;
-                    double gf = time_gemm(&t, passes[pi].ta, passes[pi].tb, passes[pi].M, passes[pi].N,
-                                          passes[pi].K, &wall);
-                    printf("{\"bench\":\"gemm\",\"isa\":\"%s\",\"shape\":\"%s\",\"ta\":%d,\"tb\":%d,\"M\":%d,"
-                           "\"N\":%d,\"K\":%d,\"threads\":1,\"gflops\":%.1f,\"gflops_wall\":%.1f,"
-                           "\"pct_peak\":%.1f}\n",
-                           t.name, name, passes[pi].ta, passes[pi].tb, passes[pi].M, passes[pi].N,
-                           passes[pi].K, gf, wall, 100.0 * gf / peak_ref);
-                    fflush(stdout);
-                    fprintf(stderr, "%-7s %-24s %2d %2d %6d %6d %6d %9.1f %6.1f%% %6.1f\n", t.name, name,
-                            passes[pi].ta, passes[pi].tb, passes[pi].M, passes[pi].N, passes[pi].K, gf,
-                            100.0 * gf / peak_ref, wall);
+    gemm_lib libs[N_LIBS] = {{.lib = "ours", .present = 1}, {.lib = "onednn"}, {.lib = "openblas"}};
+    snprintf(libs[0].detail, sizeof libs[0].detail, "%s", vt_k.name);
+    load_refs(&libs[1], &libs[2]);
+    for (int l = 1; l < N_LIBS; l++) {
+        printf("{\"bench\":\"gemm_lib\",\"lib\":\"%s\",\"present\":%s,\"detail\":\"%s\"}\n", libs[l].lib,
+               libs[l].present ? "true" : "false", libs[l].detail);
+        fprintf(stderr, "reference %-9s %s\n", libs[l].lib,
+                libs[l].present ? libs[l].detail
+                                : l == 1 ? "not installed (apt-get install libdnnl2)"
+                                         : "not installed (apt-get install libopenblas0-openmp)");
+    }
+
+    gemm_shape shapes[N_SHAPES];
+    int ns = all_shapes(shapes);
+    /* ratio sums per (threads, lib) and % peak per (threads, model) for the summary */
+    double log_ratio[2][N_LIBS] = {{0}}, min_ratio[2][N_LIBS], pct_min[2][N_MODELS], pct_sum[2][N_MODELS];
+    int n_ratio[2][N_LIBS] = {{0}}, n_match[2][N_LIBS] = {{0}}, n_pct[2][N_MODELS] = {{0}};
+    const char *min_shape[2][N_LIBS] = {{0}};
+    for (int ti = 0; ti < 2; ti++) {
+        for (int l = 0; l < N_LIBS; l++) min_ratio[ti][l] = 1e30;
+        for (int m = 0; m < N_MODELS; m++) pct_min[ti][m] = 1e30, pct_sum[ti][m] = 0;
+    }
+
+    fprintf(stderr, "\n%-16s %2s %2s %6s %6s %6s %2s %8s %6s %8s %6s %8s %6s\n", "shape", "ta", "tb", "M", "N", "K",
+            "th", "ours", "%peak", "oneDNN", "ratio", "OpenBLAS", "ratio");
+    for (int si = 0; si < ns; si++) {
+        const gemm_shape *s = &shapes[si];
+        if (filter && !strstr(s->name, filter)) continue;
+        for (int ti = 0; ti < 2; ti++) {
+            int nt = threads[ti];
+            double gf[N_LIBS], diff[N_LIBS];
+            time_shape(libs, s, nt, gf, diff);
+            double pct = 100.0 * gf[0] / peak[nt];
+            printf("{\"bench\":\"gemm\",\"isa\":\"%s\",\"shape\":\"%s\",\"ta\":%d,\"tb\":%d,\"M\":%d,\"N\":%d,"
+                   "\"K\":%d,\"threads\":%d,\"gflops\":%.1f,\"pct_peak\":%.1f}\n",
+                   vt_k.name, s->name, s->ta, s->tb, s->M, s->N, s->K, nt, gf[0], pct);
+            fprintf(stderr, "%-16s %2d %2d %6d %6d %6d %2d %8.1f %5.1f%%", s->name, s->ta, s->tb, s->M, s->N, s->K,
+                    nt, gf[0], pct);
+            if (pct < pct_min[ti][s->model]) pct_min[ti][s->model] = pct;
+            pct_sum[ti][s->model] += pct;
+            n_pct[ti][s->model]++;
+            for (int l = 1; l < N_LIBS; l++) {
+                if (!libs[l].present) {
+                    fprintf(stderr, " %8s %6s", "-", "-");
+                    continue;
                 }
+                double ratio = gf[0] / gf[l];
+                printf("{\"bench\":\"gemm_ref\",\"lib\":\"%s\",\"shape\":\"%s\",\"threads\":%d,\"gflops\":%.1f,"
+                       "\"pct_peak\":%.1f,\"ours_gflops\":%.1f,\"ratio\":%.3f,\"rel_diff\":%.2g}\n",
+                       libs[l].lib, s->name, nt, gf[l], 100.0 * gf[l] / peak[nt], gf[0], ratio, diff[l]);
+                fprintf(stderr, " %8.1f %6.2f", gf[l], ratio);
+                log_ratio[ti][l] += log(ratio);
+                n_ratio[ti][l]++;
+                n_match[ti][l] += ratio >= 1.0;
+                if (ratio < min_ratio[ti][l]) min_ratio[ti][l] = ratio, min_shape[ti][l] = s->name;
             }
+            fprintf(stderr, "\n");
+            fflush(stdout);
+        }
+    }
+
+    fprintf(stderr, "\nsummary (%s)\n", vt_k.name);
+    for (int ti = 0; ti < 2; ti++) {
+        int nt = threads[ti];
+        for (int m = 0; m < N_MODELS; m++) {
+            if (!n_pct[ti][m]) continue;
+            double mean = pct_sum[ti][m] / n_pct[ti][m];
+            printf("{\"bench\":\"gemm_summary\",\"lib\":\"ours\",\"threads\":%d,\"model\":\"%s\",\"shapes\":%d,"
+                   "\"min_pct_peak\":%.1f,\"mean_pct_peak\":%.1f}\n",
+                   nt, models[m].model, n_pct[ti][m], pct_min[ti][m], mean);
+            fprintf(stderr, "  %d thread%s %-7s ours %% of peak: min %.1f%%, mean %.1f%% (%d shapes)\n", nt,
+                    nt > 1 ? "s" : " ", models[m].model, pct_min[ti][m], mean, n_pct[ti][m]);
+        }
+        for (int l = 1; l < N_LIBS; l++) {
+            if (!n_ratio[ti][l]) continue;
+            double geo = exp(log_ratio[ti][l] / n_ratio[ti][l]);
+            printf("{\"bench\":\"gemm_summary\",\"lib\":\"%s\",\"threads\":%d,\"shapes\":%d,\"ours_at_least\":%d,"
+                   "\"min_ratio\":%.3f,\"min_ratio_shape\":\"%s\",\"geomean_ratio\":%.3f}\n",
+                   libs[l].lib, nt, n_ratio[ti][l], n_match[ti][l], min_ratio[ti][l], min_shape[ti][l], geo);
+            fprintf(stderr, "  %d thread%s ours / %-8s: min %.2f (%s), geomean %.2f, ours >= theirs on %d of %d\n",
+                    nt, nt > 1 ? "s" : " ", libs[l].lib, min_ratio[ti][l], min_shape[ti][l], geo,
+                    n_match[ti][l], n_ratio[ti][l]);
+        }
+    }
+    fflush(stdout);
+
+    if (best_isa > VT_ISA_AVX2) {
+        fprintf(stderr, "\nlower SIMD levels, 1 thread, ours only\n");
+        vt_kernels lower;
+        vt_kernels_table(VT_ISA_AVX2, &lower);
+        vt_k = lower;
+        gemm_lib only_ours[N_LIBS] = {{.lib = "ours", .present = 1}, {.lib = "onednn"}, {.lib = "openblas"}};
+        for (int si = 0; si < ns; si++) {
+            const gemm_shape *s = &shapes[si];
+            if (filter && !strstr(s->name, filter)) continue;
+            double gf[N_LIBS], diff[N_LIBS];
+            time_shape(only_ours, s, 1, gf, diff);
+            printf("{\"bench\":\"gemm\",\"isa\":\"%s\",\"shape\":\"%s\",\"ta\":%d,\"tb\":%d,\"M\":%d,\"N\":%d,"
+                   "\"K\":%d,\"threads\":1,\"gflops\":%.1f,\"pct_peak\":%.1f}\n",
+                   vt_k.name, s->name, s->ta, s->tb, s->M, s->N, s->K, gf[0], 100.0 * gf[0] / peak[1]);
+            fprintf(stderr, "%-7s %-16s %8.1f %5.1f%%\n", vt_k.name, s->name, gf[0], 100.0 * gf[0] / peak[1]);
         }
     }
     return 0;

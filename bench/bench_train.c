@@ -49,34 +49,6 @@
 #include "tape.h"
 #include "vit.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-#define PEAK_ITERS 5000000L
-
-
-/* Best of 3 runs of the peak loop on nt threads: GFLOP/s summed over the threads. */
-static double measure_peak(int avx512, int nt) {
-    double best = 0;
-    for (int r = 0; r < 3; r++) {
-        volatile float sink = 0;
-        double t0 = now();
-        #pragma omp parallel num_threads(nt)
-        {
-            float s = avx512 ? peak_loop_avx512(PEAK_ITERS) : peak_loop_avx2(PEAK_ITERS);
-            #pragma omp atomic
-            sink += s;
-        }
-        double dt = now() - t0;
-        double gf = (double)nt * PEAK_ITERS * (avx512 ? 512.0 : 192.0) / dt * 1e-9;
-        if (gf > best) best = gf;
-    }
-    return best;
-}
-
 static void fill_uniform(float *x, size_t n, vt_rng *r, float amp) {
     for (size_t i = 0; i < n; i++) x[i] = amp * (2.0f * (float)vt_rng_uniform(r) - 1.0f);
 }
@@ -106,11 +78,11 @@ static double bench_attention(int BH, int N, int hd, int nt, int reps) {
         memcpy(q->data, buf, n * sizeof(float));
         memcpy(k->data, buf + n, n * sizeof(float));
         memcpy(v->data, buf + 2 * n, n * sizeof(float));
-        double t0 = now();
+        double t0 = bench_now();
         vt_tensor *o = vt_op_attention(&tape, q, k, v, 0.125f, 0.0f, vt_attention_keep_probs(N, hd));
         memcpy(o->grad, dout, n * sizeof(float));
         vt_tape_replay(&tape);
-        double dt = now() - t0;
+        double dt = bench_now() - t0;
         double gf = 12.0 * BH * (double)N * N * hd / dt * 1e-9;
         if (it > 0 && gf > best) best = gf;
     }
@@ -177,7 +149,7 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
     for (int it = 0; it < warm + timed; it++) {
         struct rusage ru0, ru1;
         getrusage(RUSAGE_SELF, &ru0);
-        double t0 = now();
+        double t0 = bench_now();
         if (mc->train) vt_vit_zero_grad(&m);
         vt_arena_reset(&arena);
         vt_tape_clear(&tape);
@@ -195,7 +167,7 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
         }
         arena_mb = (double)arena.total_used / 1048576.0;
         if (it >= warm) {
-            t_total += now() - t0;
+            t_total += bench_now() - t0;
             getrusage(RUSAGE_SELF, &ru1);
             faults += ru1.ru_minflt - ru0.ru_minflt;
         }
@@ -240,7 +212,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_train (%s kernels%s)\n", vt_k.name, quick ? ", quick" : "");
     for (int ti = 0; ti < 2; ti++) {
         int nt = threads[ti];
-        peak[nt] = measure_peak(avx512, nt);
+        peak[nt] = fma_peak_gflops(avx512, nt);
         printf("{\"bench\":\"fma_peak\",\"isa\":\"%s\",\"threads\":%d,\"gflops\":%.2f}\n",
                avx512 ? "avx512" : "avx2", nt, peak[nt]);
         fprintf(stderr, "  FMA peak, %d thread%s: %8.1f GFLOP/s%s\n", nt, nt > 1 ? "s" : " ", peak[nt],

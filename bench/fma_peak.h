@@ -1,12 +1,23 @@
-/* fma_peak.h - the FMA throughput loops the benchmarks measure "peak" with (bench only,
- * not part of vitrain; header-only, included by bench_kernels.c and bench_train.c).
+/* fma_peak.h - the FMA throughput the benchmarks measure "peak" with (bench only, not
+ * part of vitrain; header-only, included by bench_kernels.c and bench_train.c).
  * peak_loop_avx512: 16 independent chains of 16-lane FMAs, 512 flops per iteration;
  * peak_loop_avx2: 12 independent chains of 8-lane FMAs, 192 flops per iteration. The asm
- * barriers keep the compiler from merging chains; the return value is a sink. */
+ * barriers keep the compiler from merging chains; the return value is a sink.
+ * fma_peak_gflops: the loop on nt threads at once, GFLOP/s summed over the threads from
+ * wall-clock time, best of 3 runs. */
 #ifndef VT_BENCH_FMA_PEAK_H
 #define VT_BENCH_FMA_PEAK_H
 
 #include <immintrin.h>
+#include <omp.h>
+#include <time.h>
+
+/* Wall-clock seconds (CLOCK_MONOTONIC). */
+static double bench_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* 16 independent chains of 16-lane FMAs: 512 flops per iteration. */
 __attribute__((target("avx512f"), noinline)) static float peak_loop_avx512(long iters) {
@@ -62,6 +73,26 @@ __attribute__((target("avx2,fma"), noinline)) static float peak_loop_avx2(long i
     float out[8];
     _mm256_storeu_ps(out, s);
     return out[0] + out[7];
+}
+
+#define FMA_PEAK_ITERS 5000000L
+
+static double fma_peak_gflops(int avx512, int nt) {
+    double best = 0;
+    for (int r = 0; r < 3; r++) {
+        volatile float sink = 0;
+        double t0 = bench_now();
+        #pragma omp parallel num_threads(nt)
+        {
+            float s = avx512 ? peak_loop_avx512(FMA_PEAK_ITERS) : peak_loop_avx2(FMA_PEAK_ITERS);
+            #pragma omp atomic
+            sink += s;
+        }
+        double dt = bench_now() - t0;
+        double gf = (double)nt * FMA_PEAK_ITERS * (avx512 ? 512.0 : 192.0) / dt * 1e-9;
+        if (gf > best) best = gf;
+    }
+    return best;
 }
 
 #endif
