@@ -106,7 +106,7 @@ void vt_tape_scope_begin(vt_tape *t) {
         t->fwd_scope = 1;
         return;
     }
-    if (t->region_need > t->region_cap) { /* an earlier scope overflowed: a bigger region */
+    if (t->region_need > t->region_cap) { /* a scope overflowed or a reserve: a bigger region */
         t->retired = vt_xrealloc(t->retired, (size_t)(t->n_retired + 1) * sizeof *t->retired);
         t->retired[t->n_retired++] = t->region; /* earlier scopes of this step still use it */
         t->region_cap = t->region_need;
@@ -125,6 +125,10 @@ void vt_tape_scope_end(vt_tape *t) {
     if (!t->open_scope) return;
     t->open_scope->bytes = t->region_used;
     t->open_scope = NULL;
+}
+
+void vt_tape_scope_reserve(vt_tape *t, size_t bytes) {
+    if (bytes > t->region_need) t->region_need = bytes;
 }
 
 vt_tensor *vt_tape_scope_result(vt_tape *t, vt_tensor *y) {

@@ -30,8 +30,9 @@
  * A scope whose grads do not fit takes the rest from the arena; the next scope_begin
  * then replaces the region by one as large as the largest scope so far (the old one
  * is freed at the next vt_tape_clear). So the first step also holds the grads that
- * overflowed (block 0's, and more where a later block is larger: drop-path) and the
- * regions it replaced; every later step only the region, with no allocation.
+ * overflowed and the regions it replaced; every later step only the region, with no
+ * allocation. A caller that knows its scopes' size says so with vt_tape_scope_reserve
+ * before the first one (the model does), so that block 0's grads need not overflow.
  */
 #ifndef VT_TAPE_H
 #define VT_TAPE_H
@@ -80,6 +81,10 @@ void vt_tape_scope_end(vt_tape *t);
  * moved to where the scope began with every later allocation given back
  * (vt_arena_rewind_keep). Every tensor the scope made is invalid after it. */
 vt_tensor *vt_tape_scope_result(vt_tape *t, vt_tensor *y);
+/* A hint: the next scope_begin makes the region at least `bytes` large. Too small, and
+ * what does not fit overflows as without it; too large, and the region is larger than
+ * needed for as long as the tape lives. */
+void vt_tape_scope_reserve(vt_tape *t, size_t bytes);
 /* Context storage for a backward: arena memory that lives until the next reset. */
 void *vt_tape_ctx(vt_tape *t, size_t bytes);
 /* A tape-owned float buffer of at least `floats` floats, 64-byte aligned, contents

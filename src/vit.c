@@ -277,6 +277,14 @@ void vt_vit_free(vt_vit *m) {
     memset(m, 0, sizeof *m);
 }
 
+/* Per image, the floats of one block's gradients inside its grad scope (its kept
+ * activations but the block output and the attention state; see below): 10 N D (11
+ * with Performer) and fc1's output, with MLP dropout also gelu's. */
+static double block_scope_grad_floats(const vt_vit *m, double N, int mlp_dropout) {
+    double per_nd = m->performer_w ? 11.0 : 10.0;
+    return per_nd * N * m->D + (mlp_dropout ? 2.0 : 1.0) * N * m->mlp_hidden;
+}
+
 /* One pre-norm block (see the file header). Everything but the block's output is
  * created inside a scope (tape.h): with gradients, those gradients live only during
  * this block's backward and share one region with every other block's; without, the
@@ -347,6 +355,12 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {
     vt_pe_prepare(m->pe, t, grid, grid, images);
     x = vt_pe_add_ape(m->pe, t, x);
     x = vt_op_dropout(t, x, (float)m->cfg.model.drop_rate);
+    if (t->grad_enabled) {
+        double N = 1.0 + (double)grid * grid;
+        int mlp_drop = t->training && m->cfg.model.drop_rate > 0;
+        size_t bytes = (size_t)((double)B * block_scope_grad_floats(m, N, mlp_drop) * sizeof(float));
+        vt_tape_scope_reserve(t, bytes + 16 * 64); /* + each tensor's rounding to 64 bytes */
+    }
     for (int i = 0; i < m->L; i++) x = block_forward(m, t, i, x);
 
     int fi = m->block_p0 + m->L * m->block_np;
@@ -385,10 +399,8 @@ double vt_vit_activation_floats(const vt_vit *m, int S, double *grad_floats) {
     double attn = performer ? 2.0 * H * N * m->performer_m
                   : vt_attention_keep_probs((int)N, m->hd) ? H * N * N * (mc->attn_drop_rate > 0 ? 1.25 : 1.0)
                   : 0.0;
-    double mlp = (mc->drop_rate > 0 ? 2.0 : 1.0) * N * m->mlp_hidden;
-    double per_nd = performer ? 12.0 : 11.0;
-    double per_block = per_nd * N * D + mlp + attn;
-    *grad_floats = (per_nd - 1.0) * N * D + mlp + m->L * N * D + 3.0 * N * D;
+    double per_block = block_scope_grad_floats(m, N, mc->drop_rate > 0) + N * D + attn;
+    *grad_floats = block_scope_grad_floats(m, N, mc->drop_rate > 0) + m->L * N * D + 3.0 * N * D;
     return m->L * per_block + 3.0 * N * D + (double)m->in_chans * S * S;
 }
 
