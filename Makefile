@@ -1,7 +1,8 @@
 # vitrain build. `make` builds ./vitrain, `make test` builds and runs the test suite,
 # `make san` runs the unit tests under AddressSanitizer + UndefinedBehaviorSanitizer,
-# `make bench` prints benchmark JSON. Sources are found by wildcard: adding a file under
-# src/, kernels/ or tests/ needs no Makefile edit.
+# `make emu` runs the tests on the AVX-512 kernels emulated on AVX2, `make bench` prints
+# benchmark JSON. Sources are found by wildcard: adding a file under src/, kernels/ or
+# tests/ needs no Makefile edit.
 
 CC       ?= gcc
 BUILD    ?= build
@@ -12,12 +13,18 @@ CFLAGS_BASE := -std=c11 $(OPT) -g -Wall -Wextra -D_GNU_SOURCE -fopenmp -march=x8
 AVX2_FLAGS   := -mavx2 -mfma
 AVX512_FLAGS := -mavx2 -mfma -mavx512f -mavx512bw -mavx512dq -mavx512vl
 SAN_FLAGS    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+# The emulation lane: kernels/avx512 on SIMDe over AVX2 (kernels/avx512/emulated.h).
+# -Wno-psabi: GCC notes that 512-bit vector arguments have another ABI without
+# -mavx512f; no such argument crosses a file boundary (the entry points take pointers).
+EMU_BUILD := build-emu512
+EMU_AVX512_FLAGS := $(AVX2_FLAGS) -Wno-psabi
+EMU_E2E := e2e_train
 
 # Libraries through pkg-config: module -> Debian package.
 PKG_MODULES := libcjson libpng zlib stb
 deb_of = $(if $(filter libcjson,$(1)),libcjson-dev,$(if $(filter libpng,$(1)),libpng-dev,$(if $(filter zlib,$(1)),zlib1g-dev,libstb-dev)))
 
-NEEDS_LIBS := $(filter-out clean help run test san,$(or $(MAKECMDGOALS),all))
+NEEDS_LIBS := $(filter-out clean help run test san emu,$(or $(MAKECMDGOALS),all))
 ifneq ($(NEEDS_LIBS),)
   ifeq ($(shell command -v pkg-config),)
     $(error pkg-config not found. Install it with: sudo apt-get install pkg-config   (or run scripts/deps.sh))
@@ -47,7 +54,7 @@ LIB_OBJ := $(call obj,$(SRC_LIB) $(KERN_BASE) $(KERN_AVX2) $(KERN_AVX512))
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all test check san san-check bench run clean help
+.PHONY: all test check san san-check emu emu-check bench run clean help
 all: $(BIN)
 
 $(BIN): $(call obj,$(SRC_MAIN)) $(BUILD)/libvitrain.a
@@ -96,6 +103,19 @@ san-check:
 	$(MAKE) BUILD=build-san BIN=build-san/vitrain OPT=-O1 EXTRA_CFLAGS="$(SAN_FLAGS)" build-san/vitrain $(patsubst $(BUILD)/%,build-san/%,$(filter $(BUILD)/tests/test_%,$(TEST_BIN)))
 	@BUILD=build-san VT_BIN=$(abspath build-san/vitrain) VT_TEST_MATRIX=0 VT_TEST_UNIT_ONLY=1 scripts/run_tests.sh
 
+# The tests on the AVX-512 kernels where the CPU has only AVX2 + FMA: everything built
+# with VT_AVX512_EMULATED (separate build tree), kernels/avx512 with AVX2 flags; unit
+# tests under VT_ISA=avx512 with 1 and 2 threads, then e2e_train (its default level is
+# the emulated one; e2e_reproduce tests the tooling, not the kernels, and is slow here).
+emu:
+	@scripts/deps.sh
+	@$(MAKE) --no-print-directory -j2 emu-check
+
+emu-check:
+	@echo '#include <simde/x86/avx512.h>' | $(CC) -E -x c - >/dev/null 2>&1 || { echo "SIMDe not found. Install it with: sudo apt-get install libsimde-dev   (or run scripts/deps.sh)"; exit 1; }
+	$(MAKE) BUILD=$(EMU_BUILD) BIN=$(EMU_BUILD)/vitrain EXTRA_CFLAGS=-DVT_AVX512_EMULATED AVX512_FLAGS="$(EMU_AVX512_FLAGS)" $(EMU_BUILD)/vitrain $(patsubst $(BUILD)/%,$(EMU_BUILD)/%,$(filter $(BUILD)/tests/test_%,$(TEST_BIN))) $(EMU_E2E:%=$(EMU_BUILD)/tests/%)
+	@BUILD=$(EMU_BUILD) VT_BIN=$(abspath $(EMU_BUILD)/vitrain) VT_TEST_ISAS=avx512 VT_TEST_E2E="$(EMU_E2E)" scripts/run_tests.sh
+
 bench: $(BIN) $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do $$b || exit 1; done
 
@@ -106,9 +126,9 @@ run:
 	./vitrain configs/default.json
 
 clean:
-	rm -rf build build-san vitrain
+	rm -rf build build-san $(EMU_BUILD) vitrain
 
 help:
-	@echo "targets: all (./vitrain), run (default training job), test (deps + build + suite), check (suite only), san, bench, clean"
+	@echo "targets: all (./vitrain), run (default training job), test (deps + build + suite), check (suite only), san, emu (AVX-512 kernels emulated on AVX2), bench, clean"
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,7 +1,8 @@
 /* dispatch.c - CPU probe (CPUID + XGETBV) and the active kernel table.
  * The table is filled scalar-first, then each level up to the chosen one overrides
  * the entries it implements. VT_ISA forces a level; asking for one the CPU or OS
- * lacks is an error, never a silent downgrade. */
+ * lacks is an error, never a silent downgrade. Built with VT_AVX512_EMULATED (the test
+ * lane `make emu`), the avx512 level is SIMDe emulation and needs only AVX2 + FMA. */
 #include <cpuid.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,11 +28,15 @@ vt_isa vt_kernels_best_isa(void) {
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return VT_ISA_SCALAR;
     int avx2 = (b >> 5) & 1;
     if (!avx2) return VT_ISA_SCALAR;
+#ifdef VT_AVX512_EMULATED
+    return VT_ISA_AVX512; /* the AVX-512 kernels run on AVX2 + FMA (kernels/avx512/emulated.h) */
+#else
     int avx512f = (b >> 16) & 1, avx512dq = (b >> 17) & 1;
     int avx512bw = (b >> 30) & 1, avx512vl = (b >> 31) & 1;
     int os_zmm = (xcr0 & 0xE6) == 0xE6; /* opmask, ZMM_Hi256, Hi16_ZMM */
     if (avx512f && avx512dq && avx512bw && avx512vl && os_zmm) return VT_ISA_AVX512;
     return VT_ISA_AVX2;
+#endif
 }
 
 int vt_kernels_table(vt_isa isa, vt_kernels *t) {

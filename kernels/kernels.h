@@ -19,7 +19,7 @@ typedef enum { VT_ISA_SCALAR = 0, VT_ISA_AVX2 = 1, VT_ISA_AVX512 = 2 } vt_isa;
 
 typedef struct vt_kernels {
     vt_isa isa;
-    const char *name; /* "scalar", "avx2", "avx512" */
+    const char *name; /* "scalar", "avx2", "avx512" ("avx512-emulated" in the SIMDe test build) */
 
     /* C = alpha * op(A) op(B) + beta * C. op(A) is M x K, op(B) is K x N, C is M x N.
      * ta: 0 -> A is M x K with row stride lda; 1 -> A is K x M (op(A) = A^T).

@@ -4,8 +4,8 @@
 #   scripts/deps.sh           build + run + test dependencies
 #   scripts/deps.sh --torch   also python3-torch (only to regenerate test fixtures)
 set -euo pipefail
-pkgs=(gcc make pkg-config libcjson-dev libstb-dev libpng-dev zlib1g-dev dataset-fashion-mnist
-      python3-matplotlib)
+pkgs=(gcc make pkg-config libcjson-dev libstb-dev libpng-dev zlib1g-dev libsimde-dev
+      dataset-fashion-mnist python3-matplotlib)
 if [[ ${1:-} == --torch ]]; then pkgs+=(python3-torch); fi
 
 missing=()

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the test binaries and prints the total "N passed, N failed" line last.
 # Unit tests (build/tests/test_*) run under every ISA this CPU supports and with 1 and
-# 2 OpenMP threads (VT_TEST_MATRIX=0: default ISA, 2 threads only); end-to-end tests
-# (build/tests/e2e_*) run once. VT_TEST_UNIT_ONLY=1 skips the end-to-end tests.
+# 2 OpenMP threads (VT_TEST_ISAS="avx512": those ISAs instead of the CPU's;
+# VT_TEST_MATRIX=0: default ISA, 2 threads only); end-to-end tests (build/tests/e2e_*)
+# run once (VT_TEST_E2E="e2e_train": only those). VT_TEST_UNIT_ONLY=1 skips them.
 # Exit status: non-zero if any binary failed or printed no summary line.
 set -u
 BUILD=${BUILD:-build}
@@ -14,6 +15,7 @@ if [[ $flags == *" avx2 "* && $flags == *" fma "* ]]; then isas="$isas avx2"; fi
 if [[ $flags == *" avx512f "* && $flags == *" avx512bw "* && $flags == *" avx512dq "* && $flags == *" avx512vl "* ]]; then
     isas="$isas avx512"
 fi
+if [[ -n ${VT_TEST_ISAS:-} ]]; then isas=$VT_TEST_ISAS; fi
 threads="1 2"
 if [[ ${VT_TEST_MATRIX:-1} == 0 ]]; then isas="default"; threads="2"; fi
 
@@ -56,6 +58,7 @@ done
 if [[ ${VT_TEST_UNIT_ONLY:-0} != 1 ]]; then
     for t in "$BUILD"/tests/e2e_*; do
         [[ -x $t ]] || continue
+        [[ -z ${VT_TEST_E2E:-} || " $VT_TEST_E2E " == *" $(basename "$t") "* ]] || continue
         run_one "$(basename "$t")" env OMP_NUM_THREADS=2 "$t"
     done
 fi

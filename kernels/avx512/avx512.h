@@ -14,7 +14,11 @@
 #ifndef VT_KERNELS_AVX512_H
 #define VT_KERNELS_AVX512_H
 
+#ifdef VT_AVX512_EMULATED
+#include "emulated.h" /* test build: SIMDe on AVX2, see there */
+#else
 #include <immintrin.h>
+#endif
 #include <stddef.h>
 
 static inline __m512 vt512_exp(__m512 x) {

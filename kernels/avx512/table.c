@@ -1,10 +1,15 @@
-/* avx512/table.c - the AVX-512 level: overrides every entry of the table. */
+/* avx512/table.c - the AVX-512 level: overrides every entry of the table. Its name is
+ * "avx512-emulated" in the SIMDe test build (VT_AVX512_EMULATED, see emulated.h). */
 #include "../kernels.h"
 #include "avx512.h"
 
 void vt_kernels_fill_avx512(vt_kernels *t) {
     t->isa = VT_ISA_AVX512;
+#ifdef VT_AVX512_EMULATED
+    t->name = "avx512-emulated";
+#else
     t->name = "avx512";
+#endif
     t->gemm = vt_avx512_gemm;
     t->gemm_work_floats = vt_avx512_gemm_work_floats;
     t->softmax_rows = vt_avx512_softmax_rows;
