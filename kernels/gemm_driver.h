@@ -13,9 +13,10 @@
 static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
-/* Register tile MR x NR and cache blocks MC x KC (packed A) and KC x NC (packed B). */
+/* Register tile MR x NR and cache blocks MC x KC (packed A) and KC x NC (packed B);
+ * short_mr: the most rows the `short_rows` microkernel takes (0: there is none). */
 typedef struct {
-    int mr, nr, kc, mc, nc;
+    int mr, nr, kc, mc, nc, short_mr;
 } gemm_blocking;
 
 /* Pack the rows x cols block of op(X) at (r0, c0) into dst (pack_a / pack_b). */
@@ -62,10 +63,12 @@ static inline src_region b_source(int tb, const float *B, int ldb, int p0, int j
 
 /* C = alpha op(A) op(B) + beta C for M, N, K > 0 and alpha != 0, through packed A at pa
  * and packed B at pb (sized by the caller's work-space formula). Last panels with
- * nr <= NR / 2 columns use `half`, the others `full`. */
+ * mr <= short_mr rows use `short_rows`, else those with nr <= NR / 2 columns `half`,
+ * the others `full`. */
 static inline __attribute__((always_inline)) void
 gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_micro_fn full,
-             gemm_micro_fn half, int ta, int tb, int M, int N, int K, float alpha, const float *A,
+             gemm_micro_fn half, gemm_micro_fn short_rows, int ta, int tb, int M, int N, int K, float alpha,
+             const float *A,
              int lda, const float *B, int ldb, float beta, float *C, int ldc, float *pa, float *pb) {
     const int MR = bl.mr, NR = bl.nr, KC = bl.kc, MC = bl.mc, NC = bl.nc;
     const src_region none = {NULL, 0, 0, 0};
@@ -95,9 +98,10 @@ gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_mi
                     for (int ir = 0; ir < mc; ir += MR, part++) {
                         if (na.rows) prefetch_part(na.base, na.ld, na.rows, na.len, part, parts);
                         if (nb.rows) prefetch_part(nb.base, nb.ld, nb.rows, nb.len, part, parts);
-                        gemm_micro_fn kern = nr > NR / 2 ? full : half;
+                        int mr = imin(MR, mc - ir);
+                        gemm_micro_fn kern = mr <= bl.short_mr ? short_rows : nr > NR / 2 ? full : half;
                         kern(kc, pa + (size_t)ir * kc, pb + (size_t)jr * kc,
-                             C + (size_t)(ic + ir) * ldc + jc + jr, ldc, imin(MR, mc - ir), nr, alpha, bet);
+                             C + (size_t)(ic + ir) * ldc + jc + jr, ldc, mr, nr, alpha, bet);
                     }
                 }
             }

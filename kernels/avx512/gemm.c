@@ -7,7 +7,8 @@
  * KC x NR panels) -> ic over M in MC blocks (pack op(A) block into MR x KC panels)
  * -> jr over NR columns -> ir over MR rows -> the MR x NR register microkernel
  * (MR = 14 rows x NR = 32 columns: 28 zmm accumulators, 2 zmm of B, broadcasts of A;
- * a last panel with <= 16 columns uses a 14 x 16 variant so narrow edges cost half).
+ * a last panel with <= 4 rows uses a 4 x 32 variant, one with <= 16 columns a 14 x 16
+ * variant, so short and narrow edges cost less than a whole tile).
  * All four (ta, tb) cases are absorbed by the packing routines (the transposing ones
  * use 16 x 16 in-register transposes). Edge tiles: packing zero-pads panels to MR/NR,
  * the microkernel stores only the valid rows, with masked column stores.
@@ -35,6 +36,7 @@
 #define KC 256
 #define MC 280
 #define NC 1536
+#define SHORT_MR 4 /* last panels of <= 4 rows use kernel_4x32 */
 
 /* Floats of the packed-A region: mc x kc rounded to 64 bytes so the B panels that
  * follow stay aligned. */
@@ -229,6 +231,29 @@ static void kernel_14x16(int kc, const float *a, const float *b, float *c, int l
     ROW_STORE_HALF(10); ROW_STORE_HALF(11); ROW_STORE_HALF(12); ROW_STORE_HALF(13);
 }
 
+/* The same for a last panel of mr <= 4 rows, all 32 columns: 8 accumulators, so a
+ * short edge costs 4 rows of FMAs instead of 14 (197 = 14 x 14 + 1 tokens leaves a
+ * 1-row panel in every attention product; 8 independent chains still cover the FMA
+ * latency). Reads rows 0-3 of the MR-row packed A panel. */
+static void kernel_4x32(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
+                        float alpha, float beta) {
+    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
+           c31 = c00;
+    for (int i = 0; i < mr; i++) {
+        _mm_prefetch((const char *)(c + (size_t)i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + (size_t)i * ldc + nr - 1), _MM_HINT_T0);
+    }
+    for (int k = 0; k < kc; k++) {
+        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+        ROW_FMA(0); ROW_FMA(1); ROW_FMA(2); ROW_FMA(3);
+        a += MR;
+        b += NR;
+    }
+    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    const __mmask16 k0 = vt512_tail((size_t)nr), k1 = vt512_tail((size_t)(nr > 16 ? nr - 16 : 0));
+    ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3);
+}
+
 /* C = beta C over M x N (beta == 0: C = 0 without reading it). */
 static void scale_c(int M, int N, float beta, float *C, int ldc) {
     for (int i = 0; i < M; i++) {
@@ -250,8 +275,8 @@ void vt_avx512_gemm(int ta, int tb, int M, int N, int K, float alpha,
         scale_c(M, N, beta, C, ldc);
         return;
     }
-    gemm_blocking bl = {MR, NR, KC, MC, NC};
+    gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR};
     float *pb = work + a_floats(round_up((size_t)imin(M, MC), MR), (size_t)imin(K, KC));
-    gemm_blocked(bl, pack_a, pack_b, kernel_14x32, kernel_14x16, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta,
-                 C, ldc, work, pb);
+    gemm_blocked(bl, pack_a, pack_b, kernel_14x32, kernel_14x16, kernel_4x32, ta, tb, M, N, K, alpha, A, lda, B,
+                 ldb, beta, C, ldc, work, pb);
 }
