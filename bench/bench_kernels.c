@@ -14,10 +14,11 @@
  *      vitrain): oneDNN's dnnl_sgemm (libdnnl.so.2: Debian libdnnl2) and OpenBLAS's
  *      cblas_sgemm (libopenblas.so.0: Debian libopenblas0-openmp), each on the same
  *      thread count, with "ratio" = our GFLOP/s / theirs. A round times every library
- *      once in turn (ours, oneDNN, OpenBLAS), so load that comes and goes hits all of
- *      them alike; at least 3 rounds, at most 7. Each library's first result is checked
- *      against ours (relative Frobenius difference, must be < 1e-4), so a ratio never
- *      compares different products; a mismatch is an error (exit 1).
+ *      once in turn (ours, oneDNN, OpenBLAS, each round starting one further on), so
+ *      load that comes and goes hits all of them alike; at least 3 rounds, at most 7.
+ *      Each library's first result is checked against ours (relative Frobenius
+ *      difference, must be < 1e-4), so a ratio never compares different products; a
+ *      mismatch is an error (exit 1).
  *  (d) "gemm_summary": per thread count, our lowest and mean % of peak per model and,
  *      per library, the lowest and geometric-mean ratio and how many shapes we match.
  *  (e) "gemm" rows of the lower SIMD levels (avx2 on an AVX-512 CPU), 1 thread, ours only.
@@ -200,7 +201,8 @@ static void time_shape(const gemm_lib *libs, const gemm_shape *s, int nt, double
     }
     double spent = 0;
     for (int r = 0; r < 7 && (r < 3 || spent < 1.5); r++) {
-        for (int l = 0; l < N_LIBS; l++) {
+        for (int j = 0; j < N_LIBS; j++) {
+            int l = (r + j) % N_LIBS; /* each round starts with the next library */
             if (!libs[l].present) continue;
             double t0 = bench_now();
             run_gemm(&libs[l], s, nt, A, B, C);
