@@ -277,6 +277,12 @@ void vt_vit_free(vt_vit *m) {
     memset(m, 0, sizeof *m);
 }
 
+/* Whether the MLP's dropout is active, so that gelu(fc1) is an activation of its own
+ * (vt_op_gelu, then dropout, then fc2) instead of living inside vt_op_gelu_linear. */
+static int mlp_dropout_active(const vt_vit *m, const vt_tape *t) {
+    return t->training && m->cfg.model.drop_rate > 0;
+}
+
 /* Per image, the floats of one block's gradients inside its grad scope (its kept
  * activations but the block output and the attention state; see below): 10 N D (11
  * with Performer) and fc1's output, with MLP dropout also gelu's. */
@@ -319,7 +325,7 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     x = vt_op_add(t, x, a);
 
     vt_tensor *h = vt_op_layernorm_linear(t, x, b.n2w, b.n2b, LN_EPS, b.fc1w, b.fc1b);
-    if (t->training && drop > 0) {
+    if (mlp_dropout_active(m, t)) {
         h = vt_op_gelu(t, h);
         h = vt_op_dropout(t, h, drop);
         h = vt_op_linear(t, h, b.fc2w, b.fc2b);
@@ -357,8 +363,8 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {
     x = vt_op_dropout(t, x, (float)m->cfg.model.drop_rate);
     if (t->grad_enabled) {
         double N = 1.0 + (double)grid * grid;
-        int mlp_drop = t->training && m->cfg.model.drop_rate > 0;
-        size_t bytes = (size_t)((double)B * block_scope_grad_floats(m, N, mlp_drop) * sizeof(float));
+        double floats = (double)B * block_scope_grad_floats(m, N, mlp_dropout_active(m, t));
+        size_t bytes = (size_t)(floats * sizeof(float));
         vt_tape_scope_reserve(t, bytes + 16 * 64); /* + each tensor's rounding to 64 bytes */
     }
     for (int i = 0; i < m->L; i++) x = block_forward(m, t, i, x);
@@ -399,9 +405,9 @@ double vt_vit_activation_floats(const vt_vit *m, int S, double *grad_floats) {
     double attn = performer ? 2.0 * H * N * m->performer_m
                   : vt_attention_keep_probs((int)N, m->hd) ? H * N * N * (mc->attn_drop_rate > 0 ? 1.25 : 1.0)
                   : 0.0;
-    double per_block = block_scope_grad_floats(m, N, mc->drop_rate > 0) + N * D + attn;
-    *grad_floats = block_scope_grad_floats(m, N, mc->drop_rate > 0) + m->L * N * D + 3.0 * N * D;
-    return m->L * per_block + 3.0 * N * D + (double)m->in_chans * S * S;
+    double scoped = block_scope_grad_floats(m, N, mc->drop_rate > 0); /* a training step's */
+    *grad_floats = scoped + m->L * N * D + 3.0 * N * D;
+    return m->L * (scoped + N * D + attn) + 3.0 * N * D + (double)m->in_chans * S * S;
 }
 
 double vt_vit_flops(const vt_vit *m, int S) {
