@@ -14,45 +14,70 @@ static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
 /* Register tile MR x NR and cache blocks MC x KC (packed A) and KC x NC (packed B);
- * short_mr: the most rows the `short_rows` microkernel takes (0: there is none). */
+ * short_mr: the most rows the `short_rows` microkernel takes (0: there is none);
+ * next_c: whether each call's prefetch list starts with the next call's C tile. */
 typedef struct {
-    int mr, nr, kc, mc, nc, short_mr;
+    int mr, nr, kc, mc, nc, short_mr, next_c;
 } gemm_blocking;
 
 /* Pack the rows x cols block of op(X) at (r0, c0) into dst (pack_a / pack_b). */
 typedef void (*gemm_pack_fn)(int trans, const float *X, int ldx, int r0, int c0, int rows, int cols,
                              float *dst);
-/* C (mr x nr valid, row stride ldc) = alpha a b + beta C over packed panels of depth kc;
- * c_next: the C tile the next call writes (prefetch_next_c). */
-typedef void (*gemm_micro_fn)(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
-                              float alpha, float beta, const float *c_next);
 
-/* Called by a microkernel at each step k of its loop: every 4th step prefetches into L2
- * one line of the C tile of the next call (row k / 8; its first, then its last column
- * of `width`), so that tile is cached when that call stores into it. Spread out because
- * prefetching a whole tile at once exceeds the core's outstanding-miss buffers: on a
- * Xeon (Sapphire Rapids class) the 28 prefetches of a 14-row tile at the start of each
- * call cost 14% of the microkernel's time when C came from memory. A loop of fewer than
- * 8 rows steps reaches only kc / 8 rows. */
-static inline __attribute__((always_inline)) void prefetch_next_c(const float *c_next, int ldc, int width,
-                                                                   int rows, int k) {
-    if ((k & 3) == 0 && (k >> 3) < rows)
-        _mm_prefetch((const char *)(c_next + (size_t)(k >> 3) * ldc + ((k >> 2) & 1) * (width - 1)),
-                     _MM_HINT_T1);
+/* The cache lines one microkernel call prefetches into L2 while it runs: with next_c
+ * the next call's C tile (first and last column of each row), then this call's share
+ * of what the next pack_a / pack_b will read. A microkernel issues them spread over
+ * its loop (prefetch_step) or at its start (prefetch_all). Spreading matters on a Xeon
+ * (Sapphire Rapids class): a burst of 28 or more prefetches exceeds the core's
+ * outstanding-miss buffers and stalls; the C tile's 28 at the start of each AVX-512
+ * call cost 14% of the microkernel's time when C came from memory, and the packing
+ * sources' burst between calls another ~5% of the GEMM. */
+#define PREFETCH_MAX 128
+typedef struct {
+    const char *line[PREFETCH_MAX];
+    int n;
+} prefetch_list;
+
+/* always_inline throughout: GCC deletes calls to a separate function whose only
+ * effect is prefetching (it considers it pure). */
+static inline __attribute__((always_inline)) void prefetch_all(const prefetch_list *pf) {
+    for (int i = 0; i < pf->n; i++) _mm_prefetch(pf->line[i], _MM_HINT_T1);
 }
 
-/* Prefetch into L2 the part `part` of `parts` of a rows x len float region (row
- * stride ld): the next block's packing source, spread over the current block's
- * microkernel calls so that packing reads from L2 instead of waiting on memory.
- * always_inline: GCC deletes calls to a separate function whose only effect is
- * prefetching (it considers it pure). */
-static inline __attribute__((always_inline)) void prefetch_part(const float *base, size_t ld, int rows,
-                                                                int len, int part, int parts) {
+/* A full list is issued at once and emptied (blocks with few microkernel calls). */
+static inline __attribute__((always_inline)) void prefetch_add(prefetch_list *pf, const void *p) {
+    if (pf->n == PREFETCH_MAX) {
+        prefetch_all(pf);
+        pf->n = 0;
+    }
+    pf->line[pf->n++] = (const char *)p;
+}
+
+/* Called at each step k of a microkernel's loop: every 2nd step issues the next line;
+ * prefetch_rest after the loop issues what a short loop did not reach. */
+static inline __attribute__((always_inline)) void prefetch_step(const prefetch_list *pf, int k) {
+    if (!(k & 1) && (k >> 1) < pf->n) _mm_prefetch(pf->line[k >> 1], _MM_HINT_T1);
+}
+static inline __attribute__((always_inline)) void prefetch_rest(const prefetch_list *pf, int kc) {
+    for (int i = (kc + 1) >> 1; i < pf->n; i++) _mm_prefetch(pf->line[i], _MM_HINT_T1);
+}
+
+/* C (mr x nr valid, row stride ldc) = alpha a b + beta C over packed panels of depth kc,
+ * prefetching pf's lines. */
+typedef void (*gemm_micro_fn)(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
+                              float alpha, float beta, const prefetch_list *pf);
+
+/* Add the part `part` of `parts` of a rows x len float region (row stride ld) to pf:
+ * the next block's packing source, spread over the current block's microkernel calls
+ * so that packing reads from L2 instead of waiting on memory. */
+static inline __attribute__((always_inline)) void prefetch_part(prefetch_list *pf, const float *base,
+                                                                size_t ld, int rows, int len, int part,
+                                                                int parts) {
     int r0 = (int)((long)rows * part / parts), r1 = (int)((long)rows * (part + 1) / parts);
     for (int r = r0; r < r1; r++) {
         const char *p = (const char *)(base + (size_t)r * ld);
-        for (int b = 0; b < len * 4; b += 64) _mm_prefetch(p + b, _MM_HINT_T1);
-        _mm_prefetch(p + len * 4 - 4, _MM_HINT_T1);
+        for (int b = 0; b < len * 4; b += 64) prefetch_add(pf, p + b);
+        prefetch_add(pf, p + len * 4 - 4);
     }
 }
 
@@ -111,17 +136,23 @@ gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_mi
                 for (int jr = 0; jr < nc; jr += NR) {
                     int nr = imin(NR, nc - jr);
                     for (int ir = 0; ir < mc; ir += MR, part++) {
-                        if (na.rows) prefetch_part(na.base, na.ld, na.rows, na.len, part, parts);
-                        if (nb.rows) prefetch_part(nb.base, nb.ld, nb.rows, nb.len, part, parts);
                         int mr = imin(MR, mc - ir);
                         gemm_micro_fn kern = mr <= bl.short_mr ? short_rows : nr > NR / 2 ? full : half;
                         float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
-                        /* the next call's tile in this block; for the block's last, its own */
-                        const float *c_next = ir + MR < mc   ? c + (size_t)MR * ldc
+                        prefetch_list pf;
+                        pf.n = 0;
+                        if (bl.next_c) { /* the next call's tile in this block; for the last, its own */
+                            const float *cn = ir + MR < mc   ? c + (size_t)MR * ldc
                                               : jr + NR < nc ? C + (size_t)ic * ldc + jc + jr + NR
                                                              : c;
-                        kern(kc, pa + (size_t)ir * kc, pb + (size_t)jr * kc, c, ldc, mr, nr, alpha, bet,
-                             c_next);
+                            for (int i = 0; i < MR; i++) {
+                                prefetch_add(&pf, cn + (size_t)i * ldc);
+                                prefetch_add(&pf, cn + (size_t)i * ldc + NR - 1);
+                            }
+                        }
+                        if (na.rows) prefetch_part(&pf, na.base, na.ld, na.rows, na.len, part, parts);
+                        if (nb.rows) prefetch_part(&pf, nb.base, nb.ld, nb.rows, nb.len, part, parts);
+                        kern(kc, pa + (size_t)ir * kc, pb + (size_t)jr * kc, c, ldc, mr, nr, alpha, bet, &pf);
                     }
                 }
             }

@@ -12,12 +12,11 @@
  * use 8 x 8 in-register transposes). Edge tiles: packing zero-pads panels to MR/NR,
  * the microkernel stores only the valid rows, with masked column stores (masked moves
  * only on ragged edges: VMASKMOVPS stores are slow on AMD cores).
- * Latency hiding: each microkernel prefetches its own C tile at its start (12 lines,
- * which the core's outstanding-miss buffers take at once; prefetching the next call's
- * tile instead, as avx512/gemm.c does, measured 5-10% slower on a Xeon with C in
- * memory); while one block computes,
- * the source of the next pack_a (and, at the end of a K block, of the next pack_b) is
- * prefetched into L2, spread over the block's microkernel calls.
+ * Latency hiding: each microkernel call prefetches at its start its own C tile (12
+ * lines, which the core's outstanding-miss buffers take at once; prefetching the next
+ * call's tile instead, as avx512/gemm.c does, measured 5-10% slower on a Xeon with C
+ * in memory) and its share of the source of the next pack_a (and, at the end of a K
+ * block, of the next pack_b): see prefetch_list in ../gemm_driver.h.
  * alpha and beta are applied at the store of the first K block (later K blocks add
  * with beta = 1); beta == 0 never reads C. K == 0 or alpha == 0 gives C = beta C
  * without reading A or B (BLAS convention).
@@ -162,8 +161,8 @@ static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int 
 
 /* c[0:mr, 0:nr] = alpha * (a panel) (b panel) + beta * c (beta == 0: c not read). */
 static void kernel_6x16(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
-                        float alpha, float beta, const float *c_next) {
-    (void)c_next; /* own tile prefetched below (see the header) */
+                        float alpha, float beta, const prefetch_list *pf) {
+    prefetch_all(pf);
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     for (int i = 0; i < mr; i++) { /* the C tile arrives while the FMAs run */
@@ -196,8 +195,8 @@ static void kernel_6x16(int kc, const float *a, const float *b, float *c, int ld
 /* The same for a last panel with nr <= 8: only the first 8 columns of the (16-wide)
  * B panel are used, halving the work of a narrow edge. */
 static void kernel_6x8(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
-                       float alpha, float beta, const float *c_next) {
-    (void)c_next; /* own tile prefetched below (see the header) */
+                       float alpha, float beta, const prefetch_list *pf) {
+    prefetch_all(pf);
     __m256 c00 = _mm256_setzero_ps(), c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00;
     for (int i = 0; i < mr; i++) _mm_prefetch((const char *)(c + (size_t)i * ldc), _MM_HINT_T0);
     for (int k = 0; k < kc; k++) {
@@ -234,7 +233,7 @@ void vt_avx2_gemm(int ta, int tb, int M, int N, int K, float alpha,
         scale_c(M, N, beta, C, ldc);
         return;
     }
-    gemm_blocking bl = {MR, NR, KC, MC, NC, 0};
+    gemm_blocking bl = {MR, NR, KC, MC, NC, 0, 0};
     float *pb = work + a_floats(round_up((size_t)imin(M, MC), MR), (size_t)imin(K, KC));
     gemm_blocked(bl, pack_a, pack_b, kernel_6x16, kernel_6x8, NULL, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta,
                  C, ldc, work, pb);

@@ -12,10 +12,9 @@
  * All four (ta, tb) cases are absorbed by the packing routines (the transposing ones
  * use 16 x 16 in-register transposes). Edge tiles: packing zero-pads panels to MR/NR,
  * the microkernel stores only the valid rows, with masked column stores.
- * Latency hiding: each microkernel prefetches the next call's C tile, a line every 4
- * steps of its loop (prefetch_next_c); while one block computes,
- * the source of the next pack_a (and, at the end of a K block, of the next pack_b) is
- * prefetched into L2, spread over the block's microkernel calls.
+ * Latency hiding: each microkernel call prefetches into L2, a line every 2 steps of its
+ * loop, the next call's C tile and its share of the source of the next pack_a (and, at
+ * the end of a K block, of the next pack_b): see prefetch_list in ../gemm_driver.h.
  * alpha and beta are applied at the store of the first K block (later K blocks add
  * with beta = 1); beta == 0 never reads C. K == 0 or alpha == 0 gives C = beta C
  * without reading A or B (BLAS convention).
@@ -176,19 +175,20 @@ static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int 
 
 /* c[0:mr, 0:nr] = alpha * (a panel) (b panel) + beta * c (beta == 0: c not read). */
 static void kernel_14x32(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
-                         float alpha, float beta, const float *c_next) {
+                         float alpha, float beta, const prefetch_list *pf) {
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00,
            c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00, c91 = c00, c100 = c00, c101 = c00,
            c110 = c00, c111 = c00, c120 = c00, c121 = c00, c130 = c00, c131 = c00;
     for (int k = 0; k < kc; k++) {
-        prefetch_next_c(c_next, ldc, NR, MR, k);
+        prefetch_step(pf, k);
         __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
         ROW_FMA(0); ROW_FMA(1); ROW_FMA(2); ROW_FMA(3); ROW_FMA(4); ROW_FMA(5); ROW_FMA(6);
         ROW_FMA(7); ROW_FMA(8); ROW_FMA(9); ROW_FMA(10); ROW_FMA(11); ROW_FMA(12); ROW_FMA(13);
         a += MR;
         b += NR;
     }
+    prefetch_rest(pf, kc);
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     const __mmask16 k0 = vt512_tail((size_t)nr), k1 = vt512_tail((size_t)(nr > 16 ? nr - 16 : 0));
     ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3); ROW_STORE(4); ROW_STORE(5); ROW_STORE(6);
@@ -210,11 +210,11 @@ static void kernel_14x32(int kc, const float *a, const float *b, float *c, int l
 /* The same for a last panel with nr <= 16: only the first 16 columns of the (32-wide)
  * B panel are used, halving the work of a narrow edge. */
 static void kernel_14x16(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
-                         float alpha, float beta, const float *c_next) {
+                         float alpha, float beta, const prefetch_list *pf) {
     __m512 c00 = _mm512_setzero_ps(), c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00,
            c70 = c00, c80 = c00, c90 = c00, c100 = c00, c110 = c00, c120 = c00, c130 = c00;
     for (int k = 0; k < kc; k++) {
-        prefetch_next_c(c_next, ldc, NR / 2, MR, k);
+        prefetch_step(pf, k);
         __m512 b0 = _mm512_load_ps(b);
         ROW_FMA_HALF(0); ROW_FMA_HALF(1); ROW_FMA_HALF(2); ROW_FMA_HALF(3); ROW_FMA_HALF(4);
         ROW_FMA_HALF(5); ROW_FMA_HALF(6); ROW_FMA_HALF(7); ROW_FMA_HALF(8); ROW_FMA_HALF(9);
@@ -222,6 +222,7 @@ static void kernel_14x16(int kc, const float *a, const float *b, float *c, int l
         a += MR;
         b += NR;
     }
+    prefetch_rest(pf, kc);
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     const __mmask16 k0 = vt512_tail((size_t)nr);
     ROW_STORE_HALF(0); ROW_STORE_HALF(1); ROW_STORE_HALF(2); ROW_STORE_HALF(3); ROW_STORE_HALF(4);
@@ -234,16 +235,17 @@ static void kernel_14x16(int kc, const float *a, const float *b, float *c, int l
  * 1-row panel in every attention product; 8 independent chains still cover the FMA
  * latency). Reads rows 0-3 of the MR-row packed A panel. */
 static void kernel_4x32(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
-                        float alpha, float beta, const float *c_next) {
+                        float alpha, float beta, const prefetch_list *pf) {
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
            c31 = c00;
     for (int k = 0; k < kc; k++) {
-        prefetch_next_c(c_next, ldc, NR, MR, k);
+        prefetch_step(pf, k);
         __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
         ROW_FMA(0); ROW_FMA(1); ROW_FMA(2); ROW_FMA(3);
         a += MR;
         b += NR;
     }
+    prefetch_rest(pf, kc);
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     const __mmask16 k0 = vt512_tail((size_t)nr), k1 = vt512_tail((size_t)(nr > 16 ? nr - 16 : 0));
     ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3);
@@ -270,7 +272,7 @@ void vt_avx512_gemm(int ta, int tb, int M, int N, int K, float alpha,
         scale_c(M, N, beta, C, ldc);
         return;
     }
-    gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR};
+    gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR, 1};
     float *pb = work + a_floats(round_up((size_t)imin(M, MC), MR), (size_t)imin(K, KC));
     gemm_blocked(bl, pack_a, pack_b, kernel_14x32, kernel_14x16, kernel_4x32, ta, tb, M, N, K, alpha, A, lda, B,
                  ldb, beta, C, ldc, work, pb);
