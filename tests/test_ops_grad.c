@@ -239,9 +239,10 @@ static vt_tensor *fwd1(fwd_fn f, vt_tensor **in, const void *arg) {
 /* ---------------------------------------------------------------- tests */
 
 static void test_gemm(vt_rng *r) {
-    /* Shapes large enough for vt_gemm to split C over threads, by rows and by columns. */
-    const int shapes[3][3] = {{70, 33, 41}, {19, 90, 45}, {1, 300, 260}};
-    for (int s = 0; s < 3; s++)
+    /* Shapes large enough for vt_gemm to split C over threads, by rows and by columns,
+     * and (K >= 4 max(M, N)) over K, with K cuts inside and at the end of a 64 block. */
+    const int shapes[5][3] = {{70, 33, 41}, {19, 90, 45}, {1, 300, 260}, {20, 17, 300}, {40, 64, 700}};
+    for (int s = 0; s < 5; s++)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++) {
                 int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
