@@ -36,9 +36,9 @@ static inline __m512 vt512_exp(__m512 x) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
     __m512 y = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    y = _mm512_mul_ps(y, _mm512_castsi512_ps(e));
-    return _mm512_maskz_mov_ps((__mmask16)~under, y);
+    /* y 2^n: n is in [-126, 127] after the clamp, so scalef rounds exactly as a multiply
+     * by the power of two built in the exponent field would (bitwise the same) */
+    return _mm512_maskz_scalef_ps((__mmask16)~under, y, n);
 }
 
 static inline __m512 vt512_erf(__m512 x) {
