@@ -15,9 +15,10 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
 
 /* Register tile MR x NR and cache blocks MC x KC (packed A) and KC x NC (packed B);
  * short_mr: the most rows the `short_rows` microkernel takes (0: there is none);
- * next_c: whether each call's prefetch list starts with the next call's C tile. */
+ * next_c: whether each call's prefetch list starts with the next call's C tile;
+ * inplace_max_n: products with N up to this read op(A) in place (0: never). */
 typedef struct {
-    int mr, nr, kc, mc, nc, short_mr, next_c;
+    int mr, nr, kc, mc, nc, short_mr, next_c, inplace_max_n;
 } gemm_blocking;
 
 /* Pack the rows x cols block of op(X) at (r0, c0) into dst (pack_a / pack_b). */
@@ -67,6 +68,11 @@ static inline __attribute__((always_inline)) void prefetch_rest(const prefetch_l
 typedef void (*gemm_micro_fn)(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
                               float alpha, float beta, const prefetch_list *pf);
 
+/* The `full` microkernel for MR whole rows of op(A) read in place, row i at step k at
+ * a[i rs + k ks] (ta = 0: rs = lda, ks = 1; ta = 1: rs = 1, ks = lda). */
+typedef void (*gemm_inplace_fn)(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c,
+                                int ldc, int nr, float alpha, float beta, const prefetch_list *pf);
+
 /* Add the part `part` of `parts` of a rows x len float region (row stride ld) to pf:
  * the next block's packing source, spread over the current block's microkernel calls
  * so that packing reads from L2 instead of waiting on memory. */
@@ -104,13 +110,19 @@ static inline src_region b_source(int tb, const float *B, int ldb, int p0, int j
 /* C = alpha op(A) op(B) + beta C for M, N, K > 0 and alpha != 0, through packed A at pa
  * and packed B at pb (sized by the caller's work-space formula). Last panels with
  * mr <= short_mr rows use `short_rows`, else those with nr <= NR / 2 columns `half`,
- * the others `full`. */
+ * the others `full`.
+ * When N <= bl.inplace_max_n, each A block would be packed for at most a few B panels,
+ * costing about as much as the FMAs it feeds save (attention's P v and dS k, 197 x 197
+ * operands for 64 output columns): the block's whole MR-row panels are then read in
+ * place by `inplace` (for every nr), only its last partial panel is packed. */
 static inline __attribute__((always_inline)) void
 gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_micro_fn full,
-             gemm_micro_fn half, gemm_micro_fn short_rows, int ta, int tb, int M, int N, int K, float alpha,
-             const float *A,
-             int lda, const float *B, int ldb, float beta, float *C, int ldc, float *pa, float *pb) {
+             gemm_micro_fn half, gemm_micro_fn short_rows, gemm_inplace_fn inplace, int ta, int tb, int M,
+             int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+             float *C, int ldc, float *pa, float *pb) {
     const int MR = bl.mr, NR = bl.nr, KC = bl.kc, MC = bl.mc, NC = bl.nc;
+    const int in_place = inplace != NULL && N <= bl.inplace_max_n;
+    const size_t rs = ta ? 1 : (size_t)lda, ks = ta ? (size_t)lda : 1; /* op(A)[i][k] = A[i rs + k ks] */
     const src_region none = {NULL, 0, 0, 0};
     for (int jc = 0; jc < N; jc += NC) {
         int nc = imin(NC, N - jc);
@@ -120,7 +132,8 @@ gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_mi
             pack_b(tb, B, ldb, pc, jc, kc, nc, pb);
             for (int ic = 0; ic < M; ic += MC) {
                 int mc = imin(MC, M - ic);
-                pack_a(ta, A, lda, ic, pc, mc, kc, pa);
+                int whole = in_place ? mc / MR * MR : 0; /* rows read in place */
+                if (whole < mc) pack_a(ta, A, lda, ic + whole, pc, mc - whole, kc, pa + (size_t)whole * kc);
                 /* what the next pack_a / pack_b will read */
                 src_region na = none, nb = none;
                 if (ic + MC < M) {
@@ -152,7 +165,11 @@ gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_mi
                         }
                         if (na.rows) prefetch_part(&pf, na.base, na.ld, na.rows, na.len, part, parts);
                         if (nb.rows) prefetch_part(&pf, nb.base, nb.ld, nb.rows, nb.len, part, parts);
-                        kern(kc, pa + (size_t)ir * kc, pb + (size_t)jr * kc, c, ldc, mr, nr, alpha, bet, &pf);
+                        if (ir < whole)
+                            inplace(kc, A + (size_t)(ic + ir) * rs + (size_t)pc * ks, rs, ks, pb + (size_t)jr * kc, c,
+                                    ldc, nr, alpha, bet, &pf);
+                        else
+                            kern(kc, pa + (size_t)ir * kc, pb + (size_t)jr * kc, c, ldc, mr, nr, alpha, bet, &pf);
                     }
                 }
             }

@@ -154,7 +154,7 @@ static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int 
 
 #define ROW_FMA(i)                                   \
     do {                                             \
-        __m512 a_ = _mm512_set1_ps(a[i]);            \
+        __m512 a_ = _mm512_set1_ps(a[(i) * rs]);     \
         c##i##0 = _mm512_fmadd_ps(a_, b0, c##i##0); \
         c##i##1 = _mm512_fmadd_ps(a_, b1, c##i##1); \
     } while (0)
@@ -173,9 +173,13 @@ static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int 
         }                                                                              \
     } while (0)
 
-/* c[0:mr, 0:nr] = alpha * (a panel) (b panel) + beta * c (beta == 0: c not read). */
-static void kernel_14x32(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
-                         float alpha, float beta, const prefetch_list *pf) {
+/* c[0:mr, 0:nr] = alpha * (a panel) (b panel) + beta * c (beta == 0: c not read), with
+ * row i of the A panel at step k read from a[i rs + k ks]: (1, MR) for a packed panel,
+ * other strides to read op(A) in place (kernel_14x32_inplace). Always inlined, so each
+ * caller's constant strides give its own code. */
+static inline __attribute__((always_inline)) void
+kernel_14x32_strided(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c, int ldc, int mr,
+                     int nr, float alpha, float beta, const prefetch_list *pf) {
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00,
            c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00, c91 = c00, c100 = c00, c101 = c00,
@@ -185,7 +189,7 @@ static void kernel_14x32(int kc, const float *a, const float *b, float *c, int l
         __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
         ROW_FMA(0); ROW_FMA(1); ROW_FMA(2); ROW_FMA(3); ROW_FMA(4); ROW_FMA(5); ROW_FMA(6);
         ROW_FMA(7); ROW_FMA(8); ROW_FMA(9); ROW_FMA(10); ROW_FMA(11); ROW_FMA(12); ROW_FMA(13);
-        a += MR;
+        a += ks;
         b += NR;
     }
     prefetch_rest(pf, kc);
@@ -193,6 +197,19 @@ static void kernel_14x32(int kc, const float *a, const float *b, float *c, int l
     const __mmask16 k0 = vt512_tail((size_t)nr), k1 = vt512_tail((size_t)(nr > 16 ? nr - 16 : 0));
     ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3); ROW_STORE(4); ROW_STORE(5); ROW_STORE(6);
     ROW_STORE(7); ROW_STORE(8); ROW_STORE(9); ROW_STORE(10); ROW_STORE(11); ROW_STORE(12); ROW_STORE(13);
+}
+
+static void kernel_14x32(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
+                         float alpha, float beta, const prefetch_list *pf) {
+    kernel_14x32_strided(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf);
+}
+
+/* The same for 14 whole rows of op(A) read in place, row i at step k at a[i rs + k ks]:
+ * ta = 0 (rs = lda, ks = 1) or ta = 1 (rs = 1, ks = lda). */
+static void kernel_14x32_inplace(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c,
+                                 int ldc, int nr, float alpha, float beta, const prefetch_list *pf) {
+    if (rs == 1) kernel_14x32_strided(kc, a, 1, ks, b, c, ldc, MR, nr, alpha, beta, pf);
+    else kernel_14x32_strided(kc, a, rs, 1, b, c, ldc, MR, nr, alpha, beta, pf);
 }
 
 #define ROW_FMA_HALF(i) c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, c##i##0)
@@ -236,6 +253,7 @@ static void kernel_14x16(int kc, const float *a, const float *b, float *c, int l
  * latency). Reads rows 0-3 of the MR-row packed A panel. */
 static void kernel_4x32(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
                         float alpha, float beta, const prefetch_list *pf) {
+    const size_t rs = 1; /* packed panel (ROW_FMA) */
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
            c31 = c00;
     for (int k = 0; k < kc; k++) {
@@ -272,8 +290,8 @@ void vt_avx512_gemm(int ta, int tb, int M, int N, int K, float alpha,
         scale_c(M, N, beta, C, ldc);
         return;
     }
-    gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR, 1};
+    gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR, 1, 2 * NR};
     float *pb = work + a_floats(round_up((size_t)imin(M, MC), MR), (size_t)imin(K, KC));
-    gemm_blocked(bl, pack_a, pack_b, kernel_14x32, kernel_14x16, kernel_4x32, ta, tb, M, N, K, alpha, A, lda, B,
+    gemm_blocked(bl, pack_a, pack_b, kernel_14x32, kernel_14x16, kernel_4x32, kernel_14x32_inplace, ta, tb, M, N, K, alpha, A, lda, B,
                  ldb, beta, C, ldc, work, pb);
 }
