@@ -165,11 +165,12 @@ gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_mi
                         }
                         if (na.rows) prefetch_part(&pf, na.base, na.ld, na.rows, na.len, part, parts);
                         if (nb.rows) prefetch_part(&pf, nb.base, nb.ld, nb.rows, nb.len, part, parts);
+                        const float *b = pb + (size_t)jr * kc;
                         if (ir < whole)
-                            inplace(kc, A + (size_t)(ic + ir) * rs + (size_t)pc * ks, rs, ks, pb + (size_t)jr * kc, c,
-                                    ldc, nr, alpha, bet, &pf);
+                            inplace(kc, A + (size_t)(ic + ir) * rs + (size_t)pc * ks, rs, ks, b, c, ldc, nr,
+                                    alpha, bet, &pf);
                         else
-                            kern(kc, pa + (size_t)ir * kc, pb + (size_t)jr * kc, c, ldc, mr, nr, alpha, bet, &pf);
+                            kern(kc, pa + (size_t)ir * kc, b, c, ldc, mr, nr, alpha, bet, &pf);
                     }
                 }
             }

@@ -66,7 +66,7 @@ static const int ragged[] = {1, 2, 7, 15, 16, 17, 31, 33, 63, 127, 129, 257, 100
 
 static void test_table_complete(const vt_kernels *t) {
     CHECK(t->gemm && t->gemm_work_floats && t->softmax_rows && t->softmax_bwd_rows &&
-              t->layernorm_fwd && t->layernorm_bwd && t->gelu_fwd && t->gelu_bwd && t->add &&
+              t->layernorm_fwd && t->layernorm_bwd && t->gelu_fwd && t->gelu_bwd && t->gelu_bwd_fwd && t->add &&
               t->scale && t->axpy && t->sum && t->dot && t->adamw && t->name,
           "table %s has a NULL entry", t->name ? t->name : "?");
 }
@@ -400,6 +400,12 @@ static void test_gelu(const vt_kernels *t, const vt_kernels *s) {
               bad < 0 ? 0 : dx[bad], bad < 0 ? 0 : yr[bad] + (double)dy[bad] * gelu_grad_d(x[bad]));
         CHECK(badr < 0, "%s gelu_bwd vs scalar x=%.9g got %.9g want %.9g", t->name, badr < 0 ? 0 : x[badr],
               badr < 0 ? 0 : dx[badr], badr < 0 ? 0 : dxr[badr]);
+        /* the fused entry: bitwise this table's gelu_bwd (dx) and gelu_fwd (y) */
+        memcpy(dxr, yr, n * 4); /* the initial dx */
+        memcpy(yr, dy, n * 4);
+        t->gelu_bwd_fwd(x, yr, dxr, n);
+        CHECK(memcmp(dxr, dx, n * 4) == 0, "%s gelu_bwd_fwd n=%zu: dx differs from gelu_bwd's", t->name, n);
+        CHECK(memcmp(yr, y, n * 4) == 0, "%s gelu_bwd_fwd n=%zu: g differs from gelu_fwd's", t->name, n);
     }
     for (int i = 0; i < 6; i++) free(b[i]);
 }
@@ -409,6 +415,7 @@ int main(void) {
     vt_kernels s;
     vt_kernels_table(VT_ISA_SCALAR, &s);
     test_table_complete(&s);
+    test_gelu(&s, &s); /* the scalar GELU against double precision, and its fused entry */
     static const vt_isa levels[] = {VT_ISA_AVX2, VT_ISA_AVX512};
     static const char *names[] = {"avx2", "avx512"};
     for (int l = 0; l < 2; l++) {

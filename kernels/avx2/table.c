@@ -13,6 +13,7 @@ void vt_kernels_fill_avx2(vt_kernels *t) {
     t->layernorm_bwd = vt_avx2_layernorm_bwd;
     t->gelu_fwd = vt_avx2_gelu_fwd;
     t->gelu_bwd = vt_avx2_gelu_bwd;
+    t->gelu_bwd_fwd = vt_avx2_gelu_bwd_fwd;
     t->add = vt_avx2_add;
     t->scale = vt_avx2_scale;
     t->axpy = vt_avx2_axpy;

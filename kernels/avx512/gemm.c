@@ -296,6 +296,6 @@ void vt_avx512_gemm(int ta, int tb, int M, int N, int K, float alpha,
     }
     gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR, 1, 2 * NR};
     float *pb = work + a_floats(round_up((size_t)imin(M, MC), MR), (size_t)imin(K, KC));
-    gemm_blocked(bl, pack_a, pack_b, kernel_14x32, kernel_14x16, kernel_4x32, kernel_14x32_inplace, ta, tb, M, N, K, alpha, A, lda, B,
-                 ldb, beta, C, ldc, work, pb);
+    gemm_blocked(bl, pack_a, pack_b, kernel_14x32, kernel_14x16, kernel_4x32, kernel_14x32_inplace, ta, tb, M,
+                 N, K, alpha, A, lda, B, ldb, beta, C, ldc, work, pb);
 }

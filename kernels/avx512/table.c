@@ -18,6 +18,7 @@ void vt_kernels_fill_avx512(vt_kernels *t) {
     t->layernorm_bwd = vt_avx512_layernorm_bwd;
     t->gelu_fwd = vt_avx512_gelu_fwd;
     t->gelu_bwd = vt_avx512_gelu_bwd;
+    t->gelu_bwd_fwd = vt_avx512_gelu_bwd_fwd;
     t->add = vt_avx512_add;
     t->scale = vt_avx512_scale;
     t->axpy = vt_avx512_axpy;

@@ -13,6 +13,7 @@ void vt_kernels_fill_scalar(vt_kernels *t) {
     t->layernorm_bwd = vt_scalar_layernorm_bwd;
     t->gelu_fwd = vt_scalar_gelu_fwd;
     t->gelu_bwd = vt_scalar_gelu_bwd;
+    t->gelu_bwd_fwd = vt_scalar_gelu_bwd_fwd;
     t->add = vt_scalar_add;
     t->scale = vt_scalar_scale;
     t->axpy = vt_scalar_axpy;

@@ -1,7 +1,8 @@
 /* gelu.c - vt_op_gelu: exact-erf GELU, elementwise (torch GELU(approximate='none')),
  * and vt_ops_gelu, its chunked parallel loop (shared with vt_op_gelu_linear).
  * Forward vt_k.gelu_fwd, backward vt_k.gelu_bwd (dx += dy (Phi(x) + x phi(x))), both
- * over fixed contiguous chunks in parallel. The SIMD erf error bound is stated in
+ * over fixed contiguous chunks in parallel; vt_ops_gelu_bwd_fwd runs vt_k.gelu_bwd_fwd
+ * (both in one pass) the same way. The SIMD erf error bound is stated in
  * tests/test_kernels.c. */
 #include "kernels.h"
 #include "ops.h"
@@ -22,6 +23,15 @@ void vt_ops_gelu(const float *x, const float *dy, float *out, int64_t n) {
         int64_t s = k * GELU_CHUNK, e = s + GELU_CHUNK < n ? s + GELU_CHUNK : n;
         if (dy) vt_k.gelu_bwd(x + s, dy + s, out + s, (size_t)(e - s));
         else vt_k.gelu_fwd(x + s, out + s, (size_t)(e - s));
+    }
+}
+
+void vt_ops_gelu_bwd_fwd(const float *x, float *g, float *dx, int64_t n) {
+    int64_t nb = (n + GELU_CHUNK - 1) / GELU_CHUNK;
+    #pragma omp parallel for schedule(static) if (nb > 1)
+    for (int64_t k = 0; k < nb; k++) {
+        int64_t s = k * GELU_CHUNK, e = s + GELU_CHUNK < n ? s + GELU_CHUNK : n;
+        vt_k.gelu_bwd_fwd(x + s, g + s, dx + s, (size_t)(e - s));
     }
 }
 

@@ -4,12 +4,14 @@
  * (vt_ops_linear_*), so values are bitwise those of the unfused pair.
  * u (..., Din) viewed as M = size / Din rows; w (Dout, Din); b (Dout) or NULL; y (..., Dout).
  * Forward: g = gelu(u) into the tape scratch (M Din floats), y = g W^T + b.
- * Backward, with one scratch buffer of M Din floats and no arena memory beyond the
- * colsum partials: g = gelu(u) recomputed (only when dW is wanted), dW += dy^T g,
- * db += column sums of dy, then dg = dy W overwrites g in the scratch and du += gelu'(u) dg.
- * dg with beta 0 has the floats of the unfused dx += dy W into the zeroed gelu output grad
- * (0 + x = x), but for the sign of a zero result; the du update then gives the same
- * bits unless du held -0, which a zeroed grad that only accumulates never does.
+ * Backward, with one scratch buffer s of M Din floats and no arena memory beyond the
+ * colsum partials: s = dg = dy W; then one pass du += gelu'(u) dg, s = gelu(u) (the
+ * recompute shares the erf with the derivative: vt_ops_gelu_bwd_fwd); then dW += dy^T s,
+ * db += column sums of dy. Without du: s = gelu(u), dW, db; without dW: s = dg,
+ * du += gelu'(u) dg. dg with beta 0 has the floats of the unfused dx += dy W into the
+ * zeroed gelu output grad (0 + x = x), but for the sign of a zero result; the du update
+ * then gives the same bits unless du held -0, which a zeroed grad that only accumulates
+ * never does.
  * Kept for backward: u (the caller's), w, dy; nothing of M Din floats. */
 #include "ops.h"
 
@@ -24,9 +26,14 @@ static void gelu_linear_bwd(void *p) {
     gelu_linear_ctx *c = p;
     int64_t n = (int64_t)c->M * c->Din;
     float *s = c->du || c->dw ? vt_tape_scratch(c->t, (size_t)n) : NULL;
-    if (c->dw) vt_ops_gelu(c->u, NULL, s, n);
-    vt_ops_linear_bwd(c->t->arena, s, c->w, c->dy, c->du ? s : NULL, 0.0f, c->dw, c->db, c->M, c->Din, c->Dout);
-    if (c->du) vt_ops_gelu(c->u, s, c->du, n);
+    if (c->du) {
+        vt_ops_linear_bwd(c->t->arena, NULL, c->w, c->dy, s, 0.0f, NULL, NULL, c->M, c->Din, c->Dout);
+        if (c->dw) vt_ops_gelu_bwd_fwd(c->u, s, c->du, n);
+        else vt_ops_gelu(c->u, s, c->du, n);
+    } else if (c->dw) {
+        vt_ops_gelu(c->u, NULL, s, n);
+    }
+    vt_ops_linear_bwd(c->t->arena, s, c->w, c->dy, NULL, 0.0f, c->dw, c->db, c->M, c->Din, c->Dout);
 }
 
 vt_tensor *vt_op_gelu_linear(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *b) {
