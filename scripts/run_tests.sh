@@ -2,7 +2,8 @@
 # Runs the test binaries and prints the total "N passed, N failed" line last.
 # Unit tests (build/tests/test_*) run under every ISA this CPU supports and with 1 and
 # 2 OpenMP threads (VT_TEST_ISAS="avx512": those ISAs instead of the CPU's;
-# VT_TEST_MATRIX=0: default ISA, 2 threads only); end-to-end tests (build/tests/e2e_*)
+# VT_TEST_MATRIX=0: default ISA, 2 threads only), and test_ops_grad once more with 4
+# threads asked and 2 allowed; end-to-end tests (build/tests/e2e_*)
 # run once (VT_TEST_E2E="e2e_train": only those). VT_TEST_UNIT_ONLY=1 skips them.
 # Exit status: non-zero if any binary failed or printed no summary line.
 set -u
@@ -55,6 +56,12 @@ for t in "$BUILD"/tests/test_*; do
         done
     done
 done
+# A team smaller than the threads asked for (OMP_THREAD_LIMIT below OMP_NUM_THREADS):
+# code that sizes work by omp_get_max_threads() must not assume every thread arrives
+# (test_ops_grad runs vt_gemm's row, column and K splits and the threaded ops).
+if [[ -x $BUILD/tests/test_ops_grad ]]; then
+    run_one "test_ops_grad threads=4 limit=2" env OMP_NUM_THREADS=4 OMP_THREAD_LIMIT=2 "$BUILD/tests/test_ops_grad"
+fi
 if [[ ${VT_TEST_UNIT_ONLY:-0} != 1 ]]; then
     for t in "$BUILD"/tests/e2e_*; do
         [[ -x $t ]] || continue

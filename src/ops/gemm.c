@@ -72,9 +72,10 @@ static void gemm_split_k(int ta, int tb, int M, int N, int K, float alpha, const
     int kblocks = (K + VT_GEMM_K_ALIGN - 1) / VT_GEMM_K_ALIGN;
     #pragma omp parallel num_threads(nblk)
     {
-        int t = omp_get_thread_num();
-        int s = (int)((int64_t)kblocks * t / nblk) * VT_GEMM_K_ALIGN;
-        int e = (int)((int64_t)kblocks * (t + 1) / nblk) * VT_GEMM_K_ALIGN;
+        /* the team's real size: the runtime may give fewer threads than asked */
+        int t = omp_get_thread_num(), nth = omp_get_num_threads();
+        int s = (int)((int64_t)kblocks * t / nth) * VT_GEMM_K_ALIGN;
+        int e = (int)((int64_t)kblocks * (t + 1) / nth) * VT_GEMM_K_ALIGN;
         if (e > K) e = K;
         const float *a = ta ? A + (size_t)s * lda : A + s;
         const float *b = tb ? B + s : B + (size_t)s * ldb;
@@ -86,8 +87,8 @@ static void gemm_split_k(int ta, int tb, int M, int N, int K, float alpha, const
             vt_k.gemm(ta, tb, M, N, e - s, alpha, a, lda, b, ldb, 0.0f, partial[t], N, work);
         }
         #pragma omp barrier
-        int r0 = (int)((int64_t)M * t / nblk), r1 = (int)((int64_t)M * (t + 1) / nblk);
-        for (int u = 1; u < nblk; u++)
+        int r0 = (int)((int64_t)M * t / nth), r1 = (int)((int64_t)M * (t + 1) / nth);
+        for (int u = 1; u < nth; u++)
             for (int i = r0; i < r1; i++)
                 vt_k.add(C + (size_t)i * ldc, partial[u] + (size_t)i * N, C + (size_t)i * ldc, (size_t)N);
     }
