@@ -10,7 +10,9 @@
  * a last panel with <= 4 rows uses a 4 x 32 variant, one with <= 16 columns a 14 x 16
  * variant, so short and narrow edges cost less than a whole tile).
  * All four (ta, tb) cases are absorbed by the packing routines (the transposing ones
- * use 16 x 16 in-register transposes). Edge tiles: packing zero-pads panels to MR/NR,
+ * use 16 x 16 in-register transposes); for N <= 64 the whole 14-row panels of op(A)
+ * are read in place instead (kernel_14x32_inplace, see gemm_blocked). Edge tiles:
+ * packing zero-pads panels to MR/NR,
  * the microkernel stores only the valid rows, with masked column stores.
  * Latency hiding: each microkernel call prefetches into L2, a line every 2 steps of its
  * loop, the next call's C tile and its share of the source of the next pack_a (and, at
