@@ -15,10 +15,11 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
 
 /* Register tile MR x NR and cache blocks MC x KC (packed A) and KC x NC (packed B);
  * short_mr: the most rows the `short_rows` microkernel takes (0: there is none);
+ * narrow_nr: the most columns the `narrow` microkernel takes (0: there is none);
  * next_c: whether each call's prefetch list starts with the next call's C tile;
  * inplace_max_n: products with N up to this read op(A) in place (0: never). */
 typedef struct {
-    int mr, nr, kc, mc, nc, short_mr, next_c, inplace_max_n;
+    int mr, nr, kc, mc, nc, short_mr, narrow_nr, next_c, inplace_max_n;
 } gemm_blocking;
 
 /* Pack the rows x cols block of op(X) at (r0, c0) into dst (pack_a / pack_b). */
@@ -109,17 +110,17 @@ static inline src_region b_source(int tb, const float *B, int ldb, int p0, int j
 
 /* C = alpha op(A) op(B) + beta C for M, N, K > 0 and alpha != 0, through packed A at pa
  * and packed B at pb (sized by the caller's work-space formula). Last panels with
- * mr <= short_mr rows use `short_rows`, else those with nr <= NR / 2 columns `half`,
- * the others `full`.
+ * mr <= short_mr rows use `short_rows`, else those with nr <= narrow_nr columns
+ * `narrow`, else those with nr <= NR / 2 columns `half`, the others `full`.
  * When N <= bl.inplace_max_n, each A block would be packed for at most a few B panels,
  * costing about as much as the FMAs it feeds save (attention's P v and dS k, 197 x 197
  * operands for 64 output columns): the block's whole MR-row panels are then read in
  * place by `inplace` (for every nr), only its last partial panel is packed. */
 static inline __attribute__((always_inline)) void
 gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_micro_fn full,
-             gemm_micro_fn half, gemm_micro_fn short_rows, gemm_inplace_fn inplace, int ta, int tb, int M,
-             int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
-             float *C, int ldc, float *pa, float *pb) {
+             gemm_micro_fn half, gemm_micro_fn narrow, gemm_micro_fn short_rows, gemm_inplace_fn inplace,
+             int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+             int ldb, float beta, float *C, int ldc, float *pa, float *pb) {
     const int MR = bl.mr, NR = bl.nr, KC = bl.kc, MC = bl.mc, NC = bl.nc;
     const int in_place = inplace != NULL && N <= bl.inplace_max_n;
     const size_t rs = ta ? 1 : (size_t)lda, ks = ta ? (size_t)lda : 1; /* op(A)[i][k] = A[i rs + k ks] */
@@ -150,7 +151,10 @@ gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_mi
                     int nr = imin(NR, nc - jr);
                     for (int ir = 0; ir < mc; ir += MR, part++) {
                         int mr = imin(MR, mc - ir);
-                        gemm_micro_fn kern = mr <= bl.short_mr ? short_rows : nr > NR / 2 ? full : half;
+                        gemm_micro_fn kern = mr <= bl.short_mr    ? short_rows
+                                             : nr <= bl.narrow_nr ? narrow
+                                             : nr > NR / 2        ? full
+                                                                  : half;
                         float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
                         prefetch_list pf;
                         pf.n = 0;

@@ -43,6 +43,7 @@
 #define MC 280
 #define NC 1536
 #define SHORT_MR 4 /* last panels of <= 4 rows use kernel_4x32 */
+#define NARROW_NR 4 /* last panels of <= 4 columns use kernel_14xn */
 
 /* Floats of the packed-A region: mc x kc rounded to 64 bytes so the B panels that
  * follow stay aligned. */
@@ -253,6 +254,55 @@ static void kernel_14x16(int kc, const float *a, const float *b, float *c, int l
     ROW_STORE_HALF(10); ROW_STORE_HALF(11); ROW_STORE_HALF(12); ROW_STORE_HALF(13);
 }
 
+/* The same for a last panel of nr = n <= NARROW_NR columns, turned around: the 14 rows
+ * in the lanes of one vector (a packed A step is 14 contiguous floats) and one FMA per
+ * column per step, against 14 in kernel_14x16 (65 = 2 x 32 + 1 tokens leave a 1-column
+ * panel in attention's q k^T and dout v^T products: +3.5% on the whole attention at 65
+ * tokens; at 5 columns, 197 tokens' tail, its scalar stores made it no faster than
+ * kernel_14x16). Even and odd steps go to separate accumulators, 2 n FMA chains. n is a
+ * constant in each caller. */
+static inline __attribute__((always_inline)) void
+kernel_14xn_n(int kc, const float *a, const float *b, float *c, int ldc, int mr, float alpha, float beta,
+              const prefetch_list *pf, const int n) {
+    const __mmask16 rows = (__mmask16)((1u << MR) - 1u);
+    __m512 e[NARROW_NR], o[NARROW_NR];
+    for (int j = 0; j < n; j++) e[j] = o[j] = _mm512_setzero_ps();
+    int k = 0;
+    for (; k + 2 <= kc; k += 2) {
+        prefetch_step(pf, k);
+        __m512 a0 = _mm512_maskz_loadu_ps(rows, a), a1 = _mm512_maskz_loadu_ps(rows, a + MR);
+        for (int j = 0; j < n; j++) {
+            e[j] = _mm512_fmadd_ps(a0, _mm512_set1_ps(b[j]), e[j]);
+            o[j] = _mm512_fmadd_ps(a1, _mm512_set1_ps(b[NR + j]), o[j]);
+        }
+        a += 2 * MR;
+        b += 2 * NR;
+    }
+    if (k < kc) {
+        __m512 a0 = _mm512_maskz_loadu_ps(rows, a);
+        for (int j = 0; j < n; j++) e[j] = _mm512_fmadd_ps(a0, _mm512_set1_ps(b[j]), e[j]);
+    }
+    prefetch_rest(pf, kc);
+    float col[16] __attribute__((aligned(64)));
+    for (int j = 0; j < n; j++) {
+        _mm512_store_ps(col, _mm512_add_ps(e[j], o[j]));
+        for (int i = 0; i < mr; i++) {
+            float *ci = c + (size_t)i * ldc + j;
+            *ci = beta != 0.0f ? alpha * col[i] + beta * *ci : alpha * col[i];
+        }
+    }
+}
+
+static void kernel_14xn(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
+                        float alpha, float beta, const prefetch_list *pf) {
+    switch (nr) {
+    case 1: kernel_14xn_n(kc, a, b, c, ldc, mr, alpha, beta, pf, 1); break;
+    case 2: kernel_14xn_n(kc, a, b, c, ldc, mr, alpha, beta, pf, 2); break;
+    case 3: kernel_14xn_n(kc, a, b, c, ldc, mr, alpha, beta, pf, 3); break;
+    default: kernel_14xn_n(kc, a, b, c, ldc, mr, alpha, beta, pf, 4); break;
+    }
+}
+
 /* The same for a last panel of mr <= 4 rows, all 32 columns: 8 accumulators, so a
  * short edge costs 4 rows of FMAs instead of 14 (197 = 14 x 14 + 1 tokens leaves a
  * 1-row panel in every attention product; 8 independent chains still cover the FMA
@@ -296,8 +346,8 @@ void vt_avx512_gemm(int ta, int tb, int M, int N, int K, float alpha,
         scale_c(M, N, beta, C, ldc);
         return;
     }
-    gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR, 1, 2 * NR};
+    gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR, NARROW_NR, 1, 2 * NR};
     float *pb = work + a_floats(round_up((size_t)imin(M, MC), MR), (size_t)imin(K, KC));
-    gemm_blocked(bl, pack_a, pack_b, kernel_14x32, kernel_14x16, kernel_4x32, kernel_14x32_inplace, ta, tb, M,
-                 N, K, alpha, A, lda, B, ldb, beta, C, ldc, work, pb);
+    gemm_blocked(bl, pack_a, pack_b, kernel_14x32, kernel_14x16, kernel_14xn, kernel_4x32, kernel_14x32_inplace, ta,
+                 tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, work, pb);
 }
