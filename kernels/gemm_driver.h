@@ -108,6 +108,21 @@ static inline src_region b_source(int tb, const float *B, int ldb, int p0, int j
     return r;
 }
 
+/* The prefetch list of one microkernel call: the MR x NR C tile at c_next (NULL: none),
+ * then the call's share (part of parts) of the next packing sources na and nb. */
+static inline __attribute__((always_inline)) void call_prefetches(prefetch_list *pf, gemm_blocking bl,
+                                                                  const float *c_next, int ldc,
+                                                                  src_region na, src_region nb, int part,
+                                                                  int parts) {
+    pf->n = 0;
+    for (int i = 0; c_next && i < bl.mr; i++) {
+        prefetch_add(pf, c_next + (size_t)i * ldc);
+        prefetch_add(pf, c_next + (size_t)i * ldc + bl.nr - 1);
+    }
+    if (na.rows) prefetch_part(pf, na.base, na.ld, na.rows, na.len, part, parts);
+    if (nb.rows) prefetch_part(pf, nb.base, nb.ld, nb.rows, nb.len, part, parts);
+}
+
 /* C = alpha op(A) op(B) + beta C for M, N, K > 0 and alpha != 0, through packed A at pa
  * and packed B at pb (sized by the caller's work-space formula). Last panels with
  * mr <= short_mr rows use `short_rows`, else those with nr <= narrow_nr columns
@@ -156,19 +171,12 @@ gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_mi
                                              : nr > NR / 2        ? full
                                                                   : half;
                         float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
-                        prefetch_list pf;
-                        pf.n = 0;
-                        if (bl.next_c) { /* the next call's tile in this block; for the last, its own */
-                            const float *cn = ir + MR < mc   ? c + (size_t)MR * ldc
+                        /* the next call's tile in this block; for the block's last, its own */
+                        const float *c_next = ir + MR < mc   ? c + (size_t)MR * ldc
                                               : jr + NR < nc ? C + (size_t)ic * ldc + jc + jr + NR
                                                              : c;
-                            for (int i = 0; i < MR; i++) {
-                                prefetch_add(&pf, cn + (size_t)i * ldc);
-                                prefetch_add(&pf, cn + (size_t)i * ldc + NR - 1);
-                            }
-                        }
-                        if (na.rows) prefetch_part(&pf, na.base, na.ld, na.rows, na.len, part, parts);
-                        if (nb.rows) prefetch_part(&pf, nb.base, nb.ld, nb.rows, nb.len, part, parts);
+                        prefetch_list pf;
+                        call_prefetches(&pf, bl, bl.next_c ? c_next : NULL, ldc, na, nb, part, parts);
                         const float *b = pb + (size_t)jr * kc;
                         if (ir < whole)
                             inplace(kc, A + (size_t)(ic + ir) * rs + (size_t)pc * ks, rs, ks, b, c, ldc, nr,

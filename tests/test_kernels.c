@@ -66,8 +66,8 @@ static const int ragged[] = {1, 2, 7, 15, 16, 17, 31, 33, 63, 127, 129, 257, 100
 
 static void test_table_complete(const vt_kernels *t) {
     CHECK(t->gemm && t->gemm_work_floats && t->softmax_rows && t->softmax_bwd_rows &&
-              t->layernorm_fwd && t->layernorm_bwd && t->gelu_fwd && t->gelu_bwd && t->gelu_bwd_fwd && t->add &&
-              t->scale && t->axpy && t->sum && t->dot && t->adamw && t->name,
+              t->layernorm_fwd && t->layernorm_bwd && t->gelu_fwd && t->gelu_bwd && t->gelu_bwd_fwd &&
+              t->add && t->scale && t->axpy && t->sum && t->dot && t->adamw && t->name,
           "table %s has a NULL entry", t->name ? t->name : "?");
 }
 

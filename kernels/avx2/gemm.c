@@ -235,6 +235,6 @@ void vt_avx2_gemm(int ta, int tb, int M, int N, int K, float alpha,
     }
     gemm_blocking bl = {MR, NR, KC, MC, NC, 0, 0, 0, 0};
     float *pb = work + a_floats(round_up((size_t)imin(M, MC), MR), (size_t)imin(K, KC));
-    gemm_blocked(bl, pack_a, pack_b, kernel_6x16, kernel_6x8, NULL, NULL, NULL, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta,
-                 C, ldc, work, pb);
+    gemm_blocked(bl, pack_a, pack_b, kernel_6x16, kernel_6x8, NULL, NULL, NULL, ta, tb, M, N, K, alpha, A, lda, B,
+                 ldb, beta, C, ldc, work, pb);
 }

@@ -7,13 +7,14 @@
  * KC x NR panels) -> ic over M in MC blocks (pack op(A) block into MR x KC panels)
  * -> jr over NR columns -> ir over MR rows -> the MR x NR register microkernel
  * (MR = 14 rows x NR = 32 columns: 28 zmm accumulators, 2 zmm of B, broadcasts of A;
- * a last panel with <= 4 rows uses a 4 x 32 variant, one with <= 16 columns a 14 x 16
- * variant, so short and narrow edges cost less than a whole tile).
+ * a last panel with <= 4 rows uses a 4 x 32 variant, one with <= 4 columns the
+ * turned-around kernel_14xn, one with <= 16 columns a 14 x 16 variant, so short and
+ * narrow edges cost less than a whole tile).
  * All four (ta, tb) cases are absorbed by the packing routines (the transposing ones
  * use 16 x 16 in-register transposes); for N <= 64 the whole 14-row panels of op(A)
  * are read in place instead (kernel_14x32_inplace, see gemm_blocked). Edge tiles:
- * packing zero-pads panels to MR/NR,
- * the microkernel stores only the valid rows, with masked column stores.
+ * packing zero-pads panels to MR/NR, the microkernel stores only the valid rows, with
+ * masked column stores.
  * Latency hiding: each microkernel call prefetches into L2, a line every 2 steps of its
  * loop, the next call's C tile and its share of the source of the next pack_a (and, at
  * the end of a K block, of the next pack_b): see prefetch_list in ../gemm_driver.h.
@@ -159,6 +160,8 @@ static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int 
     }
 }
 
+/* Row i of the A panel (a[i rs]: rs, the panel's row stride, is in scope) times the
+ * two B vectors into row i's accumulators. */
 #define ROW_FMA(i)                                   \
     do {                                             \
         __m512 a_ = _mm512_set1_ps(a[(i) * rs]);     \
@@ -257,9 +260,9 @@ static void kernel_14x16(int kc, const float *a, const float *b, float *c, int l
 /* The same for a last panel of nr = n <= NARROW_NR columns, turned around: the 14 rows
  * in the lanes of one vector (a packed A step is 14 contiguous floats) and one FMA per
  * column per step, against 14 in kernel_14x16 (65 = 2 x 32 + 1 tokens leave a 1-column
- * panel in attention's q k^T and dout v^T products: +3.5% on the whole attention at 65
- * tokens; at 5 columns, 197 tokens' tail, its scalar stores made it no faster than
- * kernel_14x16). Even and odd steps go to separate accumulators, 2 n FMA chains. n is a
+ * panel in attention's q k^T and dout v^T products: +4-6% on the whole attention at 65
+ * tokens in a harness; at 5 columns, 197 tokens' tail, its scalar stores made it no
+ * faster than kernel_14x16). Even and odd steps go to separate accumulators, 2 n FMA chains. n is a
  * constant in each caller. */
 static inline __attribute__((always_inline)) void
 kernel_14xn_n(int kc, const float *a, const float *b, float *c, int ldc, int mr, float alpha, float beta,
@@ -309,7 +312,7 @@ static void kernel_14xn(int kc, const float *a, const float *b, float *c, int ld
  * latency). Reads rows 0-3 of the MR-row packed A panel. */
 static void kernel_4x32(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
                         float alpha, float beta, const prefetch_list *pf) {
-    const size_t rs = 1; /* packed panel (ROW_FMA) */
+    const size_t rs = 1; /* ROW_FMA's row stride: a packed panel */
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
            c31 = c00;
     for (int k = 0; k < kc; k++) {
