@@ -16,23 +16,29 @@ typedef struct {
     int64_t n;
 } gelu_ctx;
 
-void vt_ops_gelu(const float *x, const float *dy, float *out, int64_t n) {
+/* The three kernel passes over fixed contiguous chunks, in parallel. */
+typedef enum { GELU_FWD, GELU_BWD, GELU_BWD_FWD } gelu_pass;
+
+static void gelu_chunks(gelu_pass pass, const float *x, const float *dy, float *g, float *out, int64_t n) {
     int64_t nb = (n + GELU_CHUNK - 1) / GELU_CHUNK;
     #pragma omp parallel for schedule(static) if (nb > 1)
     for (int64_t k = 0; k < nb; k++) {
         int64_t s = k * GELU_CHUNK, e = s + GELU_CHUNK < n ? s + GELU_CHUNK : n;
-        if (dy) vt_k.gelu_bwd(x + s, dy + s, out + s, (size_t)(e - s));
-        else vt_k.gelu_fwd(x + s, out + s, (size_t)(e - s));
+        size_t len = (size_t)(e - s);
+        switch (pass) {
+        case GELU_FWD: vt_k.gelu_fwd(x + s, out + s, len); break;
+        case GELU_BWD: vt_k.gelu_bwd(x + s, dy + s, out + s, len); break;
+        case GELU_BWD_FWD: vt_k.gelu_bwd_fwd(x + s, g + s, out + s, len); break;
+        }
     }
 }
 
+void vt_ops_gelu(const float *x, const float *dy, float *out, int64_t n) {
+    gelu_chunks(dy ? GELU_BWD : GELU_FWD, x, dy, NULL, out, n);
+}
+
 void vt_ops_gelu_bwd_fwd(const float *x, float *g, float *dx, int64_t n) {
-    int64_t nb = (n + GELU_CHUNK - 1) / GELU_CHUNK;
-    #pragma omp parallel for schedule(static) if (nb > 1)
-    for (int64_t k = 0; k < nb; k++) {
-        int64_t s = k * GELU_CHUNK, e = s + GELU_CHUNK < n ? s + GELU_CHUNK : n;
-        vt_k.gelu_bwd_fwd(x + s, g + s, dx + s, (size_t)(e - s));
-    }
+    gelu_chunks(GELU_BWD_FWD, x, NULL, g, dx, n);
 }
 
 static void gelu_bwd(void *p) {
