@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static _Thread_local char last_error[2048];
 
@@ -68,6 +69,13 @@ void *vt_xrealloc(void *p, size_t bytes) {
 }
 
 void *vt_aligned_alloc(size_t bytes) {
+    const size_t page = (size_t)2 << 20;
+    if (bytes >= page / 2) {
+        size_t rounded = (bytes + page - 1) / page * page;
+        void *p = aligned_alloc(page, rounded);
+        if (p) madvise(p, rounded, MADV_HUGEPAGE); /* a hint: failure leaves 4 KiB pages */
+        return p;
+    }
     size_t rounded = (bytes + 63) / 64 * 64;
     return aligned_alloc(64, rounded ? rounded : 64);
 }

@@ -1,7 +1,7 @@
 /* test_tape.c - the tape end to end: composite forwards gradient-checked through
  * vt_tape_backward, accumulation into tensors used twice, evaluation mode recording
  * nothing, arena reuse after reset, the arena's rewind (in place and across chained
- * blocks), and bitwise-reproducible steps.
+ * blocks), vt_aligned_alloc's huge-page blocks, and bitwise-reproducible steps.
  *
  * Models:
  *  - "mlp" (the residual fan-out composite): x -> layernorm -> linear -> gelu -> linear
@@ -16,6 +16,9 @@
  * is off by far more). Dropout-type ops are off in the gradient checks and on (with
  * the rng reseeded per step) in the determinism check. */
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
@@ -314,9 +317,50 @@ static void test_rewind_keep(void) {
     vt_arena_free(&a);
 }
 
+/* Whether the mapping holding p carries MADV_HUGEPAGE ("hg" in its smaps VmFlags). */
+static int mapping_has_hugepage_hint(const void *p) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f) return -1;
+    char line[512];
+    int inside = 0, hint = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) /* a mapping's first line */
+            inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        else if (inside && strncmp(line, "VmFlags:", 8) == 0)
+            hint = strstr(line, " hg") != NULL;
+    }
+    fclose(f);
+    return hint;
+}
+
+/* vt_aligned_alloc: 64-byte alignment for small blocks; 1 MiB and more are whole 2 MiB
+ * pages with the transparent-huge-page hint (where the kernel has THP). */
+static void test_aligned_alloc(void) {
+    float *small = vt_aligned_alloc(1000);
+    CHECK(small && (uintptr_t)small % 64 == 0, "1000 bytes at %p", (void *)small);
+    size_t n = (3u << 20) / sizeof(float) + 5; /* 3 MiB + 20 bytes: two pages and a bit */
+    float *big = vt_aligned_alloc(n * sizeof(float));
+    CHECK(big && (uintptr_t)big % (2u << 20) == 0, "3 MiB at %p, not 2 MiB aligned", (void *)big);
+    if (big) {
+        for (size_t i = 0; i < n; i++) big[i] = (float)(i & 1023);
+        int same = 1;
+        for (size_t i = 0; i < n; i++) same &= big[i] == (float)(i & 1023);
+        CHECK(same, "3 MiB block does not hold what was written");
+        FILE *thp = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+        if (thp) {
+            fclose(thp);
+            CHECK(mapping_has_hugepage_hint(big) == 1, "3 MiB block without the MADV_HUGEPAGE hint");
+        }
+    }
+    free(small);
+    free(big);
+}
+
 int main(void) {
     if (tape_fixture_init() != 0) return 1;
     test_rewind_keep();
+    test_aligned_alloc();
     tape.training = 1;
     vt_rng r;
     vt_rng_seed(&r, 2024);
