@@ -74,6 +74,10 @@ typedef void (*gemm_micro_fn)(int kc, const float *a, const float *b, float *c, 
 typedef void (*gemm_inplace_fn)(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c,
                                 int ldc, int nr, float alpha, float beta, const prefetch_list *pf);
 
+/* c[0:mr, 0:nr] (row stride ldc) += bias[0:nr] on every row: the bias of gemm_bias,
+ * added to a C tile right after its last K block's store, while it is in L1. */
+typedef void (*gemm_bias_fn)(float *c, int ldc, int mr, int nr, const float *bias);
+
 /* Add the part `part` of `parts` of a rows x len float region (row stride ld) to pf:
  * the next block's packing source, spread over the current block's microkernel calls
  * so that packing reads from L2 instead of waiting on memory. */
@@ -123,8 +127,9 @@ static inline __attribute__((always_inline)) void call_prefetches(prefetch_list 
     if (nb.rows) prefetch_part(pf, nb.base, nb.ld, nb.rows, nb.len, part, parts);
 }
 
-/* C = alpha op(A) op(B) + beta C for M, N, K > 0 and alpha != 0, through packed A at pa
- * and packed B at pb (sized by the caller's work-space formula). Last panels with
+/* C = alpha op(A) op(B) + beta C (+ bias on every row when bias != NULL, added by
+ * add_bias to each tile after its last K block) for M, N, K > 0 and alpha != 0,
+ * through packed A at pa and packed B at pb (sized by the caller's work-space formula). Last panels with
  * mr <= short_mr rows use `short_rows`, else those with nr <= narrow_nr columns
  * `narrow`, else those with nr <= NR / 2 columns `half`, the others `full`.
  * When N <= bl.inplace_max_n, each A block would be packed for at most a few B panels,
@@ -134,8 +139,9 @@ static inline __attribute__((always_inline)) void call_prefetches(prefetch_list 
 static inline __attribute__((always_inline)) void
 gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_micro_fn full,
              gemm_micro_fn half, gemm_micro_fn narrow, gemm_micro_fn short_rows, gemm_inplace_fn inplace,
-             int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-             int ldb, float beta, float *C, int ldc, float *pa, float *pb) {
+             gemm_bias_fn add_bias, int ta, int tb, int M, int N, int K, float alpha, const float *A,
+             int lda, const float *B, int ldb, float beta, const float *bias, float *C, int ldc, float *pa,
+             float *pb) {
     const int MR = bl.mr, NR = bl.nr, KC = bl.kc, MC = bl.mc, NC = bl.nc;
     const int in_place = inplace != NULL && N <= bl.inplace_max_n;
     const size_t rs = ta ? 1 : (size_t)lda, ks = ta ? (size_t)lda : 1; /* op(A)[i][k] = A[i rs + k ks] */
@@ -145,6 +151,7 @@ gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_mi
         for (int pc = 0; pc < K; pc += KC) {
             int kc = imin(KC, K - pc);
             float bet = pc == 0 ? beta : 1.0f;
+            const float *bias_k = pc + kc == K ? bias : NULL; /* the last K block's */
             pack_b(tb, B, ldb, pc, jc, kc, nc, pb);
             for (int ic = 0; ic < M; ic += MC) {
                 int mc = imin(MC, M - ic);
@@ -183,6 +190,7 @@ gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_mi
                                     alpha, bet, &pf);
                         else
                             kern(kc, pa + (size_t)ir * kc, b, c, ldc, mr, nr, alpha, bet, &pf);
+                        if (bias_k) add_bias(c, ldc, mr, nr, bias_k + jc + jr);
                     }
                 }
             }

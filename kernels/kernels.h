@@ -29,6 +29,13 @@ typedef struct vt_kernels {
     void (*gemm)(int ta, int tb, int M, int N, int K, float alpha,
                  const float *A, int lda, const float *B, int ldb,
                  float beta, float *C, int ldc, float *work);
+    /* The same with bias (N floats; NULL: none) added to every row of C last:
+     * C = (alpha op(A) op(B) + beta C) + bias, bitwise gemm followed by adding bias to
+     * each row (the add fused into the GEMM's passes over C tiles, so C is not read
+     * again). Same work space as gemm. */
+    void (*gemm_bias)(int ta, int tb, int M, int N, int K, float alpha,
+                      const float *A, int lda, const float *B, int ldb,
+                      float beta, const float *bias, float *C, int ldc, float *work);
     size_t (*gemm_work_floats)(int M, int N, int K);
 
     /* y[r, :] = softmax(scale * x[r, :]) for rows x cols; max-subtracted. y may equal x. */

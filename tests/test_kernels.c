@@ -65,7 +65,7 @@ static const int ragged[] = {1, 2, 7, 15, 16, 17, 31, 33, 63, 127, 129, 257, 100
 /* ---------------------------------------------------------------- table + init */
 
 static void test_table_complete(const vt_kernels *t) {
-    CHECK(t->gemm && t->gemm_work_floats && t->softmax_rows && t->softmax_bwd_rows &&
+    CHECK(t->gemm && t->gemm_bias && t->gemm_work_floats && t->softmax_rows && t->softmax_bwd_rows &&
               t->layernorm_fwd && t->layernorm_bwd && t->gelu_fwd && t->gelu_bwd && t->gelu_bwd_fwd &&
               t->add && t->scale && t->axpy && t->sum && t->dot && t->adamw && t->name,
           "table %s has a NULL entry", t->name ? t->name : "?");
@@ -151,6 +151,27 @@ static void gemm_case(const vt_kernels *t, const vt_kernels *s, int ta, int tb, 
           bad < 0 ? 0.0 : R[bad]);
     CHECK(pad_ok, "%s gemm ta=%d tb=%d M=%d N=%d K=%d wrote outside M x N", t->name, ta, tb, M, N, K);
     CHECK(guard_ok, "%s gemm M=%d N=%d K=%d wrote past gemm_work_floats=%zu", t->name, M, N, K, wf);
+
+    /* gemm_bias: bitwise this table's gemm followed by adding bias to each row; the
+     * padding columns untouched */
+    float *biasb, *bias = fbuf((size_t)N + 1, off, &biasb), *CBb, *CB = fbuf((size_t)M * ldc, off, &CBb);
+    fill(bias, (size_t)N, -2, 2);
+    memcpy(CB, C0, sizeof(float) * M * ldc);
+    t->gemm_bias(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, CB, ldc, W);
+    long bbad = -1;
+    for (int i = 0; i < M && bbad < 0; i++)
+        for (int j = 0; j < ldc; j++) {
+            size_t e = (size_t)i * ldc + j;
+            float want = j < N ? C[e] + bias[j] : 12345.0f;
+            if (memcmp(&CB[e], &want, sizeof want) != 0) {
+                bbad = (long)e;
+                break;
+            }
+        }
+    CHECK(bbad < 0, "%s gemm_bias ta=%d tb=%d M=%d N=%d K=%d alpha=%g beta=%g: C[%ld] got %.9g, gemm + bias %.9g",
+          t->name, ta, tb, M, N, K, alpha, beta, bbad, bbad < 0 ? 0.0 : CB[bbad],
+          bbad < 0 ? 0.0 : (bbad % ldc < N ? C[bbad] + bias[bbad % ldc] : 12345.0));
+    free(biasb); free(CBb);
     free(ab); free(bb); free(cb); free(rb); free(sb); free(c0b); free(aab); free(abb); free(wb); free(swb);
 }
 
@@ -416,6 +437,9 @@ int main(void) {
     vt_kernels_table(VT_ISA_SCALAR, &s);
     test_table_complete(&s);
     test_gelu(&s, &s); /* the scalar GELU against double precision, and its fused entry */
+    for (int tr = 0; tr < 4; tr++) /* the scalar gemm_bias against its gemm */
+        gemm_case(&s, &s, tr >> 1, tr & 1, 7, 9, 5, -0.7f, tr & 1 ? 0.5f : 0.0f, tr);
+    gemm_case(&s, &s, 0, 0, 3, 4, 0, 1.0f, 0.5f, 0);
     static const vt_isa levels[] = {VT_ISA_AVX2, VT_ISA_AVX512};
     static const char *names[] = {"avx2", "avx512"};
     for (int l = 0; l < 2; l++) {

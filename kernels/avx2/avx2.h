@@ -103,6 +103,9 @@ static inline __m256 vt256_erf(__m256 x) {
     return _mm256_blendv_ps(l, s, small);
 }
 
+void vt_avx2_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
+                       const float *A, int lda, const float *B, int ldb,
+                       float beta, const float *bias, float *C, int ldc, float *work);
 void vt_avx2_gemm(int ta, int tb, int M, int N, int K, float alpha,
                   const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc, float *work);

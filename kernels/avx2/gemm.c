@@ -212,29 +212,48 @@ static void kernel_6x8(int kc, const float *a, const float *b, float *c, int ldc
     ROW_STORE_HALF(5);
 }
 
-/* C = beta C over M x N (beta == 0: C = 0 without reading it). */
-static void scale_c(int M, int N, float beta, float *C, int ldc) {
+/* c[0:mr, 0:nr] += bias[0:nr] on every row (gemm_bias_fn; nr <= N). */
+static void add_bias(float *c, int ldc, int mr, int nr, const float *bias) {
+    for (int j = 0; j < nr; j += 8) {
+        size_t k = (size_t)(nr - j);
+        __m256 b = vt256_load(k, bias + j);
+        for (int i = 0; i < mr; i++) {
+            float *cr = c + (size_t)i * ldc + j;
+            vt256_store(k, cr, _mm256_add_ps(vt256_load(k, cr), b));
+        }
+    }
+}
+
+/* C = beta C (+ bias rows) over M x N (beta == 0: C = 0 without reading it). */
+static void scale_c(int M, int N, float beta, const float *bias, float *C, int ldc) {
     for (int i = 0; i < M; i++) {
         float *cr = C + (size_t)i * ldc;
         for (int j = 0; j < N; j += 8) {
             size_t k = (size_t)(N - j);
             __m256 v = beta == 0.0f ? _mm256_setzero_ps()
                                     : _mm256_mul_ps(_mm256_set1_ps(beta), vt256_load(k, cr + j));
+            if (bias) v = _mm256_add_ps(v, vt256_load(k, bias + j));
             vt256_store(k, cr + j, v);
         }
     }
 }
 
-void vt_avx2_gemm(int ta, int tb, int M, int N, int K, float alpha,
-                  const float *A, int lda, const float *B, int ldb,
-                  float beta, float *C, int ldc, float *work) {
+void vt_avx2_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
+                       const float *A, int lda, const float *B, int ldb,
+                       float beta, const float *bias, float *C, int ldc, float *work) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) {
-        scale_c(M, N, beta, C, ldc);
+        scale_c(M, N, beta, bias, C, ldc);
         return;
     }
     gemm_blocking bl = {MR, NR, KC, MC, NC, 0, 0, 0, 0};
     float *pb = work + a_floats(round_up((size_t)imin(M, MC), MR), (size_t)imin(K, KC));
-    gemm_blocked(bl, pack_a, pack_b, kernel_6x16, kernel_6x8, NULL, NULL, NULL, ta, tb, M, N, K, alpha, A, lda, B,
-                 ldb, beta, C, ldc, work, pb);
+    gemm_blocked(bl, pack_a, pack_b, kernel_6x16, kernel_6x8, NULL, NULL, NULL, add_bias, ta, tb, M, N, K, alpha, A,
+                 lda, B, ldb, beta, bias, C, ldc, work, pb);
+}
+
+void vt_avx2_gemm(int ta, int tb, int M, int N, int K, float alpha,
+                  const float *A, int lda, const float *B, int ldb,
+                  float beta, float *C, int ldc, float *work) {
+    vt_avx2_gemm_bias(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, work);
 }

@@ -78,6 +78,9 @@ static inline __mmask16 vt512_tail(size_t n) {
     return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
 }
 
+void vt_avx512_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
+                         const float *A, int lda, const float *B, int ldb,
+                         float beta, const float *bias, float *C, int ldc, float *work);
 void vt_avx512_gemm(int ta, int tb, int M, int N, int K, float alpha,
                     const float *A, int lda, const float *B, int ldb,
                     float beta, float *C, int ldc, float *work);

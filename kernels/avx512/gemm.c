@@ -328,29 +328,48 @@ static void kernel_4x32(int kc, const float *a, const float *b, float *c, int ld
     ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3);
 }
 
-/* C = beta C over M x N (beta == 0: C = 0 without reading it). */
-static void scale_c(int M, int N, float beta, float *C, int ldc) {
+/* c[0:mr, 0:nr] += bias[0:nr] on every row (gemm_bias_fn; nr <= N). */
+static void add_bias(float *c, int ldc, int mr, int nr, const float *bias) {
+    for (int j = 0; j < nr; j += 16) {
+        __mmask16 k = vt512_tail((size_t)(nr - j));
+        __m512 b = _mm512_maskz_loadu_ps(k, bias + j);
+        for (int i = 0; i < mr; i++) {
+            float *cr = c + (size_t)i * ldc + j;
+            _mm512_mask_storeu_ps(cr, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, cr), b));
+        }
+    }
+}
+
+/* C = beta C (+ bias rows) over M x N (beta == 0: C = 0 without reading it). */
+static void scale_c(int M, int N, float beta, const float *bias, float *C, int ldc) {
     for (int i = 0; i < M; i++) {
         float *cr = C + (size_t)i * ldc;
         for (int j = 0; j < N; j += 16) {
             __mmask16 k = vt512_tail((size_t)(N - j));
             __m512 v = beta == 0.0f ? _mm512_setzero_ps()
                                     : _mm512_mul_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(k, cr + j));
+            if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, bias + j));
             _mm512_mask_storeu_ps(cr + j, k, v);
         }
     }
 }
 
-void vt_avx512_gemm(int ta, int tb, int M, int N, int K, float alpha,
-                    const float *A, int lda, const float *B, int ldb,
-                    float beta, float *C, int ldc, float *work) {
+void vt_avx512_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
+                         const float *A, int lda, const float *B, int ldb,
+                         float beta, const float *bias, float *C, int ldc, float *work) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) {
-        scale_c(M, N, beta, C, ldc);
+        scale_c(M, N, beta, bias, C, ldc);
         return;
     }
     gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR, NARROW_NR, 1, 2 * NR};
     float *pb = work + a_floats(round_up((size_t)imin(M, MC), MR), (size_t)imin(K, KC));
-    gemm_blocked(bl, pack_a, pack_b, kernel_14x32, kernel_14x16, kernel_14xn, kernel_4x32, kernel_14x32_inplace, ta,
-                 tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, work, pb);
+    gemm_blocked(bl, pack_a, pack_b, kernel_14x32, kernel_14x16, kernel_14xn, kernel_4x32, kernel_14x32_inplace,
+                 add_bias, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb);
+}
+
+void vt_avx512_gemm(int ta, int tb, int M, int N, int K, float alpha,
+                    const float *A, int lda, const float *B, int ldb,
+                    float beta, float *C, int ldc, float *work) {
+    vt_avx512_gemm_bias(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, work);
 }

@@ -1,12 +1,12 @@
-/* scalar/gemm.c - reference GEMM: C = alpha op(A) op(B) + beta C (see kernels.h).
+/* scalar/gemm.c - reference GEMM: C = alpha op(A) op(B) + beta C (+ bias rows), see kernels.h.
  * Plain triple loop with a float accumulator per output element; the specification
  * the SIMD versions are tested against. */
 #include "../kernels.h"
 #include "scalar.h"
 
-void vt_scalar_gemm(int ta, int tb, int M, int N, int K, float alpha,
-                    const float *A, int lda, const float *B, int ldb,
-                    float beta, float *C, int ldc, float *work) {
+void vt_scalar_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
+                         const float *A, int lda, const float *B, int ldb,
+                         float beta, const float *bias, float *C, int ldc, float *work) {
     (void)work;
     for (int i = 0; i < M; i++) {
         for (int j = 0; j < N; j++) {
@@ -18,8 +18,15 @@ void vt_scalar_gemm(int ta, int tb, int M, int N, int K, float alpha,
             }
             float *c = &C[(size_t)i * ldc + j];
             *c = beta == 0.0f ? alpha * acc : alpha * acc + beta * *c;
+            if (bias) *c += bias[j];
         }
     }
+}
+
+void vt_scalar_gemm(int ta, int tb, int M, int N, int K, float alpha,
+                    const float *A, int lda, const float *B, int ldb,
+                    float beta, float *C, int ldc, float *work) {
+    vt_scalar_gemm_bias(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, work);
 }
 
 size_t vt_scalar_gemm_work_floats(int M, int N, int K) {

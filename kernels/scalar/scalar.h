@@ -5,6 +5,9 @@
 
 #include <stddef.h>
 
+void vt_scalar_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
+                         const float *A, int lda, const float *B, int ldb,
+                         float beta, const float *bias, float *C, int ldc, float *work);
 void vt_scalar_gemm(int ta, int tb, int M, int N, int K, float alpha,
                     const float *A, int lda, const float *B, int ldb,
                     float beta, float *C, int ldc, float *work);

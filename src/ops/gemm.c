@@ -51,11 +51,12 @@ float *vt_gemm_workspace(size_t floats) { return tls_buffer_get(&tls_work, float
 /* One block of C: rows [i0, i0 + m), columns [j0, j0 + n). */
 static void gemm_block(int ta, int tb, int i0, int m, int j0, int n, int K, float alpha,
                        const float *A, int lda, const float *B, int ldb,
-                       float beta, float *C, int ldc) {
+                       float beta, const float *bias, float *C, int ldc) {
     const float *a = ta ? A + i0 : A + (size_t)i0 * lda;
     const float *b = tb ? B + (size_t)j0 * ldb : B + j0;
     float *work = vt_gemm_workspace(vt_k.gemm_work_floats(m, n, K));
-    vt_k.gemm(ta, tb, m, n, K, alpha, a, lda, b, ldb, beta, C + (size_t)i0 * ldc + j0, ldc, work);
+    vt_k.gemm_bias(ta, tb, m, n, K, alpha, a, lda, b, ldb, beta, bias ? bias + j0 : NULL,
+                   C + (size_t)i0 * ldc + j0, ldc, work);
 }
 
 /* Whether to cut over K: K at least 4 times the larger side of C, so each thread's
@@ -65,9 +66,11 @@ static int split_over_k(int M, int N, int K, int nt) {
     return K >= 4 * side && K >= nt * VT_GEMM_K_ALIGN;
 }
 
-/* C = alpha op(A) op(B) + beta C on nblk threads, each taking a range of K. */
+/* C = alpha op(A) op(B) + beta C (+ bias rows) on nblk threads, each taking a range of
+ * K; the bias is added after the partials. */
 static void gemm_split_k(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                         const float *B, int ldb, float beta, float *C, int ldc, int nblk) {
+                         const float *B, int ldb, float beta, const float *bias, float *C, int ldc,
+                         int nblk) {
     float *partial[VT_GEMM_MAX_THREADS];
     int kblocks = (K + VT_GEMM_K_ALIGN - 1) / VT_GEMM_K_ALIGN;
     #pragma omp parallel num_threads(nblk)
@@ -91,22 +94,29 @@ static void gemm_split_k(int ta, int tb, int M, int N, int K, float alpha, const
         for (int u = 1; u < nth; u++)
             for (int i = r0; i < r1; i++)
                 vt_k.add(C + (size_t)i * ldc, partial[u] + (size_t)i * N, C + (size_t)i * ldc, (size_t)N);
+        for (int i = r0; bias && i < r1; i++) vt_k.add(C + (size_t)i * ldc, bias, C + (size_t)i * ldc, (size_t)N);
     }
 }
 
 void vt_gemm(int ta, int tb, int M, int N, int K, float alpha,
              const float *A, int lda, const float *B, int ldb,
              float beta, float *C, int ldc) {
+    vt_gemm_bias(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc);
+}
+
+void vt_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
+                  const float *A, int lda, const float *B, int ldb,
+                  float beta, const float *bias, float *C, int ldc) {
     VT_ASSERT(M >= 0 && N >= 0 && K >= 0, "gemm: negative size %d x %d x %d", M, N, K);
     if (M == 0 || N == 0) return;
     int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
     if (nt <= 1 || (double)M * N * K < VT_GEMM_PAR_FLOPS) {
-        gemm_block(ta, tb, 0, M, 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        gemm_block(ta, tb, 0, M, 0, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
         return;
     }
     if (nt > VT_GEMM_MAX_THREADS) nt = VT_GEMM_MAX_THREADS;
     if (split_over_k(M, N, K, nt)) {
-        gemm_split_k(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nt);
+        gemm_split_k(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, nt);
         return;
     }
     int by_rows = M >= N;
@@ -118,7 +128,7 @@ void vt_gemm(int ta, int tb, int M, int N, int K, float alpha,
         int s = (int)((int64_t)tiles * t / nblk) * VT_GEMM_ALIGN;
         int e = (int)((int64_t)tiles * (t + 1) / nblk) * VT_GEMM_ALIGN;
         if (e > len) e = len;
-        if (by_rows) gemm_block(ta, tb, s, e - s, 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        else gemm_block(ta, tb, 0, M, s, e - s, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        if (by_rows) gemm_block(ta, tb, s, e - s, 0, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+        else gemm_block(ta, tb, 0, M, s, e - s, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
     }
 }

@@ -1,9 +1,9 @@
 /* linear.c - vt_op_linear: y = x W^T + b (torch nn.Linear), forward, backward, record,
  * and its arithmetic on raw rows (vt_ops_linear_*, shared with vt_op_gelu_linear).
  * x (..., Din) viewed as M = size / Din rows; w (Dout, Din); b (Dout) or NULL;
- * y (..., Dout). All products through vt_gemm (deterministic, no cross-thread sums).
+ * y (..., Dout). All products through vt_gemm (the forward with the bias fused,
+ * vt_gemm_bias; deterministic, no cross-thread sums).
  * Backward: dW += dy^T x;  db += column sums of dy (vt_ops_colsum_acc);  dx += dy W. */
-#include "kernels.h"
 #include "ops.h"
 #include "status.h"
 
@@ -27,11 +27,7 @@ int vt_ops_linear_shape(const char *op, const vt_tensor *x, const vt_tensor *w, 
 }
 
 void vt_ops_linear_fwd(const float *x, const float *w, const float *b, float *y, int M, int Din, int Dout) {
-    vt_gemm(0, 1, M, Dout, Din, 1.0f, x, Din, w, Din, 0.0f, y, Dout);
-    if (b) {
-        #pragma omp parallel for schedule(static) if ((int64_t)M * Dout > 16384)
-        for (int r = 0; r < M; r++) vt_k.add(y + (size_t)r * Dout, b, y + (size_t)r * Dout, (size_t)Dout);
-    }
+    vt_gemm_bias(0, 1, M, Dout, Din, 1.0f, x, Din, w, Din, 0.0f, b, y, Dout);
 }
 
 void vt_ops_linear_bwd(vt_arena *arena, const float *x, const float *w, const float *dy, float *dx,

@@ -23,6 +23,11 @@
 void vt_gemm(int ta, int tb, int M, int N, int K, float alpha,
              const float *A, int lda, const float *B, int ldb,
              float beta, float *C, int ldc);
+/* The same with bias (N floats, NULL: none) added to every row of C last (vt_k.gemm_bias:
+ * on a C split bitwise vt_gemm followed by adding bias to each row). */
+void vt_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
+                  const float *A, int lda, const float *B, int ldb,
+                  float beta, const float *bias, float *C, int ldc);
 
 /* y = x W^T + b. x (..., Din), w (Dout, Din) (torch nn.Linear layout), b (Dout) or NULL.
  * y (..., Dout). */

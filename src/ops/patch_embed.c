@@ -2,12 +2,11 @@
  * img (B, C, Hi, Wi), P | Hi and P | Wi; w (D, C, P, P); b (D) or NULL ->
  * y (B, Np, D), Np = (Hi/P)(Wi/P), patches row-major (x fastest).
  * im2col: cols (B Np, C P P), each row a patch flattened in w's (C, P, P) order, so
- * y = cols w^T + b (vt_gemm). cols is kept in the arena for dW.
+ * y = cols w^T + b (vt_gemm_bias). cols is kept in the arena for dW.
  * Backward: dW += dy^T cols;  db += column sums of dy;  dimg (if wanted):
  * dcols = dy W, scattered back (+=; patches do not overlap). */
 #include <string.h>
 
-#include "kernels.h"
 #include "ops.h"
 #include "status.h"
 
@@ -65,13 +64,7 @@ vt_tensor *vt_op_patch_embed(vt_tape *t, vt_tensor *img, vt_tensor *w, vt_tensor
                        src + (((size_t)bi * C + ch) * Hi + (size_t)py * P + i) * Wi + (size_t)px * P,
                        (size_t)P * sizeof(float));
     }
-    vt_gemm(0, 1, M, D, kc, 1.0f, cols, kc, w->data, kc, 0.0f, y->data, D);
-    if (b) {
-        float *yd = y->data;
-        const float *bd = b->data;
-        #pragma omp parallel for schedule(static) if ((int64_t)M * D > 16384)
-        for (int r = 0; r < M; r++) vt_k.add(yd + (size_t)r * D, bd, yd + (size_t)r * D, (size_t)D);
-    }
+    vt_gemm_bias(0, 1, M, D, kc, 1.0f, cols, kc, w->data, kc, 0.0f, b ? b->data : NULL, y->data, D);
     if (g) {
         pe_ctx *c = vt_tape_ctx(t, sizeof *c);
         *c = (pe_ctx){t->arena, cols, w->data, y->grad, img->grad, w->grad, b ? b->grad : NULL,
