@@ -26,7 +26,9 @@
  *   head_drop; head. LayerNorm eps 1e-6, attention scale hd^-0.5, drop_path rate of
  *   block i = drop_path * i / (L - 1) (torch.linspace(0, drop_path, L)).
  *   rope(split(qkv(.))) runs as the PE's fused form (pe.h): vt_pe_fold_qkv on the qkv
- *   weights, the projection, then vt_pe_split_qkv (the split with the PE's transform).
+ *   weights, the projection, then vt_pe_split_qkv (the split with the PE's transform);
+ *   with a PE that leaves q and k alone (none, ape) and softmax attention, attn(split(.))
+ *   runs as vt_op_attention_qkv on qkv in place (bitwise the same, no q, k, v tensors).
  *   fc2(drop(gelu(.))) runs as vt_op_gelu_linear (bitwise the same values, gelu(.) not
  *   kept for backward) unless that dropout is active.
  *   qkv(norm1(.)) and fc1(norm2(.)) run as vt_op_layernorm_linear (likewise, norm not kept).
@@ -283,11 +285,15 @@ static int mlp_dropout_active(const vt_vit *m, const vt_tape *t) {
     return t->training && m->cfg.model.drop_rate > 0;
 }
 
+/* Whether block_forward splits qkv into q, k, v tensors (Performer, or a position
+ * encoding that transforms q and k); else attention reads qkv in place. */
+static int splits_qkv(const vt_vit *m) { return m->performer_w || vt_pe_transforms_qk(m->pe); }
+
 /* Per image, the floats of one block's gradients inside its grad scope (its kept
  * activations but the block output and the attention state; see below): 10 N D (11
- * with Performer) and fc1's output, with MLP dropout also gelu's. */
+ * with Performer, 7 without the split) and fc1's output, with MLP dropout also gelu's. */
 static double block_scope_grad_floats(const vt_vit *m, double N, int mlp_dropout) {
-    double per_nd = m->performer_w ? 11.0 : 10.0;
+    double per_nd = m->performer_w ? 11.0 : splits_qkv(m) ? 10.0 : 7.0;
     return per_nd * N * m->D + (mlp_dropout ? 2.0 : 1.0) * N * m->mlp_hidden;
 }
 
@@ -306,17 +312,20 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     vt_tensor *qkvw = b.qkvw, *qkvb = b.qkvb;
     vt_pe_fold_qkv(m->pe, t, i, &qkvw, &qkvb);
     vt_tensor *qkv = vt_op_layernorm_linear(t, x, b.n1w, b.n1b, LN_EPS, qkvw, qkvb);
-    vt_tensor *q, *k, *v;
-    vt_pe_split_qkv(m->pe, t, i, qkv, &q, &k, &v);
-    vt_tensor *a;
+    vt_tensor *a, *q, *k, *v;
+    float scale = 1.0f / sqrtf((float)m->hd), attn_drop = (float)mc->attn_drop_rate;
+    int keep = vt_attention_keep_probs((int)qkv->shape[1], m->hd);
     if (m->performer_w) {
+        vt_pe_split_qkv(m->pe, t, i, qkv, &q, &k, &v);
         vt_performer_opts po = {(vt_performer_kernel)m->performer_kernel, VT_PERFORMER_EPS, 0.0f, 0.0f};
         a = vt_op_performer(t, q, k, v, m->performer_w + (size_t)i * m->H * m->performer_m * m->hd,
                             m->performer_m, &po);
         a = vt_op_merge_heads(t, a);
-    } else { /* writes the heads merged */
-        a = vt_op_attention(t, q, k, v, 1.0f / sqrtf((float)m->hd), (float)mc->attn_drop_rate,
-                            vt_attention_keep_probs((int)q->shape[2], m->hd));
+    } else if (vt_pe_transforms_qk(m->pe)) { /* writes the heads merged */
+        vt_pe_split_qkv(m->pe, t, i, qkv, &q, &k, &v);
+        a = vt_op_attention(t, q, k, v, scale, attn_drop, keep);
+    } else { /* q and k as projected: straight from qkv, no split (bitwise the same) */
+        a = vt_op_attention_qkv(t, qkv, m->H, scale, attn_drop, keep);
     }
     a = vt_op_linear(t, a, b.projw, b.projb);
     a = vt_op_dropout(t, a, drop);
@@ -383,9 +392,10 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {
 }
 
 /* Training memory per image in floats (analytic estimate), as block_forward keeps it:
- * activations kept for backward, per block the outputs of qkv (3), the split q/k/v (3),
- * attention (written merged; Performer's output and its merge copy: 2), proj, residual,
- * fc2 and the block output = 11 N D (12 with Performer; norm1 and norm2 are fused into
+ * activations kept for backward, per block the outputs of qkv (3), the split q/k/v (3;
+ * none when attention reads qkv in place), attention (written merged; Performer's output
+ * and its merge copy: 2), proj, residual, fc2 and the block output = 11 N D (8 without
+ * the split, 12 with Performer; norm1 and norm2 are fused into
  * qkv and fc1, vt_op_layernorm_linear, and not kept), fc1 (N Dh; with MLP dropout
  * active also gelu's, 2 N Dh) and the attention state: softmax keeps the probabilities
  * H N N (and with attention dropout a byte mask, H N N / 4 in floats) when
@@ -395,8 +405,8 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {
  * scopes, tape.h), so one block's worth (the block's activations but its output and the
  * attention state) plus the block outputs (L N D) and the first 3 N D. The dataset and
  * the evaluation buffers are not included. Checked against bench_train's steady-state
- * arena_mb + grad_region_mb: ViT-Ti/4 at 32, batch 16 (VT_BENCH_QUICK=1), 171.0 MiB
- * estimated vs 165.6 + 10.7 = 176.3 MiB used (the rest: backward partial sums, per-row
+ * arena_mb + grad_region_mb: ViT-Ti/4 at 32, batch 16 (VT_BENCH_QUICK=1), 141.2 MiB
+ * estimated vs 138.1 + 8.4 = 146.5 MiB used (the rest: backward partial sums, per-row
  * statistics). */
 double vt_vit_activation_floats(const vt_vit *m, int S, double *grad_floats) {
     const vt_model_config *mc = &m->cfg.model;

@@ -196,6 +196,23 @@ static int f_attention(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **
     out[0] = vt_op_attention(t, in[0], in[1], in[2], 1.0f / sqrtf((float)in[0]->shape[3]), a->p, a->keep);
     return 1;
 }
+typedef struct {
+    int H;
+    attn_arg a;
+    int split; /* 1: vt_op_split_heads + vt_op_attention, 0: vt_op_attention_qkv */
+} attn_qkv_arg;
+static int f_attention_qkv(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    const attn_qkv_arg *a = arg;
+    int hd = (int)(in[0]->shape[2] / 3 / a->H);
+    if (a->split) {
+        vt_tensor *q, *k, *v;
+        vt_op_split_heads(t, in[0], a->H, &q, &k, &v);
+        out[0] = vt_op_attention(t, q, k, v, 1.0f / sqrtf((float)hd), a->a.p, a->a.keep);
+    } else {
+        out[0] = vt_op_attention_qkv(t, in[0], a->H, 1.0f / sqrtf((float)hd), a->a.p, a->a.keep);
+    }
+    return 1;
+}
 static int f_patch_embed(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
     out[0] = vt_op_patch_embed(t, in[0], in[1], in[2], *(const int *)arg);
     return 1;
@@ -708,6 +725,39 @@ static void test_attention(vt_rng *r) {
     }
 }
 
+/* vt_op_attention_qkv: bitwise split_heads + attention (output and the qkv gradient),
+ * with and without dropout, keeping and recomputing P, on 2 threads' blocks; and the
+ * finite-difference check. */
+static void test_attention_qkv(vt_rng *r) {
+    const int B = 2, N = 23, H = 3, hd = 8;
+    vt_tensor *in[1] = {input(r, -1, 1, 3, B, N, 3 * H * hd, 0)};
+    const int64_t n = in[0]->size, no = (int64_t)B * N * H * hd;
+    for (int d = 0; d < 2; d++)
+        for (int keep = 0; keep < 2; keep++) {
+            float *res[2];
+            for (int split = 0; split < 2; split++) {
+                memset(in[0]->grad, 0, (size_t)n * sizeof(float));
+                begin_step(1);
+                vt_tensor *o[1];
+                const attn_qkv_arg a = {H, {d ? 0.3f : 0.0f, keep}, split};
+                f_attention_qkv(&tape, in, &a, o);
+                for (int64_t e = 0; e < no; e++) o[0]->grad[e] = R[0][e % MAX_OUT_SIZE];
+                vt_tape_replay(&tape);
+                res[split] = vt_arena_alloc(&store, (size_t)(no + n) * sizeof(float));
+                memcpy(res[split], o[0]->data, (size_t)no * sizeof(float));
+                memcpy(res[split] + no, in[0]->grad, (size_t)n * sizeof(float));
+            }
+            int64_t diff = 0;
+            for (int64_t e = 0; e < no + n; e++) diff += memcmp(&res[0][e], &res[1][e], sizeof(float)) != 0;
+            CHECK(diff == 0, "attention_qkv dropout %.1f keep %d: %lld of %lld floats differ from split + attention",
+                  d ? 0.3 : 0.0, keep, (long long)diff, (long long)(no + n));
+        }
+    vt_tensor *small[1] = {input(r, -1.5f, 1.5f, 3, 2, 5, 3 * 2 * 3, 0)};
+    const attn_qkv_arg p0 = {2, {0.0f, 1}, 0}, p3r = {2, {0.3f, 0}, 0};
+    grad_check("attention_qkv", f_attention_qkv, small, 1, &p0);
+    grad_check("attention_qkv dropout 0.3, recomputing P and mask", f_attention_qkv, small, 1, &p3r);
+}
+
 static void test_patch_embed(vt_rng *r) {
     const int B = 2, C = 3, Hi = 8, Wi = 12, P = 4, D = 5, gw = Wi / P, np = (Hi / P) * gw;
     vt_tensor *in[3] = {input(r, -1, 1, 4, B, C, Hi, Wi), input(r, -0.5f, 0.5f, 4, D, C, P, P),
@@ -912,6 +962,7 @@ int main(void) {
     test_softmax(&r);
     test_heads(&r);
     test_attention(&r);
+    test_attention_qkv(&r);
     test_patch_embed(&r);
     test_tokens(&r);
     test_dropout(&r);

@@ -1,5 +1,7 @@
-/* attention.c - vt_op_attention: fused softmax attention per (batch, head).
- * q, k, v (B, H, N, hd) -> out (B, N, H hd), the heads merged (head h in columns
+/* attention.c - vt_op_attention and vt_op_attention_qkv: fused softmax attention per
+ * (batch, head). q, k, v (B, H, N, hd), or read in place from the fused projection's
+ * output qkv (B, N, 3 H hd) (row stride 3 H hd; its gradient written there too, so no
+ * split_heads copy either way), -> out (B, N, H hd), the heads merged (head h in columns
  * [h hd, (h + 1) hd), the layout vt_op_merge_heads gives), written there directly:
  *   S = scale q k^T (N x N),  P = softmax(S) rows,  Pd = P * mask / (1 - p),  out = Pd v.
  *
@@ -46,16 +48,26 @@
 /* Cache budget for one thread's R x N score block. */
 #define VT_ATTN_BLOCK_BYTES (256 * 1024)
 
+/* q, k, v (and dq, dk, dv) point at block 0's row 0; block bh starts at in_offset and
+ * its rows are ld floats apart: separate tensors (ld = hd) or the packed qkv (ld = 3 H hd,
+ * k and v at + H hd and + 2 H hd). */
 typedef struct {
     vt_arena *arena;
     const float *q, *k, *v, *dout;
     float *dq, *dk, *dv;
+    int packed, ld;
     float scale, drop, inv_keep; /* drop: the dropout p, 0 when no dropout */
     uint64_t base;               /* dropout base seed */
     const float *Pk;             /* kept P (B H N N), NULL: the backward recomputes */
     const uint8_t *mk;           /* kept mask with dropout, else NULL */
     int BH, H, N, hd;
 } attn_ctx;
+
+/* Offset of row 0 of block bh in q, k, v and their gradients. */
+static size_t in_offset(const attn_ctx *c, int bh) {
+    return c->packed ? (size_t)(bh / c->H) * c->N * c->ld + (size_t)(bh % c->H) * c->hd
+                     : (size_t)bh * c->N * c->hd;
+}
 
 /* Offset of row i of head bh in the merged (B, N, H hd) output. */
 static size_t out_offset(const attn_ctx *c, int bh, int i) {
@@ -87,10 +99,9 @@ static void apply_mask(const float *P, const uint8_t *mask, float inv_keep, floa
  * mask (r x N) = the keep decisions. The forward and the backward both call this, so the
  * backward's P and mask are bitwise the forward's. work: attn_work_floats(N, hd) floats. */
 static void attn_probs(const attn_ctx *c, int bh, int i0, int r, float *P, uint8_t *mask, float *work) {
-    int N = c->N, hd = c->hd;
-    size_t nh = (size_t)N * hd;
-    vt_k.gemm(0, 1, r, N, hd, c->scale, c->q + bh * nh + (size_t)i0 * hd, hd, c->k + bh * nh, hd, 0.0f, P, N,
-              work);
+    int N = c->N, hd = c->hd, ld = c->ld;
+    size_t o = in_offset(c, bh);
+    vt_k.gemm(0, 1, r, N, hd, c->scale, c->q + o + (size_t)i0 * ld, ld, c->k + o, ld, 0.0f, P, N, work);
     vt_k.softmax_rows(P, P, r, N, 1.0f);
     if (c->drop == 0.0f) return;
     for (int i = 0; i < r; i++) {
@@ -102,8 +113,8 @@ static void attn_probs(const attn_ctx *c, int bh, int i0, int r, float *P, uint8
 
 static void attention_bwd(void *p) {
     attn_ctx *c = p;
-    int N = c->N, hd = c->hd, R = attn_rows(N);
-    size_t nh = (size_t)N * hd, rn = (size_t)R * N, nn = (size_t)N * N;
+    int N = c->N, hd = c->hd, R = attn_rows(N), ld = c->ld;
+    size_t rn = (size_t)R * N, nn = (size_t)N * N;
     int nt = omp_get_max_threads();
     /* Per thread: P and dP (R x N floats each); then, with dropout, nt R x N masks. */
     float *scratch = vt_arena_alloc(c->arena, (size_t)nt * rn * (2 * sizeof(float) + (c->drop > 0.0f)));
@@ -115,14 +126,14 @@ static void attention_bwd(void *p) {
         float *P = scratch + (size_t)tid * 2 * rn, *dP = P + rn;
         uint8_t *mask = c->drop > 0.0f ? masks + (size_t)tid * rn : NULL;
         float *work = vt_gemm_workspace(wf);
-        const float *q = c->q + bh * nh, *k = c->k + bh * nh, *v = c->v + bh * nh;
-        float *dq = c->dq ? c->dq + bh * nh : NULL, *dk = c->dk ? c->dk + bh * nh : NULL;
-        float *dv = c->dv ? c->dv + bh * nh : NULL;
+        size_t o = in_offset(c, bh);
+        const float *q = c->q + o, *k = c->k + o, *v = c->v + o;
+        float *dq = c->dq ? c->dq + o : NULL, *dk = c->dk ? c->dk + o : NULL, *dv = c->dv ? c->dv + o : NULL;
         for (int i0 = 0; i0 < N; i0 += R) {
             int r = N - i0 < R ? N - i0 : R;
             size_t rnb = (size_t)r * N;
             const float *dout = c->dout + out_offset(c, bh, i0);
-            int ld = c->H * hd;
+            int ldo = c->H * hd;
             const float *Pb = P; /* this row block's P and mask: kept, or recomputed */
             const uint8_t *mb = mask;
             if (c->Pk) {
@@ -133,33 +144,32 @@ static void attention_bwd(void *p) {
             }
             if (dv) {
                 if (mb) apply_mask(Pb, mb, c->inv_keep, dP, rnb);
-                vt_k.gemm(1, 0, N, hd, r, 1.0f, mb ? dP : Pb, N, dout, ld, 1.0f, dv, hd, work);
+                vt_k.gemm(1, 0, N, hd, r, 1.0f, mb ? dP : Pb, N, dout, ldo, 1.0f, dv, ld, work);
             }
             if (!dq && !dk) continue;
-            vt_k.gemm(0, 1, r, N, hd, 1.0f, dout, ld, v, hd, 0.0f, dP, N, work);
+            vt_k.gemm(0, 1, r, N, hd, 1.0f, dout, ldo, v, ld, 0.0f, dP, N, work);
             if (mb)
                 for (size_t e = 0; e < rnb; e++) dP[e] = mb[e] ? dP[e] * c->inv_keep : 0.0f;
             vt_k.softmax_bwd_rows(Pb, dP, dP, r, N);
-            if (dq) vt_k.gemm(0, 0, r, hd, N, c->scale, dP, N, k, hd, 1.0f, dq + (size_t)i0 * hd, hd, work);
-            if (dk) vt_k.gemm(1, 0, N, hd, r, c->scale, dP, N, q + (size_t)i0 * hd, hd, 1.0f, dk, hd, work);
+            if (dq) vt_k.gemm(0, 0, r, hd, N, c->scale, dP, N, k, ld, 1.0f, dq + (size_t)i0 * ld, ld, work);
+            if (dk) vt_k.gemm(1, 0, N, hd, r, c->scale, dP, N, q + (size_t)i0 * ld, ld, 1.0f, dk, ld, work);
         }
     }
 }
 
-vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
-                           float scale, float attn_drop, int keep_probs) {
-    VT_ASSERT(q->ndim == 4 && vt_same_shape(q, k) && vt_same_shape(q, v),
-              "attention: q, k, v must all be (B, H, N, hd)");
+/* The forward of both ops: c holds the inputs, their gradients (NULL: none), layout,
+ * scale and sizes; the rest is filled here. g: whether the inputs want gradients. */
+static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_drop, int keep_probs) {
     VT_ASSERT(attn_drop >= 0.0f && attn_drop < 1.0f, "attention: dropout %g not in [0, 1)", attn_drop);
-    int H = (int)q->shape[1], BH = (int)q->shape[0] * H, N = (int)q->shape[2], hd = (int)q->shape[3];
+    int H = c.H, BH = c.BH, N = c.N, hd = c.hd;
     int R = attn_rows(N);
-    size_t nh = (size_t)N * hd, rn = (size_t)R * N;
-    int g = vt_tape_wants_grad(t, q, k, v);
-    vt_tensor *out = vt_tape_new(t, g, 3, (const int64_t[]){q->shape[0], N, (int64_t)H * hd});
+    size_t rn = (size_t)R * N;
+    vt_tensor *out = vt_tape_new(t, g, 3, (const int64_t[]){B, N, (int64_t)H * hd});
     int drop = t->training && attn_drop > 0.0f;
-    attn_ctx c = {t->arena, q->data, k->data, v->data, out->grad, q->grad, k->grad, v->grad,
-                  scale, drop ? attn_drop : 0.0f, drop ? 1.0f / (1.0f - attn_drop) : 1.0f, 0, NULL, NULL,
-                  BH, H, N, hd};
+    c.arena = t->arena;
+    c.dout = out->grad;
+    c.drop = drop ? attn_drop : 0.0f;
+    c.inv_keep = drop ? 1.0f / (1.0f - attn_drop) : 1.0f;
     if (drop) {
         VT_ASSERT(t->rng != NULL, "attention: dropout in training needs t->rng");
         c.base = vt_rng_u64(t->rng);
@@ -188,8 +198,8 @@ vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
             uint8_t *mask = !drop ? NULL : mk ? mk + bh * nn + (size_t)i0 * N : masks + (size_t)tid * rn;
             attn_probs(&c, bh, i0, r, P, mask, work);
             if (mask) apply_mask(P, mask, c.inv_keep, Pd, (size_t)r * N);
-            vt_k.gemm(0, 0, r, hd, N, 1.0f, mask ? Pd : P, N, c.v + bh * nh, hd, 0.0f, od + out_offset(&c, bh, i0),
-                      H * hd, work);
+            vt_k.gemm(0, 0, r, hd, N, 1.0f, mask ? Pd : P, N, c.v + in_offset(&c, bh), c.ld, 0.0f,
+                      od + out_offset(&c, bh, i0), H * hd, work);
         }
     }
     if (g) {
@@ -198,4 +208,29 @@ vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
         vt_tape_record(t, "attention", attention_bwd, cb);
     }
     return out;
+}
+
+vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
+                           float scale, float attn_drop, int keep_probs) {
+    VT_ASSERT(q->ndim == 4 && vt_same_shape(q, k) && vt_same_shape(q, v),
+              "attention: q, k, v must all be (B, H, N, hd)");
+    int H = (int)q->shape[1], N = (int)q->shape[2], hd = (int)q->shape[3];
+    attn_ctx c = {.q = q->data, .k = k->data, .v = v->data, .dq = q->grad, .dk = k->grad, .dv = v->grad,
+                  .packed = 0, .ld = hd, .scale = scale, .BH = (int)q->shape[0] * H, .H = H, .N = N, .hd = hd};
+    return attention(t, c, (int)q->shape[0], vt_tape_wants_grad(t, q, k, v), attn_drop, keep_probs);
+}
+
+vt_tensor *vt_op_attention_qkv(vt_tape *t, vt_tensor *qkv, int H, float scale, float attn_drop,
+                               int keep_probs) {
+    char sb[64];
+    VT_ASSERT(qkv->ndim == 3 && H > 0 && qkv->shape[2] > 0 && qkv->shape[2] % (3 * H) == 0,
+              "attention_qkv: qkv %s must be (B, N, 3 H hd) with H = %d heads", vt_shape_str(qkv, sb, sizeof sb),
+              H);
+    int D = (int)(qkv->shape[2] / 3), N = (int)qkv->shape[1];
+    float *gq = qkv->grad;
+    attn_ctx c = {.q = qkv->data, .k = qkv->data + D, .v = qkv->data + 2 * D,
+                  .dq = gq, .dk = gq ? gq + D : NULL, .dv = gq ? gq + 2 * D : NULL,
+                  .packed = 1, .ld = 3 * D, .scale = scale, .BH = (int)qkv->shape[0] * H, .H = H, .N = N,
+                  .hd = D / H};
+    return attention(t, c, (int)qkv->shape[0], vt_tape_wants_grad(t, qkv, NULL, NULL), attn_drop, keep_probs);
 }

@@ -90,6 +90,13 @@ vt_tensor *vt_op_merge_heads(vt_tape *t, vt_tensor *x);
  * bitwise the same, at about +20% of the op's time (src/ops/attention.c). */
 vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
                            float scale, float attn_drop, int keep_probs);
+/* The same attention on the fused projection's output read in place: qkv (B, N, 3 H hd)
+ * as vt_op_split_heads lays it out (q, k, v, head h at [h hd, (h + 1) hd) within each),
+ * its gradient accumulated there. Bitwise vt_op_split_heads followed by vt_op_attention
+ * (same products on the same values), without the split's copy, its backward's adds
+ * and the q, k, v tensors; for position encodings that leave q and k as they are. */
+vt_tensor *vt_op_attention_qkv(vt_tape *t, vt_tensor *qkv, int H, float scale, float attn_drop,
+                               int keep_probs);
 /* The model's rule for keep_probs: keep when N <= 4 hd, i.e. when the probabilities
  * (H N floats per token) cost at most 4 D per token, no more than the MLP's hidden
  * activation; longer sequences (785 tokens at hd 64: 12 D per token) recompute. */

@@ -144,6 +144,10 @@ void vt_pe_apply_qk(vt_pe *pe, vt_tape *t, int layer, vt_tensor **q, vt_tensor *
     if (pe->kind && pe->kind->apply_qk) pe->kind->apply_qk(pe, t, layer, q, k);
 }
 
+int vt_pe_transforms_qk(const vt_pe *pe) {
+    return pe->kind && (pe->kind->apply_qk || pe->kind->split_qkv);
+}
+
 void vt_pe_fold_qkv(vt_pe *pe, vt_tape *t, int layer, vt_tensor **w, vt_tensor **b) {
     VT_ASSERT(layer >= 0 && layer < pe->L, "layer %d out of range [0, %d)", layer, pe->L);
     if (pe->kind && pe->kind->fold_qkv) pe->kind->fold_qkv(pe, t, layer, w, b);

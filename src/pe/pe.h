@@ -27,6 +27,9 @@
  *                                rotary kinds replace *q / *k; none / ape leave them
  *                                untouched (no copy). The reference form: the tests
  *                                check every kind through it and the fused path against it.
+ *   vt_pe_transforms_qk(pe)      0 for kinds that leave q and k as they are (none, ape):
+ *                                the model then skips the split and attends straight
+ *                                from the packed qkv (vt_op_attention_qkv).
  *
  * Adding a rotary kind: one new file src/pe/<kind>.c defining a vt_pe_kind_ops (its
  * create declares its parameters after the APE's via vt_pe_declare) plus one row in the
@@ -143,6 +146,8 @@ vt_tensor *vt_pe_add_ape(vt_pe *pe, vt_tape *t, vt_tensor *x);
 
 /* Rotary transform of layer `layer` on q, k (B, H, N, hd); no-op for none / ape. */
 void vt_pe_apply_qk(vt_pe *pe, vt_tape *t, int layer, vt_tensor **q, vt_tensor **k);
+/* Whether the kind transforms q and k (has apply_qk or split_qkv). */
+int vt_pe_transforms_qk(const vt_pe *pe);
 
 /* The qkv projection's weights for layer `layer`: *w (3D, D) and *b (3D, or NULL) are
  * replaced by the kind's folded ones (vt_op_qkv_fold) or left as they are. Always pair
