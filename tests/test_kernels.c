@@ -66,7 +66,7 @@ static const int ragged[] = {1, 2, 7, 15, 16, 17, 31, 33, 63, 127, 129, 257, 100
 
 static void test_table_complete(const vt_kernels *t) {
     CHECK(t->gemm && t->gemm_bias && t->gemm_work_floats && t->softmax_rows && t->softmax_bwd_rows &&
-              t->layernorm_fwd && t->layernorm_bwd && t->gelu_fwd && t->gelu_bwd && t->gelu_bwd_fwd &&
+              t->layernorm_fwd && t->layernorm_bwd && t->zero_stream && t->gelu_fwd && t->gelu_bwd && t->gelu_bwd_fwd &&
               t->add && t->scale && t->axpy && t->sum && t->dot && t->adamw && t->name,
           "table %s has a NULL entry", t->name ? t->name : "?");
 }
@@ -222,6 +222,20 @@ static void test_elementwise(const vt_kernels *t, const vt_kernels *s) {
         t->scale(z, -1.3f, n);
         s->scale(w, -1.3f, n);
         CHECK_ARRAY_CLOSE(z, w, n + 1, 0.0, 0.0, "%s scale n=%zu (incl. the float after)", t->name, n);
+        float *b5, *u = fbuf(n, off, &b5);
+        for (int a = 0; a < 16; a++) { /* every start alignment; the floats around untouched */
+            memcpy(u, x, (n + 1) * sizeof(float));
+            int at = a < (int)n ? a : 0;
+            size_t len = n - (size_t)at;
+            t->zero_stream(u + at, len);
+            int ok = 1;
+            for (size_t i = 0; i <= n; i++) {
+                int in = i >= (size_t)at && i < n;
+                ok &= in ? u[i] == 0.0f && !signbit(u[i]) : memcmp(&u[i], &x[i], sizeof(float)) == 0;
+            }
+            CHECK(ok, "%s zero_stream of %zu floats at +%d: wrong zeros or a write outside", t->name, len, at);
+        }
+        free(b5);
         memcpy(z, y, n * sizeof(float));
         memcpy(w, y, n * sizeof(float));
         t->axpy(0.37f, x, z, n);

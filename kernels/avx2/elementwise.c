@@ -1,9 +1,11 @@
-/* avx2/elementwise.c - AVX2 add, scale, axpy, sum, dot and AdamW (contracts in
+/* avx2/elementwise.c - AVX2 add, scale, zero_stream, axpy, sum, dot and AdamW (contracts in
  * kernels.h). Tails use masked loads/stores, so any n and any alignment work.
  * sum/dot accumulate in double lanes (each float widened, products formed exactly in
  * double): |err| <= n 2^-53 sum|terms|, the scalar reference's bound up to ordering.
  * AdamW evaluates the scalar expression in the same order with the same IEEE ops
  * (no FMA contraction), so it matches the reference exactly. */
+#include <stdint.h>
+
 #include "avx2.h"
 
 void vt_avx2_add(const float *a, const float *b, float *y, size_t n) {
@@ -19,6 +21,16 @@ void vt_avx2_scale(float *x, float s, size_t n) {
         size_t k = n - i;
         vt256_store(k, x + i, _mm256_mul_ps(vt256_load(k, x + i), vs));
     }
+}
+
+void vt_avx2_zero_stream(float *x, size_t n) {
+    size_t head = (size_t)(-(uintptr_t)x & 31) / sizeof(float); /* floats up to 32-byte alignment */
+    if (head > n) head = n;
+    vt256_store(head, x, _mm256_setzero_ps());
+    size_t i = head;
+    for (; i + 8 <= n; i += 8) _mm256_stream_ps(x + i, _mm256_setzero_ps());
+    _mm_sfence(); /* streaming stores are weakly ordered: visible before anything after */
+    vt256_store(n - i, x + i, _mm256_setzero_ps());
 }
 
 void vt_avx2_axpy(float a, const float *x, float *y, size_t n) {

@@ -17,6 +17,7 @@ void vt_kernels_fill_avx2(vt_kernels *t) {
     t->gelu_bwd_fwd = vt_avx2_gelu_bwd_fwd;
     t->add = vt_avx2_add;
     t->scale = vt_avx2_scale;
+    t->zero_stream = vt_avx2_zero_stream;
     t->axpy = vt_avx2_axpy;
     t->sum = vt_avx2_sum;
     t->dot = vt_avx2_dot;

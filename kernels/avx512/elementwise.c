@@ -1,9 +1,11 @@
-/* avx512/elementwise.c - AVX-512 add, scale, axpy, sum, dot and AdamW (contracts in
+/* avx512/elementwise.c - AVX-512 add, scale, zero_stream, axpy, sum, dot and AdamW (contracts in
  * kernels.h). Tails use masked loads/stores, so any n and any alignment work.
  * sum/dot accumulate in double lanes (each float widened, products formed exactly in
  * double): |err| <= n 2^-53 sum|terms|, the scalar reference's bound up to ordering.
  * AdamW evaluates the scalar expression in the same order with the same IEEE ops
  * (no FMA contraction), so it matches the reference to rounding of sqrt/div (exact). */
+#include <stdint.h>
+
 #include "avx512.h"
 
 void vt_avx512_add(const float *a, const float *b, float *y, size_t n) {
@@ -20,6 +22,16 @@ void vt_avx512_scale(float *x, float s, size_t n) {
         __mmask16 k = vt512_tail(n - i);
         _mm512_mask_storeu_ps(x + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), vs));
     }
+}
+
+void vt_avx512_zero_stream(float *x, size_t n) {
+    size_t head = (size_t)(-(uintptr_t)x & 63) / sizeof(float); /* floats up to 64-byte alignment */
+    if (head > n) head = n;
+    _mm512_mask_storeu_ps(x, vt512_tail(head), _mm512_setzero_ps());
+    size_t i = head;
+    for (; i + 16 <= n; i += 16) _mm512_stream_ps(x + i, _mm512_setzero_ps());
+    _mm_sfence(); /* streaming stores are weakly ordered: visible before anything after */
+    _mm512_mask_storeu_ps(x + i, vt512_tail(n - i), _mm512_setzero_ps());
 }
 
 void vt_avx512_axpy(float a, const float *x, float *y, size_t n) {

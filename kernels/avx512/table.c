@@ -22,6 +22,7 @@ void vt_kernels_fill_avx512(vt_kernels *t) {
     t->gelu_bwd_fwd = vt_avx512_gelu_bwd_fwd;
     t->add = vt_avx512_add;
     t->scale = vt_avx512_scale;
+    t->zero_stream = vt_avx512_zero_stream;
     t->axpy = vt_avx512_axpy;
     t->sum = vt_avx512_sum;
     t->dot = vt_avx512_dot;

@@ -1,4 +1,6 @@
-/* scalar/elementwise.c - add, scale, axpy, and double-accumulated sum/dot. */
+/* scalar/elementwise.c - add, scale, zero_stream (memset), axpy, and double-accumulated sum/dot. */
+#include <string.h>
+
 #include "scalar.h"
 
 void vt_scalar_add(const float *a, const float *b, float *y, size_t n) {
@@ -8,6 +10,8 @@ void vt_scalar_add(const float *a, const float *b, float *y, size_t n) {
 void vt_scalar_scale(float *x, float s, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] *= s;
 }
+
+void vt_scalar_zero_stream(float *x, size_t n) { memset(x, 0, n * sizeof(float)); }
 
 void vt_scalar_axpy(float a, const float *x, float *y, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] += a * x[i];
