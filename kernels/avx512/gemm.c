@@ -11,8 +11,10 @@
  * turned-around kernel_14xn, one with <= 16 columns a 14 x 16 variant, so short and
  * narrow edges cost less than a whole tile).
  * All four (ta, tb) cases are absorbed by the packing routines (the transposing ones
- * use 16 x 16 in-register transposes); for N <= 64 the whole 14-row panels of op(A)
- * are read in place instead (kernel_14x32_inplace, see gemm_blocked). Edge tiles:
+ * use 16 x 16 in-register transposes); for N <= 64, and for N <= 192 when A is not
+ * transposed, the whole 14-row panels of op(A) are read in place instead
+ * (kernel_14x32_inplace, see gemm_blocked; ViT-Ti's N = 192 products +3-7% against
+ * the transposing pack, N >= 768 3-8% slower in place). Edge tiles:
  * packing zero-pads panels to MR/NR, the microkernel stores only the valid rows, with
  * masked column stores.
  * Latency hiding: each microkernel call prefetches into L2, a line every 2 steps of its
@@ -362,7 +364,7 @@ void vt_avx512_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
         scale_c(M, N, beta, bias, C, ldc);
         return;
     }
-    gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR, NARROW_NR, 1, 2 * NR};
+    gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR, NARROW_NR, 1, 2 * NR, 6 * NR};
     float *pb = work + a_floats(round_up((size_t)imin(M, MC), MR), (size_t)imin(K, KC));
     gemm_blocked(bl, pack_a, pack_b, kernel_14x32, kernel_14x16, kernel_14xn, kernel_4x32, kernel_14x32_inplace,
                  add_bias, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb);
