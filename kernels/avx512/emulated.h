@@ -8,8 +8,9 @@
  *
  * SIMDe 0.7.4 has no _mm512_* alias for some intrinsics the kernels use; they are
  * defined below with Intel's semantics, as are two it does not check:
- *   load_ps / store_ps  trap on an address that is not 64-byte aligned, as the
- *       hardware faults (SIMDe would accept it and hide the bug);
+ *   load_ps / store_ps / stream_ps  trap on an address that is not 64-byte aligned, as
+ *       the hardware faults (SIMDe would accept it and hide the bug); stream_ps is a
+ *       plain store here (SIMDe has none; the cache hint changes no value);
  *   maskz_loadu_ps / mask_storeu_ps  never read or write a masked-off lane (the
  *       kernels rely on it at row ends);
  *   cvtps_epi32  rounds with the current MXCSR mode (round to nearest-even by
@@ -47,6 +48,8 @@ static inline void vt_emu_store_ps(void *p, simde__m512 a) {
     if ((uintptr_t)p % 64) __builtin_trap();
     simde_mm512_store_ps(p, a);
 }
+
+static inline void vt_emu_stream_ps(void *p, simde__m512 a) { vt_emu_store_ps(p, a); }
 
 static inline simde__m512 vt_emu_maskz_loadu_ps(simde__mmask16 k, const void *p) {
     if (k == 0xFFFF) return simde_mm512_loadu_ps(p);
@@ -116,7 +119,9 @@ static inline double vt_emu_reduce_add_pd(simde__m512d a) {
 #undef _mm512_reduce_add_ps
 #undef _mm512_reduce_max_ps
 #undef _mm512_reduce_add_pd
+#undef _mm512_stream_ps
 #define _mm512_load_ps(p) vt_emu_load_ps(p)
+#define _mm512_stream_ps(p, a) vt_emu_stream_ps(p, a)
 #define _mm512_store_ps(p, a) vt_emu_store_ps(p, a)
 #define _mm512_maskz_loadu_ps(k, p) vt_emu_maskz_loadu_ps(k, p)
 #define _mm512_mask_storeu_ps(p, k, a) vt_emu_mask_storeu_ps(p, k, a)
