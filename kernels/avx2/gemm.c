@@ -246,7 +246,7 @@ void vt_avx2_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
         scale_c(M, N, beta, bias, C, ldc);
         return;
     }
-    gemm_blocking bl = {MR, NR, KC, MC, NC, 0, 0, 0, 0, 0};
+    gemm_blocking bl = {MR, NR, KC, MC, NC, 0, 0, 0, 0, 0, 0};
     float *pb = work + a_floats(round_up((size_t)imin(M, MC), MR), (size_t)imin(K, KC));
     gemm_blocked(bl, pack_a, pack_b, kernel_6x16, kernel_6x8, NULL, NULL, NULL, add_bias, ta, tb, M, N, K, alpha, A,
                  lda, B, ldb, beta, bias, C, ldc, work, pb);
