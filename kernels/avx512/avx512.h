@@ -6,7 +6,8 @@
  *   r = x - n ln2 (two-part ln2), degree-5 polynomial, times 2^n. Max relative error
  *   1.2e-7 in range (measured on a dense grid of [-87, 0]).
  * vt512_erf(x): |x| < 0.85: x P(x^2) (degree 6, Cephes erff); else
- *   sign(x) (1 - e^{-x^2} R(t)), t = 1 / (1 + 0.47047 |x|), R degree 7 (least-squares fit
+ *   sign(x) (1 - e^{-x^2} R(t)), t = 1 / (1 + 0.47047 |x|) (rcp14 and one Newton step: a
+ *   division held the backward GELU pass 20% longer over memory), R degree 7 (least-squares fit
  *   of erfc(x) e^{x^2} on [0.85, 4]), |x| clamped to 4.5. Max absolute error <= 2e-7 over
  *   all finite x (measured 1.14e-7 on a 1e-6 grid of [-8, 8]; tests/test_kernels.c enforces
  *   it through GELU against double precision).
@@ -56,8 +57,9 @@ static inline __m512 vt512_erf(__m512 x) {
     s = _mm512_mul_ps(x, s);
     /* large branch: 1 - e^{-x^2} R(t) */
     __m512 cx = _mm512_min_ps(_mm512_set1_ps(4.5f), ax);
-    __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f),
-                             _mm512_fmadd_ps(cx, _mm512_set1_ps(0.47047f), _mm512_set1_ps(1.0f)));
+    __m512 den = _mm512_fmadd_ps(cx, _mm512_set1_ps(0.47047f), _mm512_set1_ps(1.0f));
+    __m512 t = _mm512_rcp14_ps(den);
+    t = _mm512_mul_ps(t, _mm512_fnmadd_ps(den, t, _mm512_set1_ps(2.0f)));
     __m512 g = _mm512_set1_ps(0.11311993644334247f);
     g = _mm512_fmadd_ps(g, t, _mm512_set1_ps(-0.53000032499077256f));
     g = _mm512_fmadd_ps(g, t, _mm512_set1_ps(0.8125863763078145f));

@@ -16,6 +16,8 @@
  *   cvtps_epi32  rounds with the current MXCSR mode (round to nearest-even by
  *       default), out of range or NaN -> INT32_MIN (vcvtps2dq on each half);
  *   cvtps_pd, extractf32x8_ps, shuffle_f32x4  exact;
+ *   rcp14_ps  1 / x correctly rounded (the hardware's is within 2^-14 of it; the one
+ *       use, vt512_erf, follows it with a Newton step);
  *   reduce_add_ps / reduce_add_pd / reduce_max_ps  Intel leaves the order open; these
  *       use the order of GCC 12's native versions, so they round as a native build does.
  */
@@ -50,6 +52,8 @@ static inline void vt_emu_store_ps(void *p, simde__m512 a) {
 }
 
 static inline void vt_emu_stream_ps(void *p, simde__m512 a) { vt_emu_store_ps(p, a); }
+
+static inline simde__m512 vt_emu_rcp14_ps(simde__m512 a) { return simde_mm512_div_ps(simde_mm512_set1_ps(1.0f), a); }
 
 static inline simde__m512 vt_emu_maskz_loadu_ps(simde__mmask16 k, const void *p) {
     if (k == 0xFFFF) return simde_mm512_loadu_ps(p);
@@ -120,8 +124,10 @@ static inline double vt_emu_reduce_add_pd(simde__m512d a) {
 #undef _mm512_reduce_max_ps
 #undef _mm512_reduce_add_pd
 #undef _mm512_stream_ps
+#undef _mm512_rcp14_ps
 #define _mm512_load_ps(p) vt_emu_load_ps(p)
 #define _mm512_stream_ps(p, a) vt_emu_stream_ps(p, a)
+#define _mm512_rcp14_ps(a) vt_emu_rcp14_ps(a)
 #define _mm512_store_ps(p, a) vt_emu_store_ps(p, a)
 #define _mm512_maskz_loadu_ps(k, p) vt_emu_maskz_loadu_ps(k, p)
 #define _mm512_mask_storeu_ps(p, k, a) vt_emu_mask_storeu_ps(p, k, a)
