@@ -13,7 +13,8 @@
 static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
-/* Register tile MR x NR and cache blocks MC x KC (packed A) and KC x NC (packed B);
+/* Register tile MR x NR and cache blocks MC x KC (packed A; MC a multiple of MR, the
+ * largest M block) and KC x NC (packed B);
  * short_mr: the most rows the `short_rows` microkernel takes (0: there is none);
  * narrow_nr: the most columns the `narrow` microkernel takes (0: there is none);
  * next_c: whether each call's prefetch list starts with the next call's C tile;
@@ -133,9 +134,9 @@ static inline __attribute__((always_inline)) void call_prefetches(prefetch_list 
 }
 
 /* C = alpha op(A) op(B) + beta C (+ bias on every row when bias != NULL, added by
- * add_bias to each tile after its last K block) for M, N, K > 0 and alpha != 0,
- * through packed A at pa and packed B at pb (sized by the caller's work-space formula). Last panels with
- * mr <= short_mr rows use `short_rows`, else those with nr <= narrow_nr columns
+ * add_bias to each tile after its last K block) for M, N, K > 0 and alpha != 0, through
+ * packed A at pa and packed B at pb (sized by the caller's work-space formula). Last
+ * panels with mr <= short_mr rows use `short_rows`, else those with nr <= narrow_nr columns
  * `narrow`, else those with nr <= NR / 2 columns `half`, the others `full`.
  * When N <= bl.inplace_max_n, each A block would be packed for at most a few B panels,
  * costing about as much as the FMAs it feeds save (attention's P v and dS k, 197 x 197
