@@ -21,7 +21,9 @@ void vt_tape_init(vt_tape *t, vt_arena *arena) {
     t->fwd_scope = 0;
     t->region = NULL;
     t->region_cap = t->region_used = t->region_need = t->scope_want = 0;
-    t->open_scope = NULL;
+    t->open_scope = t->last_scope = NULL;
+    t->scoped = NULL;
+    t->n_scoped = t->cap_scoped = 0;
     t->retired = NULL;
     t->n_retired = 0;
 }
@@ -44,12 +46,16 @@ void vt_tape_free(vt_tape *t) {
     free(t->region);
     t->region = NULL;
     t->region_cap = t->region_used = t->region_need = t->scope_want = 0;
+    free(t->scoped);
+    t->scoped = NULL;
+    t->n_scoped = t->cap_scoped = 0;
     free_retired(t);
 }
 
 void vt_tape_clear(vt_tape *t) {
     t->n = 0;
-    t->open_scope = NULL;
+    t->open_scope = t->last_scope = NULL;
+    t->n_scoped = 0;
     t->fwd_scope = 0;
     free_retired(t);
 }
@@ -80,26 +86,58 @@ void *vt_tape_ctx(vt_tape *t, size_t bytes) { return vt_arena_alloc(t->arena, by
 
 int vt_tape_wants_grad(const vt_tape *t, const vt_tensor *a, const vt_tensor *b, const vt_tensor *c) {
     if (!t->grad_enabled) return 0;
-    return (a && a->grad) || (b && b->grad) || (c && c->grad);
+    const vt_tensor *in[3] = {a, b, c};
+    int g = 0;
+    for (int i = 0; i < 3; i++)
+        if (in[i] && in[i]->grad) {
+            ((vt_tensor *)in[i])->grad_users++; /* bookkeeping on a tensor the caller owns */
+            g = 1;
+        }
+    return g;
 }
 
+void vt_tape_can_overwrite(vt_tensor *x) { x->grad_overwrite = 1; }
+
+int vt_tape_grad_fresh(const vt_tensor *x) { return x->grad_scoped && x->grad_users == 1 && x->grad_overwrite; }
+
 typedef struct vt_scope_ctx {
+    const vt_tape *t;
     unsigned char *region;
-    size_t bytes; /* filled in by vt_tape_scope_end */
+    size_t bytes;                      /* filled in by vt_tape_scope_end */
+    const struct vt_scope_ctx *prev;   /* the scope whose backward runs next */
+    int first, count;                  /* its region tensors: t->scoped[first .. first + count) */
 } scope_ctx;
 
-/* The backward of a scope: zero the region bytes its grads used, in parallel chunks,
- * with cache-bypassing stores (vt_k.zero_stream: tens of MB, next written by the
- * previous block's backward; ViT-Ti/4 training +1-3% over memset). The region and
- * its tensors are 64-byte aligned, so bytes is a multiple of 4. */
-static void scope_zero_bwd(void *p) {
-    const scope_ctx *c = p;
-    const size_t chunk = (size_t)1 << 20, n = (c->bytes + chunk - 1) / chunk;
+/* Zero region bytes [s, e) in parallel chunks with cache-bypassing stores
+ * (vt_k.zero_stream: tens of MB, next written by the previous block's backward; ViT-Ti/4
+ * training +1-3% over memset). Offsets are multiples of 64. */
+static void zero_bytes(unsigned char *region, size_t s, size_t e) {
+    const size_t chunk = (size_t)1 << 20, n = (e - s + chunk - 1) / chunk;
     #pragma omp parallel for schedule(static) if (n > 1)
     for (size_t i = 0; i < n; i++) {
-        size_t s = i * chunk, e = s + chunk < c->bytes ? s + chunk : c->bytes;
-        vt_k.zero_stream((float *)(c->region + s), (e - s) / sizeof(float));
+        size_t a = s + i * chunk, b = a + chunk < e ? a + chunk : e;
+        vt_k.zero_stream((float *)(region + a), (b - a) / sizeof(float));
     }
+}
+
+/* The backward of a scope, after all of its ops': zero the region bytes its grads used,
+ * but the fresh gradients of the scope whose backward comes next (its consumers write
+ * them before anything reads them). A next scope in another region (the region grew
+ * between them) finds its region all zero: the previous step ended on a full cleanup
+ * (the step's first scope has no next one). */
+static void scope_zero_bwd(void *p) {
+    const scope_ctx *c = p;
+    const scope_ctx *q = c->prev && c->prev->region == c->region ? c->prev : NULL;
+    size_t at = 0;
+    for (int i = 0; q && i < q->count && at < c->bytes; i++) {
+        const vt_tensor *x = c->t->scoped[q->first + i];
+        if (!vt_tape_grad_fresh(x)) continue;
+        size_t s = (size_t)((unsigned char *)x->grad - c->region);
+        size_t e = s + ((size_t)x->size * sizeof(float) + 63) / 64 * 64;
+        if (s > at) zero_bytes(c->region, at, s < c->bytes ? s : c->bytes);
+        if (e > at) at = e;
+    }
+    if (at < c->bytes) zero_bytes(c->region, at, c->bytes);
 }
 
 void vt_tape_scope_begin(vt_tape *t) {
@@ -119,9 +157,9 @@ void vt_tape_scope_begin(vt_tape *t) {
         memset(t->region, 0, t->region_cap);
     }
     scope_ctx *c = vt_tape_ctx(t, sizeof *c);
-    *c = (scope_ctx){t->region, 0};
+    *c = (scope_ctx){t, t->region, 0, t->last_scope, t->n_scoped, 0};
     vt_tape_record(t, "grad_scope", scope_zero_bwd, c);
-    t->open_scope = c;
+    t->open_scope = t->last_scope = c;
     t->region_used = t->scope_want = 0;
 }
 
@@ -152,6 +190,13 @@ vt_tensor *vt_tape_new(vt_tape *t, int with_grad, int ndim, const int64_t *shape
     if (t->region_used + bytes <= t->region_cap) {
         x->grad = (float *)(t->region + t->region_used);
         t->region_used += bytes;
+        x->grad_scoped = 1;
+        if (t->n_scoped == t->cap_scoped) {
+            t->cap_scoped = t->cap_scoped ? 2 * t->cap_scoped : 64;
+            t->scoped = vt_xrealloc(t->scoped, (size_t)t->cap_scoped * sizeof *t->scoped);
+        }
+        t->scoped[t->n_scoped++] = x;
+        t->open_scope->count++;
     } else { /* does not fit: arena memory; the region grows at the next scope_begin */
         x->grad = vt_arena_calloc(t->arena, (size_t)x->size * sizeof(float));
     }

@@ -19,7 +19,7 @@
  * come from one region shared by every scope (each scope starts at offset 0), not from
  * the arena. The entry recorded by scope_begin runs last in that scope's backward and
  * zeroes the bytes the scope used, so the next scope to run backward finds its grads
- * zero as vt_tape_new promises. The rule a caller must keep: a tensor created inside a
+ * zero as vt_tape_new promises, except its fresh ones (below). The rule a caller must keep: a tensor created inside a
  * scope is consumed only by ops recorded before the NEXT scope begins (in the model: a
  * block's internal tensors; the block's output is created after its scope ends).
  * Breaking it corrupts gradients silently; tests/test_vit.c compares every parameter
@@ -33,6 +33,14 @@
  * overflowed and the regions it replaced; every later step only the region, with no
  * allocation. A caller that knows its scopes' size says so with vt_tape_scope_reserve
  * before the first one (the model does), so that block 0's grads need not overflow.
+ *
+ * Fresh gradients. A scoped tensor whose only consumer writes its gradient without
+ * reading it (the consumer said so with vt_tape_can_overwrite when it recorded) needs no
+ * zeroing: the scope cleanup before its backward skips it, and its consumer's backward
+ * finds vt_tape_grad_fresh true and writes (beta 0, a copy) instead of adding. Consumers
+ * are counted by vt_tape_wants_grad, so every op must pass it every input whose gradient
+ * it writes (all ops do); a second consumer makes the gradient an ordinary accumulated
+ * one. Values are those of adding into zeros but for the sign of a zero sum (-0 + 0).
  */
 #ifndef VT_TAPE_H
 #define VT_TAPE_H
@@ -64,6 +72,9 @@ typedef struct vt_tape {
     size_t region_cap, region_used;
     size_t region_need, scope_want; /* bytes the largest scope asked for / the open one */
     struct vt_scope_ctx *open_scope; /* the open grad scope's zeroing entry, or NULL */
+    struct vt_scope_ctx *last_scope; /* the scope begun before the open one (this step) */
+    vt_tensor **scoped;         /* every scope's region tensors, in order (this step) */
+    int n_scoped, cap_scoped;
     void **retired;             /* regions replaced this step, freed at the next clear */
     int n_retired;
 } vt_tape;
@@ -94,8 +105,15 @@ void *vt_tape_ctx(vt_tape *t, size_t bytes);
  * shrunk, so after the first step the step loop does not allocate. */
 float *vt_tape_scratch(vt_tape *t, size_t floats);
 /* Whether an op with these inputs must produce a gradient: tape enabled and at
- * least one input has a grad buffer. Inputs may be NULL (ignored). */
+ * least one input has a grad buffer. Inputs may be NULL (ignored). Counts the op as a
+ * consumer of each input with a grad buffer (fresh gradients, above). */
 int vt_tape_wants_grad(const vt_tape *t, const vt_tensor *a, const vt_tensor *b, const vt_tensor *c);
+/* Said by an op when it records: its backward writes x's gradient without reading it
+ * whenever vt_tape_grad_fresh(x). */
+void vt_tape_can_overwrite(vt_tensor *x);
+/* In a backward: whether x's gradient is fresh (scoped, this op its only consumer and
+ * able to overwrite): its memory holds garbage and must be written, not added to. */
+int vt_tape_grad_fresh(const vt_tensor *x);
 /* A new activation from the tape's arena, with a zeroed grad buffer if with_grad
  * (inside a scope: from the grad region). */
 vt_tensor *vt_tape_new(vt_tape *t, int with_grad, int ndim, const int64_t *shape);

@@ -227,6 +227,67 @@ static void test_accumulation(vt_rng *r) {
     CHECK_ARRAY_CLOSE(x->grad, ref, 24, 1e-5, 1e-4, "gelu(x) + x g: dx is the sum of both paths");
 }
 
+/* Fresh gradients (tape.h): three scopes like model blocks, each
+ *   h = linear(x, W1); a = linear(h, W2); b = gelu(h); y = add(a, b); x = add(y, x)
+ * with the last add outside the scope. h has two consumers, the overwriting linear
+ * recorded first (so its backward runs last): h's gradient must be accumulated, while
+ * a's and b's (one overwriting consumer each) are written. The gradients of x and of
+ * W1, W2 must equal those without scopes (every gradient zeroed and accumulated);
+ * treating h as fresh, or not zeroing, fails this. Twice, for the region reuse. */
+static void test_fresh_grads(vt_rng *r) {
+    const int rows = 6, D = 8, L = 3;
+    int64_t xs[2] = {rows, D}, ws[2] = {D, D};
+    vt_tensor *x0 = vt_tensor_new(&store, 1, 2, xs), *w1[3], *w2[3];
+    for (int i = 0; i < rows * D; i++) x0->data[i] = (float)(vt_rng_uniform(r) - 0.5);
+    for (int l = 0; l < L; l++) {
+        w1[l] = vt_tensor_new(&store, 1, 2, ws);
+        w2[l] = vt_tensor_new(&store, 1, 2, ws);
+        for (int i = 0; i < D * D; i++) {
+            w1[l]->data[i] = (float)(vt_rng_uniform(r) - 0.5);
+            w2[l]->data[i] = (float)(vt_rng_uniform(r) - 0.5);
+        }
+    }
+    float ref[(3 * 2 + 1) * 64];
+    for (int run = 0; run < 3; run++) {
+        int scoped = run > 0; /* run 0: the reference without scopes */
+        tape.scopes_enabled = scoped;
+        memset(x0->grad, 0, sizeof(float) * rows * D);
+        for (int l = 0; l < L; l++) {
+            memset(w1[l]->grad, 0, sizeof(float) * D * D);
+            memset(w2[l]->grad, 0, sizeof(float) * D * D);
+        }
+        vt_arena_reset(&arena);
+        vt_tape_clear(&tape);
+        tape.grad_enabled = 1;
+        vt_tensor *x = x0;
+        for (int l = 0; l < L; l++) {
+            vt_tape_scope_begin(&tape);
+            vt_tensor *h = vt_op_linear(&tape, x, w1[l], NULL);
+            vt_tensor *a = vt_op_linear(&tape, h, w2[l], NULL);
+            vt_tensor *y = vt_op_add(&tape, a, vt_op_gelu(&tape, h));
+            vt_tape_scope_end(&tape);
+            x = vt_tape_scope_result(&tape, vt_op_add(&tape, y, x));
+        }
+        for (int i = 0; i < rows * D; i++) x->grad[i] = (float)(i % 7) - 3.0f;
+        vt_tape_replay(&tape);
+        float got[(3 * 2 + 1) * 64];
+        memcpy(got, x0->grad, sizeof(float) * rows * D);
+        for (int l = 0; l < L; l++) {
+            memcpy(got + 64 + 128 * l, w1[l]->grad, sizeof(float) * D * D);
+            memcpy(got + 128 + 128 * l, w2[l]->grad, sizeof(float) * D * D);
+        }
+        if (!scoped) {
+            memcpy(ref, got, sizeof ref);
+            continue;
+        }
+        int bad = 0;
+        for (int i = 0; i < rows * D; i++) bad += got[i] != ref[i];
+        for (int i = 64; i < (3 * 2 + 1) * 64; i++) bad += got[i] != ref[i];
+        CHECK(bad == 0, "run %d: %d gradients differ with grad scopes (fresh gradients) from without", run, bad);
+    }
+    tape.scopes_enabled = 1;
+}
+
 /* Evaluation mode: nothing recorded, no grad buffers, same loss, parameter grads
  * untouched. */
 static void test_grad_disabled(model *m, model_fwd f, const char *name) {
@@ -372,6 +433,7 @@ int main(void) {
     grad_check_model("vit", &vit, vit_forward);
 
     test_accumulation(&r);
+    test_fresh_grads(&r);
     test_grad_disabled(&mlp, mlp_forward, "mlp");
     test_grad_disabled(&vit, vit_forward, "vit");
 

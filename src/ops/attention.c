@@ -35,8 +35,10 @@
  * Backward per (b, h), per row block r (rows [i0, i0 + R)), with dPd = dout v^T and
  * dP = dPd * mask / (1 - p):
  *   dv += Pd[r]^T dout[r],  dS[r] = P[r] (dP[r] - rowsum(dP[r] P[r])),
- *   dq[r] += scale dS[r] k,  dk += scale dS[r]^T q[r].
- * The row-block sums into dv and dk run in a fixed order: results are deterministic for
+ *   dq[r] += scale dS[r] k,  dk += scale dS[r]^T q[r]
+ * (with a fresh qkv gradient, tape.h, the first row block's dv and dk and every dq are
+ * written instead of added). The row-block sums into dv and dk run in a fixed order:
+ * results are deterministic for
  * any thread count. Numerics: those of vt_k.gemm / softmax_rows / softmax_bwd_rows. */
 #include <omp.h>
 #include <stdint.h>
@@ -56,6 +58,7 @@ typedef struct {
     const float *q, *k, *v, *dout;
     float *dq, *dk, *dv;
     int packed, ld;
+    const vt_tensor *qkv;        /* vt_op_attention_qkv's input: its gradient may be fresh */
     float scale, drop, inv_keep; /* drop: the dropout p, 0 when no dropout */
     uint64_t base;               /* dropout base seed */
     const float *Pk;             /* kept P (B H N N), NULL: the backward recomputes */
@@ -115,6 +118,8 @@ static void attention_bwd(void *p) {
     attn_ctx *c = p;
     int N = c->N, hd = c->hd, R = attn_rows(N), ld = c->ld;
     size_t rn = (size_t)R * N, nn = (size_t)N * N;
+    /* a fresh qkv gradient: every dq row written once, dk and dv by the first row block */
+    int fresh = c->qkv && vt_tape_grad_fresh(c->qkv);
     int nt = omp_get_max_threads();
     /* Per thread: P and dP (R x N floats each); then, with dropout, nt R x N masks. */
     float *scratch = vt_arena_alloc(c->arena, (size_t)nt * rn * (2 * sizeof(float) + (c->drop > 0.0f)));
@@ -142,17 +147,20 @@ static void attention_bwd(void *p) {
             } else {
                 attn_probs(c, bh, i0, r, P, mask, work);
             }
+            float first = fresh && i0 == 0 ? 0.0f : 1.0f; /* beta of the sums over row blocks */
             if (dv) {
                 if (mb) apply_mask(Pb, mb, c->inv_keep, dP, rnb);
-                vt_k.gemm(1, 0, N, hd, r, 1.0f, mb ? dP : Pb, N, dout, ldo, 1.0f, dv, ld, work);
+                vt_k.gemm(1, 0, N, hd, r, 1.0f, mb ? dP : Pb, N, dout, ldo, first, dv, ld, work);
             }
             if (!dq && !dk) continue;
             vt_k.gemm(0, 1, r, N, hd, 1.0f, dout, ldo, v, ld, 0.0f, dP, N, work);
             if (mb)
                 for (size_t e = 0; e < rnb; e++) dP[e] = mb[e] ? dP[e] * c->inv_keep : 0.0f;
             vt_k.softmax_bwd_rows(Pb, dP, dP, r, N);
-            if (dq) vt_k.gemm(0, 0, r, hd, N, c->scale, dP, N, k, ld, 1.0f, dq + (size_t)i0 * ld, ld, work);
-            if (dk) vt_k.gemm(1, 0, N, hd, r, c->scale, dP, N, q + (size_t)i0 * ld, ld, 1.0f, dk, ld, work);
+            if (dq)
+                vt_k.gemm(0, 0, r, hd, N, c->scale, dP, N, k, ld, fresh ? 0.0f : 1.0f, dq + (size_t)i0 * ld, ld,
+                          work);
+            if (dk) vt_k.gemm(1, 0, N, hd, r, c->scale, dP, N, q + (size_t)i0 * ld, ld, first, dk, ld, work);
         }
     }
 }
@@ -230,7 +238,8 @@ vt_tensor *vt_op_attention_qkv(vt_tape *t, vt_tensor *qkv, int H, float scale, f
     float *gq = qkv->grad;
     attn_ctx c = {.q = qkv->data, .k = qkv->data + D, .v = qkv->data + 2 * D,
                   .dq = gq, .dk = gq ? gq + D : NULL, .dv = gq ? gq + 2 * D : NULL,
-                  .packed = 1, .ld = 3 * D, .scale = scale, .BH = (int)qkv->shape[0] * H, .H = H, .N = N,
-                  .hd = D / H};
+                  .packed = 1, .ld = 3 * D, .qkv = qkv, .scale = scale, .BH = (int)qkv->shape[0] * H, .H = H,
+                  .N = N, .hd = D / H};
+    if (gq) vt_tape_can_overwrite(qkv);
     return attention(t, c, (int)qkv->shape[0], vt_tape_wants_grad(t, qkv, NULL, NULL), attn_drop, keep_probs);
 }

@@ -3,7 +3,8 @@
  * x (..., Din) viewed as M = size / Din rows; w (Dout, Din); b (Dout) or NULL;
  * y (..., Dout). All products through vt_gemm (the forward with the bias fused,
  * vt_gemm_bias; deterministic, no cross-thread sums).
- * Backward: dW += dy^T x;  db += column sums of dy (vt_ops_colsum_acc);  dx += dy W. */
+ * Backward: dW += dy^T x;  db += column sums of dy (vt_ops_colsum_acc);  dx += dy W
+ * (dx = dy W when x's gradient is fresh, tape.h). */
 #include "ops.h"
 #include "status.h"
 
@@ -11,6 +12,7 @@ typedef struct {
     vt_arena *arena;
     const float *x, *w, *dy;
     float *dx, *dw, *db;
+    const vt_tensor *xt; /* for vt_tape_grad_fresh */
     int M, Din, Dout;
 } linear_ctx;
 
@@ -39,7 +41,8 @@ void vt_ops_linear_bwd(vt_arena *arena, const float *x, const float *w, const fl
 
 static void linear_bwd(void *p) {
     linear_ctx *c = p;
-    vt_ops_linear_bwd(c->arena, c->x, c->w, c->dy, c->dx, 1.0f, c->dw, c->db, c->M, c->Din, c->Dout);
+    float dx_beta = vt_tape_grad_fresh(c->xt) ? 0.0f : 1.0f;
+    vt_ops_linear_bwd(c->arena, c->x, c->w, c->dy, c->dx, dx_beta, c->dw, c->db, c->M, c->Din, c->Dout);
 }
 
 vt_tensor *vt_op_linear(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b) {
@@ -54,6 +57,8 @@ vt_tensor *vt_op_linear(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b) {
         c->arena = t->arena;
         c->x = x->data; c->w = w->data; c->dy = y->grad;
         c->dx = x->grad; c->dw = w->grad; c->db = b ? b->grad : NULL;
+        c->xt = x;
+        if (x->grad) vt_tape_can_overwrite(x);
         c->M = M; c->Din = Din; c->Dout = Dout;
         vt_tape_record(t, "linear", linear_bwd, c);
     }
