@@ -19,8 +19,9 @@
  * come from one region shared by every scope (each scope starts at offset 0), not from
  * the arena. The entry recorded by scope_begin runs last in that scope's backward and
  * zeroes the bytes the scope used, so the next scope to run backward finds its grads
- * zero as vt_tape_new promises, except its fresh ones (below). The rule a caller must keep: a tensor created inside a
- * scope is consumed only by ops recorded before the NEXT scope begins (in the model: a
+ * zero as vt_tape_new promises, except its fresh ones (below). The rule a caller must
+ * keep: a tensor created inside a scope is consumed only by ops recorded before the
+ * NEXT scope begins (in the model: a
  * block's internal tensors; the block's output is created after its scope ends).
  * Breaking it corrupts gradients silently; tests/test_vit.c compares every parameter
  * gradient with and without scopes (t->scopes_enabled = 0) for each PE kind.
@@ -115,7 +116,7 @@ void vt_tape_can_overwrite(vt_tensor *x);
  * able to overwrite): its memory holds garbage and must be written, not added to. */
 int vt_tape_grad_fresh(const vt_tensor *x);
 /* A new activation from the tape's arena, with a zeroed grad buffer if with_grad
- * (inside a scope: from the grad region). */
+ * (inside a scope: from the grad region, zero when its backward runs unless fresh). */
 vt_tensor *vt_tape_new(vt_tape *t, int with_grad, int ndim, const int64_t *shape);
 /* Run every recorded backward in reverse order; the caller has seeded the output
  * grads (any shape), e.g. with d(sum(out * R))/d(out) = R in gradient checks. */
