@@ -21,8 +21,8 @@
  * zeroes the bytes the scope used, so the next scope to run backward finds its grads
  * zero as vt_tape_new promises, except its fresh ones (below). The rule a caller must
  * keep: a tensor created inside a scope is consumed only by ops recorded before the
- * NEXT scope begins (in the model: a
- * block's internal tensors; the block's output is created after its scope ends).
+ * NEXT scope begins (in the model: a block's internal tensors; the block's output is
+ * created after its scope ends).
  * Breaking it corrupts gradients silently; tests/test_vit.c compares every parameter
  * gradient with and without scopes (t->scopes_enabled = 0) for each PE kind.
  * Without gradients (evaluation) a scope frees instead: vt_tape_scope_result moves the
