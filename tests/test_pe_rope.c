@@ -297,7 +297,7 @@ static void test_coords(void) {
     CHECK(ds && ds->ndim == 1 && ds->shape[0] == 1 && ds->t->data[0] == 1.0f, "pe.depth_scale (1), init 1");
     ds->t->data[0] = 2.0f;
     float *img = calloc(2 * 4 * 144, sizeof(float));
-    vt_tensor images = {img, NULL, 4, {2, 4, 12, 12}, 2 * 4 * 144};
+    vt_tensor images = {.data = img, .ndim = 4, .shape = {2, 4, 12, 12}, .size = 2 * 4 * 144};
     for (int b2 = 0; b2 < 2; b2++)
         for (int y = 0; y < 12; y++)
             for (int x = 0; x < 12; x++) img[((b2 * 4 + 3) * 12 + y) * 12 + x] = (float)(b2 + 0.1 * x + 0.01 * y);
@@ -313,7 +313,7 @@ static void test_coords(void) {
             ok &= r[0] == j && r[1] == i && fabs(r[2] - 2 * mean) < 1e-5;
         }
     CHECK(ok, "RGB-D z = 2 x mean depth of the patch, per sample");
-    vt_tensor one = {img, NULL, 4, {1, 4, 12, 12}, 4 * 144};
+    vt_tensor one = {.data = img, .ndim = 4, .shape = {1, 4, 12, 12}, .size = 4 * 144};
     vt_pe_coords(b.pe, 3, 3, &one, dc);
     CHECK(vt_rot_coords_batch(b.pe, &one) == 1 && fabs(dc[4 * 3 + 2] - 2 * (0.1 * 5.5 + 0.01 * 5.5)) < 1e-5,
           "RGB-D with a batch of one still takes z from depth (z = %g)", dc[4 * 3 + 2]);
