@@ -59,9 +59,10 @@ typedef struct vt_kernels {
     /* dx += dy * (Phi(x) + x * phi(x)), Phi/phi the standard normal cdf/pdf. */
     void (*gelu_bwd)(const float *x, const float *dy, float *dx, size_t n);
     /* Both in one pass sharing the erf (vt_op_gelu_linear's backward): with g = dy on
-     * entry, dx += g (Phi(x) + x phi(x)), then g = gelu(x); bitwise what gelu_bwd(x, g, dx)
+     * entry, dx += g (Phi(x) + x phi(x)) (add 0: dx = that, dx not read), then g = gelu(x);
+     * bitwise what gelu_bwd(x, g, dx) (into zeros for add 0, but for the sign of a zero)
      * followed by gelu_fwd(x, g) give. */
-    void (*gelu_bwd_fwd)(const float *x, float *g, float *dx, size_t n);
+    void (*gelu_bwd_fwd)(const float *x, float *g, float *dx, size_t n, int add);
 
     void (*add)(const float *a, const float *b, float *y, size_t n); /* y = a + b */
     void (*scale)(float *x, float s, size_t n);                      /* x *= s */

@@ -437,11 +437,25 @@ static void test_gelu(const vt_kernels *t, const vt_kernels *s) {
         CHECK(badr < 0, "%s gelu_bwd vs scalar x=%.9g got %.9g want %.9g", t->name, badr < 0 ? 0 : x[badr],
               badr < 0 ? 0 : dx[badr], badr < 0 ? 0 : dxr[badr]);
         /* the fused entry: bitwise this table's gelu_bwd (dx) and gelu_fwd (y) */
-        memcpy(dxr, yr, n * 4); /* the initial dx */
+        float *dx0 = dxr; /* the initial dx, kept in yr's place below */
+        memcpy(dxr, yr, n * 4);
         memcpy(yr, dy, n * 4);
-        t->gelu_bwd_fwd(x, yr, dxr, n);
+        t->gelu_bwd_fwd(x, yr, dxr, n, 1);
         CHECK(memcmp(dxr, dx, n * 4) == 0, "%s gelu_bwd_fwd n=%zu: dx differs from gelu_bwd's", t->name, n);
         CHECK(memcmp(yr, y, n * 4) == 0, "%s gelu_bwd_fwd n=%zu: g differs from gelu_fwd's", t->name, n);
+        /* add 0: dx written, not read (NaN in it must not matter): gelu_bwd into zeros */
+        for (size_t i = 0; i < n; i++) dx0[i] = 0.0f;
+        t->gelu_bwd(x, dy, dx0, n);
+        float *dxn = malloc(n * 4 + 4);
+        for (size_t i = 0; i < n; i++) dxn[i] = NAN;
+        memcpy(yr, dy, n * 4);
+        t->gelu_bwd_fwd(x, yr, dxn, n, 0);
+        long bad0 = -1;
+        for (size_t i = 0; i < n && bad0 < 0; i++)
+            if (!(dxn[i] == dx0[i])) bad0 = (long)i;
+        CHECK(bad0 < 0, "%s gelu_bwd_fwd add 0 n=%zu: dx[%ld] %.9g, gelu_bwd into zeros %.9g", t->name, n, bad0,
+              bad0 < 0 ? 0.0 : dxn[bad0], bad0 < 0 ? 0.0 : dx0[bad0]);
+        free(dxn);
     }
     for (int i = 0; i < 6; i++) free(b[i]);
 }

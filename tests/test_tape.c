@@ -228,12 +228,14 @@ static void test_accumulation(vt_rng *r) {
 }
 
 /* Fresh gradients (tape.h): three scopes like model blocks, each
- *   h = linear(x, W1); a = linear(h, W2); b = gelu(h); y = add(a, b); x = add(y, x)
+ *   h = linear(x, W1); a = linear(h, W2); b = gelu(h); y = add(a, b);
+ *   v = gelu_linear(linear(y, W1), W2); x = add(v, x)
  * with the last add outside the scope. h has two consumers, the overwriting linear
  * recorded first (so its backward runs last): h's gradient must be accumulated, while
- * a's and b's (one overwriting consumer each) are written. The gradients of x and of
- * W1, W2 must equal those without scopes (every gradient zeroed and accumulated);
- * treating h as fresh, or not zeroing, fails this. Twice, for the region reuse. */
+ * a's, b's, y's and gelu_linear's input's (one overwriting consumer each) are written.
+ * The gradients of x and of W1, W2 must equal those without scopes (every gradient
+ * zeroed and accumulated); treating h as fresh, or not zeroing, fails this. Twice, for
+ * the region reuse. */
 static void test_fresh_grads(vt_rng *r) {
     const int rows = 6, D = 8, L = 3;
     int64_t xs[2] = {rows, D}, ws[2] = {D, D};
@@ -265,8 +267,9 @@ static void test_fresh_grads(vt_rng *r) {
             vt_tensor *h = vt_op_linear(&tape, x, w1[l], NULL);
             vt_tensor *a = vt_op_linear(&tape, h, w2[l], NULL);
             vt_tensor *y = vt_op_add(&tape, a, vt_op_gelu(&tape, h));
+            vt_tensor *v = vt_op_gelu_linear(&tape, vt_op_linear(&tape, y, w1[l], NULL), w2[l], NULL);
             vt_tape_scope_end(&tape);
-            x = vt_tape_scope_result(&tape, vt_op_add(&tape, y, x));
+            x = vt_tape_scope_result(&tape, vt_op_add(&tape, v, x));
         }
         for (int i = 0; i < rows * D; i++) x->grad[i] = (float)(i % 7) - 3.0f;
         vt_tape_replay(&tape);

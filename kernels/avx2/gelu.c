@@ -36,12 +36,12 @@ void vt_avx2_gelu_bwd(const float *x, const float *dy, float *dx, size_t n) {
     }
 }
 
-void vt_avx2_gelu_bwd_fwd(const float *x, float *g, float *dx, size_t n) {
+void vt_avx2_gelu_bwd_fwd(const float *x, float *g, float *dx, size_t n, int add) {
     for (size_t i = 0; i < n; i += 8) {
         size_t k = n - i;
         __m256 v = vt256_load(k, x + i), e = gelu_erf(v);
-        __m256 d = gelu_deriv(v, e);
-        vt256_store(k, dx + i, _mm256_fmadd_ps(vt256_load(k, g + i), d, vt256_load(k, dx + i)));
+        __m256 d = gelu_deriv(v, e), gv = vt256_load(k, g + i);
+        vt256_store(k, dx + i, add ? _mm256_fmadd_ps(gv, d, vt256_load(k, dx + i)) : _mm256_mul_ps(gv, d));
         vt256_store(k, g + i, gelu_value(v, e));
     }
 }

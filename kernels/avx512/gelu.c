@@ -37,13 +37,13 @@ void vt_avx512_gelu_bwd(const float *x, const float *dy, float *dx, size_t n) {
     }
 }
 
-void vt_avx512_gelu_bwd_fwd(const float *x, float *g, float *dx, size_t n) {
+void vt_avx512_gelu_bwd_fwd(const float *x, float *g, float *dx, size_t n, int add) {
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = vt512_tail(n - i);
         __m512 v = _mm512_maskz_loadu_ps(k, x + i), e = gelu_erf(v);
-        __m512 d = gelu_deriv(v, e);
-        __m512 dxv = _mm512_maskz_loadu_ps(k, dx + i);
-        _mm512_mask_storeu_ps(dx + i, k, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, g + i), d, dxv));
+        __m512 d = gelu_deriv(v, e), gv = _mm512_maskz_loadu_ps(k, g + i);
+        _mm512_mask_storeu_ps(dx + i, k,
+                              add ? _mm512_fmadd_ps(gv, d, _mm512_maskz_loadu_ps(k, dx + i)) : _mm512_mul_ps(gv, d));
         _mm512_mask_storeu_ps(g + i, k, gelu_value(v, e));
     }
 }

@@ -22,10 +22,10 @@ void vt_scalar_gelu_bwd(const float *x, const float *dy, float *dx, size_t n) {
     for (size_t i = 0; i < n; i++) dx[i] += dy[i] * gelu_deriv(x[i], gelu_erf(x[i]));
 }
 
-void vt_scalar_gelu_bwd_fwd(const float *x, float *g, float *dx, size_t n) {
+void vt_scalar_gelu_bwd_fwd(const float *x, float *g, float *dx, size_t n, int add) {
     for (size_t i = 0; i < n; i++) {
-        float e = gelu_erf(x[i]);
-        dx[i] += g[i] * gelu_deriv(x[i], e);
+        float e = gelu_erf(x[i]), d = g[i] * gelu_deriv(x[i], e);
+        dx[i] = add ? dx[i] + d : d;
         g[i] = gelu_value(x[i], e);
     }
 }

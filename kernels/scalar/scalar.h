@@ -21,7 +21,7 @@ void vt_scalar_layernorm_bwd(const float *dy, const float *x, const float *g,
                              float *dx, float *dg, float *db, int rows, int D);
 void vt_scalar_gelu_fwd(const float *x, float *y, size_t n);
 void vt_scalar_gelu_bwd(const float *x, const float *dy, float *dx, size_t n);
-void vt_scalar_gelu_bwd_fwd(const float *x, float *g, float *dx, size_t n);
+void vt_scalar_gelu_bwd_fwd(const float *x, float *g, float *dx, size_t n, int add);
 void vt_scalar_add(const float *a, const float *b, float *y, size_t n);
 void vt_scalar_scale(float *x, float s, size_t n);
 void vt_scalar_zero_stream(float *x, size_t n);

@@ -19,7 +19,8 @@ typedef struct {
 /* The three kernel passes over fixed contiguous chunks, in parallel. */
 typedef enum { GELU_FWD, GELU_BWD, GELU_BWD_FWD } gelu_pass;
 
-static void gelu_chunks(gelu_pass pass, const float *x, const float *dy, float *g, float *out, int64_t n) {
+static void gelu_chunks(gelu_pass pass, const float *x, const float *dy, float *g, float *out, int64_t n,
+                        int add) {
     int64_t nb = (n + GELU_CHUNK - 1) / GELU_CHUNK;
     #pragma omp parallel for schedule(static) if (nb > 1)
     for (int64_t k = 0; k < nb; k++) {
@@ -28,17 +29,17 @@ static void gelu_chunks(gelu_pass pass, const float *x, const float *dy, float *
         switch (pass) {
         case GELU_FWD: vt_k.gelu_fwd(x + s, out + s, len); break;
         case GELU_BWD: vt_k.gelu_bwd(x + s, dy + s, out + s, len); break;
-        case GELU_BWD_FWD: vt_k.gelu_bwd_fwd(x + s, g + s, out + s, len); break;
+        case GELU_BWD_FWD: vt_k.gelu_bwd_fwd(x + s, g + s, out + s, len, add); break;
         }
     }
 }
 
 void vt_ops_gelu(const float *x, const float *dy, float *out, int64_t n) {
-    gelu_chunks(dy ? GELU_BWD : GELU_FWD, x, dy, NULL, out, n);
+    gelu_chunks(dy ? GELU_BWD : GELU_FWD, x, dy, NULL, out, n, 1);
 }
 
-void vt_ops_gelu_bwd_fwd(const float *x, float *g, float *dx, int64_t n) {
-    gelu_chunks(GELU_BWD_FWD, x, NULL, g, dx, n);
+void vt_ops_gelu_bwd_fwd(const float *x, float *g, float *dx, int64_t n, int add) {
+    gelu_chunks(GELU_BWD_FWD, x, NULL, g, dx, n, add);
 }
 
 static void gelu_bwd(void *p) {

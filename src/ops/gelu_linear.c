@@ -8,7 +8,7 @@
  * colsum partials: s = dg = dy W; then one pass du += gelu'(u) dg, s = gelu(u) (the
  * recompute shares the erf with the derivative: vt_ops_gelu_bwd_fwd); then dW += dy^T s,
  * db += column sums of dy. Without du: s = gelu(u), dW, db; without dW: s = dg,
- * du += gelu'(u) dg. dg with beta 0 has the floats of the unfused dx += dy W into the
+ * du += gelu'(u) dg. With dW and a fresh u gradient (tape.h) du is written, not added to. dg with beta 0 has the floats of the unfused dx += dy W into the
  * zeroed gelu output grad (0 + x = x), but for the sign of a zero result; the du update
  * then gives the same bits unless du held -0, which a zeroed grad that only accumulates
  * never does.
@@ -19,6 +19,7 @@ typedef struct {
     vt_tape *t;
     const float *u, *w, *dy;
     float *du, *dw, *db;
+    const vt_tensor *ut; /* for vt_tape_grad_fresh */
     int M, Din, Dout;
 } gelu_linear_ctx;
 
@@ -28,7 +29,7 @@ static void gelu_linear_bwd(void *p) {
     float *s = c->du || c->dw ? vt_tape_scratch(c->t, (size_t)n) : NULL;
     if (c->du) {
         vt_ops_linear_bwd(c->t->arena, NULL, c->w, c->dy, s, 0.0f, NULL, NULL, c->M, c->Din, c->Dout);
-        if (c->dw) vt_ops_gelu_bwd_fwd(c->u, s, c->du, n);
+        if (c->dw) vt_ops_gelu_bwd_fwd(c->u, s, c->du, n, !vt_tape_grad_fresh(c->ut));
         else vt_ops_gelu(c->u, s, c->du, n);
     } else if (c->dw) {
         vt_ops_gelu(c->u, NULL, s, n);
@@ -47,7 +48,8 @@ vt_tensor *vt_op_gelu_linear(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *
     vt_ops_linear_fwd(g, w->data, b ? b->data : NULL, y->data, M, Din, Dout);
     if (grad) {
         gelu_linear_ctx *c = vt_tape_ctx(t, sizeof *c);
-        *c = (gelu_linear_ctx){t, u->data, w->data, y->grad, u->grad, w->grad, b ? b->grad : NULL, M, Din, Dout};
+        *c = (gelu_linear_ctx){t, u->data, w->data, y->grad, u->grad, w->grad, b ? b->grad : NULL, u, M, Din, Dout};
+        if (u->grad && w->grad) vt_tape_can_overwrite(u); /* the bwd_fwd pass writes du whole */
         vt_tape_record(t, "gelu_linear", gelu_linear_bwd, c);
     }
     return y;

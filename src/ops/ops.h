@@ -183,9 +183,10 @@ int64_t vt_ops_chunk_begin(int64_t rows, int nchunks, int c);
  * backward): dy == NULL: out = gelu(x) (vt_k.gelu_fwd); else out += dy gelu'(x)
  * (vt_k.gelu_bwd). Elementwise: the result does not depend on the thread count. */
 void vt_ops_gelu(const float *x, const float *dy, float *out, int64_t n);
-/* The same loop over vt_k.gelu_bwd_fwd: dx += g gelu'(x), then g = gelu(x) (g holds dy
- * on entry); bitwise vt_ops_gelu(x, g, dx, n) followed by vt_ops_gelu(x, NULL, g, n). */
-void vt_ops_gelu_bwd_fwd(const float *x, float *g, float *dx, int64_t n);
+/* The same loop over vt_k.gelu_bwd_fwd: dx += g gelu'(x) (add 0: dx = that), then
+ * g = gelu(x) (g holds dy on entry); bitwise vt_ops_gelu(x, g, dx, n) followed by
+ * vt_ops_gelu(x, NULL, g, n). */
+void vt_ops_gelu_bwd_fwd(const float *x, float *g, float *dx, int64_t n, int add);
 
 /* vt_op_layernorm's arithmetic on rows x D, over fixed row chunks in parallel (the
  * chunking of vt_ops_nchunks). _fwd: y = LayerNorm(x; g, b, eps) per row (vt_k.layernorm_fwd),
