@@ -38,8 +38,8 @@
  *   dq[r] += scale dS[r] k,  dk += scale dS[r]^T q[r]
  * (with a fresh qkv gradient, tape.h, the first row block's dv and dk and every dq are
  * written instead of added). The row-block sums into dv and dk run in a fixed order:
- * results are deterministic for
- * any thread count. Numerics: those of vt_k.gemm / softmax_rows / softmax_bwd_rows. */
+ * results are deterministic for any thread count. Numerics: those of vt_k.gemm /
+ * softmax_rows / softmax_bwd_rows. */
 #include <omp.h>
 #include <stdint.h>
 
@@ -51,14 +51,14 @@
 #define VT_ATTN_BLOCK_BYTES (256 * 1024)
 
 /* q, k, v (and dq, dk, dv) point at block 0's row 0; block bh starts at in_offset and
- * its rows are ld floats apart: separate tensors (ld = hd) or the packed qkv (ld = 3 H hd,
- * k and v at + H hd and + 2 H hd). */
+ * its rows are ld floats apart: separate tensors (qkv NULL, ld = hd) or the packed qkv
+ * (ld = 3 H hd, k and v at + H hd and + 2 H hd). */
 typedef struct {
     vt_arena *arena;
     const float *q, *k, *v, *dout;
     float *dq, *dk, *dv;
-    int packed, ld;
-    const vt_tensor *qkv;        /* vt_op_attention_qkv's input: its gradient may be fresh */
+    int ld;
+    const vt_tensor *qkv;        /* vt_op_attention_qkv's input (its gradient may be fresh), else NULL */
     float scale, drop, inv_keep; /* drop: the dropout p, 0 when no dropout */
     uint64_t base;               /* dropout base seed */
     const float *Pk;             /* kept P (B H N N), NULL: the backward recomputes */
@@ -68,8 +68,8 @@ typedef struct {
 
 /* Offset of row 0 of block bh in q, k, v and their gradients. */
 static size_t in_offset(const attn_ctx *c, int bh) {
-    return c->packed ? (size_t)(bh / c->H) * c->N * c->ld + (size_t)(bh % c->H) * c->hd
-                     : (size_t)bh * c->N * c->hd;
+    return c->qkv ? (size_t)(bh / c->H) * c->N * c->ld + (size_t)(bh % c->H) * c->hd
+                  : (size_t)bh * c->N * c->hd;
 }
 
 /* Offset of row i of head bh in the merged (B, N, H hd) output. */
@@ -224,7 +224,7 @@ vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
               "attention: q, k, v must all be (B, H, N, hd)");
     int H = (int)q->shape[1], N = (int)q->shape[2], hd = (int)q->shape[3];
     attn_ctx c = {.q = q->data, .k = k->data, .v = v->data, .dq = q->grad, .dk = k->grad, .dv = v->grad,
-                  .packed = 0, .ld = hd, .scale = scale, .BH = (int)q->shape[0] * H, .H = H, .N = N, .hd = hd};
+                  .ld = hd, .scale = scale, .BH = (int)q->shape[0] * H, .H = H, .N = N, .hd = hd};
     return attention(t, c, (int)q->shape[0], vt_tape_wants_grad(t, q, k, v), attn_drop, keep_probs);
 }
 
@@ -238,7 +238,7 @@ vt_tensor *vt_op_attention_qkv(vt_tape *t, vt_tensor *qkv, int H, float scale, f
     float *gq = qkv->grad;
     attn_ctx c = {.q = qkv->data, .k = qkv->data + D, .v = qkv->data + 2 * D,
                   .dq = gq, .dk = gq ? gq + D : NULL, .dv = gq ? gq + 2 * D : NULL,
-                  .packed = 1, .ld = 3 * D, .qkv = qkv, .scale = scale, .BH = (int)qkv->shape[0] * H, .H = H,
+                  .ld = 3 * D, .qkv = qkv, .scale = scale, .BH = (int)qkv->shape[0] * H, .H = H,
                   .N = N, .hd = D / H};
     if (gq) vt_tape_can_overwrite(qkv);
     return attention(t, c, (int)qkv->shape[0], vt_tape_wants_grad(t, qkv, NULL, NULL), attn_drop, keep_probs);
