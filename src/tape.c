@@ -84,13 +84,13 @@ float *vt_tape_scratch(vt_tape *t, size_t floats) {
 
 void *vt_tape_ctx(vt_tape *t, size_t bytes) { return vt_arena_alloc(t->arena, bytes); }
 
-int vt_tape_wants_grad(const vt_tape *t, const vt_tensor *a, const vt_tensor *b, const vt_tensor *c) {
+int vt_tape_wants_grad(const vt_tape *t, vt_tensor *a, vt_tensor *b, vt_tensor *c) {
     if (!t->grad_enabled) return 0;
-    const vt_tensor *in[3] = {a, b, c};
+    vt_tensor *in[3] = {a, b, c};
     int g = 0;
     for (int i = 0; i < 3; i++)
         if (in[i] && in[i]->grad) {
-            ((vt_tensor *)in[i])->grad_users++; /* bookkeeping on a tensor the caller owns */
+            in[i]->grad_users++;
             g = 1;
         }
     return g;

@@ -108,7 +108,7 @@ float *vt_tape_scratch(vt_tape *t, size_t floats);
 /* Whether an op with these inputs must produce a gradient: tape enabled and at
  * least one input has a grad buffer. Inputs may be NULL (ignored). Counts the op as a
  * consumer of each input with a grad buffer (fresh gradients, above). */
-int vt_tape_wants_grad(const vt_tape *t, const vt_tensor *a, const vt_tensor *b, const vt_tensor *c);
+int vt_tape_wants_grad(const vt_tape *t, vt_tensor *a, vt_tensor *b, vt_tensor *c);
 /* Said by an op when it records: its backward writes x's gradient without reading it
  * whenever vt_tape_grad_fresh(x). */
 void vt_tape_can_overwrite(vt_tensor *x);
