@@ -257,14 +257,17 @@ static vt_tensor *fwd1(fwd_fn f, vt_tensor **in, const void *arg) {
 
 static void test_gemm(vt_rng *r) {
     /* Shapes large enough for vt_gemm to split C over threads, by rows and by columns,
-     * and (K >= 4 max(M, N)) over K, with K cuts inside and at the end of a 64 block. */
+     * and (K >= 4 max(M, N)) over K, with K cuts inside and at the end of a 64 block;
+     * vt_gemm_bias on the same splits (the K split adds the bias after the partials). */
     const int shapes[5][3] = {{70, 33, 41}, {19, 90, 45}, {1, 300, 260}, {20, 17, 300}, {40, 64, 700}};
     for (int s = 0; s < 5; s++)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++) {
                 int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
                 vt_tensor *A = input(r, -1, 1, 2, M, K, 0, 0), *B = input(r, -1, 1, 2, K, N, 0, 0);
-                vt_tensor *C = input(r, -1, 1, 2, M, N, 0, 0);
+                vt_tensor *C = input(r, -1, 1, 2, M, N, 0, 0), *Cb = input(r, -1, 1, 2, M, N, 0, 0);
+                vt_tensor *bias = input(r, -1, 1, 1, N, 0, 0, 0);
+                memcpy(Cb->data, C->data, (size_t)M * N * sizeof(float));
                 double *ref = vt_arena_alloc(&store, (size_t)M * N * sizeof(double));
                 int lda = ta ? M : K, ldb = tb ? K : N;
                 for (int i = 0; i < M; i++)
@@ -277,6 +280,10 @@ static void test_gemm(vt_rng *r) {
                     }
                 vt_gemm(ta, tb, M, N, K, 0.5f, A->data, lda, B->data, ldb, -2.0f, C->data, N);
                 CHECK_ARRAY_CLOSE(C->data, ref, M * N, 1e-4, 1e-4, "vt_gemm %dx%dx%d ta=%d tb=%d", M, N, K, ta, tb);
+                vt_gemm_bias(ta, tb, M, N, K, 0.5f, A->data, lda, B->data, ldb, -2.0f, bias->data, Cb->data, N);
+                for (int e = 0; e < M * N; e++) ref[e] += bias->data[e % N];
+                CHECK_ARRAY_CLOSE(Cb->data, ref, M * N, 1e-4, 1e-4, "vt_gemm_bias %dx%dx%d ta=%d tb=%d", M, N, K, ta,
+                                  tb);
             }
 }
 
