@@ -395,8 +395,8 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {
  * activations kept for backward, per block the outputs of qkv (3), the split q/k/v (3;
  * none when attention reads qkv in place), attention (written merged; Performer's output
  * and its merge copy: 2), proj, residual, fc2 and the block output = 11 N D (8 without
- * the split, 12 with Performer; norm1 and norm2 are fused into
- * qkv and fc1, vt_op_layernorm_linear, and not kept), fc1 (N Dh; with MLP dropout
+ * the split, 12 with Performer; norm1 and norm2 are fused into qkv and fc1,
+ * vt_op_layernorm_linear, and not kept), fc1 (N Dh; with MLP dropout
  * active also gelu's, 2 N Dh) and the attention state: softmax keeps the probabilities
  * H N N (and with attention dropout a byte mask, H N N / 4 in floats) when
  * vt_attention_keep_probs says so, else nothing N x N; Performer keeps phi(Q) and phi(K),

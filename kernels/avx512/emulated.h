@@ -53,7 +53,9 @@ static inline void vt_emu_store_ps(void *p, simde__m512 a) {
 
 static inline void vt_emu_stream_ps(void *p, simde__m512 a) { vt_emu_store_ps(p, a); }
 
-static inline simde__m512 vt_emu_rcp14_ps(simde__m512 a) { return simde_mm512_div_ps(simde_mm512_set1_ps(1.0f), a); }
+static inline simde__m512 vt_emu_rcp14_ps(simde__m512 a) {
+    return simde_mm512_div_ps(simde_mm512_set1_ps(1.0f), a);
+}
 
 static inline simde__m512 vt_emu_maskz_loadu_ps(simde__mmask16 k, const void *p) {
     if (k == 0xFFFF) return simde_mm512_loadu_ps(p);

@@ -12,11 +12,11 @@
  * narrow edges cost less than a whole tile).
  * All four (ta, tb) cases are absorbed by the packing routines (the transposing ones
  * use 16 x 16 in-register transposes); for N <= 64, and for N <= 192 when A is not
- * transposed, the whole 14-row panels of op(A) are read in place instead
- * (kernel_14x32_inplace, see gemm_blocked; ViT-Ti's N = 192 products +3-7% against
- * the transposing pack, N >= 768 3-8% slower in place). Edge tiles:
- * packing zero-pads panels to MR/NR, the microkernel stores only the valid rows, with
- * masked column stores.
+ * transposed and has at least INPLACE_ROWS_MIN_A floats, the whole 14-row panels of
+ * op(A) are read in place instead (kernel_14x32_inplace, see gemm_blocked; ViT-Ti's
+ * N = 192 products +3-7% against the transposing pack, N >= 768 3-8% slower in place).
+ * Edge tiles: packing zero-pads panels to MR/NR, the microkernel stores only the valid
+ * rows, with masked column stores.
  * Latency hiding: each microkernel call prefetches into L2, a line every 2 steps of its
  * loop, the next call's C tile and its share of the source of the next pack_a (and, at
  * the end of a K block, of the next pack_b): see prefetch_list in ../gemm_driver.h.
@@ -30,9 +30,10 @@
  * the Zen 4 cores this was tuned on (one 512-bit FMA per cycle); ViT training shapes
  * reach ~85-95% of it, the rest being packing and C traffic. On a Xeon of the Sapphire
  * Rapids class (two 512-bit FMA ports, 2 MB L2) it runs at 84-90% of the peak with its
- * panels in L1/L2 (a harness calling it alone), and the ViT shapes at 64-80%, 0.95-0.97
- * of oneDNN's rate (geometric mean over the 36 shapes); MC / KC / NC changes moved
- * nothing there by more than the noise. */
+ * panels in L1/L2 (a harness calling it alone), and the ViT shapes at 63-78% of it,
+ * 0.97 (1 thread) and 0.99 (2 threads) of oneDNN's rate (geometric means over the 36
+ * shapes; bench_kernels, 2026-11-25); MC / KC / NC changes moved nothing there by more
+ * than the noise. */
 #include "avx512.h"
 #include "../gemm_driver.h"
 
@@ -267,8 +268,8 @@ static void kernel_14x16(int kc, const float *a, const float *b, float *c, int l
  * column per step, against 14 in kernel_14x16 (65 = 2 x 32 + 1 tokens leave a 1-column
  * panel in attention's q k^T and dout v^T products: +4-6% on the whole attention at 65
  * tokens in a harness; at 5 columns, 197 tokens' tail, its scalar stores made it no
- * faster than kernel_14x16). Even and odd steps go to separate accumulators, 2 n FMA chains. n is a
- * constant in each caller. */
+ * faster than kernel_14x16). Even and odd steps go to separate accumulators, 2 n FMA
+ * chains. n is a constant in each caller. */
 static inline __attribute__((always_inline)) void
 kernel_14xn_n(int kc, const float *a, const float *b, float *c, int ldc, int mr, float alpha, float beta,
               const prefetch_list *pf, const int n) {

@@ -8,10 +8,10 @@
  * colsum partials: s = dg = dy W; then one pass du += gelu'(u) dg, s = gelu(u) (the
  * recompute shares the erf with the derivative: vt_ops_gelu_bwd_fwd); then dW += dy^T s,
  * db += column sums of dy. Without du: s = gelu(u), dW, db; without dW: s = dg,
- * du += gelu'(u) dg. With dW and a fresh u gradient (tape.h) du is written, not added to. dg with beta 0 has the floats of the unfused dx += dy W into the
- * zeroed gelu output grad (0 + x = x), but for the sign of a zero result; the du update
- * then gives the same bits unless du held -0, which a zeroed grad that only accumulates
- * never does.
+ * du += gelu'(u) dg. With dW and a fresh u gradient (tape.h) du is written, not added
+ * to. dg with beta 0 has the floats of the unfused dx += dy W into the zeroed gelu
+ * output grad (0 + x = x), but for the sign of a zero result; the du update then gives
+ * the same bits unless du held -0, which a zeroed grad that only accumulates never does.
  * Kept for backward: u (the caller's), w, dy; nothing of M Din floats. */
 #include "ops.h"
 
