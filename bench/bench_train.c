@@ -6,7 +6,10 @@
  *      GFLOP/s = all threads' flops / wall time). Every utilisation below is relative to
  *      the peak of the same thread count measured here.
  *  (b) "attention": vt_op_attention forward + backward (dq, dk, dv) GFLOP/s for N = 65,
- *      197, 785 tokens, head dim 64, B x H blocks chosen to give every thread work;
+ *      197, 785 tokens, head dim 64, as many (batch, head) blocks as a training step
+ *      has: 384 (ViT-Ti/4 at 32, batch 128 x 3 heads; ViT-B/16 at 224, batch 32 x 12
+ *      heads) and 48 at 785 tokens (ViT-B/8's 785, batch 4 x 12); the best of 5 timed
+ *      calls after one warm-up (a call is 1-25 GFLOP: single short calls varied by 10%);
  *      flops = 12 N^2 hd per (batch, head) (two products forward, four backward).
  *  (c) "train": images/s of a full training step (zero grad, forward, cross-entropy,
  *      backward, clip, AdamW) on synthetic data for ViT-Ti/4 at 32 (batch 128), ViT-S/16
@@ -29,7 +32,7 @@
  * always measured.
  * Two warm-up steps (the arena settles into one block after the first) then 3 timed
  * steps (2 for ViT-B training).
- * VT_BENCH_QUICK=1: one timed step, batch sizes divided by 8, attention
+ * VT_BENCH_QUICK=1: one timed step, batch sizes and attention blocks divided by 8, attention
  * only at 197 tokens.
  */
 #include <omp.h>
@@ -228,8 +231,8 @@ int main(int argc, char **argv) {
         if (!selected(filter, "attention")) break;
         for (int ti = 0; ti < 2; ti++) {
             int nt = threads[ti];
-            int BH = N >= 785 ? 2 * nt : N >= 197 ? 12 * nt : 48 * nt;
-            double gf = bench_attention(BH, N, 64, nt, quick ? 1 : 3);
+            int BH = (N >= 785 ? 48 : 384) / (quick ? 8 : 1);
+            double gf = bench_attention(BH, N, 64, nt, quick ? 1 : 5);
             printf("{\"bench\":\"attention\",\"tokens\":%d,\"hd\":64,\"blocks\":%d,\"threads\":%d,"
                    "\"isa\":\"%s\",\"gflops\":%.2f,\"pct_peak\":%.1f}\n",
                    N, BH, nt, vt_k.name, gf, 100.0 * gf / peak[nt]);

@@ -5,7 +5,7 @@ Debian python3-torch). Not a test: prints figures only.
 Same models, batches, thread counts and step as bench_train: ViT-Ti/4 at 32 (batch 128,
 10 classes), ViT-S/16 at 224 (batch 64), ViT-B/16 at 224 (batch 32) training (forward,
 cross-entropy, backward, clip_grad_norm_ 1.0, AdamW), and ViT-B/16 at 224 inference
-(batch 32, no_grad), at 1 and 2 threads (torch.set_num_threads). fp32, synthetic data.
+(batch 32, no_grad), at 1 and 2 threads (torch.set_num_threads, and OMP_NUM_THREADS / OPENBLAS_NUM_THREADS for the BLAS). fp32, synthetic data.
 The ViT is written inline with timm VisionTransformer semantics (conv patch embedding,
 class token, learned position embedding, pre-norm blocks with qkv bias, exact GELU,
 LayerNorm eps 1e-6, class-token pooling, linear head); no timm needed.
@@ -19,8 +19,9 @@ Two warm-up steps then 3 timed steps (2 for ViT-B training); VT_BENCH_QUICK=1: o
 step with batch sizes divided by 8.
 Debian's torch calls whatever libblas.so.3 the alternatives system selects; the netlib
 reference BLAS (the default when OpenBLAS is not installed) runs at a few GFLOP/s. For the
-intended comparison install OpenBLAS (apt-get install libopenblas0-openmp) or point
-LD_LIBRARY_PATH at a directory holding its libblas.so.3; "blas" in each JSON line names
+intended comparison install OpenBLAS (apt-get install libopenblas0-openmp): its OpenMP
+build is loaded whenever present (unless LD_LIBRARY_PATH is set, which then decides),
+and each child's BLAS runs on the child's thread count. "blas" in each JSON line names
 the library the child actually loaded.
 Usage: /usr/bin/python3 scripts/bench_torch.py [--peak1 G] [--peak2 G] [substring]
 """
@@ -30,6 +31,8 @@ import resource
 import subprocess
 import sys
 import time
+
+OPENBLAS_OPENMP = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 
 CASES = [
     # name, width, depth, heads, img, patch, batch, classes, train
@@ -163,9 +166,19 @@ def main():
         if filt and filt not in row:
             continue
         for threads in (1, 2):
+            # The thread count binds the BLAS too: OpenBLAS's pthread build ignores
+            # torch.set_num_threads and would run every GEMM of a "1 thread" child on
+            # all cores (seen on this machine: MFU over 100% of the 1-thread peak).
+            env = dict(os.environ, OMP_NUM_THREADS=str(threads),
+                       OPENBLAS_NUM_THREADS=str(threads))
+            # torch is built with OpenMP, so OpenBLAS's OpenMP build (one shared thread
+            # pool) is its best BLAS; alternatives may select the pthread build instead,
+            # which fights torch's own threads at 2 (Ti/4: 32 img/s against 50).
+            if "LD_LIBRARY_PATH" not in env and os.path.isdir(OPENBLAS_OPENMP):
+                env["LD_LIBRARY_PATH"] = OPENBLAS_OPENMP
             r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", str(idx),
                                 str(threads), "1" if quick else "0"],
-                               capture_output=True, text=True)
+                               capture_output=True, text=True, env=env)
             if r.returncode != 0 or not r.stdout.strip():
                 print("  %s (%d threads) failed: %s" % (case[0], threads, r.stderr.strip()[-400:]),
                       file=sys.stderr)
