@@ -70,6 +70,11 @@ typedef struct vt_kernels {
      * far larger than the caches that are not read again soon (the grad scopes'
      * zeroing; ~1.8x memset's rate on a Sapphire Rapids class Xeon). */
     void (*zero_stream)(float *x, size_t n);
+    /* y[0:n] = x[0:n] (no overlap) with the same cache-bypassing stores: for a result
+     * kept in memory for much later while a cached copy is used now (attention's kept
+     * probabilities: writing them in place made the q k^T product read every line of
+     * them from memory first, ~20% of its time at 197 tokens). */
+    void (*copy_stream)(const float *x, float *y, size_t n);
     void (*axpy)(float a, const float *x, float *y, size_t n);       /* y += a x */
     /* Sums accumulate in double inside each kernel call. */
     double (*sum)(const float *x, size_t n);

@@ -66,7 +66,7 @@ static const int ragged[] = {1, 2, 7, 15, 16, 17, 31, 33, 63, 127, 129, 257, 100
 
 static void test_table_complete(const vt_kernels *t) {
     CHECK(t->gemm && t->gemm_bias && t->gemm_work_floats && t->softmax_rows && t->softmax_bwd_rows &&
-              t->layernorm_fwd && t->layernorm_bwd && t->zero_stream && t->gelu_fwd && t->gelu_bwd && t->gelu_bwd_fwd &&
+              t->layernorm_fwd && t->layernorm_bwd && t->zero_stream && t->copy_stream && t->gelu_fwd && t->gelu_bwd && t->gelu_bwd_fwd &&
               t->add && t->scale && t->axpy && t->sum && t->dot && t->adamw && t->name,
           "table %s has a NULL entry", t->name ? t->name : "?");
 }
@@ -235,6 +235,15 @@ static void test_elementwise(const vt_kernels *t, const vt_kernels *s) {
                 ok &= in ? u[i] == 0.0f && !signbit(u[i]) : memcmp(&u[i], &x[i], sizeof(float)) == 0;
             }
             CHECK(ok, "%s zero_stream of %zu floats at +%d: wrong zeros or a write outside", t->name, len, at);
+            memcpy(u, y, (n + 1) * sizeof(float)); /* copy_stream: x[at + 1 ..] to u + at */
+            size_t clen = len > 0 ? len - 1 : 0;
+            t->copy_stream(x + at + 1, u + at, clen);
+            ok = 1;
+            for (size_t i = 0; i <= n; i++) {
+                int in = i >= (size_t)at && i < (size_t)at + clen;
+                ok &= memcmp(&u[i], in ? &x[i + 1] : &y[i], sizeof(float)) == 0;
+            }
+            CHECK(ok, "%s copy_stream of %zu floats to +%d: wrong values or a write outside", t->name, clen, at);
         }
         free(b5);
         memcpy(z, y, n * sizeof(float));

@@ -123,6 +123,7 @@ void vt_avx2_gelu_bwd_fwd(const float *x, float *g, float *dx, size_t n, int add
 void vt_avx2_add(const float *a, const float *b, float *y, size_t n);
 void vt_avx2_scale(float *x, float s, size_t n);
 void vt_avx2_zero_stream(float *x, size_t n);
+void vt_avx2_copy_stream(const float *x, float *y, size_t n);
 void vt_avx2_axpy(float a, const float *x, float *y, size_t n);
 double vt_avx2_sum(const float *x, size_t n);
 double vt_avx2_dot(const float *x, const float *y, size_t n);

@@ -1,4 +1,4 @@
-/* avx2/elementwise.c - AVX2 add, scale, zero_stream, axpy, sum, dot and AdamW (contracts in
+/* avx2/elementwise.c - AVX2 add, scale, zero_stream, copy_stream, axpy, sum, dot and AdamW (contracts in
  * kernels.h). Tails use masked loads/stores, so any n and any alignment work.
  * sum/dot accumulate in double lanes (each float widened, products formed exactly in
  * double): |err| <= n 2^-53 sum|terms|, the scalar reference's bound up to ordering.
@@ -31,6 +31,16 @@ void vt_avx2_zero_stream(float *x, size_t n) {
     for (; i + 8 <= n; i += 8) _mm256_stream_ps(x + i, _mm256_setzero_ps());
     _mm_sfence(); /* streaming stores are weakly ordered: visible before anything after */
     vt256_store(n - i, x + i, _mm256_setzero_ps());
+}
+
+void vt_avx2_copy_stream(const float *x, float *y, size_t n) {
+    size_t head = (size_t)(-(uintptr_t)y & 31) / sizeof(float); /* floats up to 32-byte alignment */
+    if (head > n) head = n;
+    vt256_store(head, y, vt256_load(head, x));
+    size_t i = head;
+    for (; i + 8 <= n; i += 8) _mm256_stream_ps(y + i, _mm256_loadu_ps(x + i));
+    _mm_sfence(); /* streaming stores are weakly ordered: visible before anything after */
+    vt256_store(n - i, y + i, vt256_load(n - i, x + i));
 }
 
 void vt_avx2_axpy(float a, const float *x, float *y, size_t n) {

@@ -18,6 +18,7 @@ void vt_kernels_fill_avx2(vt_kernels *t) {
     t->add = vt_avx2_add;
     t->scale = vt_avx2_scale;
     t->zero_stream = vt_avx2_zero_stream;
+    t->copy_stream = vt_avx2_copy_stream;
     t->axpy = vt_avx2_axpy;
     t->sum = vt_avx2_sum;
     t->dot = vt_avx2_dot;

@@ -100,6 +100,7 @@ void vt_avx512_gelu_bwd_fwd(const float *x, float *g, float *dx, size_t n, int a
 void vt_avx512_add(const float *a, const float *b, float *y, size_t n);
 void vt_avx512_scale(float *x, float s, size_t n);
 void vt_avx512_zero_stream(float *x, size_t n);
+void vt_avx512_copy_stream(const float *x, float *y, size_t n);
 void vt_avx512_axpy(float a, const float *x, float *y, size_t n);
 double vt_avx512_sum(const float *x, size_t n);
 double vt_avx512_dot(const float *x, const float *y, size_t n);

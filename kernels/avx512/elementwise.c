@@ -1,4 +1,4 @@
-/* avx512/elementwise.c - AVX-512 add, scale, zero_stream, axpy, sum, dot and AdamW (contracts in
+/* avx512/elementwise.c - AVX-512 add, scale, zero_stream, copy_stream, axpy, sum, dot and AdamW (contracts in
  * kernels.h). Tails use masked loads/stores, so any n and any alignment work.
  * sum/dot accumulate in double lanes (each float widened, products formed exactly in
  * double): |err| <= n 2^-53 sum|terms|, the scalar reference's bound up to ordering.
@@ -32,6 +32,18 @@ void vt_avx512_zero_stream(float *x, size_t n) {
     for (; i + 16 <= n; i += 16) _mm512_stream_ps(x + i, _mm512_setzero_ps());
     _mm_sfence(); /* streaming stores are weakly ordered: visible before anything after */
     _mm512_mask_storeu_ps(x + i, vt512_tail(n - i), _mm512_setzero_ps());
+}
+
+void vt_avx512_copy_stream(const float *x, float *y, size_t n) {
+    size_t head = (size_t)(-(uintptr_t)y & 63) / sizeof(float); /* floats up to 64-byte alignment */
+    if (head > n) head = n;
+    __mmask16 kh = vt512_tail(head);
+    _mm512_mask_storeu_ps(y, kh, _mm512_maskz_loadu_ps(kh, x));
+    size_t i = head;
+    for (; i + 16 <= n; i += 16) _mm512_stream_ps(y + i, _mm512_loadu_ps(x + i));
+    _mm_sfence(); /* streaming stores are weakly ordered: visible before anything after */
+    __mmask16 kt = vt512_tail(n - i);
+    _mm512_mask_storeu_ps(y + i, kt, _mm512_maskz_loadu_ps(kt, x + i));
 }
 
 void vt_avx512_axpy(float a, const float *x, float *y, size_t n) {

@@ -23,6 +23,7 @@ void vt_kernels_fill_avx512(vt_kernels *t) {
     t->add = vt_avx512_add;
     t->scale = vt_avx512_scale;
     t->zero_stream = vt_avx512_zero_stream;
+    t->copy_stream = vt_avx512_copy_stream;
     t->axpy = vt_avx512_axpy;
     t->sum = vt_avx512_sum;
     t->dot = vt_avx512_dot;

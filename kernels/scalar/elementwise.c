@@ -1,4 +1,4 @@
-/* scalar/elementwise.c - add, scale, zero_stream (memset), axpy, and double-accumulated sum/dot. */
+/* scalar/elementwise.c - add, scale, zero_stream (memset), copy_stream (memcpy), axpy, and double-accumulated sum/dot. */
 #include <string.h>
 
 #include "scalar.h"
@@ -12,6 +12,8 @@ void vt_scalar_scale(float *x, float s, size_t n) {
 }
 
 void vt_scalar_zero_stream(float *x, size_t n) { memset(x, 0, n * sizeof(float)); }
+
+void vt_scalar_copy_stream(const float *x, float *y, size_t n) { memcpy(y, x, n * sizeof(float)); }
 
 void vt_scalar_axpy(float a, const float *x, float *y, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] += a * x[i];

@@ -25,6 +25,7 @@ void vt_scalar_gelu_bwd_fwd(const float *x, float *g, float *dx, size_t n, int a
 void vt_scalar_add(const float *a, const float *b, float *y, size_t n);
 void vt_scalar_scale(float *x, float s, size_t n);
 void vt_scalar_zero_stream(float *x, size_t n);
+void vt_scalar_copy_stream(const float *x, float *y, size_t n);
 void vt_scalar_axpy(float a, const float *x, float *y, size_t n);
 double vt_scalar_sum(const float *x, size_t n);
 double vt_scalar_dot(const float *x, const float *y, size_t n);

@@ -18,6 +18,7 @@ void vt_kernels_fill_scalar(vt_kernels *t) {
     t->add = vt_scalar_add;
     t->scale = vt_scalar_scale;
     t->zero_stream = vt_scalar_zero_stream;
+    t->copy_stream = vt_scalar_copy_stream;
     t->axpy = vt_scalar_axpy;
     t->sum = vt_scalar_sum;
     t->dot = vt_scalar_dot;

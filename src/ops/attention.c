@@ -23,8 +23,8 @@
  * per row block one more R x N x hd product and softmax (and, with dropout, the mask's
  * draws again), 7 products instead of 6; the softmax's exp makes it about +20% of the
  * op's time (bench_train, AVX2). Without gradients nothing N x N is kept either way.
- * Scratch per thread: forward one R x N block (and an R x N byte mask with dropout when
- * not keeping), backward two R x N float blocks (P, and dP which first holds Pd) and,
+ * Scratch per thread: forward one R x N block (P, then Pd; a kept P is copied out of it
+ * with cache-bypassing stores) and, with dropout when not keeping, an R x N byte mask; backward two R x N float blocks (P, and dP which first holds Pd) and,
  * with dropout, an R x N byte mask.
  *
  * Dropout (p = attn_drop, only when t->training and p > 0): one base seed is drawn from
@@ -188,9 +188,8 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
     c.Pk = Pk;
     c.mk = mk;
     int nt = omp_get_max_threads();
-    /* Per thread one R x N float block: P when not keeping, Pd (dropout applied) over it
-     * or, when keeping, beside the kept P; then, with dropout, nt R x N masks (used when
-     * not keeping). */
+    /* Per thread one R x N float block: P, then Pd (dropout applied) over it; then, with
+     * dropout, nt R x N masks (used when not keeping). */
     float *scratch = vt_arena_alloc(t->arena, (size_t)nt * rn * (sizeof(float) + drop));
     uint8_t *masks = (uint8_t *)(scratch + (size_t)nt * rn);
     size_t wf = attn_work_floats(N, hd);
@@ -201,12 +200,14 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
         float *Pd = scratch + (size_t)tid * rn, *work = vt_gemm_workspace(wf);
         for (int i0 = 0; i0 < N; i0 += R) {
             int r = N - i0 < R ? N - i0 : R;
-            /* P (and mask) into the kept arrays, or into the thread's scratch. */
-            float *P = Pk ? Pk + bh * nn + (size_t)i0 * N : Pd;
             uint8_t *mask = !drop ? NULL : mk ? mk + bh * nn + (size_t)i0 * N : masks + (size_t)tid * rn;
-            attn_probs(&c, bh, i0, r, P, mask, work);
-            if (mask) apply_mask(P, mask, c.inv_keep, Pd, (size_t)r * N);
-            vt_k.gemm(0, 0, r, hd, N, 1.0f, mask ? Pd : P, N, c.v + in_offset(&c, bh), c.ld, 0.0f,
+            /* P into the thread's scratch, in cache for the product below; a kept P is
+             * streamed from there to the arena (written in place there, the scores'
+             * product waited on every line of it coming from memory) */
+            attn_probs(&c, bh, i0, r, Pd, mask, work);
+            if (Pk) vt_k.copy_stream(Pd, Pk + bh * nn + (size_t)i0 * N, (size_t)r * N);
+            if (mask) apply_mask(Pd, mask, c.inv_keep, Pd, (size_t)r * N);
+            vt_k.gemm(0, 0, r, hd, N, 1.0f, Pd, N, c.v + in_offset(&c, bh), c.ld, 0.0f,
                       od + out_offset(&c, bh, i0), H * hd, work);
         }
     }
