@@ -137,7 +137,8 @@ static inline __attribute__((always_inline)) void call_prefetches(prefetch_list 
  * add_bias to each tile after its last K block) for M, N, K > 0 and alpha != 0, through
  * packed A at pa and packed B at pb (sized by the caller's work-space formula). Last
  * panels with mr <= short_mr rows use `short_rows`, else those with nr <= narrow_nr columns
- * `narrow`, else those with nr <= NR / 2 columns `half`, the others `full`.
+ * `narrow`, else those with nr <= NR / 4 columns `quarter` (when not NULL), else those
+ * with nr <= NR / 2 columns `half`, the others `full`.
  * When N <= bl.inplace_max_n, each A block would be packed for at most a few B panels,
  * costing about as much as the FMAs it feeds save (attention's P v and dS k, 197 x 197
  * operands for 64 output columns): the block's whole MR-row panels are then read in
@@ -147,7 +148,7 @@ static inline __attribute__((always_inline)) void call_prefetches(prefetch_list 
  * skipped. */
 static inline __attribute__((always_inline)) void
 gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_micro_fn full,
-             gemm_micro_fn half, gemm_micro_fn narrow, gemm_micro_fn short_rows, gemm_inplace_fn inplace,
+             gemm_micro_fn half, gemm_micro_fn quarter, gemm_micro_fn narrow, gemm_micro_fn short_rows, gemm_inplace_fn inplace,
              gemm_bias_fn add_bias, int ta, int tb, int M, int N, int K, float alpha, const float *A,
              int lda, const float *B, int ldb, float beta, const float *bias, float *C, int ldc, float *pa,
              float *pb) {
@@ -190,10 +191,11 @@ gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_mi
                     int nr = imin(NR, nc - jr);
                     for (int ir = 0; ir < mc; ir += MR, part++) {
                         int mr = imin(MR, mc - ir);
-                        gemm_micro_fn kern = mr <= bl.short_mr    ? short_rows
-                                             : nr <= bl.narrow_nr ? narrow
-                                             : nr > NR / 2        ? full
-                                                                  : half;
+                        gemm_micro_fn kern = mr <= bl.short_mr              ? short_rows
+                                             : nr <= bl.narrow_nr           ? narrow
+                                             : nr > NR / 2                  ? full
+                                             : quarter && nr <= NR / 4      ? quarter
+                                                                            : half;
                         float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
                         /* the next call's tile in this block; for the block's last, its own */
                         const float *c_next = ir + MR < mc   ? c + (size_t)MR * ldc

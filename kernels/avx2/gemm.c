@@ -248,7 +248,7 @@ void vt_avx2_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
     }
     gemm_blocking bl = {MR, NR, KC, MC, NC, 0, 0, 0, 0, 0, 0};
     float *pb = work + a_floats(round_up((size_t)imin(M, MC), MR), (size_t)imin(K, KC));
-    gemm_blocked(bl, pack_a, pack_b, kernel_6x16, kernel_6x8, NULL, NULL, NULL, add_bias, ta, tb, M, N, K, alpha, A,
+    gemm_blocked(bl, pack_a, pack_b, kernel_6x16, kernel_6x8, NULL, NULL, NULL, NULL, add_bias, ta, tb, M, N, K, alpha, A,
                  lda, B, ldb, beta, bias, C, ldc, work, pb);
 }
 

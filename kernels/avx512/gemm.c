@@ -8,8 +8,9 @@
  * -> jr over NR columns -> ir over MR rows -> the MR x NR register microkernel
  * (MR = 14 rows x NR = 32 columns: 28 zmm accumulators, 2 zmm of B, broadcasts of A;
  * a last panel with <= 4 rows uses a 4 x 32 variant, one with <= 4 columns the
- * turned-around kernel_14xn, one with <= 16 columns a 14 x 16 variant, so short and
- * narrow edges cost less than a whole tile).
+ * turned-around kernel_14xn, one with <= 8 columns a 14 x 8 variant in 256-bit
+ * registers, one with <= 16 columns a 14 x 16 variant, so short and narrow edges cost
+ * less than a whole tile).
  * All four (ta, tb) cases are absorbed by the packing routines (the transposing ones
  * use 16 x 16 in-register transposes); for N <= 64, and for N <= 192 when A is not
  * transposed and has at least INPLACE_ROWS_MIN_A floats, the whole 14-row panels of
@@ -263,6 +264,45 @@ static void kernel_14x16(int kc, const float *a, const float *b, float *c, int l
     ROW_STORE_HALF(10); ROW_STORE_HALF(11); ROW_STORE_HALF(12); ROW_STORE_HALF(13);
 }
 
+#define ROW_FMA_QUARTER(i) c##i = _mm256_fmadd_ps(_mm256_set1_ps(a[i]), b0, c##i)
+
+#define ROW_STORE_QUARTER(i)                                                                  \
+    do {                                                                                      \
+        if (i < mr) {                                                                         \
+            float *cr = c + (size_t)(i) * ldc;                                                \
+            __m256 x0 = _mm256_mul_ps(c##i, va);                                              \
+            if (beta != 0.0f) x0 = _mm256_fmadd_ps(vb, _mm256_maskz_loadu_ps(k0, cr), x0);    \
+            _mm256_mask_storeu_ps(cr, k0, x0);                                                \
+        }                                                                                     \
+    } while (0)
+
+/* The same for a last panel with nr <= 8 columns, in 256-bit registers: a 256-bit FMA
+ * costs half a 512-bit one on Zen 4 (and no more than one elsewhere), so the 5-column
+ * tail of attention's 197 x 197 products (197 = 6 x 32 + 5) costs 8 lanes of FMAs, not
+ * kernel_14x16's 16. Uses the first 8 columns of the B panel. */
+static void kernel_14x8(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
+                        float alpha, float beta, const prefetch_list *pf) {
+    __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0,
+           c8 = c0, c9 = c0, c10 = c0, c11 = c0, c12 = c0, c13 = c0;
+    for (int k = 0; k < kc; k++) {
+        prefetch_step(pf, k);
+        __m256 b0 = _mm256_load_ps(b);
+        ROW_FMA_QUARTER(0); ROW_FMA_QUARTER(1); ROW_FMA_QUARTER(2); ROW_FMA_QUARTER(3);
+        ROW_FMA_QUARTER(4); ROW_FMA_QUARTER(5); ROW_FMA_QUARTER(6); ROW_FMA_QUARTER(7);
+        ROW_FMA_QUARTER(8); ROW_FMA_QUARTER(9); ROW_FMA_QUARTER(10); ROW_FMA_QUARTER(11);
+        ROW_FMA_QUARTER(12); ROW_FMA_QUARTER(13);
+        a += MR;
+        b += NR;
+    }
+    prefetch_rest(pf, kc);
+    const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+    const __mmask8 k0 = (__mmask8)((1u << nr) - 1u);
+    ROW_STORE_QUARTER(0); ROW_STORE_QUARTER(1); ROW_STORE_QUARTER(2); ROW_STORE_QUARTER(3);
+    ROW_STORE_QUARTER(4); ROW_STORE_QUARTER(5); ROW_STORE_QUARTER(6); ROW_STORE_QUARTER(7);
+    ROW_STORE_QUARTER(8); ROW_STORE_QUARTER(9); ROW_STORE_QUARTER(10); ROW_STORE_QUARTER(11);
+    ROW_STORE_QUARTER(12); ROW_STORE_QUARTER(13);
+}
+
 /* The same for a last panel of nr = n <= NARROW_NR columns, turned around: the 14 rows
  * in the lanes of one vector (a packed A step is 14 contiguous floats) and one FMA per
  * column per step, against 14 in kernel_14x16 (65 = 2 x 32 + 1 tokens leave a 1-column
@@ -370,7 +410,8 @@ void vt_avx512_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
     }
     gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR, NARROW_NR, 1, 2 * NR, 6 * NR, INPLACE_ROWS_MIN_A};
     float *pb = work + a_floats(round_up((size_t)imin(M, MC), MR), (size_t)imin(K, KC));
-    gemm_blocked(bl, pack_a, pack_b, kernel_14x32, kernel_14x16, kernel_14xn, kernel_4x32, kernel_14x32_inplace,
+    gemm_blocked(bl, pack_a, pack_b, kernel_14x32, kernel_14x16, kernel_14x8, kernel_14xn, kernel_4x32,
+                 kernel_14x32_inplace,
                  add_bias, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb);
 }
 
