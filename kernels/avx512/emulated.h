@@ -11,8 +11,8 @@
  *   load_ps / store_ps / stream_ps  trap on an address that is not 64-byte aligned, as
  *       the hardware faults (SIMDe would accept it and hide the bug); stream_ps is a
  *       plain store here (SIMDe has none; the cache hint changes no value);
- *   maskz_loadu_ps / mask_storeu_ps  never read or write a masked-off lane (the
- *       kernels rely on it at row ends);
+ *   maskz_loadu_ps / mask_storeu_ps (and their 256-bit forms)  never read or write a
+ *       masked-off lane (the kernels rely on it at row ends);
  *   cvtps_epi32  rounds with the current MXCSR mode (round to nearest-even by
  *       default), out of range or NaN -> INT32_MIN (vcvtps2dq on each half);
  *   cvtps_pd, extractf32x8_ps, shuffle_f32x4  exact;
@@ -77,6 +77,22 @@ static inline void vt_emu_mask_storeu_ps(void *p, simde__mmask16 k, simde__m512 
         if ((k >> i) & 1) f[i] = v[i];
 }
 
+/* The 256-bit (AVX-512VL) forms, same rules. */
+static inline simde__m256 vt_emu_maskz_loadu_ps256(simde__mmask8 k, const void *p) {
+    const float *f = p;
+    float r[8] = {0};
+    for (int i = 0; i < 8; i++)
+        if ((k >> i) & 1) r[i] = f[i];
+    return simde_mm256_loadu_ps(r);
+}
+
+static inline void vt_emu_mask_storeu_ps256(void *p, simde__mmask8 k, simde__m256 a) {
+    float *f = p, v[8];
+    simde_mm256_storeu_ps(v, a);
+    for (int i = 0; i < 8; i++)
+        if ((k >> i) & 1) f[i] = v[i];
+}
+
 static inline simde__m512i vt_emu_cvtps_epi32(simde__m512 a) {
     simde__m256i lo = simde_mm256_cvtps_epi32(vt_emu_lo_ps(a));
     simde__m256i hi = simde_mm256_cvtps_epi32(vt_emu_hi_ps(a));
@@ -118,6 +134,8 @@ static inline double vt_emu_reduce_add_pd(simde__m512d a) {
 #undef _mm512_store_ps
 #undef _mm512_maskz_loadu_ps
 #undef _mm512_mask_storeu_ps
+#undef _mm256_maskz_loadu_ps
+#undef _mm256_mask_storeu_ps
 #undef _mm512_cvtps_epi32
 #undef _mm512_cvtps_pd
 #undef _mm512_extractf32x8_ps
@@ -133,6 +151,8 @@ static inline double vt_emu_reduce_add_pd(simde__m512d a) {
 #define _mm512_store_ps(p, a) vt_emu_store_ps(p, a)
 #define _mm512_maskz_loadu_ps(k, p) vt_emu_maskz_loadu_ps(k, p)
 #define _mm512_mask_storeu_ps(p, k, a) vt_emu_mask_storeu_ps(p, k, a)
+#define _mm256_maskz_loadu_ps(k, p) vt_emu_maskz_loadu_ps256(k, p)
+#define _mm256_mask_storeu_ps(p, k, a) vt_emu_mask_storeu_ps256(p, k, a)
 #define _mm512_cvtps_epi32(a) vt_emu_cvtps_epi32(a)
 #define _mm512_cvtps_pd(a) vt_emu_cvtps_pd(a)
 #define _mm512_extractf32x8_ps(a, imm8) \
