@@ -19,10 +19,10 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
  * narrow_nr: the most columns the `narrow` microkernel takes (0: there is none);
  * next_c: whether each call's prefetch list starts with the next call's C tile;
  * inplace_max_n: products with N up to this read op(A) in place (0: never);
- * inplace_rows_max_n: the same for A not transposed (ta = 0) of at least
- * inplace_rows_min_a floats (M K), whose in-place rows stream with no transposition to
- * skip; a smaller A is packed from cache at little cost and its packed panels read
- * faster. */
+ * inplace_rows_max_n: the same for A of at least inplace_rows_min_a floats (M K),
+ * which streams in place with no pass to skip (ta = 0: the transposing pack; ta = 1:
+ * the copy, whose source is each step's 14 contiguous floats anyway); a smaller A is
+ * packed from cache at little cost and its packed panels read faster. */
 typedef struct {
     int mr, nr, kc, mc, nc, short_mr, narrow_nr, next_c, inplace_max_n, inplace_rows_max_n;
     size_t inplace_rows_min_a;
@@ -143,9 +143,8 @@ static inline __attribute__((always_inline)) void call_prefetches(prefetch_list 
  * costing about as much as the FMAs it feeds save (attention's P v and dS k, 197 x 197
  * operands for 64 output columns): the block's whole MR-row panels are then read in
  * place by `inplace` (for every nr), only its last partial panel is packed. Likewise
- * when ta = 0, N <= bl.inplace_rows_max_n and M K >= bl.inplace_rows_min_a: op(A)'s
- * rows are read as they are, and the transposing pack (a pass over A from memory) is
- * skipped. */
+ * when N <= bl.inplace_rows_max_n and M K >= bl.inplace_rows_min_a: op(A) is read as
+ * it is, and its pack (a pass over A from memory) is skipped. */
 static inline __attribute__((always_inline)) void
 gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_micro_fn full,
              gemm_micro_fn half, gemm_micro_fn quarter, gemm_micro_fn narrow, gemm_micro_fn short_rows, gemm_inplace_fn inplace,
@@ -160,7 +159,7 @@ gemm_blocked(gemm_blocking bl, gemm_pack_fn pack_a, gemm_pack_fn pack_b, gemm_mi
      * element's sums. */
     const int mblocks = (M + bl.mc - 1) / bl.mc;
     const int MC = (int)round_up((size_t)((M + mblocks - 1) / mblocks), (size_t)MR);
-    const int in_place = inplace != NULL && (N <= bl.inplace_max_n || (!ta && N <= bl.inplace_rows_max_n &&
+    const int in_place = inplace != NULL && (N <= bl.inplace_max_n || (N <= bl.inplace_rows_max_n &&
                                                                      (size_t)M * K >= bl.inplace_rows_min_a));
     const size_t rs = ta ? 1 : (size_t)lda, ks = ta ? (size_t)lda : 1; /* op(A)[i][k] = A[i rs + k ks] */
     const src_region none = {NULL, 0, 0, 0};

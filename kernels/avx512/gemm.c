@@ -12,10 +12,11 @@
  * registers, one with <= 16 columns a 14 x 16 variant, so short and narrow edges cost
  * less than a whole tile).
  * All four (ta, tb) cases are absorbed by the packing routines (the transposing ones
- * use 16 x 16 in-register transposes); for N <= 64, and for N <= 192 when A is not
- * transposed and has at least INPLACE_ROWS_MIN_A floats, the whole 14-row panels of
- * op(A) are read in place instead (kernel_14x32_inplace, see gemm_blocked; ViT-Ti's
- * N = 192 products +3-7% against the transposing pack, N >= 768 3-8% slower in place).
+ * use 16 x 16 in-register transposes); for N <= 64, and for N <= 192 when A has at
+ * least INPLACE_ROWS_MIN_A floats, the whole 14-row panels of op(A) are read in place
+ * instead (kernel_14x32_inplace, see gemm_blocked; ViT-Ti's N = 192 products +3-7%
+ * against the transposing pack (ta = 0), its weight gradients (ta = 1, K = 8320) +2-5%
+ * against the copying pack on Zen 4; N >= 768 3-8% slower in place).
  * Edge tiles: packing zero-pads panels to MR/NR, the microkernel stores only the valid
  * rows, with masked column stores.
  * Latency hiding: each microkernel call prefetches into L2, a line every 2 steps of its
@@ -49,8 +50,8 @@
 #define NC 1536
 #define SHORT_MR 4 /* last panels of <= 4 rows use kernel_4x32 */
 #define NARROW_NR 4 /* last panels of <= 4 columns use kernel_14xn */
-/* A (ta 0, N <= 192) of at least this many floats is read in place: attention's 65 x 64
- * q in place was 3.5% slower than packed, ViT-Ti's 4160 x 192 rows +3-7% */
+/* A (N <= 192) of at least this many floats is read in place: attention's 65 x 64 q in
+ * place was 3.5% slower than packed, ViT-Ti's 4160 x 192 rows +3-7% */
 #define INPLACE_ROWS_MIN_A ((size_t)1 << 16)
 
 /* Floats of the packed-A region: mc x kc rounded to 64 bytes so the B panels that
