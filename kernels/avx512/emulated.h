@@ -57,12 +57,20 @@ static inline simde__m512 vt_emu_rcp14_ps(simde__m512 a) {
     return simde_mm512_div_ps(simde_mm512_set1_ps(1.0f), a);
 }
 
+/* The lanes of a masked load / store, one float at a time: masked-off lanes of memory
+ * are neither read (dst 0) nor written. */
+static inline void vt_emu_load_lanes(uint32_t k, const float *src, float *dst, int lanes) {
+    for (int i = 0; i < lanes; i++) dst[i] = (k >> i) & 1 ? src[i] : 0.0f;
+}
+static inline void vt_emu_store_lanes(uint32_t k, const float *src, float *dst, int lanes) {
+    for (int i = 0; i < lanes; i++)
+        if ((k >> i) & 1) dst[i] = src[i];
+}
+
 static inline simde__m512 vt_emu_maskz_loadu_ps(simde__mmask16 k, const void *p) {
     if (k == 0xFFFF) return simde_mm512_loadu_ps(p);
-    const float *f = p;
-    float r[16] = {0};
-    for (int i = 0; i < 16; i++)
-        if ((k >> i) & 1) r[i] = f[i];
+    float r[16];
+    vt_emu_load_lanes(k, p, r, 16);
     return simde_mm512_loadu_ps(r);
 }
 
@@ -71,26 +79,22 @@ static inline void vt_emu_mask_storeu_ps(void *p, simde__mmask16 k, simde__m512 
         simde_mm512_storeu_ps(p, a);
         return;
     }
-    float *f = p, v[16];
+    float v[16];
     simde_mm512_storeu_ps(v, a);
-    for (int i = 0; i < 16; i++)
-        if ((k >> i) & 1) f[i] = v[i];
+    vt_emu_store_lanes(k, v, p, 16);
 }
 
 /* The 256-bit (AVX-512VL) forms, same rules. */
 static inline simde__m256 vt_emu_maskz_loadu_ps256(simde__mmask8 k, const void *p) {
-    const float *f = p;
-    float r[8] = {0};
-    for (int i = 0; i < 8; i++)
-        if ((k >> i) & 1) r[i] = f[i];
+    float r[8];
+    vt_emu_load_lanes(k, p, r, 8);
     return simde_mm256_loadu_ps(r);
 }
 
 static inline void vt_emu_mask_storeu_ps256(void *p, simde__mmask8 k, simde__m256 a) {
-    float *f = p, v[8];
+    float v[8];
     simde_mm256_storeu_ps(v, a);
-    for (int i = 0; i < 8; i++)
-        if ((k >> i) & 1) f[i] = v[i];
+    vt_emu_store_lanes(k, v, p, 8);
 }
 
 static inline simde__m512i vt_emu_cvtps_epi32(simde__m512 a) {
