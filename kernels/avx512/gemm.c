@@ -169,6 +169,12 @@ static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int 
     }
 }
 
+/* X(0); X(1); ... X(13);: a row macro over the MR = 14 rows of a tile. */
+#define FOR_14_ROWS(X)                                                                        \
+    do {                                                                                      \
+        X(0); X(1); X(2); X(3); X(4); X(5); X(6); X(7); X(8); X(9); X(10); X(11); X(12); X(13); \
+    } while (0)
+
 /* Row i of the A panel (a[i rs]: rs, the panel's row stride, is in scope) times the
  * two B vectors into row i's accumulators. */
 #define ROW_FMA(i)                                   \
@@ -206,16 +212,14 @@ kernel_14x32_strided(int kc, const float *a, size_t rs, size_t ks, const float *
     for (int k = 0; k < kc; k++) {
         prefetch_step(pf, k);
         __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-        ROW_FMA(0); ROW_FMA(1); ROW_FMA(2); ROW_FMA(3); ROW_FMA(4); ROW_FMA(5); ROW_FMA(6);
-        ROW_FMA(7); ROW_FMA(8); ROW_FMA(9); ROW_FMA(10); ROW_FMA(11); ROW_FMA(12); ROW_FMA(13);
+        FOR_14_ROWS(ROW_FMA);
         a += ks;
         b += NR;
     }
     prefetch_rest(pf, kc);
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     const __mmask16 k0 = vt512_tail((size_t)nr), k1 = vt512_tail((size_t)(nr > 16 ? nr - 16 : 0));
-    ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3); ROW_STORE(4); ROW_STORE(5); ROW_STORE(6);
-    ROW_STORE(7); ROW_STORE(8); ROW_STORE(9); ROW_STORE(10); ROW_STORE(11); ROW_STORE(12); ROW_STORE(13);
+    FOR_14_ROWS(ROW_STORE);
 }
 
 static void kernel_14x32(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
@@ -231,17 +235,24 @@ static void kernel_14x32_inplace(int kc, const float *a, size_t rs, size_t ks, c
     else kernel_14x32_strided(kc, a, rs, 1, b, c, ldc, MR, nr, alpha, beta, pf);
 }
 
-#define ROW_FMA_HALF(i) c##i##0 = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, c##i##0)
+/* Row i of a one-vector-wide tile, vectors of W = 512 or 256 bits (kernel_14x16,
+ * kernel_14x8): its FMA at one step, and its store (k0 the column mask). */
+#define ROW_FMA_1V(W, i) c##i##0 = _mm##W##_fmadd_ps(_mm##W##_set1_ps(a[i]), b0, c##i##0)
 
-#define ROW_STORE_HALF(i)                                                              \
-    do {                                                                               \
-        if (i < mr) {                                                                  \
-            float *cr = c + (size_t)(i) * ldc;                                         \
-            __m512 x0 = _mm512_mul_ps(c##i##0, va);                                    \
-            if (beta != 0.0f) x0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k0, cr), x0); \
-            _mm512_mask_storeu_ps(cr, k0, x0);                                         \
-        }                                                                              \
+#define ROW_STORE_1V(W, i)                                                                      \
+    do {                                                                                        \
+        if (i < mr) {                                                                           \
+            float *cr = c + (size_t)(i) * ldc;                                                  \
+            __m##W x0 = _mm##W##_mul_ps(c##i##0, va);                                           \
+            if (beta != 0.0f) x0 = _mm##W##_fmadd_ps(vb, _mm##W##_maskz_loadu_ps(k0, cr), x0); \
+            _mm##W##_mask_storeu_ps(cr, k0, x0);                                                \
+        }                                                                                       \
     } while (0)
+
+#define ROW_FMA_HALF(i) ROW_FMA_1V(512, i)
+#define ROW_STORE_HALF(i) ROW_STORE_1V(512, i)
+#define ROW_FMA_QUARTER(i) ROW_FMA_1V(256, i)
+#define ROW_STORE_QUARTER(i) ROW_STORE_1V(256, i)
 
 /* The same for a last panel with nr <= 16: only the first 16 columns of the (32-wide)
  * B panel are used, halving the work of a narrow edge. */
@@ -252,31 +263,15 @@ static void kernel_14x16(int kc, const float *a, const float *b, float *c, int l
     for (int k = 0; k < kc; k++) {
         prefetch_step(pf, k);
         __m512 b0 = _mm512_load_ps(b);
-        ROW_FMA_HALF(0); ROW_FMA_HALF(1); ROW_FMA_HALF(2); ROW_FMA_HALF(3); ROW_FMA_HALF(4);
-        ROW_FMA_HALF(5); ROW_FMA_HALF(6); ROW_FMA_HALF(7); ROW_FMA_HALF(8); ROW_FMA_HALF(9);
-        ROW_FMA_HALF(10); ROW_FMA_HALF(11); ROW_FMA_HALF(12); ROW_FMA_HALF(13);
+        FOR_14_ROWS(ROW_FMA_HALF);
         a += MR;
         b += NR;
     }
     prefetch_rest(pf, kc);
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     const __mmask16 k0 = vt512_tail((size_t)nr);
-    ROW_STORE_HALF(0); ROW_STORE_HALF(1); ROW_STORE_HALF(2); ROW_STORE_HALF(3); ROW_STORE_HALF(4);
-    ROW_STORE_HALF(5); ROW_STORE_HALF(6); ROW_STORE_HALF(7); ROW_STORE_HALF(8); ROW_STORE_HALF(9);
-    ROW_STORE_HALF(10); ROW_STORE_HALF(11); ROW_STORE_HALF(12); ROW_STORE_HALF(13);
+    FOR_14_ROWS(ROW_STORE_HALF);
 }
-
-#define ROW_FMA_QUARTER(i) c##i = _mm256_fmadd_ps(_mm256_set1_ps(a[i]), b0, c##i)
-
-#define ROW_STORE_QUARTER(i)                                                                  \
-    do {                                                                                      \
-        if (i < mr) {                                                                         \
-            float *cr = c + (size_t)(i) * ldc;                                                \
-            __m256 x0 = _mm256_mul_ps(c##i, va);                                              \
-            if (beta != 0.0f) x0 = _mm256_fmadd_ps(vb, _mm256_maskz_loadu_ps(k0, cr), x0);    \
-            _mm256_mask_storeu_ps(cr, k0, x0);                                                \
-        }                                                                                     \
-    } while (0)
 
 /* The same for a last panel with nr <= 8 columns, in 256-bit registers: a 256-bit FMA
  * costs half a 512-bit one on Zen 4 (and no more than one elsewhere), so the 5-column
@@ -284,25 +279,19 @@ static void kernel_14x16(int kc, const float *a, const float *b, float *c, int l
  * kernel_14x16's 16. Uses the first 8 columns of the B panel. */
 static void kernel_14x8(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
                         float alpha, float beta, const prefetch_list *pf) {
-    __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0,
-           c8 = c0, c9 = c0, c10 = c0, c11 = c0, c12 = c0, c13 = c0;
+    __m256 c00 = _mm256_setzero_ps(), c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00,
+           c70 = c00, c80 = c00, c90 = c00, c100 = c00, c110 = c00, c120 = c00, c130 = c00;
     for (int k = 0; k < kc; k++) {
         prefetch_step(pf, k);
         __m256 b0 = _mm256_load_ps(b);
-        ROW_FMA_QUARTER(0); ROW_FMA_QUARTER(1); ROW_FMA_QUARTER(2); ROW_FMA_QUARTER(3);
-        ROW_FMA_QUARTER(4); ROW_FMA_QUARTER(5); ROW_FMA_QUARTER(6); ROW_FMA_QUARTER(7);
-        ROW_FMA_QUARTER(8); ROW_FMA_QUARTER(9); ROW_FMA_QUARTER(10); ROW_FMA_QUARTER(11);
-        ROW_FMA_QUARTER(12); ROW_FMA_QUARTER(13);
+        FOR_14_ROWS(ROW_FMA_QUARTER);
         a += MR;
         b += NR;
     }
     prefetch_rest(pf, kc);
     const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
     const __mmask8 k0 = (__mmask8)((1u << nr) - 1u);
-    ROW_STORE_QUARTER(0); ROW_STORE_QUARTER(1); ROW_STORE_QUARTER(2); ROW_STORE_QUARTER(3);
-    ROW_STORE_QUARTER(4); ROW_STORE_QUARTER(5); ROW_STORE_QUARTER(6); ROW_STORE_QUARTER(7);
-    ROW_STORE_QUARTER(8); ROW_STORE_QUARTER(9); ROW_STORE_QUARTER(10); ROW_STORE_QUARTER(11);
-    ROW_STORE_QUARTER(12); ROW_STORE_QUARTER(13);
+    FOR_14_ROWS(ROW_STORE_QUARTER);
 }
 
 /* The same for a last panel of nr = n <= NARROW_NR columns, turned around: the 14 rows
