@@ -120,9 +120,10 @@ static void *open_first(const char *const *names) {
 
 static void load_refs(gemm_lib *dnnl, gemm_lib *oblas) {
     static const char *const dnnl_names[] = {"libdnnl.so.2", "libdnnl.so.3", "libdnnl.so", NULL};
-    /* the OpenMP build first, whatever the alternatives select: the pthread build's
-     * workers spin on after each call and took the second core from the next rows
-     * (ours at 2 threads: 85-90% of peak after it, 90-93% alone) */
+    /* the OpenMP build first, whatever the alternatives select (installing python3-torch
+     * points libopenblas.so.0 at the pthread build): the one the README names, and the
+     * one scripts/bench_torch.py gives PyTorch; it shares our OpenMP runtime's threads
+     * instead of keeping a second pool of its own */
     static const char *const oblas_names[] = {
         "/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0", "libopenblas.so.0",
         "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0", NULL};

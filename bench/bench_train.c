@@ -9,7 +9,8 @@
  *      197, 785 tokens, head dim 64, as many (batch, head) blocks as a training step
  *      has: 384 (ViT-Ti/4 at 32, batch 128 x 3 heads; ViT-B/16 at 224, batch 32 x 12
  *      heads) and 48 at 785 tokens (ViT-B/8's 785, batch 4 x 12); the best of 5 timed
- *      calls after one warm-up (a call is 1-25 GFLOP: single short calls varied by 10%);
+ *      calls after one warm-up (a call is 1.2, 11 and 23 GFLOP: calls of a few
+ *      milliseconds varied by 10% from run to run);
  *      flops = 12 N^2 hd per (batch, head) (two products forward, four backward).
  *  (c) "train": images/s of a full training step (zero grad, forward, cross-entropy,
  *      backward, clip, AdamW) on synthetic data for ViT-Ti/4 at 32 (batch 128), ViT-S/16
@@ -32,8 +33,8 @@
  * always measured.
  * Two warm-up steps (the arena settles into one block after the first) then 3 timed
  * steps (2 for ViT-B training).
- * VT_BENCH_QUICK=1: one timed step, batch sizes and attention blocks divided by 8, attention
- * only at 197 tokens.
+ * VT_BENCH_QUICK=1: one timed step, batch sizes and attention blocks divided by 8,
+ * attention only at 197 tokens.
  */
 #include <omp.h>
 #include <stdio.h>

@@ -5,7 +5,8 @@ Debian python3-torch). Not a test: prints figures only.
 Same models, batches, thread counts and step as bench_train: ViT-Ti/4 at 32 (batch 128,
 10 classes), ViT-S/16 at 224 (batch 64), ViT-B/16 at 224 (batch 32) training (forward,
 cross-entropy, backward, clip_grad_norm_ 1.0, AdamW), and ViT-B/16 at 224 inference
-(batch 32, no_grad), at 1 and 2 threads (torch.set_num_threads, and OMP_NUM_THREADS / OPENBLAS_NUM_THREADS for the BLAS). fp32, synthetic data.
+(batch 32, no_grad), at 1 and 2 threads (torch.set_num_threads, and OMP_NUM_THREADS /
+OPENBLAS_NUM_THREADS for the BLAS). fp32, synthetic data.
 The ViT is written inline with timm VisionTransformer semantics (conv patch embedding,
 class token, learned position embedding, pre-norm blocks with qkv bias, exact GELU,
 LayerNorm eps 1e-6, class-token pooling, linear head); no timm needed.

@@ -24,8 +24,9 @@
  * draws again), 7 products instead of 6; the softmax's exp makes it about +20% of the
  * op's time (bench_train, AVX2). Without gradients nothing N x N is kept either way.
  * Scratch per thread: forward one R x N block (P, then Pd; a kept P is copied out of it
- * with cache-bypassing stores) and, with dropout when not keeping, an R x N byte mask; backward two R x N float blocks (P, and dP which first holds Pd) and,
- * with dropout, an R x N byte mask.
+ * with cache-bypassing stores) and, with dropout when not keeping, an R x N byte mask;
+ * backward two R x N float blocks (P, and dP which first holds Pd) and, with dropout, an
+ * R x N byte mask.
  *
  * Dropout (p = attn_drop, only when t->training and p > 0): one base seed is drawn from
  * t->rng per call, row i of (b, h) draws its keep decisions from the stream
