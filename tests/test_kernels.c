@@ -193,7 +193,8 @@ static void test_gemm(const vt_kernels *t, const vt_kernels *s) {
         gemm_case(t, s, ta, tb, 197, 576, 192, 1.0f, 0.0f, 0);     /* ViT-S qkv-like, beta 0 */
         gemm_case(t, s, ta, tb, 37, 45, 600, -0.7f, 1.0f, 3);      /* K > KC */
         gemm_case(t, s, ta, tb, 350, 40, 20, 2.5f, 0.5f, 1);       /* M > MC */
-        gemm_case(t, s, ta, tb, 9, 1600, 12, 1.0f, 1.0f, 2);       /* N > NC */
+        gemm_case(t, s, ta, tb, 400, 1600, 12, 1.0f, 1.0f, 2);     /* N > NC (M > M_ONE_PASS) */
+        gemm_case(t, s, ta, tb, 300, 700, 600, -0.5f, 0.5f, 4);    /* K blocks outermost, 3 N blocks */
         gemm_case(t, s, ta, tb, 130, 100, 300, 0.5f, 0.0f, 5);     /* all edges at once */
         gemm_case(t, s, ta, tb, 197, 64, 197, 1.0f, 1.0f, 0);      /* attention's P v: A in place */
         gemm_case(t, s, ta, tb, 197, 197, 64, 0.125f, 0.5f, 1);    /* attention's q k^T: 5-column tail */

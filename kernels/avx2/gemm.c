@@ -8,6 +8,9 @@
  * -> jr over NR columns -> ir over MR rows -> the MR x NR register microkernel
  * (MR = 6 rows x NR = 16 columns: 12 ymm accumulators, 2 ymm of B, 1 broadcast; a
  * last panel with <= 8 columns uses a 6 x 8 variant so narrow edges cost half).
+ * For M <= M_ONE_PASS and N > NC_ONE_PASS (the weight gradients with M < N) the K
+ * blocks are outermost: all of op(A)'s K block is packed once, then op(B) in N blocks
+ * of at most NC_ONE_PASS columns, so both stay in L2 (see gemm_blocked).
  * All four (ta, tb) cases are absorbed by the packing routines (the transposing ones
  * use 8 x 8 in-register transposes). Edge tiles: packing zero-pads panels to MR/NR,
  * the microkernel stores only the valid rows, with masked column stores (masked moves
@@ -35,14 +38,19 @@
 #define KC 256
 #define MC 192
 #define NC 1536
+#define M_ONE_PASS 384 /* K blocks outermost for M <= 384 (gemm_blocked): 384 KB of */
+#define NC_ONE_PASS 256 /* packed A, 256 KB of packed B */
 
 /* Floats of the packed-A region: mc x kc plus the 8-float spill of full-vector stores,
  * rounded to 64 bytes so the B panels that follow stay aligned. */
 static inline size_t a_floats(size_t mc, size_t kc) { return round_up(mc * kc + 8, 16); }
 
+/* Rows of the packed A region: an M block, or all of M when it may be packed in one pass. */
+static inline size_t a_rows(int M) { return round_up((size_t)(M <= M_ONE_PASS ? M : imin(M, MC)), MR); }
+
 size_t vt_avx2_gemm_work_floats(int M, int N, int K) {
     if (M <= 0 || N <= 0 || K <= 0) return 0;
-    size_t mc = round_up((size_t)imin(M, MC), MR), kc = (size_t)imin(K, KC);
+    size_t mc = a_rows(M), kc = (size_t)imin(K, KC);
     size_t nc = round_up((size_t)imin(N, NC), NR);
     return a_floats(mc, kc) + kc * nc;
 }
@@ -246,10 +254,10 @@ void vt_avx2_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
         scale_c(M, N, beta, bias, C, ldc);
         return;
     }
-    gemm_blocking bl = {MR, NR, KC, MC, NC, 0, 0, 0, 0, 0, 0};
-    float *pb = work + a_floats(round_up((size_t)imin(M, MC), MR), (size_t)imin(K, KC));
-    gemm_blocked(bl, pack_a, pack_b, kernel_6x16, kernel_6x8, NULL, NULL, NULL, NULL, add_bias, ta, tb, M, N, K, alpha, A,
-                 lda, B, ldb, beta, bias, C, ldc, work, pb);
+    static const gemm_kernels kn = {pack_a, pack_b, kernel_6x16, kernel_6x8, NULL, NULL, NULL, NULL, add_bias};
+    gemm_blocking bl = {MR, NR, KC, MC, NC, 0, 0, 0, 0, 0, 0, M_ONE_PASS, NC_ONE_PASS};
+    float *pb = work + a_floats(a_rows(M), (size_t)imin(K, KC));
+    gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb);
 }
 
 void vt_avx2_gemm(int ta, int tb, int M, int N, int K, float alpha,

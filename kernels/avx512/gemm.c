@@ -11,6 +11,9 @@
  * turned-around kernel_14xn, one with <= 8 columns a 14 x 8 variant in 256-bit
  * registers, one with <= 16 columns a 14 x 16 variant, so short and narrow edges cost
  * less than a whole tile).
+ * For M <= M_ONE_PASS and N > NC_ONE_PASS (the weight gradients with M < N) the K
+ * blocks are outermost: all of op(A)'s K block is packed once, then op(B) in N blocks
+ * of at most NC_ONE_PASS columns, so both stay in L2 (see gemm_blocked).
  * All four (ta, tb) cases are absorbed by the packing routines (the transposing ones
  * use 16 x 16 in-register transposes); for N <= 64, and for N <= 192 when A has at
  * least INPLACE_ROWS_MIN_A floats, the whole 14-row panels of op(A) are read in place
@@ -49,6 +52,8 @@
 #define KC 256
 #define MC 280
 #define NC 1536
+#define M_ONE_PASS 392 /* K blocks outermost for M <= 392 (gemm_blocked): 392 KB of */
+#define NC_ONE_PASS 256 /* packed A, 256 KB of packed B */
 #define SHORT_MR 4 /* last panels of <= 4 rows use kernel_4x32 */
 #define NARROW_NR 4 /* last panels of <= 4 columns use kernel_14xn */
 /* A (N <= 192) of at least this many floats is read in place: attention's 65 x 64 q in
@@ -59,9 +64,12 @@
  * follow stay aligned. */
 static inline size_t a_floats(size_t mc, size_t kc) { return round_up(mc * kc, 16); }
 
+/* Rows of the packed A region: an M block, or all of M when it may be packed in one pass. */
+static inline size_t a_rows(int M) { return round_up((size_t)(M <= M_ONE_PASS ? M : imin(M, MC)), MR); }
+
 size_t vt_avx512_gemm_work_floats(int M, int N, int K) {
     if (M <= 0 || N <= 0 || K <= 0) return 0;
-    size_t mc = round_up((size_t)imin(M, MC), MR), kc = (size_t)imin(K, KC);
+    size_t mc = a_rows(M), kc = (size_t)imin(K, KC);
     size_t nc = round_up((size_t)imin(N, NC), NR);
     return a_floats(mc, kc) + kc * nc;
 }
@@ -399,11 +407,11 @@ void vt_avx512_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
         scale_c(M, N, beta, bias, C, ldc);
         return;
     }
-    gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR, NARROW_NR, 1, 2 * NR, 6 * NR, INPLACE_ROWS_MIN_A};
-    float *pb = work + a_floats(round_up((size_t)imin(M, MC), MR), (size_t)imin(K, KC));
-    gemm_blocked(bl, pack_a, pack_b, kernel_14x32, kernel_14x16, kernel_14x8, kernel_14xn, kernel_4x32,
-                 kernel_14x32_inplace,
-                 add_bias, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb);
+    static const gemm_kernels kn = {pack_a,       pack_b,      kernel_14x32,         kernel_14x16, kernel_14x8,
+                                    kernel_14xn, kernel_4x32, kernel_14x32_inplace, add_bias};
+    gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR, NARROW_NR, 1, 2 * NR, 6 * NR, INPLACE_ROWS_MIN_A, M_ONE_PASS, NC_ONE_PASS};
+    float *pb = work + a_floats(a_rows(M), (size_t)imin(K, KC));
+    gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb);
 }
 
 void vt_avx512_gemm(int ta, int tb, int M, int N, int K, float alpha,
