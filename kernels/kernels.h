@@ -25,7 +25,9 @@ typedef struct vt_kernels {
      * ta: 0 -> A is M x K with row stride lda; 1 -> A is K x M (op(A) = A^T).
      * tb: 0 -> B is K x N with row stride ldb; 1 -> B is N x K (op(B) = B^T).
      * beta == 0: C is not read (NaN/garbage in C does not propagate).
-     * work: at least gemm_work_floats(M, N, K) floats, 64-byte aligned (packing space). */
+     * work: at least gemm_work_floats(M, N, K) floats, 64-byte aligned (packing space);
+     * gemm_work_floats never decreases when M, N or K grows, so one workspace sized for
+     * the largest of several calls serves them all. */
     void (*gemm)(int ta, int tb, int M, int N, int K, float alpha,
                  const float *A, int lda, const float *B, int ldb,
                  float beta, float *C, int ldc, float *work);

@@ -471,12 +471,36 @@ static void test_gelu(const vt_kernels *t, const vt_kernels *s) {
     for (int i = 0; i < 6; i++) free(b[i]);
 }
 
+/* gemm_work_floats never decreases as M, N or K grows (kernels.h): callers size one
+ * workspace for their largest call (attention: N x N x hd for every row block). Checked
+ * between neighbours of a list that straddles every blocking constant we use. */
+static void test_gemm_work_monotone(const vt_kernels *t) {
+    static const int d[] = {1, 6, 13, 14, 15, 64, 191, 192, 193, 197, 256, 279, 280, 281, 384, 385,
+                            391, 392, 393, 400, 785, 1536, 1537, 3072, 8320};
+    const int n = (int)(sizeof d / sizeof *d);
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+            for (int c = 0; c + 1 < n; c++) {
+                int x = d[a], y = d[b], lo = d[c], hi = d[c + 1];
+                int m_ok = t->gemm_work_floats(hi, x, y) >= t->gemm_work_floats(lo, x, y);
+                int n_ok = t->gemm_work_floats(x, hi, y) >= t->gemm_work_floats(x, lo, y);
+                int k_ok = t->gemm_work_floats(x, y, hi) >= t->gemm_work_floats(x, y, lo);
+                if (!m_ok || !n_ok || !k_ok) {
+                    CHECK(0, "%s gemm_work_floats decreases when %s grows from %d to %d (other sizes %d, %d)",
+                          t->name, !m_ok ? "M" : !n_ok ? "N" : "K", lo, hi, x, y);
+                    return;
+                }
+            }
+    CHECK(1, "gemm_work_floats monotone");
+}
+
 int main(void) {
     test_init();
     vt_kernels s;
     vt_kernels_table(VT_ISA_SCALAR, &s);
     test_table_complete(&s);
     test_gelu(&s, &s); /* the scalar GELU against double precision, and its fused entry */
+    test_gemm_work_monotone(&s);
     for (int tr = 0; tr < 4; tr++) /* the scalar gemm_bias against its gemm */
         gemm_case(&s, &s, tr >> 1, tr & 1, 7, 9, 5, -0.7f, tr & 1 ? 0.5f : 0.0f, tr);
     gemm_case(&s, &s, 0, 0, 3, 4, 0, 1.0f, 0.5f, 0);
@@ -495,6 +519,7 @@ int main(void) {
         test_layernorm(&t, &s);
         test_gelu(&t, &s);
         test_gemm(&t, &s);
+        test_gemm_work_monotone(&t);
     }
     return test_summary();
 }

@@ -45,8 +45,10 @@
  * rounded to 64 bytes so the B panels that follow stay aligned. */
 static inline size_t a_floats(size_t mc, size_t kc) { return round_up(mc * kc + 8, 16); }
 
-/* Rows of the packed A region: an M block, or all of M when it may be packed in one pass. */
-static inline size_t a_rows(int M) { return round_up((size_t)(M <= M_ONE_PASS ? M : imin(M, MC)), MR); }
+/* Rows of the packed A region: all of M when it may be packed in one pass, else an M
+ * block (MC <= M_ONE_PASS: at most M_ONE_PASS rows, which keeps the size non-decreasing
+ * in M, see kernels.h). */
+static inline size_t a_rows(int M) { return round_up((size_t)imin(M, M_ONE_PASS), MR); }
 
 size_t vt_avx2_gemm_work_floats(int M, int N, int K) {
     if (M <= 0 || N <= 0 || K <= 0) return 0;
