@@ -13,11 +13,9 @@
  *       plain store here (SIMDe has none; the cache hint changes no value);
  *   maskz_loadu_ps / mask_storeu_ps (and their 256-bit forms)  never read or write a
  *       masked-off lane (the kernels rely on it at row ends);
- *   cvtps_epi32  rounds with the current MXCSR mode (round to nearest-even by
- *       default), out of range or NaN -> INT32_MIN (vcvtps2dq on each half);
+ *   cvttps_epi32  truncates, out of range or NaN -> INT32_MIN (vcvttps2dq on each
+ *       half); cvtepi32_ps  rounds to nearest-even (vcvtdq2ps on each half);
  *   cvtps_pd, extractf32x8_ps, shuffle_f32x4  exact;
- *   rcp14_ps  1 / x correctly rounded (the hardware's is within 2^-14 of it; the one
- *       use, vt512_erf, follows it with a Newton step);
  *   reduce_add_ps / reduce_add_pd / reduce_max_ps  Intel leaves the order open; these
  *       use the order of GCC 12's native versions, so they round as a native build does.
  */
@@ -52,10 +50,6 @@ static inline void vt_emu_store_ps(void *p, simde__m512 a) {
 }
 
 static inline void vt_emu_stream_ps(void *p, simde__m512 a) { vt_emu_store_ps(p, a); }
-
-static inline simde__m512 vt_emu_rcp14_ps(simde__m512 a) {
-    return simde_mm512_div_ps(simde_mm512_set1_ps(1.0f), a);
-}
 
 /* The lanes of a masked load / store, one float at a time: masked-off lanes of memory
  * are neither read (dst 0) nor written. */
@@ -97,10 +91,16 @@ static inline void vt_emu_mask_storeu_ps256(void *p, simde__mmask8 k, simde__m25
     vt_emu_store_lanes(k, v, p, 8);
 }
 
-static inline simde__m512i vt_emu_cvtps_epi32(simde__m512 a) {
-    simde__m256i lo = simde_mm256_cvtps_epi32(vt_emu_lo_ps(a));
-    simde__m256i hi = simde_mm256_cvtps_epi32(vt_emu_hi_ps(a));
+static inline simde__m512i vt_emu_cvttps_epi32(simde__m512 a) {
+    simde__m256i lo = simde_mm256_cvttps_epi32(vt_emu_lo_ps(a));
+    simde__m256i hi = simde_mm256_cvttps_epi32(vt_emu_hi_ps(a));
     return simde_mm512_inserti64x4(simde_mm512_castsi256_si512(lo), hi, 1);
+}
+
+static inline simde__m512 vt_emu_cvtepi32_ps(simde__m512i a) {
+    simde__m256 lo = simde_mm256_cvtepi32_ps(simde_mm512_castsi512_si256(a));
+    simde__m256 hi = simde_mm256_cvtepi32_ps(simde_mm512_extracti64x4_epi64(a, 1));
+    return simde_mm512_insertf32x8(simde_mm512_castps256_ps512(lo), hi, 1);
 }
 
 static inline simde__m512d vt_emu_cvtps_pd(simde__m256 a) {
@@ -140,7 +140,8 @@ static inline double vt_emu_reduce_add_pd(simde__m512d a) {
 #undef _mm512_mask_storeu_ps
 #undef _mm256_maskz_loadu_ps
 #undef _mm256_mask_storeu_ps
-#undef _mm512_cvtps_epi32
+#undef _mm512_cvttps_epi32
+#undef _mm512_cvtepi32_ps
 #undef _mm512_cvtps_pd
 #undef _mm512_extractf32x8_ps
 #undef _mm512_shuffle_f32x4
@@ -148,16 +149,15 @@ static inline double vt_emu_reduce_add_pd(simde__m512d a) {
 #undef _mm512_reduce_max_ps
 #undef _mm512_reduce_add_pd
 #undef _mm512_stream_ps
-#undef _mm512_rcp14_ps
 #define _mm512_load_ps(p) vt_emu_load_ps(p)
 #define _mm512_stream_ps(p, a) vt_emu_stream_ps(p, a)
-#define _mm512_rcp14_ps(a) vt_emu_rcp14_ps(a)
 #define _mm512_store_ps(p, a) vt_emu_store_ps(p, a)
 #define _mm512_maskz_loadu_ps(k, p) vt_emu_maskz_loadu_ps(k, p)
 #define _mm512_mask_storeu_ps(p, k, a) vt_emu_mask_storeu_ps(p, k, a)
 #define _mm256_maskz_loadu_ps(k, p) vt_emu_maskz_loadu_ps256(k, p)
 #define _mm256_mask_storeu_ps(p, k, a) vt_emu_mask_storeu_ps256(p, k, a)
-#define _mm512_cvtps_epi32(a) vt_emu_cvtps_epi32(a)
+#define _mm512_cvttps_epi32(a) vt_emu_cvttps_epi32(a)
+#define _mm512_cvtepi32_ps(a) vt_emu_cvtepi32_ps(a)
 #define _mm512_cvtps_pd(a) vt_emu_cvtps_pd(a)
 #define _mm512_extractf32x8_ps(a, imm8) \
     simde_mm256_castpd_ps(simde_mm512_extractf64x4_pd(simde_mm512_castps_pd(a), imm8))
