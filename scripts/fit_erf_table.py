@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""fit_erf_table.py - regenerates vt512_erf_coef, the coefficient table of vt512_erf
-(kernels/avx512/avx512.h), and checks it. Run with /usr/bin/python3 (numpy; Debian's
+"""fit_erf_table.py - regenerates vt_erf_coef (kernels/erf_table.h), the coefficient
+table of the vector erf (vt256_erf in kernels/avx2/avx2.h, vt512_erf in
+kernels/avx512/avx512.h), and checks it. Run with /usr/bin/python3 (numpy; Debian's
 python3-numpy, which python3-torch pulls in).
 
-vt512_erf splits |x| < 4 into 16 intervals [i / 4, (i + 1) / 4) and evaluates, in
+The erf splits |x| < 4 into 16 intervals [i / 4, (i + 1) / 4) and evaluates, in
 u = 4 |x| - i - 1/2 (u in [-1/2, 1/2]), a degree-5 polynomial per interval: the
 Chebyshev interpolant of erf on 200 nodes, in the monomial basis, each coefficient
 rounded to float. This script prints that table as C and the largest absolute error of
@@ -45,7 +46,7 @@ def evaluate(coef, x):
 
 def main():
     coef = fit()
-    print("static const float vt512_erf_coef[6][16] __attribute__((aligned(64))) = {")
+    print("static const float vt_erf_coef[6][16] __attribute__((aligned(64))) = {")
     for j in range(DEGREE + 1):
         vals = ["%.9ef" % float(c) for c in coef[j]]
         print("    {" + ", ".join(vals[:8]) + ",")
