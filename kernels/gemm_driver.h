@@ -194,8 +194,9 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
  * place by `inplace` (for every nr), only its last partial panel is packed. Likewise
  * when N <= bl.inplace_rows_max_n and M K >= bl.inplace_rows_min_a: op(A) is read as
  * it is, and its pack (a pass over A from memory) is skipped.
- * Loop order: N blocks -> K blocks -> M blocks (BLIS), except when M <= bl.m_one_pass
- * and N > bl.nc_one_pass: then K blocks -> N blocks of nc_one_pass, all of op(A)'s K
+ * Loop order: N blocks -> K blocks -> M blocks (BLIS), except when M <= bl.m_one_pass,
+ * N > bl.nc_one_pass and A is not read in place (a product that wide packs it, with
+ * both ISAs' constants): then K blocks -> N blocks of nc_one_pass, all of op(A)'s K
  * block packed at once and used by every N block, so the packed B block stays in L2
  * beside it (the weight gradients 192 x 768 x 8320 and 384 x 1536 x 12608 had 768 KB
  * and 1.5 MB packed B blocks, out of Zen 4's 1 MB L2; in this order they run 2-4%
@@ -216,16 +217,15 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
     const int in_place = kn->inplace != NULL && (N <= bl.inplace_max_n || (N <= bl.inplace_rows_max_n &&
                                                                          (size_t)M * K >= bl.inplace_rows_min_a));
     const src_region none = {NULL, 0, 0, 0};
-    if (M <= bl.m_one_pass && N > bl.nc_one_pass) {
+    if (!in_place && M <= bl.m_one_pass && N > bl.nc_one_pass) {
         /* N in blocks of equal size, whole NR panels, at most nc_one_pass columns */
         const int nblocks = (N + bl.nc_one_pass - 1) / bl.nc_one_pass;
         const int NC = (int)round_up((size_t)((N + nblocks - 1) / nblocks), (size_t)bl.nr);
-        const int whole = in_place ? M / MR * MR : 0;
         for (int pc = 0; pc < K; pc += KC) {
             int kc = imin(KC, K - pc);
             float bet = pc == 0 ? beta : 1.0f;
             const float *bias_k = pc + kc == K ? bias : NULL;
-            if (whole < M) kn->pack_a(ta, A, lda, whole, pc, M - whole, kc, pa + (size_t)whole * kc);
+            kn->pack_a(ta, A, lda, 0, pc, M, kc, pa);
             for (int jc = 0; jc < N; jc += NC) {
                 int nc = imin(NC, N - jc);
                 kn->pack_b(tb, B, ldb, pc, jc, kc, nc, pb);
@@ -236,8 +236,8 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
                     na = a_source(ta, A, lda, 0, pc + KC, M, imin(KC, K - pc - KC));
                     nb = b_source(tb, B, ldb, pc + KC, 0, imin(KC, K - pc - KC), imin(NC, N));
                 }
-                gemm_macro(bl, kn, ta, A, lda, 0, M, whole, pc, kc, jc, nc, na, nb, alpha, bet, bias_k, C, ldc,
-                           pa, pb);
+                gemm_macro(bl, kn, ta, A, lda, 0, M, 0, pc, kc, jc, nc, na, nb, alpha, bet, bias_k, C, ldc, pa,
+                           pb);
             }
         }
         return;

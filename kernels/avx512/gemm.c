@@ -259,50 +259,40 @@ static void kernel_14x32_inplace(int kc, const float *a, size_t rs, size_t ks, c
         }                                                                                       \
     } while (0)
 
-#define ROW_FMA_HALF(i) ROW_FMA_1V(512, i)
-#define ROW_STORE_HALF(i) ROW_STORE_1V(512, i)
-#define ROW_FMA_QUARTER(i) ROW_FMA_1V(256, i)
-#define ROW_STORE_QUARTER(i) ROW_STORE_1V(256, i)
+#define ROW_FMA_512(i) ROW_FMA_1V(512, i)
+#define ROW_STORE_512(i) ROW_STORE_1V(512, i)
+#define ROW_FMA_256(i) ROW_FMA_1V(256, i)
+#define ROW_STORE_256(i) ROW_STORE_1V(256, i)
 
-/* The same for a last panel with nr <= 16: only the first 16 columns of the (32-wide)
- * B panel are used, halving the work of a narrow edge. */
-static void kernel_14x16(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
-                         float alpha, float beta, const prefetch_list *pf) {
-    __m512 c00 = _mm512_setzero_ps(), c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00,
-           c70 = c00, c80 = c00, c90 = c00, c100 = c00, c110 = c00, c120 = c00, c130 = c00;
-    for (int k = 0; k < kc; k++) {
-        prefetch_step(pf, k);
-        __m512 b0 = _mm512_load_ps(b);
-        FOR_14_ROWS(ROW_FMA_HALF);
-        a += MR;
-        b += NR;
+/* Defines `name`, the same kernel for a last panel of nr columns that fit one W-bit
+ * vector per row: it uses the first W / 32 columns of the (32-wide) B panel and stores
+ * under the column mask `mask` (of type mask_t). */
+#define KERNEL_14X1V(name, W, mask_t, mask)                                                            \
+    static void name(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,       \
+                     float alpha, float beta, const prefetch_list *pf) {                              \
+        __m##W c00 = _mm##W##_setzero_ps(), c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00,    \
+               c60 = c00, c70 = c00, c80 = c00, c90 = c00, c100 = c00, c110 = c00, c120 = c00,        \
+               c130 = c00;                                                                            \
+        for (int k = 0; k < kc; k++) {                                                                \
+            prefetch_step(pf, k);                                                                     \
+            __m##W b0 = _mm##W##_load_ps(b);                                                          \
+            FOR_14_ROWS(ROW_FMA_##W);                                                                 \
+            a += MR;                                                                                  \
+            b += NR;                                                                                  \
+        }                                                                                             \
+        prefetch_rest(pf, kc);                                                                        \
+        const __m##W va = _mm##W##_set1_ps(alpha), vb = _mm##W##_set1_ps(beta);                       \
+        const mask_t k0 = mask;                                                                       \
+        FOR_14_ROWS(ROW_STORE_##W);                                                                   \
     }
-    prefetch_rest(pf, kc);
-    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-    const __mmask16 k0 = vt512_tail((size_t)nr);
-    FOR_14_ROWS(ROW_STORE_HALF);
-}
 
-/* The same for a last panel with nr <= 8 columns, in 256-bit registers: a 256-bit FMA
- * costs half a 512-bit one on Zen 4 (and no more than one elsewhere), so the 5-column
- * tail of attention's 197 x 197 products (197 = 6 x 32 + 5) costs 8 lanes of FMAs, not
- * kernel_14x16's 16. Uses the first 8 columns of the B panel. */
-static void kernel_14x8(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
-                        float alpha, float beta, const prefetch_list *pf) {
-    __m256 c00 = _mm256_setzero_ps(), c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00, c60 = c00,
-           c70 = c00, c80 = c00, c90 = c00, c100 = c00, c110 = c00, c120 = c00, c130 = c00;
-    for (int k = 0; k < kc; k++) {
-        prefetch_step(pf, k);
-        __m256 b0 = _mm256_load_ps(b);
-        FOR_14_ROWS(ROW_FMA_QUARTER);
-        a += MR;
-        b += NR;
-    }
-    prefetch_rest(pf, kc);
-    const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
-    const __mmask8 k0 = (__mmask8)((1u << nr) - 1u);
-    FOR_14_ROWS(ROW_STORE_QUARTER);
-}
+/* kernel_14x16: nr <= 16, halving the work of a narrow edge. */
+KERNEL_14X1V(kernel_14x16, 512, __mmask16, vt512_tail((size_t)nr))
+
+/* kernel_14x8: nr <= 8, in 256-bit registers: a 256-bit FMA costs half a 512-bit one on
+ * Zen 4 (and no more than one elsewhere), so the 5-column tail of attention's 197 x 197
+ * products (197 = 6 x 32 + 5) costs 8 lanes of FMAs, not kernel_14x16's 16. */
+KERNEL_14X1V(kernel_14x8, 256, __mmask8, (__mmask8)((1u << nr) - 1u))
 
 /* The same for a last panel of nr = n <= NARROW_NR columns, turned around: the 14 rows
  * in the lanes of one vector (a packed A step is 14 contiguous floats) and one FMA per
@@ -409,9 +399,10 @@ void vt_avx512_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
         scale_c(M, N, beta, bias, C, ldc);
         return;
     }
-    static const gemm_kernels kn = {pack_a,       pack_b,      kernel_14x32,         kernel_14x16, kernel_14x8,
+    static const gemm_kernels kn = {pack_a,      pack_b,      kernel_14x32, kernel_14x16, kernel_14x8,
                                     kernel_14xn, kernel_4x32, kernel_14x32_inplace, add_bias};
-    gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR, NARROW_NR, 1, 2 * NR, 6 * NR, INPLACE_ROWS_MIN_A, M_ONE_PASS, NC_ONE_PASS};
+    gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR, NARROW_NR, 1, 2 * NR, 6 * NR, INPLACE_ROWS_MIN_A,
+                        M_ONE_PASS, NC_ONE_PASS};
     float *pb = work + a_floats(a_rows(M), (size_t)imin(K, KC));
     gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb);
 }
