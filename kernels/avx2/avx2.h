@@ -8,7 +8,7 @@
  * vt256_erf(x): vt512_erf's method and table (../erf_table.h), so bitwise its values:
  *   |x| < 4 in 16 intervals, each a degree-5 polynomial in u = 4 |x| - i - 1/2 whose
  *   coefficients two 8-entry permutes and a blend on bit 3 of i fetch; 1 for |x| >= 4;
- *   sign(x) restored; NaN stays NaN. Max absolute error 5.9e-8 (every float of [0, 5]).
+ *   sign(x) restored; NaN stays NaN. Max absolute error 5.9e-8 (see ../erf_table.h).
  * Tails: vt256_load/vt256_store(n, p) move min(n, 8) floats; masked-off lanes are
  * neither read nor written (vt256_tail(n) is the lane mask).
  */
