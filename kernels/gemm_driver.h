@@ -15,7 +15,9 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
 
 /* Register tile MR x NR and cache blocks MC x KC (packed A; MC a multiple of MR, the
  * largest M block) and KC x NC (packed B);
- * short_mr: the most rows the `short_rows` microkernel takes (0: there is none);
+ * short_mr: the most rows the `short_rows` microkernel takes whatever the columns (0:
+ * there is none); short_full_mr: the most rows it takes in place of `full` (more than
+ * NR / 2 columns; at least short_mr);
  * narrow_nr: the most columns the `narrow` microkernel takes (0: there is none);
  * next_c: whether each call's prefetch list starts with the next call's C tile;
  * inplace_max_n: products with N up to this read op(A) in place (0: never);
@@ -26,7 +28,7 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
  * m_one_pass, nc_one_pass: products with M <= m_one_pass and N > nc_one_pass run K
  * blocks outermost, N blocks of nc_one_pass inside (0: never; see gemm_blocked). */
 typedef struct {
-    int mr, nr, kc, mc, nc, short_mr, narrow_nr, next_c, inplace_max_n, inplace_rows_max_n;
+    int mr, nr, kc, mc, nc, short_mr, short_full_mr, narrow_nr, next_c, inplace_max_n, inplace_rows_max_n;
     size_t inplace_rows_min_a;
     int m_one_pass, nc_one_pass;
 } gemm_blocking;
@@ -161,7 +163,7 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
             int mr = imin(MR, mc - ir);
             gemm_micro_fn kern = mr <= bl.short_mr                 ? kn->short_rows
                                  : nr <= bl.narrow_nr              ? kn->narrow
-                                 : nr > NR / 2                     ? kn->full
+                                 : nr > NR / 2                     ? (mr <= bl.short_full_mr ? kn->short_rows : kn->full)
                                  : kn->quarter && nr <= NR / 4     ? kn->quarter
                                                                    : kn->half;
             float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
@@ -187,7 +189,8 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
  * packed A at pa and packed B at pb (sized by the caller's work-space formula). Last
  * panels with mr <= short_mr rows use `short_rows`, else those with nr <= narrow_nr columns
  * `narrow`, else those with nr <= NR / 4 columns `quarter` (when not NULL), else those
- * with nr <= NR / 2 columns `half`, the others `full`.
+ * with nr <= NR / 2 columns `half`, else those with mr <= short_full_mr rows
+ * `short_rows`, the others `full`.
  * When N <= bl.inplace_max_n, each A block would be packed for at most a few B panels,
  * costing about as much as the FMAs it feeds save (attention's P v and dS k, 197 x 197
  * operands for 64 output columns): the block's whole MR-row panels are then read in

@@ -513,6 +513,43 @@ static void test_gemm_work_monotone(const vt_kernels *t) {
           dim ? dim : "-", lo, hi, x, y);
 }
 
+/* The rows of a last panel shorter than MR come out bitwise as they do inside a whole
+ * panel (the short-row kernels do each element's FMAs in the same order as the full
+ * tile, kernels.h): op(A)'s first M rows times op(B), for M = 14 + r (r = 1..13) and
+ * M = 28 (two whole panels of the AVX-512 tile; 12 + r rows of the AVX2 one), compared
+ * row by row. N 40 (a 32-column panel and an 8-column one), 20 (one 20-column panel)
+ * and 64 (A read in place, its last panel packed); K 37 and 300 (two K blocks). */
+static void test_gemm_short_rows(const vt_kernels *t) {
+    static const int Ns[] = {40, 20, 64}, Ks[] = {37, 300};
+    for (int tr = 0; tr < 4; tr++)
+        for (int ni = 0; ni < 3; ni++)
+            for (int ki = 0; ki < 2; ki++) {
+                int ta = tr >> 1, tb = tr & 1, N = Ns[ni], K = Ks[ki], MF = 28;
+                int lda = ta ? MF : K, ldb = tb ? K : N;
+                float *ab, *bb, *cfb, *cb, *wb;
+                float *A = fbuf((size_t)MF * K, 0, &ab), *B = fbuf((size_t)K * N, 0, &bb);
+                float *Cf = fbuf((size_t)MF * N, 0, &cfb), *C = fbuf((size_t)MF * N, 0, &cb);
+                float *W = fbuf(t->gemm_work_floats(MF, N, K), 0, &wb);
+                fill(A, (size_t)MF * K, -1, 1);
+                fill(B, (size_t)K * N, -1, 1);
+                fill(Cf, (size_t)MF * N, -1, 1);
+                float *C0 = malloc(sizeof(float) * MF * N);
+                memcpy(C0, Cf, sizeof(float) * MF * N);
+                t->gemm(ta, tb, MF, N, K, 0.7f, A, lda, B, ldb, 0.5f, Cf, N, W);
+                int bad_m = 0, bad_e = -1;
+                for (int M = 15; M < MF && !bad_m; M++) {
+                    memcpy(C, C0, sizeof(float) * MF * N);
+                    t->gemm(ta, tb, M, N, K, 0.7f, A, lda, B, ldb, 0.5f, C, N, W);
+                    for (int e = 0; e < M * N && !bad_m; e++)
+                        if (memcmp(&C[e], &Cf[e], sizeof(float)) != 0) bad_m = M, bad_e = e;
+                }
+                CHECK(!bad_m, "%s gemm ta=%d tb=%d N=%d K=%d: row %d of the first %d rows differs from the %d-row "
+                      "product's (%.9g vs %.9g)", t->name, ta, tb, N, K, bad_e < 0 ? 0 : bad_e / N, bad_m, MF,
+                      bad_e < 0 ? 0.0 : C[bad_e], bad_e < 0 ? 0.0 : Cf[bad_e]);
+                free(C0); free(ab); free(bb); free(cfb); free(cb); free(wb);
+            }
+}
+
 int main(void) {
     test_init();
     vt_kernels s;
@@ -538,6 +575,7 @@ int main(void) {
         test_layernorm(&t, &s);
         test_gelu(&t, &s);
         test_gemm(&t, &s);
+        test_gemm_short_rows(&t);
         test_gemm_work_monotone(&t);
     }
     vt_kernels a2, a5;

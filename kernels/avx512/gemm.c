@@ -9,8 +9,9 @@
  * (MR = 14 rows x NR = 32 columns: 28 zmm accumulators, 2 zmm of B, broadcasts of A;
  * a last panel with <= 4 rows uses a 4 x 32 variant, one with <= 4 columns the
  * turned-around kernel_14xn, one with <= 8 columns a 14 x 8 variant in 256-bit
- * registers, one with <= 16 columns a 14 x 16 variant, so short and narrow edges cost
- * less than a whole tile).
+ * registers, one with <= 16 columns a 14 x 16 variant, one of 5-12 rows (and more than
+ * 16 columns) an mr x 32 variant, so short and narrow edges cost less than a whole
+ * tile).
  * For M <= M_ONE_PASS and N > NC_ONE_PASS (the weight gradients with M < N) the K
  * blocks are outermost: all of op(A)'s K block is packed once, then op(B) in N blocks
  * of at most NC_ONE_PASS columns, so both stay in L2 (see gemm_blocked).
@@ -54,7 +55,8 @@
 #define NC 1536
 #define M_ONE_PASS 392 /* K blocks outermost for M <= 392 (gemm_blocked): 392 KB of */
 #define NC_ONE_PASS 256 /* packed A, 256 KB of packed B */
-#define SHORT_MR 4 /* last panels of <= 4 rows use kernel_4x32 */
+#define SHORT_MR 4 /* last panels of <= 4 rows use kernel_short_x32, */
+#define SHORT_FULL_MR 12 /* and those of <= 12 rows with more than 16 columns */
 #define NARROW_NR 4 /* last panels of <= 4 columns use kernel_14xn */
 /* A (N <= 192) of at least this many floats is read in place: attention's 65 x 64 q in
  * place was 3.5% slower than packed, ViT-Ti's 4160 x 192 rows +3-7% */
@@ -208,13 +210,20 @@ static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int 
         }                                                                              \
     } while (0)
 
-/* c[0:mr, 0:nr] = alpha * (a panel) (b panel) + beta * c (beta == 0: c not read), with
- * row i of the A panel at step k read from a[i rs + k ks]: (1, MR) for a packed panel,
- * other strides to read op(A) in place (kernel_14x32_inplace). Always inlined, so each
- * caller's constant strides give its own code. */
+/* Row i's FMA and store only for the first R rows of a tile (R: the kernel's row count). */
+#define ROW_FMA_R(i) do { if ((i) < R) ROW_FMA(i); } while (0)
+#define ROW_STORE_R(i) do { if ((i) < R) ROW_STORE(i); } while (0)
+
+/* c[0:mr, 0:nr] = alpha * (a panel) (b panel) + beta * c (beta == 0: c not read), mr <= R,
+ * with row i of the A panel at step k read from a[i rs + k ks]: (1, MR) for a packed
+ * panel, other strides to read op(A) in place (kernel_14x32_inplace). R <= MR rows of
+ * FMAs (2 R accumulators): R = MR for whole panels, fewer for a last panel of R rows, so
+ * a short edge costs R rows of FMAs instead of 14. Every element's sums are the same
+ * whatever R (the same FMAs in the same order). Always inlined, so each caller's
+ * constant R and strides give its own code. */
 static inline __attribute__((always_inline)) void
-kernel_14x32_strided(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c, int ldc, int mr,
-                     int nr, float alpha, float beta, const prefetch_list *pf) {
+kernel_rows_x32(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c, int ldc, int mr,
+                int nr, float alpha, float beta, const prefetch_list *pf, const int R) {
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00,
            c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00, c91 = c00, c100 = c00, c101 = c00,
@@ -222,27 +231,49 @@ kernel_14x32_strided(int kc, const float *a, size_t rs, size_t ks, const float *
     for (int k = 0; k < kc; k++) {
         prefetch_step(pf, k);
         __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-        FOR_14_ROWS(ROW_FMA);
+        FOR_14_ROWS(ROW_FMA_R);
         a += ks;
         b += NR;
     }
     prefetch_rest(pf, kc);
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     const __mmask16 k0 = vt512_tail((size_t)nr), k1 = vt512_tail((size_t)(nr > 16 ? nr - 16 : 0));
-    FOR_14_ROWS(ROW_STORE);
+    FOR_14_ROWS(ROW_STORE_R);
 }
 
 static void kernel_14x32(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
                          float alpha, float beta, const prefetch_list *pf) {
-    kernel_14x32_strided(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf);
+    kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, MR);
+}
+
+/* A last panel of mr <= SHORT_FULL_MR rows of the packed A panel, all 32 columns:
+ * kernel_rows_x32 with R = mr rows, and R = 4 for mr <= 4 (8 accumulators, still enough
+ * independent chains to cover the FMA latency; fewer rows would not run faster). Such
+ * panels are ViT-Ti's 192 = 13 x 14 + 10 weight-gradient rows and attention's
+ * 65 = 4 x 14 + 9 token rows, where a 14-row tile spent 4 and 5 rows of FMAs on padding. */
+static void kernel_short_x32(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
+                             float alpha, float beta, const prefetch_list *pf) {
+    switch (mr) {
+    case 5: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 5); break;
+    case 6: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 6); break;
+    case 7: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 7); break;
+    case 8: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 8); break;
+    case 9: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 9); break;
+    case 10: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 10); break;
+    case 11: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 11); break;
+    case 12: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 12); break;
+    default:
+        if (mr <= 4) kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 4);
+        else kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, MR);
+    }
 }
 
 /* The same for 14 whole rows of op(A) read in place, row i at step k at a[i rs + k ks]:
  * ta = 0 (rs = lda, ks = 1) or ta = 1 (rs = 1, ks = lda). */
 static void kernel_14x32_inplace(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c,
                                  int ldc, int nr, float alpha, float beta, const prefetch_list *pf) {
-    if (rs == 1) kernel_14x32_strided(kc, a, 1, ks, b, c, ldc, MR, nr, alpha, beta, pf);
-    else kernel_14x32_strided(kc, a, rs, 1, b, c, ldc, MR, nr, alpha, beta, pf);
+    if (rs == 1) kernel_rows_x32(kc, a, 1, ks, b, c, ldc, MR, nr, alpha, beta, pf, MR);
+    else kernel_rows_x32(kc, a, rs, 1, b, c, ldc, MR, nr, alpha, beta, pf, MR);
 }
 
 /* Row i of a one-vector-wide tile, vectors of W = 512 or 256 bits (kernel_14x16,
@@ -343,28 +374,6 @@ static void kernel_14xn(int kc, const float *a, const float *b, float *c, int ld
     }
 }
 
-/* The same for a last panel of mr <= 4 rows, all 32 columns: 8 accumulators, so a
- * short edge costs 4 rows of FMAs instead of 14 (197 = 14 x 14 + 1 tokens leaves a
- * 1-row panel in every attention product; 8 independent chains still cover the FMA
- * latency). Reads rows 0-3 of the MR-row packed A panel. */
-static void kernel_4x32(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
-                        float alpha, float beta, const prefetch_list *pf) {
-    const size_t rs = 1; /* ROW_FMA's row stride: a packed panel */
-    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
-           c31 = c00;
-    for (int k = 0; k < kc; k++) {
-        prefetch_step(pf, k);
-        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-        ROW_FMA(0); ROW_FMA(1); ROW_FMA(2); ROW_FMA(3);
-        a += MR;
-        b += NR;
-    }
-    prefetch_rest(pf, kc);
-    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-    const __mmask16 k0 = vt512_tail((size_t)nr), k1 = vt512_tail((size_t)(nr > 16 ? nr - 16 : 0));
-    ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3);
-}
-
 /* c[0:mr, 0:nr] += bias[0:nr] on every row (gemm_bias_fn; nr <= N). */
 static void add_bias(float *c, int ldc, int mr, int nr, const float *bias) {
     for (int j = 0; j < nr; j += 16) {
@@ -400,8 +409,8 @@ void vt_avx512_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
         return;
     }
     static const gemm_kernels kn = {pack_a,      pack_b,      kernel_14x32, kernel_14x16, kernel_14x8,
-                                    kernel_14xn, kernel_4x32, kernel_14x32_inplace, add_bias};
-    gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR, NARROW_NR, 1, 2 * NR, 6 * NR, INPLACE_ROWS_MIN_A,
+                                    kernel_14xn, kernel_short_x32, kernel_14x32_inplace, add_bias};
+    gemm_blocking bl = {MR, NR, KC, MC, NC, SHORT_MR, SHORT_FULL_MR, NARROW_NR, 1, 2 * NR, 6 * NR, INPLACE_ROWS_MIN_A,
                         M_ONE_PASS, NC_ONE_PASS};
     float *pb = work + a_floats(a_rows(M), (size_t)imin(K, KC));
     gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb);
