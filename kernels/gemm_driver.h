@@ -21,16 +21,19 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
  * narrow_nr: the most columns the `narrow` microkernel takes (0: there is none);
  * next_c: whether each call's prefetch list starts with the next call's C tile;
  * inplace_max_n: products with N up to this read op(A) in place (0: never);
- * inplace_rows_max_n: the same for A of at least inplace_rows_min_a floats (M K),
- * which streams in place with no pass to skip (ta = 0: the transposing pack; ta = 1:
- * the copy, whose source is each step's 14 contiguous floats anyway); a smaller A is
- * packed from cache at little cost and its packed panels read faster;
- * m_one_pass, nc_one_pass: products with M <= m_one_pass and N > nc_one_pass run K
- * blocks outermost, N blocks of nc_one_pass inside (0: never; see gemm_blocked). */
+ * inplace_rows_max_n (ta = 0), inplace_t_max_n (ta = 1): the same for A of at least
+ * inplace_rows_min_a floats (M K), which streams in place with no pass to skip (ta = 0:
+ * the transposing pack; ta = 1: the copy, whose source is each step's MR contiguous
+ * floats anyway); a smaller A is packed from cache at little cost and its packed panels
+ * read faster;
+ * m_one_pass, one_pass_min_n, nc_one_pass: products with M <= m_one_pass and
+ * N > one_pass_min_n (>= nc_one_pass) run K blocks outermost, N blocks of nc_one_pass
+ * inside, A packed (0: never; see gemm_blocked). */
 typedef struct {
-    int mr, nr, kc, mc, nc, short_mr, short_full_mr, narrow_nr, next_c, inplace_max_n, inplace_rows_max_n;
+    int mr, nr, kc, mc, nc, short_mr, short_full_mr, narrow_nr, next_c, inplace_max_n, inplace_rows_max_n,
+        inplace_t_max_n;
     size_t inplace_rows_min_a;
-    int m_one_pass, nc_one_pass;
+    int m_one_pass, one_pass_min_n, nc_one_pass;
 } gemm_blocking;
 
 /* Pack the rows x cols block of op(X) at (r0, c0) into dst (pack_a / pack_b). */
@@ -195,12 +198,12 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
  * costing about as much as the FMAs it feeds save (attention's P v and dS k, 197 x 197
  * operands for 64 output columns): the block's whole MR-row panels are then read in
  * place by `inplace` (for every nr), only its last partial panel is packed. Likewise
- * when N <= bl.inplace_rows_max_n and M K >= bl.inplace_rows_min_a: op(A) is read as
- * it is, and its pack (a pass over A from memory) is skipped.
- * Loop order: N blocks -> K blocks -> M blocks (BLIS), except when M <= bl.m_one_pass,
- * N > bl.nc_one_pass and A is not read in place (a product that wide packs it, with
- * both ISAs' constants): then K blocks -> N blocks of nc_one_pass, all of op(A)'s K
- * block packed at once and used by every N block, so the packed B block stays in L2
+ * when N <= bl.inplace_rows_max_n (ta = 0) or bl.inplace_t_max_n (ta = 1) and
+ * M K >= bl.inplace_rows_min_a, outside the one-pass order: op(A) is read as it is,
+ * and its pack (a pass over A from memory) is skipped.
+ * Loop order: N blocks -> K blocks -> M blocks (BLIS), except when M <= bl.m_one_pass
+ * and N > bl.one_pass_min_n: then K blocks -> N blocks of nc_one_pass, all of op(A)'s
+ * K block packed at once and used by every N block, so the packed B block stays in L2
  * beside it (the weight gradients 192 x 768 x 8320 and 384 x 1536 x 12608 had 768 KB
  * and 1.5 MB packed B blocks, out of Zen 4's 1 MB L2; in this order they run 2-4%
  * faster on 1 and 2 threads, and ViT-Ti's 192 x 768 weight gradient went from 0.83 to
@@ -217,10 +220,12 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
      * element's sums. */
     const int mblocks = (M + bl.mc - 1) / bl.mc;
     const int MC = (int)round_up((size_t)((M + mblocks - 1) / mblocks), (size_t)MR);
-    const int in_place = kn->inplace != NULL && (N <= bl.inplace_max_n || (N <= bl.inplace_rows_max_n &&
-                                                                         (size_t)M * K >= bl.inplace_rows_min_a));
+    const int one_pass = M <= bl.m_one_pass && N > bl.one_pass_min_n;
+    const int rows_max_n = ta ? bl.inplace_t_max_n : bl.inplace_rows_max_n;
+    const int in_place = kn->inplace != NULL && !one_pass &&
+                         (N <= bl.inplace_max_n || (N <= rows_max_n && (size_t)M * K >= bl.inplace_rows_min_a));
     const src_region none = {NULL, 0, 0, 0};
-    if (!in_place && M <= bl.m_one_pass && N > bl.nc_one_pass) {
+    if (one_pass) {
         /* N in blocks of equal size, whole NR panels, at most nc_one_pass columns */
         const int nblocks = (N + bl.nc_one_pass - 1) / bl.nc_one_pass;
         const int NC = (int)round_up((size_t)((N + nblocks - 1) / nblocks), (size_t)bl.nr);

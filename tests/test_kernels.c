@@ -199,6 +199,9 @@ static void test_gemm(const vt_kernels *t, const vt_kernels *s) {
         gemm_case(t, s, ta, tb, 197, 64, 197, 1.0f, 1.0f, 0);      /* attention's P v: A in place */
         gemm_case(t, s, ta, tb, 197, 197, 64, 0.125f, 0.5f, 1);    /* attention's q k^T: 5-column tail */
         gemm_case(t, s, ta, tb, 300, 150, 270, -1.5f, 0.5f, 2);    /* N <= 192, M K >= 2^16: A in place */
+        gemm_case(t, s, ta, tb, 400, 300, 200, 0.5f, 1.0f, 3);     /* ta = 1: A in place up to N = 768 */
+        gemm_case(t, s, ta, tb, 200, 384, 330, 1.0f, 0.5f, 1);     /* not one pass (N <= 384) */
+        gemm_case(t, s, ta, tb, 200, 385, 330, 1.0f, 0.5f, 0);     /* one pass */
     }
     gemm_case(t, s, 0, 0, 0, 5, 5, 1.0f, 0.0f, 0);
     gemm_case(t, s, 0, 0, 5, 5, 0, 1.0f, 0.0f, 0);                 /* K = 0: C = beta C */

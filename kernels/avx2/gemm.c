@@ -257,7 +257,7 @@ void vt_avx2_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
         return;
     }
     static const gemm_kernels kn = {pack_a, pack_b, kernel_6x16, kernel_6x8, NULL, NULL, NULL, NULL, add_bias};
-    gemm_blocking bl = {MR, NR, KC, MC, NC, 0, 0, 0, 0, 0, 0, 0, M_ONE_PASS, NC_ONE_PASS};
+    gemm_blocking bl = {MR, NR, KC, MC, NC, 0, 0, 0, 0, 0, 0, 0, 0, M_ONE_PASS, NC_ONE_PASS, NC_ONE_PASS};
     float *pb = work + a_floats(a_rows(M), (size_t)imin(K, KC));
     gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb);
 }
