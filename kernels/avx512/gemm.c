@@ -17,12 +17,12 @@
  * of at most NC_ONE_PASS columns, so both stay in L2 (see gemm_blocked).
  * All four (ta, tb) cases are absorbed by the packing routines (the transposing ones
  * use 16 x 16 in-register transposes); for N <= 64, and when A has at least
- * INPLACE_ROWS_MIN_A floats for N <= 192 (ta = 0) or N <= 768 (ta = 1) outside the
+ * INPLACE_ROWS_MIN_A floats for N <= 1536 (ta = 0) or N <= 768 (ta = 1) outside the
  * one-pass order, the whole 14-row panels of op(A) are read in place instead
- * (kernel_14x32_inplace, see gemm_blocked; on Zen 4, ViT-Ti's N = 192 products +3-7%
- * against the transposing pack (ta = 0), the ViT weight gradients (ta = 1, N 192-768)
- * +1.5-5% against the copying pack; ta = 0 at N = 384 1-2% slower in place, N >= 768
- * 3-8%).
+ * (kernel_14x32_inplace, see gemm_blocked; ta = 0 only when the row stride does not
+ * put the 14 rows in few L1 sets). On Zen 4 against the packing: ViT-Ti's N = 192
+ * products +3-7% (ta = 0, the transposing pack), N = 384-768 with K <= 768 +1%, larger
+ * K the same; the ViT weight gradients (ta = 1, N 192-768) +1.5-5% (the copying pack).
  * Edge tiles: packing zero-pads panels to MR/NR, the microkernel stores only the valid
  * rows, with masked column stores.
  * Latency hiding: each microkernel call prefetches into L2, a line every 2 steps of its
@@ -63,9 +63,9 @@
 #define SHORT_MR 4 /* last panels of <= 4 rows use kernel_short_x32, */
 #define SHORT_FULL_MR 12 /* and those of <= 12 rows with more than 16 columns */
 #define NARROW_NR 4 /* last panels of <= 4 columns use kernel_14xn */
-/* A (N <= 192, or N <= 768 with ta = 1) of at least this many floats is read in place:
- * attention's 65 x 64 q in place was 3.5% slower than packed, ViT-Ti's 4160 x 192 rows
- * +3-7% */
+/* A (N <= 1536 with ta = 0, N <= 768 with ta = 1) of at least this many floats is read
+ * in place: attention's 65 x 64 q in place was 3.5% slower than packed, ViT-Ti's
+ * 4160 x 192 rows +3-7% */
 #define INPLACE_ROWS_MIN_A ((size_t)1 << 16)
 
 /* Floats of the packed-A region: mc x kc rounded to 64 bytes so the B panels that
@@ -422,7 +422,7 @@ void vt_avx512_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
     static const gemm_kernels kn = {pack_a,      pack_b,      kernel_14x32, kernel_14x16, kernel_14x8,
                                     kernel_14xn, kernel_short_x32, kernel_14x32_inplace, add_bias};
     gemm_blocking bl = {MR,        NR,        KC,         MC, NC, SHORT_MR, SHORT_FULL_MR, NARROW_NR, 1, 2 * NR,
-                        6 * NR,    24 * NR,   INPLACE_ROWS_MIN_A, M_ONE_PASS, ONE_PASS_MIN_N, NC_ONE_PASS};
+                        48 * NR,   24 * NR,   INPLACE_ROWS_MIN_A, M_ONE_PASS, ONE_PASS_MIN_N, NC_ONE_PASS};
     float *pb = work + a_floats(a_rows(M), (size_t)imin(K, KC));
     gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb);
 }
