@@ -164,11 +164,12 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
         int nr = imin(NR, nc - jr);
         for (int ir = 0; ir < mc; ir += MR, part++) {
             int mr = imin(MR, mc - ir);
-            gemm_micro_fn kern = mr <= bl.short_mr                 ? kn->short_rows
-                                 : nr <= bl.narrow_nr              ? kn->narrow
-                                 : nr > NR / 2                     ? (mr <= bl.short_full_mr ? kn->short_rows : kn->full)
-                                 : kn->quarter && nr <= NR / 4     ? kn->quarter
-                                                                   : kn->half;
+            gemm_micro_fn kern = mr <= bl.short_mr                            ? kn->short_rows
+                                 : nr <= bl.narrow_nr                         ? kn->narrow
+                                 : nr > NR / 2 && mr <= bl.short_full_mr      ? kn->short_rows
+                                 : nr > NR / 2                                ? kn->full
+                                 : kn->quarter && nr <= NR / 4                ? kn->quarter
+                                                                              : kn->half;
             float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
             /* the next call's tile in this block; for the block's last, its own */
             const float *c_next = ir + MR < mc   ? c + (size_t)MR * ldc

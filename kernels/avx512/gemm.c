@@ -38,11 +38,12 @@
  * the Zen 4 cores this was tuned on (one 512-bit FMA per cycle); ViT training shapes
  * reach 87-96% of it, the rest being packing and C traffic, 0.98 (1 thread) and 0.99
  * (2 threads) of oneDNN's rate there (geometric means over the 36 shapes, 2026-11-25,
- * after the short-row kernels and the in-place changes). On a Xeon of the Sapphire Rapids class (two 512-bit FMA ports,
- * 2 MB L2) it runs at 84-90% of the peak with its panels in L1/L2 (a harness calling it
- * alone), and the ViT shapes at 63-78% of it, 0.97 (1 thread) and 0.99 (2 threads) of
- * oneDNN's rate (geometric means over the 36 shapes; bench_kernels, 2026-11-25, before
- * the one-pass order); MC / KC / NC changes moved nothing there by more than the noise. */
+ * after the short-row kernels and the in-place changes). On a Xeon of the Sapphire
+ * Rapids class (two 512-bit FMA ports, 2 MB L2) it runs at 84-90% of the peak with its
+ * panels in L1/L2 (a harness calling it alone), and the ViT shapes at 63-78% of it,
+ * 0.97 (1 thread) and 0.99 (2 threads) of oneDNN's rate (geometric means over the 36
+ * shapes; bench_kernels, 2026-11-25, before the one-pass order); MC / KC / NC changes
+ * moved nothing there by more than the noise. */
 #include "avx512.h"
 #include "../gemm_driver.h"
 
