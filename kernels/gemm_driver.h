@@ -236,8 +236,9 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
     const int MC = (int)round_up((size_t)((M + mblocks - 1) / mblocks), (size_t)MR);
     const int one_pass = M <= bl.m_one_pass && N > bl.one_pass_min_n;
     const int rows_max_n = ta ? bl.inplace_t_max_n : bl.inplace_rows_max_n;
-    const int in_place = kn->inplace != NULL && !one_pass && (ta || rows_spread_in_l1(MR, lda)) &&
-                         (N <= bl.inplace_max_n || (N <= rows_max_n && (size_t)M * K >= bl.inplace_rows_min_a));
+    const int in_place = kn->inplace != NULL && !one_pass &&
+                         (N <= bl.inplace_max_n || (N <= rows_max_n && (size_t)M * K >= bl.inplace_rows_min_a)) &&
+                         (ta || rows_spread_in_l1(MR, lda));
     const src_region none = {NULL, 0, 0, 0};
     if (one_pass) {
         /* N in blocks of equal size, whole NR panels, at most nc_one_pass columns */

@@ -536,7 +536,7 @@ static void test_gemm_short_rows(const vt_kernels *t) {
                 fill(A, (size_t)MF * K, -1, 1);
                 fill(B, (size_t)K * N, -1, 1);
                 fill(Cf, (size_t)MF * N, -1, 1);
-                float *C0 = malloc(sizeof(float) * MF * N);
+                float *c0b, *C0 = fbuf((size_t)MF * N, 0, &c0b);
                 memcpy(C0, Cf, sizeof(float) * MF * N);
                 t->gemm(ta, tb, MF, N, K, 0.7f, A, lda, B, ldb, 0.5f, Cf, N, W);
                 int bad_m = 0, bad_e = -1;
@@ -549,7 +549,7 @@ static void test_gemm_short_rows(const vt_kernels *t) {
                 CHECK(!bad_m, "%s gemm ta=%d tb=%d N=%d K=%d: row %d of the first %d rows differs from the %d-row "
                       "product's (%.9g vs %.9g)", t->name, ta, tb, N, K, bad_e < 0 ? 0 : bad_e / N, bad_m, MF,
                       bad_e < 0 ? 0.0 : C[bad_e], bad_e < 0 ? 0.0 : Cf[bad_e]);
-                free(C0); free(ab); free(bb); free(cfb); free(cb); free(wb);
+                free(c0b); free(ab); free(bb); free(cfb); free(cb); free(wb);
             }
 }
 

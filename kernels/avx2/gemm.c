@@ -256,8 +256,11 @@ void vt_avx2_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
         scale_c(M, N, beta, bias, C, ldc);
         return;
     }
-    static const gemm_kernels kn = {pack_a, pack_b, kernel_6x16, kernel_6x8, NULL, NULL, NULL, NULL, add_bias};
-    gemm_blocking bl = {MR, NR, KC, MC, NC, 0, 0, 0, 0, 0, 0, 0, 0, M_ONE_PASS, NC_ONE_PASS, NC_ONE_PASS};
+    /* no quarter, narrow, short-row or in-place kernels (NULL / 0: never chosen) */
+    static const gemm_kernels kn = {.pack_a = pack_a, .pack_b = pack_b, .full = kernel_6x16, .half = kernel_6x8,
+                                    .add_bias = add_bias};
+    gemm_blocking bl = {.mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC, .m_one_pass = M_ONE_PASS,
+                        .one_pass_min_n = NC_ONE_PASS, .nc_one_pass = NC_ONE_PASS};
     float *pb = work + a_floats(a_rows(M), (size_t)imin(K, KC));
     gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb);
 }

@@ -259,8 +259,8 @@ static void kernel_14x32(int kc, const float *a, const float *b, float *c, int l
 }
 
 /* A last panel of mr <= SHORT_FULL_MR rows of the packed A panel, all 32 columns:
- * kernel_rows_x32 with R = mr rows, and R = 4 for mr <= 4 (8 accumulators, still enough
- * independent chains to cover the FMA latency; fewer rows would not run faster). Such
+ * kernel_rows_x32 with R = mr rows, and R = 4 for mr <= 4 (as the kernel_4x32 it
+ * replaced: 8 accumulators, enough independent chains to cover the FMA latency). Such
  * panels are ViT-Ti's 192 = 13 x 14 + 10 weight-gradient rows and attention's
  * 65 = 4 x 14 + 9 token rows, where a 14-row tile spent 4 and 5 rows of FMAs on padding. */
 static void kernel_short_x32(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
@@ -420,10 +420,31 @@ void vt_avx512_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
         scale_c(M, N, beta, bias, C, ldc);
         return;
     }
-    static const gemm_kernels kn = {pack_a,      pack_b,      kernel_14x32, kernel_14x16, kernel_14x8,
-                                    kernel_14xn, kernel_short_x32, kernel_14x32_inplace, add_bias};
-    gemm_blocking bl = {MR,        NR,        KC,         MC, NC, SHORT_MR, SHORT_FULL_MR, NARROW_NR, 1, 2 * NR,
-                        48 * NR,   24 * NR,   INPLACE_ROWS_MIN_A, M_ONE_PASS, ONE_PASS_MIN_N, NC_ONE_PASS};
+    static const gemm_kernels kn = {.pack_a = pack_a,
+                                    .pack_b = pack_b,
+                                    .full = kernel_14x32,
+                                    .half = kernel_14x16,
+                                    .quarter = kernel_14x8,
+                                    .narrow = kernel_14xn,
+                                    .short_rows = kernel_short_x32,
+                                    .inplace = kernel_14x32_inplace,
+                                    .add_bias = add_bias};
+    gemm_blocking bl = {.mr = MR,
+                        .nr = NR,
+                        .kc = KC,
+                        .mc = MC,
+                        .nc = NC,
+                        .short_mr = SHORT_MR,
+                        .short_full_mr = SHORT_FULL_MR,
+                        .narrow_nr = NARROW_NR,
+                        .next_c = 1,
+                        .inplace_max_n = 2 * NR,
+                        .inplace_rows_max_n = 48 * NR,
+                        .inplace_t_max_n = 24 * NR,
+                        .inplace_rows_min_a = INPLACE_ROWS_MIN_A,
+                        .m_one_pass = M_ONE_PASS,
+                        .one_pass_min_n = ONE_PASS_MIN_N,
+                        .nc_one_pass = NC_ONE_PASS};
     float *pb = work + a_floats(a_rows(M), (size_t)imin(K, KC));
     gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb);
 }
