@@ -184,7 +184,7 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
     }
     double ips = (double)B * timed / t_total;
     double flops = vt_vit_flops(&m, S) * (mc->train ? 3.0 : 1.0);
-    double mfu = flops * ips * 1e-9 / peak;
+    double mfu = peak > 0 ? flops * ips * 1e-9 / peak : 0.0; /* 0: no peak given (bench_torch --vs) */
     printf("{\"bench\":\"%s\",\"model\":\"%s\",\"img\":%d,\"batch\":%d,\"threads\":%d,\"isa\":\"%s\","
            "\"img_per_s\":%.3f,\"step_s\":%.4f,\"gflop_per_img\":%.3f,\"mfu\":%.4f,\"loss\":%.4f,"
            "\"page_faults_per_step\":%ld,\"arena_mb\":%.1f,\"grad_region_mb\":%.1f",

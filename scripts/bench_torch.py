@@ -30,15 +30,17 @@ Usage: /usr/bin/python3 scripts/bench_torch.py [--peak1 G] [--peak2 G] [--vs BEN
 same model and thread count runs in a bench_train child (BENCH_TRAIN --child, its rss_mb
 from wait4), so the two sides of each pair are measured minutes apart, not a whole
 benchmark apart (this VM's speed drifts 5-8% within an hour). Each model runs R rounds
-(default 1) of (ours 1t, torch 1t, ours 2t, torch 2t); one "compare" JSON line per model
-gives each round's ratio of best images/s (each side at its better thread count) and
-their median.
+(default 1; only with --vs) of (ours 1t, torch 1t, ours 2t, torch 2t); one "compare"
+JSON line per model gives each round's ratio of best images/s (each side at its better
+thread count) and their median. Without --peak1/--peak2 our rows carry mfu 0 (no MFU).
 """
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 OPENBLAS_OPENMP = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
@@ -152,26 +154,60 @@ def run_child(idx, threads, quick):
                       "rss_mb": round(rss, 1), "blas": blas}))
 
 
+def report(rec, threads, tag):
+    """Print a child's JSON record on stdout and its table row on stderr (tag ends it);
+    the MFU column is empty without a peak (no mfu, or bench_train's 0)."""
+    case = rec["model"]
+    mfu = "%5.1f%%" % (100 * rec["mfu"]) if rec.get("mfu") else ""
+    print(json.dumps(rec), flush=True)
+    print("  %-14s %-6s %5d    %d    %8.2f  %6s  %7.0f%s" % (
+        case, rec["bench"], rec["batch"], threads, rec["img_per_s"], mfu, rec["rss_mb"], tag),
+        file=sys.stderr, flush=True)
+
+
 def run_ours(bench, idx, threads, peak, quick):
-    """One bench_train child: its JSON record with rss_mb, or None (reason on stderr)."""
-    p = subprocess.Popen([bench, "--child", str(idx), str(threads), "%.6f" % peak, "1" if quick else "0"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out = p.stdout.read()
-    err = p.stderr.read()
-    _, status, ru = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode != 0 or not out.strip():
-        print("  ours %s (%d threads) failed (exit %d): %s" % (CASES[idx][0], threads, p.returncode,
-                                                               err.strip()[-400:]), file=sys.stderr)
-        return None
+    """One bench_train child: its JSON record with rss_mb (from wait4), or None (reason on
+    stderr). Its stderr goes to a file, so a chatty child cannot block on a full pipe."""
+    with tempfile.TemporaryFile(mode="w+") as err:
+        p = subprocess.Popen([bench, "--child", str(idx), str(threads), "%.6f" % peak, "1" if quick else "0"],
+                             stdout=subprocess.PIPE, stderr=err, text=True)
+        out = p.stdout.read()
+        p.stdout.close()
+        _, status, ru = os.wait4(p.pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0 or not out.strip():
+            err.seek(0)
+            print("  ours %s (%d threads) failed (exit %d): %s" % (CASES[idx][0], threads, code,
+                                                                   err.read().strip()[-400:]), file=sys.stderr)
+            return None
     # the child leaves its object open for the parent's fields (bench_train.c)
     return json.loads(out.strip().splitlines()[-1] + ',"rss_mb":%.1f}' % (ru.ru_maxrss / 1024.0))
 
 
-def median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+def run_torch(idx, threads, quick, peaks):
+    """One PyTorch child: its JSON record (with mfu when peaks has this thread count), or
+    None (reason on stderr)."""
+    case = CASES[idx]
+    # The thread count binds the BLAS too: OpenBLAS's pthread build ignores
+    # torch.set_num_threads and would run every GEMM of a "1 thread" child on
+    # all cores (seen on this machine: MFU over 100% of the 1-thread peak).
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    # torch is built with OpenMP, so OpenBLAS's OpenMP build (one shared thread
+    # pool) is its best BLAS; alternatives may select the pthread build instead,
+    # which fights torch's own threads at 2 (Ti/4: 32 img/s against 50).
+    if "LD_LIBRARY_PATH" not in env and os.path.isdir(OPENBLAS_OPENMP):
+        env["LD_LIBRARY_PATH"] = OPENBLAS_OPENMP
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", str(idx),
+                        str(threads), "1" if quick else "0"],
+                       capture_output=True, text=True, env=env)
+    if r.returncode != 0 or not r.stdout.strip():
+        print("  %s (%d threads) failed: %s" % (case[0], threads, r.stderr.strip()[-400:]),
+              file=sys.stderr)
+        return None
+    rec = json.loads(r.stdout.strip().splitlines()[-1])
+    if threads in peaks:
+        rec["mfu"] = round(rec["gflop_per_img"] * rec["img_per_s"] / peaks[threads], 4)
+    return rec
 
 
 def main():
@@ -203,10 +239,10 @@ def main():
             i += 1
     if rounds < 1:
         sys.exit("bench_torch: --rounds %d: need at least 1" % rounds)
+    if vs is None and rounds != 1:
+        sys.exit("bench_torch: --rounds needs --vs (rounds alternate our runs with PyTorch's)")
     if vs is not None and not os.access(vs, os.X_OK):
         sys.exit("bench_torch: --vs %s is not an executable (build it: make build/bench/bench_train)" % vs)
-    if vs is None:
-        rounds = 1
     quick = os.environ.get("VT_BENCH_QUICK", "0") not in ("", "0")
     print("bench_torch%s" % (" (quick)" if quick else ""), file=sys.stderr)
     print("  model          mode   batch threads   img/s     MFU   RSS MB", file=sys.stderr)
@@ -222,14 +258,11 @@ def main():
                     rec = run_ours(vs, idx, threads, peaks.get(threads, 0.0), quick)
                     if rec is not None:
                         got["ours"][threads] = rec
-                        print(json.dumps(rec), flush=True)
-                        print("  %-14s %-6s %5d    %d    %8.2f  %6s  %7.0f  ours" % (
-                            case[0], rec["bench"], rec["batch"], threads, rec["img_per_s"],
-                            "%5.1f%%" % (100 * rec["mfu"]) if threads in peaks else "",
-                            rec["rss_mb"]), file=sys.stderr, flush=True)
-                rec = run_torch(idx, threads, quick, peaks, "  torch" if vs is not None else "")
+                        report(rec, threads, "  ours")
+                rec = run_torch(idx, threads, quick, peaks)
                 if rec is not None:
                     got["torch"][threads] = rec
+                    report(rec, threads, "  torch" if vs is not None else "")
             if vs is not None and got["ours"] and got["torch"]:
                 for side in best:
                     best[side].append(max(r["img_per_s"] for r in got[side].values()))
@@ -238,42 +271,11 @@ def main():
             print(json.dumps({"bench": "compare", "model": case[0], "mode": row.split("/")[0],
                               "ours_best_img_per_s": best["ours"], "torch_best_img_per_s": best["torch"],
                               "ratios": [round(r, 3) for r in ratios],
-                              "ratio_median": round(median(ratios), 3)}), flush=True)
+                              "ratio_median": round(statistics.median(ratios), 3)}), flush=True)
             print("  %-14s %-6s ours / torch (best thread count each) per round: %s, median %.2f" % (
-                case[0], row.split("/")[0], " ".join("%.2f" % r for r in ratios), median(ratios)),
+                case[0], row.split("/")[0], " ".join("%.2f" % r for r in ratios), statistics.median(ratios)),
                 file=sys.stderr, flush=True)
 
-
-def run_torch(idx, threads, quick, peaks, tag):
-    """One PyTorch child: prints and returns its JSON record, or None (reason on stderr);
-    tag ends its table row."""
-    case = CASES[idx]
-    # The thread count binds the BLAS too: OpenBLAS's pthread build ignores
-    # torch.set_num_threads and would run every GEMM of a "1 thread" child on
-    # all cores (seen on this machine: MFU over 100% of the 1-thread peak).
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
-    # torch is built with OpenMP, so OpenBLAS's OpenMP build (one shared thread
-    # pool) is its best BLAS; alternatives may select the pthread build instead,
-    # which fights torch's own threads at 2 (Ti/4: 32 img/s against 50).
-    if "LD_LIBRARY_PATH" not in env and os.path.isdir(OPENBLAS_OPENMP):
-        env["LD_LIBRARY_PATH"] = OPENBLAS_OPENMP
-    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", str(idx),
-                        str(threads), "1" if quick else "0"],
-                       capture_output=True, text=True, env=env)
-    if r.returncode != 0 or not r.stdout.strip():
-        print("  %s (%d threads) failed: %s" % (case[0], threads, r.stderr.strip()[-400:]),
-              file=sys.stderr)
-        return None
-    rec = json.loads(r.stdout.strip().splitlines()[-1])
-    mfu = ""
-    if threads in peaks:
-        rec["mfu"] = round(rec["gflop_per_img"] * rec["img_per_s"] / peaks[threads], 4)
-        mfu = "%5.1f%%" % (100 * rec["mfu"])
-    print(json.dumps(rec), flush=True)
-    print("  %-14s %-6s %5d    %d    %8.2f  %6s  %7.0f%s" % (
-        case[0], rec["bench"], rec["batch"], threads, rec["img_per_s"], mfu, rec["rss_mb"], tag),
-        file=sys.stderr, flush=True)
-    return rec
 
 if __name__ == "__main__":
     main()
