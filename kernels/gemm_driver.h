@@ -1,6 +1,7 @@
 /* gemm_driver.h - the ISA-independent half of the BLIS-style GEMMs in avx2/gemm.c and
  * avx512/gemm.c: the NC / KC / MC blocking loops, the order of packing and microkernel
- * calls, and the L2 prefetch of the next block's packing source. Private to those two
+ * calls, and the L2 prefetch of the next block's packing source (in the last block,
+ * of the caller's next regions, gemm_prefetch). Private to those two
  * files: each includes it after its own intrinsics header and passes its tile sizes,
  * packing routines and microkernels, so everything here is compiled (and, being
  * always_inline with constant arguments, specialised) with that file's ISA flags. */
@@ -9,6 +10,8 @@
 
 #include <immintrin.h>
 #include <stddef.h>
+
+#include "kernels.h" /* vt_region */
 
 static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 static inline int imin(int a, int b) { return a < b ? a : b; }
@@ -106,31 +109,24 @@ static inline __attribute__((always_inline)) void prefetch_part(prefetch_list *p
     }
 }
 
-/* The region packing will read next: a rows x len block at base with stride ld
- * (rows == 0: nothing). */
-typedef struct {
-    const float *base;
-    size_t ld;
-    int rows, len;
-} src_region;
-
-static inline src_region a_source(int ta, const float *A, int lda, int i0, int p0, int mc, int kc) {
-    src_region r = {ta ? A + (size_t)p0 * lda + i0 : A + (size_t)i0 * lda + p0, (size_t)lda,
+static inline vt_region a_source(int ta, const float *A, int lda, int i0, int p0, int mc, int kc) {
+    vt_region r = {ta ? A + (size_t)p0 * lda + i0 : A + (size_t)i0 * lda + p0, (size_t)lda,
                     ta ? kc : mc, ta ? mc : kc};
     return r;
 }
 
-static inline src_region b_source(int tb, const float *B, int ldb, int p0, int j0, int kc, int nc) {
-    src_region r = {tb ? B + (size_t)j0 * ldb + p0 : B + (size_t)p0 * ldb + j0, (size_t)ldb,
+static inline vt_region b_source(int tb, const float *B, int ldb, int p0, int j0, int kc, int nc) {
+    vt_region r = {tb ? B + (size_t)j0 * ldb + p0 : B + (size_t)p0 * ldb + j0, (size_t)ldb,
                     tb ? nc : kc, tb ? kc : nc};
     return r;
 }
 
 /* The prefetch list of one microkernel call: the MR x NR C tile at c_next (NULL: none),
- * then the call's share (part of parts) of the next packing sources na and nb. */
+ * then the call's share (part of parts) of the next packing sources na and nb (in the
+ * last block, the caller's next regions). */
 static inline __attribute__((always_inline)) void call_prefetches(prefetch_list *pf, gemm_blocking bl,
                                                                   const float *c_next, int ldc,
-                                                                  src_region na, src_region nb, int part,
+                                                                  vt_region na, vt_region nb, int part,
                                                                   int parts) {
     pf->n = 0;
     for (int i = 0; c_next && i < bl.mr; i++) {
@@ -155,7 +151,7 @@ typedef struct {
  * packing sources na and nb. bias_k: added to each tile after its store (NULL: none). */
 static inline __attribute__((always_inline)) void
 gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int lda, int ic, int mc,
-           int whole, int pc, int kc, int jc, int nc, src_region na, src_region nb, float alpha, float bet,
+           int whole, int pc, int kc, int jc, int nc, vt_region na, vt_region nb, float alpha, float bet,
            const float *bias_k, float *C, int ldc, const float *pa, const float *pb) {
     const int MR = bl.mr, NR = bl.nr;
     const size_t rs = ta ? 1 : (size_t)lda, ks = ta ? (size_t)lda : 1; /* op(A)[i][k] = A[i rs + k ks] */
@@ -202,7 +198,8 @@ static inline int rows_spread_in_l1(int mr, int lda) {
 
 /* C = alpha op(A) op(B) + beta C (+ bias on every row when bias != NULL, added by
  * add_bias to each tile after its last K block) for M, N, K > 0 and alpha != 0, through
- * packed A at pa and packed B at pb (sized by the caller's work-space formula). Last
+ * packed A at pa and packed B at pb (sized by the caller's work-space formula); the
+ * last block's calls prefetch next[0] and next[1] (gemm_prefetch; next NULL: none). Last
  * panels with mr <= short_mr rows use `short_rows`, else those with nr <= narrow_nr columns
  * `narrow`, else those with nr <= NR / 4 columns `quarter` (when not NULL), else those
  * with nr <= NR / 2 columns `half`, else those with mr <= short_full_mr rows
@@ -225,7 +222,7 @@ static inline int rows_spread_in_l1(int mr, int lda) {
 static inline __attribute__((always_inline)) void
 gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, int N, int K, float alpha,
              const float *A, int lda, const float *B, int ldb, float beta, const float *bias, float *C, int ldc,
-             float *pa, float *pb) {
+             float *pa, float *pb, const vt_region *next) {
     const int MR = bl.mr, KC = bl.kc;
     /* M in blocks of equal size (whole MR panels, at most bl.mc rows): a small last
      * block would get the whole next K block's packing source to prefetch in a few
@@ -239,7 +236,8 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
     const int in_place = kn->inplace != NULL && !one_pass &&
                          (N <= bl.inplace_max_n || (N <= rows_max_n && (size_t)M * K >= bl.inplace_rows_min_a)) &&
                          (ta || rows_spread_in_l1(MR, lda));
-    const src_region none = {NULL, 0, 0, 0};
+    const vt_region none = {NULL, 0, 0, 0};
+    const vt_region last_a = next ? next[0] : none, last_b = next ? next[1] : none;
     if (one_pass) {
         /* N in blocks of equal size, whole NR panels, at most nc_one_pass columns */
         const int nblocks = (N + bl.nc_one_pass - 1) / bl.nc_one_pass;
@@ -252,12 +250,15 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
             for (int jc = 0; jc < N; jc += NC) {
                 int nc = imin(NC, N - jc);
                 kn->pack_b(tb, B, ldb, pc, jc, kc, nc, pb);
-                src_region na = none, nb = none;
+                vt_region na = none, nb = none;
                 if (jc + NC < N) {
                     nb = b_source(tb, B, ldb, pc, jc + NC, kc, imin(NC, N - jc - NC));
                 } else if (pc + KC < K) {
                     na = a_source(ta, A, lda, 0, pc + KC, M, imin(KC, K - pc - KC));
                     nb = b_source(tb, B, ldb, pc + KC, 0, imin(KC, K - pc - KC), imin(NC, N));
+                } else {
+                    na = last_a;
+                    nb = last_b;
                 }
                 gemm_macro(bl, kn, ta, A, lda, 0, M, 0, pc, kc, jc, nc, na, nb, alpha, bet, bias_k, C, ldc, pa,
                            pb);
@@ -278,7 +279,7 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
                 int whole = in_place ? mc / MR * MR : 0; /* rows read in place */
                 if (whole < mc) kn->pack_a(ta, A, lda, ic + whole, pc, mc - whole, kc, pa + (size_t)whole * kc);
                 /* what the next pack_a / pack_b will read */
-                src_region na = none, nb = none;
+                vt_region na = none, nb = none;
                 if (ic + MC < M) {
                     na = a_source(ta, A, lda, ic + MC, pc, imin(MC, M - ic - MC), kc);
                 } else if (pc + KC < K) {
@@ -287,6 +288,9 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
                 } else if (jc + NC < N) {
                     na = a_source(ta, A, lda, 0, 0, imin(MC, M), imin(KC, K));
                     nb = b_source(tb, B, ldb, 0, jc + NC, imin(KC, K), imin(NC, N - jc - NC));
+                } else {
+                    na = last_a;
+                    nb = last_b;
                 }
                 gemm_macro(bl, kn, ta, A, lda, ic, mc, whole, pc, kc, jc, nc, na, nb, alpha, bet, bias_k, C, ldc,
                            pa, pb);

@@ -65,7 +65,7 @@ static const int ragged[] = {1, 2, 7, 15, 16, 17, 31, 33, 63, 127, 129, 257, 100
 /* ---------------------------------------------------------------- table + init */
 
 static void test_table_complete(const vt_kernels *t) {
-    CHECK(t->gemm && t->gemm_bias && t->gemm_work_floats && t->softmax_rows && t->softmax_bwd_rows &&
+    CHECK(t->gemm && t->gemm_bias && t->gemm_prefetch && t->gemm_work_floats && t->softmax_rows && t->softmax_bwd_rows &&
               t->layernorm_fwd && t->layernorm_bwd && t->zero_stream && t->copy_stream && t->gelu_fwd && t->gelu_bwd && t->gelu_bwd_fwd &&
               t->add && t->scale && t->axpy && t->sum && t->dot && t->adamw && t->name,
           "table %s has a NULL entry", t->name ? t->name : "?");
@@ -172,6 +172,23 @@ static void gemm_case(const vt_kernels *t, const vt_kernels *s, int ta, int tb, 
           t->name, ta, tb, M, N, K, alpha, beta, bbad, bbad < 0 ? 0.0 : CB[bbad],
           bbad < 0 ? 0.0 : (bbad % ldc < N ? C[bbad] + bias[bbad % ldc] : 12345.0));
     free(biasb); free(CBb);
+
+    /* gemm_prefetch: bitwise gemm, whatever it is told comes next (here A and B
+     * themselves, with their own strides, or nothing) */
+    float *cpb, *CP = fbuf((size_t)M * ldc, off, &cpb);
+    const vt_region none = {0}, next_ab[2] = {{A, (size_t)lda, ar, ac}, {B, (size_t)ldb, br, bc}};
+    for (int v = 0; v < 2; v++) {
+        memcpy(CP, C0, sizeof(float) * M * ldc);
+        t->gemm_prefetch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, CP, ldc, W,
+                         v ? next_ab : (const vt_region[2]){none, none});
+        long pbad = -1;
+        for (size_t e = 0; e < (size_t)M * ldc && pbad < 0; e++)
+            if (memcmp(&CP[e], &C[e], sizeof(float)) != 0) pbad = (long)e;
+        CHECK(pbad < 0, "%s gemm_prefetch (%s next) ta=%d tb=%d M=%d N=%d K=%d alpha=%g beta=%g: C[%ld] got %.9g, "
+              "gemm %.9g", t->name, v ? "A and B" : "nothing", ta, tb, M, N, K, alpha, beta, pbad,
+              pbad < 0 ? 0.0 : CP[pbad], pbad < 0 ? 0.0 : C[pbad]);
+    }
+    free(cpb);
     free(ab); free(bb); free(cb); free(rb); free(sb); free(c0b); free(aab); free(abb); free(wb); free(swb);
 }
 

@@ -19,6 +19,7 @@
 #include <stddef.h>
 
 #include "../erf_table.h"
+#include "../kernels.h"
 
 static inline __m256i vt256_tail(size_t n) {
     int k = n >= 8 ? 8 : (int)n;
@@ -102,6 +103,9 @@ void vt_avx2_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
 void vt_avx2_gemm(int ta, int tb, int M, int N, int K, float alpha,
                   const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc, float *work);
+void vt_avx2_gemm_prefetch(int ta, int tb, int M, int N, int K, float alpha,
+                           const float *A, int lda, const float *B, int ldb,
+                           float beta, float *C, int ldc, float *work, const vt_region next[2]);
 size_t vt_avx2_gemm_work_floats(int M, int N, int K);
 void vt_avx2_softmax_rows(const float *x, float *y, int rows, int cols, float scale);
 void vt_avx2_softmax_bwd_rows(const float *y, const float *dy, float *dx, int rows, int cols);

@@ -19,7 +19,8 @@
  * lines, which the core's outstanding-miss buffers take at once; prefetching the next
  * call's tile instead, as avx512/gemm.c does, measured 5-10% slower on a Xeon with C
  * in memory) and its share of the source of the next pack_a (and, at the end of a K
- * block, of the next pack_b): see prefetch_list in ../gemm_driver.h.
+ * block, of the next pack_b; in the last block, of what the caller of gemm_prefetch
+ * reads next): see prefetch_list in ../gemm_driver.h.
  * alpha and beta are applied at the store of the first K block (later K blocks add
  * with beta = 1); beta == 0 never reads C. K == 0 or alpha == 0 gives C = beta C
  * without reading A or B (BLAS convention).
@@ -248,9 +249,11 @@ static void scale_c(int M, int N, float beta, const float *bias, float *C, int l
     }
 }
 
-void vt_avx2_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
-                       const float *A, int lda, const float *B, int ldb,
-                       float beta, const float *bias, float *C, int ldc, float *work) {
+/* The three entry points: C = alpha op(A) op(B) + beta C (+ bias), the last block
+ * prefetching next (NULL: nothing). */
+static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
+                     const vt_region *next) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) {
         scale_c(M, N, beta, bias, C, ldc);
@@ -262,11 +265,23 @@ void vt_avx2_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
     gemm_blocking bl = {.mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC, .m_one_pass = M_ONE_PASS,
                         .one_pass_min_n = NC_ONE_PASS, .nc_one_pass = NC_ONE_PASS};
     float *pb = work + a_floats(a_rows(M), (size_t)imin(K, KC));
-    gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb);
+    gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb, next);
+}
+
+void vt_avx2_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
+                       const float *A, int lda, const float *B, int ldb,
+                       float beta, const float *bias, float *C, int ldc, float *work) {
+    gemm_all(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, NULL);
 }
 
 void vt_avx2_gemm(int ta, int tb, int M, int N, int K, float alpha,
                   const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc, float *work) {
-    vt_avx2_gemm_bias(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, work);
+    gemm_all(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, work, NULL);
+}
+
+void vt_avx2_gemm_prefetch(int ta, int tb, int M, int N, int K, float alpha,
+                           const float *A, int lda, const float *B, int ldb,
+                           float beta, float *C, int ldc, float *work, const vt_region next[2]) {
+    gemm_all(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, work, next);
 }

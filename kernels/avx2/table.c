@@ -7,6 +7,7 @@ void vt_kernels_fill_avx2(vt_kernels *t) {
     t->name = "avx2";
     t->gemm = vt_avx2_gemm;
     t->gemm_bias = vt_avx2_gemm_bias;
+    t->gemm_prefetch = vt_avx2_gemm_prefetch;
     t->gemm_work_floats = vt_avx2_gemm_work_floats;
     t->softmax_rows = vt_avx2_softmax_rows;
     t->softmax_bwd_rows = vt_avx2_softmax_bwd_rows;

@@ -25,6 +25,7 @@
 #include <stddef.h>
 
 #include "../erf_table.h"
+#include "../kernels.h"
 
 static inline __m512 vt512_exp(__m512 x) {
     const __m512 hi = _mm512_set1_ps(88.0f), lo = _mm512_set1_ps(-87.33f);
@@ -70,6 +71,9 @@ void vt_avx512_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
 void vt_avx512_gemm(int ta, int tb, int M, int N, int K, float alpha,
                     const float *A, int lda, const float *B, int ldb,
                     float beta, float *C, int ldc, float *work);
+void vt_avx512_gemm_prefetch(int ta, int tb, int M, int N, int K, float alpha,
+                             const float *A, int lda, const float *B, int ldb,
+                             float beta, float *C, int ldc, float *work, const vt_region next[2]);
 size_t vt_avx512_gemm_work_floats(int M, int N, int K);
 void vt_avx512_softmax_rows(const float *x, float *y, int rows, int cols, float scale);
 void vt_avx512_softmax_bwd_rows(const float *y, const float *dy, float *dx, int rows, int cols);

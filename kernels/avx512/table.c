@@ -12,6 +12,7 @@ void vt_kernels_fill_avx512(vt_kernels *t) {
 #endif
     t->gemm = vt_avx512_gemm;
     t->gemm_bias = vt_avx512_gemm_bias;
+    t->gemm_prefetch = vt_avx512_gemm_prefetch;
     t->gemm_work_floats = vt_avx512_gemm_work_floats;
     t->softmax_rows = vt_avx512_softmax_rows;
     t->softmax_bwd_rows = vt_avx512_softmax_bwd_rows;

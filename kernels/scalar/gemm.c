@@ -29,6 +29,14 @@ void vt_scalar_gemm(int ta, int tb, int M, int N, int K, float alpha,
     vt_scalar_gemm_bias(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, work);
 }
 
+/* next is a prefetch hint, which the reference ignores. */
+void vt_scalar_gemm_prefetch(int ta, int tb, int M, int N, int K, float alpha,
+                             const float *A, int lda, const float *B, int ldb,
+                             float beta, float *C, int ldc, float *work, const vt_region next[2]) {
+    (void)next;
+    vt_scalar_gemm_bias(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, work);
+}
+
 size_t vt_scalar_gemm_work_floats(int M, int N, int K) {
     (void)M; (void)N; (void)K;
     return 0;

@@ -5,12 +5,17 @@
 
 #include <stddef.h>
 
+#include "../kernels.h"
+
 void vt_scalar_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
                          const float *A, int lda, const float *B, int ldb,
                          float beta, const float *bias, float *C, int ldc, float *work);
 void vt_scalar_gemm(int ta, int tb, int M, int N, int K, float alpha,
                     const float *A, int lda, const float *B, int ldb,
                     float beta, float *C, int ldc, float *work);
+void vt_scalar_gemm_prefetch(int ta, int tb, int M, int N, int K, float alpha,
+                             const float *A, int lda, const float *B, int ldb,
+                             float beta, float *C, int ldc, float *work, const vt_region next[2]);
 size_t vt_scalar_gemm_work_floats(int M, int N, int K);
 void vt_scalar_softmax_rows(const float *x, float *y, int rows, int cols, float scale);
 void vt_scalar_softmax_bwd_rows(const float *y, const float *dy, float *dx, int rows, int cols);

@@ -7,6 +7,7 @@ void vt_kernels_fill_scalar(vt_kernels *t) {
     t->name = "scalar";
     t->gemm = vt_scalar_gemm;
     t->gemm_bias = vt_scalar_gemm_bias;
+    t->gemm_prefetch = vt_scalar_gemm_prefetch;
     t->gemm_work_floats = vt_scalar_gemm_work_floats;
     t->softmax_rows = vt_scalar_softmax_rows;
     t->softmax_bwd_rows = vt_scalar_softmax_bwd_rows;

@@ -11,7 +11,11 @@
  * else the largest multiple of 16 that fits), and each row block goes scores -> scale (in
  * the GEMM's alpha) -> softmax -> dropout -> weighted sum while its R x N scores are still
  * in cache. The products of each row block run through the packed GEMM microkernel
- * (vt_k.gemm with the thread's workspace).
+ * (vt_k.gemm_prefetch with the thread's workspace), each prefetching into L2 what the
+ * next one reads first from memory (the next block's q and k during the weighted sum,
+ * and so on): a block's operands are too small for the hardware prefetchers to get
+ * ahead of the products (+7% forward + backward at 197 tokens, +19% at 65, 1 thread,
+ * Zen 4).
  *
  * Memory, chosen by the caller (keep_probs; vt_attention_keep_probs is the model's rule).
  * Keeping: with gradients the op keeps P (B H N N floats) and, with dropout, the keep
@@ -78,6 +82,24 @@ static size_t out_offset(const attn_ctx *c, int bh, int i) {
     return ((size_t)(bh / c->H) * c->N + (size_t)i) * c->H * c->hd + (size_t)(bh % c->H) * c->hd;
 }
 
+/* Rows [i0, i0 + r) of block bh of x (c->q, c->k or c->v), and of the output gradient,
+ * as gemm_prefetch regions. */
+static vt_region in_rows(const attn_ctx *c, const float *x, int bh, int i0, int r) {
+    return (vt_region){x + in_offset(c, bh) + (size_t)i0 * c->ld, (size_t)c->ld, r, c->hd};
+}
+static vt_region dout_rows(const attn_ctx *c, int bh, int i0, int r) {
+    return (vt_region){c->dout + out_offset(c, bh, i0), (size_t)c->H * c->hd, r, c->hd};
+}
+
+/* The row block after (bh, i0) in a loop over blocks and their row blocks of R rows:
+ * *nbh, *ni0 and its rows; 0 rows after the last block. */
+static int next_row_block(const attn_ctx *c, int R, int bh, int i0, int *nbh, int *ni0) {
+    *nbh = i0 + R < c->N ? bh : bh + 1;
+    *ni0 = i0 + R < c->N ? i0 + R : 0;
+    if (*nbh >= c->BH) return 0;
+    return c->N - *ni0 < R ? c->N - *ni0 : R;
+}
+
 int vt_attention_keep_probs(int N, int hd) { return N <= 4 * hd; }
 
 /* Rows per row block for N tokens. */
@@ -101,11 +123,14 @@ static void apply_mask(const float *P, const uint8_t *mask, float inv_keep, floa
 
 /* Rows [i0, i0 + r) of block bh: P (r x N) = softmax(scale q k^T) and, when c->drop > 0,
  * mask (r x N) = the keep decisions. The forward and the backward both call this, so the
- * backward's P and mask are bitwise the forward's. work: attn_work_floats(N, hd) floats. */
-static void attn_probs(const attn_ctx *c, int bh, int i0, int r, float *P, uint8_t *mask, float *work) {
+ * backward's P and mask are bitwise the forward's. work: attn_work_floats(N, hd) floats;
+ * next: what the caller reads after (prefetched during the product). */
+static void attn_probs(const attn_ctx *c, int bh, int i0, int r, float *P, uint8_t *mask, float *work,
+                       const vt_region next[2]) {
     int N = c->N, hd = c->hd, ld = c->ld;
     size_t o = in_offset(c, bh);
-    vt_k.gemm(0, 1, r, N, hd, c->scale, c->q + o + (size_t)i0 * ld, ld, c->k + o, ld, 0.0f, P, N, work);
+    vt_k.gemm_prefetch(0, 1, r, N, hd, c->scale, c->q + o + (size_t)i0 * ld, ld, c->k + o, ld, 0.0f, P, N, work,
+                       next);
     vt_k.softmax_rows(P, P, r, N, 1.0f);
     if (c->drop == 0.0f) return;
     for (int i = 0; i < r; i++) {
@@ -140,28 +165,43 @@ static void attention_bwd(void *p) {
             size_t rnb = (size_t)r * N;
             const float *dout = c->dout + out_offset(c, bh, i0);
             int ldo = c->H * hd;
+            /* Each product prefetches what the next ones read first: v and k (read whole,
+             * by the first row block), this row block's q rows, then the next row block's
+             * kept P rows (or q rows, and k of a new block) and its output gradient. */
+            int nbh, ni0, nr = next_row_block(c, R, bh, i0, &nbh, &ni0);
+            const vt_region none = {0};
+            const vt_region next_dv[2] = {i0 == 0 ? in_rows(c, c->v, bh, 0, N) : none, none};
+            const vt_region next_dp[2] = {i0 == 0 ? in_rows(c, c->k, bh, 0, N) : none, in_rows(c, c->q, bh, i0, r)};
+            const vt_region next_dq[2] = {
+                !nr     ? none
+                : c->Pk ? (vt_region){c->Pk + nbh * nn + (size_t)ni0 * N, (size_t)N, nr, N}
+                        : in_rows(c, c->q, nbh, ni0, nr),
+                nr && !c->Pk && nbh != bh ? in_rows(c, c->k, nbh, 0, N) : none};
+            const vt_region next_dk[2] = {nr ? dout_rows(c, nbh, ni0, nr) : none, none};
             const float *Pb = P; /* this row block's P and mask: kept, or recomputed */
             const uint8_t *mb = mask;
             if (c->Pk) {
                 Pb = c->Pk + bh * nn + (size_t)i0 * N;
                 mb = c->mk ? c->mk + bh * nn + (size_t)i0 * N : NULL;
             } else {
-                attn_probs(c, bh, i0, r, P, mask, work);
+                attn_probs(c, bh, i0, r, P, mask, work, (vt_region[2]){dout_rows(c, bh, i0, r), none});
             }
             float first = fresh && i0 == 0 ? 0.0f : 1.0f; /* beta of the sums over row blocks */
             if (dv) {
                 if (mb) apply_mask(Pb, mb, c->inv_keep, dP, rnb);
-                vt_k.gemm(1, 0, N, hd, r, 1.0f, mb ? dP : Pb, N, dout, ldo, first, dv, ld, work);
+                vt_k.gemm_prefetch(1, 0, N, hd, r, 1.0f, mb ? dP : Pb, N, dout, ldo, first, dv, ld, work, next_dv);
             }
             if (!dq && !dk) continue;
-            vt_k.gemm(0, 1, r, N, hd, 1.0f, dout, ldo, v, ld, 0.0f, dP, N, work);
+            vt_k.gemm_prefetch(0, 1, r, N, hd, 1.0f, dout, ldo, v, ld, 0.0f, dP, N, work, next_dp);
             if (mb)
                 for (size_t e = 0; e < rnb; e++) dP[e] = mb[e] ? dP[e] * c->inv_keep : 0.0f;
             vt_k.softmax_bwd_rows(Pb, dP, dP, r, N);
             if (dq)
-                vt_k.gemm(0, 0, r, hd, N, c->scale, dP, N, k, ld, fresh ? 0.0f : 1.0f, dq + (size_t)i0 * ld, ld,
-                          work);
-            if (dk) vt_k.gemm(1, 0, N, hd, r, c->scale, dP, N, q + (size_t)i0 * ld, ld, first, dk, ld, work);
+                vt_k.gemm_prefetch(0, 0, r, hd, N, c->scale, dP, N, k, ld, fresh ? 0.0f : 1.0f, dq + (size_t)i0 * ld,
+                                   ld, work, next_dq);
+            if (dk)
+                vt_k.gemm_prefetch(1, 0, N, hd, r, c->scale, dP, N, q + (size_t)i0 * ld, ld, first, dk, ld, work,
+                                   next_dk);
         }
     }
 }
@@ -205,11 +245,18 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
             /* P into the thread's scratch, in cache for the product below; a kept P is
              * streamed from there to the arena (written in place there, the scores'
              * product waited on every line of it coming from memory) */
-            attn_probs(&c, bh, i0, r, Pd, mask, work);
+            /* the scores' product prefetches v (read whole by the first row block), the
+             * weighted sum the next row block's q rows and k of a new block */
+            int nbh, ni0, nr = next_row_block(&c, R, bh, i0, &nbh, &ni0);
+            const vt_region none = {0};
+            attn_probs(&c, bh, i0, r, Pd, mask, work,
+                       (vt_region[2]){i0 == 0 ? in_rows(&c, c.v, bh, 0, N) : none, none});
             if (Pk) vt_k.copy_stream(Pd, Pk + bh * nn + (size_t)i0 * N, (size_t)r * N);
             if (mask) apply_mask(Pd, mask, c.inv_keep, Pd, (size_t)r * N);
-            vt_k.gemm(0, 0, r, hd, N, 1.0f, Pd, N, c.v + in_offset(&c, bh), c.ld, 0.0f,
-                      od + out_offset(&c, bh, i0), H * hd, work);
+            vt_k.gemm_prefetch(0, 0, r, hd, N, 1.0f, Pd, N, c.v + in_offset(&c, bh), c.ld, 0.0f,
+                               od + out_offset(&c, bh, i0), H * hd, work,
+                               (vt_region[2]){nr ? in_rows(&c, c.q, nbh, ni0, nr) : none,
+                                              nr && nbh != bh ? in_rows(&c, c.k, nbh, 0, N) : none});
         }
     }
     if (g) {
