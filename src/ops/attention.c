@@ -242,13 +242,13 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
         for (int i0 = 0; i0 < N; i0 += R) {
             int r = N - i0 < R ? N - i0 : R;
             uint8_t *mask = !drop ? NULL : mk ? mk + bh * nn + (size_t)i0 * N : masks + (size_t)tid * rn;
-            /* P into the thread's scratch, in cache for the product below; a kept P is
-             * streamed from there to the arena (written in place there, the scores'
-             * product waited on every line of it coming from memory) */
             /* the scores' product prefetches v (read whole by the first row block), the
              * weighted sum the next row block's q rows and k of a new block */
             int nbh, ni0, nr = next_row_block(&c, R, bh, i0, &nbh, &ni0);
             const vt_region none = {0};
+            /* P into the thread's scratch, in cache for the product below; a kept P is
+             * streamed from there to the arena (written in place there, the scores'
+             * product waited on every line of it coming from memory) */
             attn_probs(&c, bh, i0, r, Pd, mask, work,
                        (vt_region[2]){i0 == 0 ? in_rows(&c, c.v, bh, 0, N) : none, none});
             if (Pk) vt_k.copy_stream(Pd, Pk + bh * nn + (size_t)i0 * N, (size_t)r * N);
