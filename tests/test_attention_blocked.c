@@ -1,6 +1,6 @@
 /* test_attention_blocked.c - vt_op_attention on sequences long enough for the fused
- * path's row blocking (N = 300: one N x N score block exceeds the per-thread budget, so
- * the query rows run in two blocks of unequal size), against a double-precision naive
+ * path's row blocking (N = 450: one N x N score block exceeds the per-thread budget, so
+ * the query rows run in two blocks of unequal size, 288 and 162), against a double-precision naive
  * reference: forward output, and dq, dk, dv from one backward, without and with
  * attention dropout (the reference rebuilds the mask from the documented per-row
  * streams), keeping the probabilities and recomputing them. Also: the same output and
@@ -23,7 +23,7 @@
 #include "test_runtime.h"
 
 #define BH 2
-#define N 300
+#define N 450
 #define HD 8
 
 static vt_arena arena;
