@@ -202,6 +202,14 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
     return 0;
 }
 
+/* The FMA peak on nt threads measured again, kept in *best if higher: the best peak this
+ * run has seen, which every row's utilisation divides by (a measurement that lost a core
+ * to the host would inflate every figure after it). */
+static void refresh_peak(double *best, int avx512, int nt) {
+    double pk = fma_peak_gflops(avx512, nt);
+    if (pk > *best) *best = pk;
+}
+
 /* Whether a row named name runs under the command-line filter (NULL: all). */
 static int selected(const char *filter, const char *name) { return !filter || strstr(name, filter) != NULL; }
 
@@ -240,8 +248,7 @@ int main(int argc, char **argv) {
         for (int ti = 0; ti < 2; ti++) {
             int nt = threads[ti];
             int BH = (N >= 785 ? 48 : 384) / (quick ? 8 : 1);
-            double pk = fma_peak_gflops(avx512, nt); /* the best peak seen, as for the models */
-            if (pk > peak[nt]) peak[nt] = pk;
+            refresh_peak(&peak[nt], avx512, nt);
             double gf = bench_attention(BH, N, 64, nt, quick ? 1 : 5);
             printf("{\"bench\":\"attention\",\"tokens\":%d,\"hd\":64,\"blocks\":%d,\"threads\":%d,"
                    "\"isa\":\"%s\",\"gflops\":%.2f,\"pct_peak\":%.1f,\"peak_gflops\":%.1f}\n",
@@ -259,10 +266,7 @@ int main(int argc, char **argv) {
         if (!selected(filter, row)) continue;
         for (int ti = 0; ti < 2; ti++) {
             int nt = threads[ti];
-            /* the best peak this run has seen: a start measurement that lost a core to
-             * the host would inflate every MFU after it */
-            double pk = fma_peak_gflops(avx512, nt);
-            if (pk > peak[nt]) peak[nt] = pk;
+            refresh_peak(&peak[nt], avx512, nt);
             fflush(stdout);
             fflush(stderr);
             int pfd[2];

@@ -86,7 +86,8 @@ static size_t out_offset(const attn_ctx *c, int bh, int i) {
 }
 
 /* Rows [i0, i0 + r) of block bh of x (c->q, c->k or c->v), and of the output gradient,
- * as gemm_prefetch regions. */
+ * as gemm_prefetch regions; no_region: nothing to prefetch. */
+static const vt_region no_region = {0};
 static vt_region in_rows(const attn_ctx *c, const float *x, int bh, int i0, int r) {
     return (vt_region){x + in_offset(c, bh) + (size_t)i0 * c->ld, (size_t)c->ld, r, c->hd};
 }
@@ -172,22 +173,22 @@ static void attention_bwd(void *p) {
              * by the first row block), this row block's q rows, then the next row block's
              * kept P rows (or q rows, and k of a new block) and its output gradient. */
             int nbh, ni0, nr = next_row_block(c, R, bh, i0, &nbh, &ni0);
-            const vt_region none = {0};
-            const vt_region next_dv[2] = {i0 == 0 ? in_rows(c, c->v, bh, 0, N) : none, none};
-            const vt_region next_dp[2] = {i0 == 0 ? in_rows(c, c->k, bh, 0, N) : none, in_rows(c, c->q, bh, i0, r)};
+            const vt_region next_dv[2] = {i0 == 0 ? in_rows(c, c->v, bh, 0, N) : no_region, no_region};
+            const vt_region next_dp[2] = {i0 == 0 ? in_rows(c, c->k, bh, 0, N) : no_region,
+                                          in_rows(c, c->q, bh, i0, r)};
             const vt_region next_dq[2] = {
-                !nr     ? none
+                !nr     ? no_region
                 : c->Pk ? (vt_region){c->Pk + nbh * nn + (size_t)ni0 * N, (size_t)N, nr, N}
                         : in_rows(c, c->q, nbh, ni0, nr),
-                nr && !c->Pk && nbh != bh ? in_rows(c, c->k, nbh, 0, N) : none};
-            const vt_region next_dk[2] = {nr ? dout_rows(c, nbh, ni0, nr) : none, none};
+                nr && !c->Pk && nbh != bh ? in_rows(c, c->k, nbh, 0, N) : no_region};
+            const vt_region next_dk[2] = {nr ? dout_rows(c, nbh, ni0, nr) : no_region, no_region};
             const float *Pb = P; /* this row block's P and mask: kept, or recomputed */
             const uint8_t *mb = mask;
             if (c->Pk) {
                 Pb = c->Pk + bh * nn + (size_t)i0 * N;
                 mb = c->mk ? c->mk + bh * nn + (size_t)i0 * N : NULL;
             } else {
-                attn_probs(c, bh, i0, r, P, mask, work, (vt_region[2]){dout_rows(c, bh, i0, r), none});
+                attn_probs(c, bh, i0, r, P, mask, work, (vt_region[2]){dout_rows(c, bh, i0, r), no_region});
             }
             float first = fresh && i0 == 0 ? 0.0f : 1.0f; /* beta of the sums over row blocks */
             if (dv) {
@@ -248,18 +249,17 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
             /* the scores' product prefetches v (read whole by the first row block), the
              * weighted sum the next row block's q rows and k of a new block */
             int nbh, ni0, nr = next_row_block(&c, R, bh, i0, &nbh, &ni0);
-            const vt_region none = {0};
             /* P into the thread's scratch, in cache for the product below; a kept P is
              * streamed from there to the arena (written in place there, the scores'
              * product waited on every line of it coming from memory) */
             attn_probs(&c, bh, i0, r, Pd, mask, work,
-                       (vt_region[2]){i0 == 0 ? in_rows(&c, c.v, bh, 0, N) : none, none});
+                       (vt_region[2]){i0 == 0 ? in_rows(&c, c.v, bh, 0, N) : no_region, no_region});
             if (Pk) vt_k.copy_stream(Pd, Pk + bh * nn + (size_t)i0 * N, (size_t)r * N);
             if (mask) apply_mask(Pd, mask, c.inv_keep, Pd, (size_t)r * N);
             vt_k.gemm_prefetch(0, 0, r, hd, N, 1.0f, Pd, N, c.v + in_offset(&c, bh), c.ld, 0.0f,
                                od + out_offset(&c, bh, i0), H * hd, work,
-                               (vt_region[2]){nr ? in_rows(&c, c.q, nbh, ni0, nr) : none,
-                                              nr && nbh != bh ? in_rows(&c, c.k, nbh, 0, N) : none});
+                               (vt_region[2]){nr ? in_rows(&c, c.q, nbh, ni0, nr) : no_region,
+                                              nr && nbh != bh ? in_rows(&c, c.k, nbh, 0, N) : no_region});
         }
     }
     if (g) {
