@@ -97,6 +97,15 @@ typedef struct vt_kernels {
     /* Sums accumulate in double inside each kernel call. */
     double (*sum)(const float *x, size_t n);
     double (*dot)(const float *x, const float *y, size_t n);
+    /* The largest of x[0:n], n >= 1 (x free of NaN; of a -0 and a +0, either). */
+    float (*max)(const float *x, size_t n);
+
+    /* Performer's positive (FAVOR+) feature map (src/ops/performer.c), per row:
+     * y = c (e^(x - t) + eps); y may equal x. SIMD exp error bound as softmax's. */
+    void (*feature_exp)(const float *x, float *y, size_t n, float t, float c, float eps);
+    /* Its backward: d[i] *= p[i] - ce, in float; returns the sum of the new d[0:n],
+     * accumulated in double. */
+    double (*feature_grad)(float *d, const float *p, float ce, size_t n);
 
     /* AdamW, PyTorch semantics (decoupled decay):
      *   p -= lr * wd * p;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;

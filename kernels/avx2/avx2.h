@@ -124,6 +124,9 @@ void vt_avx2_copy_stream(const float *x, float *y, size_t n);
 void vt_avx2_axpy(float a, const float *x, float *y, size_t n);
 double vt_avx2_sum(const float *x, size_t n);
 double vt_avx2_dot(const float *x, const float *y, size_t n);
+float vt_avx2_max(const float *x, size_t n);
+void vt_avx2_feature_exp(const float *x, float *y, size_t n, float t, float c, float eps);
+double vt_avx2_feature_grad(float *d, const float *p, float ce, size_t n);
 void vt_avx2_adamw(float *p, const float *g, float *m, float *v, size_t n,
                    float lr, float b1, float b2, float eps, float wd, float bc1, float bc2);
 

@@ -1,9 +1,10 @@
-/* avx2/elementwise.c - AVX2 add, scale, zero_stream, copy_stream, axpy, sum, dot and AdamW (contracts in
+/* avx2/elementwise.c - AVX2 add, scale, zero_stream, copy_stream, axpy, sum, dot, max and AdamW (contracts in
  * kernels.h). Tails use masked loads/stores, so any n and any alignment work.
  * sum/dot accumulate in double lanes (each float widened, products formed exactly in
  * double): |err| <= n 2^-53 sum|terms|, the scalar reference's bound up to ordering.
  * AdamW evaluates the scalar expression in the same order with the same IEEE ops
  * (no FMA contraction), so it matches the reference exactly. */
+#include <math.h>
 #include <stdint.h>
 
 #include "avx2.h"
@@ -73,6 +74,16 @@ double vt_avx2_dot(const float *x, const float *y, size_t n) {
                              _mm256_cvtps_pd(_mm256_extractf128_ps(b, 1)), s1);
     }
     return vt256_hsum_pd(_mm256_add_pd(s0, s1));
+}
+
+float vt_avx2_max(const float *x, size_t n) {
+    __m256 m = _mm256_set1_ps(-INFINITY);
+    for (size_t i = 0; i < n; i += 8) {
+        size_t k = n - i; /* masked-off lanes stay -inf */
+        __m256 v = _mm256_blendv_ps(m, vt256_load(k, x + i), _mm256_castsi256_ps(vt256_tail(k)));
+        m = _mm256_max_ps(m, v);
+    }
+    return vt256_hmax(m);
 }
 
 void vt_avx2_adamw(float *p, const float *g, float *m, float *v, size_t n,

@@ -23,5 +23,8 @@ void vt_kernels_fill_avx2(vt_kernels *t) {
     t->axpy = vt_avx2_axpy;
     t->sum = vt_avx2_sum;
     t->dot = vt_avx2_dot;
+    t->max = vt_avx2_max;
+    t->feature_exp = vt_avx2_feature_exp;
+    t->feature_grad = vt_avx2_feature_grad;
     t->adamw = vt_avx2_adamw;
 }

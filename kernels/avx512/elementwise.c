@@ -1,9 +1,10 @@
-/* avx512/elementwise.c - AVX-512 add, scale, zero_stream, copy_stream, axpy, sum, dot and AdamW (contracts in
+/* avx512/elementwise.c - AVX-512 add, scale, zero_stream, copy_stream, axpy, sum, dot, max and AdamW (contracts in
  * kernels.h). Tails use masked loads/stores, so any n and any alignment work.
  * sum/dot accumulate in double lanes (each float widened, products formed exactly in
  * double): |err| <= n 2^-53 sum|terms|, the scalar reference's bound up to ordering.
  * AdamW evaluates the scalar expression in the same order with the same IEEE ops
  * (no FMA contraction), so it matches the reference to rounding of sqrt/div (exact). */
+#include <math.h>
 #include <stdint.h>
 
 #include "avx512.h"
@@ -76,6 +77,15 @@ double vt_avx512_dot(const float *x, const float *y, size_t n) {
                              _mm512_cvtps_pd(_mm512_extractf32x8_ps(b, 1)), s1);
     }
     return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}
+
+float vt_avx512_max(const float *x, size_t n) {
+    __m512 m = _mm512_set1_ps(-INFINITY);
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 k = vt512_tail(n - i);
+        m = _mm512_mask_max_ps(m, k, m, _mm512_maskz_loadu_ps(k, x + i));
+    }
+    return _mm512_reduce_max_ps(m);
 }
 
 void vt_avx512_adamw(float *p, const float *g, float *m, float *v, size_t n,

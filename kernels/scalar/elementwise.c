@@ -1,4 +1,5 @@
-/* scalar/elementwise.c - add, scale, zero_stream (memset), copy_stream (memcpy), axpy, and double-accumulated sum/dot. */
+/* scalar/elementwise.c - add, scale, zero_stream (memset), copy_stream (memcpy), axpy,
+ * double-accumulated sum/dot, and max. */
 #include <string.h>
 
 #include "scalar.h"
@@ -29,4 +30,11 @@ double vt_scalar_dot(const float *x, const float *y, size_t n) {
     double s = 0.0;
     for (size_t i = 0; i < n; i++) s += (double)x[i] * y[i];
     return s;
+}
+
+float vt_scalar_max(const float *x, size_t n) {
+    float m = x[0];
+    for (size_t i = 1; i < n; i++)
+        if (x[i] > m) m = x[i];
+    return m;
 }

@@ -23,5 +23,8 @@ void vt_kernels_fill_scalar(vt_kernels *t) {
     t->axpy = vt_scalar_axpy;
     t->sum = vt_scalar_sum;
     t->dot = vt_scalar_dot;
+    t->max = vt_scalar_max;
+    t->feature_exp = vt_scalar_feature_exp;
+    t->feature_grad = vt_scalar_feature_grad;
     t->adamw = vt_scalar_adamw;
 }

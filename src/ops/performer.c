@@ -28,9 +28,14 @@
  *   as phi > c eps), dx += hd^(-1/4) du w - hd^(-1/2) rowsum(du) x (the last term only
  *   for positive, from -|x~|^2/2).
  * OpenMP over (b, h); each task calls vt_k.gemm with its thread's workspace, so the
- * result does not depend on the thread count. */
+ * result does not depend on the thread count. The passes between the products are
+ * kernel-table calls too (the positive map's exp and its backward: feature_exp,
+ * feature_grad; row max, sums, scalings: max, dot, axpy, add, scale): written as
+ * plain loops they ran scalar, 9-13% of a ViT-S Performer block's training step at
+ * 197-3137 tokens (bench_performer, 1 thread). The relu map's passes stay plain loops. */
 #include <math.h>
 #include <omp.h>
+#include <string.h>
 
 #include "kernels.h"
 #include "ops.h"
@@ -43,6 +48,11 @@ size_t vt_performer_work_floats(int N, int m, int hd) {
     return r > c ? r : c;
 }
 
+/* |x~|^2 / 2 of one row x (hd floats), x~ = a x, the squares summed in double. */
+static float half_norm2(const float *x, int hd, float a) {
+    return (float)(0.5 * (double)a * a * vt_k.dot(x, x, (size_t)hd));
+}
+
 void vt_performer_phi(const float *x, int n, int hd, const float *w, int m, vt_performer_kernel kernel,
                       int shared, float eps, float shift, float *phi, float *stab, float *work) {
     float a = powf((float)hd, -0.25f), c = 1.0f / sqrtf((float)m);
@@ -52,20 +62,13 @@ void vt_performer_phi(const float *x, int n, int hd, const float *w, int m, vt_p
         if (stab) stab[0] = 0.0f;
         return;
     }
+    /* row r's exponent u_i - |x~|^2/2 - s as u_i - t, t = half_r + s: one pass over u */
     float gmax = -INFINITY;
     for (int r = 0; r < n; r++) {
-        const float *xr = x + (size_t)r * hd;
-        float *pr = phi + (size_t)r * m;
-        double n2 = 0.0;
-        for (int j = 0; j < hd; j++) n2 += (double)xr[j] * xr[j];
-        float half = (float)(0.5 * (double)a * a * n2), rmax = -INFINITY;
-        for (int i = 0; i < m; i++) {
-            pr[i] -= half;
-            if (pr[i] > rmax) rmax = pr[i];
-        }
+        float half = half_norm2(x + (size_t)r * hd, hd, a), rmax = vt_k.max(phi + (size_t)r * m, (size_t)m) - half;
         if (!shared) {
             float s = rmax + shift;
-            for (int i = 0; i < m; i++) pr[i] = c * (expf(pr[i] - s) + eps);
+            vt_k.feature_exp(phi + (size_t)r * m, phi + (size_t)r * m, (size_t)m, half + s, c, eps);
             if (stab) stab[r] = s;
         } else if (rmax > gmax) {
             gmax = rmax;
@@ -73,7 +76,9 @@ void vt_performer_phi(const float *x, int n, int hd, const float *w, int m, vt_p
     }
     if (!shared) return;
     float s = gmax + shift;
-    for (size_t e = 0; e < (size_t)n * m; e++) phi[e] = c * (expf(phi[e] - s) + eps);
+    for (int r = 0; r < n; r++)
+        vt_k.feature_exp(phi + (size_t)r * m, phi + (size_t)r * m, (size_t)m, half_norm2(x + (size_t)r * hd, hd, a) + s,
+                         c, eps);
     if (stab) stab[0] = s;
 }
 
@@ -100,15 +105,8 @@ static void phi_bwd(const perf_ctx *c, const float *phi, float *dphi, const floa
             for (int i = 0; i < m; i++) dr[i] = pr[i] > ce ? dr[i] * cm : 0.0f;
             continue;
         }
-        double rs = 0.0;
-        for (int i = 0; i < m; i++) {
-            dr[i] *= pr[i] - ce;
-            rs += dr[i];
-        }
-        float f = (float)(-(double)a * a * rs);
-        const float *xr = x + (size_t)r * hd;
-        float *dxr = dx + (size_t)r * hd;
-        for (int j = 0; j < hd; j++) dxr[j] += f * xr[j];
+        double rs = vt_k.feature_grad(dr, pr, ce, (size_t)m);
+        vt_k.axpy((float)(-(double)a * a * rs), x + (size_t)r * hd, dx + (size_t)r * hd, (size_t)hd);
     }
     vt_k.gemm(0, 0, N, hd, m, a, dphi, m, w, hd, 1.0f, dx, hd, work);
 }
@@ -130,32 +128,24 @@ static void performer_bwd(void *p) {
         const float *Qf = c->keep + (size_t)bh * c->per, *Kf = Qf + nm, *KV = Kf + nm, *z = KV + mh, *den = z + m;
         const float *w = c->w + (size_t)(bh % c->H) * mh;
         for (int n = 0; n < N; n++) {
-            const float *gn = G + (size_t)n * hd, *on = out + (size_t)n * hd;
-            float inv = 1.0f / den[n];
-            double d = 0.0;
-            for (int j = 0; j < hd; j++) {
-                dnum[(size_t)n * hd + j] = gn[j] * inv;
-                d += (double)gn[j] * on[j];
-            }
-            dden[n] = (float)(-d * inv);
+            const float *gn = G + (size_t)n * hd;
+            float inv = 1.0f / den[n], *dn = dnum + (size_t)n * hd;
+            memcpy(dn, gn, (size_t)hd * sizeof(float));
+            vt_k.scale(dn, inv, (size_t)hd);
+            dden[n] = (float)(-vt_k.dot(gn, out + (size_t)n * hd, (size_t)hd) * inv);
         }
         vt_k.gemm(1, 0, m, hd, N, 1.0f, Qf, m, dnum, hd, 0.0f, dKV, hd, work);
-        for (int i = 0; i < m; i++) dz[i] = 0.0f;
-        for (int n = 0; n < N; n++) {
-            const float *qr = Qf + (size_t)n * m;
-            for (int i = 0; i < m; i++) dz[i] += qr[i] * dden[n];
-        }
+        memset(dz, 0, (size_t)m * sizeof(float));
+        for (int n = 0; n < N; n++) vt_k.axpy(dden[n], Qf + (size_t)n * m, dz, (size_t)m);
         if (c->dq) {
             vt_k.gemm(0, 1, N, m, hd, 1.0f, dnum, hd, KV, hd, 0.0f, dphi, m, work);
-            for (int n = 0; n < N; n++)
-                for (int i = 0; i < m; i++) dphi[(size_t)n * m + i] += dden[n] * z[i];
+            for (int n = 0; n < N; n++) vt_k.axpy(dden[n], z, dphi + (size_t)n * m, (size_t)m);
             phi_bwd(c, Qf, dphi, c->q + bh * nh, w, c->dq + bh * nh, work);
         }
         if (c->dv) vt_k.gemm(0, 0, N, hd, m, 1.0f, Kf, m, dKV, hd, 1.0f, c->dv + bh * nh, hd, work);
         if (c->dk) {
             vt_k.gemm(0, 1, N, m, hd, 1.0f, c->v + bh * nh, hd, dKV, hd, 0.0f, dphi, m, work);
-            for (int n = 0; n < N; n++)
-                for (int i = 0; i < m; i++) dphi[(size_t)n * m + i] += dz[i];
+            for (int n = 0; n < N; n++) vt_k.add(dphi + (size_t)n * m, dz, dphi + (size_t)n * m, (size_t)m);
             phi_bwd(c, Kf, dphi, c->k + bh * nh, w, c->dk + bh * nh, work);
         }
     }
@@ -192,17 +182,13 @@ vt_tensor *vt_op_performer(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
         vt_performer_phi(qd + bh * nh, N, hd, wh, m, o.kernel, 0, o.eps, o.q_shift, Qf, st, work);
         vt_performer_phi(kd + bh * nh, N, hd, wh, m, o.kernel, 1, o.eps, o.k_shift, Kf, st, work);
         vt_k.gemm(1, 0, m, hd, N, 1.0f, Kf, m, vd + bh * nh, hd, 0.0f, KV, hd, work);
-        for (int i = 0; i < m; i++) z[i] = 0.0f;
-        for (int n = 0; n < N; n++) {
-            const float *kr = Kf + (size_t)n * m;
-            for (int i = 0; i < m; i++) z[i] += kr[i];
-        }
+        memset(z, 0, (size_t)m * sizeof(float));
+        for (int n = 0; n < N; n++) vt_k.add(z, Kf + (size_t)n * m, z, (size_t)m);
         float *ob = od + bh * nh;
         vt_k.gemm(0, 0, N, hd, m, 1.0f, Qf, m, KV, hd, 0.0f, ob, hd, work);
         for (int n = 0; n < N; n++) {
             den[n] = (float)vt_k.dot(Qf + (size_t)n * m, z, (size_t)m);
-            float inv = 1.0f / den[n];
-            for (int j = 0; j < hd; j++) ob[(size_t)n * hd + j] *= inv;
+            vt_k.scale(ob + (size_t)n * hd, 1.0f / den[n], (size_t)hd);
         }
     }
     if (g) {
