@@ -12,6 +12,8 @@
  * parameters and optimizer state of every kind.
  * stdout: one JSON object per (model, kind); stderr: a readable table.
  * VT_BENCH_QUICK=1: batch sizes divided by 8 and 2 rounds.
+ * Usage: bench_pe [substring]  - only the kinds whose name contains it (e.g. "liere",
+ * "rope"), with none always timed as the reference of the ratios.
  */
 #include <omp.h>
 #include <stdio.h>
@@ -112,11 +114,14 @@ static double step(pe_run *r, const float *images, const int *labels, int B) {
     return now() - t0;
 }
 
-static void bench_model(const model_case *mc, int quick) {
+/* Whether kind k runs under the command-line filter (NULL: all); none always does. */
+static int selected(const char *filter, int k) { return k == 0 || !filter || strstr(kinds[k].name, filter); }
+
+static void bench_model(const model_case *mc, int quick, const char *filter) {
     int B = quick ? mc->batch / 8 : mc->batch, rounds = quick ? 2 : 5;
     pe_run *runs = calloc(N_KINDS, sizeof *runs);
     int ok[N_KINDS];
-    for (int k = 0; k < N_KINDS; k++) ok[k] = setup(&runs[k], mc, &kinds[k]);
+    for (int k = 0; k < N_KINDS; k++) ok[k] = selected(filter, k) && setup(&runs[k], mc, &kinds[k]);
     if (!ok[0]) exit(1);
     int S = runs[0].m.img_size;
     size_t n_img = (size_t)B * 3 * S * S;
@@ -151,8 +156,16 @@ static void bench_model(const model_case *mc, int quick) {
     free(runs);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     char err[256];
+    const char *filter = argc > 1 ? argv[1] : NULL;
+    int any = 0;
+    for (int k = 1; k < N_KINDS; k++) any |= selected(filter, k);
+    if (argc > 2 || (filter && !any)) {
+        fprintf(stderr, "usage: bench_pe [substring of a PE kind: ape, rope_axial, rope_mixed, cayley, circulant, "
+                        "liere, liere_commute]\n");
+        return 2;
+    }
     if (vt_kernels_init(err, sizeof err)) {
         fprintf(stderr, "bench_pe: %s\n", err);
         return 1;
@@ -165,6 +178,6 @@ int main(void) {
     int quick = q && *q && strcmp(q, "0") != 0;
     fprintf(stderr, "bench_pe: kernels %s, %d threads%s\n", vt_k.name, omp_get_max_threads(),
             quick ? " (quick)" : "");
-    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) bench_model(&models[i], quick);
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) bench_model(&models[i], quick, filter);
     return 0;
 }
