@@ -100,6 +100,11 @@ typedef struct vt_kernels {
     /* The largest of x[0:n], n >= 1 (x free of NaN; of a -0 and a +0, either). */
     float (*max)(const float *x, size_t n);
 
+    /* C = A B (+ C when acc) for n x n row-major float64 matrices, n >= 1; C must not
+     * alias A or B (src/pe/expm.c: LieRE's matrix exponentials). Each element's sum runs
+     * over k in order; levels differ by rounding (FMA) within n 2^-53 sum_k |a b|. */
+    void (*matmul_f64)(int n, const double *A, const double *B, double *C, int acc);
+
     /* Performer's positive (FAVOR+) feature map (src/ops/performer.c), per row:
      * y = c (e^(x - t) + eps); y may equal x. SIMD exp error bound as softmax's. */
     void (*feature_exp)(const float *x, float *y, size_t n, float t, float c, float eps);

@@ -11,6 +11,8 @@
  *   add/scale/axpy  exact (same IEEE operations as the reference).
  *   sum/dot         1e-12 sum|terms| (both accumulate in double).
  *   max             exact, also on all-negative rows (no lane past n may count).
+ *   matmul_f64      per element n 2^-52 sum_k |a b| + 2^-52 |C0| (acc), against a long
+ *                   double product (the scalar reference too); nothing past n x n written.
  *   feature_exp     atol 1e-12, rtol 2e-6 (vector exp, as softmax); in place too.
  *   feature_grad    d exact (same IEEE operations), its sum 1e-12 sum|terms|.
  *   adamw           atol 1e-9, rtol 1e-6 (same operations; expected bit-identical).
@@ -72,7 +74,7 @@ static const int ragged[] = {1, 2, 7, 15, 16, 17, 31, 33, 63, 127, 129, 257, 100
 static void test_table_complete(const vt_kernels *t) {
     CHECK(t->gemm && t->gemm_bias && t->gemm_prefetch && t->gemm_work_floats && t->softmax_rows && t->softmax_bwd_rows &&
               t->layernorm_fwd && t->layernorm_bwd && t->zero_stream && t->copy_stream && t->gelu_fwd && t->gelu_bwd && t->gelu_bwd_fwd &&
-              t->add && t->scale && t->axpy && t->sum && t->dot && t->max && t->feature_exp && t->feature_grad &&
+              t->add && t->scale && t->axpy && t->sum && t->dot && t->max && t->matmul_f64 && t->feature_exp && t->feature_grad &&
               t->adamw && t->name,
           "table %s has a NULL entry", t->name ? t->name : "?");
 }
@@ -331,6 +333,52 @@ static void test_performer_kernels(const vt_kernels *t, const vt_kernels *s) {
         for (size_t i = 0; i < n; i++) ga += fabs(e[i]);
         CHECK_CLOSE(gt, gs, 1e-12 * ga, 0.0, "%s feature_grad sum n=%zu", t->name, n);
         for (int i = 0; i < 4; i++) free(b[i]);
+    }
+}
+
+/* matmul_f64 of every n up to 17 and some larger, acc 0 and 1, against a long double
+ * product; the double after C must stay untouched. */
+static void test_matmul_f64(const vt_kernels *t) {
+    static const int sizes[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 24, 31, 33, 64, 65};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        int n = sizes[si];
+        size_t nn = (size_t)n * n;
+        double *A = malloc(nn * sizeof(double)), *B = malloc(nn * sizeof(double)),
+               *C = malloc((nn + 1) * sizeof(double)), *C0 = malloc(nn * sizeof(double));
+        if (!A || !B || !C || !C0) {
+            fprintf(stderr, "test_kernels: out of memory\n");
+            exit(1);
+        }
+        for (size_t e = 0; e < nn; e++) {
+            A[e] = frand();
+            B[e] = frand() * 3.0;
+            C0[e] = frand();
+        }
+        for (int acc = 0; acc < 2; acc++) {
+            memcpy(C, C0, nn * sizeof(double));
+            C[nn] = 42.0;
+            t->matmul_f64(n, A, B, C, acc);
+            int bad = 0, bi = 0, bj = 0;
+            double bgot = 0, bwant = 0, btol = 0;
+            for (int i = 0; i < n && !bad; i++)
+                for (int j = 0; j < n && !bad; j++) {
+                    long double want = acc ? C0[(size_t)i * n + j] : 0.0L, mag = 0.0L;
+                    for (int k = 0; k < n; k++) {
+                        long double p = (long double)A[(size_t)i * n + k] * B[(size_t)k * n + j];
+                        want += p;
+                        mag += fabsl(p);
+                    }
+                    double tol = (double)(n * 0x1p-52L * mag) + (acc ? 0x1p-52 * fabs(C0[(size_t)i * n + j]) : 0.0);
+                    double got = C[(size_t)i * n + j];
+                    if (!(fabs(got - (double)want) <= tol)) {
+                        bad = 1, bi = i, bj = j, bgot = got, bwant = (double)want, btol = tol;
+                    }
+                }
+            CHECK(!bad, "%s matmul_f64 n=%d acc=%d: C[%d][%d] = %.17g, want %.17g (tol %.3g)", t->name, n, acc,
+                  bi, bj, bgot, bwant, btol);
+            CHECK(C[nn] == 42.0, "%s matmul_f64 n=%d acc=%d wrote past C", t->name, n, acc);
+        }
+        free(A); free(B); free(C); free(C0);
     }
 }
 
@@ -620,6 +668,7 @@ int main(void) {
     test_table_complete(&s);
     test_gelu(&s, &s); /* the scalar GELU against double precision, and its fused entry */
     test_gemm_work_monotone(&s);
+    test_matmul_f64(&s);
     for (int tr = 0; tr < 4; tr++) /* the scalar gemm_bias against its gemm */
         gemm_case(&s, &s, tr >> 1, tr & 1, 7, 9, 5, -0.7f, tr & 1 ? 0.5f : 0.0f, tr);
     gemm_case(&s, &s, 0, 0, 3, 4, 0, 1.0f, 0.5f, 0);
@@ -634,6 +683,7 @@ int main(void) {
         test_table_complete(&t);
         test_elementwise(&t, &s);
         test_performer_kernels(&t, &s);
+        test_matmul_f64(&t);
         test_adamw(&t, &s);
         test_softmax(&t, &s);
         test_layernorm(&t, &s);

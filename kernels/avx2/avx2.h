@@ -125,6 +125,7 @@ void vt_avx2_axpy(float a, const float *x, float *y, size_t n);
 double vt_avx2_sum(const float *x, size_t n);
 double vt_avx2_dot(const float *x, const float *y, size_t n);
 float vt_avx2_max(const float *x, size_t n);
+void vt_avx2_matmul_f64(int n, const double *A, const double *B, double *C, int acc);
 void vt_avx2_feature_exp(const float *x, float *y, size_t n, float t, float c, float eps);
 double vt_avx2_feature_grad(float *d, const float *p, float ce, size_t n);
 void vt_avx2_adamw(float *p, const float *g, float *m, float *v, size_t n,

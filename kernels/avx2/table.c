@@ -24,6 +24,7 @@ void vt_kernels_fill_avx2(vt_kernels *t) {
     t->sum = vt_avx2_sum;
     t->dot = vt_avx2_dot;
     t->max = vt_avx2_max;
+    t->matmul_f64 = vt_avx2_matmul_f64;
     t->feature_exp = vt_avx2_feature_exp;
     t->feature_grad = vt_avx2_feature_grad;
     t->adamw = vt_avx2_adamw;

@@ -11,8 +11,9 @@
  *   load_ps / store_ps / stream_ps  trap on an address that is not 64-byte aligned, as
  *       the hardware faults (SIMDe would accept it and hide the bug); stream_ps is a
  *       plain store here (SIMDe has none; the cache hint changes no value);
- *   maskz_loadu_ps / mask_storeu_ps (and their 256-bit forms)  never read or write a
- *       masked-off lane (the kernels rely on it at row ends);
+ *   maskz_loadu_ps / mask_storeu_ps (and their 256-bit forms), maskz_loadu_pd /
+ *       mask_storeu_pd  never read or write a masked-off lane (the kernels rely on it
+ *       at row ends);
  *   cvttps_epi32  truncates, out of range or NaN -> INT32_MIN (vcvttps2dq on each
  *       half); cvtepi32_ps  rounds to nearest-even (vcvtdq2ps on each half);
  *   cvtps_pd, extractf32x8_ps, shuffle_f32x4  exact;
@@ -78,6 +79,20 @@ static inline void vt_emu_mask_storeu_ps(void *p, simde__mmask16 k, simde__m512 
     vt_emu_store_lanes(k, v, p, 16);
 }
 
+/* The same for 8 doubles. */
+static inline simde__m512d vt_emu_maskz_loadu_pd(simde__mmask8 k, const void *p) {
+    double r[8];
+    for (int i = 0; i < 8; i++) r[i] = (k >> i) & 1 ? ((const double *)p)[i] : 0.0;
+    return simde_mm512_loadu_pd(r);
+}
+
+static inline void vt_emu_mask_storeu_pd(void *p, simde__mmask8 k, simde__m512d a) {
+    double v[8];
+    simde_mm512_storeu_pd(v, a);
+    for (int i = 0; i < 8; i++)
+        if ((k >> i) & 1) ((double *)p)[i] = v[i];
+}
+
 /* The 256-bit (AVX-512VL) forms, same rules. */
 static inline simde__m256 vt_emu_maskz_loadu_ps256(simde__mmask8 k, const void *p) {
     float r[8];
@@ -138,6 +153,8 @@ static inline double vt_emu_reduce_add_pd(simde__m512d a) {
 #undef _mm512_store_ps
 #undef _mm512_maskz_loadu_ps
 #undef _mm512_mask_storeu_ps
+#undef _mm512_maskz_loadu_pd
+#undef _mm512_mask_storeu_pd
 #undef _mm256_maskz_loadu_ps
 #undef _mm256_mask_storeu_ps
 #undef _mm512_cvttps_epi32
@@ -154,6 +171,8 @@ static inline double vt_emu_reduce_add_pd(simde__m512d a) {
 #define _mm512_store_ps(p, a) vt_emu_store_ps(p, a)
 #define _mm512_maskz_loadu_ps(k, p) vt_emu_maskz_loadu_ps(k, p)
 #define _mm512_mask_storeu_ps(p, k, a) vt_emu_mask_storeu_ps(p, k, a)
+#define _mm512_maskz_loadu_pd(k, p) vt_emu_maskz_loadu_pd(k, p)
+#define _mm512_mask_storeu_pd(p, k, a) vt_emu_mask_storeu_pd(p, k, a)
 #define _mm256_maskz_loadu_ps(k, p) vt_emu_maskz_loadu_ps256(k, p)
 #define _mm256_mask_storeu_ps(p, k, a) vt_emu_mask_storeu_ps256(p, k, a)
 #define _mm512_cvttps_epi32(a) vt_emu_cvttps_epi32(a)

@@ -29,6 +29,7 @@ void vt_kernels_fill_avx512(vt_kernels *t) {
     t->sum = vt_avx512_sum;
     t->dot = vt_avx512_dot;
     t->max = vt_avx512_max;
+    t->matmul_f64 = vt_avx512_matmul_f64;
     t->feature_exp = vt_avx512_feature_exp;
     t->feature_grad = vt_avx512_feature_grad;
     t->adamw = vt_avx512_adamw;

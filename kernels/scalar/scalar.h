@@ -35,6 +35,7 @@ void vt_scalar_axpy(float a, const float *x, float *y, size_t n);
 double vt_scalar_sum(const float *x, size_t n);
 double vt_scalar_dot(const float *x, const float *y, size_t n);
 float vt_scalar_max(const float *x, size_t n);
+void vt_scalar_matmul_f64(int n, const double *A, const double *B, double *C, int acc);
 void vt_scalar_feature_exp(const float *x, float *y, size_t n, float t, float c, float eps);
 double vt_scalar_feature_grad(float *d, const float *p, float ce, size_t n);
 void vt_scalar_adamw(float *p, const float *g, float *m, float *v, size_t n,

@@ -24,6 +24,7 @@ void vt_kernels_fill_scalar(vt_kernels *t) {
     t->sum = vt_scalar_sum;
     t->dot = vt_scalar_dot;
     t->max = vt_scalar_max;
+    t->matmul_f64 = vt_scalar_matmul_f64;
     t->feature_exp = vt_scalar_feature_exp;
     t->feature_grad = vt_scalar_feature_grad;
     t->adamw = vt_scalar_adamw;

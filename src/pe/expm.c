@@ -1,12 +1,16 @@
 /* expm.c - float64 matrix exponential by scaling and squaring with a norm-chosen
  * Taylor degree evaluated by Paterson-Stockmeyer, its Frechet derivative (the same on
  * the block matrix [[X, F], [0, X]], kept as its two distinct blocks) and the backward
- * (expm.h states the error bound). Plain loops with register tiles: the matrices are
- * small (a LieRE block, g <= hd) and the callers run many of them in parallel. */
+ * (expm.h states the error bound). The products are vt_k.matmul_f64 (SIMD register
+ * tiles; as plain loops they made LieRE's training step ~1.15x slower than without a
+ * PE at full batch, bench_pe); the matrices are small (a LieRE block, g <= hd) and the
+ * callers run many of them in parallel. */
 #include "expm.h"
 
 #include <math.h>
 #include <string.h>
+
+#include "kernels.h"
 
 /* Taylor terms are added until the next one is bounded by this (2^-56). */
 #define EXPM_TOL 1.3877787807814457e-17
@@ -14,38 +18,6 @@
 #define EXPM_MAX_DEGREE 40
 /* Paterson-Stockmeyer block for degree <= 40: ceil(sqrt(40)). */
 #define EXPM_MAX_P 7
-
-/* C = A B (+ C when acc), n x n row-major; C must not alias A or B. 4 x 4 tiles of C
- * are accumulated in locals over all of k (the compiler keeps them in registers);
- * rows and columns beyond a multiple of 4 take the plain loop. Each element's sum runs
- * over k in order, so the result does not depend on the tiling. */
-static void mm(double *C, const double *A, const double *B, int n, int acc) {
-    int n4 = n - n % 4;
-    for (int i = 0; i < n4; i += 4) {
-        for (int j = 0; j < n4; j += 4) {
-            double c[4][4] = {{0}};
-            for (int k = 0; k < n; k++) {
-                const double *b = B + (size_t)k * n + j;
-                for (int r = 0; r < 4; r++) {
-                    double a = A[(size_t)(i + r) * n + k];
-                    for (int q = 0; q < 4; q++) c[r][q] += a * b[q];
-                }
-            }
-            for (int r = 0; r < 4; r++)
-                for (int q = 0; q < 4; q++) {
-                    double *o = C + (size_t)(i + r) * n + j + q;
-                    *o = acc ? *o + c[r][q] : c[r][q];
-                }
-        }
-    }
-    for (int i = 0; i < n; i++)
-        for (int j = i < n4 ? n4 : 0; j < n; j++) {
-            double s = 0.0;
-            for (int k = 0; k < n; k++) s += A[(size_t)i * n + k] * B[(size_t)k * n + j];
-            double *o = C + (size_t)i * n + j;
-            *o = acc ? *o + s : s;
-        }
-}
 
 static double norm1(const double *A, int n) {
     double best = 0.0;
@@ -127,19 +99,19 @@ void vt_expm(const double *A, int n, double *E, double *work) {
     double scale = ldexp(1.0, -s), x = nrm * scale, coef[EXPM_MAX_DEGREE + 1];
     int m = taylor_degree(x, 0), p = ps_block(m, coef), q = m / p;
     for (size_t i = 0; i < nn; i++) Pw[1][i] = A[i] * scale;
-    for (int i = 2; i <= p; i++) mm(Pw[i], Pw[i - 1], Pw[1], n, 0);
+    for (int i = 2; i <= p; i++) vt_k.matmul_f64(n, Pw[i - 1], Pw[1], Pw[i], 0);
     /* Paterson-Stockmeyer: T = C_q; T = T X^p + C_j for j = q-1 .. 0, where chunk C_j
      * holds the terms j p .. j p + p - 1 (the top one up to m). */
     add_chunk(T, Pw, coef, q * p, m - q * p, n, 0);
     for (int j = q - 1; j >= 0; j--) {
-        mm(tmp, T, Pw[p], n, 0);
+        vt_k.matmul_f64(n, T, Pw[p], tmp, 0);
         double *sw = T;
         T = tmp;
         tmp = sw;
         add_chunk(T, Pw, coef, j * p, p - 1, n, 1);
     }
     for (int i = 0; i < s; i++) {
-        mm(tmp, T, T, n, 0);
+        vt_k.matmul_f64(n, T, T, tmp, 0);
         double *sw = T;
         T = tmp;
         tmp = sw;
@@ -168,17 +140,17 @@ void vt_expm_frechet(const double *A, const double *Edir, int n, double *Lout, d
         Lw[1][i] = Edir[i] * scale;
     }
     for (int i = 2; i <= p; i++) {
-        mm(Pw[i], Pw[i - 1], Pw[1], n, 0);
-        mm(Lw[i], Pw[i - 1], Lw[1], n, 0);
-        mm(Lw[i], Lw[i - 1], Pw[1], n, 1);
+        vt_k.matmul_f64(n, Pw[i - 1], Pw[1], Pw[i], 0);
+        vt_k.matmul_f64(n, Pw[i - 1], Lw[1], Lw[i], 0);
+        vt_k.matmul_f64(n, Lw[i - 1], Pw[1], Lw[i], 1);
     }
     /* Paterson-Stockmeyer on the block matrix: (T, L) <- (T X^p, T L_p + L X^p) + chunk. */
     add_chunk(T, Pw, coef, q * p, m - q * p, n, 0);
     add_dchunk(Ls, Lw, coef, q * p, m - q * p, n, 0);
     for (int j = q - 1; j >= 0; j--) {
-        mm(t1, T, Lw[p], n, 0);
-        mm(t1, Ls, Pw[p], n, 1);
-        mm(t2, T, Pw[p], n, 0);
+        vt_k.matmul_f64(n, T, Lw[p], t1, 0);
+        vt_k.matmul_f64(n, Ls, Pw[p], t1, 1);
+        vt_k.matmul_f64(n, T, Pw[p], t2, 0);
         double *sw = T;
         T = t2;
         t2 = sw;
@@ -190,9 +162,9 @@ void vt_expm_frechet(const double *A, const double *Edir, int n, double *Lout, d
     }
     /* exp(2M) = exp(M)^2: (T, L) -> (T T, T L + L T). */
     for (int i = 0; i < s; i++) {
-        mm(t1, T, Ls, n, 0);
-        mm(t1, Ls, T, n, 1);
-        mm(t2, T, T, n, 0);
+        vt_k.matmul_f64(n, T, Ls, t1, 0);
+        vt_k.matmul_f64(n, Ls, T, t1, 1);
+        vt_k.matmul_f64(n, T, T, t2, 0);
         double *sw = T;
         T = t2;
         t2 = sw;
