@@ -1,8 +1,8 @@
 /* avx512/matmul_f64.c - C = A B (+ C) for small n x n float64 matrices (contract in
  * kernels.h; the products of src/pe/expm.c, LieRE's matrix exponentials).
- * Register tiles of R <= 8 rows x 16 columns (16 zmm accumulators of 8 doubles): per
+ * Register tiles of 8 rows x 16 columns (16 zmm accumulators of 8 doubles): per
  * step k two vectors of B's row k, one broadcast of A per row, 16 FMAs; a last column
- * tile of fewer than 16 columns is masked, a last row tile has R < 8 rows. Each
+ * tile of fewer than 16 columns is masked, rows past a multiple of 8 go one at a time. Each
  * element's sum runs over k in order, as in the reference, then is added to C (acc);
  * the FMAs do not round each product, so results differ from the reference's by
  * rounding only (n 2^-53 sum |a b| at most). */
@@ -47,15 +47,6 @@ void vt_avx512_matmul_f64(int n, const double *A, const double *B, double *C, in
         __mmask8 m1 = (__mmask8)((1u << (cols > 8 ? cols - 8 : 0)) - 1u);
         int i = 0;
         for (; i + TR <= n; i += TR) tile(n, A, B, C, acc, i, j, m0, m1, TR);
-        switch (n - i) {
-        case 1: tile(n, A, B, C, acc, i, j, m0, m1, 1); break;
-        case 2: tile(n, A, B, C, acc, i, j, m0, m1, 2); break;
-        case 3: tile(n, A, B, C, acc, i, j, m0, m1, 3); break;
-        case 4: tile(n, A, B, C, acc, i, j, m0, m1, 4); break;
-        case 5: tile(n, A, B, C, acc, i, j, m0, m1, 5); break;
-        case 6: tile(n, A, B, C, acc, i, j, m0, m1, 6); break;
-        case 7: tile(n, A, B, C, acc, i, j, m0, m1, 7); break;
-        default: break;
-        }
+        for (; i < n; i++) tile(n, A, B, C, acc, i, j, m0, m1, 1); /* n % TR rows: none for n = 64, 32, 16, 8 */
     }
 }
