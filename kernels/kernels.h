@@ -100,6 +100,17 @@ typedef struct vt_kernels {
     /* The largest of x[0:n], n >= 1 (x free of NaN; of a -0 and a +0, either). */
     float (*max)(const float *x, size_t n);
 
+    /* The pair rotation of one token row (position-encodings.md section 1), r its npr
+     * (cos, sin) pairs (c, s): y[2q] = x[2q] c - x[2q+1] s, y[2q+1] = x[2q] s + x[2q+1] c
+     * for q < npr; channels 2 npr <= i < n copied. Backward to the row, accumulating:
+     * dx[2q] += dy[2q] c + dy[2q+1] s, dx[2q+1] += dy[2q+1] c - dy[2q] s, channels past
+     * 2 npr dx += dy; to the pairs: dcs[2q] += x[2q] dy[2q] + x[2q+1] dy[2q+1],
+     * dcs[2q+1] += x[2q] dy[2q+1] - x[2q+1] dy[2q]. Exact: every level evaluates these
+     * expressions with the same IEEE operations (no FMA). */
+    void (*rot_pairs)(const float *x, const float *r, size_t npr, size_t n, float *y);
+    void (*rot_pairs_bwd)(const float *dy, const float *r, size_t npr, size_t n, float *dx);
+    void (*rot_pairs_bwd_cs)(const float *x, const float *dy, size_t npr, float *dcs);
+
     /* C = A B (+ C when acc) for n x n row-major float64 matrices, n >= 1; C must not
      * alias A or B (src/pe/expm.c: LieRE's matrix exponentials). Each element's sum runs
      * over k in order; levels differ by rounding (FMA) within n 2^-53 sum_k |a b|. */

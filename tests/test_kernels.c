@@ -11,6 +11,9 @@
  *   add/scale/axpy  exact (same IEEE operations as the reference).
  *   sum/dot         1e-12 sum|terms| (both accumulate in double).
  *   max             exact, also on all-negative rows (no lane past n may count).
+ *   rot_pairs, rot_pairs_bwd, rot_pairs_bwd_cs  exact (same IEEE operations), on
+ *                   pairs only, pairs plus copied channels, and no pairs; nothing past
+ *                   the row (or past the 2 npr pair floats) written.
  *   matmul_f64      per element n 2^-52 sum_k |a b| + 2^-52 |C0| (acc), against a long
  *                   double product (the scalar reference too); nothing past n x n written.
  *   feature_exp     atol 1e-12, rtol 2e-6 (vector exp, as softmax); in place too.
@@ -74,7 +77,7 @@ static const int ragged[] = {1, 2, 7, 15, 16, 17, 31, 33, 63, 127, 129, 257, 100
 static void test_table_complete(const vt_kernels *t) {
     CHECK(t->gemm && t->gemm_bias && t->gemm_prefetch && t->gemm_work_floats && t->softmax_rows && t->softmax_bwd_rows &&
               t->layernorm_fwd && t->layernorm_bwd && t->zero_stream && t->copy_stream && t->gelu_fwd && t->gelu_bwd && t->gelu_bwd_fwd &&
-              t->add && t->scale && t->axpy && t->sum && t->dot && t->max && t->matmul_f64 && t->feature_exp && t->feature_grad &&
+              t->add && t->scale && t->axpy && t->sum && t->dot && t->max && t->rot_pairs && t->rot_pairs_bwd && t->rot_pairs_bwd_cs && t->matmul_f64 && t->feature_exp && t->feature_grad &&
               t->adamw && t->name,
           "table %s has a NULL entry", t->name ? t->name : "?");
 }
@@ -334,6 +337,46 @@ static void test_performer_kernels(const vt_kernels *t, const vt_kernels *s) {
         CHECK_CLOSE(gt, gs, 1e-12 * ga, 0.0, "%s feature_grad sum n=%zu", t->name, n);
         for (int i = 0; i < 4; i++) free(b[i]);
     }
+}
+
+/* The three pair-rotation entries against the reference, bitwise, for npr pairs in rows
+ * of n >= 2 npr floats, misaligned; the float after each output untouched. */
+static void test_rot_pairs(const vt_kernels *t, const vt_kernels *s) {
+    static const int shapes[][2] = {{1, 2}, {3, 6}, {4, 8}, {7, 16}, {8, 16}, {9, 18}, {16, 40}, {32, 64},
+                                    {33, 70}, {0, 5}, {20, 41}};
+    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+        size_t npr = (size_t)shapes[c][0], n = (size_t)shapes[c][1];
+        int off = 1 + (int)c % 3;
+        float *b[6];
+        float *x = fbuf(n, off, &b[0]), *r = fbuf(n, (off + 1) % 4, &b[1]), *dy = fbuf(n, 0, &b[2]);
+        float *y1 = fbuf(n, off, &b[3]), *y2 = fbuf(n, (off + 2) % 4, &b[4]), *acc = fbuf(n, 0, &b[5]);
+        fill(x, n + 1, -3, 3);
+        fill(r, n + 1, -1, 1);
+        fill(dy, n + 1, -2, 2);
+        fill(acc, n + 1, -1, 1);
+        y1[n] = y2[n] = 42.0f;
+        t->rot_pairs(x, r, npr, n, y1);
+        s->rot_pairs(x, r, npr, n, y2);
+        CHECK_ARRAY_CLOSE(y1, y2, n + 1, 0.0, 0.0, "%s rot_pairs npr=%zu n=%zu (incl. the float after)", t->name,
+                          npr, n);
+        memcpy(y1, acc, (n + 1) * sizeof(float));
+        memcpy(y2, acc, (n + 1) * sizeof(float));
+        t->rot_pairs_bwd(dy, r, npr, n, y1);
+        s->rot_pairs_bwd(dy, r, npr, n, y2);
+        CHECK_ARRAY_CLOSE(y1, y2, n + 1, 0.0, 0.0, "%s rot_pairs_bwd npr=%zu n=%zu (incl. the float after)",
+                          t->name, npr, n);
+        memcpy(y1, acc, (n + 1) * sizeof(float));
+        memcpy(y2, acc, (n + 1) * sizeof(float));
+        t->rot_pairs_bwd_cs(x, dy, npr, y1);
+        s->rot_pairs_bwd_cs(x, dy, npr, y2);
+        CHECK_ARRAY_CLOSE(y1, y2, n + 1, 0.0, 0.0, "%s rot_pairs_bwd_cs npr=%zu (incl. the floats after 2 npr)",
+                          t->name, npr);
+        for (int i = 0; i < 6; i++) free(b[i]);
+    }
+    /* the reference itself: a rotation by 90 degrees of (1, 2) is (-2, 1) */
+    float x[2] = {1.0f, 2.0f}, r[2] = {0.0f, 1.0f}, y[2];
+    s->rot_pairs(x, r, 1, 2, y);
+    CHECK(y[0] == -2.0f && y[1] == 1.0f, "scalar rot_pairs of (1, 2) by 90 degrees: (%g, %g)", y[0], y[1]);
 }
 
 /* matmul_f64 of every n up to 17 and some larger, acc 0 and 1, against a long double
@@ -684,6 +727,7 @@ int main(void) {
         test_elementwise(&t, &s);
         test_performer_kernels(&t, &s);
         test_matmul_f64(&t);
+        test_rot_pairs(&t, &s);
         test_adamw(&t, &s);
         test_softmax(&t, &s);
         test_layernorm(&t, &s);

@@ -24,6 +24,9 @@ void vt_kernels_fill_avx2(vt_kernels *t) {
     t->sum = vt_avx2_sum;
     t->dot = vt_avx2_dot;
     t->max = vt_avx2_max;
+    t->rot_pairs = vt_avx2_rot_pairs;
+    t->rot_pairs_bwd = vt_avx2_rot_pairs_bwd;
+    t->rot_pairs_bwd_cs = vt_avx2_rot_pairs_bwd_cs;
     t->matmul_f64 = vt_avx2_matmul_f64;
     t->feature_exp = vt_avx2_feature_exp;
     t->feature_grad = vt_avx2_feature_grad;

@@ -29,6 +29,9 @@ void vt_kernels_fill_avx512(vt_kernels *t) {
     t->sum = vt_avx512_sum;
     t->dot = vt_avx512_dot;
     t->max = vt_avx512_max;
+    t->rot_pairs = vt_avx512_rot_pairs;
+    t->rot_pairs_bwd = vt_avx512_rot_pairs_bwd;
+    t->rot_pairs_bwd_cs = vt_avx512_rot_pairs_bwd_cs;
     t->matmul_f64 = vt_avx512_matmul_f64;
     t->feature_exp = vt_avx512_feature_exp;
     t->feature_grad = vt_avx512_feature_grad;

@@ -24,6 +24,9 @@ void vt_kernels_fill_scalar(vt_kernels *t) {
     t->sum = vt_scalar_sum;
     t->dot = vt_scalar_dot;
     t->max = vt_scalar_max;
+    t->rot_pairs = vt_scalar_rot_pairs;
+    t->rot_pairs_bwd = vt_scalar_rot_pairs_bwd;
+    t->rot_pairs_bwd_cs = vt_scalar_rot_pairs_bwd_cs;
     t->matmul_f64 = vt_scalar_matmul_f64;
     t->feature_exp = vt_scalar_feature_exp;
     t->feature_grad = vt_scalar_feature_grad;

@@ -17,7 +17,6 @@
 
 #include "kernels.h"
 #include "ops/ops.h"
-#include "rot_rows.h"
 #include "rotary.h"
 
 /* y = m^T x for one hd-vector (m row-major hd x hd), sums over j in ascending order. */
@@ -60,8 +59,7 @@ static void rsplit_bwd(void *p) {
                 float *dx = c->dx ? c->dx + (b * N + n) * 3 * D : NULL;
                 for (int64_t h = 0; h < H; h++) {
                     int64_t o = ((b * H + h) * N + n) * hd;
-                    if (dx)
-                        for (int64_t i = 0; i < hd; i++) dx[2 * D + h * hd + i] += c->dv[o + i];
+                    if (dx) vt_k.add(dx + 2 * D + h * hd, c->dv + o, dx + 2 * D + h * hd, (size_t)hd);
                     int64_t ri = ((c->G > 1 ? h : 0) * Np + n - 1) * 2 * npr;
                     const float *r = n == 0 ? NULL : c->cs + (c->Ba > 1 ? b * ncs : 0) + ri;
                     float *dcs = !r || !c->dcs ? NULL : pcs ? pcs + ri : c->dcs + b * ncs + ri;
@@ -71,8 +69,8 @@ static void rsplit_bwd(void *p) {
                         const float *dy = (s == 0 ? c->dq : c->dk) + o, *xs = x + s * D + h * hd;
                         float *dxs = dx ? dx + s * D + h * hd : NULL;
                         if (r) {
-                            if (dxs) rot_row_bwd_x(dy, r, npr, hd, dxs);
-                            if (dcs) rot_row_bwd_cs(xs, dy, npr, dcs);
+                            if (dxs) vt_k.rot_pairs_bwd(dy, r, (size_t)npr, (size_t)hd, dxs);
+                            if (dcs) vt_k.rot_pairs_bwd_cs(xs, dy, (size_t)npr, dcs);
                         } else if (m) {
                             for (int64_t j = 0; dxs && j < hd; j++) {
                                 float acc = 0.0f;
@@ -82,7 +80,7 @@ static void rsplit_bwd(void *p) {
                             for (int64_t j = 0; dm && j < hd; j++)
                                 for (int64_t i = 0; i < hd; i++) dm[j * hd + i] += xs[j] * dy[i];
                         } else if (dxs) {
-                            for (int64_t i = 0; i < hd; i++) dxs[i] += dy[i];
+                            vt_k.add(dxs, dy, dxs, (size_t)hd);
                         }
                     }
                 }
@@ -130,7 +128,7 @@ void vt_op_rot_split_heads(vt_tape *t, vt_tensor *qkv, int H, vt_tensor *cs, vt_
             for (int s = 0; s < 2; s++) {
                 const float *xs = x + s * D + h * hd;
                 float *y = out[s]->data + o;
-                if (r) rot_row(xs, r, npr, hd, y);
+                if (r) vt_k.rot_pairs(xs, r, (size_t)npr, (size_t)hd, y);
                 else if (cls) cls_row(cls->data + (Gc > 1 ? h : 0) * hd * hd, xs, hd, y);
                 else memcpy(y, xs, (size_t)hd * sizeof(float));
             }

@@ -15,7 +15,6 @@
 
 #include "kernels.h"
 #include "ops/ops.h"
-#include "rot_rows.h"
 
 /* Loops over fewer elements than this run on one thread: an OpenMP region costs more
  * than the work (and much more when the cores are shared). Results do not depend on it. */
@@ -292,8 +291,9 @@ static void pairs_bwd(void *p) {
             const float *cs = c->cs + ((c->Ba > 1 ? b : 0) * G + (G > 1 ? h : 0)) * Np * 2 * npr;
             const float *dy = c->dy + bh * N * hd;
             float *dx = c->dx + bh * N * hd;
-            for (int64_t i = 0; i < hd; i++) dx[i] += dy[i];
-            for (int64_t n = 1; n < N; n++) rot_row_bwd_x(dy + n * hd, cs + (n - 1) * 2 * npr, npr, hd, dx + n * hd);
+            vt_k.add(dx, dy, dx, (size_t)hd); /* token 0 (CLS) is not rotated */
+            for (int64_t n = 1; n < N; n++)
+                vt_k.rot_pairs_bwd(dy + n * hd, cs + (n - 1) * 2 * npr, (size_t)npr, (size_t)hd, dx + n * hd);
         }
     }
     if (c->dcs) {
@@ -307,7 +307,7 @@ static void pairs_bwd(void *p) {
                 for (int64_t hi = 0; hi < nh; hi++) {
                     int64_t h = G > 1 ? g : hi;
                     int64_t o = ((b * H + h) * N + n) * hd;
-                    rot_row_bwd_cs(c->x + o, c->dy + o, npr, d);
+                    vt_k.rot_pairs_bwd_cs(c->x + o, c->dy + o, (size_t)npr, d);
                 }
             }
         }
@@ -334,7 +334,8 @@ vt_tensor *vt_op_rot_pairs(vt_tape *t, vt_tensor *x, vt_tensor *cs) {
         const float *xs = x->data + bh * N * hd;
         float *ys = y->data + bh * N * hd;
         memcpy(ys, xs, (size_t)hd * sizeof(float));
-        for (int64_t n = 1; n < N; n++) rot_row(xs + n * hd, c + (n - 1) * 2 * npr, npr, hd, ys + n * hd);
+        for (int64_t n = 1; n < N; n++)
+            vt_k.rot_pairs(xs + n * hd, c + (n - 1) * 2 * npr, (size_t)npr, (size_t)hd, ys + n * hd);
     }
     if (g) {
         pairs_ctx *c = vt_tape_ctx(t, sizeof *c);
