@@ -15,7 +15,7 @@
  * meaningful when other processes share the cores.
  * stdout: one JSON object per line; stderr: a readable table. The machine may be shared:
  * other processes lower the figures, so compare runs on an idle machine.
- * Usage: bench_data [samples]  (default 256).
+ * Usage: bench_data [samples]  (32 to 1000000, default 256; anything else is an error).
  */
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb_image_write.h>
@@ -159,8 +159,17 @@ static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *
 }
 
 int main(int argc, char **argv) {
-    int64_t n = argc > 1 ? atoll(argv[1]) : 256;
-    if (n < 32) n = 32;
+    int64_t n = 256;
+    if (argc > 1) {
+        char *end;
+        long long v = strtoll(argv[1], &end, 10);
+        if (argc > 2 || *end || end == argv[1] || v < 32 || v > 1000000) {
+            fprintf(stderr, "usage: bench_data [samples: 32 to 1000000] (got \"%s\"%s)\n", argv[1],
+                    argc > 2 ? " and more" : "");
+            return 2;
+        }
+        n = v;
+    }
     snprintf(dir, sizeof dir, "/tmp/vt_bench_data_XXXXXX");
     if (!mkdtemp(dir)) {
         perror("bench_data: mkdtemp");

@@ -26,7 +26,8 @@
  *      per library, the lowest and geometric-mean ratio and how many shapes we match.
  *  (e) "gemm" rows of the lower SIMD levels (avx2 on an AVX-512 CPU), 1 thread, ours only.
  * Usage: bench_kernels [substring]  - only the shapes whose "model/layer/pass" name
- * contains the substring (e.g. "vit_ti", "fc1/fwd"). The peaks are always measured.
+ * contains the substring (e.g. "vit_ti", "fc1/fwd"; one that matches none is an error).
+ * The peaks are always measured.
  * Wall-clock timing: run it on an idle machine for clean numbers; the ratios, from
  * alternating rounds in one process, are the robust figures.
  */
@@ -226,6 +227,14 @@ static const char *isa_label(vt_isa isa) { return isa == VT_ISA_AVX512 ? "avx512
 
 int main(int argc, char **argv) {
     const char *filter = argc > 1 ? argv[1] : NULL;
+    gemm_shape shapes[N_SHAPES];
+    int ns = all_shapes(shapes), any = 0;
+    for (int si = 0; si < ns; si++) any |= !filter || strstr(shapes[si].name, filter) != NULL;
+    if (argc > 2 || !any) {
+        fprintf(stderr, "usage: bench_kernels [substring of a shape name \"model/layer/pass\", e.g. vit_b, "
+                        "fc1/fwd, dW]%s\n", any ? "" : ": no shape matches");
+        return 2;
+    }
     char err[256];
     if (vt_kernels_init(err, sizeof err) != 0) {
         fprintf(stderr, "bench_kernels: %s\n", err);
@@ -256,8 +265,6 @@ int main(int argc, char **argv) {
     }
     fflush(stdout);
 
-    gemm_shape shapes[N_SHAPES];
-    int ns = all_shapes(shapes);
     static double gf[N_SHAPES][2][N_LIBS], diff[N_SHAPES][2][N_LIBS];
     int run[N_SHAPES] = {0};
     fprintf(stderr, "\nGFLOP/s       %2s %2s %6s %6s %6s %2s %8s %8s %6s %8s %6s\n", "ta", "tb", "M", "N", "K", "th",

@@ -13,7 +13,7 @@
  * load inflates every figure, so compare rows of the same run.
  * VT_BENCH_QUICK=1: one timed step, and the softmax row at 3137 tokens is skipped (its
  * backward keeps 6 x 3137^2 floats = 236 MB per block and dominates the run time).
- * Usage: bench_performer [depth]
+ * Usage: bench_performer [depth]  (blocks, 1 to 12; anything else is an error)
  */
 #include <omp.h>
 #include <stdio.h>
@@ -106,8 +106,17 @@ int main(int argc, char **argv) {
     }
     const char *q = getenv("VT_BENCH_QUICK");
     int quick = q && q[0] && strcmp(q, "0") != 0;
-    int depth = argc > 1 ? atoi(argv[1]) : 1;
-    if (depth < 1) depth = 1;
+    int depth = 1;
+    if (argc > 1) {
+        char *end;
+        long d = strtol(argv[1], &end, 10);
+        if (argc > 2 || *end || end == argv[1] || d < 1 || d > 12) {
+            fprintf(stderr, "usage: bench_performer [depth: blocks, 1 to 12] (got \"%s\"%s)\n", argv[1],
+                    argc > 2 ? " and more" : "");
+            return 2;
+        }
+        depth = (int)d;
+    }
     int timed = quick ? 1 : 5;
     const int patches[3] = {16, 8, 4};
     int threads = omp_get_max_threads();

@@ -34,8 +34,8 @@
  * Timing is wall-clock (a shared machine's load lowers every figure; the peak is
  * re-measured in the same run so ratios stay meaningful).
  * Usage: bench_train [substring] - only the attention rows (substring of "attention") or
- * the model rows whose "train/<model>" or "infer/<model>" name contains it; the peak is
- * always measured.
+ * the model rows whose "train/<model>" or "infer/<model>" name contains it (one that
+ * matches no row is an error); the peak is always measured.
  * Two warm-up steps (the arena settles into one block after the first) then 3 timed
  * steps (2 for ViT-B training).
  * VT_BENCH_QUICK=1: one timed step, batch sizes and attention blocks divided by 8,
@@ -223,6 +223,17 @@ int main(int argc, char **argv) {
         return run_model(&cases[c], atoi(argv[3]), atof(argv[4]), atoi(argv[5]));
     }
     const char *filter = argc > 1 ? argv[1] : NULL;
+    int any = selected(filter, "attention");
+    for (size_t c = 0; c < N_CASES; c++) {
+        char row[64];
+        snprintf(row, sizeof row, "%s/%s", cases[c].train ? "train" : "infer", cases[c].name);
+        any |= selected(filter, row);
+    }
+    if (argc > 2 || !any) {
+        fprintf(stderr, "usage: bench_train [substring of a row: attention, train/vit_ti4_32, train/vit_s16_224, "
+                        "train/vit_b16_224, infer/vit_b16_224]%s\n", any ? "" : ": no row matches");
+        return 2;
+    }
     const char *qe = getenv("VT_BENCH_QUICK");
     int quick = qe && strcmp(qe, "0") != 0;
     int avx512 = vt_k.isa == VT_ISA_AVX512;
