@@ -1,4 +1,5 @@
-/* scalar/softmax.c - row softmax forward (max-subtracted) and backward. */
+/* scalar/softmax.c - row softmax forward (max-subtracted, the row sum accumulated in
+ * double) and backward. */
 #include <math.h>
 
 #include "scalar.h"
@@ -9,12 +10,12 @@ void vt_scalar_softmax_rows(const float *x, float *y, int rows, int cols, float 
         float *yr = y + (size_t)r * cols;
         float mx = -INFINITY;
         for (int c = 0; c < cols; c++) mx = fmaxf(mx, scale * xr[c]);
-        float s = 0.0f;
+        double s = 0.0; /* in double: the reference's sum must not be the least accurate */
         for (int c = 0; c < cols; c++) {
             yr[c] = expf(scale * xr[c] - mx);
             s += yr[c];
         }
-        float inv = 1.0f / s;
+        float inv = (float)(1.0 / s);
         for (int c = 0; c < cols; c++) yr[c] *= inv;
     }
 }
