@@ -9,13 +9,18 @@
 static inline __m256 swap(__m256 v) { return _mm256_permute_ps(v, 0xB1); }
 static inline __m256 odd(__m256 a, __m256 b) { return _mm256_blend_ps(a, b, 0xAA); }
 
+/* The pairs of v rotated by r's (c, s): (u c - w s, u s + w c); inverse: by the
+ * transpose, (u c + w s, w c - u s). */
+static inline __m256 rotate(__m256 v, __m256 r, const int inverse) {
+    __m256 p = _mm256_mul_ps(v, _mm256_moveldup_ps(r));       /* u c, w c */
+    __m256 q = _mm256_mul_ps(swap(v), _mm256_movehdup_ps(r)); /* w s, u s */
+    return inverse ? odd(_mm256_add_ps(p, q), _mm256_sub_ps(p, q)) : odd(_mm256_sub_ps(p, q), _mm256_add_ps(p, q));
+}
+
 void vt_avx2_rot_pairs(const float *x, const float *r, size_t npr, size_t n, float *y) {
     for (size_t i = 0; i < 2 * npr; i += 8) {
         size_t k = 2 * npr - i;
-        __m256 xv = vt256_load(k, x + i), rv = vt256_load(k, r + i);
-        __m256 p = _mm256_mul_ps(xv, _mm256_moveldup_ps(rv));       /* u c, w c */
-        __m256 q = _mm256_mul_ps(swap(xv), _mm256_movehdup_ps(rv)); /* w s, u s */
-        vt256_store(k, y + i, odd(_mm256_sub_ps(p, q), _mm256_add_ps(p, q)));
+        vt256_store(k, y + i, rotate(vt256_load(k, x + i), vt256_load(k, r + i), 0));
     }
     for (size_t i = 2 * npr; i < n; i += 8) vt256_store(n - i, y + i, vt256_load(n - i, x + i));
 }
@@ -23,10 +28,7 @@ void vt_avx2_rot_pairs(const float *x, const float *r, size_t npr, size_t n, flo
 void vt_avx2_rot_pairs_bwd(const float *dy, const float *r, size_t npr, size_t n, float *dx) {
     for (size_t i = 0; i < 2 * npr; i += 8) {
         size_t k = 2 * npr - i;
-        __m256 g = vt256_load(k, dy + i), rv = vt256_load(k, r + i);
-        __m256 p = _mm256_mul_ps(g, _mm256_moveldup_ps(rv));       /* g0 c, g1 c */
-        __m256 q = _mm256_mul_ps(swap(g), _mm256_movehdup_ps(rv)); /* g1 s, g0 s */
-        __m256 t = odd(_mm256_add_ps(p, q), _mm256_sub_ps(p, q));
+        __m256 t = rotate(vt256_load(k, dy + i), vt256_load(k, r + i), 1);
         vt256_store(k, dx + i, _mm256_add_ps(vt256_load(k, dx + i), t));
     }
     for (size_t i = 2 * npr; i < n; i += 8)

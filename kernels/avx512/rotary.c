@@ -14,13 +14,20 @@ static inline __m512 swap(__m512 v) { return _mm512_shuffle_ps(v, v, 0xB1); }
 static inline __m512 evens(__m512 v) { return _mm512_shuffle_ps(v, v, 0xA0); }
 static inline __m512 odds(__m512 v) { return _mm512_shuffle_ps(v, v, 0xF5); }
 
+/* The pairs of v rotated by r's (c, s): (u c - w s, u s + w c); inverse: by the
+ * transpose, (u c + w s, w c - u s). */
+static inline __m512 rotate(__m512 v, __m512 r, const int inverse) {
+    __m512 p = _mm512_mul_ps(v, evens(r));       /* u c, w c */
+    __m512 q = _mm512_mul_ps(swap(v), odds(r)); /* w s, u s */
+    return inverse ? _mm512_mask_sub_ps(_mm512_add_ps(p, q), ODD, p, q)
+                   : _mm512_mask_add_ps(_mm512_sub_ps(p, q), ODD, p, q);
+}
+
 void vt_avx512_rot_pairs(const float *x, const float *r, size_t npr, size_t n, float *y) {
     for (size_t i = 0; i < 2 * npr; i += 16) {
         __mmask16 k = vt512_tail(2 * npr - i);
-        __m512 xv = _mm512_maskz_loadu_ps(k, x + i), rv = _mm512_maskz_loadu_ps(k, r + i);
-        __m512 p = _mm512_mul_ps(xv, evens(rv));       /* u c, w c */
-        __m512 q = _mm512_mul_ps(swap(xv), odds(rv)); /* w s, u s */
-        _mm512_mask_storeu_ps(y + i, k, _mm512_mask_add_ps(_mm512_sub_ps(p, q), ODD, p, q));
+        __m512 v = rotate(_mm512_maskz_loadu_ps(k, x + i), _mm512_maskz_loadu_ps(k, r + i), 0);
+        _mm512_mask_storeu_ps(y + i, k, v);
     }
     for (size_t i = 2 * npr; i < n; i += 16) {
         __mmask16 k = vt512_tail(n - i);
@@ -31,10 +38,7 @@ void vt_avx512_rot_pairs(const float *x, const float *r, size_t npr, size_t n, f
 void vt_avx512_rot_pairs_bwd(const float *dy, const float *r, size_t npr, size_t n, float *dx) {
     for (size_t i = 0; i < 2 * npr; i += 16) {
         __mmask16 k = vt512_tail(2 * npr - i);
-        __m512 g = _mm512_maskz_loadu_ps(k, dy + i), rv = _mm512_maskz_loadu_ps(k, r + i);
-        __m512 p = _mm512_mul_ps(g, evens(rv));       /* g0 c, g1 c */
-        __m512 q = _mm512_mul_ps(swap(g), odds(rv)); /* g1 s, g0 s */
-        __m512 t = _mm512_mask_sub_ps(_mm512_add_ps(p, q), ODD, p, q);
+        __m512 t = rotate(_mm512_maskz_loadu_ps(k, dy + i), _mm512_maskz_loadu_ps(k, r + i), 1);
         _mm512_mask_storeu_ps(dx + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, dx + i), t));
     }
     for (size_t i = 2 * npr; i < n; i += 16) {
