@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_args.h"
 #include "config.h"
 #include "data/dataset.h"
 #include "data/loader.h"
@@ -159,17 +160,9 @@ static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *
 }
 
 int main(int argc, char **argv) {
-    int64_t n = 256;
-    if (argc > 1) {
-        char *end;
-        long long v = strtoll(argv[1], &end, 10);
-        if (argc > 2 || *end || end == argv[1] || v < 32 || v > 1000000) {
-            fprintf(stderr, "usage: bench_data [samples: 32 to 1000000] (got \"%s\"%s)\n", argv[1],
-                    argc > 2 ? " and more" : "");
-            return 2;
-        }
-        n = v;
-    }
+    long samples = 256;
+    if (!bench_count_arg(argc, argv, "bench_data [samples: 32 to 1000000]", 32, 1000000, &samples)) return 2;
+    int64_t n = samples;
     snprintf(dir, sizeof dir, "/tmp/vt_bench_data_XXXXXX");
     if (!mkdtemp(dir)) {
         perror("bench_data: mkdtemp");

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "config.h"
 #include "kernels.h"
 #include "ops/ops.h"
@@ -106,17 +107,9 @@ int main(int argc, char **argv) {
     }
     const char *q = getenv("VT_BENCH_QUICK");
     int quick = q && q[0] && strcmp(q, "0") != 0;
-    int depth = 1;
-    if (argc > 1) {
-        char *end;
-        long d = strtol(argv[1], &end, 10);
-        if (argc > 2 || *end || end == argv[1] || d < 1 || d > 12) {
-            fprintf(stderr, "usage: bench_performer [depth: blocks, 1 to 12] (got \"%s\"%s)\n", argv[1],
-                    argc > 2 ? " and more" : "");
-            return 2;
-        }
-        depth = (int)d;
-    }
+    long blocks = 1;
+    if (!bench_count_arg(argc, argv, "bench_performer [depth: blocks, 1 to 12]", 1, 12, &blocks)) return 2;
+    int depth = (int)blocks;
     int timed = quick ? 1 : 5;
     const int patches[3] = {16, 8, 4};
     int threads = omp_get_max_threads();

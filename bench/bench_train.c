@@ -210,6 +210,12 @@ static void refresh_peak(double *best, int avx512, int nt) {
     if (pk > *best) *best = pk;
 }
 
+/* The filter name of a model row: "train/<model>" or "infer/<model>". */
+static const char *case_row(const model_case *mc, char *buf, size_t len) {
+    snprintf(buf, len, "%s/%s", mc->train ? "train" : "infer", mc->name);
+    return buf;
+}
+
 /* Whether a row named name runs under the command-line filter (NULL: all). */
 static int selected(const char *filter, const char *name) { return !filter || strstr(name, filter) != NULL; }
 
@@ -226,8 +232,7 @@ int main(int argc, char **argv) {
     int any = selected(filter, "attention");
     for (size_t c = 0; c < N_CASES; c++) {
         char row[64];
-        snprintf(row, sizeof row, "%s/%s", cases[c].train ? "train" : "infer", cases[c].name);
-        any |= selected(filter, row);
+        any |= selected(filter, case_row(&cases[c], row, sizeof row));
     }
     if (argc > 2 || !any) {
         fprintf(stderr, "usage: bench_train [substring of a row: attention, train/vit_ti4_32, train/vit_s16_224, "
@@ -273,8 +278,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "\n  model          mode   batch threads   img/s     MFU   RSS MB\n");
     for (size_t c = 0; c < N_CASES; c++) {
         char row[64];
-        snprintf(row, sizeof row, "%s/%s", cases[c].train ? "train" : "infer", cases[c].name);
-        if (!selected(filter, row)) continue;
+        if (!selected(filter, case_row(&cases[c], row, sizeof row))) continue;
         for (int ti = 0; ti < 2; ti++) {
             int nt = threads[ti];
             refresh_peak(&peak[nt], avx512, nt);
