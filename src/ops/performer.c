@@ -62,7 +62,9 @@ void vt_performer_phi(const float *x, int n, int hd, const float *w, int m, vt_p
         if (stab) stab[0] = 0.0f;
         return;
     }
-    /* row r's exponent u_i - |x~|^2/2 - s as u_i - t, t = half_r + s: one pass over u */
+    /* row r's exponent u_i - |x~|^2/2 - s as u_i - t, t = half_r + s: one pass over u.
+     * The keys' half_r is recomputed in the second pass (hd multiply-adds against m
+     * exps) rather than kept: the map has no per-row buffer. */
     float gmax = -INFINITY;
     for (int r = 0; r < n; r++) {
         float half = half_norm2(x + (size_t)r * hd, hd, a), rmax = vt_k.max(phi + (size_t)r * m, (size_t)m) - half;
