@@ -91,6 +91,16 @@ typedef void (*gemm_micro_fn)(int kc, const float *a, const float *b, float *c, 
 typedef void (*gemm_inplace_fn)(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c,
                                 int ldc, int nr, float alpha, float beta, const prefetch_list *pf);
 
+/* `full` and `inplace` for a panel's first call when op(B) is not transposed (tb = 0):
+ * they read the panel's nr > NR / 2 columns from their source, op(B)[k][j] at
+ * bs[k ldbs + j], and store the packed panel to b as pack_b would, so the packing's copy
+ * runs beside the FMAs instead of in a pass of its own (gemm_macro). */
+typedef void (*gemm_pack_b_fn)(int kc, const float *a, const float *bs, size_t ldbs, float *b, float *c,
+                               int ldc, int mr, int nr, float alpha, float beta, const prefetch_list *pf);
+typedef void (*gemm_inplace_pack_b_fn)(int kc, const float *a, size_t rs, size_t ks, const float *bs,
+                                       size_t ldbs, float *b, float *c, int ldc, int nr, float alpha,
+                                       float beta, const prefetch_list *pf);
+
 /* c[0:mr, 0:nr] (row stride ldc) += bias[0:nr] on every row: the bias of gemm_bias,
  * added to a C tile right after its last K block's store, while it is in L1. */
 typedef void (*gemm_bias_fn)(float *c, int ldc, int mr, int nr, const float *bias);
@@ -142,22 +152,32 @@ typedef struct {
     gemm_pack_fn pack_a, pack_b;
     gemm_micro_fn full, half, quarter, narrow, short_rows;
     gemm_inplace_fn inplace;
+    gemm_pack_b_fn full_pack_b;            /* NULL: only pack_b packs op(B) */
+    gemm_inplace_pack_b_fn inplace_pack_b; /* (both or neither) */
     gemm_bias_fn add_bias;
 } gemm_kernels;
 
 /* One packed block's microkernel calls: C[ic : ic + mc, jc : jc + nc] = alpha op(A) op(B)
  * + bet C over K block [pc, pc + kc), op(A)'s first `whole` rows of the block read in
  * place, the others from pa, op(B) from pb; each call prefetches its share of the next
- * packing sources na and nb. bias_k: added to each tile after its store (NULL: none). */
+ * packing sources na and nb. bias_k: added to each tile after its store (NULL: none).
+ * bs (tb = 0 only; NULL: pb is already packed): op(B)[pc + k][jc + j] at bs[k ldb + j],
+ * packed into pb here, panel by panel: by the panel's first call (full_pack_b /
+ * inplace_pack_b) when it is a whole MR-row call over more than NR / 2 columns, else by
+ * pack_b before it. */
 static inline __attribute__((always_inline)) void
 gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int lda, int ic, int mc,
            int whole, int pc, int kc, int jc, int nc, vt_region na, vt_region nb, float alpha, float bet,
-           const float *bias_k, float *C, int ldc, const float *pa, const float *pb) {
+           const float *bias_k, float *C, int ldc, const float *pa, float *pb, const float *bs, int ldb) {
     const int MR = bl.mr, NR = bl.nr;
     const size_t rs = ta ? 1 : (size_t)lda, ks = ta ? (size_t)lda : 1; /* op(A)[i][k] = A[i rs + k ks] */
     int parts = ((nc + NR - 1) / NR) * ((mc + MR - 1) / MR), part = 0;
     for (int jr = 0; jr < nc; jr += NR) {
         int nr = imin(NR, nc - jr);
+        float *b = pb + (size_t)jr * kc;
+        /* whether the first call packs this panel (its rows: whole MR rows, so `full` or `inplace`) */
+        const int fuse_b = bs && nr > NR / 2 && mc >= MR && MR > bl.short_full_mr;
+        if (bs && !fuse_b) kn->pack_b(0, bs + jr, ldb, 0, 0, kc, nr, b);
         for (int ir = 0; ir < mc; ir += MR, part++) {
             int mr = imin(MR, mc - ir);
             gemm_micro_fn kern = mr <= bl.short_mr                            ? kn->short_rows
@@ -173,10 +193,14 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
                                                  : c;
             prefetch_list pf;
             call_prefetches(&pf, bl, bl.next_c ? c_next : NULL, ldc, na, nb, part, parts);
-            const float *b = pb + (size_t)jr * kc;
-            if (ir < whole)
-                kn->inplace(kc, A + (size_t)(ic + ir) * rs + (size_t)pc * ks, rs, ks, b, c, ldc, nr, alpha,
-                            bet, &pf);
+            const float *a_in = A + (size_t)(ic + ir) * rs + (size_t)pc * ks;
+            const float *pack_b_from = fuse_b && ir == 0 ? bs + jr : NULL;
+            if (pack_b_from && ir < whole)
+                kn->inplace_pack_b(kc, a_in, rs, ks, pack_b_from, (size_t)ldb, b, c, ldc, nr, alpha, bet, &pf);
+            else if (pack_b_from)
+                kn->full_pack_b(kc, pa, pack_b_from, (size_t)ldb, b, c, ldc, mr, nr, alpha, bet, &pf);
+            else if (ir < whole)
+                kn->inplace(kc, a_in, rs, ks, b, c, ldc, nr, alpha, bet, &pf);
             else
                 kern(kc, pa + (size_t)ir * kc, b, c, ldc, mr, nr, alpha, bet, &pf);
             if (bias_k) kn->add_bias(c, ldc, mr, nr, bias_k + jc + jr);
@@ -218,7 +242,17 @@ static inline int rows_spread_in_l1(int mr, int lda) {
  * beside it (the weight gradients 192 x 768 x 8320 and 384 x 1536 x 12608 had 768 KB
  * and 1.5 MB packed B blocks, out of Zen 4's 1 MB L2; in this order they run 2-4%
  * faster on 1 and 2 threads, and ViT-Ti's 192 x 768 weight gradient went from 0.83 to
- * 0.95 of oneDNN's rate on 2 threads in bench_kernels). */
+ * 0.95 of oneDNN's rate on 2 threads in bench_kernels).
+ * With full_pack_b and tb = 0, no pass packs op(B): each B panel is packed by the first
+ * call that reads it (in the BLIS order, in the first M block; see gemm_macro). As a
+ * pass, the pack of a 256 x 256 block (4,096 lines from L2 to L2) took about 20,000 TSC
+ * ticks on Zen 4, some 5 per line, source prefetched or not; beside a microkernel's
+ * FMAs, whose loads leave the memory ports mostly idle, the copy costs little. On
+ * 192 x 768 x 8320 (ta = 1, one-pass order; a harness, 1 thread, best of 20, runs
+ * alternating) 106.1-107.4 GFLOP/s with the pass, 108.6-109.1 without. The same done for
+ * op(A) (ta = 1: the first column panel's calls read A in place and store its packed
+ * panels) measured no gain on the 12 weight-gradient shapes (geometric mean 1.002) and
+ * was not kept. */
 static inline __attribute__((always_inline)) void
 gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, int N, int K, float alpha,
              const float *A, int lda, const float *B, int ldb, float beta, const float *bias, float *C, int ldc,
@@ -236,6 +270,8 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
     const int in_place = kn->inplace != NULL && !one_pass &&
                          (N <= bl.inplace_max_n || (N <= rows_max_n && (size_t)M * K >= bl.inplace_rows_min_a)) &&
                          (ta || rows_spread_in_l1(MR, lda));
+    /* op(B) packed by the microkernels as they first read it (gemm_macro) */
+    const int fuse_b = !tb && kn->full_pack_b != NULL;
     const vt_region none = {NULL, 0, 0, 0};
     const vt_region last_a = next ? next[0] : none, last_b = next ? next[1] : none;
     if (one_pass) {
@@ -249,7 +285,7 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
             kn->pack_a(ta, A, lda, 0, pc, M, kc, pa);
             for (int jc = 0; jc < N; jc += NC) {
                 int nc = imin(NC, N - jc);
-                kn->pack_b(tb, B, ldb, pc, jc, kc, nc, pb);
+                if (!fuse_b) kn->pack_b(tb, B, ldb, pc, jc, kc, nc, pb);
                 vt_region na = none, nb = none;
                 if (jc + NC < N) {
                     nb = b_source(tb, B, ldb, pc, jc + NC, kc, imin(NC, N - jc - NC));
@@ -261,7 +297,7 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
                     nb = last_b;
                 }
                 gemm_macro(bl, kn, ta, A, lda, 0, M, 0, pc, kc, jc, nc, na, nb, alpha, bet, bias_k, C, ldc, pa,
-                           pb);
+                           pb, fuse_b ? B + (size_t)pc * ldb + jc : NULL, ldb);
             }
         }
         return;
@@ -273,7 +309,7 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
             int kc = imin(KC, K - pc);
             float bet = pc == 0 ? beta : 1.0f;
             const float *bias_k = pc + kc == K ? bias : NULL; /* the last K block's */
-            kn->pack_b(tb, B, ldb, pc, jc, kc, nc, pb);
+            if (!fuse_b) kn->pack_b(tb, B, ldb, pc, jc, kc, nc, pb);
             for (int ic = 0; ic < M; ic += MC) {
                 int mc = imin(MC, M - ic);
                 int whole = in_place ? mc / MR * MR : 0; /* rows read in place */
@@ -293,7 +329,7 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
                     nb = last_b;
                 }
                 gemm_macro(bl, kn, ta, A, lda, ic, mc, whole, pc, kc, jc, nc, na, nb, alpha, bet, bias_k, C, ldc,
-                           pa, pb);
+                           pa, pb, fuse_b && ic == 0 ? B + (size_t)pc * ldb + jc : NULL, ldb);
             }
         }
     }

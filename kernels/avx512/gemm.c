@@ -23,6 +23,10 @@
  * put the 14 rows in few L1 sets). On Zen 4 against the packing: ViT-Ti's N = 192
  * products +3-7% (ta = 0, the transposing pack), N = 384-768 with K <= 768 +1%, larger
  * K the same; the ViT weight gradients (ta = 1, N 192-768) +1.5-5% (the copying pack).
+ * With tb = 0, op(B) is not packed in a pass of its own: the first call on each B panel
+ * of more than 16 columns (a whole 14-row one) reads it from its source and stores the
+ * packed panel beside its FMAs (kernel_14x32_pack_b, kernel_14x32_inplace_pack_b; see
+ * gemm_blocked).
  * Edge tiles: packing zero-pads panels to MR/NR, the microkernel stores only the valid
  * rows, with masked column stores.
  * Latency hiding: each microkernel call prefetches into L2, a line every 2 steps of its
@@ -231,18 +235,33 @@ static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int 
  * panel, other strides to read op(A) in place (kernel_14x32_inplace). R <= MR rows of
  * FMAs (2 R accumulators): R = MR for whole panels, fewer for a last panel of R rows, so
  * a short edge costs R rows of FMAs instead of 14. Every element's sums are the same
- * whatever R (the same FMAs in the same order). Always inlined, so each caller's
- * constant R and strides give its own code. */
+ * whatever R (the same FMAs in the same order). With PACK_B, step k's B vectors come
+ * from the source, bs[k ldbs + j] for the nr valid columns (zero past them), and are
+ * stored to the packed panel b as pack_b (tb = 0) would store them: a panel's first call
+ * packs it (kernel_14x32_pack_b, kernel_14x32_inplace_pack_b). Always inlined, so each
+ * caller's constant R, PACK_B and strides give its own code. */
 static inline __attribute__((always_inline)) void
 kernel_rows_x32(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c, int ldc, int mr,
-                int nr, float alpha, float beta, const prefetch_list *pf, const int R) {
+                int nr, float alpha, float beta, const prefetch_list *pf, const int R, const int PACK_B,
+                const float *bs, size_t ldbs) {
+    const __mmask16 k0 = vt512_tail((size_t)nr), k1 = vt512_tail((size_t)(nr > 16 ? nr - 16 : 0));
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00,
            c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00, c91 = c00, c100 = c00, c101 = c00,
            c110 = c00, c111 = c00, c120 = c00, c121 = c00, c130 = c00, c131 = c00;
     for (int k = 0; k < kc; k++) {
         prefetch_step(pf, k);
-        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+        __m512 b0, b1;
+        if (PACK_B) {
+            b0 = _mm512_maskz_loadu_ps(k0, bs);
+            b1 = _mm512_maskz_loadu_ps(k1, bs + 16);
+            _mm512_store_ps((float *)b, b0);
+            _mm512_store_ps((float *)b + 16, b1);
+            bs += ldbs;
+        } else {
+            b0 = _mm512_load_ps(b);
+            b1 = _mm512_load_ps(b + 16);
+        }
         const float *a5 = a + 5 * rs, *a10 = a + 10 * rs; /* ROW_FMA's row bases */
         FOR_14_ROWS(ROW_FMA_R);
         a += ks;
@@ -250,13 +269,19 @@ kernel_rows_x32(int kc, const float *a, size_t rs, size_t ks, const float *b, fl
     }
     prefetch_rest(pf, kc);
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-    const __mmask16 k0 = vt512_tail((size_t)nr), k1 = vt512_tail((size_t)(nr > 16 ? nr - 16 : 0));
     FOR_14_ROWS(ROW_STORE_R);
 }
 
 static void kernel_14x32(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
                          float alpha, float beta, const prefetch_list *pf) {
-    kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, MR);
+    kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, MR, 0, NULL, 0);
+}
+
+/* kernel_14x32 whose B panel (nr > 16 columns) is packed to b from its source bs (row
+ * stride ldbs, tb = 0) as it is read (gemm_pack_b_fn). */
+static void kernel_14x32_pack_b(int kc, const float *a, const float *bs, size_t ldbs, float *b, float *c,
+                                int ldc, int mr, int nr, float alpha, float beta, const prefetch_list *pf) {
+    kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, MR, 1, bs, ldbs);
 }
 
 /* A last panel of mr <= SHORT_FULL_MR rows of the packed A panel, all 32 columns:
@@ -267,17 +292,17 @@ static void kernel_14x32(int kc, const float *a, const float *b, float *c, int l
 static void kernel_short_x32(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
                              float alpha, float beta, const prefetch_list *pf) {
     switch (mr) {
-    case 5: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 5); break;
-    case 6: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 6); break;
-    case 7: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 7); break;
-    case 8: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 8); break;
-    case 9: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 9); break;
-    case 10: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 10); break;
-    case 11: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 11); break;
-    case 12: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 12); break;
+    case 5: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 5, 0, NULL, 0); break;
+    case 6: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 6, 0, NULL, 0); break;
+    case 7: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 7, 0, NULL, 0); break;
+    case 8: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 8, 0, NULL, 0); break;
+    case 9: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 9, 0, NULL, 0); break;
+    case 10: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 10, 0, NULL, 0); break;
+    case 11: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 11, 0, NULL, 0); break;
+    case 12: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 12, 0, NULL, 0); break;
     default:
-        if (mr <= 4) kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 4);
-        else kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, MR);
+        if (mr <= 4) kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 4, 0, NULL, 0);
+        else kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, MR, 0, NULL, 0);
     }
 }
 
@@ -285,8 +310,16 @@ static void kernel_short_x32(int kc, const float *a, const float *b, float *c, i
  * ta = 0 (rs = lda, ks = 1) or ta = 1 (rs = 1, ks = lda). */
 static void kernel_14x32_inplace(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c,
                                  int ldc, int nr, float alpha, float beta, const prefetch_list *pf) {
-    if (rs == 1) kernel_rows_x32(kc, a, 1, ks, b, c, ldc, MR, nr, alpha, beta, pf, MR);
-    else kernel_rows_x32(kc, a, rs, 1, b, c, ldc, MR, nr, alpha, beta, pf, MR);
+    if (rs == 1) kernel_rows_x32(kc, a, 1, ks, b, c, ldc, MR, nr, alpha, beta, pf, MR, 0, NULL, 0);
+    else kernel_rows_x32(kc, a, rs, 1, b, c, ldc, MR, nr, alpha, beta, pf, MR, 0, NULL, 0);
+}
+
+/* kernel_14x32_inplace packing its B panel as it reads it (as kernel_14x32_pack_b). */
+static void kernel_14x32_inplace_pack_b(int kc, const float *a, size_t rs, size_t ks, const float *bs,
+                                        size_t ldbs, float *b, float *c, int ldc, int nr, float alpha,
+                                        float beta, const prefetch_list *pf) {
+    if (rs == 1) kernel_rows_x32(kc, a, 1, ks, b, c, ldc, MR, nr, alpha, beta, pf, MR, 1, bs, ldbs);
+    else kernel_rows_x32(kc, a, rs, 1, b, c, ldc, MR, nr, alpha, beta, pf, MR, 1, bs, ldbs);
 }
 
 /* Row i of a one-vector-wide tile, vectors of W = 512 or 256 bits (kernel_14x16,
@@ -431,6 +464,8 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
                                     .narrow = kernel_14xn,
                                     .short_rows = kernel_short_x32,
                                     .inplace = kernel_14x32_inplace,
+                                    .full_pack_b = kernel_14x32_pack_b,
+                                    .inplace_pack_b = kernel_14x32_inplace_pack_b,
                                     .add_bias = add_bias};
     gemm_blocking bl = {.mr = MR,
                         .nr = NR,
