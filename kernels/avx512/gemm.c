@@ -236,14 +236,14 @@ static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int 
  * FMAs (2 R accumulators): R = MR for whole panels, fewer for a last panel of R rows, so
  * a short edge costs R rows of FMAs instead of 14. Every element's sums are the same
  * whatever R (the same FMAs in the same order). With PACK_B, step k's B vectors come
- * from the source, bs[k ldbs + j] for the nr valid columns (zero past them), and are
- * stored to the packed panel b as pack_b (tb = 0) would store them: a panel's first call
- * packs it (kernel_14x32_pack_b, kernel_14x32_inplace_pack_b). Always inlined, so each
- * caller's constant R, PACK_B and strides give its own code. */
+ * from the source, bs[k ldbs + j] for the nr valid columns (zero past them), not from
+ * the packed panel b, and are stored to bd[k NR] as pack_b (tb = 0) would store them:
+ * a panel's first call packs it (kernel_14x32_pack_b, kernel_14x32_inplace_pack_b).
+ * Always inlined, so each caller's constant R, PACK_B and strides give its own code. */
 static inline __attribute__((always_inline)) void
 kernel_rows_x32(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c, int ldc, int mr,
                 int nr, float alpha, float beta, const prefetch_list *pf, const int R, const int PACK_B,
-                const float *bs, size_t ldbs) {
+                const float *bs, size_t ldbs, float *bd) {
     const __mmask16 k0 = vt512_tail((size_t)nr), k1 = vt512_tail((size_t)(nr > 16 ? nr - 16 : 0));
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00,
@@ -255,17 +255,18 @@ kernel_rows_x32(int kc, const float *a, size_t rs, size_t ks, const float *b, fl
         if (PACK_B) {
             b0 = _mm512_maskz_loadu_ps(k0, bs);
             b1 = _mm512_maskz_loadu_ps(k1, bs + 16);
-            _mm512_store_ps((float *)b, b0);
-            _mm512_store_ps((float *)b + 16, b1);
+            _mm512_store_ps(bd, b0);
+            _mm512_store_ps(bd + 16, b1);
             bs += ldbs;
+            bd += NR;
         } else {
             b0 = _mm512_load_ps(b);
             b1 = _mm512_load_ps(b + 16);
+            b += NR;
         }
         const float *a5 = a + 5 * rs, *a10 = a + 10 * rs; /* ROW_FMA's row bases */
         FOR_14_ROWS(ROW_FMA_R);
         a += ks;
-        b += NR;
     }
     prefetch_rest(pf, kc);
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
@@ -274,14 +275,14 @@ kernel_rows_x32(int kc, const float *a, size_t rs, size_t ks, const float *b, fl
 
 static void kernel_14x32(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
                          float alpha, float beta, const prefetch_list *pf) {
-    kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, MR, 0, NULL, 0);
+    kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, MR, 0, NULL, 0, NULL);
 }
 
 /* kernel_14x32 whose B panel (nr > 16 columns) is packed to b from its source bs (row
  * stride ldbs, tb = 0) as it is read (gemm_pack_b_fn). */
 static void kernel_14x32_pack_b(int kc, const float *a, const float *bs, size_t ldbs, float *b, float *c,
                                 int ldc, int mr, int nr, float alpha, float beta, const prefetch_list *pf) {
-    kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, MR, 1, bs, ldbs);
+    kernel_rows_x32(kc, a, 1, MR, NULL, c, ldc, mr, nr, alpha, beta, pf, MR, 1, bs, ldbs, b);
 }
 
 /* A last panel of mr <= SHORT_FULL_MR rows of the packed A panel, all 32 columns:
@@ -292,17 +293,17 @@ static void kernel_14x32_pack_b(int kc, const float *a, const float *bs, size_t 
 static void kernel_short_x32(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
                              float alpha, float beta, const prefetch_list *pf) {
     switch (mr) {
-    case 5: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 5, 0, NULL, 0); break;
-    case 6: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 6, 0, NULL, 0); break;
-    case 7: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 7, 0, NULL, 0); break;
-    case 8: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 8, 0, NULL, 0); break;
-    case 9: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 9, 0, NULL, 0); break;
-    case 10: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 10, 0, NULL, 0); break;
-    case 11: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 11, 0, NULL, 0); break;
-    case 12: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 12, 0, NULL, 0); break;
+    case 5: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 5, 0, NULL, 0, NULL); break;
+    case 6: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 6, 0, NULL, 0, NULL); break;
+    case 7: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 7, 0, NULL, 0, NULL); break;
+    case 8: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 8, 0, NULL, 0, NULL); break;
+    case 9: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 9, 0, NULL, 0, NULL); break;
+    case 10: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 10, 0, NULL, 0, NULL); break;
+    case 11: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 11, 0, NULL, 0, NULL); break;
+    case 12: kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 12, 0, NULL, 0, NULL); break;
     default:
-        if (mr <= 4) kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 4, 0, NULL, 0);
-        else kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, MR, 0, NULL, 0);
+        if (mr <= 4) kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, 4, 0, NULL, 0, NULL);
+        else kernel_rows_x32(kc, a, 1, MR, b, c, ldc, mr, nr, alpha, beta, pf, MR, 0, NULL, 0, NULL);
     }
 }
 
@@ -310,16 +311,16 @@ static void kernel_short_x32(int kc, const float *a, const float *b, float *c, i
  * ta = 0 (rs = lda, ks = 1) or ta = 1 (rs = 1, ks = lda). */
 static void kernel_14x32_inplace(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c,
                                  int ldc, int nr, float alpha, float beta, const prefetch_list *pf) {
-    if (rs == 1) kernel_rows_x32(kc, a, 1, ks, b, c, ldc, MR, nr, alpha, beta, pf, MR, 0, NULL, 0);
-    else kernel_rows_x32(kc, a, rs, 1, b, c, ldc, MR, nr, alpha, beta, pf, MR, 0, NULL, 0);
+    if (rs == 1) kernel_rows_x32(kc, a, 1, ks, b, c, ldc, MR, nr, alpha, beta, pf, MR, 0, NULL, 0, NULL);
+    else kernel_rows_x32(kc, a, rs, 1, b, c, ldc, MR, nr, alpha, beta, pf, MR, 0, NULL, 0, NULL);
 }
 
 /* kernel_14x32_inplace packing its B panel as it reads it (as kernel_14x32_pack_b). */
 static void kernel_14x32_inplace_pack_b(int kc, const float *a, size_t rs, size_t ks, const float *bs,
                                         size_t ldbs, float *b, float *c, int ldc, int nr, float alpha,
                                         float beta, const prefetch_list *pf) {
-    if (rs == 1) kernel_rows_x32(kc, a, 1, ks, b, c, ldc, MR, nr, alpha, beta, pf, MR, 1, bs, ldbs);
-    else kernel_rows_x32(kc, a, rs, 1, b, c, ldc, MR, nr, alpha, beta, pf, MR, 1, bs, ldbs);
+    if (rs == 1) kernel_rows_x32(kc, a, 1, ks, NULL, c, ldc, MR, nr, alpha, beta, pf, MR, 1, bs, ldbs, b);
+    else kernel_rows_x32(kc, a, rs, 1, NULL, c, ldc, MR, nr, alpha, beta, pf, MR, 1, bs, ldbs, b);
 }
 
 /* Row i of a one-vector-wide tile, vectors of W = 512 or 256 bits (kernel_14x16,
