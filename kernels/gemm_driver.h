@@ -176,8 +176,8 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
         int nr = imin(NR, nc - jr);
         float *b = pb + (size_t)jr * kc;
         /* whether the first call packs this panel (its rows: whole MR rows, so `full` or `inplace`) */
-        const int fuse_b = bs && nr > NR / 2 && mc >= MR && MR > bl.short_full_mr;
-        if (bs && !fuse_b) kn->pack_b(0, bs + jr, ldb, 0, 0, kc, nr, b);
+        const int first_packs = bs && nr > NR / 2 && mc >= MR && MR > bl.short_full_mr;
+        if (bs && !first_packs) kn->pack_b(0, bs + jr, ldb, 0, 0, kc, nr, b);
         for (int ir = 0; ir < mc; ir += MR, part++) {
             int mr = imin(MR, mc - ir);
             gemm_micro_fn kern = mr <= bl.short_mr                            ? kn->short_rows
@@ -194,7 +194,7 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
             prefetch_list pf;
             call_prefetches(&pf, bl, bl.next_c ? c_next : NULL, ldc, na, nb, part, parts);
             const float *a_in = A + (size_t)(ic + ir) * rs + (size_t)pc * ks;
-            const float *pack_b_from = fuse_b && ir == 0 ? bs + jr : NULL;
+            const float *pack_b_from = first_packs && ir == 0 ? bs + jr : NULL;
             if (pack_b_from && ir < whole)
                 kn->inplace_pack_b(kc, a_in, rs, ks, pack_b_from, (size_t)ldb, b, c, ldc, nr, alpha, bet, &pf);
             else if (pack_b_from)
