@@ -162,8 +162,9 @@ int main(int argc, char **argv) {
     int any = 0;
     for (int k = 1; k < N_KINDS; k++) any |= selected(filter, k);
     if (argc > 2 || (filter && !any)) {
-        fprintf(stderr, "usage: bench_pe [substring of a PE kind: ape, rope_axial, rope_mixed, cayley, circulant, "
-                        "liere, liere_commute]\n");
+        fprintf(stderr, "usage: bench_pe [substring of a PE kind:");
+        for (int k = 1; k < N_KINDS; k++) fprintf(stderr, "%s %s", k > 1 ? "," : "", kinds[k].name);
+        fprintf(stderr, "]\n");
         return 2;
     }
     if (vt_kernels_init(err, sizeof err)) {

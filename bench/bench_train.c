@@ -230,13 +230,12 @@ int main(int argc, char **argv) {
     }
     const char *filter = argc > 1 ? argv[1] : NULL;
     int any = selected(filter, "attention");
-    for (size_t c = 0; c < N_CASES; c++) {
-        char row[64];
-        any |= selected(filter, case_row(&cases[c], row, sizeof row));
-    }
+    char row[64];
+    for (size_t c = 0; c < N_CASES; c++) any |= selected(filter, case_row(&cases[c], row, sizeof row));
     if (argc > 2 || !any) {
-        fprintf(stderr, "usage: bench_train [substring of a row: attention, train/vit_ti4_32, train/vit_s16_224, "
-                        "train/vit_b16_224, infer/vit_b16_224]%s\n", any ? "" : ": no row matches");
+        fprintf(stderr, "usage: bench_train [substring of a row: attention");
+        for (size_t c = 0; c < N_CASES; c++) fprintf(stderr, ", %s", case_row(&cases[c], row, sizeof row));
+        fprintf(stderr, "]%s\n", any ? "" : ": no row matches");
         return 2;
     }
     const char *qe = getenv("VT_BENCH_QUICK");
@@ -277,7 +276,6 @@ int main(int argc, char **argv) {
 
     fprintf(stderr, "\n  model          mode   batch threads   img/s     MFU   RSS MB\n");
     for (size_t c = 0; c < N_CASES; c++) {
-        char row[64];
         if (!selected(filter, case_row(&cases[c], row, sizeof row))) continue;
         for (int ti = 0; ti < 2; ti++) {
             int nt = threads[ti];
