@@ -1,6 +1,7 @@
 /* test_attention_blocked.c - vt_op_attention on sequences long enough for the fused
  * path's row blocking (N = 450: one N x N score block exceeds the per-thread budget, so
- * the query rows run in two blocks of unequal size, 288 and 162), against a double-precision naive
+ * the query rows run in blocks of unequal size, 288 and 162; checked first, so a new
+ * budget cannot silently leave a single block), against a double-precision naive
  * reference: forward output, and dq, dk, dv from one backward, without and with
  * attention dropout (the reference rebuilds the mask from the documented per-row
  * streams), keeping the probabilities and recomputing them. Also: the same output and
@@ -145,6 +146,8 @@ static void check_long(const float *src, const float *dout, float p, int keep_pr
 int main(void) {
     if (test_runtime_init(&arena, 1 << 20, &tape, "") != 0) return 1;
     tape.rng = &tape_rng;
+    int R = vt_attention_row_block(N);
+    CHECK(R < N && N % R != 0, "N %d runs in row blocks of %d: not several blocks of unequal size", N, R);
     size_t n = (size_t)BH * N * HD;
     float *src = malloc(4 * n * sizeof(float));
     vt_rng r;

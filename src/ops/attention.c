@@ -106,8 +106,7 @@ static int next_row_block(const attn_ctx *c, int R, int bh, int i0, int *nbh, in
 
 int vt_attention_keep_probs(int N, int hd) { return N <= 4 * hd; }
 
-/* Rows per row block for N tokens. */
-static int attn_rows(int N) {
+int vt_attention_row_block(int N) {
     size_t rows = VT_ATTN_BLOCK_BYTES / ((size_t)N * sizeof(float));
     if (rows >= (size_t)N) return N;
     rows -= rows % 16;
@@ -146,7 +145,7 @@ static void attn_probs(const attn_ctx *c, int bh, int i0, int r, float *P, uint8
 
 static void attention_bwd(void *p) {
     attn_ctx *c = p;
-    int N = c->N, hd = c->hd, R = attn_rows(N), ld = c->ld;
+    int N = c->N, hd = c->hd, R = vt_attention_row_block(N), ld = c->ld;
     size_t rn = (size_t)R * N, nn = (size_t)N * N;
     /* a fresh qkv gradient: every dq row written once, dk and dv by the first row block */
     int fresh = c->qkv && vt_tape_grad_fresh(c->qkv);
@@ -215,7 +214,7 @@ static void attention_bwd(void *p) {
 static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_drop, int keep_probs) {
     VT_ASSERT(attn_drop >= 0.0f && attn_drop < 1.0f, "attention: dropout %g not in [0, 1)", attn_drop);
     int H = c.H, BH = c.BH, N = c.N, hd = c.hd;
-    int R = attn_rows(N);
+    int R = vt_attention_row_block(N);
     size_t rn = (size_t)R * N;
     vt_tensor *out = vt_tape_new(t, g, 3, (const int64_t[]){B, N, (int64_t)H * hd});
     int drop = t->training && attn_drop > 0.0f;

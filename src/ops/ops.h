@@ -102,6 +102,10 @@ vt_tensor *vt_op_attention_qkv(vt_tape *t, vt_tensor *qkv, int H, float scale, f
  * activation; longer sequences (785 tokens at hd 64: 12 D per token) recompute. */
 int vt_attention_keep_probs(int N, int hd);
 
+/* Query rows per row block of the fused attention for N tokens: N when one N x N score
+ * block fits the per-thread cache budget, else fewer (a multiple of 16, at least 16). */
+int vt_attention_row_block(int N);
+
 /* Performer (FAVOR+) linear attention (src/ops/performer.c; position-encodings.md
  * section 3). Feature kernel: positive (exp features) or relu. */
 typedef enum { VT_PERFORMER_POSITIVE = 0, VT_PERFORMER_RELU = 1 } vt_performer_kernel;
