@@ -17,7 +17,8 @@ static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
 /* Register tile MR x NR and cache blocks MC x KC (packed A; MC a multiple of MR, the
- * largest M block) and KC x NC (packed B);
+ * largest M block) and KC x NC (packed B), KC at most kc when ta = 0 and kc_t when
+ * ta = 1 (k_block; both multiples of 16);
  * short_mr: the most rows the `short_rows` microkernel takes whatever the columns (0:
  * there is none); short_full_mr: the most rows it takes in place of `full` (more than
  * NR / 2 columns; at least short_mr);
@@ -33,7 +34,7 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
  * N > one_pass_min_n (>= nc_one_pass) run K blocks outermost, N blocks of nc_one_pass
  * inside, A packed (0: never; see gemm_blocked). */
 typedef struct {
-    int mr, nr, kc, mc, nc, short_mr, short_full_mr, narrow_nr, next_c, inplace_max_n, inplace_rows_max_n,
+    int mr, nr, kc, kc_t, mc, nc, short_mr, short_full_mr, narrow_nr, next_c, inplace_max_n, inplace_rows_max_n,
         inplace_t_max_n;
     size_t inplace_rows_min_a;
     int m_one_pass, one_pass_min_n, nc_one_pass;
@@ -208,6 +209,17 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
     }
 }
 
+/* The K block for K steps in blocks of at most kmax (a multiple of 16): K in equal
+ * blocks, each rounded up to 16 (the transposing pack's step), the last one shorter.
+ * Full blocks of kmax would leave a short last one whose calls pay a whole C tile's
+ * load and store and their prefetch lists for a few steps: with kmax = 384, attention's
+ * K = 785 runs as 272 + 272 + 241 instead of 384 + 384 + 17, ViT-Ti's K = 576 as
+ * 2 x 288 instead of 384 + 192. */
+static inline int k_block(int K, int kmax) {
+    int blocks = (K + kmax - 1) / kmax;
+    return (int)round_up((size_t)((K + blocks - 1) / blocks), 16);
+}
+
 /* Whether mr rows of op(A) read in place (ta = 0) at row stride lda floats spread over
  * the L1: at most 4 of them in any one set of a cache with 64 sets of 64-byte lines (a
  * 32 KB 8-way L1, Zen 4's; larger ones have more sets or ways). Rows a multiple of 4 KB
@@ -259,7 +271,7 @@ static inline __attribute__((always_inline)) void
 gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, int N, int K, float alpha,
              const float *A, int lda, const float *B, int ldb, float beta, const float *bias, float *C, int ldc,
              float *pa, float *pb, const vt_region *next) {
-    const int MR = bl.mr, KC = bl.kc;
+    const int MR = bl.mr, KC = k_block(K, ta ? bl.kc_t : bl.kc);
     /* M in blocks of equal size (whole MR panels, at most bl.mc rows): a small last
      * block would get the whole next K block's packing source to prefetch in a few
      * calls, more lines than its loops spread (576 = 280 + 280 + 16 rows: bursts of

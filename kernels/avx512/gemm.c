@@ -3,7 +3,8 @@
  *
  * The blocking loops and the L2 prefetch are ../gemm_driver.h (shared with the other
  * ISA); this file holds the tile sizes, the packing and the microkernels.
- * Loops: jc over N in NC blocks -> pc over K in KC blocks (pack op(B) block into
+ * Loops: jc over N in NC blocks -> pc over K in KC blocks (KC_T for ta = 1; equal
+ * blocks, see k_block in ../gemm_driver.h) (pack op(B) block into
  * KC x NR panels) -> ic over M in MC blocks (pack op(A) block into MR x KC panels)
  * -> jr over NR columns -> ir over MR rows -> the MR x NR register microkernel
  * (MR = 14 rows x NR = 32 columns: 28 zmm accumulators, 2 zmm of B, broadcasts of A;
@@ -41,9 +42,9 @@
  * work: vt_avx512_gemm_work_floats(M, N, K) floats, 64-byte aligned.
  * Speed (bench/bench_kernels.c): the microkernel alone runs at ~97% of the FMA peak of
  * the Zen 4 cores this was tuned on (one 512-bit FMA per cycle); ViT training shapes
- * reach 87-96% of it, the rest being packing and C traffic, 0.98 (1 thread) and 0.99
- * (2 threads) of oneDNN's rate there (geometric means over the 36 shapes, 2026-11-25,
- * after the short-row kernels and the in-place changes). On a Xeon of the Sapphire
+ * reach 89-96% of it, the rest being packing and C traffic, 0.99 (1 thread) and 1.00
+ * (2 threads) of oneDNN's rate there (geometric means over the 36 shapes, 2026-11-26,
+ * after the K blocks of 384). On a Xeon of the Sapphire
  * Rapids class (two 512-bit FMA ports, 2 MB L2) it runs at 84-90% of the peak with its
  * panels in L1/L2 (a harness calling it alone), and the ViT shapes at 63-78% of it,
  * 0.97 (1 thread) and 0.99 (2 threads) of oneDNN's rate (geometric means over the 36
@@ -52,13 +53,19 @@
 #include "avx512.h"
 #include "../gemm_driver.h"
 
-/* Register tile MR x NR; cache blocks: a packed A block (MC x KC, 280 KB) and the
- * next block's source stay in the 1 MB L2, a B micro-panel (KC x NR, 32 KB) streams
- * from L2; MC >= 192 keeps the ViT-Ti weight-gradient products in one M block.
+/* Register tile MR x NR; cache blocks: a packed A block (MC x KC, up to 420 KB) and
+ * the next block's source stay in the 1 MB L2, a B micro-panel (KC x NR, up to 48 KB)
+ * streams from L2; MC >= 192 keeps the ViT-Ti weight-gradient products in one M block.
+ * K blocks of at most KC steps with ta = 0, KC_T with ta = 1 (k_block: equal blocks).
+ * Against blocks of 256 for both (a harness, 1 thread, Zen 4, best of 2 x 10 runs
+ * alternating): ta = 0 with K > 256, the ViT forward and input-gradient products,
+ * +1-4% (ViT-S proj and ViT-B fc1 +2-3%); the weight gradients (ta = 1) the same within
+ * 1% but ViT-Ti's 192 x 192 x 8320 3% slower, so they keep 256.
  * Chosen by measurement on Zen 4 (bench/bench_kernels.c). */
 #define MR 14
 #define NR 32
-#define KC 256
+#define KC 384
+#define KC_T 256
 #define MC 280
 #define NC 1536
 #define M_ONE_PASS 392 /* K blocks outermost for M <= 392 (gemm_blocked): 392 KB of */
@@ -85,7 +92,7 @@ static inline size_t a_rows(int M) { return round_up((size_t)imin(M, M_ONE_PASS)
 
 size_t vt_avx512_gemm_work_floats(int M, int N, int K) {
     if (M <= 0 || N <= 0 || K <= 0) return 0;
-    size_t mc = a_rows(M), kc = (size_t)imin(K, KC);
+    size_t mc = a_rows(M), kc = (size_t)imin(K, KC); /* KC >= KC_T: the longer K block */
     size_t nc = round_up((size_t)imin(N, NC), NR);
     return a_floats(mc, kc) + kc * nc;
 }
@@ -471,6 +478,7 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
     gemm_blocking bl = {.mr = MR,
                         .nr = NR,
                         .kc = KC,
+                        .kc_t = KC_T,
                         .mc = MC,
                         .nc = NC,
                         .short_mr = SHORT_MR,
