@@ -219,6 +219,12 @@ static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int 
         c##i##1 = _mm512_fmadd_ps(a_, b1, c##i##1);                                      \
     } while (0)
 
+/* Row i's epilogue: alpha acc (+ beta C, read just before) stored under the column
+ * masks. C rows a multiple of 4 KB apart cost more: ViT-B's 768 x 3072 x 6304 weight
+ * gradient (ldc 3072) ran 2-3% faster with its C rows padded by 16 floats (a harness,
+ * 1 thread, Zen 4), and the gap closed when the epilogue did not read C. Reading all 14
+ * rows before storing any, in two groups of 7 rows, or running the tile as two 7-row
+ * halves did not recover it (within 1%); the cause is not pinned down. */
 #define ROW_STORE(i)                                                                   \
     do {                                                                               \
         if (i < mr) {                                                                  \
