@@ -52,10 +52,10 @@ typedef void (*gemm_pack_fn)(int trans, const float *X, int ldx, int r0, int c0,
  * outstanding-miss buffers and stalls; the C tile's 28 at the start of each AVX-512
  * call cost 14% of the microkernel's time when C came from memory, and the packing
  * sources' burst between calls another ~5% of the GEMM. On Zen 4 the next C tile's
- * lines are worth 5-9% (four ViT-B and -S products without them, a harness);
- * prefetching into L1 as well (T0: the B panel 8 or 16 steps ahead, op(A)'s rows read
- * in place 16-64 floats ahead, a call's own C tile in its last 56 steps) gained
- * nothing there. */
+ * lines are worth 3-11% (three ViT-B products and one ViT-S one without them, a
+ * harness on a noisy host); prefetching into L1 as well (T0: the B panel 8 or 16 steps
+ * ahead, the packed A panel 16 steps ahead, op(A)'s rows read in place 16-64 floats
+ * ahead, a call's own C tile in its last 56 steps) gained nothing there. */
 #define PREFETCH_MAX 128
 typedef struct {
     const char *line[PREFETCH_MAX];

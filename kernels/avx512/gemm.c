@@ -42,7 +42,7 @@
  * work: vt_avx512_gemm_work_floats(M, N, K) floats, 64-byte aligned.
  * Speed (bench/bench_kernels.c): the microkernel alone runs at ~97% of the FMA peak of
  * the Zen 4 cores this was tuned on (one 512-bit FMA per cycle); ViT training shapes
- * reach 89-96% of it, the rest being packing and C traffic, 0.99 (1 thread) and 1.00
+ * reach 89-97% of it, the rest being packing and C traffic, 0.99 (1 thread) and 1.00
  * (2 threads) of oneDNN's rate there (geometric means over the 36 shapes, 2026-11-26,
  * after the K blocks of 384). On a Xeon of the Sapphire
  * Rapids class (two 512-bit FMA ports, 2 MB L2) it runs at 84-90% of the peak with its
@@ -58,9 +58,9 @@
  * streams from L2; MC >= 192 keeps the ViT-Ti weight-gradient products in one M block.
  * K blocks of at most KC steps with ta = 0, KC_T with ta = 1 (k_block: equal blocks).
  * Against blocks of 256 for both (a harness, 1 thread, Zen 4, best of 2 x 10 runs
- * alternating): ta = 0 with K > 256, the ViT forward and input-gradient products,
- * +1-4% (ViT-S proj and ViT-B fc1 +2-3%); the weight gradients (ta = 1) the same within
- * 1% but ViT-Ti's 192 x 192 x 8320 3% slower, so they keep 256.
+ * alternating): ta = 0 with K > 256, the ViT forward and input-gradient products, 0-4%
+ * faster (ViT-S proj 3-4%, ViT-B fc1 2-3%); the weight gradients (ta = 1) within 1.2%
+ * either way but ViT-Ti's 192 x 192 x 8320 3% slower in two sweeps, so they keep 256.
  * Chosen by measurement on Zen 4 (bench/bench_kernels.c). */
 #define MR 14
 #define NR 32
@@ -221,7 +221,7 @@ static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int 
 
 /* Row i's epilogue: alpha acc (+ beta C, read just before) stored under the column
  * masks. C rows a multiple of 4 KB apart cost more: ViT-B's 768 x 3072 x 6304 weight
- * gradient (ldc 3072) ran 2-3% faster with its C rows padded by 16 floats (a harness,
+ * gradient (ldc 3072) ran 2-4.5% faster with its C rows padded by 16 floats (a harness,
  * 1 thread, Zen 4), and the gap closed when the epilogue did not read C. Reading all 14
  * rows before storing any, in two groups of 7 rows, or running the tile as two 7-row
  * halves did not recover it (within 1%); the cause is not pinned down. */
