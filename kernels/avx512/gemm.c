@@ -224,7 +224,11 @@ static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int 
  * gradient (ldc 3072) ran 2-4.5% faster with its C rows padded by 16 floats (a harness,
  * 1 thread, Zen 4), and the gap closed when the epilogue did not read C. Reading all 14
  * rows before storing any, in two groups of 7 rows, or running the tile as two 7-row
- * halves did not recover it (within 1%); the cause is not pinned down. */
+ * halves did not recover it (within 1%); the cause is not pinned down. Nor did two
+ * ways round it: copying C through a buffer with padded rows (vt_gemm, K >= 1024) gave
+ * back only +1-2% there and +1.5-3.3% on ViT-L's weight gradients, the copy costing
+ * about 1%, and 0-2% either way on products with K <= 4096; starting the accumulators
+ * from C in the beta = 1 blocks, so that no load waits at the end, ran 5% slower. */
 #define ROW_STORE(i)                                                                   \
     do {                                                                               \
         if (i < mr) {                                                                  \
@@ -252,7 +256,10 @@ static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int 
  * from the source, bs[k ldbs + j] for the nr valid columns (zero past them), not from
  * the packed panel b, and are stored to bd[k NR] as pack_b (tb = 0) would store them:
  * a panel's first call packs it (kernel_14x32_pack_b, kernel_14x32_inplace_pack_b).
- * Always inlined, so each caller's constant R, PACK_B and strides give its own code. */
+ * Always inlined, so each caller's constant R, PACK_B and strides give its own code.
+ * A broadcast and two FMAs per row run as fast as two FMAs with embedded-broadcast
+ * memory operands ({1to16}): both 98% of the FMA peak, the panels in cache (a harness,
+ * Zen 4); what the GEMMs lose beyond that is packing, C traffic and edges. */
 static inline __attribute__((always_inline)) void
 kernel_rows_x32(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c, int ldc, int mr,
                 int nr, float alpha, float beta, const prefetch_list *pf, const int R, const int PACK_B,
