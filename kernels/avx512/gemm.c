@@ -42,9 +42,9 @@
  * work: vt_avx512_gemm_work_floats(M, N, K) floats, 64-byte aligned.
  * Speed (bench/bench_kernels.c): the microkernel alone runs at ~97% of the FMA peak of
  * the Zen 4 cores this was tuned on (one 512-bit FMA per cycle); ViT training shapes
- * reach 89-97% of it, the rest being packing and C traffic, 0.99 (1 thread) and 1.00
- * (2 threads) of oneDNN's rate there (geometric means over the 36 shapes, 2026-11-26,
- * after the K blocks of 384). On a Xeon of the Sapphire
+ * reach 88-98% of it, the rest being packing and C traffic, 0.99-1.00 of oneDNN's rate
+ * there on 1 and on 2 threads (geometric means over the 36 shapes; three runs,
+ * 2026-11-26, after the K blocks of 384). On a Xeon of the Sapphire
  * Rapids class (two 512-bit FMA ports, 2 MB L2) it runs at 84-90% of the peak with its
  * panels in L1/L2 (a harness calling it alone), and the ViT shapes at 63-78% of it,
  * 0.97 (1 thread) and 0.99 (2 threads) of oneDNN's rate (geometric means over the 36

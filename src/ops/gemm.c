@@ -16,8 +16,9 @@
  * (but, unlike the C split, not equal to the 1-thread sums).
  * Small products (under VT_GEMM_PAR_FLOPS multiply-adds) run on the calling thread.
  * The static split costs little: in a ViT-Ti/4 training step on 2 threads, the faster
- * thread of each C-split GEMM waited 1.2% of the GEMMs' time for the other (timed per
- * block, 2026-11-26), the bound on what dynamic scheduling of smaller blocks could win. */
+ * thread of each C-split GEMM waited for the other 2.5% of the GEMMs' time (timed per
+ * block, 2026-11-26), so balancing the two perfectly (say by dynamic scheduling of
+ * smaller blocks) could save at most half of that, 1.2%. */
 #include <omp.h>
 #include <stdlib.h>
 
