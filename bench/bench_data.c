@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "resolve.h"
 #include "bench_args.h"
 #include "config.h"
 #include "data/dataset.h"
@@ -103,15 +104,19 @@ static vt_dataset *jpeg_open(int64_t n) {
     return ds;
 }
 
-static void base_cfg(vt_config *c, int bs) {
-    vt_config_defaults(c);
-    c->data.kind = VT_DATA_IMAGEFOLDER;
-    c->model.img_size = 224;
-    c->model.num_classes = 10;
-    c->train.batch_size = bs;
-    c->eval.batch_size = bs;
-    c->train.seed = 1;
-    strcpy(c->data.auto_augment, "rand-m9-mstd0.5-inc1");
+/* The spec of the resolved defaults (imagefolder geometry: rrc, center_crop) with the
+ * DeiT RandAugment, 224 px, 10 classes, batch bs. */
+static void base_cfg(vt_data_spec *c, int bs) {
+    vt_config cfg;
+    vt_config_defaults(&cfg);
+    VT_ASSERT(vt_config_set(&cfg, "data.auto_augment=rand-m9-mstd0.5-inc1") == VT_OK &&
+              vt_resolve(&cfg) == VT_OK, "bench_data config: %s", vt_last_error());
+    vt_resolve_data_spec(&cfg, c);
+    c->img_size = 224;
+    c->num_classes = 10;
+    c->train_batch = bs;
+    c->eval_batch = bs;
+    c->seed = 1;
 }
 
 static void report(const char *name, int workers, int64_t n, double sec, double cpu) {
@@ -124,8 +129,8 @@ static void report(const char *name, int workers, int64_t n, double sec, double 
 }
 
 /* Images/s through the loader: one warm-up batch, then `n` samples. */
-static int run_loader(const char *name, const vt_config *cfg, vt_split split, int workers, int64_t n) {
-    int bs = cfg->train.batch_size;
+static int run_loader(const char *name, const vt_data_spec *cfg, vt_split split, int workers, int64_t n) {
+    int bs = cfg->train_batch;
     vt_loader *L;
     if (vt_loader_open_dataset(&L, jpeg_open(n + bs), cfg, split, 224) != VT_OK) {
         fprintf(stderr, "bench_data: %s\n", vt_last_error());
@@ -186,7 +191,7 @@ int main(int argc, char **argv) {
         else report("decode", 0, n, now() - t0, cpu_now() - c0);
         free(buf);
     }
-    vt_config cfg;
+    vt_data_spec cfg;
     for (int workers = 1; workers <= 2 && !rc; workers++) {
         base_cfg(&cfg, 32);
         rc = run_loader("train_rrc_ra", &cfg, VT_SPLIT_TRAIN, workers, n);

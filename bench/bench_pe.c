@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "resolve.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "optim.h"
@@ -85,7 +86,7 @@ static int setup(pe_run *r, const model_case *mc, const pe_case *pc) {
     for (int i = 0; i < 8 && pc->sets[i]; i++) sets[n++] = pc->sets[i];
     sets[n++] = "model.in_chans=3";
     sets[n++] = "data.kind=synthetic";
-    if (vt_config_load_overrides(&r->cfg, NULL, sets, n) != VT_OK ||
+    if (vt_resolve_file(&r->cfg, NULL, sets, n) != VT_OK ||
         vt_vit_init(&r->m, &r->cfg, 1) != VT_OK || vt_optim_init(&r->o, &r->cfg.optim, r->m.n_params) != VT_OK) {
         fprintf(stderr, "bench_pe: %s/%s: %s\n", mc->name, pc->name, vt_last_error());
         return 0;

@@ -23,6 +23,7 @@
 
 #include "bench_args.h"
 #include "config.h"
+#include "resolve.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "rng.h"
@@ -57,7 +58,7 @@ static result run_one(const char *attention, int patch, int depth, int timed) {
              depth, patch, attention);
     vt_config cfg;
     vt_vit m;
-    if (vt_config_parse(&cfg, json, "bench_performer") != VT_OK || vt_config_validate(&cfg) != VT_OK ||
+    if (vt_resolve_json(&cfg, json, "bench_performer") != VT_OK || vt_resolve(&cfg) != VT_OK ||
         vt_vit_init(&m, &cfg, 1) != VT_OK) {
         fprintf(stderr, "bench_performer: %s\n", vt_last_error());
         return res;

@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "resolve.h"
 #include "fma_peak.h"
 #include "kernels.h"
 #include "ops/ops.h"
@@ -131,7 +132,7 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
     snprintf(s[5], sizeof s[5], "data.kind=synthetic");
     for (int i = 0; i < 6; i++)
         if (vt_config_set(&cfg, s[i]) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
-    if (vt_config_validate(&cfg) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
+    if (vt_resolve(&cfg) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
     vt_vit m;
     if (vt_vit_init(&m, &cfg, 1) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
     vt_optim opt; /* training rows only: an inference row's RSS holds no AdamW moments */

@@ -1,27 +1,28 @@
 /* config.c - the configuration schema and everything that walks it.
  *
  * Owns: the ONE schema table (a row per "section.key": type, default, range or
- * choices, help text, offset of the field in vt_config); JSON parsing (this is the
- * project's only cJSON user); "--set section.key=value" overrides; preset expansion
- * and kind-dependent defaults; range and cross-field validation; the resolved JSON
- * dump; the generated documentation (`vitrain --help` text and configs/README.md).
- * Does not own what the values mean at run time (vit.c, pe/, train.c, data/) nor
- * exit codes (main.c).
+ * choices, help text, whether the key defines the model, offset of the field in
+ * vt_config); JSON parsing (this is the project's only cJSON user); "--set
+ * section.key=value" overrides; the per-key checks; the JSON dump; the comparison of two
+ * configs on the model keys; the generated documentation (`vitrain --help` text and the
+ * key reference of configs/README.md).
+ * Does not own: presets, defaults that depend on other keys and the rules between keys
+ * (resolve.c), what the values mean at run time (vit.c, pe/, train.c, data/), exit codes
+ * (main.c).
  *
- * Explicitly given keys (config file or --set) are recorded in vt_config.set.
- * vt_config_validate recomputes every unset key whose default depends on other keys
- * (model.width/depth/heads from model.preset, pe.* from pe.kind, model.num_classes
- * from a CIFAR data.kind, eval.batch_size from train.batch_size), so validating
- * again after a --set that changes pe.kind gives the same config as one pass over
- * the final keys. pe.theta, pe.block_size,
- * pe.train_img_size and eval.batch_size also treat an explicit 0 as "the default".
+ * Explicitly given keys (config file or --set) are recorded in vt_config.set, for
+ * resolve.c.
  *
- * Numbers in the resolved JSON are printed in the shortest form that strtod reads
- * back to the same double, so parsing vt_config_to_json's output reproduces the
- * config exactly (checkpoints store it in __metadata__).
+ * Numbers in the JSON dump are printed in the shortest form that strtod reads back to
+ * the same double, so reading vt_config_to_json's output reproduces the config exactly
+ * (run directories and checkpoints store it).
+ *
+ * Adding a key: a field in config.h, one row below (K_* macro; the model-defining keys
+ * use the *_M variants), and, if its default depends on another key or a rule ties it
+ * to another key, its auto_doc here and its code in resolve.c or in the kind's entry
+ * (resolve.h says where).
  */
 #include "config.h"
-#include "data/augment.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -29,6 +30,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- schema table */
@@ -61,62 +63,70 @@ typedef struct {
     double def;                 /* numeric and bool default; KT_ENUM: choice index */
     const char *def_str;        /* KT_STRING / KT_CHOICE default */
     const double *def_arr;      /* KT_FARRAY default */
-    const char *auto_doc;       /* non-NULL: resolved at validate time when unset (doc text) */
+    const char *auto_doc;       /* non-NULL: resolved from other keys when unset (doc text) */
     const char *help;
+    int model;                  /* 1: defines the model or its PE (vt_config_model_key) */
 } key_row;
 
 #define OFF(f) offsetof(vt_config, f)
 #define SZ(f) sizeof(((vt_config *)0)->f)
 #define NCH(ch) ((int)(sizeof(ch) / sizeof((ch)[0])))
 
-#define K_INT(p, f, d, l, h, a, hp) \
+/* Row macros; extra designators may follow the help text: MODEL_KEY marks a key that
+ * defines the model or its PE. */
+#define MODEL_KEY .model = 1
+#define K_INT(p, f, d, l, h, a, hp, ...) \
     { .path = p, .type = KT_INT, .offset = OFF(f), .size = SZ(f), .lo = l, .hi = h, \
-      .def = d, .auto_doc = a, .help = hp }
-#define K_I64(p, f, d, l, h, hp) \
+      .def = d, .auto_doc = a, .help = hp, __VA_ARGS__ }
+#define K_I64(p, f, d, l, h, hp, ...) \
     { .path = p, .type = KT_I64, .offset = OFF(f), .size = SZ(f), .lo = l, .hi = h, \
-      .def = d, .help = hp }
-#define K_FLT(p, f, d, l, h, o, a, hp) \
+      .def = d, .help = hp, __VA_ARGS__ }
+#define K_FLT(p, f, d, l, h, o, a, hp, ...) \
     { .path = p, .type = KT_FLOAT, .offset = OFF(f), .size = SZ(f), .lo = l, .hi = h, \
-      .open = o, .def = d, .auto_doc = a, .help = hp }
-#define K_BOOL(p, f, d, hp) \
+      .open = o, .def = d, .auto_doc = a, .help = hp, __VA_ARGS__ }
+#define K_BOOL(p, f, d, hp, ...) \
     { .path = p, .type = KT_BOOL, .offset = OFF(f), .size = SZ(f), .lo = 0, .hi = 1, \
-      .def = d, .help = hp }
-#define K_STR(p, f, d, hp) \
-    { .path = p, .type = KT_STRING, .offset = OFF(f), .size = SZ(f), .def_str = d, .help = hp }
-#define K_CHOICE(p, f, ch, d, hp) \
+      .def = d, .help = hp, __VA_ARGS__ }
+#define K_STR(p, f, d, hp, ...) \
+    { .path = p, .type = KT_STRING, .offset = OFF(f), .size = SZ(f), .def_str = d, .help = hp, \
+      __VA_ARGS__ }
+#define K_CHOICE(p, f, ch, d, hp, ...) \
     { .path = p, .type = KT_CHOICE, .offset = OFF(f), .size = SZ(f), .choices = ch, \
-      .n_choices = NCH(ch), .def_str = d, .help = hp }
-#define K_ENUM(p, f, ch, d, a, hp) \
+      .n_choices = NCH(ch), .def_str = d, .help = hp, __VA_ARGS__ }
+#define K_ENUM(p, f, ch, d, a, hp, ...) \
     { .path = p, .type = KT_ENUM, .offset = OFF(f), .size = SZ(f), .choices = ch, \
-      .n_choices = NCH(ch), .def = d, .auto_doc = a, .help = hp }
-#define K_FARR(p, f, d, l, h, o, hp) \
+      .n_choices = NCH(ch), .def = d, .auto_doc = a, .help = hp, __VA_ARGS__ }
+#define K_FARR(p, f, d, l, h, o, hp, ...) \
     { .path = p, .type = KT_FARRAY, .offset = OFF(f), .size = SZ(f), \
-      .n = (int)(SZ(f) / sizeof(double)), .lo = l, .hi = h, .open = o, .def_arr = d, .help = hp }
-#define K_FARR_B(p, f, d, l, h, o, hp) \
+      .n = (int)(SZ(f) / sizeof(double)), .lo = l, .hi = h, .open = o, .def_arr = d, .help = hp, \
+      __VA_ARGS__ }
+#define K_FARR_B(p, f, d, l, h, o, hp, ...) \
     { .path = p, .type = KT_FARRAY, .offset = OFF(f), .size = SZ(f), \
       .n = (int)(SZ(f) / sizeof(double)), .broadcast = 1, .lo = l, .hi = h, .open = o, \
-      .def_arr = d, .help = hp }
-#define K_ILIST(p, f, cnt, l, h, hp) \
+      .def_arr = d, .help = hp, __VA_ARGS__ }
+#define K_ILIST(p, f, cnt, l, h, hp, ...) \
     { .path = p, .type = KT_ILIST, .offset = OFF(f), .size = SZ(f), \
-      .n = (int)(SZ(f) / sizeof(int)), .count_offset = OFF(cnt), .lo = l, .hi = h, .help = hp }
+      .n = (int)(SZ(f) / sizeof(int)), .count_offset = OFF(cnt), .lo = l, .hi = h, .help = hp, \
+      __VA_ARGS__ }
 
 /* Choice lists: the index is the C enum value (order matters). */
-static const char *const ch_preset[] = { "", "vit_tiny", "vit_small", "vit_base", "vit_large" };
+#define PRESET_NAME(n, w, d, h) n,
+#define KIND_NAME(e, n) n,
+static const char *const ch_preset[] = { "", VT_MODEL_PRESETS(PRESET_NAME) };
 static const char *const ch_pool[] = { "token", "avg" };
 static const char *const ch_attention[] = { "softmax", "performer" };
-static const char *const ch_pe_kind[] = { "none", "ape", "rope_axial", "rope_mixed", "cayley",
-                                          "circulant", "liere", "liere_commute" };
+static const char *const ch_pe_kind[] = { VT_PE_KINDS(KIND_NAME) };
 static const char *const ch_ape[] = { "none", "learned", "sincos" };
 static const char *const ch_positions[] = { "index", "normalized", "interpolate" };
 static const char *const ch_share[] = { "none", "layers", "heads", "all" };
 static const char *const ch_inner[] = { "mixed", "axial" };
 static const char *const ch_pe_init[] = { "rope_mixed", "normal" };
 static const char *const ch_performer_kernel[] = { "positive", "relu" };
-static const char *const ch_data_kind[] = { "idx", "synthetic", "imagefolder", "cifar10",
-                                            "cifar100" };
+static const char *const ch_data_kind[] = { VT_DATA_KINDS(KIND_NAME) };
 static const char *const ch_on_error[] = { "fail", "skip" };
 static const char *const ch_label[] = { "fine", "coarse" };
 static const char *const ch_train_transform[] = { "auto", "simple", "rrc" };
+static const char *const ch_eval_transform[] = { "auto", "resize", "center_crop" };
 static const char *const ch_interp[] = { "bilinear", "bicubic" };
 static const char *const ch_remode[] = { "pixel", "const" };
 static const char *const ch_optim[] = { "adamw", "sgd" };
@@ -139,26 +149,26 @@ static const key_row schema[] = {
              "vit_base 768/12/12, vit_large 1024/24/16. An explicitly given width, depth or "
              "heads overrides the preset's. \"\" = no preset."),
     K_INT("model.width", model.width, 768, 1, 65536, "768, or the preset's",
-          "Embedding width D."),
+          "Embedding width D.", MODEL_KEY),
     K_INT("model.depth", model.depth, 12, 1, 1024, "12, or the preset's",
-          "Number of transformer blocks L."),
+          "Number of transformer blocks L.", MODEL_KEY),
     K_INT("model.heads", model.heads, 12, 1, 1024, "12, or the preset's",
-          "Attention heads H; must divide width (head dim hd = width / heads)."),
+          "Attention heads H; must divide width (head dim hd = width / heads).", MODEL_KEY),
     K_FLT("model.mlp_ratio", model.mlp_ratio, 4, 0, 64, LO_OPEN, NULL,
-          "MLP hidden width = int(width * mlp_ratio) (timm)."),
+          "MLP hidden width = int(width * mlp_ratio) (timm).", MODEL_KEY),
     K_INT("model.patch_size", model.patch_size, 16, 1, 1024, NULL,
-          "Patch side P in pixels; must divide img_size and pe.train_img_size."),
+          "Patch side P in pixels; must divide img_size and pe.train_img_size.", MODEL_KEY),
     K_INT("model.img_size", model.img_size, 224, 1, 16384, NULL,
           "Input image side in pixels (square images)."),
     K_INT("model.in_chans", model.in_chans, 3, 1, 4, NULL,
           "Input channels: 1 (grayscale), 3 (RGB) or 4 (RGB-D: depth positions tokens through "
-          "a rotary PE with pe.coord_dim = 3)."),
+          "a rotary PE with pe.coord_dim = 3).", MODEL_KEY),
     K_INT("model.num_classes", model.num_classes, 1000, 1, 1000000,
-          "1000; 10 for cifar10; 100 (fine) or 20 (coarse) for cifar100",
-          "Classifier outputs K."),
+          "the classes data.kind defines (see Dataset formats), else 1000",
+          "Classifier outputs K.", MODEL_KEY),
     K_ENUM("model.pool", model.pool, ch_pool, VT_POOL_TOKEN, NULL,
            "Classifier input: the CLS token after the final norm (token), or the mean of the "
-           "patch tokens followed by fc_norm (avg, timm global_pool='avg')."),
+           "patch tokens followed by fc_norm (avg, timm global_pool='avg').", MODEL_KEY),
     K_FLT("model.drop_rate", model.drop_rate, 0, 0, 1, HI_OPEN, NULL,
           "Dropout probability after the position embedding, the attention projection and "
           "the MLP layers, and before the head (timm's single drop_rate)."),
@@ -168,41 +178,43 @@ static const key_row schema[] = {
           "Stochastic depth: block i drops its residual branches with probability "
           "drop_path * i / (depth - 1) (timm's linear rule)."),
     K_FLT("model.layer_scale", model.layer_scale, 0, 0, 10, 0, NULL,
-          "LayerScale init value (ls1.gamma, ls2.gamma); 0 = off."),
-    K_BOOL("model.qkv_bias", model.qkv_bias, 1, "Bias in the qkv projection."),
+          "LayerScale init value (ls1.gamma, ls2.gamma); 0 = off.", MODEL_KEY),
+    K_BOOL("model.qkv_bias", model.qkv_bias, 1, "Bias in the qkv projection.", MODEL_KEY),
     K_ENUM("model.attention", model.attention, ch_attention, VT_ATTN_SOFTMAX, NULL,
-           "Exact softmax attention, or Performer FAVOR+ (linear in tokens; see performer.*)."),
+           "Exact softmax attention, or Performer FAVOR+ (linear in tokens; see performer.*).",
+           MODEL_KEY),
     K_BOOL("model.depth_as_channel", model.depth_as_channel, 0,
            "RGB-D (in_chans = 4): also feed depth to the patch embedding as a 4th channel; "
-           "otherwise depth only positions tokens."),
+           "otherwise depth only positions tokens.", MODEL_KEY),
 
     /* pe */
     K_ENUM("pe.kind", pe.kind, ch_pe_kind, VT_PE_APE, NULL,
            "Position encoding: none; ape (absolute table only); rotary: rope_axial, rope_mixed, "
-           "cayley (Cayley-STRING), circulant (Circulant-STRING), liere, liere_commute."),
-    K_ENUM("pe.ape", pe.ape, ch_ape, VT_APE_NONE, "learned if kind = ape, else none",
+           "cayley (Cayley-STRING), circulant (Circulant-STRING), liere, liere_commute.",
+           MODEL_KEY),
+    K_ENUM("pe.ape", pe.ape, ch_ape, VT_APE_NONE, "the pe.kind's (see PE kinds), else none",
            "Absolute table added after the CLS token is prepended: learned (timm pos_embed) "
-           "or fixed 2-D sincos; rotary kinds may add one too."),
+           "or fixed 2-D sincos; rotary kinds may add one too.", MODEL_KEY),
     K_ENUM("pe.positions", pe.positions, ch_positions, VT_POS_INDEX,
-           "normalized for liere and liere_commute, else index",
+           "the pe.kind's (see PE kinds), else index",
            "Rotary coordinates at another resolution: index (extrapolate), normalized (the "
            "training grid spans [0, 1]) or interpolate (index * n_train / n_eval); x and y "
            "only, never depth. With coord_dim = 1 the raster index r scales by token counts: "
-           "r / max(N_train - 1, 1) or r * N_train / N_eval."),
+           "r / max(N_train - 1, 1) or r * N_train / N_eval.", MODEL_KEY),
     K_ENUM("pe.share", pe.share, ch_share, VT_SHARE_NONE,
-           "all for liere and liere_commute, else none",
+           "the pe.kind's (see PE kinds), else none",
            "Rotary parameter sharing: none (per layer and head), layers (per head), heads "
-           "(per layer), all (one set)."),
+           "(per layer), all (one set).", MODEL_KEY),
     K_FLT("pe.theta", pe.theta, 0, 0, BIG, 0,
-          "100 for rope_axial and cayley with inner = axial; 10 for rope_mixed, cayley "
-          "(inner = mixed) and circulant with init = rope_mixed; else 0 (unused)",
-          "RoPE frequency base; 0 = the kind's default."),
+          "the pe.kind's (see PE kinds), else 0 (unused)",
+          "RoPE frequency base; 0 = the kind's default.", MODEL_KEY),
     K_ENUM("pe.inner", pe.inner, ch_inner, VT_INNER_MIXED, NULL,
-           "Cayley-STRING's inner RoPE: mixed (learnable frequencies) or axial (fixed)."),
+           "Cayley-STRING's inner RoPE: mixed (learnable frequencies) or axial (fixed).",
+           MODEL_KEY),
     K_INT("pe.block_size", pe.block_size, 0, 0, 65536,
-          "16 for circulant, hd for liere, 2 for liere_commute; else 0 (unused)",
-          "Generator block size: circulant even, >= 4, divides hd; liere >= 2, divides hd; "
-          "liere_commute 2. 0 = the kind's default."),
+          "the pe.kind's (see PE kinds), else 0 (unused)",
+          "Generator block size of circulant and liere kinds (rules under PE kinds). 0 = the "
+          "kind's default.", MODEL_KEY),
     K_ENUM("pe.init", pe.init, ch_pe_init, VT_PEINIT_ROPE_MIXED, NULL,
            "Circulant-STRING init: from RoPE-Mixed's initial frequencies (rope_mixed) or "
            "c ~ N(0, init_std^2) (normal)."),
@@ -213,18 +225,18 @@ static const key_row schema[] = {
     K_INT("pe.coord_dim", pe.coord_dim, 2, 1, 3, "3 if model.in_chans = 4, else 2",
           "Coordinate dimension C of rotary PEs: 1 (raster index), 2 (x, y), 3 (x, y, depth: "
           "with RGB-D input the patch's mean raw depth times the learnable pe.depth_scale "
-          "(init 1, also with depth_as_channel), else 0)."),
+          "(init 1, also with depth_as_channel), else 0).", MODEL_KEY),
     K_INT("pe.train_img_size", pe.train_img_size, 0, 0, 16384, "model.img_size",
           "Training resolution the position grid is relative to (positions, APE resampling); "
-          "0 = model.img_size."),
+          "0 = model.img_size.", MODEL_KEY),
 
     /* performer */
     K_INT("performer.features", performer.features, 256, 1, 65536, NULL,
-          "Random features m per head."),
+          "Random features m per head.", MODEL_KEY),
     K_INT("performer.redraw_every", performer.redraw_every, 1000, 0, BIG, NULL,
           "Redraw the features every this many training steps; 0 = never."),
     K_CHOICE("performer.kernel", performer.kernel, ch_performer_kernel, "positive",
-             "Feature map: positive (FAVOR+ exp features) or relu."),
+             "Feature map: positive (FAVOR+ exp features) or relu.", MODEL_KEY),
 
     /* data */
     K_ENUM("data.kind", data.kind, ch_data_kind, VT_DATA_IMAGEFOLDER, NULL,
@@ -261,17 +273,23 @@ static const key_row schema[] = {
            "synthetic with model.in_chans = 4: make the label depend on depth (classes 2j and "
            "2j + 1 share RGB pattern j; the depth map has a bump for odd and a dent for even labels)."),
     K_FLT("data.crop_pct", data.crop_pct, 0.875, 0, 1, LO_OPEN, NULL,
-          "Evaluation: resize the shorter side to int(S / crop_pct) (data.interpolation, "
-          "antialiased), then center-crop S x S (S = the evaluated image size). Fixed-size "
-          "datasets (idx, cifar, synthetic) are instead resized straight to S (bilinear) unless "
-          "this key is given explicitly."),
+          "Evaluation with data.eval_transform = center_crop: the fraction of the resized "
+          "image kept (timm crop_pct). Giving it makes center_crop the eval_transform default "
+          "on every format."),
+    K_ENUM("data.eval_transform", data.eval_transform, ch_eval_transform, VT_ET_AUTO,
+           "the data.kind's (see Dataset formats)",
+           "Evaluation geometry: resize (the whole image bilinearly to S x S), center_crop "
+           "(resize the shorter side to int(S / crop_pct) with data.interpolation, "
+           "antialiased, then the centre S x S; timm's eval transform), auto (the default "
+           "before it). S is the evaluated image size. The resolved config states the choice."),
     K_FLT("data.hflip", data.hflip, 0.5, 0, 1, 0, NULL, "Training: horizontal flip probability."),
-    K_ENUM("data.train_transform", data.train_transform, ch_train_transform, VT_TT_AUTO, NULL,
+    K_ENUM("data.train_transform", data.train_transform, ch_train_transform, VT_TT_AUTO,
+           "the data.kind's (see Dataset formats)",
            "Training geometry: simple (flip, then bilinear resize of the whole image to S: the "
            "Fashion-MNIST/CIFAR recipe), rrc (DeiT: RandomResizedCrop with data.scale, "
-           "data.ratio and data.interpolation, then flip), auto (rrc for imagefolder, simple "
-           "for idx, cifar and synthetic). Either is followed by auto_augment, normalisation, "
-           "random erasing and mixup/cutmix when enabled."),
+           "data.ratio and data.interpolation, then flip), auto (the default before it). "
+           "Either is followed by auto_augment, normalisation, random erasing and "
+           "mixup/cutmix when enabled. The resolved config states the choice."),
     K_ENUM("data.interpolation", data.interpolation, ch_interp, VT_INTERP_BICUBIC, NULL,
            "Resampling of rrc, the evaluation resize + crop and RandAugment's geometric ops "
            "(PIL-style: antialiased when shrinking). The simple transform always resizes "
@@ -373,24 +391,21 @@ typedef struct {
 
 static const section_doc sections[] = {
     { "model", "The Vision Transformer (timm VisionTransformer layout). Defaults are ViT-B/16."
-               " Constraints: heads divide width; patch_size divides img_size; in_chans is 1,"
-               " 3 or 4, and 4 (RGB-D) needs a rotary pe.kind with pe.coord_dim = 3;"
-               " depth_as_channel needs in_chans = 4; attn_drop_rate must be 0 with performer"
-               " attention." },
+               " Constraints: heads divide width; img_size (and pe.train_img_size, each of"
+               " eval.resolutions) is a multiple of patch_size; in_chans is 1, 3 or 4, and 4"
+               " (RGB-D) needs a rotary pe.kind with pe.coord_dim = 3; depth_as_channel needs"
+               " in_chans = 4; attn_drop_rate must be 0 with performer attention." },
     { "pe", "Position encoding (the position-encodings design note has the exact contract). Keys "
-            "marked with a conditional default are resolved from pe.kind (and model) when not "
-            "given; the resolved config shows the final values. Constraints: rotary kinds need an "
-            "even head dim, rope_mixed-initialised kinds (rope_mixed, cayley with inner mixed, "
-            "circulant with init rope_mixed) a head dim divisible by 4 when coord_dim = 2 and >= 4 "
-            "otherwise, rope_axial a head dim >= 2 * coord_dim; pe.ape other than none needs kind "
-            "ape or a rotary kind, kind ape needs ape learned or sincos; coord_dim other than 2 "
-            "needs a rotary kind; block_size as in its row." },
+            "with a conditional default take the pe.kind's default when not given (PE kinds, "
+            "below); the resolved config shows the final values. Constraints: those of the kind "
+            "(PE kinds, below); pe.ape = sincos needs model.width divisible by 4; coord_dim other "
+            "than 2 needs a rotary kind." },
     { "performer", "Performer (FAVOR+) attention, used when model.attention = performer." },
     { "data", "Dataset and augmentation. Images are scaled to [0, 1], then normalised with mean"
-              " and std. Constraints: root is non-empty unless kind = synthetic; for cifar10"
-              " and cifar100 model.num_classes must match the dataset; synthetic train_size"
-              " holds at least one optimizer step (batch_size * accum_steps); scale and ratio"
-              " are [min, max] with min <= max; auto_augment must parse. Training order per"
+              " and std. Constraints: root is non-empty for the formats that read it; scale and"
+              " ratio are [min, max] with min <= max; auto_augment must parse;"
+              " synthetic_depth_label needs model.in_chans = 4; those of the format (Dataset"
+              " formats, below). Where to put each format's files: data/README.md. Training order per"
               " image: geometry (train_transform), flip, auto_augment, normalisation, random"
               " erasing; then mixup/cutmix per batch. All randomness is seeded per sample"
               " (train.seed, epoch, index) and per batch." },
@@ -400,18 +415,6 @@ static const section_doc sections[] = {
     { "runtime", "Terminal behaviour." },
 };
 #define N_SECTIONS ((int)(sizeof sections / sizeof sections[0]))
-
-typedef struct {
-    const char *name;
-    int width, depth, heads;
-} preset_shape;
-
-static const preset_shape presets[] = {
-    { "vit_tiny", 192, 12, 3 },
-    { "vit_small", 384, 12, 6 },
-    { "vit_base", 768, 12, 12 },
-    { "vit_large", 1024, 24, 16 },
-};
 
 /* ---------------------------------------------------------------- small helpers */
 
@@ -480,8 +483,6 @@ static int row_of(const char *path) {
     VT_ASSERT(i >= 0, "config key \"%s\" is not in the schema", path);
     return i;
 }
-
-static int is_set(const vt_config *c, const char *path) { return c->set[row_of(path)] != 0; }
 
 static int section_index(const char *name, size_t len) {
     for (int s = 0; s < N_SECTIONS; s++)
@@ -683,9 +684,18 @@ int vt_config_is_set(const vt_config *c, const char *key) {
     return i < 0 ? -1 : c->set[i] != 0;
 }
 
+void vt_config_restore_default(vt_config *c, const char *key) {
+    apply_default(c, &schema[row_of(key)]);
+}
+
 const char *vt_pe_kind_name(vt_pe_kind k) {
     VT_ASSERT((int)k >= 0 && (int)k < NCH(ch_pe_kind), "bad vt_pe_kind %d", (int)k);
     return ch_pe_kind[k];
+}
+
+const char *vt_data_kind_name(vt_data_kind k) {
+    VT_ASSERT((int)k >= 0 && (int)k < NCH(ch_data_kind), "bad vt_data_kind %d", (int)k);
+    return ch_data_kind[k];
 }
 
 /* ---------------------------------------------------------------- parsing */
@@ -938,12 +948,11 @@ vt_status vt_config_set(vt_config *c, const char *assignment) {
     return st;
 }
 
-vt_status vt_config_parse(vt_config *c, const char *json, const char *source) {
+vt_status vt_config_read_json(vt_config *c, const char *json, const char *source) {
     vt_config tmp;
     vt_config_defaults(&tmp);
     snprintf(tmp.source, sizeof tmp.source, "%s", source ? source : "");
     vt_status st = parse_into(&tmp, json, source && source[0] ? source : "config");
-    if (st == VT_OK) st = vt_config_validate(&tmp);
     if (st == VT_OK) *c = tmp;
     return st;
 }
@@ -978,8 +987,8 @@ static vt_status read_file(const char *path, char **out) {
     return VT_OK;
 }
 
-vt_status vt_config_load_overrides(vt_config *c, const char *path,
-                                   const char *const *sets, int n_sets) {
+vt_status vt_config_read_file(vt_config *c, const char *path, const char *const *sets,
+                              int n_sets) {
     vt_config tmp;
     vt_config_defaults(&tmp);
     vt_status st = VT_OK;
@@ -991,26 +1000,11 @@ vt_status vt_config_load_overrides(vt_config *c, const char *path,
         free(text);
     }
     for (int i = 0; i < n_sets && st == VT_OK; i++) st = set_one(&tmp, sets[i]);
-    if (st == VT_OK) st = vt_config_validate(&tmp);
     if (st == VT_OK) *c = tmp;
     return st;
 }
 
-vt_status vt_config_load(vt_config *c, const char *path) {
-    return vt_config_load_overrides(c, path, NULL, 0);
-}
-
-/* ---------------------------------------------------------------- validation */
-
-static int pe_rotary(vt_pe_kind k) { return k >= VT_PE_ROPE_AXIAL; }
-static int pe_liere(vt_pe_kind k) { return k == VT_PE_LIERE || k == VT_PE_LIERE_COMMUTE; }
-
-/* Kinds whose frequencies start from RoPE-Mixed's init (position-encodings.md 2.3-2.5). */
-static int pe_mixed_init(const vt_pe_config *pe) {
-    return pe->kind == VT_PE_ROPE_MIXED ||
-           (pe->kind == VT_PE_CAYLEY && pe->inner == VT_INNER_MIXED) ||
-           (pe->kind == VT_PE_CIRCULANT && pe->init == VT_PEINIT_ROPE_MIXED);
-}
+/* ---------------------------------------------------------------- per-key checks */
 
 /* Row-level check of a value already in c (it may have been set in code). */
 static vt_status check_row(const vt_config *c, const key_row *r, const char *src) {
@@ -1066,163 +1060,11 @@ static vt_status check_row(const vt_config *c, const key_row *r, const char *src
     return VT_OK;
 }
 
-/* Give every unset key that depends on others its resolved value. */
-static void resolve(vt_config *c) {
-    vt_model_config *m = &c->model;
-    vt_pe_config *pe = &c->pe;
-    const preset_shape *ps = NULL;
-    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
-        if (strcmp(presets[i].name, m->preset) == 0) ps = &presets[i];
-    if (!is_set(c, "model.width"))
-        m->width = ps ? ps->width : (int)schema[row_of("model.width")].def;
-    if (!is_set(c, "model.depth"))
-        m->depth = ps ? ps->depth : (int)schema[row_of("model.depth")].def;
-    if (!is_set(c, "model.heads"))
-        m->heads = ps ? ps->heads : (int)schema[row_of("model.heads")].def;
-
-    if (!is_set(c, "model.num_classes")) {
-        int k = (int)schema[row_of("model.num_classes")].def;
-        if (c->data.kind == VT_DATA_CIFAR10) k = 10;
-        if (c->data.kind == VT_DATA_CIFAR100) k = strcmp(c->data.label, "coarse") == 0 ? 20 : 100;
-        m->num_classes = k;
-    }
-
-    int liere = pe_liere(pe->kind);
-    if (!is_set(c, "pe.ape")) pe->ape = pe->kind == VT_PE_APE ? VT_APE_LEARNED : VT_APE_NONE;
-    if (!is_set(c, "pe.positions")) pe->positions = liere ? VT_POS_NORMALIZED : VT_POS_INDEX;
-    if (!is_set(c, "pe.share")) pe->share = liere ? VT_SHARE_ALL : VT_SHARE_NONE;
-    if (!is_set(c, "pe.theta") || pe->theta == 0) {
-        int axial = pe->kind == VT_PE_ROPE_AXIAL ||
-                    (pe->kind == VT_PE_CAYLEY && pe->inner == VT_INNER_AXIAL);
-        pe->theta = axial ? 100 : pe_mixed_init(pe) ? 10 : 0;
-    }
-    if (!is_set(c, "pe.block_size") || pe->block_size == 0) {
-        int hd = m->heads > 0 && m->width % m->heads == 0 ? m->width / m->heads : 0;
-        pe->block_size = pe->kind == VT_PE_CIRCULANT ? 16 : pe->kind == VT_PE_LIERE ? hd
-                       : pe->kind == VT_PE_LIERE_COMMUTE ? 2 : 0;
-    }
-    if (!is_set(c, "pe.coord_dim")) pe->coord_dim = m->in_chans == 4 ? 3 : 2;
-    if (!is_set(c, "pe.train_img_size") || pe->train_img_size == 0)
-        pe->train_img_size = m->img_size;
-    if (!is_set(c, "eval.batch_size") || c->eval.batch_size == 0)
-        c->eval.batch_size = c->train.batch_size;
-}
-
-#define BAD(...) return vt_fail(VT_ERR_USAGE, __VA_ARGS__)
-
-static const char *rotary_kinds = "rope_axial, rope_mixed, cayley, circulant, liere, liere_commute";
-
-vt_status vt_config_validate(vt_config *c) {
+vt_status vt_config_check_keys(const vt_config *c) {
     const char *src = c->source[0] ? c->source : "config";
     vt_status st;
     for (int i = 0; i < N_KEYS; i++)
         if ((st = check_row(c, &schema[i], src)) != VT_OK) return st;
-    resolve(c);
-    /* resolved values are in range by construction; re-check in case a dependent
-     * default (e.g. liere's block_size = hd) exceeds a row's bounds */
-    for (int i = 0; i < N_KEYS; i++)
-        if ((st = check_row(c, &schema[i], src)) != VT_OK) return st;
-
-    const vt_model_config *m = &c->model;
-    const vt_pe_config *pe = &c->pe;
-    const char *kind = ch_pe_kind[pe->kind];
-    int rotary = pe_rotary(pe->kind);
-
-    if (m->width % m->heads != 0)
-        BAD("%s: model.heads = %d does not divide model.width = %d", src, m->heads, m->width);
-    int hd = m->width / m->heads;
-    if (rotary && hd % 2 != 0)
-        BAD("%s: head dim model.width / model.heads = %d is odd; pe.kind = %s rotates channel "
-            "pairs and needs an even head dim", src, hd, kind);
-    if (m->img_size % m->patch_size != 0)
-        BAD("%s: model.patch_size = %d does not divide model.img_size = %d", src, m->patch_size,
-            m->img_size);
-    if (pe->train_img_size % m->patch_size != 0)
-        BAD("%s: model.patch_size = %d does not divide pe.train_img_size = %d", src, m->patch_size,
-            pe->train_img_size);
-    for (int i = 0; i < c->eval.n_resolutions; i++)
-        if (c->eval.resolutions[i] % m->patch_size != 0)
-            BAD("%s: eval.resolutions[%d] = %d is not a multiple of model.patch_size = %d", src, i,
-                c->eval.resolutions[i], m->patch_size);
-
-    if (m->in_chans != 1 && m->in_chans != 3 && m->in_chans != 4)
-        BAD("%s: model.in_chans = %d is not supported; expected 1 (grayscale), 3 (RGB) or 4 "
-            "(RGB-D)", src, m->in_chans);
-    if (m->in_chans == 4 && !rotary)
-        BAD("%s: model.in_chans = 4 (RGB-D) positions tokens by depth and needs a rotary pe.kind "
-            "(%s) with pe.coord_dim = 3; found pe.kind = %s", src, rotary_kinds, kind);
-    if (m->in_chans == 4 && pe->coord_dim != 3)
-        BAD("%s: model.in_chans = 4 (RGB-D) needs pe.coord_dim = 3 (depth-aware); found %d", src,
-            pe->coord_dim);
-    if (m->depth_as_channel && m->in_chans != 4)
-        BAD("%s: model.depth_as_channel needs model.in_chans = 4 (RGB-D); found %d", src,
-            m->in_chans);
-    if (c->data.synthetic_depth_label && m->in_chans != 4)
-        BAD("%s: data.synthetic_depth_label needs model.in_chans = 4 (RGB-D); found %d", src,
-            m->in_chans);
-    if (pe->coord_dim != 2 && !rotary)
-        BAD("%s: pe.coord_dim = %d needs a rotary pe.kind (%s); found pe.kind = %s", src,
-            pe->coord_dim, rotary_kinds, kind);
-    if (m->attention == VT_ATTN_PERFORMER && m->attn_drop_rate > 0)
-        BAD("%s: model.attn_drop_rate = %g applies to softmax attention only; set it to 0 with "
-            "model.attention = performer", src, m->attn_drop_rate);
-
-    if (pe->kind == VT_PE_NONE && pe->ape != VT_APE_NONE)
-        BAD("%s: pe.ape = %s needs pe.kind = ape or a rotary kind; found pe.kind = none", src,
-            ch_ape[pe->ape]);
-    if (pe->kind == VT_PE_APE && pe->ape == VT_APE_NONE)
-        BAD("%s: pe.kind = ape needs pe.ape = learned or sincos; found none", src);
-    if (pe->kind == VT_PE_ROPE_AXIAL && hd < 2 * pe->coord_dim)
-        BAD("%s: pe.kind = rope_axial with pe.coord_dim = %d needs a head dim >= %d (one pair "
-            "per axis); found %d", src, pe->coord_dim, 2 * pe->coord_dim, hd);
-    if (pe_mixed_init(pe) && pe->coord_dim == 2 && hd % 4 != 0)
-        BAD("%s: pe.kind = %s (RoPE-Mixed init, pe.coord_dim = 2) needs a head dim divisible by "
-            "4; found %d", src, kind, hd);
-    if (pe_mixed_init(pe) && hd < 4)
-        BAD("%s: pe.kind = %s (RoPE-Mixed init) needs a head dim >= 4; found %d", src, kind, hd);
-    int b = pe->block_size;
-    if (pe->kind == VT_PE_CIRCULANT && (b % 2 != 0 || b < 4 || hd % b != 0))
-        BAD("%s: pe.block_size = %d is invalid for circulant: must be even, >= 4 and divide the "
-            "head dim %d", src, b, hd);
-    if (pe->kind == VT_PE_LIERE && (b < 2 || hd % b != 0))
-        BAD("%s: pe.block_size = %d is invalid for liere: must be >= 2 and divide the head dim %d",
-            src, b, hd);
-    if (pe->kind == VT_PE_LIERE_COMMUTE && b != 2)
-        BAD("%s: pe.block_size = %d is invalid for liere_commute: must be 2", src, b);
-
-    const vt_data_config *d = &c->data;
-    if (d->kind != VT_DATA_SYNTHETIC && d->root[0] == '\0')
-        BAD("%s: data.root is empty; data.kind = %s needs the dataset directory", src,
-            ch_data_kind[d->kind]);
-    if (d->scale[0] > d->scale[1])
-        BAD("%s: data.scale = [%g, %g]: expected min <= max", src, d->scale[0], d->scale[1]);
-    if (d->ratio[0] > d->ratio[1])
-        BAD("%s: data.ratio = [%g, %g]: expected min <= max", src, d->ratio[0], d->ratio[1]);
-    {
-        vt_randaug ra;
-        if (vt_randaug_parse(d->auto_augment, &ra) != VT_OK) {
-            char why[512];
-            snprintf(why, sizeof why, "%s", vt_last_error());
-            BAD("%s: data.auto_augment: %s", src, why);
-        }
-    }
-    if (d->kind == VT_DATA_CIFAR10 || d->kind == VT_DATA_CIFAR100) {
-        int k = d->kind == VT_DATA_CIFAR10 ? 10 : strcmp(d->label, "coarse") == 0 ? 20 : 100;
-        if (m->num_classes != k)
-            BAD("%s: model.num_classes = %d but data.kind = %s%s has %d classes", src,
-                m->num_classes, ch_data_kind[d->kind],
-                d->kind == VT_DATA_CIFAR100 ? (k == 20 ? " (coarse)" : " (fine)") : "", k);
-    }
-    const vt_train_config *t = &c->train;
-    long long per_step = (long long)t->batch_size * t->accum_steps;
-    if (d->kind == VT_DATA_SYNTHETIC && d->train_size < per_step)
-        BAD("%s: data.train_size = %d is smaller than one optimizer step (train.batch_size * "
-            "train.accum_steps = %lld)", src, d->train_size, per_step);
-
-    if (c->optim.min_lr > c->optim.lr)
-        BAD("%s: optim.min_lr = %g exceeds optim.lr = %g", src, c->optim.min_lr, c->optim.lr);
-    if (t->epochs == 0 && t->steps == 0)
-        BAD("%s: train.epochs and train.steps are both 0; set one of them", src);
     return VT_OK;
 }
 
@@ -1280,6 +1122,34 @@ char *vt_config_to_json(const vt_config *c) {
     return b.p;
 }
 
+int vt_config_model_key(const char *key) {
+    int i = row_index(key);
+    return i < 0 ? -1 : schema[i].model;
+}
+
+/* Values are compared as their JSON text, which is exact (fmt_double round-trips). */
+int vt_config_model_keys_differ(const vt_config *a, const vt_config *b, char *report, size_t len) {
+    int n = 0;
+    size_t used = 0;
+    if (report && len) report[0] = '\0';
+    for (int i = 0; i < N_KEYS; i++) {
+        const key_row *r = &schema[i];
+        if (!r->model) continue;
+        sbuf va = { 0 }, vb = { 0 };
+        sb_value(&va, a, r);
+        sb_value(&vb, b, r);
+        if (strcmp(va.p, vb.p) != 0) {
+            if (report && used < len)
+                used += (size_t)snprintf(report + used, len - used, "%s%s: %s vs %s", n ? "; " : "",
+                                         r->path, va.p, vb.p);
+            n++;
+        }
+        free(va.p);
+        free(vb.p);
+    }
+    return n;
+}
+
 static const char *type_name(const key_row *r, char *buf, size_t n) {
     switch (r->type) {
     case KT_INT: case KT_I64: return "int";
@@ -1332,9 +1202,9 @@ static void sb_cell(sbuf *b, const char *s) {
 static const char *doc_intro =
     "# vitrain configuration reference\n"
     "\n"
-    "<!-- Generated from the schema table in src/config.c by\n"
-    "     `./vitrain help-config --markdown > configs/README.md`; do not edit by hand\n"
-    "     (tests/test_config.c fails when this file is stale). -->\n"
+    "<!-- Generated from the schema table in src/config.c and the kinds' entries\n"
+    "     (src/pe/, src/data/) by `./vitrain help-config --markdown > configs/README.md`;\n"
+    "     do not edit by hand (tests/test_config.c fails when this file is stale). -->\n"
     "\n"
     "A config file is one JSON object with a sub-object per section (`model`, `pe`,\n"
     "`performer`, `data`, `optim`, `train`, `eval`, `runtime`). Every key is optional: a key\n"
@@ -1361,13 +1231,18 @@ static const char *doc_intro =
     "  as written unless it is a quoted JSON string.\n"
     "- **Presets.** `model.preset` sets width, depth and heads; any of the three given\n"
     "  explicitly (in the file or by `--set`) wins over the preset.\n"
-    "- **Conditional defaults.** Keys whose default column reads like \"learned if kind = ape,\n"
-    "  else none\" are resolved from other keys when you do not give them; `pe.theta`,\n"
-    "  `pe.block_size`, `pe.train_img_size` and `eval.batch_size` also treat an explicit 0\n"
-    "  as \"the default\".\n"
+    "- **Conditional defaults.** Keys whose default column reads like \"the pe.kind's\" are\n"
+    "  resolved from other keys when you do not give them (the PE kinds and dataset formats\n"
+    "  at the end list their defaults); `pe.theta`, `pe.block_size`, `pe.train_img_size` and\n"
+    "  `eval.batch_size` also treat an explicit 0, `data.train_transform` and\n"
+    "  `data.eval_transform` an explicit `auto`, as \"the default\".\n"
     "- **Resolved config.** The config with every key resolved is printed at start, saved in\n"
-    "  the run directory and stored in checkpoints (`__metadata__[\"config\"]`); reading it\n"
-    "  back gives the same run.\n"
+    "  the run directory (`config.json`) and stored in checkpoints\n"
+    "  (`__metadata__[\"config\"]`); it states every resolved value (the eval geometry\n"
+    "  included), so running or evaluating with it gives the same run, bit for bit.\n"
+    "- **Model keys.** Keys marked *Model key.* define the model and its position encoding:\n"
+    "  a checkpoint's tensors depend on them. The others (training recipe, data, evaluation)\n"
+    "  may differ between training a checkpoint and using it.\n"
     "- Intervals: `[a, b]` includes both ends, `(a, b)` excludes them.\n";
 
 char *vt_config_doc_markdown(void) {
@@ -1403,7 +1278,7 @@ char *vt_config_doc_markdown(void) {
             free(rg.p);
             sb_putf(&b, " | ");
             sb_cell(&b, r->help);
-            sb_putf(&b, " |\n");
+            sb_putf(&b, "%s |\n", r->model ? " *Model key.*" : "");
         }
     }
     return b.p;

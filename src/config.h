@@ -1,14 +1,21 @@
-/* config.h - the typed, resolved configuration.
+/* config.h - the typed configuration and its schema.
  *
  * config.c is the only cJSON user: one schema table (name, type, default, range or
- * choices, help) drives parsing, defaults, validation, --set overrides, the resolved
- * JSON dump, `vitrain help-config` and configs/README.md. Every field below has one
- * row in that table under "section.key". Enumerations are parsed from strings.
+ * choices, help, whether the key defines the model) drives parsing, defaults, the per-key
+ * checks, --set overrides, the JSON dump, `vitrain help-config` and configs/README.md.
+ * Every field below has one row in that table under "section.key". Enumerations are
+ * parsed from strings.
+ *
+ * A config read here is not yet resolved: presets, kind-dependent defaults and the rules
+ * between keys are resolve.h's (vt_resolve), which runs once after parsing and --set and
+ * writes every resolved value into the config. Code below it reads values only.
  *
  * Sections: model, pe, performer, data, optim, train, eval, runtime.
  */
 #ifndef VT_CONFIG_H
 #define VT_CONFIG_H
+
+#include <stddef.h>
 
 #include "status.h"
 
@@ -16,21 +23,36 @@
 #define VT_MAX_RES 16
 #define VT_CONFIG_MAX_KEYS 128 /* capacity of vt_config.set (schema rows) */
 
+/* model.preset: name, width, depth, heads (resolve.c expands them; "" is no preset). */
+#define VT_MODEL_PRESETS(X)                                                                   \
+    X("vit_tiny", 192, 12, 3) X("vit_small", 384, 12, 6) X("vit_base", 768, 12, 12)           \
+    X("vit_large", 1024, 24, 16)
+
 typedef enum { VT_POOL_TOKEN = 0, VT_POOL_AVG } vt_pool;
 typedef enum { VT_ATTN_SOFTMAX = 0, VT_ATTN_PERFORMER } vt_attention_kind;
-typedef enum {
-    VT_PE_NONE = 0, VT_PE_APE, VT_PE_ROPE_AXIAL, VT_PE_ROPE_MIXED, VT_PE_CAYLEY,
-    VT_PE_CIRCULANT, VT_PE_LIERE, VT_PE_LIERE_COMMUTE
-} vt_pe_kind;
+/* Position-encoding kinds: the enum value and its pe.kind name. A kind's defaults, rules
+ * and hooks are its entry in src/pe/<name>.c, listed in src/pe/kinds.h. */
+#define VT_PE_KINDS(X)                                                                        \
+    X(VT_PE_NONE, "none") X(VT_PE_APE, "ape") X(VT_PE_ROPE_AXIAL, "rope_axial")             \
+    X(VT_PE_ROPE_MIXED, "rope_mixed") X(VT_PE_CAYLEY, "cayley") X(VT_PE_CIRCULANT, "circulant") \
+    X(VT_PE_LIERE, "liere") X(VT_PE_LIERE_COMMUTE, "liere_commute")
+#define VT_KIND_ENUM_(e, name) e,
+typedef enum { VT_PE_KINDS(VT_KIND_ENUM_) VT_PE_KIND_COUNT } vt_pe_kind;
 typedef enum { VT_APE_NONE = 0, VT_APE_LEARNED, VT_APE_SINCOS } vt_ape_kind;
 typedef enum { VT_POS_INDEX = 0, VT_POS_NORMALIZED, VT_POS_INTERPOLATE } vt_pos_mode;
 typedef enum { VT_SHARE_NONE = 0, VT_SHARE_LAYERS, VT_SHARE_HEADS, VT_SHARE_ALL } vt_share;
 typedef enum { VT_INNER_MIXED = 0, VT_INNER_AXIAL } vt_inner;
 typedef enum { VT_PEINIT_ROPE_MIXED = 0, VT_PEINIT_NORMAL } vt_pe_init;
-typedef enum { VT_DATA_IDX = 0, VT_DATA_SYNTHETIC, VT_DATA_IMAGEFOLDER, VT_DATA_CIFAR10,
-               VT_DATA_CIFAR100 } vt_data_kind;
+/* Dataset formats: the enum value and its data.kind name. A format's facts (fixed size,
+ * classes, rules, open) are its descriptor in src/data/<file>.c, listed in
+ * src/data/dataset.h. */
+#define VT_DATA_KINDS(X)                                                                      \
+    X(VT_DATA_IDX, "idx") X(VT_DATA_SYNTHETIC, "synthetic") X(VT_DATA_IMAGEFOLDER, "imagefolder") \
+    X(VT_DATA_CIFAR10, "cifar10") X(VT_DATA_CIFAR100, "cifar100")
+typedef enum { VT_DATA_KINDS(VT_KIND_ENUM_) VT_DATA_KIND_COUNT } vt_data_kind;
 typedef enum { VT_ONERR_FAIL = 0, VT_ONERR_SKIP } vt_on_error;
 typedef enum { VT_TT_AUTO = 0, VT_TT_SIMPLE, VT_TT_RRC } vt_train_transform;
+typedef enum { VT_ET_AUTO = 0, VT_ET_RESIZE, VT_ET_CENTER_CROP } vt_eval_transform;
 typedef enum { VT_INTERP_BILINEAR = 0, VT_INTERP_BICUBIC } vt_interp;
 typedef enum { VT_REMODE_PIXEL = 0, VT_REMODE_CONST } vt_remode;
 typedef enum { VT_OPT_ADAMW = 0, VT_OPT_SGD } vt_optim_name;
@@ -52,16 +74,16 @@ typedef struct {
 
 typedef struct {
     vt_pe_kind kind;
-    vt_ape_kind ape;        /* with kind = ape: learned unless set; with rotary kinds: none unless set */
+    vt_ape_kind ape;        /* resolved: the kind's default unless given */
     vt_pos_mode positions;
     vt_share share;
-    double theta;           /* 0 = the kind's default (axial 100, mixed 10) */
+    double theta;           /* resolved: the kind's default when 0 (0 if the kind has none) */
     vt_inner inner;
-    int block_size;         /* 0 = the kind's default (circulant 16, liere hd) */
+    int block_size;         /* resolved: the kind's default when 0 (0 if the kind has none) */
     vt_pe_init init;
     double init_std, init_scale;
     int coord_dim;
-    int train_img_size;     /* training resolution the grid is relative to; 0 = model.img_size */
+    int train_img_size;     /* training resolution the grid is relative to (resolved) */
 } vt_pe_config;
 
 typedef struct {
@@ -84,8 +106,9 @@ typedef struct {
     int synthetic_depth_label; /* synthetic RGB-D: label needs the depth map (pairs of classes
                                   share the RGB pattern, depth bump vs dent tells them apart) */
     double crop_pct;
+    vt_eval_transform eval_transform;   /* resolved (never auto): resize | center_crop */
     double hflip;
-    vt_train_transform train_transform; /* auto: rrc for imagefolder, simple otherwise */
+    vt_train_transform train_transform; /* resolved (never auto): simple | rrc */
     vt_interp interpolation;
     double scale[2], ratio[2];  /* RandomResizedCrop area fraction and aspect ranges */
     char auto_augment[64];      /* timm RandAugment string, "" = off */
@@ -140,41 +163,59 @@ typedef struct vt_config {
     vt_eval_config eval;
     vt_runtime_config runtime;
     char source[VT_STR];    /* path the config came from ("" if built in code) */
-    /* set[i] != 0: schema row i was given explicitly (config file or --set). Keys left
-     * unset get their preset / kind-dependent default in vt_config_validate. */
+    /* set[i] != 0: schema row i was given explicitly (config file or --set). Only
+     * resolve reads it: keys left unset get their preset / kind-dependent default there. */
     unsigned char set[VT_CONFIG_MAX_KEYS];
 } vt_config;
 
-/* Defaults for every key (timm ViT-B/16 + DeiT recipe; a valid config on its own:
- * imagefolder data under data/imagenet). Clears the explicitly-set record. */
+/* Defaults for every key (timm ViT-B/16 + DeiT recipe; once resolved, a valid config on
+ * its own: imagefolder data under data/imagenet). Clears the explicitly-set record. */
 void vt_config_defaults(vt_config *c);
-/* Parse a JSON file over the defaults, then validate. Errors name the file and the
- * JSON path ("model.heads"), what was expected and found, and suggest the nearest
- * valid key for unknown ones. Returns VT_ERR_USAGE on a bad config, VT_ERR_RUNTIME if
- * the file cannot be read. */
-vt_status vt_config_load(vt_config *c, const char *path);
-/* Same from a JSON string (source names it in messages). */
-vt_status vt_config_parse(vt_config *c, const char *json, const char *source);
+/* Read a JSON text over the defaults and check every key on its own (type, range,
+ * choices). Errors name the source and the JSON path ("model.heads"), what was expected
+ * and found, and suggest the nearest valid key for unknown ones (VT_ERR_USAGE). Not
+ * resolved: resolve.h's vt_resolve_json does both. */
+vt_status vt_config_read_json(vt_config *c, const char *json, const char *source);
+/* Read the JSON file path (NULL: start from the defaults), then apply n_sets "--set"
+ * assignments in order; per-key checks as above, VT_ERR_RUNTIME if the file cannot be
+ * read. Not resolved: resolve.h's vt_resolve_file does both. */
+vt_status vt_config_read_file(vt_config *c, const char *path, const char *const *sets,
+                              int n_sets);
 /* Apply one "--set section.key=value" override (value parsed as JSON if it parses,
- * else as a string). Call vt_config_validate afterwards. */
+ * else as a string); the key is recorded as given. Resolve afterwards. */
 vt_status vt_config_set(vt_config *c, const char *assignment);
-/* Load path (NULL: start from the defaults), apply n_sets "--set" assignments, then
- * validate once, so an override may repair a file that is invalid on its own. */
-vt_status vt_config_load_overrides(vt_config *c, const char *path,
-                                   const char *const *sets, int n_sets);
-/* 1 if the key ("pe.theta") was given explicitly, 0 if not; -1 for an unknown key. */
+/* The per-key checks (type range, choices) of every value in c, e.g. after code set
+ * fields. Messages name c->source (or "config") and the key. */
+vt_status vt_config_check_keys(const vt_config *c);
+/* 1 if the key ("pe.theta") was given explicitly, 0 if not; -1 for an unknown key.
+ * For resolve (and tests): code below it reads values only. */
 int vt_config_is_set(const vt_config *c, const char *key);
-/* Cross-field validation and preset expansion (heads divide width, patch divides
- * img_size, even head dim, PE constraints...). */
-vt_status vt_config_validate(vt_config *c);
-/* The resolved config as pretty JSON (malloc'd; caller frees). */
+/* Put the schema default of key (which must exist) back into c. */
+void vt_config_restore_default(vt_config *c, const char *key);
+
+/* Keys that define the model or its position encoding (the schema marks them): the
+ * shapes, layouts and every hyperparameter a checkpoint's tensors depend on (model.width,
+ * pe.theta, performer.features, ...), not the training recipe, data or evaluation keys
+ * (model.drop_path, data.*, eval.*), which a checkpoint may be used with freely.
+ * vt_config_model_key(key) is 1 for such a key, 0 for another, -1 for an unknown one.
+ * vt_config_model_keys_differ compares two resolved configs on exactly those keys and
+ * returns how many differ; report (may be NULL) receives "key: A vs B" for each, joined
+ * by "; " and truncated to len bytes. */
+int vt_config_model_key(const char *key);
+int vt_config_model_keys_differ(const vt_config *a, const vt_config *b, char *report, size_t len);
+
+/* The config as pretty JSON (malloc'd; caller frees): every key, in schema order. Read
+ * back with vt_config_read_json it gives the same values (numbers are printed in the
+ * shortest form strtod reads back exactly). */
 char *vt_config_to_json(const vt_config *c);
-/* Markdown documentation of every key (malloc'd): configs/README.md is this text. */
+/* Markdown documentation of every key (malloc'd); resolve.h's vt_resolve_doc_markdown
+ * adds the kinds' defaults and rules: configs/README.md is that text. */
 char *vt_config_doc_markdown(void);
 /* Plain-text key list for --help (malloc'd). */
 char *vt_config_doc_text(void);
 
 /* Enum <-> string for messages and metadata. */
 const char *vt_pe_kind_name(vt_pe_kind k);
+const char *vt_data_kind_name(vt_data_kind k);
 
 #endif

@@ -6,18 +6,22 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "resolve.h"
 #include "rng.h"
 
 vt_status vt_eval_open(vt_evaluator *ev, const vt_config *cfg, int img_size) {
     memset(ev, 0, sizeof *ev);
-    if (img_size <= 0 || img_size % cfg->model.patch_size != 0)
-        return vt_fail(VT_ERR_USAGE, "evaluation image size %d: expected a positive multiple of "
-                       "model.patch_size %d", img_size, cfg->model.patch_size);
+    VT_ASSERT(img_size > 0 && img_size % cfg->model.patch_size == 0,
+              "evaluation image size %d is not a multiple of model.patch_size %d", img_size,
+              cfg->model.patch_size);
+    VT_ASSERT(cfg->eval.batch_size > 0, "eval.batch_size %d (not resolved?)", cfg->eval.batch_size);
     ev->img_size = img_size;
-    ev->batch_size = cfg->eval.batch_size > 0 ? cfg->eval.batch_size : cfg->train.batch_size;
+    ev->batch_size = cfg->eval.batch_size;
     ev->in_chans = cfg->model.in_chans;
     ev->num_classes = cfg->model.num_classes;
-    vt_status st = vt_loader_open(&ev->loader, cfg, VT_SPLIT_VAL, img_size);
+    vt_data_spec spec;
+    vt_resolve_data_spec(cfg, &spec);
+    vt_status st = vt_loader_open(&ev->loader, &spec, VT_SPLIT_VAL, img_size);
     if (st != VT_OK) return st;
     int dk = vt_loader_num_classes(ev->loader);
     if (dk > ev->num_classes) {

@@ -58,9 +58,10 @@ typedef struct {
     float *scratch;          /* one image, in_chans * S * S */
 } vt_evaluator;
 
-/* Open the val split of cfg->data at img_size (S, divisible by model.patch_size) with
- * batches of cfg->eval.batch_size (0: train.batch_size). Errors: the loader's (missing
- * files ...), or a dataset whose class count exceeds model.num_classes. */
+/* Open the val split of a resolved cfg's data at img_size (S, a multiple of
+ * model.patch_size: resolve.h's vt_resolve_image_size checks a size a user gives; here it
+ * is asserted) with batches of eval.batch_size. Errors: the loader's (missing files ...),
+ * or a dataset whose class count exceeds model.num_classes. */
 vt_status vt_eval_open(vt_evaluator *ev, const vt_config *cfg, int img_size);
 void vt_eval_close(vt_evaluator *ev);
 

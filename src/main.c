@@ -22,6 +22,7 @@
 #include "config.h"
 #include "eval.h"
 #include "kernels.h"
+#include "resolve.h"
 #include "status.h"
 #include "train.h"
 #include "vit.h"
@@ -207,12 +208,12 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
     return 0;
 }
 
-/* Config file + --set overrides, validated. Any failure here is a config error (2). */
+/* Config file + --set overrides, resolved. Any failure here is a config error (2). */
 static int load_config(vt_config *cfg, const cli_args *a) {
     if (!a->config) return usage_error(a->cmd, "missing CONFIG (a JSON config file)");
-    /* The file, then every --set, then one validation: an override may repair a file
+    /* The file, then every --set, then one resolution: an override may repair a file
      * that is invalid on its own. */
-    vt_status st = vt_config_load_overrides(cfg, a->config, (const char *const *)a->sets, a->n_sets);
+    vt_status st = vt_resolve_file(cfg, a->config, (const char *const *)a->sets, a->n_sets);
     if (st != VT_OK) {
         fprintf(stderr, "vitrain: config error: %s\n", vt_last_error());
         return 2;
@@ -305,9 +306,8 @@ static int cmd_eval(const cli_args *a) {
             if (cfg.eval.resolutions[i] != cfg.model.img_size) sizes[n_sizes++] = cfg.eval.resolutions[i];
     }
     for (int i = 0; i < n_sizes; i++)
-        if (sizes[i] % cfg.model.patch_size != 0)
-            return usage_error("eval", "--resolutions: %d is not a multiple of model.patch_size %d",
-                               sizes[i], cfg.model.patch_size);
+        if (vt_resolve_image_size(sizes[i], cfg.model.patch_size, "--resolutions: size") != VT_OK)
+            return usage_error("eval", "%s", vt_last_error());
     if ((rc = start_runtime(&cfg, a))) return rc;
     vt_vit m;
     vt_status st = vt_vit_init(&m, &cfg, (uint64_t)cfg.train.seed);
@@ -392,7 +392,7 @@ static int cmd_info(const cli_args *a) {
 }
 
 static int cmd_help_config(const cli_args *a) {
-    char *text = a->markdown ? vt_config_doc_markdown() : vt_config_doc_text();
+    char *text = a->markdown ? vt_resolve_doc_markdown() : vt_config_doc_text();
     fputs(text, stdout);
     free(text);
     return 0;

@@ -15,6 +15,7 @@
 #include "kernels.h"
 #include "ops/ops.h"
 #include "optim.h"
+#include "resolve.h"
 #include "rng.h"
 #include "tape.h"
 #include "vit.h"
@@ -384,7 +385,9 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     tr->bs = cfg->train.batch_size;
     tr->accum = cfg->train.accum_steps > 0 ? cfg->train.accum_steps : 1;
     const int S = cfg->model.img_size, C = cfg->model.in_chans, K = cfg->model.num_classes;
-    if ((st = vt_loader_open(&tr->loader, cfg, VT_SPLIT_TRAIN, S)) != VT_OK) return st;
+    vt_data_spec spec;
+    vt_resolve_data_spec(cfg, &spec);
+    if ((st = vt_loader_open(&tr->loader, &spec, VT_SPLIT_TRAIN, S)) != VT_OK) return st;
     int dk = vt_loader_num_classes(tr->loader);
     if (dk > K)
         return vt_fail(VT_ERR_USAGE, "data split '%s' has %d classes but model.num_classes is %d",

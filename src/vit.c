@@ -48,6 +48,7 @@
 
 #include "checkpoint.h"
 #include "ops/ops.h"
+#include "pe/kinds.h"
 #include "pe/pe.h"
 #include "performer_features.h"
 
@@ -143,35 +144,25 @@ static void get_block(vt_vit *m, int i, block_params *b) {
     VT_ASSERT(k == m->block_np, "block layout mismatch: %d tensors, expected %d", k, m->block_np);
 }
 
-static vt_status check_model_config(const vt_config *cfg) {
+/* The model's rules are resolve's (resolve.c): a config reaching here satisfies them. */
+static void assert_model_config(const vt_config *cfg) {
     const vt_model_config *mc = &cfg->model;
-    if (mc->width <= 0 || mc->depth <= 0 || mc->heads <= 0)
-        return vt_fail(VT_ERR_USAGE, "model: width, depth and heads must be positive, found %d, %d, %d",
-                       mc->width, mc->depth, mc->heads);
-    if (mc->width % mc->heads != 0)
-        return vt_fail(VT_ERR_USAGE, "model.heads: expected a divisor of model.width (%d), found %d",
-                       mc->width, mc->heads);
-    if (mc->patch_size <= 0 || mc->img_size <= 0 || mc->img_size % mc->patch_size != 0)
-        return vt_fail(VT_ERR_USAGE,
-                       "model.img_size: expected a positive multiple of model.patch_size (%d), found %d",
-                       mc->patch_size, mc->img_size);
-    if (mc->in_chans != 1 && mc->in_chans != 3 && mc->in_chans != 4)
-        return vt_fail(VT_ERR_USAGE, "model.in_chans: expected 1, 3 or 4, found %d", mc->in_chans);
-    if (mc->num_classes <= 0)
-        return vt_fail(VT_ERR_USAGE, "model.num_classes: expected a positive count, found %d", mc->num_classes);
-    if ((int)(mc->width * mc->mlp_ratio) <= 0)
-        return vt_fail(VT_ERR_USAGE, "model.mlp_ratio: expected a positive hidden width, found %g x %d",
-                       mc->mlp_ratio, mc->width);
-    if (mc->attention == VT_ATTN_PERFORMER && cfg->performer.features <= 0)
-        return vt_fail(VT_ERR_USAGE, "performer.features: expected a positive count, found %d",
-                       cfg->performer.features);
-    return VT_OK;
+    VT_ASSERT(mc->width > 0 && mc->depth > 0 && mc->heads > 0 && mc->width % mc->heads == 0,
+              "model width %d, depth %d, heads %d", mc->width, mc->depth, mc->heads);
+    VT_ASSERT(mc->patch_size > 0 && mc->img_size > 0 && mc->img_size % mc->patch_size == 0,
+              "model.img_size %d is not a multiple of model.patch_size %d", mc->img_size,
+              mc->patch_size);
+    VT_ASSERT(mc->in_chans == 1 || mc->in_chans == 3 || mc->in_chans == 4, "model.in_chans %d",
+              mc->in_chans);
+    VT_ASSERT(mc->num_classes > 0 && (int)(mc->width * mc->mlp_ratio) > 0,
+              "model.num_classes %d, hidden width %g x %d", mc->num_classes, mc->mlp_ratio, mc->width);
+    VT_ASSERT(mc->attention != VT_ATTN_PERFORMER || cfg->performer.features > 0,
+              "performer.features %d", cfg->performer.features);
 }
 
 vt_status vt_vit_init(vt_vit *m, const vt_config *cfg, uint64_t seed) {
     memset(m, 0, sizeof *m);
-    vt_status st = check_model_config(cfg);
-    if (st != VT_OK) return st;
+    assert_model_config(cfg);
     m->cfg = *cfg;
     const vt_model_config *mc = &cfg->model;
     m->D = mc->width;
@@ -185,8 +176,7 @@ vt_status vt_vit_init(vt_vit *m, const vt_config *cfg, uint64_t seed) {
     m->img_size = mc->img_size;
     m->mlp_hidden = (int)(mc->mlp_ratio * m->D);
 
-    st = vt_pe_create(cfg, m->D, m->L, m->H, &m->pe);
-    if (st != VT_OK) return st;
+    m->pe = vt_pe_create(cfg, m->D, m->L, m->H);
 
     layout l = {0};
     int64_t D = m->D;

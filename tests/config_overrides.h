@@ -9,11 +9,12 @@
 #include <string.h>
 
 #include "config.h"
+#include "resolve.h"
 #include "status.h"
 
 static inline vt_config config_with_sets(const char *json, const char *sets) {
     vt_config c;
-    if (vt_config_parse(&c, json, "test") != VT_OK) {
+    if (vt_resolve_json(&c, json, "test") != VT_OK) {
         fprintf(stderr, "config %s: %s\n", json, vt_last_error());
         abort();
     }
@@ -24,7 +25,7 @@ static inline vt_config config_with_sets(const char *json, const char *sets) {
             fprintf(stderr, "config set %s: %s\n", tok, vt_last_error());
             abort();
         }
-    if (vt_config_validate(&c) != VT_OK) {
+    if (vt_resolve(&c) != VT_OK) {
         fprintf(stderr, "config %s: %s\n", sets, vt_last_error());
         abort();
     }

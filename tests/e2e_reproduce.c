@@ -30,6 +30,7 @@
 #include "harness.h"
 
 #include "config.h"
+#include "resolve.h"
 
 static const char *PES[] = {"ape", "ape_sincos", "none", "rope_axial", "rope_mixed", "cayley",
                             "circulant", "liere", "liere_commute"};
@@ -172,7 +173,7 @@ static void check_configs(void) {
     CHECK(rc == 0 && g.gl_pathc >= 3 * N_PES, "configs/*.json: %zu files", rc == 0 ? g.gl_pathc : 0);
     for (size_t i = 0; rc == 0 && i < g.gl_pathc; i++) {
         vt_config c;
-        vt_status st = vt_config_load(&c, g.gl_pathv[i]);
+        vt_status st = vt_resolve_file(&c, g.gl_pathv[i], NULL, 0);
         CHECK(st == VT_OK, "%s loads: %s", g.gl_pathv[i], st == VT_OK ? "" : vt_last_error());
     }
     if (rc == 0) globfree(&g);
@@ -181,13 +182,13 @@ static void check_configs(void) {
         vt_config ref;
         char path[256];
         snprintf(path, sizeof path, "configs/%s_%s.json", PES[0], fams[f]);
-        if (vt_config_load(&ref, path) != VT_OK) continue;
+        if (vt_resolve_file(&ref, path, NULL, 0) != VT_OK) continue;
         char *want = vt_config_to_json(&ref);
         int kinds = 0;
         for (int i = 1; i < N_PES; i++) {
             vt_config c;
             snprintf(path, sizeof path, "configs/%s_%s.json", PES[i], fams[f]);
-            if (vt_config_load(&c, path) != VT_OK) continue;
+            if (vt_resolve_file(&c, path, NULL, 0) != VT_OK) continue;
             kinds += c.pe.kind != ref.pe.kind || c.pe.ape != ref.pe.ape;
             c.pe = ref.pe;
             char *got = vt_config_to_json(&c);
@@ -245,7 +246,7 @@ static void check_eval_cli(void) {
     free(big);
     static const struct { const char *args, *msg; } bad[] = {
         {"--resolutions 16,x", "comma-separated image sizes"},
-        {"--resolutions 18", "18 is not a multiple of model.patch_size 4"},
+        {"--resolutions 18", "18 is not a multiple of model.patch_size = 4"},
         {"--seed 1", "--seed only seeds the --patch-shuffle"},
         {"--patch-shuffle=1", "--patch-shuffle takes no value"},
     };

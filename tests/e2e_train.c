@@ -24,6 +24,7 @@
 
 #include "checkpoint.h"
 #include "config.h"
+#include "resolve.h"
 #include "data/loader.h"
 #include "eval.h"
 #include "kernels.h"
@@ -162,9 +163,11 @@ static void test_learns_and_eval(void) {
             memcpy(lg, b + 10 + hl, 256 * 4 * sizeof(float));
             vt_config cfg;
             vt_config_defaults(&cfg);
-            CHECK(vt_config_load(&cfg, CFG) == VT_OK, "load " CFG ": %s", vt_last_error());
+            CHECK(vt_resolve_file(&cfg, CFG, NULL, 0) == VT_OK, "load " CFG ": %s", vt_last_error());
             vt_loader *L = NULL;
-            if (vt_loader_open(&L, &cfg, VT_SPLIT_VAL, cfg.model.img_size) == VT_OK) {
+            vt_data_spec spec;
+            vt_resolve_data_spec(&cfg, &spec);
+            if (vt_loader_open(&L, &spec, VT_SPLIT_VAL, cfg.model.img_size) == VT_OK) {
                 int64_t sz = (int64_t)cfg.model.in_chans * cfg.model.img_size * cfg.model.img_size;
                 float *img = malloc(256 * sz * sizeof(float));
                 float *soft = malloc(256 * 4 * sizeof(float));
@@ -360,7 +363,7 @@ static void test_info(void) {
     vt_config cfg;
     vt_config_defaults(&cfg);
     vt_vit m;
-    if (vt_config_load(&cfg, CFG) == VT_OK && vt_vit_init(&m, &cfg, 1) == VT_OK) {
+    if (vt_resolve_file(&cfg, CFG, NULL, 0) == VT_OK && vt_vit_init(&m, &cfg, 1) == VT_OK) {
         char want[64];
         snprintf(want, sizeof want, "\"params\":%lld,", (long long)m.n_params);
         CHECK(file_contains(o, want), "info reports %s", want);

@@ -21,6 +21,7 @@
 
 #include "checkpoint.h"
 #include "config.h"
+#include "resolve.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "tape.h"
@@ -44,7 +45,7 @@ static int parity_open(const char *path, vt_safetensors *st, vt_config *cfg, vt_
     const char *json = vt_st_meta(st, "config");
     CHECK(json != NULL, "%s: no __metadata__[\"config\"]", path);
     vt_config_defaults(cfg);
-    s = json ? vt_config_parse(cfg, json, path) : VT_ERR_USAGE;
+    s = json ? vt_resolve_json(cfg, json, path) : VT_ERR_USAGE;
     CHECK(s == VT_OK, "%s: config does not parse: %s", path, vt_last_error());
     if (s == VT_OK) {
         s = vt_vit_init(m, cfg, 1);

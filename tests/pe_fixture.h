@@ -25,8 +25,10 @@
 #include <string.h>
 
 #include "config.h"
+#include "resolve.h"
 #include "harness.h"
 #include "ops/ops.h"
+#include "pe/kinds.h"
 #include "pe/pe.h"
 #include "rng.h"
 #include "tape.h"
@@ -130,9 +132,9 @@ static int fix_make(fix *f, const char *kind, int D, int H, int L, const char *c
         if (vt_config_set(&cfg, buf[i]) != VT_OK) return fprintf(stderr, "%s\n", vt_last_error()), 0;
     for (int i = 0; i < nsets; i++)
         if (vt_config_set(&cfg, sets[i]) != VT_OK) return fprintf(stderr, "%s\n", vt_last_error()), 0;
-    if (vt_config_validate(&cfg) != VT_OK) return fprintf(stderr, "%s\n", vt_last_error()), 0;
+    if (vt_resolve(&cfg) != VT_OK) return fprintf(stderr, "%s\n", vt_last_error()), 0;
     memset(f, 0, sizeof *f);
-    if (vt_pe_create(&cfg, D, L, H, &f->pe) != VT_OK) return fprintf(stderr, "%s\n", vt_last_error()), 0;
+    f->pe = vt_pe_create(&cfg, D, L, H);
     for (int i = 0; i < f->pe->n_params; i++) f->total += f->pe->params[i].size;
     f->data = calloc((size_t)f->total + 1, sizeof(float));
     f->grad = calloc((size_t)f->total + 1, sizeof(float));
@@ -384,7 +386,7 @@ static void pe_model_check(const char *const *sets, int nsets, const char *pname
     vt_config_defaults(&cfg);
     int ok = 1;
     for (int i = 0; i < nsets; i++) ok &= vt_config_set(&cfg, sets[i]) == VT_OK;
-    ok &= vt_config_validate(&cfg) == VT_OK;
+    ok &= vt_resolve(&cfg) == VT_OK;
     CHECK(ok, "model config: %s", vt_last_error());
     vt_vit m;
     CHECK(vt_vit_init(&m, &cfg, 7) == VT_OK, "vit init: %s", vt_last_error());

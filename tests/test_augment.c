@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "resolve.h"
 #include "data/augment.h"
 #include "data/transform.h"
 #include "harness.h"
@@ -428,16 +429,16 @@ static void test_config_keys(void) {
     const char *good = "{\"data\": {\"kind\": \"synthetic\", \"auto_augment\": \"rand-m9-mstd0.5-inc1\","
                        " \"train_transform\": \"rrc\", \"interpolation\": \"bilinear\","
                        " \"mixup\": 0.8, \"cutmix\": 1.0, \"reprob\": 0.25, \"remode\": \"const\"}}";
-    CHECK(vt_config_parse(&c, good, "good.json") == VT_OK, "DeiT keys parse: %s", vt_last_error());
+    CHECK(vt_resolve_json(&c, good, "good.json") == VT_OK, "DeiT keys parse: %s", vt_last_error());
     CHECK(c.data.train_transform == VT_TT_RRC && c.data.interpolation == VT_INTERP_BILINEAR &&
           c.data.mixup == 0.8 && c.data.remode == VT_REMODE_CONST, "parsed values");
     vt_config_defaults(&c);
-    CHECK(vt_config_parse(&c, "{\"data\": {\"kind\": \"synthetic\", \"auto_augment\": \"rand-m9-q1\"}}",
+    CHECK(vt_resolve_json(&c, "{\"data\": {\"kind\": \"synthetic\", \"auto_augment\": \"rand-m9-q1\"}}",
                           "bad.json") == VT_ERR_USAGE &&
           strstr(vt_last_error(), "bad.json: data.auto_augment") &&
           strstr(vt_last_error(), "unknown section \"q1\""), "bad auto_augment: %s", vt_last_error());
     vt_config_defaults(&c);
-    CHECK(vt_config_parse(&c, "{\"data\": {\"kind\": \"synthetic\", \"scale\": [0.5, 0.2]}}",
+    CHECK(vt_resolve_json(&c, "{\"data\": {\"kind\": \"synthetic\", \"scale\": [0.5, 0.2]}}",
                           "s.json") == VT_ERR_USAGE && strstr(vt_last_error(), "data.scale"),
           "scale min > max: %s", vt_last_error());
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "resolve.h"
 #include "harness.h"
 
 #define SRC "configs/x.json"
@@ -26,7 +27,7 @@ static const char *q(const char *s) {
 }
 
 static vt_status parse(vt_config *c, const char *json_sq) {
-    return vt_config_parse(c, q(json_sq), SRC);
+    return vt_resolve_json(c, q(json_sq), SRC);
 }
 
 /* Parsing json_sq fails with VT_ERR_USAGE and a message containing every needle. */
@@ -59,7 +60,7 @@ static void expect_set_error(const char *assignment, const char *n1, const char 
 static void test_defaults(void) {
     vt_config c;
     vt_config_defaults(&c);
-    CHECK(vt_config_validate(&c) == VT_OK, "defaults invalid: %s", vt_last_error());
+    CHECK(vt_resolve(&c) == VT_OK, "defaults invalid: %s", vt_last_error());
     CHECK(c.model.width == 768 && c.model.depth == 12 && c.model.heads == 12, "ViT-B shape %d %d %d",
           c.model.width, c.model.depth, c.model.heads);
     CHECK(c.model.patch_size == 16 && c.model.img_size == 224 && c.model.in_chans == 3 &&
@@ -231,10 +232,10 @@ static void test_cross_field(void) {
     expect_error("{'model': {'heads': 5}}", "model.heads = 5 does not divide model.width = 768", NULL);
     expect_error("{'model': {'width': 12, 'heads': 4}, 'pe': {'kind': 'rope_axial'}}",
                  "model.width / model.heads = 3 is odd", "even head dim");
-    expect_error("{'model': {'patch_size': 15}}", "model.patch_size = 15 does not divide model.img_size = 224",
-                 NULL);
+    expect_error("{'model': {'patch_size': 15}}",
+                 "model.img_size = 224 is not a multiple of model.patch_size = 15", NULL);
     expect_error("{'pe': {'train_img_size': 200}}",
-                 "model.patch_size = 16 does not divide pe.train_img_size = 200", NULL);
+                 "pe.train_img_size = 200 is not a multiple of model.patch_size = 16", NULL);
     expect_error("{'eval': {'resolutions': [160, 250]}}",
                  "eval.resolutions[1] = 250 is not a multiple of model.patch_size = 16", NULL);
     expect_error("{'pe': {'kind': 'circulant', 'block_size': 6}}",
@@ -284,12 +285,12 @@ static void test_cross_field(void) {
     /* a config set in code is range-checked by validate too */
     vt_config_defaults(&c);
     c.model.drop_rate = 2;
-    CHECK(vt_config_validate(&c) == VT_ERR_USAGE &&
+    CHECK(vt_resolve(&c) == VT_ERR_USAGE &&
               strstr(vt_last_error(), "config: model.drop_rate: 2 must be less than 1"),
           "validate range check: %s", vt_last_error());
     vt_config_defaults(&c);
     c.pe.kind = (vt_pe_kind)42;
-    CHECK(vt_config_validate(&c) == VT_ERR_USAGE && strstr(vt_last_error(), "pe.kind"),
+    CHECK(vt_resolve(&c) == VT_ERR_USAGE && strstr(vt_last_error(), "pe.kind"),
           "validate enum check: %s", vt_last_error());
 }
 
@@ -316,11 +317,11 @@ static void test_presets(void) {
     free(j);
     /* changing the preset by --set re-resolves the keys not given explicitly */
     CHECK(parse(&c, "{'model': {'preset': 'vit_large', 'depth': 2}}") == VT_OK, "%s", vt_last_error());
-    CHECK(vt_config_set(&c, "model.preset=vit_tiny") == VT_OK && vt_config_validate(&c) == VT_OK,
+    CHECK(vt_config_set(&c, "model.preset=vit_tiny") == VT_OK && vt_resolve(&c) == VT_OK,
           "%s", vt_last_error());
     CHECK(c.model.width == 192 && c.model.heads == 3 && c.model.depth == 2, "re-resolved %d/%d/%d",
           c.model.width, c.model.depth, c.model.heads);
-    CHECK(vt_config_set(&c, "model.preset=") == VT_OK && vt_config_validate(&c) == VT_OK, "%s",
+    CHECK(vt_config_set(&c, "model.preset=") == VT_OK && vt_resolve(&c) == VT_OK, "%s",
           vt_last_error());
     CHECK(c.model.width == 768 && c.model.heads == 12 && c.model.depth == 2,
           "no preset: schema defaults again, %d/%d/%d", c.model.width, c.model.depth, c.model.heads);
@@ -384,13 +385,13 @@ static void test_kind_defaults(void) {
               c.eval.batch_size == 32, "eval.batch_size 0 -> train.batch_size, got %d", c.eval.batch_size);
     /* resolution is repeated when --set changes the kind afterwards */
     CHECK(parse(&c, "{'pe': {'kind': 'ape'}}") == VT_OK && c.pe.ape == VT_APE_LEARNED, "ape");
-    CHECK(vt_config_set(&c, "pe.kind=liere_commute") == VT_OK && vt_config_validate(&c) == VT_OK,
+    CHECK(vt_config_set(&c, "pe.kind=liere_commute") == VT_OK && vt_resolve(&c) == VT_OK,
           "%s", vt_last_error());
     CHECK(c.pe.ape == VT_APE_NONE && c.pe.share == VT_SHARE_ALL && c.pe.block_size == 2 &&
               c.pe.positions == VT_POS_NORMALIZED,
           "after --set pe.kind: ape %d share %d block %d", c.pe.ape, c.pe.share, c.pe.block_size);
     char *a = vt_config_to_json(&c);
-    CHECK(vt_config_validate(&c) == VT_OK, "second validate: %s", vt_last_error());
+    CHECK(vt_resolve(&c) == VT_OK, "second validate: %s", vt_last_error());
     char *b = vt_config_to_json(&c);
     CHECK(strcmp(a, b) == 0, "validate is idempotent");
     free(a);
@@ -422,7 +423,7 @@ static void test_set(void) {
           vt_last_error());
     CHECK(vt_config_set(&c, "train.seed=123456789012") == VT_OK && c.train.seed == 123456789012LL,
           "seed: %s", vt_last_error());
-    CHECK(vt_config_validate(&c) == VT_OK, "after sets: %s", vt_last_error());
+    CHECK(vt_resolve(&c) == VT_OK, "after sets: %s", vt_last_error());
     CHECK(c.pe.theta == 10, "rope_mixed theta %g", c.pe.theta);
 
     expect_set_error("model.widht=3", "--set model.widht=3: unknown key \"model.widht\"",
@@ -455,7 +456,7 @@ static int same_config(const vt_config *a, const vt_config *b) {
 static void round_trip(const vt_config *c, const char *what) {
     char *j1 = vt_config_to_json(c);
     vt_config back;
-    vt_status st = vt_config_parse(&back, j1, "checkpoint metadata");
+    vt_status st = vt_resolve_json(&back, j1, "checkpoint metadata");
     CHECK(st == VT_OK, "%s: resolved JSON does not parse back: %s\n%s", what, vt_last_error(), j1);
     if (st != VT_OK) { free(j1); return; }
     CHECK(same_config(c, &back), "%s: round trip changed a field", what);
@@ -468,7 +469,7 @@ static void round_trip(const vt_config *c, const char *what) {
 static void test_round_trip(void) {
     vt_config c;
     vt_config_defaults(&c);
-    CHECK(vt_config_validate(&c) == VT_OK, "%s", vt_last_error());
+    CHECK(vt_resolve(&c) == VT_OK, "%s", vt_last_error());
     round_trip(&c, "defaults");
     CHECK(parse(&c, full_example) == VT_OK, "%s", vt_last_error());
     round_trip(&c, "full example");
@@ -496,7 +497,7 @@ static void test_files(void) {
     CHECK(write(fd, text, strlen(text)) == (ssize_t)strlen(text), "write");
     close(fd);
     vt_config c;
-    CHECK(vt_config_load(&c, path) == VT_OK, "load: %s", vt_last_error());
+    CHECK(vt_resolve_file(&c, path, NULL, 0) == VT_OK, "load: %s", vt_last_error());
     CHECK(strcmp(c.source, path) == 0 && c.model.width == 192 && c.pe.theta == 100, "loaded %s %d %g",
           c.source, c.model.width, c.pe.theta);
     /* an override repairs a file that is invalid on its own */
@@ -504,13 +505,13 @@ static void test_files(void) {
     fd = open(path, O_WRONLY | O_TRUNC);
     CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text), "rewrite");
     if (fd >= 0) close(fd);
-    CHECK(vt_config_load(&c, path) == VT_ERR_USAGE && strstr(vt_last_error(), path) &&
+    CHECK(vt_resolve_file(&c, path, NULL, 0) == VT_ERR_USAGE && strstr(vt_last_error(), path) &&
               strstr(vt_last_error(), "model.heads = 5 does not divide"),
           "error names the file: %s", vt_last_error());
     const char *sets[] = { "model.heads=6", "train.epochs=2" };
-    CHECK(vt_config_load_overrides(&c, path, sets, 2) == VT_OK && c.model.heads == 6 && c.train.epochs == 2,
+    CHECK(vt_resolve_file(&c, path, sets, 2) == VT_OK && c.model.heads == 6 && c.train.epochs == 2,
           "load_overrides: %s", vt_last_error());
-    CHECK(vt_config_load_overrides(&c, NULL, sets, 1) == VT_OK && c.model.heads == 6 && c.source[0] == '\0',
+    CHECK(vt_resolve_file(&c, NULL, sets, 1) == VT_OK && c.model.heads == 6 && c.source[0] == '\0',
           "overrides without a file: %s", vt_last_error());
     text = q("{'model': {'widht': 5}}");
     fd = open(path, O_WRONLY | O_TRUNC);
@@ -518,19 +519,19 @@ static void test_files(void) {
     if (fd >= 0) close(fd);
     char want[128];
     snprintf(want, sizeof want, "%s: unknown key \"model.widht\"; did you mean \"model.width\"?", path);
-    CHECK(vt_config_load(&c, path) == VT_ERR_USAGE && strcmp(vt_last_error(), want) == 0,
+    CHECK(vt_resolve_file(&c, path, NULL, 0) == VT_ERR_USAGE && strcmp(vt_last_error(), want) == 0,
           "message: %s", vt_last_error());
     unlink(path);
-    CHECK(vt_config_load(&c, path) == VT_ERR_RUNTIME && strstr(vt_last_error(), path) &&
+    CHECK(vt_resolve_file(&c, path, NULL, 0) == VT_ERR_RUNTIME && strstr(vt_last_error(), path) &&
               strstr(vt_last_error(), "No such file or directory"),
           "missing file: %s", vt_last_error());
-    CHECK(vt_config_load(&c, "/tmp") == VT_ERR_RUNTIME && strstr(vt_last_error(), "/tmp") &&
+    CHECK(vt_resolve_file(&c, "/tmp", NULL, 0) == VT_ERR_RUNTIME && strstr(vt_last_error(), "/tmp") &&
               strstr(vt_last_error(), "directory"),
           "directory: %s", vt_last_error());
 }
 
 static void test_docs(void) {
-    char *md = vt_config_doc_markdown();
+    char *md = vt_resolve_doc_markdown();
     char *txt = vt_config_doc_text();
     const char *keys[] = { "model.preset", "model.depth_as_channel", "pe.train_img_size",
                            "performer.kernel", "data.synthetic_seed", "optim.clip_grad",

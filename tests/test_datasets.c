@@ -89,7 +89,7 @@ static void truncated_image(const char *rel, int jpeg) {
 }
 
 /* Config for the loader on an imagefolder/CIFAR root: mean 0, std 1, no flip. */
-static void cfg_for(vt_config *c, vt_data_kind kind, const char *root_rel, int img, int chans,
+static void cfg_for(vt_data_spec *c, vt_data_kind kind, const char *root_rel, int img, int chans,
                     int classes) {
     char root[sizeof c->data.root];
     snprintf(root, sizeof root, "%s/%s", tmpdir, root_rel);
@@ -97,17 +97,13 @@ static void cfg_for(vt_config *c, vt_data_kind kind, const char *root_rel, int i
     c->data.on_error = VT_ONERR_FAIL;
 }
 
-static vt_status open_kind(vt_dataset **ds, const vt_config *c, vt_split split) {
-    switch (c->data.kind) {
-    case VT_DATA_IMAGEFOLDER: return vt_dataset_open_imagefolder(ds, c, split);
-    case VT_DATA_CIFAR10: return vt_dataset_open_cifar10(ds, c, split);
-    case VT_DATA_CIFAR100: return vt_dataset_open_cifar100(ds, c, split);
-    default: return vt_fail(VT_ERR_USAGE, "test: kind %d", (int)c->data.kind);
-    }
+/* Open a split through the format's descriptor (dataset.h). */
+static vt_status open_kind(vt_dataset **ds, const vt_data_spec *c, vt_split split) {
+    return vt_dataset_kind_of(c->data.kind)->open(ds, c, split);
 }
 
 /* Opening must fail with a message containing every needle (NULL-terminated). */
-static void expect_open_error(const char *what, const vt_config *c, vt_split split,
+static void expect_open_error(const char *what, const vt_data_spec *c, vt_split split,
                               const char *const *needles) {
     vt_dataset *ds = NULL;
     vt_status s = open_kind(&ds, c, split);
@@ -118,7 +114,7 @@ static void expect_open_error(const char *what, const vt_config *c, vt_split spl
         CHECK(has(msg, needles[i]), "%s: message \"%s\" lacks \"%s\"", what, msg, needles[i]);
     /* The loader passes the same error through. */
     vt_loader *L = NULL;
-    s = vt_loader_open(&L, c, split, c->model.img_size);
+    s = vt_loader_open(&L, c, split, c->img_size);
     CHECK(s != VT_OK && L == NULL, "%s: loader open should fail", what);
     if (L) vt_loader_close(L);
     CHECK(has(vt_last_error(), needles[0]), "%s: loader message \"%s\"", what, vt_last_error());
@@ -148,10 +144,10 @@ static void make_folder(void) {
 
 static void test_imagefolder_index(void) {
     make_folder();
-    vt_config c;
+    vt_data_spec c;
     cfg_for(&c, VT_DATA_IMAGEFOLDER, "if", 16, 3, 3);
     vt_dataset *ds = NULL;
-    vt_status s = vt_dataset_open_imagefolder(&ds, &c, VT_SPLIT_TRAIN);
+    vt_status s = vt_dataset_imagefolder.open(&ds, &c, VT_SPLIT_TRAIN);
     CHECK(s == VT_OK, "open train: %s", vt_last_error());
     if (s) return;
     CHECK(ds->size == 7 && ds->num_classes == 3, "7 images in 3 classes, got %lld in %d",
@@ -185,7 +181,7 @@ static void test_imagefolder_index(void) {
     }
     ds->ops->close(ds);
 
-    s = vt_dataset_open_imagefolder(&ds, &c, VT_SPLIT_VAL);
+    s = vt_dataset_imagefolder.open(&ds, &c, VT_SPLIT_VAL);
     CHECK(s == VT_OK, "open val: %s", vt_last_error());
     if (s) { vt_sample_free(&sm); return; }
     CHECK(ds->size == 2 && ds->num_classes == 3, "val: 2 images, the 3 train classes; got %lld, %d",
@@ -202,11 +198,11 @@ static void test_imagefolder_index(void) {
 static void test_class_list(void) {
     char list[1024];
     text_file("lists/two.txt", "  dog \n# a comment\n\ncat\r\n");
-    vt_config c;
+    vt_data_spec c;
     cfg_for(&c, VT_DATA_IMAGEFOLDER, "if", 16, 3, 2);
     snprintf(c.data.class_list, sizeof c.data.class_list, "%s", tpath(list, "lists/two.txt"));
     vt_dataset *ds = NULL;
-    vt_status s = vt_dataset_open_imagefolder(&ds, &c, VT_SPLIT_TRAIN);
+    vt_status s = vt_dataset_imagefolder.open(&ds, &c, VT_SPLIT_TRAIN);
     CHECK(s == VT_OK, "class list: %s", vt_last_error());
     if (!s) {
         CHECK(ds->size == 5 && ds->num_classes == 2, "dog + cat: 5 images, 2 classes; got %lld, %d",
@@ -220,7 +216,7 @@ static void test_class_list(void) {
         vt_sample_free(&sm);
         ds->ops->close(ds);
     }
-    s = vt_dataset_open_imagefolder(&ds, &c, VT_SPLIT_VAL);
+    s = vt_dataset_imagefolder.open(&ds, &c, VT_SPLIT_VAL);
     CHECK(s == VT_OK, "class list val: %s", vt_last_error());
     if (!s) {
         vt_sample sm = {0};
@@ -249,7 +245,7 @@ static void test_class_list(void) {
 /* Images smaller than the model input (3 x 4 gray, 5 x 7 RGB) come out of the loader
  * resized to S x S with their value, gray expanded to 3 channels. */
 static void test_small_image_through_loader(void) {
-    vt_config c;
+    vt_data_spec c;
     cfg_for(&c, VT_DATA_IMAGEFOLDER, "if", 16, 3, 3);
     strcpy(c.data.val_split, "train");   /* the eval split keeps dataset order */
     vt_loader *L = NULL;
@@ -299,7 +295,7 @@ static void test_small_image_through_loader(void) {
 }
 
 static void test_imagefolder_bad_layout(void) {
-    vt_config c;
+    vt_data_spec c;
     cfg_for(&c, VT_DATA_IMAGEFOLDER, "no_such_root", 16, 3, 3);
     expect_open_error("missing root", &c, VT_SPLIT_TRAIN,
                       (const char *const[]){"data.root", "no_such_root", "does not exist", NULL});
@@ -353,10 +349,10 @@ static void make_bad_folder(void) {
 
 static void test_bad_files_fail(void) {
     make_bad_folder();
-    vt_config c;
+    vt_data_spec c;
     cfg_for(&c, VT_DATA_IMAGEFOLDER, "bad", 8, 3, 2);
     vt_dataset *ds = NULL;
-    vt_status s = vt_dataset_open_imagefolder(&ds, &c, VT_SPLIT_TRAIN);
+    vt_status s = vt_dataset_imagefolder.open(&ds, &c, VT_SPLIT_TRAIN);
     CHECK(s == VT_OK, "open: %s", vt_last_error());
     if (s) return;
     CHECK(ds->size == 8, "8 files indexed (bad ones too), got %lld", (long long)ds->size);
@@ -396,7 +392,7 @@ static void test_bad_files_fail(void) {
 }
 
 /* One full epoch of the eval split (dataset order) under skip; images and labels. */
-static int skip_epoch(const vt_config *c, float *img, int *labels, int64_t *skips) {
+static int skip_epoch(const vt_data_spec *c, float *img, int *labels, int64_t *skips) {
     vt_loader *L = NULL;
     if (vt_loader_open(&L, c, VT_SPLIT_VAL, 8) != VT_OK) return -1;
     int total = 0, su, count;
@@ -413,7 +409,7 @@ static int skip_epoch(const vt_config *c, float *img, int *labels, int64_t *skip
 }
 
 static void test_bad_files_skip(void) {
-    vt_config c;
+    vt_data_spec c;
     cfg_for(&c, VT_DATA_IMAGEFOLDER, "bad", 8, 3, 2);
     c.data.on_error = VT_ONERR_SKIP;
     strcpy(c.data.val_split, "train");
@@ -467,7 +463,7 @@ static void test_bad_files_skip(void) {
     cfg_for(&c, VT_DATA_IMAGEFOLDER, "allbad", 8, 3, 1);
     c.data.on_error = VT_ONERR_SKIP;
     vt_dataset *ds = NULL;
-    CHECK(vt_dataset_open_imagefolder(&ds, &c, VT_SPLIT_TRAIN) == VT_OK, "open allbad");
+    CHECK(vt_dataset_imagefolder.open(&ds, &c, VT_SPLIT_TRAIN) == VT_OK, "open allbad");
     if (!ds) return;
     vt_sample sm = {0};
     int label;
@@ -523,10 +519,10 @@ static void test_cifar10(void) {
         write_cifar(name, 2 * f, 2, 0, 0, -1);
     }
     write_cifar("c10/cifar-10-batches-bin/test_batch.bin", 100, 3, 0, 0, -1);
-    vt_config c;
+    vt_data_spec c;
     cfg_for(&c, VT_DATA_CIFAR10, "c10", 32, 3, 10);
     vt_dataset *ds = NULL;
-    vt_status s = vt_dataset_open_cifar10(&ds, &c, VT_SPLIT_TRAIN);
+    vt_status s = vt_dataset_cifar10.open(&ds, &c, VT_SPLIT_TRAIN);
     CHECK(s == VT_OK, "cifar10 train: %s", vt_last_error());
     if (!s) {
         CHECK(ds->size == 10 && ds->num_classes == 10 && ds->channels == 3 && ds->height == 32,
@@ -535,7 +531,7 @@ static void test_cifar10(void) {
         check_cifar_sample(ds, 7, 7, 7);   /* data_batch_4.bin, second record */
         ds->ops->close(ds);
     }
-    s = vt_dataset_open_cifar10(&ds, &c, VT_SPLIT_VAL);
+    s = vt_dataset_cifar10.open(&ds, &c, VT_SPLIT_VAL);
     CHECK(s == VT_OK, "cifar10 test: %s", vt_last_error());
     if (!s) {
         CHECK(ds->size == 3, "test_batch: 3 records");
@@ -584,11 +580,11 @@ static void test_cifar10(void) {
 static void test_cifar100(void) {
     write_cifar("c100/train.bin", 0, 5, 1, 0, -1);
     write_cifar("c100/test.bin", 50, 2, 1, 0, -1);
-    vt_config c;
+    vt_data_spec c;
     cfg_for(&c, VT_DATA_CIFAR100, "c100", 32, 3, 100);
     strcpy(c.data.label, "fine");
     vt_dataset *ds = NULL;
-    vt_status s = vt_dataset_open_cifar100(&ds, &c, VT_SPLIT_TRAIN);
+    vt_status s = vt_dataset_cifar100.open(&ds, &c, VT_SPLIT_TRAIN);
     CHECK(s == VT_OK, "cifar100: %s", vt_last_error());
     if (!s) {
         CHECK(ds->size == 5 && ds->num_classes == 100, "cifar100 fine: 5 records, 100 classes");
@@ -596,8 +592,8 @@ static void test_cifar100(void) {
         ds->ops->close(ds);
     }
     strcpy(c.data.label, "coarse");
-    c.model.num_classes = 20;
-    s = vt_dataset_open_cifar100(&ds, &c, VT_SPLIT_VAL);
+    c.num_classes = 20;
+    s = vt_dataset_cifar100.open(&ds, &c, VT_SPLIT_VAL);
     CHECK(s == VT_OK, "cifar100 coarse: %s", vt_last_error());
     if (!s) {
         CHECK(ds->size == 2 && ds->num_classes == 20, "cifar100 coarse: 2 records, 20 classes");
@@ -689,7 +685,7 @@ static void test_sample_data_script(void) {
     vt_sample sm = {0};
     int gray = 0, color = 0;
     for (size_t t = 0; t < sizeof want / sizeof want[0]; t++) {
-        vt_config c;
+        vt_data_spec c;
         cfg_for(&c, want[t].kind, want[t].root, 32, 3, want[t].classes);
         vt_dataset *ds = NULL;
         vt_status s = open_kind(&ds, &c, want[t].split);

@@ -7,7 +7,7 @@
  *   - evaluation at other image sizes (smaller and larger grids) runs for every PE kind,
  *     gives finite logits for every val sample, and the own-size evaluation at another
  *     batch size equals the first one
- *   - a size that is not a multiple of the patch is a usage error
+ *   - a size that is not a multiple of the patch is a usage error (resolve.h's rule)
  * Accuracy at another size on a trained model is covered by tests/e2e_reproduce.c.
  */
 #include <math.h>
@@ -20,6 +20,7 @@
 #include "config.h"
 #include "eval.h"
 #include "kernels.h"
+#include "resolve.h"
 #include "vit.h"
 
 static const char *BASE =
@@ -30,9 +31,9 @@ static const char *BASE =
     " \"train\": {\"batch_size\": 8, \"seed\": 5}}";
 
 static int make_model(vt_config *cfg, vt_vit *m, const char *const *sets, int n_sets) {
-    vt_status st = vt_config_parse(cfg, BASE, "test_eval");
+    vt_status st = vt_resolve_json(cfg, BASE, "test_eval");
     for (int i = 0; st == VT_OK && i < n_sets; i++) st = vt_config_set(cfg, sets[i]);
-    if (st == VT_OK) st = vt_config_validate(cfg);
+    if (st == VT_OK) st = vt_resolve(cfg);
     if (st == VT_OK) st = vt_vit_init(m, cfg, 11);
     CHECK(st == VT_OK, "config/model: %s", st == VT_OK ? "" : vt_last_error());
     return st == VT_OK;
@@ -154,9 +155,9 @@ static void test_shuffle(void) {
 }
 
 static void test_resolutions(void) {
-    static const char *kinds[] = {"none", "ape", "rope_axial", "rope_mixed", "cayley", "circulant",
-                                  "liere", "liere_commute"};
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    const char *kinds[VT_PE_KIND_COUNT];
+    for (int i = 0; i < VT_PE_KIND_COUNT; i++) kinds[i] = vt_pe_kind_name((vt_pe_kind)i);
+    for (size_t i = 0; i < VT_PE_KIND_COUNT; i++) { /* every kind of the registry */
         char k[64];
         snprintf(k, sizeof k, "pe.kind=%s", kinds[i]);
         const char *sets[1] = {k};
@@ -189,12 +190,13 @@ static void test_resolutions(void) {
         free(b);
         vt_vit_free(&m);
     }
-    vt_config cfg;
-    vt_status st = vt_config_parse(&cfg, BASE, "test_eval");
-    vt_evaluator ev;
-    if (st == VT_OK) st = vt_eval_open(&ev, &cfg, 18);
-    CHECK(st == VT_ERR_USAGE && strstr(vt_last_error(), "18") && strstr(vt_last_error(), "patch_size"),
+    /* The rule `vitrain eval --resolutions` checks sizes with (vt_eval_open asserts it). */
+    vt_status st = vt_resolve_image_size(18, 4, "--resolutions: size");
+    CHECK(st == VT_ERR_USAGE &&
+              strstr(vt_last_error(), "--resolutions: size = 18 is not a multiple of model.patch_size = 4"),
           "size 18 with patch 4 is a usage error naming both: %s", vt_last_error());
+    CHECK(vt_resolve_image_size(16, 4, "size") == VT_OK && vt_resolve_image_size(0, 4, "size") == VT_ERR_USAGE,
+          "16 is a size for patch 4, 0 is not");
 }
 
 int main(void) {

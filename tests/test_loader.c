@@ -26,6 +26,7 @@
 #include "data/loader.h"
 #include "data/transform.h"
 #include "harness.h"
+#include "resolve.h"
 
 /* Allocation counting for the steady-state check: malloc, calloc and realloc are
  * interposed and forwarded to glibc. Sanitizer builds bring their own allocator, so the
@@ -105,18 +106,25 @@ static vt_dataset *mem_open(int64_t n, int classes, int64_t fail_at, int fixed) 
 enum { S = 16, C = 3, K = 5, BS = 6, N = 40 };
 #define PER (C * S * S)
 
-static void aug_cfg(vt_config *c) {
-    vt_config_defaults(c);
-    c->data.kind = VT_DATA_IMAGEFOLDER; /* variable-size kind: rrc and eval crop by default */
-    c->model.img_size = S;
-    c->model.in_chans = C;
-    c->model.num_classes = K;
-    c->train.seed = 1234;
-    c->train.batch_size = BS;
-    c->train.label_smoothing = 0.1;
-    c->eval.batch_size = BS;
+/* The spec of the resolved defaults (data.kind imagefolder: train rrc, eval center_crop)
+ * with the full DeiT augmentation. */
+static void aug_cfg(vt_data_spec *c) {
+    vt_config cfg;
+    vt_config_defaults(&cfg);
+    CHECK(vt_resolve(&cfg) == VT_OK, "defaults resolve: %s", vt_last_error());
+    vt_resolve_data_spec(&cfg, c);
+    CHECK(c->data.kind == VT_DATA_IMAGEFOLDER && c->data.train_transform == VT_TT_RRC &&
+          c->data.eval_transform == VT_ET_CENTER_CROP, "imagefolder geometry: rrc, center_crop");
+    c->img_size = S;
+    c->in_chans = C;
+    c->num_classes = K;
+    c->seed = 1234;
+    c->train_batch = BS;
+    c->label_smoothing = 0.1;
+    c->eval_batch = BS;
     c->data.hflip = 0.5;
     strcpy(c->data.auto_augment, "rand-m9-mstd0.5-inc1");
+    CHECK(vt_randaug_parse(c->data.auto_augment, &c->randaug) == VT_OK, "policy");
     c->data.reprob = 0.5;
     c->data.mixup = 0.8;
     c->data.cutmix = 1.0;
@@ -156,7 +164,7 @@ static vt_status read_epochs(vt_loader *L, int epochs, record *rec) {
 static record ref_rec, got_rec;
 
 static void test_determinism(void) {
-    vt_config c;
+    vt_data_spec c;
     aug_cfg(&c);
     memset(&ref_rec, 0, sizeof ref_rec);
     vt_loader *L;
@@ -194,7 +202,7 @@ static void test_determinism(void) {
 }
 
 static void test_seek(void) {
-    vt_config c;
+    vt_data_spec c;
     aug_cfg(&c);
     vt_loader *L;
     CHECK(vt_loader_open_dataset(&L, mem_open(N, K, -1, 0), &c, VT_SPLIT_TRAIN, S) == VT_OK, "open");
@@ -225,11 +233,11 @@ static void test_seek(void) {
 }
 
 static void test_shards(void) {
-    vt_config c;
+    vt_data_spec c;
     aug_cfg(&c);
     c.data.mixup = c.data.cutmix = 0;
     enum { NE = 23, NT = 24, W = 3 };
-    c.model.num_classes = NT;
+    c.num_classes = NT;
     /* eval: every index exactly once over the ranks, rank r holds r, r + 3, ... */
     int seen[NE] = { 0 }, order_ok = 1;
     static float img[4 * PER];
@@ -292,7 +300,7 @@ static void test_shards(void) {
 }
 
 static void test_errors(void) {
-    vt_config c;
+    vt_data_spec c;
     aug_cfg(&c);
     static float img[BS * PER], soft[BS * K];
     int lab[BS], su, cnt;
@@ -313,7 +321,7 @@ static void test_errors(void) {
         vt_loader_close(L);
     }
     /* a label outside model.num_classes cannot make a mixup target */
-    c.model.num_classes = 2;
+    c.num_classes = 2;
     vt_loader *L;
     vt_loader_open_dataset(&L, mem_open(N, K, -1, 0), &c, VT_SPLIT_TRAIN, S);
     vt_loader_set_workers(L, 1);
@@ -321,13 +329,10 @@ static void test_errors(void) {
     CHECK(st == VT_ERR_RUNTIME && strstr(vt_last_error(), "model.num_classes 2"), "label check: %s",
           vt_last_error());
     vt_loader_close(L);
-    c.data.auto_augment[0] = 'x';
-    CHECK(vt_loader_open_dataset(&L, mem_open(N, K, -1, 0), &c, VT_SPLIT_TRAIN, S) == VT_ERR_USAGE &&
-          strstr(vt_last_error(), "data.auto_augment"), "bad auto_augment at open: %s", vt_last_error());
 }
 
 static void test_eval_transform(void) {
-    vt_config c;
+    vt_data_spec c;
     aug_cfg(&c);
     c.data.crop_pct = 0.8;
     for (int ch = 0; ch < 3; ch++) { c.data.mean[ch] = 0.5; c.data.std[ch] = 0.25; }
@@ -360,8 +365,9 @@ static void test_eval_transform(void) {
     CHECK(ok, "eval = resize shorter side to 20, center crop 16, normalise");
     vt_loader_close(L);
 
-    /* a fixed-size kind without an explicit crop_pct keeps the plain bilinear resize */
-    c.data.kind = VT_DATA_IDX;
+    /* data.eval_transform = resize: the plain bilinear resize (resolve's default for a
+     * fixed-size format without an explicit crop_pct) */
+    c.data.eval_transform = VT_ET_RESIZE;
     vt_loader_open_dataset(&L, mem_open(N, K, -1, 1), &c, VT_SPLIT_VAL, 8);
     vt_loader_next(L, img, lab, soft, &su, &cnt);
     static float nat[3 * 12 * 12], small[3 * 8 * 8];
@@ -373,23 +379,22 @@ static void test_eval_transform(void) {
     vt_tf_resize(nat, 3, 12, 12, small, 8, 8);
     const float mean[3] = { 0.5f, 0.5f, 0.5f }, sd[3] = { 0.25f, 0.25f, 0.25f };
     vt_tf_normalize(small, 3, 64, mean, sd);
-    CHECK(memcmp(img, small, sizeof small) == 0, "fixed-size eval: bilinear resize to S");
+    CHECK(memcmp(img, small, sizeof small) == 0, "eval_transform resize: bilinear resize to S");
     vt_loader_close(L);
 }
 
 static void test_config_path(void) {
-    vt_config c;
-    vt_config_defaults(&c);
-    c.data.kind = VT_DATA_SYNTHETIC;
-    c.data.train_size = 32;
-    c.data.val_size = 8;
-    c.model.img_size = 16;
-    c.model.patch_size = 4;
-    c.model.num_classes = 4;
-    c.train.batch_size = 8;
-    c.data.mixup = 0.8;
-    c.data.reprob = 0.25;
-    strcpy(c.data.auto_augment, "rand-m9-n1");
+    vt_config cfg;
+    CHECK(vt_resolve_json(&cfg, "{\"model\": {\"img_size\": 16, \"patch_size\": 4, \"num_classes\": 4},"
+                          " \"data\": {\"kind\": \"synthetic\", \"train_size\": 32, \"val_size\": 8,"
+                          " \"mixup\": 0.8, \"reprob\": 0.25, \"auto_augment\": \"rand-m9-n1\"},"
+                          " \"train\": {\"batch_size\": 8}}", "path.json") == VT_OK,
+          "config: %s", vt_last_error());
+    vt_data_spec c;
+    vt_resolve_data_spec(&cfg, &c);
+    CHECK(c.randaug.enabled && c.randaug.n == 1 && c.train_batch == 8 && c.eval_batch == 8 &&
+          c.num_classes == 4 && c.data.train_transform == VT_TT_SIMPLE &&
+          c.data.eval_transform == VT_ET_RESIZE, "the spec of a resolved config");
     static float a[8 * 3 * 16 * 16], b[8 * 3 * 16 * 16], sa[8 * 4], sb[8 * 4];
     int la[8], lb[8], su, cnt;
     vt_loader *L1, *L2;
@@ -413,7 +418,7 @@ static void test_config_path(void) {
  * workers and the synchronous path). */
 static void test_no_alloc(void) {
 #ifdef COUNT_ALLOCS
-    vt_config c;
+    vt_data_spec c;
     aug_cfg(&c);
     for (int workers = 0; workers <= 2; workers += 2) {
         vt_loader *L;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "resolve.h"
 #include "checkpoint.h"
 #include "data/dataset.h"
 #include "harness.h"
@@ -107,14 +108,14 @@ static void shift_case(const char *sets, int rgbd) {
 
 static void test_shift(void) {
     int n = 0;
-    for (int k = VT_PE_ROPE_AXIAL; k <= VT_PE_LIERE_COMMUTE; k++) {
-        if (!vt_pe_kind_available((vt_pe_kind)k)) continue;
+    for (int k = 0; k < VT_PE_KIND_COUNT; k++) {
+        if (!vt_pe_kind_entry((vt_pe_kind)k)->rotary) continue;
         char sets[128];
         kind_sets((vt_pe_kind)k, sets, sizeof sets);
         shift_case(sets, 0);
         n++;
     }
-    CHECK(n >= 3, "at least rope_axial, rope_mixed and cayley are available (%d kinds)", n);
+    CHECK(n >= 6, "every rotary kind of the registry is tested, the six of position-encodings.md at least (%d)", n);
     shift_case("model.in_chans=4;pe.kind=rope_mixed", 1);
     shift_case("model.in_chans=4;pe.kind=cayley;pe.share=heads", 1);
 }
@@ -307,9 +308,10 @@ static void test_checkpoints(void) {
 
 static void test_resolutions(void) {
     const char *modes[3] = {"index", "normalized", "interpolate"};
-    for (int k = VT_PE_ROPE_AXIAL; k <= VT_PE_LIERE_COMMUTE + 1; k++) {
-        int rgbd = k == VT_PE_LIERE_COMMUTE + 1;
-        if (!rgbd && !vt_pe_kind_available((vt_pe_kind)k)) continue;
+    /* every rotary kind of the registry, then (k = VT_PE_KIND_COUNT) RGB-D cayley */
+    for (int k = 0; k <= VT_PE_KIND_COUNT; k++) {
+        int rgbd = k == VT_PE_KIND_COUNT;
+        if (!rgbd && !vt_pe_kind_entry((vt_pe_kind)k)->rotary) continue;
         for (int md = 0; md < 3; md++) {
             char sets[160], ks[96];
             if (rgbd) snprintf(ks, sizeof ks, "model.in_chans=4;pe.kind=cayley");
@@ -379,8 +381,11 @@ static void test_synthetic_depth_label(void) {
                           "model.img_size=16");
     vt_config off = cfg_of("data.kind=synthetic;model.in_chans=4;pe.kind=rope_mixed;model.img_size=16");
     vt_dataset *a, *b;
-    CHECK(vt_dataset_open_synthetic(&a, &on, VT_SPLIT_TRAIN) == VT_OK, "open: %s", vt_last_error());
-    CHECK(vt_dataset_open_synthetic(&b, &off, VT_SPLIT_TRAIN) == VT_OK, "open: %s", vt_last_error());
+    vt_data_spec son, soff;
+    vt_resolve_data_spec(&on, &son);
+    vt_resolve_data_spec(&off, &soff);
+    CHECK(vt_dataset_synthetic.open(&a, &son, VT_SPLIT_TRAIN) == VT_OK, "open: %s", vt_last_error());
+    CHECK(vt_dataset_synthetic.open(&b, &soff, VT_SPLIT_TRAIN) == VT_OK, "open: %s", vt_last_error());
     vt_sample sa = {0}, sb = {0};
     int rgb_ok = 1, depth_ok = 1, strict = 0;
     for (int64_t i = 0; i < 24; i++) {
@@ -403,9 +408,9 @@ static void test_synthetic_depth_label(void) {
     a->ops->close(a);
     b->ops->close(b);
     vt_config c;
-    vt_config_parse(&c, "{\"model\": {\"in_chans\": 3}, \"data\": {\"kind\": \"synthetic\"}}", "test");
+    vt_resolve_json(&c, "{\"model\": {\"in_chans\": 3}, \"data\": {\"kind\": \"synthetic\"}}", "test");
     vt_config_set(&c, "data.synthetic_depth_label=true");
-    CHECK(vt_config_validate(&c) == VT_ERR_USAGE && strstr(vt_last_error(), "data.synthetic_depth_label"),
+    CHECK(vt_resolve(&c) == VT_ERR_USAGE && strstr(vt_last_error(), "data.synthetic_depth_label"),
           "the flag needs RGB-D: %s", vt_last_error());
 }
 

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "resolve.h"
 #include "checkpoint.h"
 #include "harness.h"
 #include "kernels.h"
@@ -319,11 +320,11 @@ static const char *TINY =
 /* TINY with ';'-separated overrides. */
 static vt_config tiny_cfg(const char *sets) {
     vt_config c;
-    int ok = vt_config_parse(&c, TINY, "test_performer") == VT_OK;
+    int ok = vt_resolve_json(&c, TINY, "test_performer") == VT_OK;
     char buf[256];
     snprintf(buf, sizeof buf, "%s", sets ? sets : "");
     for (char *tok = strtok(buf, ";"); ok && tok; tok = strtok(NULL, ";")) ok = vt_config_set(&c, tok) == VT_OK;
-    if (!ok || vt_config_validate(&c) != VT_OK) {
+    if (!ok || vt_resolve(&c) != VT_OK) {
         fprintf(stderr, "config: %s\n", vt_last_error());
         abort();
     }

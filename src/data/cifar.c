@@ -59,8 +59,8 @@ static void cifar_close(vt_dataset *ds) {
     free(ds);
 }
 
-static const vt_dataset_ops cifar10_ops = {"cifar10", cifar_read, cifar_close};
-static const vt_dataset_ops cifar100_ops = {"cifar100", cifar_read, cifar_close};
+static const vt_dataset_ops cifar10_ops = {"cifar10", cifar_read, cifar_close, NULL};
+static const vt_dataset_ops cifar100_ops = {"cifar100", cifar_read, cifar_close, NULL};
 
 static int is_file(const char *path) {
     struct stat st;
@@ -94,10 +94,10 @@ static vt_status load_file(const char *path, size_t size, const char *kind, int 
 }
 
 /* Open cifar10 (cifar100 = 0) or cifar100 for a split. */
-static vt_status cifar_open(vt_dataset **out, const vt_config *cfg, vt_split split, int cifar100) {
+static vt_status cifar_open(vt_dataset **out, const vt_data_spec *spec, vt_split split, int cifar100) {
     *out = NULL;
     const char *kind = cifar100 ? "cifar100" : "cifar10";
-    const char *root = cfg->data.root;
+    const char *root = spec->data.root;
     const char *subdir = cifar100 ? "cifar-100-binary" : "cifar-10-batches-bin";
     const char *names10[5] = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
                               "data_batch_4.bin", "data_batch_5.bin"};
@@ -163,7 +163,7 @@ static vt_status cifar_open(vt_dataset **out, const vt_config *cfg, vt_split spl
     cifar_impl *im = vt_xcalloc(1, sizeof *im);
     im->records = records;
     im->rec = rec;
-    int fine = cifar100 && strcmp(cfg->data.label, "coarse") != 0;
+    int fine = cifar100 && strcmp(spec->data.label, "coarse") != 0;
     im->label_off = fine ? 1 : 0;
     vt_dataset *ds = vt_xcalloc(1, sizeof *ds);
     ds->ops = cifar100 ? &cifar100_ops : &cifar10_ops;
@@ -176,10 +176,53 @@ static vt_status cifar_open(vt_dataset **out, const vt_config *cfg, vt_split spl
     return VT_OK;
 }
 
-vt_status vt_dataset_open_cifar10(vt_dataset **out, const vt_config *cfg, vt_split split) {
-    return cifar_open(out, cfg, split, 0);
+static vt_status cifar10_open(vt_dataset **out, const vt_data_spec *spec, vt_split split) {
+    return cifar_open(out, spec, split, 0);
 }
 
-vt_status vt_dataset_open_cifar100(vt_dataset **out, const vt_config *cfg, vt_split split) {
-    return cifar_open(out, cfg, split, 1);
+static vt_status cifar100_open(vt_dataset **out, const vt_data_spec *spec, vt_split split) {
+    return cifar_open(out, spec, split, 1);
 }
+
+static int cifar10_classes(const vt_data_config *d) {
+    (void)d;
+    return 10;
+}
+
+static int cifar100_classes(const vt_data_config *d) {
+    return strcmp(d->label, "coarse") == 0 ? 20 : 100;
+}
+
+/* The model's classifier has exactly the dataset's classes. */
+static vt_status cifar_check(const vt_data_spec *s, int64_t step_samples, const char *src) {
+    (void)step_samples;
+    int c100 = s->data.kind == VT_DATA_CIFAR100;
+    int k = c100 ? cifar100_classes(&s->data) : cifar10_classes(&s->data);
+    if (s->num_classes != k)
+        return vt_fail(VT_ERR_USAGE, "%s: model.num_classes = %d but data.kind = %s%s has %d classes",
+                       src, s->num_classes, vt_data_kind_name(s->data.kind),
+                       c100 ? (k == 20 ? " (coarse)" : " (fine)") : "", k);
+    return VT_OK;
+}
+
+const vt_dataset_kind vt_dataset_cifar10 = {
+    .kind = VT_DATA_CIFAR10,
+    .fixed_size = 1,
+    .needs_root = 1,
+    .classes = cifar10_classes,
+    .check = cifar_check,
+    .open = cifar10_open,
+    .classes_doc = "10",
+    .rules_doc = "model.num_classes = 10",
+};
+
+const vt_dataset_kind vt_dataset_cifar100 = {
+    .kind = VT_DATA_CIFAR100,
+    .fixed_size = 1,
+    .needs_root = 1,
+    .classes = cifar100_classes,
+    .check = cifar_check,
+    .open = cifar100_open,
+    .classes_doc = "100 (data.label = fine) or 20 (coarse)",
+    .rules_doc = "model.num_classes = the classes",
+};

@@ -1,9 +1,16 @@
-/* dataset.h - the internal dataset interface behind loader.c.
+/* dataset.h - the dataset interface: what a dataset format is (its descriptor, the
+ * registry of formats), what it receives (vt_data_spec) and the small vtable loader.c
+ * reads samples through.
  *
- * A dataset kind is one file implementing a small vtable: it knows how many samples a
- * split has, how many classes and native channels it defines, and how to read sample
- * `index` as 8-bit HWC pixels plus a label. It knows nothing about ordering, batching,
- * resizing, normalisation, augmentation or threads: loader.c owns those for every kind.
+ * A format (data.kind) is one descriptor, defined in the format's own file, listed below
+ * and in loader.c's table: whether its samples share one native size, whether it reads
+ * data.root, the classes it defines, its rules (checked once by resolve.c) and how to
+ * open a split. A format knows nothing about ordering, batching, resizing, normalisation,
+ * augmentation or threads: loader.c owns those for every format.
+ *
+ * An open dataset is a small vtable: it knows how many samples a split has, how many
+ * classes and native channels it defines, and how to read sample `index` as 8-bit HWC
+ * pixels plus a label.
  *
  * Thread safety: read() is called concurrently, from the loader's worker pthreads
  * (data.workers > 0) or from the OpenMP threads of its synchronous path, each caller
@@ -11,9 +18,11 @@
  * (the IDX, synthetic and CIFAR kinds are read-only after open; imagefolder's only
  * writes are atomics recording bad files under data.on_error = skip).
  *
- * Kinds: idx.c (MNIST-style IDX files), synthetic.c (generated on the fly), cifar.c
+ * Formats: idx.c (MNIST-style IDX files), synthetic.c (generated on the fly), cifar.c
  * (CIFAR-10/100 binary versions), imagefolder.c (root/<split>/<class>/<image>, decoded
- * per sample through image.h). A kind is one file and one case in loader.c's open.
+ * per sample through image.h). Adding one: its enum value and name in config.h's
+ * VT_DATA_KINDS, its file with its descriptor, the extern below and its row in loader.c's
+ * table, its tests, and a layout in data/README.md.
  *
  * Native size: idx, synthetic and CIFAR samples all have the dataset's height x width;
  * imagefolder samples have their own size and 1 or 3 channels (height = width = 0,
@@ -32,8 +41,24 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "data/loader.h"
+#include "data/augment.h"
 #include "status.h"
+
+typedef enum { VT_SPLIT_TRAIN = 0, VT_SPLIT_VAL = 1 } vt_split;
+
+/* What the data pipeline receives: the resolved data section and the few values of
+ * other sections it uses (resolve.h's vt_resolve_data_spec builds it from a config). */
+typedef struct {
+    vt_data_config data;     /* resolved: train_transform and eval_transform are not auto */
+    vt_randaug randaug;      /* data.auto_augment, parsed */
+    int img_size;            /* model.img_size: the native size of synthetic samples */
+    int in_chans;            /* model.in_chans: channels of every image produced */
+    int num_classes;         /* model.num_classes: label range and soft-target width */
+    uint64_t seed;           /* train.seed: sample order and augmentation streams */
+    double label_smoothing;  /* train.label_smoothing, folded into mixup/cutmix targets */
+    int train_batch, eval_batch; /* train.batch_size, eval.batch_size: a loader's batch
+                                    size until its first seek */
+} vt_data_spec;
 
 /* One decoded sample: h x w x c bytes, HWC, row-major, c fastest. The buffer is owned
  * by the caller (one per thread) and grows only through vt_sample_reserve, so after
@@ -58,6 +83,8 @@ typedef struct {
     vt_status (*read)(const vt_dataset *ds, int64_t index, vt_sample *s, int *label);
     /* Release everything the dataset owns, including ds itself. */
     void (*close)(vt_dataset *ds);
+    /* Distinct bad files skipped so far (data.on_error = skip); NULL: never skips. */
+    int64_t (*skipped)(const vt_dataset *ds);
 } vt_dataset_ops;
 
 struct vt_dataset {
@@ -69,29 +96,44 @@ struct vt_dataset {
     void *impl;          /* the kind's private state */
 };
 
-/* Open the IDX dataset (data.kind = idx) of cfg->data.root for a split; see idx.c for
- * file naming, the val -> t10k fallback and validation. */
-vt_status vt_dataset_open_idx(vt_dataset **out, const vt_config *cfg, vt_split split);
+/* A dataset format (data.kind): everything the rest of the program knows about it. */
+typedef struct {
+    vt_data_kind kind;   /* its data.kind; the name is vt_data_kind_name(kind) */
+    int fixed_size;      /* every sample has the dataset's native size: resolve's defaults
+                            are train_transform simple and eval_transform resize (crop
+                            with an explicit data.crop_pct); otherwise rrc and crop */
+    int needs_root;      /* reads data.root (resolve: it must not be empty) */
+    /* The classes it defines, known from the data section alone (model.num_classes'
+     * default and rule), or NULL when only the files tell. */
+    int (*classes)(const vt_data_config *d);
+    /* Its rules at resolve time, on the spec of a resolved config; step_samples =
+     * train.batch_size * train.accum_steps. A broken rule is VT_ERR_USAGE with a message
+     * that starts with src and names the key. NULL: none. */
+    vt_status (*check)(const vt_data_spec *s, int64_t step_samples, const char *src);
+    /* Open a split of a resolved spec; errors name the path and reason. */
+    vt_status (*open)(vt_dataset **out, const vt_data_spec *s, vt_split split);
+    /* Its classes and rules in words (the Dataset formats table of configs/README.md). */
+    const char *classes_doc, *rules_doc;
+} vt_dataset_kind;
 
-/* Open the synthetic dataset (data.kind = synthetic) for a split; see synthetic.c. */
-vt_status vt_dataset_open_synthetic(vt_dataset **out, const vt_config *cfg, vt_split split);
+extern const vt_dataset_kind vt_dataset_idx;          /* idx.c */
+extern const vt_dataset_kind vt_dataset_synthetic;    /* synthetic.c */
+extern const vt_dataset_kind vt_dataset_imagefolder;  /* imagefolder.c */
+extern const vt_dataset_kind vt_dataset_cifar10;      /* cifar.c */
+extern const vt_dataset_kind vt_dataset_cifar100;     /* cifar.c */
 
-/* Open CIFAR-10 / CIFAR-100 (data.kind = cifar10 / cifar100, binary versions) for a
- * split; see cifar.c for files, record layout and validation. */
-vt_status vt_dataset_open_cifar10(vt_dataset **out, const vt_config *cfg, vt_split split);
-vt_status vt_dataset_open_cifar100(vt_dataset **out, const vt_config *cfg, vt_split split);
+/* The descriptor of format k (0 <= k < VT_DATA_KIND_COUNT, asserted; loader.c's table). */
+const vt_dataset_kind *vt_dataset_kind_of(vt_data_kind k);
 
-/* Open an image folder (data.kind = imagefolder) for a split; see imagefolder.c for the
- * layout, class indexing and bad-file handling. */
-vt_status vt_dataset_open_imagefolder(vt_dataset **out, const vt_config *cfg, vt_split split);
+/* Distinct files skipped so far under data.on_error = skip: thread-safe, monotonic;
+ * always 0 for kinds that validate everything at open (idx, synthetic, CIFAR). */
+int64_t vt_dataset_skipped(const vt_dataset *ds);
+
 /* Name of class k (0 <= k < num_classes) of an imagefolder dataset. */
 const char *vt_imagefolder_class_name(const vt_dataset *ds, int k);
 /* Files of an imagefolder split that were not indexed: names without a .jpg, .jpeg or
  * .png extension (any case), hidden names, and files outside class folders. */
 int64_t vt_imagefolder_ignored(const vt_dataset *ds);
-/* Distinct files skipped so far under data.on_error = skip: thread-safe, monotonic;
- * always 0 for kinds that validate everything at open (idx, synthetic, CIFAR). */
-int64_t vt_dataset_skipped(const vt_dataset *ds);
 /* Path of sample index of an imagefolder dataset (into buf of len bytes; returns buf). */
 const char *vt_imagefolder_path(const vt_dataset *ds, int64_t index, char *buf, size_t len);
 

@@ -196,17 +196,15 @@ static void idx_close(vt_dataset *ds) {
     free(ds);
 }
 
-static const vt_dataset_ops idx_ops = {"idx", idx_read, idx_close};
+static const vt_dataset_ops idx_ops = {"idx", idx_read, idx_close, NULL};
 
-vt_status vt_dataset_open_idx(vt_dataset **out, const vt_config *cfg, vt_split split) {
+static vt_status idx_open(vt_dataset **out, const vt_data_spec *spec, vt_split split) {
     *out = NULL;
-    const char *root = cfg->data.root;
+    const char *root = spec->data.root;
     const char *key = split == VT_SPLIT_TRAIN ? "data.train_split" : "data.val_split";
-    const char *name = split == VT_SPLIT_TRAIN ? cfg->data.train_split : cfg->data.val_split;
+    const char *name = split == VT_SPLIT_TRAIN ? spec->data.train_split : spec->data.val_split;
     struct stat st;
-    if (root[0] == '\0')
-        return vt_fail(VT_ERR_USAGE, "data.root is empty: data.kind=idx needs the directory "
-                       "holding {split}-images-idx3-ubyte[.gz] and {split}-labels-idx1-ubyte[.gz]");
+    VT_ASSERT(root[0] != '\0', "data.kind=idx with an empty data.root (not resolved?)");
     if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode))
         return vt_fail(VT_ERR_RUNTIME, "data.root '%s': %s; data.kind=idx expects a directory "
                        "holding {split}-images-idx3-ubyte[.gz] and {split}-labels-idx1-ubyte[.gz]",
@@ -249,7 +247,7 @@ vt_status vt_dataset_open_idx(vt_dataset **out, const vt_config *cfg, vt_split s
         return vt_fail(VT_ERR_RUNTIME, "%s: image size %u x %u is too large", img_path, idims[1],
                        idims[2]);
     }
-    int k = cfg->model.num_classes;
+    int k = spec->num_classes;
     for (uint32_t i = 0; i < ldims[0]; i++) {
         if ((int)labels[i] >= k) {
             vt_status e = vt_fail(VT_ERR_RUNTIME, "%s: label %d of sample %u is out of range: "
@@ -274,3 +272,12 @@ vt_status vt_dataset_open_idx(vt_dataset **out, const vt_config *cfg, vt_split s
     *out = ds;
     return VT_OK;
 }
+
+const vt_dataset_kind vt_dataset_idx = {
+    .kind = VT_DATA_IDX,
+    .fixed_size = 1,
+    .needs_root = 1,
+    .open = idx_open,
+    .classes_doc = "model.num_classes (labels must be below it)",
+    .rules_doc = "-",
+};

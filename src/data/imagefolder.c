@@ -141,7 +141,8 @@ static void if_close(vt_dataset *ds) {
 
 static vt_status if_read(const vt_dataset *ds, int64_t index, vt_sample *s, int *label);
 
-static const vt_dataset_ops if_ops = {"imagefolder", if_read, if_close};
+static int64_t if_skipped(const vt_dataset *ds);
+static const vt_dataset_ops if_ops = {"imagefolder", if_read, if_close, if_skipped};
 
 const char *vt_imagefolder_path(const vt_dataset *ds, int64_t index, char *buf, size_t len) {
     VT_ASSERT(ds->ops == &if_ops && index >= 0 && index < ds->size, "imagefolder path of %lld",
@@ -191,8 +192,7 @@ int64_t vt_imagefolder_ignored(const vt_dataset *ds) {
     return ((const if_impl *)ds->impl)->ignored;
 }
 
-int64_t vt_dataset_skipped(const vt_dataset *ds) {
-    if (ds->ops != &if_ops) return 0;
+static int64_t if_skipped(const vt_dataset *ds) {
     return atomic_load(&((if_impl *)ds->impl)->skipped);
 }
 
@@ -258,18 +258,19 @@ static vt_status need_dir(const char *dir, const char *what, const char *hint) {
     return VT_OK;
 }
 
-vt_status vt_dataset_open_imagefolder(vt_dataset **out, const vt_config *cfg, vt_split split) {
+static vt_status if_open(vt_dataset **out, const vt_data_spec *spec, vt_split split) {
     *out = NULL;
-    const char *root = cfg->data.root;
+    const vt_data_config *d = &spec->data;
+    const char *root = d->root;
     const char *layout = "data.kind=imagefolder expects ROOT/<split>/<class>/<image>.jpg|.jpeg|.png";
     vt_status s = need_dir(root, "data.root", layout);
     if (s) return s;
     char train_dir[PATH_MAX], dir[PATH_MAX], ign_first[PATH_MAX] = "";
-    snprintf(train_dir, sizeof train_dir, "%s/%s", root, cfg->data.train_split);
+    snprintf(train_dir, sizeof train_dir, "%s/%s", root, d->train_split);
     if ((s = need_dir(train_dir, "data.train_split", layout))) return s;
     const char *split_key = split == VT_SPLIT_TRAIN ? "data.train_split" : "data.val_split";
     snprintf(dir, sizeof dir, "%s/%s", root,
-             split == VT_SPLIT_TRAIN ? cfg->data.train_split : cfg->data.val_split);
+             split == VT_SPLIT_TRAIN ? d->train_split : d->val_split);
     if ((s = need_dir(dir, split_key, layout))) return s;
 
     /* Classes from the train split. */
@@ -288,7 +289,7 @@ vt_status vt_dataset_open_imagefolder(vt_dataset **out, const vt_config *cfg, vt
         return vt_fail(VT_ERR_RUNTIME, "%s: too many class folders", train_dir);
     }
     /* data.class_list replaces the sorted folders by the listed ones, in file order. */
-    const char *list_path = cfg->data.class_list;
+    const char *list_path = d->class_list;
     if (list_path[0]) {
         name_list listed = {0};
         s = read_class_list(list_path, &classes, train_dir, &listed);
@@ -381,7 +382,7 @@ vt_status vt_dataset_open_imagefolder(vt_dataset **out, const vt_config *cfg, vt
     im->label = lab;
     im->classes = classes.v;
     im->nclasses = (int)classes.n;
-    im->skip = cfg->data.on_error == VT_ONERR_SKIP;
+    im->skip = d->on_error == VT_ONERR_SKIP;
     im->bad = vt_xcalloc(n, sizeof *im->bad);
     atomic_init(&im->skipped, 0);
     im->ignored = ignored;
@@ -409,3 +410,11 @@ fail:
     free(lab);
     return s;
 }
+
+const vt_dataset_kind vt_dataset_imagefolder = {
+    .kind = VT_DATA_IMAGEFOLDER,
+    .needs_root = 1,
+    .open = if_open,
+    .classes_doc = "the train split's class folders, or data.class_list",
+    .rules_doc = "-",
+};

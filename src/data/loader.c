@@ -1,6 +1,7 @@
 /* loader.c - the shared batching pipeline over every dataset kind (loader.h contract).
  *
- * Owns: opening the dataset of cfg->data.kind, the sample order (train: a Fisher-Yates
+ * Owns: the table of dataset formats (dataset.h's descriptors) and opening the one of a
+ * spec's data.kind, the sample order (train: a Fisher-Yates
  * permutation per epoch from vt_rng_derive(train.seed, epoch, VT_LOADER_TAG_PERM); eval:
  * dataset order), the rank/world shard of that order, batching (train drops the last
  * partial batch, eval keeps it), the per-sample transform pipeline, batch mixup/cutmix,
@@ -14,8 +15,8 @@
  *     native size -> float x / 255 -> bilinear resize to S x S when the size differs
  *   train, rrc: RandomResizedCrop box -> PIL-style resample of the box to S x S
  *     (data.interpolation) -> flip -> RandAugment
- *   eval: fixed-size kinds (idx, cifar, synthetic) without an explicit data.crop_pct:
- *     bilinear resize to S x S; otherwise resize the shorter side to int(S / crop_pct)
+ *   eval: data.eval_transform (resolved: the format's default unless given) resize:
+ *     bilinear resize to S x S; center_crop: resize the shorter side to int(S / crop_pct)
  *     and center-crop S x S (transform.h vt_tf_eval_geometry)
  *   then gray -> 3 channels when model.in_chans = 3, (x - mean[c]) / std[c] on the colour
  *   channels (a depth channel stays in [0, 1]) and, train only, random erasing (data.reprob).
@@ -41,8 +42,8 @@
  * a seek to the position the loader already stands at (e.g. epoch e + 1 batch 0 right
  * after the last batch of epoch e) keeps the prefetched batches.
  *
- * Batch size: vt_loader_seek sets it; until then it is train.batch_size for the train
- * split and eval.batch_size (train.batch_size if 0) for the eval split.
+ * Batch size: vt_loader_seek sets it; until then it is the spec's train_batch for the
+ * train split and eval_batch for the eval split.
  * End of epoch: vt_loader_next returns *count = 0 once and moves to batch 0 of the next
  * epoch, so a loop may simply call next until count is 0, then go on calling it.
  * on_error: IDX, synthetic and CIFAR reads cannot fail after open (validated at open);
@@ -102,7 +103,6 @@ typedef struct {
 
 struct vt_loader {
     vt_dataset *ds;
-    vt_data_kind kind;
     vt_split split;
     int out_size, out_c;
     float mean[3], std[3];
@@ -141,19 +141,20 @@ struct vt_loader {
     int paused, quit, in_flight;
 };
 
-vt_status vt_sample_reserve(vt_sample *s, size_t bytes) {
-    if (bytes <= s->cap) return VT_OK;
-    uint8_t *p = realloc(s->pixels, bytes);
-    if (!p) return vt_fail(VT_ERR_RUNTIME, "out of memory allocating a %zu-byte sample buffer", bytes);
-    s->pixels = p;
-    s->cap = bytes;
-    return VT_OK;
-}
+/* The formats of data.kind: one row per vt_data_kind (dataset.h). */
+static const vt_dataset_kind *const kind_table[VT_DATA_KIND_COUNT] = {
+    [VT_DATA_IDX] = &vt_dataset_idx,
+    [VT_DATA_SYNTHETIC] = &vt_dataset_synthetic,
+    [VT_DATA_IMAGEFOLDER] = &vt_dataset_imagefolder,
+    [VT_DATA_CIFAR10] = &vt_dataset_cifar10,
+    [VT_DATA_CIFAR100] = &vt_dataset_cifar100,
+};
 
-void vt_sample_free(vt_sample *s) {
-    free(s->pixels);
-    s->pixels = NULL;
-    s->cap = 0;
+const vt_dataset_kind *vt_dataset_kind_of(vt_data_kind k) {
+    VT_ASSERT((int)k >= 0 && (int)k < VT_DATA_KIND_COUNT, "data.kind %d out of range", (int)k);
+    const vt_dataset_kind *e = kind_table[k];
+    VT_ASSERT(e != NULL && e->kind == k, "data.kind %s has no row in loader.c", vt_data_kind_name(k));
+    return e;
 }
 
 static void build_order(vt_loader *L, int epoch) {
@@ -171,17 +172,6 @@ static void build_order(vt_loader *L, int epoch) {
     L->order_epoch = epoch;
 }
 
-static const char *kind_name(vt_data_kind k) {
-    switch (k) {
-    case VT_DATA_IDX: return "idx";
-    case VT_DATA_SYNTHETIC: return "synthetic";
-    case VT_DATA_IMAGEFOLDER: return "imagefolder";
-    case VT_DATA_CIFAR10: return "cifar10";
-    case VT_DATA_CIFAR100: return "cifar100";
-    }
-    return "?";
-}
-
 /* Samples of this rank's shard. */
 static int64_t shard_size(const vt_loader *L) {
     return (L->ds->size - L->rank + L->world - 1) / L->world;
@@ -192,16 +182,17 @@ static int auto_workers(void) {
     return n < 1 ? 1 : n > VT_LOADER_MAX_AUTO_WORKERS ? VT_LOADER_MAX_AUTO_WORKERS : (int)n;
 }
 
-vt_status vt_loader_open_dataset(vt_loader **out, vt_dataset *ds, const vt_config *cfg,
+vt_status vt_loader_open_dataset(vt_loader **out, vt_dataset *ds, const vt_data_spec *spec,
                                  vt_split split, int img_size) {
     *out = NULL;
-    vt_data_kind kind = cfg->data.kind;
-    int c = cfg->model.in_chans;
-    const char *kn = ds->ops->kind ? ds->ops->kind : kind_name(kind);
-    if (img_size < 1) {
-        ds->ops->close(ds);
-        return vt_fail(VT_ERR_USAGE, "image size %d: expected >= 1", img_size);
-    }
+    const vt_data_config *d = &spec->data;
+    int c = spec->in_chans, train = split == VT_SPLIT_TRAIN;
+    VT_ASSERT(img_size >= 1, "image size %d", img_size);
+    VT_ASSERT(d->train_transform != VT_TT_AUTO && d->eval_transform != VT_ET_AUTO &&
+              spec->train_batch > 0 && spec->eval_batch > 0,
+              "data spec of an unresolved config (train_transform %d, eval_transform %d, batches %d/%d)",
+              (int)d->train_transform, (int)d->eval_transform, spec->train_batch, spec->eval_batch);
+    const char *kn = ds->ops->kind ? ds->ops->kind : vt_data_kind_name(d->kind);
     if (!vt_tf_channels_supported(ds->channels, c)) {
         int have = ds->channels;
         ds->ops->close(ds);
@@ -209,71 +200,46 @@ vt_status vt_loader_open_dataset(vt_loader **out, vt_dataset *ds, const vt_confi
                        "which convert only to %d%s channels", c, kn, have, have,
                        have == 1 ? " or 3" : "");
     }
-    for (int ch = 0; ch < c && ch < 3; ch++) {
-        if (!(cfg->data.std[ch] > 0)) {
-            ds->ops->close(ds);
-            return vt_fail(VT_ERR_USAGE, "data.std[%d] = %g: expected > 0", ch, cfg->data.std[ch]);
-        }
-    }
     if (ds->size < 1) {
         ds->ops->close(ds);
         return vt_fail(VT_ERR_RUNTIME, "data.kind=%s: the %s split is empty", kn,
-                       split == VT_SPLIT_TRAIN ? "train" : "val");
-    }
-    vt_randaug ra;
-    if (vt_randaug_parse(cfg->data.auto_augment, &ra) != VT_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", vt_last_error());
-        ds->ops->close(ds);
-        return vt_fail(VT_ERR_USAGE, "data.auto_augment: %s", why);
-    }
-    const vt_data_config *d = &cfg->data;
-    if (!(d->scale[0] > 0 && d->scale[0] <= d->scale[1] && d->ratio[0] > 0 &&
-          d->ratio[0] <= d->ratio[1])) {
-        ds->ops->close(ds);
-        return vt_fail(VT_ERR_USAGE, "data.scale = [%g, %g], data.ratio = [%g, %g]: expected "
-                       "0 < min <= max for both", d->scale[0], d->scale[1], d->ratio[0], d->ratio[1]);
+                       train ? "train" : "val");
     }
     vt_loader *L = vt_xcalloc(1, sizeof *L);
     L->ds = ds;
-    L->kind = kind;
     L->split = split;
     L->out_size = img_size;
     L->out_c = c;
     for (int ch = 0; ch < 3; ch++) {
+        VT_ASSERT(d->std[ch] > 0, "data.std[%d] = %g", ch, d->std[ch]);
         L->mean[ch] = (float)d->mean[ch];
         L->std[ch] = (float)d->std[ch];
         double f = d->mean[ch] * 255.0 + 0.5;
         L->fill[ch] = (uint8_t)(f > 255 ? 255 : f < 0 ? 0 : f);
     }
-    int train = split == VT_SPLIT_TRAIN;
-    int fixed_kind = kind == VT_DATA_IDX || kind == VT_DATA_SYNTHETIC ||
-                     kind == VT_DATA_CIFAR10 || kind == VT_DATA_CIFAR100;
     L->hflip = train && d->hflip > 0 ? d->hflip : 0;
-    L->rrc = train && (d->train_transform == VT_TT_RRC ||
-                       (d->train_transform == VT_TT_AUTO && !fixed_kind));
-    L->eval_crop = !train && (!fixed_kind || vt_config_is_set(cfg, "data.crop_pct") == 1);
+    L->rrc = train && d->train_transform == VT_TT_RRC;
+    L->eval_crop = !train && d->eval_transform == VT_ET_CENTER_CROP;
     L->interp = d->interpolation;
-    L->crop_pct = d->crop_pct > 0 ? d->crop_pct : 1.0;
+    L->crop_pct = d->crop_pct;
     for (int k = 0; k < 2; k++) {
+        VT_ASSERT(d->scale[k] > 0 && d->ratio[k] > 0, "data.scale / data.ratio entries must be > 0");
         L->scale[k] = d->scale[k];
         L->ratio[k] = d->ratio[k];
     }
-    L->ra = ra;
+    L->ra = spec->randaug;
     if (!train) L->ra.enabled = 0;
     L->reprob = train ? d->reprob : 0;
     L->remode = d->remode;
     L->mix = (vt_mixup){ .mixup = d->mixup, .cutmix = d->cutmix, .prob = d->mixup_prob,
                          .switch_prob = d->mixup_switch_prob,
-                         .smoothing = cfg->train.label_smoothing,
-                         .num_classes = cfg->model.num_classes };
+                         .smoothing = spec->label_smoothing,
+                         .num_classes = spec->num_classes };
     L->mix_on = train && (d->mixup > 0 || d->cutmix > 0);
-    L->seed = (uint64_t)cfg->train.seed;
+    L->seed = spec->seed;
     L->rank = 0;
     L->world = 1;
-    int bs = train ? cfg->train.batch_size
-             : (cfg->eval.batch_size > 0 ? cfg->eval.batch_size : cfg->train.batch_size);
-    L->batch_size = bs > 0 ? bs : 1;
+    L->batch_size = train ? spec->train_batch : spec->eval_batch;
     L->workers = d->workers > 0 ? d->workers : auto_workers();
     L->order_epoch = -1;
     pthread_mutex_init(&L->mu, NULL);
@@ -292,22 +258,12 @@ vt_status vt_loader_open_dataset(vt_loader **out, vt_dataset *ds, const vt_confi
     return VT_OK;
 }
 
-vt_status vt_loader_open(vt_loader **out, const vt_config *cfg, vt_split split, int img_size) {
+vt_status vt_loader_open(vt_loader **out, const vt_data_spec *spec, vt_split split, int img_size) {
     *out = NULL;
-    if (img_size < 1) return vt_fail(VT_ERR_USAGE, "image size %d: expected >= 1", img_size);
     vt_dataset *ds = NULL;
-    vt_status s;
-    switch (cfg->data.kind) {
-    case VT_DATA_IDX: s = vt_dataset_open_idx(&ds, cfg, split); break;
-    case VT_DATA_SYNTHETIC: s = vt_dataset_open_synthetic(&ds, cfg, split); break;
-    case VT_DATA_IMAGEFOLDER: s = vt_dataset_open_imagefolder(&ds, cfg, split); break;
-    case VT_DATA_CIFAR10: s = vt_dataset_open_cifar10(&ds, cfg, split); break;
-    case VT_DATA_CIFAR100: s = vt_dataset_open_cifar100(&ds, cfg, split); break;
-    default:
-        return vt_fail(VT_ERR_USAGE, "data.kind=%s: unknown dataset kind", kind_name(cfg->data.kind));
-    }
+    vt_status s = vt_dataset_kind_of(spec->data.kind)->open(&ds, spec, split);
     if (s) return s;
-    return vt_loader_open_dataset(out, ds, cfg, split, img_size);
+    return vt_loader_open_dataset(out, ds, spec, split, img_size);
 }
 
 static void stop_workers(vt_loader *L) {

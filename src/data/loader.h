@@ -2,6 +2,8 @@
  *
  * The training loop sees only this interface: it never knows whether samples come
  * from IDX files, CIFAR binaries, an image folder or the synthetic generator.
+ * It receives a vt_data_spec (dataset.h: the resolved data section plus the few values of
+ * other sections it uses), never the whole config.
  * Images come out as float32 (B, C, S, S) at the requested size S, normalised with
  * data.mean/std, C = model.in_chans. The sample order of epoch e is a permutation
  * derived from (seed, e) (train split; the eval split keeps dataset order), so a
@@ -16,17 +18,15 @@
 
 #include <stdint.h>
 
-#include "config.h"
+#include "data/dataset.h"
 #include "status.h"
 
 typedef struct vt_loader vt_loader;
 
-typedef enum { VT_SPLIT_TRAIN = 0, VT_SPLIT_VAL = 1 } vt_split;
-
-/* Open the dataset of cfg->data for a split; images are produced at img_size
- * (the model's, or another for resolution studies) with model.in_chans channels.
+/* Open the dataset of a resolved spec for a split; images are produced at img_size
+ * (the model's, or another for resolution studies) with spec->in_chans channels.
  * Errors (missing root/split, bad files) name the path and reason. */
-vt_status vt_loader_open(vt_loader **out, const vt_config *cfg, vt_split split, int img_size);
+vt_status vt_loader_open(vt_loader **out, const vt_data_spec *spec, vt_split split, int img_size);
 void vt_loader_close(vt_loader *L);
 
 int64_t vt_loader_size(const vt_loader *L);      /* samples in the split (this rank's shard) */
@@ -50,8 +50,8 @@ vt_status vt_loader_next(vt_loader *L, float *images, int *labels, float *soft,
 
 /* Where the next vt_loader_next reads: its epoch and batch (for resume state). After
  * next() reports the end of an epoch (*count = 0) the loader stands at batch 0 of the
- * following epoch. Until the first seek the batch size is train.batch_size (train
- * split) or eval.batch_size, falling back to train.batch_size (eval split). */
+ * following epoch. Until the first seek the batch size is the spec's train_batch (train
+ * split) or eval_batch (eval split). */
 void vt_loader_position(const vt_loader *L, int *epoch, int64_t *batch);
 
 /* Shard for data-parallel training: this loader reads only positions rank, rank + world,
@@ -72,10 +72,9 @@ int vt_loader_workers(const vt_loader *L);
 
 /* Open a loader over a dataset the caller built (the dataset.h vtable; tests and benches
  * use it for datasets that are not a data.kind). Takes ownership of ds, also on error.
- * cfg supplies everything else as for vt_loader_open (data.kind only decides the
- * defaults that depend on it: train_transform auto, eval resize + crop). */
-typedef struct vt_dataset vt_dataset;
-vt_status vt_loader_open_dataset(vt_loader **out, vt_dataset *ds, const vt_config *cfg,
+ * spec supplies everything else as for vt_loader_open (its data.kind only names the
+ * dataset in messages when ds->ops->kind is NULL). */
+vt_status vt_loader_open_dataset(vt_loader **out, vt_dataset *ds, const vt_data_spec *spec,
                                  vt_split split, int img_size);
 
 #endif

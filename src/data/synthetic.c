@@ -177,28 +177,35 @@ static void syn_close(vt_dataset *ds) {
     free(ds);
 }
 
-static const vt_dataset_ops syn_ops = {"synthetic", syn_read, syn_close};
+static const vt_dataset_ops syn_ops = {"synthetic", syn_read, syn_close, NULL};
 
-vt_status vt_dataset_open_synthetic(vt_dataset **out, const vt_config *cfg, vt_split split) {
+/* Rules: a training split that holds one optimizer step; images of at least 2 x 2. */
+static vt_status syn_check(const vt_data_spec *s, int64_t step_samples, const char *src) {
+    if (s->data.train_size < step_samples)
+        return vt_fail(VT_ERR_USAGE, "%s: data.train_size = %d is smaller than one optimizer step "
+                       "(train.batch_size * train.accum_steps = %lld)", src, s->data.train_size,
+                       (long long)step_samples);
+    if (s->img_size < 2)
+        return vt_fail(VT_ERR_USAGE, "%s: model.img_size = %d: data.kind = synthetic needs >= 2", src,
+                       s->img_size);
+    return VT_OK;
+}
+
+static vt_status syn_open(vt_dataset **out, const vt_data_spec *spec, vt_split split) {
     *out = NULL;
-    int S = cfg->model.img_size, c = cfg->model.in_chans, k = cfg->model.num_classes;
-    if (c != 1 && c != 3 && c != 4)
-        return vt_fail(VT_ERR_USAGE, "model.in_chans = %d: data.kind=synthetic generates 1 (gray), "
-                       "3 (RGB) or 4 (RGB + depth) channels", c);
-    if (S < 2)
-        return vt_fail(VT_ERR_USAGE, "model.img_size = %d: data.kind=synthetic needs >= 2", S);
-    if (k < 1)
-        return vt_fail(VT_ERR_USAGE, "model.num_classes = %d: expected >= 1", k);
-    int64_t n = split == VT_SPLIT_TRAIN ? cfg->data.train_size : cfg->data.val_size;
-    if (n <= 0) n = split == VT_SPLIT_TRAIN ? 2048 : 512;
+    int S = spec->img_size, c = spec->in_chans, k = spec->num_classes;
+    VT_ASSERT((c == 1 || c == 3 || c == 4) && S >= 2 && k >= 1,
+              "synthetic: in_chans %d, img_size %d, num_classes %d", c, S, k);
+    int64_t n = split == VT_SPLIT_TRAIN ? spec->data.train_size : spec->data.val_size;
+    VT_ASSERT(n > 0, "synthetic: split of %lld samples", (long long)n);
 
     syn_impl *im = vt_xmalloc(sizeof *im);
-    im->seed = (uint64_t)cfg->data.synthetic_seed;
+    im->seed = (uint64_t)spec->data.synthetic_seed;
     im->split = (int)split;
     im->img = S;
     im->rgb = c == 4 ? 3 : c;
     im->depth = c == 4;
-    im->depth_label = im->depth && cfg->data.synthetic_depth_label;
+    im->depth_label = im->depth && spec->data.synthetic_depth_label;
     im->p = S * 3 / 4 > 2 ? S * 3 / 4 : 2;
     size_t grid = SYN_GRID * SYN_GRID;
     im->grids = malloc(sizeof(float) * grid * (size_t)k * im->rgb);
@@ -219,3 +226,12 @@ vt_status vt_dataset_open_synthetic(vt_dataset **out, const vt_config *cfg, vt_s
     *out = ds;
     return VT_OK;
 }
+
+const vt_dataset_kind vt_dataset_synthetic = {
+    .kind = VT_DATA_SYNTHETIC,
+    .fixed_size = 1,
+    .check = syn_check,
+    .open = syn_open,
+    .classes_doc = "model.num_classes",
+    .rules_doc = "data.train_size >= train.batch_size * train.accum_steps; model.img_size >= 2",
+};

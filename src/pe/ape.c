@@ -12,17 +12,45 @@
 #include <math.h>
 #include <string.h>
 
+#include "kinds.h"
 #include "pe.h"
 
-vt_status vt_ape_declare(vt_pe *pe) {
-    if (pe->ape == VT_APE_SINCOS && pe->D % 4 != 0)
-        return vt_fail(VT_ERR_USAGE,
-                       "pe.ape: 'sincos' needs model.width divisible by 4, found width %d", pe->D);
+/* pe.kind = ape: the absolute table is the only PE; learned unless pe.ape says sincos. */
+static void ape_resolve(const vt_pe_config *pe, int hd, vt_pe_config *def) {
+    (void)pe;
+    (void)hd;
+    def->ape = VT_APE_LEARNED;
+}
+
+static vt_status ape_check(const vt_pe_config *pe, int hd, const char *src) {
+    (void)hd;
+    if (pe->ape == VT_APE_NONE)
+        return vt_fail(VT_ERR_USAGE, "%s: pe.kind = ape needs pe.ape = learned or sincos; found none",
+                       src);
+    return VT_OK;
+}
+
+const vt_pe_kind_ops vt_pe_ape_ops = {
+    .kind = VT_PE_APE,
+    .resolve = ape_resolve,
+    .check = ape_check,
+    .defaults_doc = "ape learned",
+    .rules_doc = "pe.ape = learned or sincos",
+};
+
+vt_status vt_ape_check(const vt_pe_config *pe, int D, const char *src) {
+    if (pe->ape == VT_APE_SINCOS && D % 4 != 0)
+        return vt_fail(VT_ERR_USAGE, "%s: pe.ape = sincos needs model.width divisible by 4; found %d",
+                       src, D);
+    return VT_OK;
+}
+
+void vt_ape_declare(vt_pe *pe) {
+    VT_ASSERT(pe->ape != VT_APE_SINCOS || pe->D % 4 == 0, "sincos APE with width %d", pe->D);
     if (pe->ape == VT_APE_LEARNED) {
         int64_t shape[3] = {1, 1 + (int64_t)pe->train_rows * pe->train_cols, pe->D};
         pe->ape_param = vt_pe_declare(pe, "pos_embed", 3, shape);
     }
-    return VT_OK;
 }
 
 void vt_ape_init(vt_pe *pe, vt_rng *rng) {

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kinds.h"
 #include "rotary.h"
 
 typedef struct {
@@ -141,13 +142,24 @@ vt_tensor *vt_op_cayley(vt_tape *t, vt_tensor *u) {
 
 /* ---- The kind ---- */
 
-static vt_status cayley_create(vt_pe *pe) {
+/* The inner RoPE's theta: RoPE-Axial's 100 or RoPE-Mixed's 10. */
+static void cayley_resolve(const vt_pe_config *pe, int hd, vt_pe_config *def) {
+    (void)hd;
+    def->theta = pe->inner == VT_INNER_AXIAL ? 100 : 10;
+}
+
+static vt_status cayley_check(const vt_pe_config *pe, int hd, const char *src) {
+    vt_status st = vt_rot_check_pairs(pe, hd, src);
+    if (st) return st;
+    return pe->inner == VT_INNER_MIXED ? vt_rot_check_mixed_init(pe, hd, src)
+                                       : vt_rot_check_axial(pe, hd, src);
+}
+
+static void cayley_create(vt_pe *pe) {
     int C = pe->cfg.coord_dim, hd = pe->hd, mixed = pe->cfg.inner == VT_INNER_MIXED;
-    if (hd % 2 != 0 || (mixed && (hd < 4 || (C == 2 && hd % 4 != 0))) || (!mixed && hd < 2 * C))
-        return vt_fail(VT_ERR_USAGE,
-                       "pe.kind: cayley with pe.inner = %s and pe.coord_dim = %d cannot use head dim %d "
-                       "(even; mixed: >= 4, divisible by 4 when pe.coord_dim = 2; axial: >= 2 coord_dim)",
-                       mixed ? "mixed" : "axial", C, hd);
+    VT_ASSERT(hd % 2 == 0 && (mixed ? hd >= 4 && (C != 2 || hd % 4 == 0) : hd >= 2 * C) &&
+              pe->cfg.theta > 0, "cayley: head dim %d, coord_dim %d, inner %d, theta %g", hd, C,
+              (int)pe->cfg.inner, pe->cfg.theta);
     cayley_state *s = vt_xcalloc(1, sizeof *s);
     vt_rot_share_dims(pe, &s->Lp, &s->Hp);
     s->C = C;
@@ -158,14 +170,13 @@ static vt_status cayley_create(vt_pe *pe) {
         s->fi = vt_pe_declare(pe, "pe.freqs", 4, fshape);
     } else {
         s->axial = vt_xmalloc((size_t)(hd / 2) * C * sizeof(float));
-        s->npr = vt_rot_axial_freqs(hd, C, pe->cfg.theta > 0 ? pe->cfg.theta : 100.0, s->axial);
+        s->npr = vt_rot_axial_freqs(hd, C, pe->cfg.theta, s->axial);
     }
     int64_t ushape[4] = {s->Lp, s->Hp, hd, hd};
     s->ui = vt_pe_declare(pe, "pe.cayley_u", 4, ushape);
     s->P = vt_xcalloc((size_t)s->Lp, sizeof *s->P);
     s->cs = vt_xcalloc((size_t)s->Lp, sizeof *s->cs);
     pe->state = s;
-    return VT_OK;
 }
 
 static void cayley_init(vt_pe *pe, vt_rng *rng) {
@@ -174,9 +185,9 @@ static void cayley_init(vt_pe *pe, vt_rng *rng) {
     memset(u->data, 0, (size_t)u->size * sizeof(float));
     if (!s->mixed) return;
     int set = (pe->hd / 2) * s->C;
-    double theta = pe->cfg.theta > 0 ? pe->cfg.theta : 10.0;
     float *f = pe->params[s->fi].t->data;
-    for (int i = 0; i < s->Lp * s->Hp; i++) vt_rot_mixed_init(pe->hd, s->C, theta, rng, f + (size_t)i * set);
+    for (int i = 0; i < s->Lp * s->Hp; i++)
+        vt_rot_mixed_init(pe->hd, s->C, pe->cfg.theta, rng, f + (size_t)i * set);
 }
 
 /* Entries below the strict upper triangle of pe.cayley_u are never read. */
@@ -242,7 +253,13 @@ static void cayley_destroy(vt_pe *pe) {
 }
 
 const vt_pe_kind_ops vt_pe_cayley_ops = {
-    .name = "cayley",
+    .kind = VT_PE_CAYLEY,
+    .rotary = 1,
+    .resolve = cayley_resolve,
+    .check = cayley_check,
+    .defaults_doc = "theta 10 (inner = mixed) or 100 (inner = axial)",
+    .rules_doc = "an even head dim; inner = mixed: >= 4, divisible by 4 when coord_dim = 2; "
+                 "inner = axial: >= 2 coord_dim",
     .create = cayley_create,
     .init = cayley_init,
     .prepare = cayley_prepare,

@@ -36,6 +36,7 @@
 
 #include "kernels.h"
 #include "ops/ops.h"
+#include "kinds.h"
 #include "lie.h"
 #include "rotary.h"
 
@@ -180,14 +181,27 @@ static vt_tensor *circ_dft(vt_tape *t, vt_tensor *x, const float *F, int b, int 
 
 /* ---- The kind ---- */
 
-static vt_status circ_create(vt_pe *pe) {
+/* Block size 16; theta 10 for the RoPE-Mixed init (none for the normal one). */
+static void circ_resolve(const vt_pe_config *pe, int hd, vt_pe_config *def) {
+    (void)hd;
+    def->block_size = 16;
+    if (pe->init == VT_PEINIT_ROPE_MIXED) def->theta = 10;
+}
+
+static vt_status circ_check(const vt_pe_config *pe, int hd, const char *src) {
+    vt_status st = vt_rot_check_pairs(pe, hd, src);
+    if (st) return st;
+    int b = pe->block_size;
+    if (b % 2 != 0 || b < 4 || hd % b != 0)
+        return vt_fail(VT_ERR_USAGE, "%s: pe.block_size = %d is invalid for circulant: must be even, >= 4 "
+                       "and divide the head dim %d", src, b, hd);
+    return pe->init == VT_PEINIT_ROPE_MIXED ? vt_rot_check_mixed_init(pe, hd, src) : VT_OK;
+}
+
+static void circ_create(vt_pe *pe) {
     int b = pe->cfg.block_size, hd = pe->hd, C = pe->cfg.coord_dim;
-    if (b < 4 || b % 2 != 0 || hd % b != 0)
-        return vt_fail(VT_ERR_USAGE,
-                       "pe.block_size: circulant needs an even block size >= 4 dividing the head "
-                       "dim %d; found %d", hd, b);
-    if (C < 1 || C > 3)
-        return vt_fail(VT_ERR_USAGE, "pe.coord_dim: expected 1, 2 or 3; found %d", C);
+    VT_ASSERT(b >= 4 && b % 2 == 0 && hd % b == 0 && C >= 1 && C <= 3,
+              "circulant: block size %d, head dim %d, coord_dim %d", b, hd, C);
     circ_state *s = vt_xcalloc(1, sizeof *s);
     s->b = b;
     s->nb = hd / b;
@@ -203,7 +217,6 @@ static vt_status circ_create(vt_pe *pe) {
             memcpy(s->Fhead + (size_t)(n * b + i) * hd + n * b, s->F + (size_t)i * b, (size_t)b * sizeof(float));
     s->cs = vt_xcalloc((size_t)s->Lp, sizeof *s->cs);
     pe->state = s;
-    return VT_OK;
 }
 
 static void circ_init(vt_pe *pe, vt_rng *rng) {
@@ -233,7 +246,7 @@ static void circ_init(vt_pe *pe, vt_rng *rng) {
 
 void vt_pe_circulant_prepare_coords(vt_pe *pe, vt_tape *t, vt_tensor *coords) {
     VT_ASSERT(pe->kind == &vt_pe_circulant_ops, "circulant tables on a %s PE",
-              pe->kind ? pe->kind->name : "non-rotary");
+              vt_pe_kind_name(pe->kind->kind));
     circ_state *s = pe->state;
     VT_ASSERT(coords->ndim == 3 && coords->shape[2] == s->C, "circulant: coords need C = %d", s->C);
     int64_t per = (int64_t)s->Hp * s->C * s->nb * s->b;
@@ -298,7 +311,13 @@ static void circ_destroy(vt_pe *pe) {
 }
 
 const vt_pe_kind_ops vt_pe_circulant_ops = {
-    .name = "circulant",
+    .kind = VT_PE_CIRCULANT,
+    .rotary = 1,
+    .resolve = circ_resolve,
+    .check = circ_check,
+    .defaults_doc = "block_size 16; theta 10 with init = rope_mixed",
+    .rules_doc = "an even head dim; block_size even, >= 4, dividing the head dim; init = "
+                 "rope_mixed: a head dim >= 4, divisible by 4 when coord_dim = 2",
     .create = circ_create,
     .init = circ_init,
     .prepare = circ_prepare,

@@ -1,8 +1,7 @@
-/* lie.h - entry points of circulant.c and liere.c beyond the kind table (pe.c reaches
- * the kinds through vt_pe_kind_ops): building a forward's tables from explicit
- * coordinates instead of the patch grid. Used by the property tests (translation
- * invariance at random real positions, gradients w.r.t. coordinates) and by any caller
- * whose tokens are not on a grid.
+/* lie.h - entry points of circulant.c and liere.c beyond their kind entries (kinds.h):
+ * building a forward's tables from explicit coordinates instead of the patch grid. Used
+ * by the property tests (translation invariance at random real positions, gradients
+ * w.r.t. coordinates) and by any caller whose tokens are not on a grid.
  *
  * coords (Ba, Np, C) with Ba 1 (shared by the batch) or B (per sample), C =
  * pe.coord_dim; may carry a grad buffer (then the backward accumulates dL/dcoords).
@@ -12,10 +11,6 @@
 #define VT_PE_LIE_H
 
 #include "pe.h"
-
-extern const vt_pe_kind_ops vt_pe_circulant_ops;
-extern const vt_pe_kind_ops vt_pe_liere_ops;
-extern const vt_pe_kind_ops vt_pe_liere_commute_ops;
 
 void vt_pe_circulant_prepare_coords(vt_pe *pe, vt_tape *t, vt_tensor *coords);
 void vt_pe_liere_prepare_coords(vt_pe *pe, vt_tape *t, vt_tensor *coords);

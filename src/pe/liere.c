@@ -38,6 +38,7 @@
 #include "expm.h"
 #include "kernels.h"
 #include "ops/ops.h"
+#include "kinds.h"
 #include "lie.h"
 #include "rotary.h"
 
@@ -363,17 +364,31 @@ static vt_tensor *liere_apply(vt_tape *t, vt_tensor *x, vt_tensor *R, int g) {
 
 /* ---- The kinds ---- */
 
-static vt_status liere_create(vt_pe *pe) {
-    int g = pe->cfg.block_size, hd = pe->hd, C = pe->cfg.coord_dim;
-    int commute = pe->cfg.kind == VT_PE_LIERE_COMMUTE;
-    if (commute && g != 2)
-        return vt_fail(VT_ERR_USAGE, "pe.block_size: liere_commute needs 2; found %d", g);
+/* The LieRE paper's best: normalized positions, one generator set for the model; dense
+ * blocks of the whole head (liere) or 2 x 2 blocks (liere_commute). */
+static void liere_resolve(const vt_pe_config *pe, int hd, vt_pe_config *def) {
+    def->positions = VT_POS_NORMALIZED;
+    def->share = VT_SHARE_ALL;
+    def->block_size = pe->kind == VT_PE_LIERE_COMMUTE ? 2 : hd;
+}
+
+static vt_status liere_check(const vt_pe_config *pe, int hd, const char *src) {
+    vt_status st = vt_rot_check_pairs(pe, hd, src);
+    if (st) return st;
+    int g = pe->block_size;
+    if (pe->kind == VT_PE_LIERE_COMMUTE && g != 2)
+        return vt_fail(VT_ERR_USAGE, "%s: pe.block_size = %d is invalid for liere_commute: must be 2",
+                       src, g);
     if (g < 2 || hd % g != 0)
-        return vt_fail(VT_ERR_USAGE,
-                       "pe.block_size: liere needs a block size >= 2 dividing the head dim %d; "
-                       "found %d", hd, g);
-    if (C < 1 || C > 3)
-        return vt_fail(VT_ERR_USAGE, "pe.coord_dim: expected 1, 2 or 3; found %d", C);
+        return vt_fail(VT_ERR_USAGE, "%s: pe.block_size = %d is invalid for liere: must be >= 2 and "
+                       "divide the head dim %d", src, g, hd);
+    return VT_OK;
+}
+
+static void liere_create(vt_pe *pe) {
+    int g = pe->cfg.block_size, hd = pe->hd, C = pe->cfg.coord_dim;
+    VT_ASSERT(g >= 2 && hd % g == 0 && (pe->cfg.kind != VT_PE_LIERE_COMMUTE || g == 2) && C >= 1 &&
+              C <= 3, "liere: block size %d, head dim %d, coord_dim %d", g, hd, C);
     liere_state *s = vt_xcalloc(1, sizeof *s);
     s->g = g;
     s->nb = hd / g;
@@ -383,7 +398,6 @@ static vt_status liere_create(vt_pe *pe) {
     s->param = vt_pe_declare(pe, "pe.liere_u", 6, shape);
     s->R = vt_xcalloc((size_t)s->Lp, sizeof *s->R);
     pe->state = s;
-    return VT_OK;
 }
 
 static void liere_init(vt_pe *pe, vt_rng *rng) {
@@ -402,7 +416,7 @@ static void liere_init(vt_pe *pe, vt_rng *rng) {
 
 void vt_pe_liere_prepare_coords(vt_pe *pe, vt_tape *t, vt_tensor *coords) {
     VT_ASSERT(pe->kind == &vt_pe_liere_ops || pe->kind == &vt_pe_liere_commute_ops,
-              "liere tables on a %s PE", pe->kind ? pe->kind->name : "non-rotary");
+              "liere tables on a %s PE", vt_pe_kind_name(pe->kind->kind));
     liere_state *s = pe->state;
     VT_ASSERT(coords->ndim == 3 && coords->shape[2] == s->C, "liere: coords need C = %d", s->C);
     int64_t gg = (int64_t)s->g * s->g, per = (int64_t)s->Hp * s->C * s->nb * gg;
@@ -440,7 +454,12 @@ static void liere_clear_unused(vt_pe *pe) {
 }
 
 const vt_pe_kind_ops vt_pe_liere_ops = {
-    .name = "liere",
+    .kind = VT_PE_LIERE,
+    .rotary = 1,
+    .resolve = liere_resolve,
+    .check = liere_check,
+    .defaults_doc = "positions normalized, share all, block_size = head dim",
+    .rules_doc = "an even head dim; block_size >= 2, dividing the head dim",
     .create = liere_create,
     .init = liere_init,
     .prepare = liere_prepare,
@@ -450,7 +469,12 @@ const vt_pe_kind_ops vt_pe_liere_ops = {
 };
 
 const vt_pe_kind_ops vt_pe_liere_commute_ops = {
-    .name = "liere_commute",
+    .kind = VT_PE_LIERE_COMMUTE,
+    .rotary = 1,
+    .resolve = liere_resolve,
+    .check = liere_check,
+    .defaults_doc = "positions normalized, share all, block_size 2",
+    .rules_doc = "an even head dim; block_size 2",
     .create = liere_create,
     .init = liere_init,
     .prepare = liere_prepare,

@@ -1,64 +1,40 @@
-/* pe.c - the position-encoding slot: construction, parameter declaration, the
- * per-forward dispatch (APE part, then the kind's hooks) and the kind registry. With
- * RGB-D input (model.in_chans 4, also with depth_as_channel) every rotary kind gets the
- * learnable scalar pe.depth_scale (1), init 1, used by rotary.c's depth coordinate.
- * The APE itself (tables, resampling, sincos) lives in ape.c; rotary kinds in their
- * own files (pe.h explains how to add one). */
+/* pe.c - the position-encoding slot: construction, parameter declaration and the
+ * per-forward dispatch (APE part, then the kind's hooks), plus the entry of pe.kind =
+ * none (no position information; pe.ape must stay none). With RGB-D input
+ * (model.in_chans 4, also with depth_as_channel) every rotary kind gets the learnable
+ * scalar pe.depth_scale (1), init 1, used by rotary.c's depth coordinate. The APE itself
+ * (tables, resampling, sincos) lives in ape.c; the other kinds in their own files and the
+ * registry in kinds.c (pe.h explains how to add one). */
 #include "pe.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "lie.h"
 #include "ops/ops.h"
 
-/* Kinds of this build and their hooks; NULL ops = no relative part (none, ape).
- * Add one row per src/pe/<kind>.c. */
-typedef struct {
-    vt_pe_kind kind;
-    const vt_pe_kind_ops *ops;
-} kind_row;
-
-extern const vt_pe_kind_ops vt_pe_rope_axial_ops;    /* rope_axial.c */
-extern const vt_pe_kind_ops vt_pe_rope_mixed_ops;    /* rope_mixed.c */
-extern const vt_pe_kind_ops vt_pe_cayley_ops;        /* cayley.c */
-static const kind_row kind_table[] = {
-    {VT_PE_NONE, NULL},
-    {VT_PE_APE, NULL},
-    {VT_PE_ROPE_AXIAL, &vt_pe_rope_axial_ops},
-    {VT_PE_ROPE_MIXED, &vt_pe_rope_mixed_ops},
-    {VT_PE_CAYLEY, &vt_pe_cayley_ops},
-    {VT_PE_CIRCULANT, &vt_pe_circulant_ops},
-    {VT_PE_LIERE, &vt_pe_liere_ops},
-    {VT_PE_LIERE_COMMUTE, &vt_pe_liere_commute_ops},
-};
-
-int vt_pe_kind_available(vt_pe_kind kind) {
-    for (size_t i = 0; i < sizeof kind_table / sizeof kind_table[0]; i++)
-        if (kind_table[i].kind == kind) return 1;
-    return 0;
+static vt_status none_check(const vt_pe_config *pe, int hd, const char *src) {
+    (void)hd;
+    if (pe->ape != VT_APE_NONE)
+        return vt_fail(VT_ERR_USAGE, "%s: pe.ape = %s needs pe.kind = ape or a rotary kind; found "
+                       "pe.kind = none", src, pe->ape == VT_APE_LEARNED ? "learned" : "sincos");
+    return VT_OK;
 }
 
-vt_status vt_pe_create(const vt_config *cfg, int D, int L, int H, vt_pe **out) {
-    *out = NULL;
-    const kind_row *row = NULL;
-    for (size_t i = 0; i < sizeof kind_table / sizeof kind_table[0]; i++)
-        if (kind_table[i].kind == cfg->pe.kind) row = &kind_table[i];
-    if (!row) {
-        char avail[256] = "";
-        size_t off = 0;
-        for (size_t i = 0; i < sizeof kind_table / sizeof kind_table[0] && off < sizeof avail; i++)
-            off += (size_t)snprintf(avail + off, sizeof avail - off, "%s%s", i ? ", " : "",
-                                    vt_pe_kind_name(kind_table[i].kind));
-        return vt_fail(VT_ERR_USAGE, "pe.kind: '%s' is not available in this build (available: %s)",
-                       vt_pe_kind_name(cfg->pe.kind), avail);
-    }
+const vt_pe_kind_ops vt_pe_none_ops = {
+    .kind = VT_PE_NONE,
+    .check = none_check,
+    .defaults_doc = "-",
+    .rules_doc = "pe.ape = none",
+};
+
+vt_pe *vt_pe_build(const vt_pe_kind_ops *kind, const vt_config *cfg, int D, int L, int H) {
+    VT_ASSERT(kind != NULL && kind->kind == cfg->pe.kind, "PE entry for another pe.kind");
     int P = cfg->model.patch_size;
-    int train_img = cfg->pe.train_img_size > 0 ? cfg->pe.train_img_size : cfg->model.img_size;
-    if (P <= 0 || train_img <= 0 || train_img % P != 0)
-        return vt_fail(VT_ERR_USAGE,
-                       "pe.train_img_size: expected a positive multiple of model.patch_size (%d), found %d",
-                       P, train_img);
+    int train_img = cfg->pe.train_img_size;
+    VT_ASSERT(P > 0 && train_img > 0 && train_img % P == 0,
+              "pe.train_img_size %d is not a positive multiple of model.patch_size %d (not resolved?)",
+              train_img, P);
+    VT_ASSERT(H > 0 && D % H == 0, "width %d not divisible by %d heads", D, H);
     vt_pe *pe = vt_xcalloc(1, sizeof *pe);
     pe->cfg = cfg->pe;
     pe->ape = cfg->pe.ape;
@@ -72,26 +48,21 @@ vt_status vt_pe_create(const vt_config *cfg, int D, int L, int H, vt_pe **out) {
     pe->cols = pe->train_cols;
     pe->ape_param = -1;
     pe->depth_param = -1;
-    pe->kind = row->ops;
+    pe->kind = kind;
     pe->dot_only = cfg->model.attention == VT_ATTN_SOFTMAX;
-    vt_status st = vt_ape_declare(pe);
-    if (st == VT_OK && pe->kind && pe->kind->create) st = pe->kind->create(pe);
-    if (st == VT_OK && pe->kind && cfg->model.in_chans == 4) {
+    vt_ape_declare(pe);
+    if (kind->create) kind->create(pe);
+    if (kind->rotary && cfg->model.in_chans == 4) {
         /* RGB-D: depth positions the tokens through z = mean depth * pe.depth_scale. */
         int64_t one = 1;
         pe->depth_param = vt_pe_declare(pe, "pe.depth_scale", 1, &one);
     }
-    if (st != VT_OK) {
-        vt_pe_free(pe);
-        return st;
-    }
-    *out = pe;
-    return VT_OK;
+    return pe;
 }
 
 void vt_pe_free(vt_pe *pe) {
     if (!pe) return;
-    if (pe->kind && pe->kind->destroy) pe->kind->destroy(pe);
+    if (pe->kind->destroy) pe->kind->destroy(pe);
     free(pe);
 }
 
@@ -114,13 +85,13 @@ void vt_pe_init_params(vt_pe *pe, vt_rng *rng) {
     for (int i = 0; i < pe->n_params; i++)
         VT_ASSERT(pe->params[i].t != NULL, "PE parameter %s is not bound", pe->params[i].name);
     vt_ape_init(pe, rng);
-    if (pe->kind && pe->kind->init) pe->kind->init(pe, rng);
+    if (pe->kind->init) pe->kind->init(pe, rng);
     if (pe->depth_param >= 0) pe->params[pe->depth_param].t->data[0] = 1.0f;
     vt_pe_clear_unused(pe);
 }
 
 void vt_pe_clear_unused(vt_pe *pe) {
-    if (pe->kind && pe->kind->clear_unused) pe->kind->clear_unused(pe);
+    if (pe->kind->clear_unused) pe->kind->clear_unused(pe);
 }
 
 void vt_pe_prepare(vt_pe *pe, vt_tape *t, int rows, int cols, const vt_tensor *images) {
@@ -128,7 +99,7 @@ void vt_pe_prepare(vt_pe *pe, vt_tape *t, int rows, int cols, const vt_tensor *i
     pe->rows = rows;
     pe->cols = cols;
     vt_ape_prepare(pe, t);
-    if (pe->kind && pe->kind->prepare) pe->kind->prepare(pe, t, images);
+    if (pe->kind->prepare) pe->kind->prepare(pe, t, images);
 }
 
 vt_tensor *vt_pe_add_ape(vt_pe *pe, vt_tape *t, vt_tensor *x) {
@@ -141,22 +112,22 @@ vt_tensor *vt_pe_add_ape(vt_pe *pe, vt_tape *t, vt_tensor *x) {
 
 void vt_pe_apply_qk(vt_pe *pe, vt_tape *t, int layer, vt_tensor **q, vt_tensor **k) {
     VT_ASSERT(layer >= 0 && layer < pe->L, "layer %d out of range [0, %d)", layer, pe->L);
-    if (pe->kind && pe->kind->apply_qk) pe->kind->apply_qk(pe, t, layer, q, k);
+    if (pe->kind->apply_qk) pe->kind->apply_qk(pe, t, layer, q, k);
 }
 
 int vt_pe_transforms_qk(const vt_pe *pe) {
-    return pe->kind && (pe->kind->apply_qk || pe->kind->split_qkv);
+    return pe->kind->apply_qk || pe->kind->split_qkv;
 }
 
 void vt_pe_fold_qkv(vt_pe *pe, vt_tape *t, int layer, vt_tensor **w, vt_tensor **b) {
     VT_ASSERT(layer >= 0 && layer < pe->L, "layer %d out of range [0, %d)", layer, pe->L);
-    if (pe->kind && pe->kind->fold_qkv) pe->kind->fold_qkv(pe, t, layer, w, b);
+    if (pe->kind->fold_qkv) pe->kind->fold_qkv(pe, t, layer, w, b);
 }
 
 void vt_pe_split_qkv(vt_pe *pe, vt_tape *t, int layer, vt_tensor *qkv, vt_tensor **q, vt_tensor **k,
                      vt_tensor **v) {
     VT_ASSERT(layer >= 0 && layer < pe->L, "layer %d out of range [0, %d)", layer, pe->L);
-    if (pe->kind && pe->kind->split_qkv) {
+    if (pe->kind->split_qkv) {
         pe->kind->split_qkv(pe, t, layer, qkv, q, k, v);
         return;
     }

@@ -31,10 +31,12 @@
  *                                the model then skips the split and attends straight
  *                                from the packed qkv (vt_op_attention_qkv).
  *
- * Adding a rotary kind: one new file src/pe/<kind>.c defining a vt_pe_kind_ops (its
- * create declares its parameters after the APE's via vt_pe_declare) plus one row in the
- * kind table of pe.c (a static archive cannot discover constructors by itself). The
- * model (vit.c) does not change.
+ * Kinds: every pe.kind (none and ape included) is one entry, a vt_pe_kind_ops defined in
+ * its own file (none in pe.c, ape in ape.c, rotary kinds in src/pe/<kind>.c) with its
+ * defaults (resolve) and rules (check), which resolve.c applies once per config, and the
+ * hooks below. src/pe/kinds.h is the registry: it lists the entries and builds a PE of
+ * any kind (vt_pe_create). Adding a kind: its enum value and name in config.h's
+ * VT_PE_KINDS, its file, one row in kinds.h / kinds.c. The model (vit.c) does not change.
  *
  * Grid: rows = cols = S / P for an S x S image (images are square). The training grid is
  * pe.train_img_size (or model.img_size) / P; a learned APE at another grid is resampled
@@ -66,11 +68,26 @@ typedef struct vt_pe_param {
 
 struct vt_pe;
 
-/* A rotary (or other relative) kind. Every hook may be NULL (nothing to do). */
+/* A position-encoding kind. Every hook may be NULL (nothing to do). */
 typedef struct vt_pe_kind_ops {
-    const char *name;
-    /* Declare parameters (vt_pe_declare), validate cfg, allocate pe->state. */
-    vt_status (*create)(struct vt_pe *pe);
+    vt_pe_kind kind;    /* its pe.kind; the name is vt_pe_kind_name(kind) */
+    int rotary;         /* transforms q and k by token position (section 2.2-2.6): such a
+                           kind may carry an APE, take RGB-D depth and pe.coord_dim != 2 */
+    /* Resolve time (resolve.c), on the pe section of a config, hd = model.width /
+     * model.heads (0 if heads does not divide width):
+     * resolve: the kind's defaults for keys a config leaves out. def arrives with the
+     *   neutral ones (ape none, positions index, share none, theta 0, block_size 0); the
+     *   hook overwrites those the kind has its own for, possibly from other keys of pe
+     *   (cayley's theta follows pe.inner). */
+    void (*resolve)(const vt_pe_config *pe, int hd, vt_pe_config *def);
+    /* check: the kind's rules on the resolved section. A broken rule is VT_ERR_USAGE with
+     *   a message that starts with src and names the key; below resolve the hooks that
+     *   follow only assert them. */
+    vt_status (*check)(const vt_pe_config *pe, int hd, const char *src);
+    /* Its defaults and rules in words (the PE kinds table of configs/README.md). */
+    const char *defaults_doc, *rules_doc;
+    /* Declare parameters (vt_pe_declare), allocate pe->state. */
+    void (*create)(struct vt_pe *pe);
     /* Initial values of the kind's (bound) parameters. */
     void (*init)(struct vt_pe *pe, vt_rng *rng);
     /* Per forward, after pe->rows/cols/positions are set; may record backward. */
@@ -111,17 +128,15 @@ typedef struct vt_pe {
                                       fused split may return them in another orthonormal
                                       basis per head, shared by all tokens */
     vt_tensor *ape_table;          /* (1, 1 + rows cols, D) of this forward, or NULL */
-    const vt_pe_kind_ops *kind;    /* NULL for none / ape */
+    const vt_pe_kind_ops *kind;    /* the entry of cfg.kind (never NULL) */
     void *state;                   /* the kind's private state */
 } vt_pe;
 
-/* Build the PE of cfg for a model of width D, depth L, H heads, patch P. Errors
- * (VT_ERR_USAGE, naming the key): a kind not available in this build, a sincos APE
- * with D not divisible by 4, the kind's own constraints. */
-vt_status vt_pe_create(const vt_config *cfg, int D, int L, int H, vt_pe **out);
+/* Build the PE of a resolved cfg with the entry `kind` of cfg->pe.kind for a model of
+ * width D, depth L, H heads (kinds.h's vt_pe_create looks the entry up). The rules are
+ * resolve's: here they are asserted. */
+vt_pe *vt_pe_build(const vt_pe_kind_ops *kind, const vt_config *cfg, int D, int L, int H);
 void vt_pe_free(vt_pe *pe);
-/* 1 if this build has `kind` in its kind table (tests enumerate the rotary kinds). */
-int vt_pe_kind_available(vt_pe_kind kind);
 
 /* Declare one parameter (for kind create hooks): name, checkpoint shape. Returns its index. */
 int vt_pe_declare(vt_pe *pe, const char *name, int ndim, const int64_t *shape);
@@ -182,7 +197,7 @@ vt_status vt_pe_resample_pos_embed(const float *src, int64_t ni, float *dst, int
 void vt_pe_sincos_table(float *out, int rows, int cols, int D);
 
 /* APE hooks (ape.c), used by pe.c. */
-vt_status vt_ape_declare(vt_pe *pe);
+void vt_ape_declare(vt_pe *pe);
 void vt_ape_init(vt_pe *pe, vt_rng *rng);
 void vt_ape_prepare(vt_pe *pe, vt_tape *t);
 

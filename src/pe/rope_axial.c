@@ -6,6 +6,7 @@
  * sample only with RGB-D depth positions, whose scale pe.depth_scale is learnable). */
 #include <stdlib.h>
 
+#include "kinds.h"
 #include "rotary.h"
 
 typedef struct {
@@ -14,18 +15,25 @@ typedef struct {
     vt_tensor *cs;      /* (Ba, 1, Np, 2 npr) of the current forward (arena) */
 } axial_state;
 
-static vt_status axial_create(vt_pe *pe) {
+static void axial_resolve(const vt_pe_config *pe, int hd, vt_pe_config *def) {
+    (void)pe;
+    (void)hd;
+    def->theta = 100;
+}
+
+static vt_status axial_check(const vt_pe_config *pe, int hd, const char *src) {
+    vt_status st = vt_rot_check_pairs(pe, hd, src);
+    return st ? st : vt_rot_check_axial(pe, hd, src);
+}
+
+static void axial_create(vt_pe *pe) {
     int C = pe->cfg.coord_dim;
-    if (pe->hd % 2 != 0 || pe->hd < 2 * C)
-        return vt_fail(VT_ERR_USAGE,
-                       "pe.kind: rope_axial with pe.coord_dim = %d needs an even head dim >= %d, found %d",
-                       C, 2 * C, pe->hd);
+    VT_ASSERT(pe->hd % 2 == 0 && pe->hd >= 2 * C && pe->cfg.theta > 0,
+              "rope_axial: head dim %d, coord_dim %d, theta %g", pe->hd, C, pe->cfg.theta);
     axial_state *s = vt_xcalloc(1, sizeof *s);
-    double theta = pe->cfg.theta > 0 ? pe->cfg.theta : 100.0;
     s->freqs = vt_xmalloc((size_t)(pe->hd / 2) * C * sizeof(float));
-    s->npr = vt_rot_axial_freqs(pe->hd, C, theta, s->freqs);
+    s->npr = vt_rot_axial_freqs(pe->hd, C, pe->cfg.theta, s->freqs);
     pe->state = s;
-    return VT_OK;
 }
 
 static void axial_prepare(vt_pe *pe, vt_tape *t, const vt_tensor *images) {
@@ -58,7 +66,12 @@ static void axial_destroy(vt_pe *pe) {
 }
 
 const vt_pe_kind_ops vt_pe_rope_axial_ops = {
-    .name = "rope_axial",
+    .kind = VT_PE_ROPE_AXIAL,
+    .rotary = 1,
+    .resolve = axial_resolve,
+    .check = axial_check,
+    .defaults_doc = "theta 100",
+    .rules_doc = "an even head dim >= 2 coord_dim",
     .create = axial_create,
     .init = NULL,
     .prepare = axial_prepare,

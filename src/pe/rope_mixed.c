@@ -8,6 +8,7 @@
  * (and pe.depth_scale with RGB-D) through the angle op. */
 #include <stdlib.h>
 
+#include "kinds.h"
 #include "rotary.h"
 
 typedef struct {
@@ -15,27 +16,36 @@ typedef struct {
     vt_tensor **cs;     /* Lp tables of the current forward (arena) */
 } mixed_state;
 
-static vt_status mixed_create(vt_pe *pe) {
+static void mixed_resolve(const vt_pe_config *pe, int hd, vt_pe_config *def) {
+    (void)pe;
+    (void)hd;
+    def->theta = 10;
+}
+
+static vt_status mixed_check(const vt_pe_config *pe, int hd, const char *src) {
+    vt_status st = vt_rot_check_pairs(pe, hd, src);
+    return st ? st : vt_rot_check_mixed_init(pe, hd, src);
+}
+
+static void mixed_create(vt_pe *pe) {
     int C = pe->cfg.coord_dim;
-    if (pe->hd < 4 || (C == 2 && pe->hd % 4 != 0) || pe->hd % 2 != 0)
-        return vt_fail(VT_ERR_USAGE,
-                       "pe.kind: rope_mixed needs an even head dim >= 4 (divisible by 4 when "
-                       "pe.coord_dim = 2), found %d with pe.coord_dim = %d", pe->hd, C);
+    VT_ASSERT(pe->hd % 2 == 0 && pe->hd >= 4 && (C != 2 || pe->hd % 4 == 0),
+              "rope_mixed: head dim %d with coord_dim %d", pe->hd, C);
     mixed_state *s = vt_xcalloc(1, sizeof *s);
     vt_rot_share_dims(pe, &s->Lp, &s->Hp);
     int64_t shape[4] = {s->Lp, s->Hp, pe->hd / 2, C};
     s->fi = vt_pe_declare(pe, "pe.freqs", 4, shape);
     s->cs = vt_xcalloc((size_t)s->Lp, sizeof *s->cs);
     pe->state = s;
-    return VT_OK;
 }
 
 static void mixed_init(vt_pe *pe, vt_rng *rng) {
     mixed_state *s = pe->state;
     int C = pe->cfg.coord_dim, set = (pe->hd / 2) * C;
-    double theta = pe->cfg.theta > 0 ? pe->cfg.theta : 10.0;
+    VT_ASSERT(pe->cfg.theta > 0, "rope_mixed: theta %g", pe->cfg.theta);
     float *f = pe->params[s->fi].t->data;
-    for (int i = 0; i < s->Lp * s->Hp; i++) vt_rot_mixed_init(pe->hd, C, theta, rng, f + (size_t)i * set);
+    for (int i = 0; i < s->Lp * s->Hp; i++)
+        vt_rot_mixed_init(pe->hd, C, pe->cfg.theta, rng, f + (size_t)i * set);
 }
 
 static void mixed_prepare(vt_pe *pe, vt_tape *t, const vt_tensor *images) {
@@ -70,7 +80,12 @@ static void mixed_destroy(vt_pe *pe) {
 }
 
 const vt_pe_kind_ops vt_pe_rope_mixed_ops = {
-    .name = "rope_mixed",
+    .kind = VT_PE_ROPE_MIXED,
+    .rotary = 1,
+    .resolve = mixed_resolve,
+    .check = mixed_check,
+    .defaults_doc = "theta 10",
+    .rules_doc = "an even head dim >= 4, divisible by 4 when coord_dim = 2",
     .create = mixed_create,
     .init = mixed_init,
     .prepare = mixed_prepare,

@@ -414,6 +414,34 @@ vt_tensor *vt_op_head_matmul(vt_tape *t, vt_tensor *x, vt_tensor *m) {
     return y;
 }
 
+vt_status vt_rot_check_pairs(const vt_pe_config *pe, int hd, const char *src) {
+    if (hd % 2 != 0)
+        return vt_fail(VT_ERR_USAGE, "%s: head dim model.width / model.heads = %d is odd; pe.kind = %s "
+                       "rotates channel pairs and needs an even head dim", src, hd,
+                       vt_pe_kind_name(pe->kind));
+    return VT_OK;
+}
+
+vt_status vt_rot_check_axial(const vt_pe_config *pe, int hd, const char *src) {
+    if (hd < 2 * pe->coord_dim)
+        return vt_fail(VT_ERR_USAGE, "%s: pe.kind = %s%s with pe.coord_dim = %d needs a head dim >= %d "
+                       "(one pair per axis); found %d", src, vt_pe_kind_name(pe->kind),
+                       pe->kind == VT_PE_CAYLEY ? " (pe.inner = axial)" : "", pe->coord_dim,
+                       2 * pe->coord_dim, hd);
+    return VT_OK;
+}
+
+vt_status vt_rot_check_mixed_init(const vt_pe_config *pe, int hd, const char *src) {
+    const char *kind = vt_pe_kind_name(pe->kind);
+    if (pe->coord_dim == 2 && hd % 4 != 0)
+        return vt_fail(VT_ERR_USAGE, "%s: pe.kind = %s (RoPE-Mixed init, pe.coord_dim = 2) needs a head "
+                       "dim divisible by 4; found %d", src, kind, hd);
+    if (hd < 4)
+        return vt_fail(VT_ERR_USAGE, "%s: pe.kind = %s (RoPE-Mixed init) needs a head dim >= 4; found %d",
+                       src, kind, hd);
+    return VT_OK;
+}
+
 /* ---- Frequencies ---- */
 
 int vt_rot_axial_freqs(int hd, int C, double theta, float *out) {

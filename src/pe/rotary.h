@@ -143,6 +143,17 @@ void vt_op_qkv_fold(vt_tape *t, vt_tensor *w, vt_tensor *b, vt_tensor *m, int H,
  * dS = -2 B^T G B^T, du_ij += dS_ij - dS_ji for i < j. */
 vt_tensor *vt_op_cayley(vt_tape *t, vt_tensor *u);
 
+/* ---- Rules (resolve time: the kinds' check hooks call these; messages start with src) ---- */
+
+/* Every rotary kind: an even head dim (it rotates channel pairs). */
+vt_status vt_rot_check_pairs(const vt_pe_config *pe, int hd, const char *src);
+/* Frequencies from RoPE-Axial (rope_axial, cayley with inner = axial): a head dim of at
+ * least 2 * pe.coord_dim (one pair per axis). */
+vt_status vt_rot_check_axial(const vt_pe_config *pe, int hd, const char *src);
+/* Frequencies from RoPE-Mixed's init (rope_mixed, cayley with inner = mixed, circulant
+ * with init = rope_mixed): a head dim >= 4, divisible by 4 when pe.coord_dim = 2. */
+vt_status vt_rot_check_mixed_init(const vt_pe_config *pe, int hd, const char *src);
+
 /* ---- Frequencies ---- */
 
 /* RoPE-Axial frequencies (2.2) as a vt_op_rot_angles table: out (npr, C), npr = C k,

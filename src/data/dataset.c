@@ -1,0 +1,24 @@
+/* dataset.c - the parts of the dataset interface (dataset.h) every format shares: the
+ * sample buffer and the skipped-file count. */
+#include "data/dataset.h"
+
+#include <stdlib.h>
+
+vt_status vt_sample_reserve(vt_sample *s, size_t bytes) {
+    if (bytes <= s->cap) return VT_OK;
+    uint8_t *p = realloc(s->pixels, bytes);
+    if (!p) return vt_fail(VT_ERR_RUNTIME, "out of memory allocating a %zu-byte sample buffer", bytes);
+    s->pixels = p;
+    s->cap = bytes;
+    return VT_OK;
+}
+
+void vt_sample_free(vt_sample *s) {
+    free(s->pixels);
+    s->pixels = NULL;
+    s->cap = 0;
+}
+
+int64_t vt_dataset_skipped(const vt_dataset *ds) {
+    return ds->ops->skipped ? ds->ops->skipped(ds) : 0;
+}
