@@ -6,6 +6,7 @@
  * into double quotes before parsing.
  */
 #include <fcntl.h>
+#include <glob.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -530,6 +531,179 @@ static void test_files(void) {
           "directory: %s", vt_last_error());
 }
 
+static int count_of(const char *s, const char *needle) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+/* resolve(read(to_json(c))) == c for a resolved c, and the JSON states every resolved
+ * value (no "auto" left but runtime.progress's, a terminal setting). */
+static int idempotent(const vt_config *c, const char *what) {
+    char *j1 = vt_config_to_json(c);
+    vt_config back;
+    vt_status st = vt_resolve_json(&back, j1, what);
+    int ok = st == VT_OK && same_config(c, &back);
+    char *j2 = ok ? vt_config_to_json(&back) : NULL;
+    ok = ok && strcmp(j1, j2) == 0 &&
+         count_of(j1, "\"auto\"") == (c->runtime.progress == VT_PROGRESS_AUTO);
+    if (!ok) fprintf(stderr, "%s: not idempotent (%s):\n%s\n", what, st ? vt_last_error() : "values", j1);
+    free(j1);
+    free(j2);
+    return ok;
+}
+
+/* Every config in configs/ and every preset x PE kind x dataset format (with and without an
+ * explicit data.crop_pct) resolves to a config whose JSON resolves to itself. */
+static void test_resolve_idempotent(void) {
+    glob_t g;
+    int n = 0, bad = 0;
+    if (glob("configs/*.json", 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            vt_config c;
+            if (vt_resolve_file(&c, g.gl_pathv[i], NULL, 0) != VT_OK) {
+                CHECK(0, "%s: %s", g.gl_pathv[i], vt_last_error());
+                continue;
+            }
+            bad += !idempotent(&c, g.gl_pathv[i]);
+            n++;
+        }
+        globfree(&g);
+    }
+    CHECK(n >= 20 && bad == 0, "configs/*.json: %d of %d not idempotent", bad, n);
+    const char *presets[] = { "", "vit_tiny", "vit_small", "vit_base", "vit_large" };
+    n = bad = 0;
+    for (size_t p = 0; p < sizeof presets / sizeof presets[0]; p++)
+        for (int k = 0; k < VT_PE_KIND_COUNT; k++)
+            for (int d = 0; d < VT_DATA_KIND_COUNT; d++)
+                for (int crop = 0; crop < 2; crop++) {
+                    char sets[4][64];
+                    snprintf(sets[0], 64, "model.preset=%s", presets[p]);
+                    snprintf(sets[1], 64, "pe.kind=%s", vt_pe_kind_name((vt_pe_kind)k));
+                    snprintf(sets[2], 64, "data.kind=%s", vt_data_kind_name((vt_data_kind)d));
+                    snprintf(sets[3], 64, "data.crop_pct=0.9");
+                    const char *const sv[4] = { sets[0], sets[1], sets[2], sets[3] };
+                    vt_config c;
+                    if (vt_resolve_file(&c, NULL, sv, 3 + crop) != VT_OK) {
+                        CHECK(0, "%s %s %s: %s", sets[0], sets[1], sets[2], vt_last_error());
+                        continue;
+                    }
+                    bad += !idempotent(&c, sets[1]);
+                    n++;
+                }
+    CHECK(n == 5 * VT_PE_KIND_COUNT * VT_DATA_KIND_COUNT * 2 && bad == 0,
+          "presets x kinds x formats: %d of %d not idempotent", bad, n);
+}
+
+/* The eval and train geometry are resolved per format and stated in the config (issue 26:
+ * the loader used to ask whether data.crop_pct was given). */
+static void test_data_geometry(void) {
+    struct {
+        const char *json;
+        vt_train_transform tt;
+        vt_eval_transform et;
+    } cases[] = {
+        { "{'data': {'kind': 'imagefolder'}}", VT_TT_RRC, VT_ET_CENTER_CROP },
+        { "{'data': {'kind': 'cifar10', 'root': 'd'}}", VT_TT_SIMPLE, VT_ET_RESIZE },
+        { "{'data': {'kind': 'idx', 'root': 'd'}}", VT_TT_SIMPLE, VT_ET_RESIZE },
+        { "{'data': {'kind': 'synthetic'}}", VT_TT_SIMPLE, VT_ET_RESIZE },
+        { "{'data': {'kind': 'cifar100', 'root': 'd', 'crop_pct': 0.875}}", VT_TT_SIMPLE,
+          VT_ET_CENTER_CROP },
+        { "{'data': {'kind': 'idx', 'root': 'd', 'eval_transform': 'auto', 'train_transform': 'auto'}}",
+          VT_TT_SIMPLE, VT_ET_RESIZE },
+        { "{'data': {'kind': 'imagefolder', 'eval_transform': 'resize', 'train_transform': 'simple'}}",
+          VT_TT_SIMPLE, VT_ET_RESIZE },
+        { "{'data': {'kind': 'synthetic', 'crop_pct': 0.9, 'eval_transform': 'resize'}}", VT_TT_SIMPLE,
+          VT_ET_RESIZE },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vt_config c;
+        CHECK(parse(&c, cases[i].json) == VT_OK, "%s: %s", cases[i].json, vt_last_error());
+        CHECK(c.data.train_transform == cases[i].tt && c.data.eval_transform == cases[i].et,
+              "%s: train_transform %d eval_transform %d", cases[i].json, c.data.train_transform,
+              c.data.eval_transform);
+    }
+    /* The resolved config of a fixed-size format, which states data.crop_pct, reads back to
+     * the same geometry (the issue-26 bug: it read back as center_crop). */
+    vt_config c, back;
+    CHECK(parse(&c, "{'data': {'kind': 'cifar10', 'root': 'd'}}") == VT_OK, "%s", vt_last_error());
+    char *j = vt_config_to_json(&c);
+    CHECK(strstr(j, "\"crop_pct\": 0.875") && strstr(j, "\"eval_transform\": \"resize\"") &&
+              strstr(j, "\"train_transform\": \"simple\""), "the JSON states the geometry:\n%s", j);
+    CHECK(vt_resolve_json(&back, j, "run/config.json") == VT_OK && back.data.eval_transform == VT_ET_RESIZE,
+          "read back: eval_transform %d", back.data.eval_transform);
+    free(j);
+    /* changing data.kind by --set re-resolves a geometry that was not given */
+    CHECK(vt_config_set(&c, "data.kind=imagefolder") == VT_OK && vt_resolve(&c) == VT_OK &&
+              c.data.train_transform == VT_TT_RRC && c.data.eval_transform == VT_ET_CENTER_CROP,
+          "re-resolved after --set data.kind: %s", vt_last_error());
+    expect_error("{'data': {'eval_transform': 'crop'}}", "data.eval_transform: unknown value \"crop\"",
+                 "\"center_crop\"");
+}
+
+/* Rules that moved from lower layers to resolve (each with its bad input and message). */
+static void test_moved_rules(void) {
+    expect_error("{'model': {'width': 18, 'heads': 3}, 'pe': {'ape': 'sincos'}}",
+                 "pe.ape = sincos needs model.width divisible by 4; found 18", NULL);
+    expect_error("{'data': {'kind': 'synthetic'}, 'model': {'img_size': 1, 'patch_size': 1}}",
+                 "model.img_size = 1: data.kind = synthetic needs >= 2", NULL);
+    expect_error("{'model': {'width': 16, 'heads': 4}, 'pe': {'kind': 'cayley', 'inner': 'axial', "
+                 "'coord_dim': 3}}",
+                 "pe.kind = cayley (pe.inner = axial) with pe.coord_dim = 3 needs a head dim >= 6", "found 4");
+    expect_error("{'model': {'width': 24, 'heads': 4}, 'pe': {'kind': 'circulant', 'block_size': 6}}",
+                 "pe.kind = circulant (RoPE-Mixed init, pe.coord_dim = 2) needs a head dim divisible by 4",
+                 "found 6");
+    expect_error("{'model': {'width': 24, 'heads': 4}, 'pe': {'kind': 'cayley'}}",
+                 "pe.kind = cayley (RoPE-Mixed init, pe.coord_dim = 2)", "found 6");
+    expect_error("{'model': {'width': 12, 'heads': 4}, 'pe': {'kind': 'liere', 'block_size': 3}}",
+                 "model.width / model.heads = 3 is odd; pe.kind = liere", NULL);
+    expect_error("{'model': {'width': 12, 'heads': 4}, 'pe': {'kind': 'circulant'}}",
+                 "model.width / model.heads = 3 is odd; pe.kind = circulant", NULL);
+    expect_error("{'data': {'kind': 'cifar100', 'root': 'd', 'label': 'coarse'}, "
+                 "'model': {'num_classes': 100}}",
+                 "model.num_classes = 100 but data.kind = cifar100 (coarse) has 20 classes", NULL);
+    expect_error("{'data': {'kind': 'cifar10', 'root': ''}}", "data.root is empty; data.kind = cifar10",
+                 NULL);
+    expect_error("{'data': {'auto_augment': 'rand-m9-q1'}}", "data.auto_augment: ", "q1");
+    expect_error("{'data': {'ratio': [2, 1]}}", "data.ratio = [2, 1]: expected min <= max", NULL);
+    expect_error("{'performer': {'features': 0}}", "performer.features: 0 is below the minimum 1", NULL);
+    expect_error("{'eval': {'batch_size': -1}}", "eval.batch_size: -1 is below the minimum 0", NULL);
+    expect_error("{'pe': {'kind': 'liere', 'coord_dim': 4}}", "pe.coord_dim: 4 is above the maximum 3",
+                 NULL);
+    vt_config c;
+    CHECK(parse(&c, "{'data': {'kind': 'synthetic', 'root': ''}, 'model': {'width': 16, 'heads': 2}, "
+                    "'pe': {'kind': 'liere_commute'}}") == VT_OK && c.pe.block_size == 2,
+          "synthetic needs no root: %s", vt_last_error());
+}
+
+/* The schema's model keys and the comparison of two configs on them. */
+static void test_model_keys(void) {
+    CHECK(vt_config_model_key("model.width") == 1 && vt_config_model_key("pe.theta") == 1 &&
+              vt_config_model_key("performer.features") == 1 && vt_config_model_key("pe.kind") == 1,
+          "model and PE keys are marked");
+    CHECK(vt_config_model_key("model.drop_path") == 0 && vt_config_model_key("model.img_size") == 0 &&
+              vt_config_model_key("data.root") == 0 && vt_config_model_key("pe.init_std") == 0 &&
+              vt_config_model_key("optim.lr") == 0, "recipe, data and eval keys are not");
+    CHECK(vt_config_model_key("model.nope") == -1, "unknown key");
+    vt_config a, b;
+    CHECK(parse(&a, "{'pe': {'kind': 'rope_axial'}}") == VT_OK, "%s", vt_last_error());
+    CHECK(parse(&b, "{'pe': {'kind': 'rope_axial', 'theta': 10}, 'data': {'root': 'elsewhere'}, "
+                    "'model': {'drop_path': 0.1}, 'optim': {'lr': 0.001}}") == VT_OK, "%s", vt_last_error());
+    char report[256];
+    CHECK(vt_config_model_keys_differ(&a, &a, report, sizeof report) == 0 && report[0] == '\0',
+          "a config agrees with itself");
+    int n = vt_config_model_keys_differ(&a, &b, report, sizeof report);
+    CHECK(n == 1 && strcmp(report, "pe.theta: 100 vs 10") == 0, "only pe.theta differs: %d, %s", n, report);
+    CHECK(parse(&b, "{'pe': {'kind': 'none'}, 'model': {'width': 384, 'heads': 6}}") == VT_OK, "%s",
+          vt_last_error());
+    n = vt_config_model_keys_differ(&a, &b, report, sizeof report);
+    CHECK(n == 4 && strstr(report, "model.width: 768 vs 384; model.heads: 12 vs 6") &&
+              strstr(report, "pe.kind: \"rope_axial\" vs \"none\"") && strstr(report, "pe.theta: 100 vs 0") &&
+              strstr(report, "pe.ape: ") == NULL,
+          "width, heads, kind, theta (and ape: none both): %d, %s", n, report);
+    CHECK(vt_config_model_keys_differ(&a, &b, NULL, 0) == n, "report may be NULL");
+}
+
 static void test_docs(void) {
     char *md = vt_resolve_doc_markdown();
     char *txt = vt_config_doc_text();
@@ -577,6 +751,10 @@ int main(void) {
     test_set();
     test_round_trip();
     test_files();
+    test_resolve_idempotent();
+    test_data_geometry();
+    test_moved_rules();
+    test_model_keys();
     test_docs();
     return test_summary();
 }
