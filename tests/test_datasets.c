@@ -327,7 +327,7 @@ static void test_imagefolder_bad_layout(void) {
     solid_png("flat/val/ILSVRC2012_val_00000001.png", 4, 4, 3, 1, 1, 1);
     cfg_for(&c, VT_DATA_IMAGEFOLDER, "flat", 16, 3, 1);
     expect_open_error("unfoldered val", &c, VT_SPLIT_VAL,
-                      (const char *const[]){"no class folders with images", "Data layout", NULL});
+                      (const char *const[]){"no class folders with images", "data/imagenet/README.md", NULL});
 }
 
 /* ---- bad files: fail and skip -------------------------------------------------------- */

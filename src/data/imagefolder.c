@@ -368,7 +368,7 @@ static vt_status if_open(vt_dataset **out, const vt_data_spec *spec, vt_split sp
     if (n == 0) {
         s = vt_fail(VT_ERR_RUNTIME, "%s: %s has no class folders with images (%lld files directly "
                     "in it%s); %s", split_key, dir, (long long)ignored,
-                    ignored ? ": an unfoldered ImageNet val? see README 'Data layout'" : "", layout);
+                    ignored ? ": an unfoldered ImageNet val? see data/imagenet/README.md" : "", layout);
         goto fail;
     }
     names_free(&dirs);
