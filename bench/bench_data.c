@@ -27,12 +27,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "resolve.h"
 #include "bench_args.h"
 #include "config.h"
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "image.h"
+#include "resolve.h"
 #include "rng.h"
 
 #define NFILES 64

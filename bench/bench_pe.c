@@ -22,10 +22,10 @@
 #include <time.h>
 
 #include "config.h"
-#include "resolve.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "optim.h"
+#include "resolve.h"
 #include "rng.h"
 #include "tape.h"
 #include "vit.h"

@@ -23,9 +23,9 @@
 
 #include "bench_args.h"
 #include "config.h"
-#include "resolve.h"
 #include "kernels.h"
 #include "ops/ops.h"
+#include "resolve.h"
 #include "rng.h"
 #include "tape.h"
 #include "vit.h"

@@ -51,11 +51,11 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "resolve.h"
 #include "fma_peak.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "optim.h"
+#include "resolve.h"
 #include "rng.h"
 #include "tape.h"
 #include "vit.h"

@@ -3,7 +3,6 @@
  * the result; the generated reference with the kinds' defaults and rules. */
 #include "resolve.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,43 +252,24 @@ void vt_resolve_data_spec(const vt_config *c, vt_data_spec *out) {
 
 /* ---------------------------------------------------------------- documentation */
 
-typedef struct {
-    char *p;
-    size_t len, cap;
-} text;
-
-static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text *t, const char *fmt, ...) {
-    va_list ap, ap2;
-    va_start(ap, fmt);
-    va_copy(ap2, ap);
-    int need = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    VT_ASSERT(need >= 0, "vsnprintf failed for format \"%s\"", fmt);
-    if (t->len + (size_t)need + 1 > t->cap) {
-        t->cap = (t->len + (size_t)need + 1) * 2;
-        t->p = vt_xrealloc(t->p, t->cap);
-    }
-    vsnprintf(t->p + t->len, (size_t)need + 1, fmt, ap2);
-    va_end(ap2);
-    t->len += (size_t)need;
-}
-
 char *vt_resolve_doc_markdown(void) {
-    text t = { 0 };
+    char *doc = NULL;
+    size_t len = 0;
+    FILE *t = open_memstream(&doc, &len);
+    VT_ASSERT(t != NULL, "out of memory");
     char *keys = vt_config_doc_markdown();
-    put(&t, "%s", keys);
+    fputs(keys, t);
     free(keys);
-    put(&t, "\n## PE kinds\n\nWhat each `pe.kind` sets for the keys a config leaves out, and the "
+    fprintf(t, "\n## PE kinds\n\nWhat each `pe.kind` sets for the keys a config leaves out, and the "
             "rules it adds (from the kind's entry in `src/pe/<kind>.c`). Rotary kinds may also "
             "carry an APE, take RGB-D input and a `pe.coord_dim` other than 2.\n\n"
             "| kind | rotary | defaults | rules |\n|---|---|---|---|\n");
     for (int k = 0; k < VT_PE_KIND_COUNT; k++) {
         const vt_pe_kind_ops *e = vt_pe_kind_entry((vt_pe_kind)k);
-        put(&t, "| `%s` | %s | %s | %s |\n", vt_pe_kind_name((vt_pe_kind)k), e->rotary ? "yes" : "no",
+        fprintf(t, "| `%s` | %s | %s | %s |\n", vt_pe_kind_name((vt_pe_kind)k), e->rotary ? "yes" : "no",
             e->defaults_doc, e->rules_doc);
     }
-    put(&t, "\n## Dataset formats\n\nWhat each `data.kind` is (its descriptor in `src/data/`): "
+    fprintf(t, "\n## Dataset formats\n\nWhat each `data.kind` is (its descriptor in `src/data/`): "
             "the classes it defines (when the config alone fixes them, as for CIFAR, they are "
             "`model.num_classes`'s default; otherwise the default is 1000 and the labels must "
             "be below it), its default train and eval geometry, and the rules it adds. "
@@ -298,10 +278,11 @@ char *vt_resolve_doc_markdown(void) {
             "rules |\n|---|---|---|---|---|\n");
     for (int k = 0; k < VT_DATA_KIND_COUNT; k++) {
         const vt_dataset_kind *d = vt_dataset_kind_of((vt_data_kind)k);
-        put(&t, "| `%s` | %s | %s | %s | %s |\n", vt_data_kind_name((vt_data_kind)k), d->classes_doc,
+        fprintf(t, "| `%s` | %s | %s | %s | %s |\n", vt_data_kind_name((vt_data_kind)k), d->classes_doc,
             d->fixed_size ? "`simple`, `resize` (`center_crop` when data.crop_pct is given)"
                           : "`rrc`, `center_crop`",
             d->needs_root ? "yes" : "no", d->rules_doc);
     }
-    return t.p;
+    VT_ASSERT(fclose(t) == 0, "out of memory");
+    return doc;
 }

@@ -176,15 +176,6 @@ static char *metrics_untimed(const char *dir) {
     return s;
 }
 
-static int same_file(const char *a, const char *b) {
-    size_t la, lb;
-    char *x = slurp(a, &la), *y = slurp(b, &lb);
-    int same = x && y && la == lb && memcmp(x, y, la) == 0;
-    free(x);
-    free(y);
-    return same;
-}
-
 /* Train `cfg` into tmp/<name>/run, then the checks of the file comment. */
 static void check_kind(const char *name, const char *cfg_text, const char *other_geometry) {
     char dir[512], cfg[600], run_dir[600], again[600], out[700];
@@ -240,10 +231,10 @@ static void check_kind(const char *name, const char *cfg_text, const char *other
     char a[700], b[700];
     snprintf(a, sizeof a, "%s/last.safetensors", run_dir);
     snprintf(b, sizeof b, "%s/last.safetensors", again);
-    CHECK(same_file(a, b), "%s: and the same last.safetensors, byte for byte", name);
+    CHECK(same_bytes(a, b), "%s: and the same last.safetensors, byte for byte", name);
     snprintf(a, sizeof a, "%s/config.json", run_dir);
     snprintf(b, sizeof b, "%s/config.json", again);
-    CHECK(same_file(a, b), "%s: and the same config.json", name);
+    CHECK(same_bytes(a, b), "%s: and the same config.json", name);
 }
 
 /* The shared model and recipe, with a data section; classes 0: model.num_classes left to

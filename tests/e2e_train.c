@@ -24,10 +24,10 @@
 
 #include "checkpoint.h"
 #include "config.h"
-#include "resolve.h"
 #include "data/loader.h"
 #include "eval.h"
 #include "kernels.h"
+#include "resolve.h"
 #include "vit.h"
 
 #define CFG "configs/synthetic_tiny.json"
@@ -101,15 +101,6 @@ static double final_top1(const char *log_path) {
     if (p) v = atof(p + strlen("final: top-1 "));
     free(s);
     return v;
-}
-
-static int same_bytes(const char *a, const char *b) {
-    size_t la, lb;
-    char *x = slurp(a, &la), *y = slurp(b, &lb);
-    int r = x && y && la == lb && memcmp(x, y, la) == 0;
-    free(x);
-    free(y);
-    return r;
 }
 
 static void test_learns_and_eval(void) {

@@ -1,5 +1,6 @@
 /* e2e_util.h - test helpers shared by the end-to-end tests that drive the built binary
- * (header-only): run a formatted shell command line, read a whole file into memory.
+ * (header-only): run a formatted shell command line, read a whole file into memory,
+ * compare two files.
  */
 #ifndef VT_E2E_UTIL_H
 #define VT_E2E_UTIL_H
@@ -7,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 
 /* Run a shell command line; returns the exit code (-1 if it did not exit normally). */
@@ -36,6 +38,16 @@ static char *slurp(const char *path, size_t *len) {
     b[got] = '\0';
     if (len) *len = got;
     return b;
+}
+
+/* 1 if both files exist and hold the same bytes. */
+static int same_bytes(const char *a, const char *b) {
+    size_t la, lb;
+    char *x = slurp(a, &la), *y = slurp(b, &lb);
+    int r = x && y && la == lb && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    return r;
 }
 
 #endif

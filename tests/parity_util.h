@@ -21,9 +21,9 @@
 
 #include "checkpoint.h"
 #include "config.h"
-#include "resolve.h"
 #include "kernels.h"
 #include "ops/ops.h"
+#include "resolve.h"
 #include "tape.h"
 #include "tensor.h"
 #include "vit.h"

@@ -25,11 +25,11 @@
 #include <string.h>
 
 #include "config.h"
-#include "resolve.h"
 #include "harness.h"
 #include "ops/ops.h"
 #include "pe/kinds.h"
 #include "pe/pe.h"
+#include "resolve.h"
 #include "rng.h"
 #include "tape.h"
 #include "tensor.h"

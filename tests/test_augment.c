@@ -15,10 +15,10 @@
 #include <string.h>
 
 #include "config.h"
-#include "resolve.h"
 #include "data/augment.h"
 #include "data/transform.h"
 #include "harness.h"
+#include "resolve.h"
 #include "rng.h"
 
 static int round_even(double v) { return (int)nearbyint(v); }

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "resolve.h"
 #include "harness.h"
+#include "resolve.h"
 
 #define SRC "configs/x.json"
 
@@ -283,16 +283,16 @@ static void test_cross_field(void) {
           "an integral float is an integer: %s", vt_last_error());
     CHECK(parse(&c, "{'model': {'width': 12, 'heads': 4}}") == VT_OK,
           "odd head dim is fine without a rotary PE: %s", vt_last_error());
-    /* a config set in code is range-checked by validate too */
+    /* a config set in code is range-checked by vt_resolve too */
     vt_config_defaults(&c);
     c.model.drop_rate = 2;
     CHECK(vt_resolve(&c) == VT_ERR_USAGE &&
               strstr(vt_last_error(), "config: model.drop_rate: 2 must be less than 1"),
-          "validate range check: %s", vt_last_error());
+          "resolve range check: %s", vt_last_error());
     vt_config_defaults(&c);
     c.pe.kind = (vt_pe_kind)42;
     CHECK(vt_resolve(&c) == VT_ERR_USAGE && strstr(vt_last_error(), "pe.kind"),
-          "validate enum check: %s", vt_last_error());
+          "resolve enum check: %s", vt_last_error());
 }
 
 static void test_presets(void) {
@@ -392,9 +392,9 @@ static void test_kind_defaults(void) {
               c.pe.positions == VT_POS_NORMALIZED,
           "after --set pe.kind: ape %d share %d block %d", c.pe.ape, c.pe.share, c.pe.block_size);
     char *a = vt_config_to_json(&c);
-    CHECK(vt_resolve(&c) == VT_OK, "second validate: %s", vt_last_error());
+    CHECK(vt_resolve(&c) == VT_OK, "second resolve: %s", vt_last_error());
     char *b = vt_config_to_json(&c);
-    CHECK(strcmp(a, b) == 0, "validate is idempotent");
+    CHECK(strcmp(a, b) == 0, "resolve is idempotent");
     free(a);
     free(b);
 }

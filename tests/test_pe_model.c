@@ -17,7 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "resolve.h"
 #include "checkpoint.h"
 #include "data/dataset.h"
 #include "harness.h"
@@ -25,6 +24,7 @@
 #include "ops/ops.h"
 #include "pe/pe.h"
 #include "pe_tiny_model.h"
+#include "resolve.h"
 #include "vit.h"
 
 static void model_of(vt_vit *m, const char *sets, uint64_t seed) {

@@ -21,12 +21,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "resolve.h"
 #include "checkpoint.h"
 #include "harness.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "performer_features.h"
+#include "resolve.h"
 #include "test_runtime.h"
 #include "train.h"
 #include "vit.h"

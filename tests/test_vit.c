@@ -11,13 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "resolve.h"
 #include "checkpoint.h"
 #include "config_overrides.h"
 #include "harness.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "pe/pe.h"
+#include "resolve.h"
 #include "vit.h"
 
 static vt_arena arena;
