@@ -41,7 +41,7 @@ static char *slurp(const char *path, size_t *len) {
 }
 
 /* 1 if both files exist and hold the same bytes. */
-static int same_bytes(const char *a, const char *b) {
+static inline int same_bytes(const char *a, const char *b) {
     size_t la, lb;
     char *x = slurp(a, &la), *y = slurp(b, &lb);
     int r = x && y && la == lb && memcmp(x, y, la) == 0;
