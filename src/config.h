@@ -24,18 +24,19 @@
 #define VT_CONFIG_MAX_KEYS 128 /* capacity of vt_config.set (schema rows) */
 
 /* model.preset: name, width, depth, heads (resolve.c expands them; "" is no preset). */
-#define VT_MODEL_PRESETS(X)                                                                   \
-    X("vit_tiny", 192, 12, 3) X("vit_small", 384, 12, 6) X("vit_base", 768, 12, 12)           \
+#define VT_MODEL_PRESETS(X)                                                           \
+    X("vit_tiny", 192, 12, 3) X("vit_small", 384, 12, 6) X("vit_base", 768, 12, 12) \
     X("vit_large", 1024, 24, 16)
 
 typedef enum { VT_POOL_TOKEN = 0, VT_POOL_AVG } vt_pool;
 typedef enum { VT_ATTN_SOFTMAX = 0, VT_ATTN_PERFORMER } vt_attention_kind;
 /* Position-encoding kinds: the enum value and its pe.kind name. A kind's defaults, rules
  * and hooks are its entry in src/pe/<name>.c, listed in src/pe/kinds.h. */
-#define VT_PE_KINDS(X)                                                                        \
-    X(VT_PE_NONE, "none") X(VT_PE_APE, "ape") X(VT_PE_ROPE_AXIAL, "rope_axial")             \
-    X(VT_PE_ROPE_MIXED, "rope_mixed") X(VT_PE_CAYLEY, "cayley") X(VT_PE_CIRCULANT, "circulant") \
-    X(VT_PE_LIERE, "liere") X(VT_PE_LIERE_COMMUTE, "liere_commute")
+#define VT_PE_KINDS(X)                                                                \
+    X(VT_PE_NONE, "none") X(VT_PE_APE, "ape") X(VT_PE_ROPE_AXIAL, "rope_axial")     \
+    X(VT_PE_ROPE_MIXED, "rope_mixed") X(VT_PE_CAYLEY, "cayley")                     \
+    X(VT_PE_CIRCULANT, "circulant") X(VT_PE_LIERE, "liere")                         \
+    X(VT_PE_LIERE_COMMUTE, "liere_commute")
 #define VT_KIND_ENUM_(e, name) e,
 typedef enum { VT_PE_KINDS(VT_KIND_ENUM_) VT_PE_KIND_COUNT } vt_pe_kind;
 typedef enum { VT_APE_NONE = 0, VT_APE_LEARNED, VT_APE_SINCOS } vt_ape_kind;
@@ -46,9 +47,10 @@ typedef enum { VT_PEINIT_ROPE_MIXED = 0, VT_PEINIT_NORMAL } vt_pe_init;
 /* Dataset formats: the enum value and its data.kind name. A format's facts (fixed size,
  * classes, rules, open) are its descriptor in src/data/<file>.c, listed in
  * src/data/dataset.h. */
-#define VT_DATA_KINDS(X)                                                                      \
-    X(VT_DATA_IDX, "idx") X(VT_DATA_SYNTHETIC, "synthetic") X(VT_DATA_IMAGEFOLDER, "imagefolder") \
-    X(VT_DATA_CIFAR10, "cifar10") X(VT_DATA_CIFAR100, "cifar100")
+#define VT_DATA_KINDS(X)                                                              \
+    X(VT_DATA_IDX, "idx") X(VT_DATA_SYNTHETIC, "synthetic")                         \
+    X(VT_DATA_IMAGEFOLDER, "imagefolder") X(VT_DATA_CIFAR10, "cifar10")             \
+    X(VT_DATA_CIFAR100, "cifar100")
 typedef enum { VT_DATA_KINDS(VT_KIND_ENUM_) VT_DATA_KIND_COUNT } vt_data_kind;
 typedef enum { VT_ONERR_FAIL = 0, VT_ONERR_SKIP } vt_on_error;
 typedef enum { VT_TT_AUTO = 0, VT_TT_SIMPLE, VT_TT_RRC } vt_train_transform;

@@ -260,28 +260,29 @@ char *vt_resolve_doc_markdown(void) {
     char *keys = vt_config_doc_markdown();
     fputs(keys, t);
     free(keys);
-    fprintf(t, "\n## PE kinds\n\nWhat each `pe.kind` sets for the keys a config leaves out, and the "
-            "rules it adds (from the kind's entry in `src/pe/<kind>.c`). Rotary kinds may also "
-            "carry an APE, take RGB-D input and a `pe.coord_dim` other than 2.\n\n"
-            "| kind | rotary | defaults | rules |\n|---|---|---|---|\n");
+    fprintf(t, "\n## PE kinds\n\nWhat each `pe.kind` sets for the keys a config leaves out, "
+               "and the rules it adds (from the kind's entry in `src/pe/<kind>.c`). Rotary "
+               "kinds may also carry an APE, take RGB-D input and a `pe.coord_dim` other than "
+               "2.\n\n| kind | rotary | defaults | rules |\n|---|---|---|---|\n");
     for (int k = 0; k < VT_PE_KIND_COUNT; k++) {
         const vt_pe_kind_ops *e = vt_pe_kind_entry((vt_pe_kind)k);
-        fprintf(t, "| `%s` | %s | %s | %s |\n", vt_pe_kind_name((vt_pe_kind)k), e->rotary ? "yes" : "no",
-            e->defaults_doc, e->rules_doc);
+        fprintf(t, "| `%s` | %s | %s | %s |\n", vt_pe_kind_name((vt_pe_kind)k),
+                e->rotary ? "yes" : "no", e->defaults_doc, e->rules_doc);
     }
-    fprintf(t, "\n## Dataset formats\n\nWhat each `data.kind` is (its descriptor in `src/data/`): "
-            "the classes it defines (when the config alone fixes them, as for CIFAR, they are "
-            "`model.num_classes`'s default; otherwise the default is 1000 and the labels must "
-            "be below it), its default train and eval geometry, and the rules it adds. "
-            "`data/README.md` shows where each format's files go.\n\n"
-            "| kind | classes | data.train_transform, data.eval_transform | reads data.root | "
-            "rules |\n|---|---|---|---|---|\n");
+    fprintf(t, "\n## Dataset formats\n\nWhat each `data.kind` is (its descriptor in "
+               "`src/data/`): the classes it defines (when the config alone fixes them, as for "
+               "CIFAR, they are `model.num_classes`'s default; otherwise the default is 1000 "
+               "and the labels must be below it), its default train and eval geometry, and the "
+               "rules it adds. `data/README.md` shows where each format's files go.\n\n"
+               "| kind | classes | data.train_transform, data.eval_transform | reads data.root "
+               "| rules |\n|---|---|---|---|---|\n");
     for (int k = 0; k < VT_DATA_KIND_COUNT; k++) {
         const vt_dataset_kind *d = vt_dataset_kind_of((vt_data_kind)k);
-        fprintf(t, "| `%s` | %s | %s | %s | %s |\n", vt_data_kind_name((vt_data_kind)k), d->classes_doc,
-            d->fixed_size ? "`simple`, `resize` (`center_crop` when data.crop_pct is given)"
-                          : "`rrc`, `center_crop`",
-            d->needs_root ? "yes" : "no", d->rules_doc);
+        fprintf(t, "| `%s` | %s | %s | %s | %s |\n", vt_data_kind_name((vt_data_kind)k),
+                d->classes_doc,
+                d->fixed_size ? "`simple`, `resize` (`center_crop` when data.crop_pct is given)"
+                              : "`rrc`, `center_crop`",
+                d->needs_root ? "yes" : "no", d->rules_doc);
     }
     VT_ASSERT(fclose(t) == 0, "out of memory");
     return doc;

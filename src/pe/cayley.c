@@ -142,10 +142,10 @@ vt_tensor *vt_op_cayley(vt_tape *t, vt_tensor *u) {
 
 /* ---- The kind ---- */
 
-/* The inner RoPE's theta: RoPE-Axial's 100 or RoPE-Mixed's 10. */
+/* The inner RoPE's theta: RoPE-Axial's or RoPE-Mixed's. */
 static void cayley_resolve(const vt_pe_config *pe, int hd, vt_pe_config *def) {
     (void)hd;
-    def->theta = pe->inner == VT_INNER_AXIAL ? 100 : 10;
+    def->theta = pe->inner == VT_INNER_AXIAL ? VT_ROT_AXIAL_THETA : VT_ROT_MIXED_THETA;
 }
 
 static vt_status cayley_check(const vt_pe_config *pe, int hd, const char *src) {

@@ -185,7 +185,7 @@ static vt_tensor *circ_dft(vt_tape *t, vt_tensor *x, const float *F, int b, int 
 static void circ_resolve(const vt_pe_config *pe, int hd, vt_pe_config *def) {
     (void)hd;
     def->block_size = 16;
-    if (pe->init == VT_PEINIT_ROPE_MIXED) def->theta = 10;
+    if (pe->init == VT_PEINIT_ROPE_MIXED) def->theta = VT_ROT_MIXED_THETA;
 }
 
 static vt_status circ_check(const vt_pe_config *pe, int hd, const char *src) {

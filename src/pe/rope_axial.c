@@ -18,7 +18,7 @@ typedef struct {
 static void axial_resolve(const vt_pe_config *pe, int hd, vt_pe_config *def) {
     (void)pe;
     (void)hd;
-    def->theta = 100;
+    def->theta = VT_ROT_AXIAL_THETA;
 }
 
 static vt_status axial_check(const vt_pe_config *pe, int hd, const char *src) {

@@ -19,7 +19,7 @@ typedef struct {
 static void mixed_resolve(const vt_pe_config *pe, int hd, vt_pe_config *def) {
     (void)pe;
     (void)hd;
-    def->theta = 10;
+    def->theta = VT_ROT_MIXED_THETA;
 }
 
 static vt_status mixed_check(const vt_pe_config *pe, int hd, const char *src) {

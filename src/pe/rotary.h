@@ -156,6 +156,11 @@ vt_status vt_rot_check_mixed_init(const vt_pe_config *pe, int hd, const char *sr
 
 /* ---- Frequencies ---- */
 
+/* Default frequency bases (pe.theta): RoPE-Axial's fixed table (2.2) and RoPE-Mixed's init
+ * (2.3); every kind whose frequencies come from one of them defaults to its base. */
+#define VT_ROT_AXIAL_THETA 100.0
+#define VT_ROT_MIXED_THETA 10.0
+
 /* RoPE-Axial frequencies (2.2) as a vt_op_rot_angles table: out (npr, C), npr = C k,
  * k = floor(hd / (2C)); row a k + i (axis a, i < k) holds w_i = theta^(-i / k) in
  * column a and 0 elsewhere (pairs >= npr are not rotated). Returns npr. */
