@@ -7,7 +7,7 @@
  * the PE's parameters in them) nor the attention itself.
  *
  * Life cycle, as vit.c drives it:
- *   vt_pe_create(cfg, D, L, H)   the PE declares its parameters (pe->params: names
+ *   vt_pe_create(cfg, D, L, H)   (kinds.h) the PE declares its parameters (pe->params: names
  *                                "pos_embed" / "pe.*", checkpoint shapes; never decayed)
  *   the model binds each pe->params[i].t to a view into its flat params/grads buffers
  *   vt_pe_init_params(pe, rng)   draws the initial values (after binding)
