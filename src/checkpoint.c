@@ -1,4 +1,4 @@
-/* checkpoint.c - safetensors (float32) read/write and NumPy .npy output, both atomic.
+/* checkpoint.c - safetensors read (F32, BF16, F16 as float32) and write (F32), NumPy .npy output, atomic writes.
  *
  * Owns: the byte format of checkpoint files and .npy dumps, their validation on read,
  * and the tmp + fsync + rename write protocol. Does not own: which tensors a model
@@ -12,13 +12,15 @@
  * spaces), the JSON header {"__metadata__": {...}, "name": {"dtype": "F32", "shape":
  * [...], "data_offsets": [b, e]}, ...} with tensors in the given order, then the data
  * of each tensor in the same order, contiguous, offsets relative to the data start.
- * Reading accepts any key order; it requires dtype F32, shape product * 4 == e - b,
+ * Reading accepts any key order; it requires dtype F32, BF16 or F16 (widened exactly to
+ * float32 by checkpoint_dtype.c), shape product * element size == e - b,
  * offsets inside the data section, the tensors covering it exactly without overlap or
  * gaps, unique names and string-valued metadata. Unknown keys inside a tensor entry
- * are ignored (other writers may add them). Data is little-endian float32, as on
+ * are ignored (other writers may add them). Data is little-endian, as on
  * every host this project builds for (x86-64).
  */
 #include "checkpoint.h"
+#include "checkpoint_dtype.h"
 
 #include <errno.h>
 #include <math.h>
@@ -265,10 +267,10 @@ static vt_status st_parse_header(const char *path, const cJSON *root, int64_t da
                            !dtype ? "dtype" : !shape ? "shape" : "data_offsets");
         if (!cJSON_IsString(dtype))
             return vt_fail(VT_ERR_RUNTIME, "%s: tensor \"%s\": dtype is not a string", path, name);
-        if (strcmp(dtype->valuestring, "F32") != 0)
-            return vt_fail(VT_ERR_RUNTIME, "%s: tensor \"%s\" has dtype %s; only F32 (float32) "
-                           "is supported (convert the checkpoint to float32)", path, name,
-                           dtype->valuestring);
+        int esize = vt_st_dtype_size(dtype->valuestring);
+        if (esize == 0)
+            return vt_fail(VT_ERR_RUNTIME, "%s: tensor \"%s\" has dtype %s; supported: F32, BF16, "
+                           "F16 (read exactly as float32)", path, name, dtype->valuestring);
         if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > 8)
             return vt_fail(VT_ERR_RUNTIME, "%s: tensor \"%s\": shape must be an array of at most 8 "
                            "non-negative integers", path, name);
@@ -277,6 +279,7 @@ static vt_status st_parse_header(const char *path, const cJSON *root, int64_t da
             return vt_fail(VT_ERR_RUNTIME, "%s: tensor \"%s\": data_offsets must be [begin, end] "
                            "with non-negative integers", path, name);
         snprintf(t->name, sizeof t->name, "%s", name);
+        snprintf(t->dtype, sizeof t->dtype, "%s", dtype->valuestring);
         t->ndim = cJSON_GetArraySize(shape);
         int64_t size = 1;
         for (int d = 0; d < t->ndim; d++) {
@@ -296,11 +299,11 @@ static vt_status st_parse_header(const char *path, const cJSON *root, int64_t da
             return vt_fail(VT_ERR_RUNTIME, "%s: tensor \"%s\": data_offsets [%lld, %lld] out of "
                            "range: the data section has %lld bytes", path, name, (long long)b,
                            (long long)e, (long long)data_bytes);
-        if (size * 4 != e - b)
-            return vt_fail(VT_ERR_RUNTIME, "%s: tensor \"%s\": shape holds %lld float32 values "
+        if (size * esize != e - b)
+            return vt_fail(VT_ERR_RUNTIME, "%s: tensor \"%s\": shape holds %lld %s values "
                            "(%lld bytes) but data_offsets [%lld, %lld] span %lld bytes", path, name,
-                           (long long)size, (long long)size * 4, (long long)b, (long long)e,
-                           (long long)(e - b));
+                           (long long)size, t->dtype, (long long)size * esize, (long long)b,
+                           (long long)e, (long long)(e - b));
         (*begins)[i] = b;
         out->n = ++i;
     }
@@ -319,7 +322,8 @@ static vt_status st_parse_header(const char *path, const cJSON *root, int64_t da
     /* Exact coverage of the data section: sorted spans must be contiguous from 0. */
     st_span *spans = vt_xcalloc((size_t)n + 1, sizeof *spans);
     for (int k = 0; k < n; k++)
-        spans[k] = (st_span){(*begins)[k], (*begins)[k] + out->tensors[k].size * 4, k};
+        spans[k] = (st_span){(*begins)[k], (*begins)[k] + out->tensors[k].size *
+                             vt_st_dtype_size(out->tensors[k].dtype), k};
     qsort(spans, (size_t)n, sizeof *spans, span_cmp);
     int64_t pos = 0;
     vt_status s = VT_OK;
@@ -411,8 +415,7 @@ vt_status vt_st_read(const char *path, vt_safetensors *out) {
                     path, (long long)data_bytes, (unsigned long long)hlen + 8);
         goto done;
     }
-    for (int i = 0; i < out->n; i++)
-        out->tensors[i].data = (float *)((char *)out->buffer + begins[i]);
+    s = vt_st_bind_float32(out, begins, path);
 done:
     cJSON_Delete(root);
     free(header);

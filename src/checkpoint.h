@@ -1,4 +1,4 @@
-/* checkpoint.h - safetensors files (float32), written atomically.
+/* checkpoint.h - safetensors files (read: F32, BF16, F16 as float32; written: F32), atomic.
  *
  * Format (huggingface safetensors): 8-byte little-endian header length n, then n
  * bytes of JSON {"name": {"dtype": "F32", "shape": [...], "data_offsets": [b, e]},
@@ -19,6 +19,8 @@ typedef struct {
     int ndim;
     int64_t shape[8];
     int64_t size;          /* elements */
+    char dtype[8];         /* read: the dtype stored in the file (F32, BF16, F16); data is
+                              float32 whatever it is (checkpoint_dtype.h). write: ignored */
     float *data;           /* read: points into the file buffer; write: caller's */
 } vt_st_tensor;
 
