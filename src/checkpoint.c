@@ -1,4 +1,5 @@
-/* checkpoint.c - safetensors read (F32, BF16, F16 as float32) and write (F32), NumPy .npy output, atomic writes.
+/* checkpoint.c - safetensors read (F32, BF16, F16 as float32) and write (F32), NumPy
+ * .npy output, both written atomically.
  *
  * Owns: the byte format of checkpoint files and .npy dumps, their validation on read,
  * and the tmp + fsync + rename write protocol. Does not own: which tensors a model

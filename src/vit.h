@@ -90,7 +90,8 @@ void vt_vit_zero_grad(vt_vit *m);
 vt_status vt_vit_save(const vt_vit *m, const char *path);
 /* Load weights into an initialised model: every model tensor must be present with the
  * right shape (a learned pos_embed on another grid is resampled bicubic); unknown
- * tensors are errors; messages name the tensor. */
+ * tensors are errors; messages name the tensor. Reads our checkpoints and timm's layouts,
+ * F32, BF16 or F16: the strict mode of weights.h (implemented in weights.c). */
 vt_status vt_vit_load(vt_vit *m, const char *path);
 
 #endif
