@@ -367,6 +367,16 @@ static const key_row schema[] = {
           "Optimizer steps between metric lines."),
     K_STR("train.run_dir", train.run_dir, "",
           "Run directory (metrics, checkpoints, resolved config); \"\" = runs/<config file stem>."),
+    K_STR("train.init", train.init, "",
+          "Start from the weights of this safetensors file (a vitrain or timm checkpoint, F32, "
+          "BF16 or F16): tensors whose name and shape match load as stored, pos_embed is "
+          "resampled to a new grid, shared PE tensors expand per layer / head, the head "
+          "(another num_classes) and PE tensors the file lacks keep their init; anything else "
+          "that differs is an error. The log lists each tensor not loaded as stored. Not "
+          "applied on --resume. \"\" = train from scratch."),
+    K_BOOL("train.init_allow_unexpected", train.init_allow_unexpected, 0,
+           "With train.init: ignore (and log) file tensors the model has no parameter for, "
+           "instead of failing."),
 
     /* eval */
     K_INT("eval.batch_size", eval.batch_size, 0, 0, 1048576, "train.batch_size",

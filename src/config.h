@@ -143,6 +143,8 @@ typedef struct {
     int ckpt_every;         /* epochs */
     int log_every;          /* optimizer steps between metric lines */
     char run_dir[VT_STR];
+    char init[VT_STR];      /* weights to start from (weights.h); "" = none */
+    int init_allow_unexpected;
 } vt_train_config;
 
 typedef struct {

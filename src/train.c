@@ -19,6 +19,7 @@
 #include "rng.h"
 #include "tape.h"
 #include "vit.h"
+#include "weights.h"
 
 #define STATE_FORMAT "vitrain-train-state-1"
 
@@ -414,6 +415,11 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     tr->ev_ok = 1;
     if ((st = vt_vit_init(&tr->model, cfg, (uint64_t)cfg->train.seed)) != VT_OK) return st;
     tr->model_ok = 1;
+    if (cfg->train.init[0] && !opts->resume_dir) {
+        vt_weights_opts wo = {1, cfg->train.init_allow_unexpected};
+        if ((st = vt_weights_load(&tr->model, cfg->train.init, &wo, NULL, stderr)) != VT_OK)
+            return vt_fail_context(st, "train.init");
+    }
     if ((st = vt_optim_init(&tr->opt, &cfg->optim, tr->model.n_params)) != VT_OK) return st;
     tr->opt_ok = 1;
     vt_rng_seed(&tr->drop_rng, vt_rng_derive((uint64_t)cfg->train.seed, 0xd50u, 0));
