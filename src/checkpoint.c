@@ -22,6 +22,7 @@
  */
 #include "checkpoint.h"
 #include "checkpoint_dtype.h"
+#include "npz.h"
 
 #include <errno.h>
 #include <math.h>
@@ -455,33 +456,8 @@ const char *vt_st_meta(const vt_safetensors *st, const char *key) {
 
 vt_status vt_npy_write(const char *path, const float *data, int ndim, const int64_t *shape) {
     VT_ASSERT(path && ndim >= 0 && ndim <= 32 && (ndim == 0 || shape), "vt_npy_write: bad args");
-    /* numpy.lib.format (1.24): dict repr with sorted keys, then spare spaces so the
-     * first axis can grow in place (21 - digits of shape[0]), then spaces and '\n' so
-     * that magic (6) + version (2) + length (2) + header is a multiple of 64; the
-     * padding is always at least one space. */
-    char dict[1024];
-    int len = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
-    for (int d = 0; d < ndim; d++) {
-        VT_ASSERT(shape[d] >= 0, "vt_npy_write: negative shape[%d]", d);
-        len += snprintf(dict + len, sizeof dict - (size_t)len, d ? ", %lld" : "%lld",
-                        (long long)shape[d]);
-    }
-    len += snprintf(dict + len, sizeof dict - (size_t)len, ndim == 1 ? ",), }" : "), }");
-    if (ndim > 0) {
-        char first[32];
-        int digits = snprintf(first, sizeof first, "%lld", (long long)shape[0]);
-        for (int k = 0; k < 21 - digits; k++) dict[len++] = ' ';
-    }
-    int hlen = len + 1;
-    int padlen = 64 - (10 + hlen) % 64;
-    size_t total = (size_t)(10 + hlen + padlen);
-    unsigned char *head = vt_xmalloc(total);
-    memcpy(head, "\x93NUMPY\x01\x00", 8);
-    head[8] = (unsigned char)((hlen + padlen) & 0xff);
-    head[9] = (unsigned char)(((hlen + padlen) >> 8) & 0xff);
-    memcpy(head + 10, dict, (size_t)len);
-    memset(head + 10 + len, ' ', (size_t)padlen);
-    head[total - 1] = '\n';
+    size_t total;
+    unsigned char *head = vt_npy_header("<f4", ndim, shape, &total);
     int64_t n = 1;
     for (int d = 0; d < ndim; d++) n *= shape[d];
     VT_ASSERT(n == 0 || data != NULL, "vt_npy_write: NULL data for %lld elements", (long long)n);

@@ -141,10 +141,10 @@ vt_status vt_eval_run(vt_evaluator *ev, vt_vit *m, float *logits, vt_eval_result
             c1 += r < 1;
             c5 += r < 5;
         }
-        if (logits) {
+        if (logits || ev->labels_out)
             VT_ASSERT(seen + count <= ev->n, "loader returned more than %lld samples", (long long)ev->n);
-            memcpy(logits + seen * K, out->data, (size_t)count * K * sizeof(float));
-        }
+        if (logits) memcpy(logits + seen * K, out->data, (size_t)count * K * sizeof(float));
+        if (ev->labels_out) memcpy(ev->labels_out + seen, ev->labels, (size_t)count * sizeof(int));
         seen += count;
     }
     if (seen != ev->n)

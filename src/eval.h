@@ -52,6 +52,8 @@ typedef struct {
     vt_arena arena;
     vt_tape tape;
     int patch_size;
+    int *labels_out;         /* NULL, or ev->n ints receiving the labels in dataset order
+                                (set by the caller; for `vitrain eval --logits`) */
     int shuffle;             /* 0: plain evaluation; 1: patch-shuffled (set by the caller) */
     uint64_t shuffle_seed;   /* seed of the per-image permutations */
     int *perm;               /* (S/P)^2 permutation workspace */

@@ -4,7 +4,7 @@
  *   vitrain [train] CONFIG [--set k=v ...] [--threads N] [--resume RUN_DIR] [--run-dir DIR]
  *                          [--stop-after STEPS]
  *   vitrain eval CONFIG --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle] [--seed N]
- *                       [--logits OUT.npy] [--set k=v ...] [--threads N]
+ *                       [--logits OUT.npz] [--set k=v ...] [--threads N]
  *   vitrain info CONFIG [--set k=v ...]
  *   vitrain help-config [--markdown]
  *
@@ -20,8 +20,10 @@
 
 #include "checkpoint.h"
 #include "config.h"
+#include "data/loader.h"
 #include "eval.h"
 #include "kernels.h"
+#include "npz.h"
 #include "resolve.h"
 #include "status.h"
 #include "train.h"
@@ -60,7 +62,7 @@ static const char *USAGE_TRAIN =
     "  --stop-after N    stop after optimizer step N (checkpoint + state written, resumable)\n";
 static const char *USAGE_EVAL =
     "usage: vitrain eval CONFIG --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle]\n"
-    "                    [--seed N] [--logits OUT.npy] [--set k=v ...] [--threads N]\n"
+    "                    [--seed N] [--logits OUT.npz] [--set k=v ...] [--threads N]\n"
     "Top-1/top-5 accuracy and mean cross-entropy of a checkpoint on the val split\n"
     "(data.val_split), at each image size without fine-tuning. Prints one JSON line per\n"
     "size on stdout, a readable line per size and a closing table on stderr.\n"
@@ -70,8 +72,10 @@ static const char *USAGE_EVAL =
     "  --patch-shuffle    also evaluate with each image's patches permuted (a fixed permutation\n"
     "                     per image): accuracy before, after and the relative top-1 drop\n"
     "  --seed N           seed of the patch permutations (default 0)\n"
-    "  --logits OUT.npy   also write the logits, float32 (N, num_classes), rows in dataset order,\n"
-    "                     of the first size, unshuffled\n"
+    "  --logits OUT.npz   also write a NumPy archive (numpy.load(OUT)): logits_S (N, num_classes)\n"
+    "                     float32 for every size S, rows in dataset order (shuffled_logits_S\n"
+    "                     with --patch-shuffle), labels (N,) int64, resolutions (R,) int64 and,\n"
+    "                     for image folders, paths (N,) and class_names (num_classes,) strings\n"
     "  --set k=v          override one config key (repeatable)\n"
     "  --threads N        OpenMP threads (default train.threads; 0 = all cores)\n";
 static const char *USAGE_INFO =
@@ -258,26 +262,71 @@ typedef struct {
     vt_eval_result plain, shuf;
 } eval_row;
 
-static vt_status eval_at(const vt_config *cfg, vt_vit *m, int S, const cli_args *a, float **logits,
+/* What --logits collects: the archive and whether the per-sample arrays (labels,
+ * paths) are in it yet. */
+typedef struct {
+    vt_npz *z;
+    int have_samples;
+} logits_out;
+
+/* The labels (int64) and, for image folders, paths and class names of the split. */
+static vt_status add_samples(logits_out *lo, vt_evaluator *ev, const int *labels) {
+    int64_t n = ev->n, K = ev->num_classes;
+    int64_t *l64 = malloc((size_t)n * sizeof *l64 + 1);
+    if (!l64) return vt_fail(VT_ERR_RUNTIME, "out of memory: %lld labels", (long long)n);
+    for (int64_t i = 0; i < n; i++) l64[i] = labels[i];
+    vt_status st = vt_npz_add_i64(lo->z, "labels", l64, 1, &n);
+    free(l64);
+    char buf[4096];
+    if (st == VT_OK && n > 0 && vt_loader_sample_path(ev->loader, 0, buf, sizeof buf)) {
+        char **paths = vt_xcalloc((size_t)n, sizeof *paths);
+        for (int64_t i = 0; i < n; i++) paths[i] = strdup(vt_loader_sample_path(ev->loader, i, buf, sizeof buf));
+        st = vt_npz_add_str(lo->z, "paths", (const char *const *)paths, n);
+        for (int64_t i = 0; i < n; i++) free(paths[i]);
+        free(paths);
+        const char **names = vt_xcalloc((size_t)K, sizeof *names);
+        int k = 0;
+        for (; k < K && (names[k] = vt_loader_class_name(ev->loader, k)); k++) {}
+        if (st == VT_OK) st = vt_npz_add_str(lo->z, "class_names", names, k);
+        free(names);
+    }
+    lo->have_samples = st == VT_OK;
+    return st;
+}
+
+static vt_status eval_at(const vt_config *cfg, vt_vit *m, int S, const cli_args *a, logits_out *lo,
                          eval_row *row) {
     vt_evaluator ev;
     vt_status st = vt_eval_open(&ev, cfg, S);
     if (st != VT_OK) return st;
-    if (logits && !*logits) {
-        *logits = malloc((size_t)ev.n * ev.num_classes * sizeof(float));
-        if (!*logits) st = vt_fail(VT_ERR_RUNTIME, "out of memory: logits of %lld x %d floats",
-                                   (long long)ev.n, ev.num_classes);
+    float *logits = NULL;
+    int *labels = NULL;
+    if (lo) {
+        logits = malloc((size_t)ev.n * ev.num_classes * sizeof(float) + 1);
+        labels = malloc((size_t)ev.n * sizeof(int) + 1);
+        if (!logits || !labels) st = vt_fail(VT_ERR_RUNTIME, "out of memory: logits of %lld x %d floats",
+                                             (long long)ev.n, ev.num_classes);
+        ev.labels_out = labels;
     }
-    if (st == VT_OK) st = vt_eval_run(&ev, m, logits ? *logits : NULL, &row->plain);
-    if (st == VT_OK && logits) {
-        int64_t shape[2] = {ev.n, ev.num_classes};
-        st = vt_npy_write(a->logits, *logits, 2, shape);
+    char name[64];
+    int64_t shape[2] = {ev.n, ev.num_classes};
+    if (st == VT_OK) st = vt_eval_run(&ev, m, logits, &row->plain);
+    if (st == VT_OK && lo) {
+        snprintf(name, sizeof name, "logits_%d", S);
+        st = vt_npz_add_f32(lo->z, name, logits, 2, shape);
+        if (st == VT_OK && !lo->have_samples) st = add_samples(lo, &ev, labels);
     }
     if (st == VT_OK && a->patch_shuffle) {
         ev.shuffle = 1;
         ev.shuffle_seed = a->seed;
-        st = vt_eval_run(&ev, m, NULL, &row->shuf);
+        st = vt_eval_run(&ev, m, logits, &row->shuf);
+        if (st == VT_OK && lo) {
+            snprintf(name, sizeof name, "shuffled_logits_%d", S);
+            st = vt_npz_add_f32(lo->z, name, logits, 2, shape);
+        }
     }
+    free(logits);
+    free(labels);
     vt_eval_close(&ev);
     return st;
 }
@@ -294,6 +343,13 @@ static int cmd_eval(const cli_args *a) {
     }
     if (a->seed_given && !a->patch_shuffle)
         return usage_error("eval", "--seed only seeds the --patch-shuffle permutations");
+    if (a->logits) {
+        size_t ll = strlen(a->logits);
+        if (ll < 5 || strcmp(a->logits + ll - 4, ".npz") != 0)
+            return usage_error("eval", "--logits %s: expected a .npz path (a NumPy archive of the logits "
+                               "of every size, the labels and, for image folders, the file paths)",
+                               a->logits);
+    }
     vt_config cfg;
     int rc = load_config(&cfg, a);
     if (rc) return rc;
@@ -313,12 +369,13 @@ static int cmd_eval(const cli_args *a) {
     vt_status st = vt_vit_init(&m, &cfg, (uint64_t)cfg.train.seed);
     if (st != VT_OK) return fail_exit(st);
     st = vt_vit_load(&m, a->checkpoint);
-    float *logits = NULL;
+    logits_out lo = {NULL, 0};
+    if (st == VT_OK && a->logits) st = vt_npz_open(&lo.z, a->logits);
     eval_row rows[VT_MAX_RES + 1];
     int done = 0;
     for (; st == VT_OK && done < n_sizes; done++) {
         eval_row *r = &rows[done];
-        st = eval_at(&cfg, &m, sizes[done], a, done == 0 && a->logits ? &logits : NULL, r);
+        st = eval_at(&cfg, &m, sizes[done], a, lo.z ? &lo : NULL, r);
         if (st != VT_OK) break;
         printf("{\"checkpoint\":\"%s\",\"split\":\"%s\",\"n\":%lld,\"resolution\":%d,\"top1\":%.4f,"
                "\"top5\":%.4f,\"loss\":%.9g", a->checkpoint, cfg.data.val_split, (long long)r->plain.n,
@@ -347,7 +404,17 @@ static int cmd_eval(const cli_args *a) {
             fputc('\n', stderr);
         }
     }
-    free(logits);
+    if (lo.z && st == VT_OK) {
+        int64_t res[VT_MAX_RES + 1], nr = n_sizes;
+        for (int i = 0; i < n_sizes; i++) res[i] = sizes[i];
+        st = vt_npz_add_i64(lo.z, "resolutions", res, 1, &nr);
+        vt_status cs = vt_npz_close(lo.z);
+        if (st == VT_OK) st = cs;
+        if (st == VT_OK) fprintf(stderr, "eval: logits of %d size%s written to %s\n", n_sizes,
+                                 n_sizes == 1 ? "" : "s", a->logits);
+    } else {
+        vt_npz_abort(lo.z);
+    }
     vt_vit_free(&m);
     return st == VT_OK ? 0 : fail_exit(st);
 }

@@ -3,7 +3,8 @@
  * scripts/run_tests.sh does) on configs/synthetic_tiny.json:
  *   - a synthetic run learns (val top-1 well above chance) and writes its run directory
  *   - `vitrain eval` on the checkpoint reproduces the training's final accuracy; the
- *     --logits .npy has the right header and shape, and its argmax gives the same top-1
+ *     --logits .npz holds logits_16 (256, 4) float32 and the labels, whose argmax gives
+ *     the same top-1
  *   - exact resume: stop mid-epoch, resume, per-step losses equal the straight run's bit
  *     for bit (with dropout on), and so do the final weights
  *   - a NaN loss (injected through the saved AdamW moment) stops with exit 1 and a
@@ -21,6 +22,7 @@
 
 #include "e2e_util.h"
 #include "harness.h"
+#include "npz_read.h"
 
 #include "checkpoint.h"
 #include "config.h"
@@ -127,7 +129,7 @@ static void test_learns_and_eval(void) {
     CHECK_CLOSE(last_eval_top1(dir), top1, 0.006, 0, "final line matches the last eval record");
 
     /* vitrain eval reproduces the final accuracy, writes the logits */
-    snprintf(npy, sizeof npy, "%s/logits.npy", tmp);
+    snprintf(npy, sizeof npy, "%s/logits.npz", tmp);
     snprintf(out, sizeof out, "%s/eval.json", tmp);
     rc = run("%s eval " CFG " --checkpoint %s/last.safetensors --logits %s --threads 1 >%s 2>%s.err",
              bin, dir, npy, out, out);
@@ -140,18 +142,21 @@ static void test_learns_and_eval(void) {
     free(js);
 
     size_t len = 0;
-    char *b = slurp(npy, &len);
-    CHECK(b && len > 10 && memcmp(b, "\x93NUMPY\x01\x00", 8) == 0, "npy magic");
-    if (b && len > 10) {
-        size_t hl = (unsigned char)b[8] | ((size_t)(unsigned char)b[9] << 8);
-        CHECK((10 + hl) % 64 == 0, "npy header padded to 64 bytes (%zu)", 10 + hl);
-        CHECK(strstr(b + 10, "'descr': '<f4'") && strstr(b + 10, "'shape': (256, 4)") &&
-              strstr(b + 10, "'fortran_order': False"), "npy header: %.*s", (int)hl, b + 10);
-        CHECK(len == 10 + hl + 256 * 4 * sizeof(float), "npy size %zu", len);
-        if (len == 10 + hl + 256 * 4 * sizeof(float)) {
-            /* top-1 from the logits and the val labels */
+    unsigned char *b = (unsigned char *)slurp(npy, &len);
+    npz_array lgz, lbz;
+    int ok = b && npz_find(b, len, "logits_16", &lgz) && npz_find(b, len, "labels", &lbz);
+    CHECK(ok, "npz has logits_16 and labels");
+    if (ok) {
+        CHECK(!strcmp(lgz.descr, "<f4") && lgz.ndim == 2 && lgz.shape[0] == 256 && lgz.shape[1] == 4 &&
+                  lgz.bytes == 256 * 4 * sizeof(float),
+              "logits_16 float32 (256, 4): %s ndim %d", lgz.descr, lgz.ndim);
+        CHECK(!strcmp(lbz.descr, "<i8") && lbz.ndim == 1 && lbz.shape[0] == 256, "labels int64 (256,)");
+        if (lgz.bytes == 256 * 4 * sizeof(float) && lbz.bytes == 256 * 8) {
+            /* top-1 from the logits and the stored labels, which are the loader's */
             float *lg = malloc(256 * 4 * sizeof(float));
-            memcpy(lg, b + 10 + hl, 256 * 4 * sizeof(float));
+            int64_t lab[256];
+            memcpy(lg, lgz.data, 256 * 4 * sizeof(float));
+            memcpy(lab, lbz.data, sizeof lab);
             vt_config cfg;
             vt_config_defaults(&cfg);
             CHECK(vt_resolve_file(&cfg, CFG, NULL, 0) == VT_OK, "load " CFG ": %s", vt_last_error());
@@ -162,12 +167,16 @@ static void test_learns_and_eval(void) {
                 int64_t sz = (int64_t)cfg.model.in_chans * cfg.model.img_size * cfg.model.img_size;
                 float *img = malloc(256 * sz * sizeof(float));
                 float *soft = malloc(256 * 4 * sizeof(float));
-                int labels[256], cnt = 0, su = 0, correct = 0;
+                int labels[256], cnt = 0, su = 0, correct = 0, same = 1;
                 vt_loader_seek(L, 0, 0, 256);
                 CHECK(vt_loader_next(L, img, labels, soft, &su, &cnt) == VT_OK && cnt == 256,
                       "val labels read (%d)", cnt);
-                for (int i = 0; i < cnt; i++) correct += vt_eval_rank(lg + i * 4, 4, labels[i]) == 0;
-                CHECK_CLOSE(100.0 * correct / 256.0, top1, 0.006, 0, "top-1 recomputed from the .npy");
+                for (int i = 0; i < cnt; i++) {
+                    correct += vt_eval_rank(lg + i * 4, 4, labels[i]) == 0;
+                    same &= lab[i] == labels[i];
+                }
+                CHECK(same, "stored labels are the val labels in dataset order");
+                CHECK_CLOSE(100.0 * correct / 256.0, top1, 0.006, 0, "top-1 recomputed from the .npz");
                 free(img);
                 free(soft);
                 vt_loader_close(L);

@@ -129,12 +129,13 @@ const vt_dataset_kind *vt_dataset_kind_of(vt_data_kind k);
  * always 0 for kinds that validate everything at open (idx, synthetic, CIFAR). */
 int64_t vt_dataset_skipped(const vt_dataset *ds);
 
-/* Name of class k (0 <= k < num_classes) of an imagefolder dataset. */
+/* Name of class k (0 <= k < num_classes) of an imagefolder dataset; NULL for other kinds. */
 const char *vt_imagefolder_class_name(const vt_dataset *ds, int k);
 /* Files of an imagefolder split that were not indexed: names without a .jpg, .jpeg or
  * .png extension (any case), hidden names, and files outside class folders. */
 int64_t vt_imagefolder_ignored(const vt_dataset *ds);
-/* Path of sample index of an imagefolder dataset (into buf of len bytes; returns buf). */
+/* Path of sample index of an imagefolder dataset (into buf of len bytes; returns buf);
+ * NULL for other kinds. */
 const char *vt_imagefolder_path(const vt_dataset *ds, int64_t index, char *buf, size_t len);
 
 /* The synthetic class pattern k, channel ch: p x p floats, zero mean and unit standard

@@ -9,6 +9,11 @@
  * '#' comments; path as given, relative to the working directory) the listed classes, in
  * line order, are the classes instead: each must be a train folder and appear once;
  * folders not listed are ignored in both splits (counted in the log line).
+ * Evaluation without a train split (data.root/<train_split> does not exist, e.g. only
+ * ImageNet's val was copied): the classes are data.class_list (not checked against
+ * folders), else the val split's own folders sorted, whose count must then equal
+ * model.num_classes (sorted folders give the training indices only when every class has
+ * a folder; with fewer it is an error asking for data.class_list). Logged once.
  * Files: indexed by extension (.jpg, .jpeg, .png in any case) in sorted order within each
  * class (not recursive); other names, hidden entries, sub-folders of a class folder and
  * plain files directly in the split folder are ignored and counted (one log line per open on stderr). A class folder with no image
@@ -145,8 +150,8 @@ static int64_t if_skipped(const vt_dataset *ds);
 static const vt_dataset_ops if_ops = {"imagefolder", if_read, if_close, if_skipped};
 
 const char *vt_imagefolder_path(const vt_dataset *ds, int64_t index, char *buf, size_t len) {
-    VT_ASSERT(ds->ops == &if_ops && index >= 0 && index < ds->size, "imagefolder path of %lld",
-              (long long)index);
+    if (ds->ops != &if_ops) return NULL;
+    VT_ASSERT(index >= 0 && index < ds->size, "imagefolder path of %lld", (long long)index);
     const if_impl *im = ds->impl;
     snprintf(buf, len, "%s/%s", im->dir, im->pool + im->off[index]);
     return buf;
@@ -183,7 +188,8 @@ static vt_status if_read(const vt_dataset *ds, int64_t index, vt_sample *s, int 
 }
 
 const char *vt_imagefolder_class_name(const vt_dataset *ds, int k) {
-    VT_ASSERT(ds->ops == &if_ops && k >= 0 && k < ds->num_classes, "imagefolder class %d", k);
+    if (ds->ops != &if_ops) return NULL;
+    VT_ASSERT(k >= 0 && k < ds->num_classes, "imagefolder class %d", k);
     return ((const if_impl *)ds->impl)->classes[k];
 }
 
@@ -208,7 +214,8 @@ static int cmp_key(const void *a, const void *b) {
 
 /* Read data.class_list: one class folder name per line (surrounding blanks trimmed; empty
  * lines and lines starting with '#' skipped) into out, in file order. Every name must be
- * a folder of the train split (`folders`, sorted) and appear once. */
+ * a folder of the train split (`folders`, sorted; NULL: no train split to check against)
+ * and appear once. */
 static vt_status read_class_list(const char *path, const name_list *folders, const char *train_dir,
                                  name_list *out) {
     FILE *f = fopen(path, "r");
@@ -225,7 +232,7 @@ static vt_status read_class_list(const char *path, const name_list *folders, con
         while (e > b && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t')) e--;
         *e = '\0';
         if (*b == '\0' || *b == '#') continue;
-        if (!bsearch(&b, folders->v, folders->n, sizeof(char *), cmp_str)) {
+        if (folders && !bsearch(&b, folders->v, folders->n, sizeof(char *), cmp_str)) {
             s = vt_fail(VT_ERR_RUNTIME, "data.class_list: %s line %d: class '%s' has no folder in "
                         "the train split %s", path, lineno, b, train_dir);
             break;
@@ -267,23 +274,39 @@ static vt_status if_open(vt_dataset **out, const vt_data_spec *spec, vt_split sp
     if (s) return s;
     char train_dir[PATH_MAX], dir[PATH_MAX], ign_first[PATH_MAX] = "";
     snprintf(train_dir, sizeof train_dir, "%s/%s", root, d->train_split);
-    if ((s = need_dir(train_dir, "data.train_split", layout))) return s;
     const char *split_key = split == VT_SPLIT_TRAIN ? "data.train_split" : "data.val_split";
-    snprintf(dir, sizeof dir, "%s/%s", root,
-             split == VT_SPLIT_TRAIN ? d->train_split : d->val_split);
+    snprintf(dir, sizeof dir, "%s/%s", root, split == VT_SPLIT_TRAIN ? d->train_split : d->val_split);
+    /* Evaluating without a train split: the classes are data.class_list, else the val
+     * split's own folders (sorted), which must then be exactly model.num_classes. */
+    struct stat tsb;
+    int no_train = split == VT_SPLIT_VAL && stat(train_dir, &tsb) != 0 && errno == ENOENT;
+    if (!no_train && (s = need_dir(train_dir, "data.train_split", layout))) return s;
     if ((s = need_dir(dir, split_key, layout))) return s;
+    const char *class_dir = no_train ? dir : train_dir;
+    const char *classes_key = no_train ? split_key : "data.train_split";
 
     /* Classes from the train split. */
     name_list classes = {0}, dirs = {0}, files = {0};
     int64_t ign_train = 0;
     char scratch[PATH_MAX] = "";
-    if ((s = list_dir(train_dir, &classes, NULL, &ign_train, scratch, sizeof scratch))) return s;
+    if ((s = list_dir(class_dir, &classes, NULL, &ign_train, scratch, sizeof scratch))) return s;
     if (classes.n == 0) {
-        vt_status r = vt_fail(VT_ERR_RUNTIME, "data.train_split: %s has no class folders (%lld files "
-                              "directly in it); %s", train_dir, (long long)ign_train, layout);
+        vt_status r = vt_fail(VT_ERR_RUNTIME, "%s: %s has no class folders (%lld files directly in it); %s",
+                              classes_key, class_dir, (long long)ign_train, layout);
         names_free(&classes);
         return r;
     }
+    if (no_train && !d->class_list[0] && classes.n != (size_t)spec->num_classes) {
+        vt_status r = vt_fail(VT_ERR_RUNTIME, "data.train_split: %s does not exist, so the classes are "
+                              "the %zu class folders of %s (sorted), but model.num_classes is %d: set "
+                              "data.class_list to a file naming the %d training classes in index order",
+                              train_dir, classes.n, dir, spec->num_classes, spec->num_classes);
+        names_free(&classes);
+        return r;
+    }
+    if (no_train)
+        fprintf(stderr, "vitrain: data: no train split %s: classes from %s\n", train_dir,
+                d->class_list[0] ? d->class_list : "the val split's folders, sorted");
     if (classes.n > INT_MAX / 2) {
         names_free(&classes);
         return vt_fail(VT_ERR_RUNTIME, "%s: too many class folders", train_dir);
@@ -292,7 +315,7 @@ static vt_status if_open(vt_dataset **out, const vt_data_spec *spec, vt_split sp
     const char *list_path = d->class_list;
     if (list_path[0]) {
         name_list listed = {0};
-        s = read_class_list(list_path, &classes, train_dir, &listed);
+        s = read_class_list(list_path, no_train ? NULL : &classes, train_dir, &listed);
         names_free(&classes);
         if (s) return s;
         classes = listed;

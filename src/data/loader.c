@@ -507,6 +507,13 @@ static int64_t index_at(const vt_loader *L, int64_t p) {
     return L->order ? L->order[pos] : pos;
 }
 
+const char *vt_loader_sample_path(const vt_loader *L, int64_t p, char *buf, size_t len) {
+    VT_ASSERT(L->split == VT_SPLIT_VAL && p >= 0 && p < shard_size(L), "sample path %lld", (long long)p);
+    return vt_imagefolder_path(L->ds, index_at(L, p), buf, len);
+}
+
+const char *vt_loader_class_name(const vt_loader *L, int k) { return vt_imagefolder_class_name(L->ds, k); }
+
 /* Samples in batch b of this shard. */
 static int batch_count(const vt_loader *L, int64_t b) {
     int64_t start = b * L->batch_size, n = shard_size(L);
