@@ -92,7 +92,14 @@ static vt_status plan_one(const vt_vit *m, const char *path, const vt_weights_op
         if (perf)
             return vt_fail(VT_ERR_RUNTIME, "%s: missing tensor '%s' (model.attention = performer keeps its "
                            "random features in the checkpoint)", path, PERFORMER_W);
-        return vt_fail(VT_ERR_RUNTIME, "%s: missing tensor '%s' (the model needs it)", path, t->name);
+        const char *hint = "";
+        if (!strncmp(t->name, "fc_norm.", 8) && vt_wfile_find(wf, "norm.weight"))
+            hint = "; the file has norm.*: its model pools the class token (model.pool = token)";
+        else if (!strncmp(t->name, "norm.", 5) && vt_wfile_find(wf, "fc_norm.weight"))
+            hint = "; the file has fc_norm.*: its model averages the patch tokens (model.pool = avg)";
+        else if (strstr(t->name, ".ls1.gamma") || strstr(t->name, ".ls2.gamma"))
+            hint = "; the file has no layer scale (model.layer_scale = 0)";
+        return vt_fail(VT_ERR_RUNTIME, "%s: missing tensor '%s' (the model needs it%s)", path, t->name, hint);
     }
     if (same_shape(t, f)) {
         pl->act = ACT_COPY;

@@ -499,8 +499,17 @@ static void test_init_errors(void) {
     /* a model tensor the file lacks (layer scale) is an error even when allowing extras */
     model(&b, "model.layer_scale=0.1", 2);
     s = init_from(&b, p, 1, &r, &log);
-    CHECK(s == VT_ERR_RUNTIME && strstr(vt_last_error(), "missing tensor 'blocks.0.ls1.gamma'"),
+    CHECK(s == VT_ERR_RUNTIME && strstr(vt_last_error(), "missing tensor 'blocks.0.ls1.gamma'") &&
+              strstr(vt_last_error(), "model.layer_scale = 0"),
           "missing block tensor: %s", vt_last_error());
+    free(log);
+    vt_vit_free(&b);
+    /* another pooling: the hint names model.pool */
+    model(&b, "model.pool=avg", 2);
+    s = init_from(&b, p, 1, &r, &log);
+    CHECK(s == VT_ERR_RUNTIME && strstr(vt_last_error(), "missing tensor 'fc_norm.weight'") &&
+              strstr(vt_last_error(), "model.pool = token"),
+          "pool mismatch: %s", vt_last_error());
     free(log);
     vt_vit_free(&b);
     /* a file that is not there */
