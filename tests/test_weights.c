@@ -338,6 +338,7 @@ static void test_strict_errors(void) {
           "strict: another head names file, tensor, shapes and train.init: %s", vt_last_error());
     CHECK(param(&b, "cls_token")->t.data[0] == before, "a failed load leaves the model untouched");
     vt_vit_free(&b);
+    vt_vit_free(&a);
     /* A timm-layout tensor in an error is named as stored and as read. */
     model(&a, "pe.kind=rope_mixed", 1);
     save_timm_layout(&a, p, TIMM_FREQS);
