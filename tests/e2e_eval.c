@@ -80,7 +80,7 @@ static void test_logits(const char *cfg, const char *ckpt) {
         CHECK(b && npz_find(b, len, names[i], &a) && !strcmp(a.descr, "<f4") && a.ndim == 2 && a.shape[0] == 9 &&
                   a.shape[1] == 3,
               "%s (9, 3) float32", names[i]);
-    CHECK(b && npz_find(b, len, "resolutions", &a) && a.shape[0] == 2 && ((const int64_t *)a.data)[1] == 12,
+    CHECK(b && npz_find(b, len, "resolutions", &a) && a.shape[0] == 2 && npz_i64(&a, 1) == 12,
           "resolutions [8, 12]");
     CHECK(b && npz_find(b, len, "paths", &a) && !strncmp(a.descr, "<U", 2) && a.ndim == 1 && a.shape[0] == 9,
           "paths (9,) unicode: %s", b ? a.descr : "");
@@ -94,7 +94,6 @@ static void test_logits(const char *cfg, const char *ckpt) {
     CHECK(b && npz_find(b, len, "class_names", &a) && a.shape[0] == 3 && a.data[0] == 'a', "class_names");
     npz_array lg, lb;
     if (b && npz_find(b, len, "logits_8", &lg) && npz_find(b, len, "labels", &lb)) {
-        const int64_t *lab = (const int64_t *)lb.data;
         float v[27];
         memcpy(v, lg.data, sizeof v);
         int correct = 0;
@@ -102,8 +101,8 @@ static void test_logits(const char *cfg, const char *ckpt) {
             int best = 0;
             for (int k = 1; k < 3; k++)
                 if (v[i * 3 + k] > v[i * 3 + best]) best = k;
-            correct += best == lab[i];
-            CHECK(lab[i] == i / 3, "label of sample %d is its folder's class", i);
+            correct += best == npz_i64(&lb, (size_t)i);
+            CHECK(npz_i64(&lb, (size_t)i) == i / 3, "label of sample %d is its folder's class", i);
         }
         char *js = slurp(out, NULL);
         const char *t = js ? strstr(js, "\"top1\":") : NULL;
@@ -169,7 +168,7 @@ static void test_no_train_split(const char *cfg, const char *ckpt) {
              list, out, err);
     CHECK(rc == 0 && contains(err, "classes from " ), "eval with a class list: exit %d", rc);
     b = npz_load(out, &lb);
-    CHECK(b && npz_find(b, lb, "labels", &y) && ((const int64_t *)y.data)[0] == 2 && ((const int64_t *)y.data)[8] == 0,
+    CHECK(b && npz_find(b, lb, "labels", &y) && npz_i64(&y, 0) == 2 && npz_i64(&y, 8) == 0,
           "class_list order gives the labels");
     free(b);
     run("mv %s/folder/train.away %s/folder/train", tmp, tmp);

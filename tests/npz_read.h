@@ -77,4 +77,11 @@ static inline int npz_find(const unsigned char *buf, size_t len, const char *nam
     return 0;
 }
 
+/* Element i of an int64 array (the data of a ZIP entry need not be aligned). */
+static inline int64_t npz_i64(const npz_array *a, size_t i) {
+    int64_t v;
+    memcpy(&v, a->data + 8 * i, sizeof v);
+    return v;
+}
+
 #endif
