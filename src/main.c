@@ -3,7 +3,7 @@
  *
  *   vitrain [train] CONFIG [--set k=v ...] [--threads N] [--resume RUN_DIR] [--run-dir DIR]
  *                          [--stop-after STEPS]
- *   vitrain eval CONFIG --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle] [--seed N]
+ *   vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle] [--seed N]
  *                       [--logits OUT.npz] [--set k=v ...] [--threads N]
  *   vitrain info CONFIG [--set k=v ...]
  *   vitrain help-config [--markdown]
@@ -28,6 +28,7 @@
 #include "status.h"
 #include "train.h"
 #include "vit.h"
+#include "weights.h"
 
 #define MAX_SETS 256
 
@@ -61,12 +62,15 @@ static const char *USAGE_TRAIN =
     "  --run-dir DIR     write the run to DIR\n"
     "  --stop-after N    stop after optimizer step N (checkpoint + state written, resumable)\n";
 static const char *USAGE_EVAL =
-    "usage: vitrain eval CONFIG --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle]\n"
+    "usage: vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle]\n"
     "                    [--seed N] [--logits OUT.npz] [--set k=v ...] [--threads N]\n"
     "Top-1/top-5 accuracy and mean cross-entropy of a checkpoint on the val split\n"
     "(data.val_split), at each image size without fine-tuning. Prints one JSON line per\n"
     "size on stdout, a readable line per size and a closing table on stderr.\n"
-    "  --checkpoint FILE  model weights (.safetensors written by vitrain)\n"
+    "Without CONFIG the model, PE and data settings are the checkpoint's own (the config\n"
+    "vitrain stores in it); with CONFIG, keys that define the model or its PE must agree\n"
+    "with the checkpoint's (an error names each that differs); data and eval keys may differ.\n"
+    "  --checkpoint FILE  model weights (.safetensors: vitrain's, or timm's with a CONFIG)\n"
     "  --resolutions L    comma-separated image sizes (multiples of model.patch_size); default\n"
     "                     model.img_size, then eval.resolutions\n"
     "  --patch-shuffle    also evaluate with each image's patches permuted (a fixed permutation\n"
@@ -88,7 +92,7 @@ static const char *USAGE_HELPCFG =
     "(--markdown: the text of configs/README.md).\n";
 static const char *USAGE_MAIN =
     "usage: vitrain [train] CONFIG [options]     train (see vitrain train --help)\n"
-    "       vitrain eval CONFIG --checkpoint FILE evaluate a checkpoint\n"
+    "       vitrain eval [CONFIG] --checkpoint FILE evaluate a checkpoint\n"
     "       vitrain info CONFIG                   model size, FLOPs and memory\n"
     "       vitrain help-config [--markdown]      every config key\n"
     "Environment: VT_ISA=scalar|avx2|avx512 forces a kernel level.\n";
@@ -336,11 +340,53 @@ static double shuffle_drop(const eval_row *r) {
     return r->plain.top1 > 0 ? (r->plain.top1 - r->shuf.top1) / r->plain.top1 : 0.0;
 }
 
-static int cmd_eval(const cli_args *a) {
-    if (!a->checkpoint) {
-        if (!a->config) return usage_error("eval", "missing CONFIG (a JSON config file)");
-        return usage_error("eval", "missing --checkpoint FILE");
+/* The config of `vitrain eval`: CONFIG and --set, or without CONFIG the checkpoint's own
+ * (its __metadata__["config"], the resolved config it was trained with) and --set. Keys
+ * that define the model or its PE must agree with the checkpoint's; data and eval keys
+ * may differ. Returns 0 or the exit code. */
+static int eval_config(vt_config *cfg, const vt_safetensors *st, const cli_args *a) {
+    const char *meta = vt_st_meta(st, "config");
+    vt_config ck;
+    if (meta) {
+        char src[VT_STR + 64];
+        snprintf(src, sizeof src, "%s __metadata__[\"config\"]", a->checkpoint);
+        if (vt_resolve_json(&ck, meta, src) != VT_OK) {
+            fprintf(stderr, "vitrain: config error: %s\n", vt_last_error());
+            return 2;
+        }
     }
+    if (a->config) {
+        int rc = load_config(cfg, a);
+        if (rc) return rc;
+    } else if (meta) {
+        *cfg = ck;
+        vt_status st_ = VT_OK;
+        for (int i = 0; i < a->n_sets && st_ == VT_OK; i++) st_ = vt_config_set(cfg, a->sets[i]);
+        if (st_ == VT_OK) st_ = vt_resolve(cfg);
+        if (st_ != VT_OK) {
+            fprintf(stderr, "vitrain: config error: %s\n", vt_last_error());
+            return 2;
+        }
+    } else {
+        return usage_error("eval", "%s has no __metadata__[\"config\"] (not written by vitrain, e.g. a timm "
+                           "file): give the CONFIG of its model, or convert it with scripts/timm_convert.py "
+                           "from-timm", a->checkpoint);
+    }
+    char report[2048];
+    int n = meta ? vt_config_model_keys_differ(cfg, &ck, report, sizeof report) : 0;
+    if (n > 0) {
+        fprintf(stderr, "vitrain: config error: %s: %d key%s that define%s the model differ%s from the "
+                "checkpoint's config (%s value vs checkpoint value): %s. Data and eval keys may differ; "
+                "without CONFIG eval takes the checkpoint's own config\n",
+                a->config ? a->config : "--set", n, n == 1 ? "" : "s", n == 1 ? "s" : "", n == 1 ? "s" : "",
+                a->config ? "config" : "--set", report);
+        return 2;
+    }
+    return 0;
+}
+
+static int cmd_eval(const cli_args *a) {
+    if (!a->checkpoint) return usage_error("eval", "missing --checkpoint FILE");
     if (a->seed_given && !a->patch_shuffle)
         return usage_error("eval", "--seed only seeds the --patch-shuffle permutations");
     if (a->logits) {
@@ -350,9 +396,15 @@ static int cmd_eval(const cli_args *a) {
                                "of every size, the labels and, for image folders, the file paths)",
                                a->logits);
     }
+    vt_safetensors ckpt;
+    vt_status st = vt_st_read(a->checkpoint, &ckpt);
+    if (st != VT_OK) return fail_exit(st);
     vt_config cfg;
-    int rc = load_config(&cfg, a);
-    if (rc) return rc;
+    int rc = eval_config(&cfg, &ckpt, a);
+    if (rc) {
+        vt_st_free(&ckpt);
+        return rc;
+    }
     int sizes[VT_MAX_RES + 1], n_sizes = 0;
     if (a->n_resolutions) {
         for (int i = 0; i < a->n_resolutions; i++) sizes[n_sizes++] = a->resolutions[i];
@@ -362,13 +414,23 @@ static int cmd_eval(const cli_args *a) {
             if (cfg.eval.resolutions[i] != cfg.model.img_size) sizes[n_sizes++] = cfg.eval.resolutions[i];
     }
     for (int i = 0; i < n_sizes; i++)
-        if (vt_resolve_image_size(sizes[i], cfg.model.patch_size, "--resolutions: size") != VT_OK)
+        if (vt_resolve_image_size(sizes[i], cfg.model.patch_size, "--resolutions: size") != VT_OK) {
+            vt_st_free(&ckpt);
             return usage_error("eval", "%s", vt_last_error());
-    if ((rc = start_runtime(&cfg, a))) return rc;
+        }
+    if ((rc = start_runtime(&cfg, a))) {
+        vt_st_free(&ckpt);
+        return rc;
+    }
     vt_vit m;
-    vt_status st = vt_vit_init(&m, &cfg, (uint64_t)cfg.train.seed);
-    if (st != VT_OK) return fail_exit(st);
-    st = vt_vit_load(&m, a->checkpoint);
+    st = vt_vit_init(&m, &cfg, (uint64_t)cfg.train.seed);
+    if (st != VT_OK) {
+        vt_st_free(&ckpt);
+        return fail_exit(st);
+    }
+    vt_weights_opts strict = {0, 0};
+    st = vt_weights_apply(&m, &ckpt, a->checkpoint, &strict, NULL, NULL);
+    vt_st_free(&ckpt);
     logits_out lo = {NULL, 0};
     if (st == VT_OK && a->logits) st = vt_npz_open(&lo.z, a->logits);
     eval_row rows[VT_MAX_RES + 1];

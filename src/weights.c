@@ -161,16 +161,21 @@ static void log_line(FILE *log, const char *path, const char *what, const target
 
 vt_status vt_weights_load(vt_vit *m, const char *path, const vt_weights_opts *opts,
                           vt_weights_report *rep, FILE *log) {
-    vt_weights_report r;
-    memset(&r, 0, sizeof r);
     vt_safetensors st;
     vt_status s = vt_st_read(path, &st);
     if (s != VT_OK) return s;
+    s = vt_weights_apply(m, &st, path, opts, rep, log);
+    vt_st_free(&st);
+    return s;
+}
+
+vt_status vt_weights_apply(vt_vit *m, const vt_safetensors *st, const char *path,
+                           const vt_weights_opts *opts, vt_weights_report *rep, FILE *log) {
+    vt_weights_report r;
+    memset(&r, 0, sizeof r);
     vt_wfile wf;
-    if ((s = vt_wfile_from_st(&st, path, &wf)) != VT_OK) {
-        vt_st_free(&st);
-        return s;
-    }
+    vt_status s = vt_wfile_from_st(st, path, &wf);
+    if (s != VT_OK) return s;
     const int nt = m->n_p + (m->performer_w ? 1 : 0);
     plan *pl = vt_xcalloc((size_t)nt + 1, sizeof *pl);
     float **staged = vt_xcalloc((size_t)nt + 1, sizeof *staged);
@@ -254,7 +259,6 @@ vt_status vt_weights_load(vt_vit *m, const char *path, const vt_weights_opts *op
     free(staged);
     free(pl);
     vt_wfile_free(&wf);
-    vt_st_free(&st);
     if (rep) *rep = r;
     return s;
 }

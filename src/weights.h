@@ -32,6 +32,7 @@
 
 #include <stdio.h>
 
+#include "checkpoint.h"
 #include "status.h"
 #include "vit.h"
 
@@ -56,5 +57,9 @@ typedef struct {
  * the counts; log (may be NULL) the fine-tuning lines. Errors VT_ERR_RUNTIME. */
 vt_status vt_weights_load(vt_vit *m, const char *path, const vt_weights_opts *opts,
                           vt_weights_report *rep, FILE *log);
+/* The same from a file already read (st, read from path: named in messages), for callers
+ * that read its metadata first (`vitrain eval` takes the model's config from it). */
+vt_status vt_weights_apply(vt_vit *m, const vt_safetensors *st, const char *path,
+                           const vt_weights_opts *opts, vt_weights_report *rep, FILE *log);
 
 #endif

@@ -9,7 +9,12 @@
  *     (the same labels and logits as with the train split), an error naming
  *     data.class_list when their count is not model.num_classes, and data.class_list
  *     gives the order otherwise;
- *   - --logits with another suffix is a usage error (exit 2).
+ *   - --logits with another suffix is a usage error (exit 2);
+ *   - the checkpoint's own config: `vitrain eval --checkpoint RUN/last.safetensors` without
+ *     CONFIG reproduces the run's final accuracy (a RoPE-Axial run on synthetic data);
+ *     a CONFIG or --set that changes a key defining the model or its PE (pe.kind, pe.theta,
+ *     model.width) is a config error (exit 2) naming each key with both values, while data
+ *     and eval keys may differ; a file without a stored config (timm's) needs a CONFIG.
  */
 #include <math.h>
 #include <stdio.h>
@@ -174,6 +179,65 @@ static void test_no_train_split(const char *cfg, const char *ckpt) {
     run("mv %s/folder/train.away %s/folder/train", tmp, tmp);
 }
 
+static double final_top1(const char *log) {
+    char *s = slurp(log, NULL);
+    const char *p = s ? strstr(s, "final: top-1 ") : NULL;
+    double v = p ? atof(p + strlen("final: top-1 ")) : -1;
+    free(s);
+    return v;
+}
+
+static double json_top1(const char *out) {
+    char *s = slurp(out, NULL);
+    const char *p = s ? strstr(s, "\"top1\":") : NULL;
+    double v = p ? atof(p + 7) : -1;
+    free(s);
+    return v;
+}
+
+static void test_checkpoint_config(void) {
+    char run_dir[256], log[256], out[256], err[256];
+    snprintf(run_dir, sizeof run_dir, "%s/run", tmp);
+    snprintf(log, sizeof log, "%s/run.log", tmp);
+    snprintf(out, sizeof out, "%s/ck.out", tmp);
+    snprintf(err, sizeof err, "%s/ck.err", tmp);
+    int rc = run("%s configs/synthetic_tiny.json --set pe.kind=rope_axial --set train.epochs=1 --run-dir %s "
+                 "--threads 1 --set runtime.progress=never 2>%s", bin, run_dir, log);
+    CHECK(rc == 0, "rope_axial run: exit %d", rc);
+    double final = final_top1(log);
+    rc = run("%s eval --checkpoint %s/last.safetensors --threads 1 >%s 2>%s", bin, run_dir, out, err);
+    CHECK(rc == 0 && fabs(json_top1(out) - final) < 0.006,
+          "eval without CONFIG: exit %d, top-1 %.2f%%, the run's final %.2f%%", rc, json_top1(out), final);
+    rc = run("%s eval %s/config.json --checkpoint %s/last.safetensors --set eval.batch_size=7 --threads 1 >%s 2>%s",
+             bin, run_dir, run_dir, out, err);
+    CHECK(rc == 0 && fabs(json_top1(out) - final) < 0.006, "eval with the run's config.json: exit %d", rc);
+    struct {
+        const char *args, *want1, *want2;
+    } bad[] = {
+        {"configs/synthetic_tiny.json", "pe.kind: \"ape\" vs \"rope_axial\"", "configs/synthetic_tiny.json: "},
+        {"--set pe.theta=50", "pe.theta: 50 vs 100", "1 key that defines the model differs"},
+        {"--set pe.kind=none", "pe.kind: \"none\" vs \"rope_axial\"", "(--set value vs checkpoint value)"},
+        {"RUN/config.json --set model.width=16 --set model.heads=2", "model.width: 16 vs 32", "Data and eval keys may differ"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char args[512];
+        snprintf(args, sizeof args, "%s", bad[i].args);
+        if (!strncmp(args, "RUN/", 4)) snprintf(args, sizeof args, "%s/%s", run_dir, bad[i].args + 4);
+        rc = run("%s eval %s --checkpoint %s/last.safetensors --threads 1 >%s 2>%s", bin, args, run_dir, out, err);
+        CHECK(rc == 2 && contains(err, "vitrain: config error: ") && contains(err, bad[i].want1) &&
+                  contains(err, bad[i].want2),
+              "eval %s: exit %d", bad[i].args, rc);
+    }
+    /* data and eval keys may differ */
+    rc = run("%s eval --checkpoint %s/last.safetensors --set data.val_size=100 --set eval.batch_size=9 "
+             "--resolutions 16,20 --threads 1 >%s 2>%s", bin, run_dir, out, err);
+    CHECK(rc == 0 && contains(out, "\"n\":100,\"resolution\":20"), "data and eval keys changed: exit %d", rc);
+    /* a file without a config */
+    rc = run("%s eval --checkpoint tests/fixtures/timm/vit_ape.safetensors >%s 2>%s", bin, out, err);
+    CHECK(rc == 2 && contains(err, "has no __metadata__[\"config\"]") && contains(err, "give the CONFIG"),
+          "timm file without CONFIG: exit %d", rc);
+}
+
 int main(void) {
     const char *b = getenv("VT_BIN");
     snprintf(bin, sizeof bin, "%s", b && b[0] ? b : "./vitrain");
@@ -203,6 +267,7 @@ int main(void) {
     vt_vit_free(&m);
     test_logits(cfg_path, ckpt);
     test_no_train_split(cfg_path, ckpt);
+    test_checkpoint_config();
     run("rm -rf %s", tmp);
     return test_summary();
 }

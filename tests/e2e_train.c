@@ -336,7 +336,7 @@ static void test_usage_errors(void) {
         {CFG " --set model.no_such_key=1", "model.no_such_key"},
         {CFG " --set model.heads=3", "heads"},
         {"eval " CFG, "--checkpoint"},
-        {"eval --checkpoint x.safetensors", "missing CONFIG"},
+        {"eval --checkpoint tests/fixtures/timm/vit_ape.safetensors", "give the CONFIG"},
         {"info " CFG " --resume x", "--resume"},
         {"no_such_config.json", "no_such_config.json"},
         {CFG " --resume /nonexistent/run/dir", "/nonexistent/run/dir"},
