@@ -231,6 +231,10 @@ def to_timm(tensors, cfg):
         notes.append("the fixed sin-cos table is written as pos_embed: equal at img_size; timm "
                      "resamples it bicubic at other sizes (vitrain recomputes it) and trains it "
                      "unless you call model.pos_embed.requires_grad_(False)")
+    if abs_pe == "learned":
+        notes.append("other image sizes (timm: dynamic_img_size=True) resample pos_embed with "
+                     "antialias=True, a PIL-style bicubic (a = -0.5), where vitrain resamples without "
+                     "(a = -0.75, position-encodings.md 2.1): the logits agree at img_size only")
     if not eva:
         kw["pos_embed"] = "learn" if abs_pe in ("learned", "sincos") else "none"
         return reorder(out, tensors), "vit", kw, notes
