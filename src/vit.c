@@ -57,19 +57,24 @@
 
 typedef enum { INIT_ZERO, INIT_ONE, INIT_LAYER_SCALE, INIT_TRUNC, INIT_CLS, INIT_CONV, INIT_PE } init_kind;
 
+/* The parameter list as declare_params builds it: each parameter's name, shape, place in
+ * the flat buffer, initialisation and the named field (vt_vit, vt_vit_block or the PE's
+ * vt_pe_param) that becomes its view once the buffers exist. */
 typedef struct {
     vt_param *p;
     init_kind *init;
+    vt_tensor ***field;
     int n, cap;
     int64_t total;
 } layout;
 
-static void add_param(layout *l, const char *name, int ndim, const int64_t *shape, int decay,
-                      init_kind init) {
+static void add_param(layout *l, vt_tensor **field, const char *name, int ndim, const int64_t *shape,
+                      int decay, init_kind init) {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 64;
         l->p = vt_xrealloc(l->p, (size_t)l->cap * sizeof *l->p);
         l->init = vt_xrealloc(l->init, (size_t)l->cap * sizeof *l->init);
+        l->field = vt_xrealloc(l->field, (size_t)l->cap * sizeof *l->field);
     }
     vt_param *p = &l->p[l->n];
     memset(p, 0, sizeof *p);
@@ -91,57 +96,53 @@ static void add_param(layout *l, const char *name, int ndim, const int64_t *shap
     p->decay = decay;
     p->offset = l->total;
     l->init[l->n] = init;
+    l->field[l->n] = field;
     l->total += size;
     l->n++;
 }
 
 #define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
 
-static void add_block(layout *l, const vt_vit *m, int i) {
+static void declare_block(layout *l, const vt_vit *m, int i, vt_vit_block *b) {
     char nm[96];
     int64_t D = m->D, Hd = m->mlp_hidden;
+    int ls = m->cfg.model.layer_scale > 0;
 #define NAME(s) (snprintf(nm, sizeof nm, "blocks.%d.%s", i, s), nm)
-    add_param(l, NAME("norm1.weight"), 1, SHAPE(D), 0, INIT_ONE);
-    add_param(l, NAME("norm1.bias"), 1, SHAPE(D), 0, INIT_ZERO);
-    add_param(l, NAME("attn.qkv.weight"), 2, SHAPE(3 * D, D), 1, INIT_TRUNC);
-    if (m->cfg.model.qkv_bias) add_param(l, NAME("attn.qkv.bias"), 1, SHAPE(3 * D), 0, INIT_ZERO);
-    add_param(l, NAME("attn.proj.weight"), 2, SHAPE(D, D), 1, INIT_TRUNC);
-    add_param(l, NAME("attn.proj.bias"), 1, SHAPE(D), 0, INIT_ZERO);
-    if (m->cfg.model.layer_scale > 0) add_param(l, NAME("ls1.gamma"), 1, SHAPE(D), 0, INIT_LAYER_SCALE);
-    add_param(l, NAME("norm2.weight"), 1, SHAPE(D), 0, INIT_ONE);
-    add_param(l, NAME("norm2.bias"), 1, SHAPE(D), 0, INIT_ZERO);
-    add_param(l, NAME("mlp.fc1.weight"), 2, SHAPE(Hd, D), 1, INIT_TRUNC);
-    add_param(l, NAME("mlp.fc1.bias"), 1, SHAPE(Hd), 0, INIT_ZERO);
-    add_param(l, NAME("mlp.fc2.weight"), 2, SHAPE(D, Hd), 1, INIT_TRUNC);
-    add_param(l, NAME("mlp.fc2.bias"), 1, SHAPE(D), 0, INIT_ZERO);
-    if (m->cfg.model.layer_scale > 0) add_param(l, NAME("ls2.gamma"), 1, SHAPE(D), 0, INIT_LAYER_SCALE);
+    add_param(l, &b->norm1_w, NAME("norm1.weight"), 1, SHAPE(D), 0, INIT_ONE);
+    add_param(l, &b->norm1_b, NAME("norm1.bias"), 1, SHAPE(D), 0, INIT_ZERO);
+    add_param(l, &b->qkv_w, NAME("attn.qkv.weight"), 2, SHAPE(3 * D, D), 1, INIT_TRUNC);
+    if (m->cfg.model.qkv_bias) add_param(l, &b->qkv_b, NAME("attn.qkv.bias"), 1, SHAPE(3 * D), 0, INIT_ZERO);
+    add_param(l, &b->proj_w, NAME("attn.proj.weight"), 2, SHAPE(D, D), 1, INIT_TRUNC);
+    add_param(l, &b->proj_b, NAME("attn.proj.bias"), 1, SHAPE(D), 0, INIT_ZERO);
+    if (ls) add_param(l, &b->ls1, NAME("ls1.gamma"), 1, SHAPE(D), 0, INIT_LAYER_SCALE);
+    add_param(l, &b->norm2_w, NAME("norm2.weight"), 1, SHAPE(D), 0, INIT_ONE);
+    add_param(l, &b->norm2_b, NAME("norm2.bias"), 1, SHAPE(D), 0, INIT_ZERO);
+    add_param(l, &b->fc1_w, NAME("mlp.fc1.weight"), 2, SHAPE(Hd, D), 1, INIT_TRUNC);
+    add_param(l, &b->fc1_b, NAME("mlp.fc1.bias"), 1, SHAPE(Hd), 0, INIT_ZERO);
+    add_param(l, &b->fc2_w, NAME("mlp.fc2.weight"), 2, SHAPE(D, Hd), 1, INIT_TRUNC);
+    add_param(l, &b->fc2_b, NAME("mlp.fc2.bias"), 1, SHAPE(D), 0, INIT_ZERO);
+    if (ls) add_param(l, &b->ls2, NAME("ls2.gamma"), 1, SHAPE(D), 0, INIT_LAYER_SCALE);
 #undef NAME
 }
 
-/* The tensors of block i, in the order add_block declares them (optional ones NULL). */
-typedef struct {
-    vt_tensor *n1w, *n1b, *qkvw, *qkvb, *projw, *projb, *ls1;
-    vt_tensor *n2w, *n2b, *fc1w, *fc1b, *fc2w, *fc2b, *ls2;
-} block_params;
-
-static void get_block(vt_vit *m, int i, block_params *b) {
-    vt_param *p = m->p + m->block_p0 + (size_t)i * m->block_np;
-    int k = 0, ls = m->cfg.model.layer_scale > 0;
-    b->n1w = &p[k++].t;
-    b->n1b = &p[k++].t;
-    b->qkvw = &p[k++].t;
-    b->qkvb = m->cfg.model.qkv_bias ? &p[k++].t : NULL;
-    b->projw = &p[k++].t;
-    b->projb = &p[k++].t;
-    b->ls1 = ls ? &p[k++].t : NULL;
-    b->n2w = &p[k++].t;
-    b->n2b = &p[k++].t;
-    b->fc1w = &p[k++].t;
-    b->fc1b = &p[k++].t;
-    b->fc2w = &p[k++].t;
-    b->fc2b = &p[k++].t;
-    b->ls2 = ls ? &p[k++].t : NULL;
-    VT_ASSERT(k == m->block_np, "block layout mismatch: %d tensors, expected %d", k, m->block_np);
+/* Every parameter in the order of the flat buffer (= timm's named_parameters(), see the
+ * file header), each with the named field it binds to: the one place that says the
+ * order, so checkpoints, the optimizer state and the parity fixtures follow from it. */
+static void declare_params(layout *l, vt_vit *m) {
+    int64_t D = m->D;
+    add_param(l, &m->cls_token, "cls_token", 3, SHAPE(1, 1, D), 0, INIT_CLS);
+    for (int i = 0; i < m->pe->n_params; i++) {
+        vt_pe_param *pp = &m->pe->params[i];
+        add_param(l, &pp->t, pp->name, pp->ndim, pp->shape, 0, INIT_PE);
+    }
+    add_param(l, &m->patch_w, "patch_embed.proj.weight", 4, SHAPE(D, m->embed_chans, m->P, m->P), 1, INIT_CONV);
+    add_param(l, &m->patch_b, "patch_embed.proj.bias", 1, SHAPE(D), 0, INIT_CONV);
+    for (int i = 0; i < m->L; i++) declare_block(l, m, i, &m->blocks[i]);
+    int avg = m->cfg.model.pool == VT_POOL_AVG;
+    add_param(l, &m->norm_w, avg ? "fc_norm.weight" : "norm.weight", 1, SHAPE(D), 0, INIT_ONE);
+    add_param(l, &m->norm_b, avg ? "fc_norm.bias" : "norm.bias", 1, SHAPE(D), 0, INIT_ZERO);
+    add_param(l, &m->head_w, "head.weight", 2, SHAPE(m->num_classes, D), 1, INIT_TRUNC);
+    add_param(l, &m->head_b, "head.bias", 1, SHAPE(m->num_classes), 0, INIT_ZERO);
 }
 
 /* The model's rules are resolve's (resolve.c): a config reaching here satisfies them. */
@@ -179,27 +180,10 @@ vt_status vt_vit_init(vt_vit *m, const vt_config *cfg, uint64_t seed) {
     m->pe = vt_pe_create(cfg, m->D, m->L, m->H);
 
     layout l = {0};
-    int64_t D = m->D;
-    add_param(&l, "cls_token", 3, SHAPE(1, 1, D), 0, INIT_CLS);
-    int pe0 = l.n;
-    for (int i = 0; i < m->pe->n_params; i++)
-        add_param(&l, m->pe->params[i].name, m->pe->params[i].ndim, m->pe->params[i].shape, 0, INIT_PE);
-    add_param(&l, "patch_embed.proj.weight", 4, SHAPE(D, m->embed_chans, m->P, m->P), 1, INIT_CONV);
-    add_param(&l, "patch_embed.proj.bias", 1, SHAPE(D), 0, INIT_CONV);
-    m->block_p0 = l.n;
-    for (int i = 0; i < m->L; i++) {
-        add_block(&l, m, i);
-        if (i == 0) m->block_np = l.n - m->block_p0;
-    }
-    const char *fn = mc->pool == VT_POOL_AVG ? "fc_norm" : "norm";
-    char nm[96];
-    snprintf(nm, sizeof nm, "%s.weight", fn);
-    add_param(&l, nm, 1, SHAPE(D), 0, INIT_ONE);
-    snprintf(nm, sizeof nm, "%s.bias", fn);
-    add_param(&l, nm, 1, SHAPE(D), 0, INIT_ZERO);
-    add_param(&l, "head.weight", 2, SHAPE(m->num_classes, D), 1, INIT_TRUNC);
-    add_param(&l, "head.bias", 1, SHAPE(m->num_classes), 0, INIT_ZERO);
-
+    m->blocks = vt_xcalloc((size_t)m->L, sizeof *m->blocks);
+    declare_params(&l, m);
+    for (int i = 0; i < l.n; i++) *l.field[i] = &l.p[i].t; /* l.p is complete: views stay put */
+    free(l.field);
     m->p = l.p;
     m->n_p = l.n;
     m->n_params = l.total;
@@ -218,7 +202,6 @@ vt_status vt_vit_init(vt_vit *m, const vt_config *cfg, uint64_t seed) {
         m->p[i].t.data = m->params + m->p[i].offset;
         m->p[i].t.grad = m->grads + m->p[i].offset;
     }
-    for (int i = 0; i < m->pe->n_params; i++) m->pe->params[i].t = &m->p[pe0 + i].t;
 
     m->seed = seed;
     if (mc->attention == VT_ATTN_PERFORMER) {
@@ -262,6 +245,7 @@ vt_status vt_vit_init(vt_vit *m, const vt_config *cfg, uint64_t seed) {
 
 void vt_vit_free(vt_vit *m) {
     vt_pe_free(m->pe);
+    free(m->blocks);
     free(m->p);
     free(m->params);
     free(m->grads);
@@ -293,15 +277,14 @@ static double block_scope_grad_floats(const vt_vit *m, double N, int mlp_dropout
  * block's intermediate activations are given back once its output is computed. */
 static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     const vt_model_config *mc = &m->cfg.model;
-    block_params b;
-    get_block(m, i, &b);
+    const vt_vit_block *b = &m->blocks[i];
     float drop = (float)mc->drop_rate;
     float dpr = m->L > 1 ? (float)(mc->drop_path * i / (m->L - 1)) : 0.0f;
 
     vt_tape_scope_begin(t);
-    vt_tensor *qkvw = b.qkvw, *qkvb = b.qkvb;
+    vt_tensor *qkvw = b->qkv_w, *qkvb = b->qkv_b;
     vt_pe_fold_qkv(m->pe, t, i, &qkvw, &qkvb);
-    vt_tensor *qkv = vt_op_layernorm_linear(t, x, b.n1w, b.n1b, LN_EPS, qkvw, qkvb);
+    vt_tensor *qkv = vt_op_layernorm_linear(t, x, b->norm1_w, b->norm1_b, LN_EPS, qkvw, qkvb);
     vt_tensor *a, *q, *k, *v;
     float scale = 1.0f / sqrtf((float)m->hd), attn_drop = (float)mc->attn_drop_rate;
     int keep = vt_attention_keep_probs((int)qkv->shape[1], m->hd);
@@ -317,22 +300,22 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     } else { /* q and k as projected: straight from qkv, no split (bitwise the same) */
         a = vt_op_attention_qkv(t, qkv, m->H, scale, attn_drop, keep);
     }
-    a = vt_op_linear(t, a, b.projw, b.projb);
+    a = vt_op_linear(t, a, b->proj_w, b->proj_b);
     a = vt_op_dropout(t, a, drop);
-    if (b.ls1) a = vt_op_mul_channels(t, a, b.ls1);
+    if (b->ls1) a = vt_op_mul_channels(t, a, b->ls1);
     a = vt_op_drop_path(t, a, dpr);
     x = vt_op_add(t, x, a);
 
-    vt_tensor *h = vt_op_layernorm_linear(t, x, b.n2w, b.n2b, LN_EPS, b.fc1w, b.fc1b);
+    vt_tensor *h = vt_op_layernorm_linear(t, x, b->norm2_w, b->norm2_b, LN_EPS, b->fc1_w, b->fc1_b);
     if (mlp_dropout_active(m, t)) {
         h = vt_op_gelu(t, h);
         h = vt_op_dropout(t, h, drop);
-        h = vt_op_linear(t, h, b.fc2w, b.fc2b);
+        h = vt_op_linear(t, h, b->fc2_w, b->fc2_b);
     } else { /* no dropout between them: the fused op, which does not keep gelu(h) */
-        h = vt_op_gelu_linear(t, h, b.fc2w, b.fc2b);
+        h = vt_op_gelu_linear(t, h, b->fc2_w, b->fc2_b);
     }
     h = vt_op_dropout(t, h, drop);
-    if (b.ls2) h = vt_op_mul_channels(t, h, b.ls2);
+    if (b->ls2) h = vt_op_mul_channels(t, h, b->ls2);
     h = vt_op_drop_path(t, h, dpr);
     vt_tape_scope_end(t);
     return vt_tape_scope_result(t, vt_op_add(t, x, h));
@@ -353,9 +336,8 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {
         for (int64_t b = 0; b < B; b++)
             memcpy(img->data + b * per_out, images->data + b * per_in, per_out * sizeof(float));
     }
-    int pi = m->block_p0 - 2;
-    vt_tensor *x = vt_op_patch_embed(t, img, &m->p[pi].t, &m->p[pi + 1].t, m->P);
-    x = vt_op_cat_cls(t, &m->p[0].t, x);
+    vt_tensor *x = vt_op_patch_embed(t, img, m->patch_w, m->patch_b, m->P);
+    x = vt_op_cat_cls(t, m->cls_token, x);
     int grid = (int)(S / m->P);
     vt_pe_prepare(m->pe, t, grid, grid, images);
     x = vt_pe_add_ape(m->pe, t, x);
@@ -368,17 +350,10 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {
     }
     for (int i = 0; i < m->L; i++) x = block_forward(m, t, i, x);
 
-    int fi = m->block_p0 + m->L * m->block_np;
-    vt_tensor *feat;
-    if (m->cfg.model.pool == VT_POOL_AVG) {
-        feat = vt_op_mean_tokens(t, x, 1);
-        feat = vt_op_layernorm(t, feat, &m->p[fi].t, &m->p[fi + 1].t, LN_EPS);
-    } else {
-        feat = vt_op_select_token(t, x, 0);
-        feat = vt_op_layernorm(t, feat, &m->p[fi].t, &m->p[fi + 1].t, LN_EPS);
-    }
+    vt_tensor *feat = m->cfg.model.pool == VT_POOL_AVG ? vt_op_mean_tokens(t, x, 1) : vt_op_select_token(t, x, 0);
+    feat = vt_op_layernorm(t, feat, m->norm_w, m->norm_b, LN_EPS);
     feat = vt_op_dropout(t, feat, (float)m->cfg.model.drop_rate);
-    return vt_op_linear(t, feat, &m->p[fi + 2].t, &m->p[fi + 3].t);
+    return vt_op_linear(t, feat, m->head_w, m->head_b);
 }
 
 /* Training memory per image in floats (analytic estimate), as block_forward keeps it:

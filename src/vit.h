@@ -30,6 +30,18 @@ typedef struct vt_param {
     int64_t ckpt_shape[8];
 } vt_param;
 
+/* One block's parameters, named views into the flat buffers (optional ones NULL). */
+typedef struct vt_vit_block {
+    vt_tensor *norm1_w, *norm1_b;   /* norm1 (D) */
+    vt_tensor *qkv_w, *qkv_b;       /* attn.qkv (3D, D), (3D); qkv_b NULL without qkv_bias */
+    vt_tensor *proj_w, *proj_b;     /* attn.proj (D, D), (D) */
+    vt_tensor *ls1;                 /* ls1.gamma (D); NULL without layer_scale */
+    vt_tensor *norm2_w, *norm2_b;   /* norm2 (D) */
+    vt_tensor *fc1_w, *fc1_b;       /* mlp.fc1 (mlp_hidden, D), (mlp_hidden) */
+    vt_tensor *fc2_w, *fc2_b;       /* mlp.fc2 (D, mlp_hidden), (D) */
+    vt_tensor *ls2;                 /* ls2.gamma (D); NULL without layer_scale */
+} vt_vit_block;
+
 typedef struct vt_vit {
     vt_config cfg;       /* resolved config the model was built from */
     int D, L, H, hd, P;  /* width, depth, heads, head dim, patch */
@@ -37,12 +49,17 @@ typedef struct vt_vit {
     int img_size;        /* training resolution */
     float *params, *grads;
     int64_t n_params;    /* elements in params/grads */
-    vt_param *p;
+    vt_param *p;         /* every parameter, in flat-buffer order */
     int n_p;
+    /* The same parameters by name (vit.c's declare_params is the one place that gives
+     * their order); the position encoding's are in pe->params. */
+    vt_tensor *cls_token;              /* (1, 1, D) */
+    vt_tensor *patch_w, *patch_b;      /* patch_embed.proj (D, embed_chans, P, P), (D) */
+    vt_vit_block *blocks;              /* L */
+    vt_tensor *norm_w, *norm_b;        /* final norm (D): "norm" (pool token) or "fc_norm" (pool avg) */
+    vt_tensor *head_w, *head_b;        /* head (num_classes, D), (num_classes) */
     struct vt_pe *pe;
     int mlp_hidden;      /* int(mlp_ratio * D), as timm */
-    int block_p0;        /* index in p of blocks.0's first parameter */
-    int block_np;        /* parameters per block (blocks are contiguous in p) */
     /* Performer attention (model.attention = performer): the fixed random features
      * w (L, H, m, hd) (src/performer_features.h), saved in checkpoints as
      * "pe.performer_w". Not a parameter: outside the flat buffers, no gradient, no decay,

@@ -107,6 +107,49 @@ typedef struct {
     int decay;
 } want_param;
 
+/* Whether each named field of m is the view of the parameter of its timm name (NULL
+ * exactly when the model has no such parameter); prints the first that is not. */
+static int named_fields_ok(vt_vit *m) {
+    const char *fn = vt_vit_find(m, "fc_norm.weight") ? "fc_norm" : "norm";
+    char nw[32], nb[32];
+    snprintf(nw, sizeof nw, "%s.weight", fn);
+    snprintf(nb, sizeof nb, "%s.bias", fn);
+    struct {
+        const vt_tensor *field;
+        const char *name;
+    } top[] = {{m->cls_token, "cls_token"}, {m->patch_w, "patch_embed.proj.weight"},
+               {m->patch_b, "patch_embed.proj.bias"}, {m->norm_w, nw}, {m->norm_b, nb},
+               {m->head_w, "head.weight"}, {m->head_b, "head.bias"}};
+    for (size_t j = 0; j < sizeof top / sizeof top[0]; j++) {
+        const vt_param *p = vt_vit_find(m, top[j].name);
+        if (!p || top[j].field != &p->t) {
+            fprintf(stderr, "  field for %s is not its view\n", top[j].name);
+            return 0;
+        }
+    }
+    for (int i = 0; i < m->L; i++) {
+        const vt_vit_block *b = &m->blocks[i];
+        struct {
+            const vt_tensor *field;
+            const char *suffix;
+        } blk[] = {{b->norm1_w, "norm1.weight"}, {b->norm1_b, "norm1.bias"}, {b->qkv_w, "attn.qkv.weight"},
+                   {b->qkv_b, "attn.qkv.bias"}, {b->proj_w, "attn.proj.weight"}, {b->proj_b, "attn.proj.bias"},
+                   {b->ls1, "ls1.gamma"}, {b->norm2_w, "norm2.weight"}, {b->norm2_b, "norm2.bias"},
+                   {b->fc1_w, "mlp.fc1.weight"}, {b->fc1_b, "mlp.fc1.bias"}, {b->fc2_w, "mlp.fc2.weight"},
+                   {b->fc2_b, "mlp.fc2.bias"}, {b->ls2, "ls2.gamma"}};
+        for (size_t j = 0; j < sizeof blk / sizeof blk[0]; j++) {
+            char nm[96];
+            snprintf(nm, sizeof nm, "blocks.%d.%s", i, blk[j].suffix);
+            const vt_param *p = vt_vit_find(m, nm);
+            if (p ? blk[j].field != &p->t : blk[j].field != NULL) {
+                fprintf(stderr, "  field for %s is not its view\n", nm);
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
 static void test_names(void) {
     vt_config c = (small_cfg("model.layer_scale=0.1"));
     vt_vit m;
@@ -185,6 +228,7 @@ static void test_names(void) {
     int gam = g != NULL;
     for (int i = 0; gam && i < 8; i++) gam = g->t.data[i] == 0.1f;
     CHECK(gam, "LayerScale gamma = model.layer_scale");
+    CHECK(named_fields_ok(&m), "named fields are the views of their parameters");
     vt_vit_free(&m);
 
     /* pool avg: fc_norm instead of norm; qkv_bias off: no qkv.bias; none: no pos_embed. */
@@ -196,6 +240,7 @@ static void test_names(void) {
     CHECK(!vt_vit_find(&m, "pos_embed"), "pe none: no pos_embed");
     CHECK(!vt_vit_find(&m, "blocks.0.ls1.gamma"), "layer_scale 0: no gamma");
     CHECK(m.n_p == 3 + 2 * 11 + 4, "parameter count without optional tensors: %d", m.n_p);
+    CHECK(named_fields_ok(&m), "named fields without optional tensors: NULL where absent");
     vt_vit_free(&m);
 }
 
