@@ -8,6 +8,8 @@
 # Exit status: non-zero if any binary failed or printed no summary line.
 set -u
 BUILD=${BUILD:-build}
+# Every binary runs with the tape's protocol checks on (checking mode, src/tape.h).
+export VT_TAPE_CHECK=${VT_TAPE_CHECK:-1}
 cd "$(dirname "$0")/.."
 
 isas="scalar"

@@ -1,6 +1,8 @@
-/* tape.c - record/replay of backward closures, the tape scratch and grad scopes. */
+/* tape.c - record/replay of backward closures, the tape scratch, grad scopes and the
+ * checks of their protocol (tape.h). */
 #include "tape.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +28,15 @@ void vt_tape_init(vt_tape *t, vt_arena *arena) {
     t->n_scoped = t->cap_scoped = 0;
     t->retired = NULL;
     t->n_retired = 0;
+    const char *check = getenv("VT_TAPE_CHECK");
+    VT_ASSERT(!check || !*check || strcmp(check, "0") == 0 || strcmp(check, "1") == 0,
+              "VT_TAPE_CHECK: expected 0 or 1, found '%s'", check);
+    t->check = check && strcmp(check, "1") == 0;
+    t->scope_seq = 0;
+    t->counted = t->watch = NULL;
+    t->n_counted = t->cap_counted = t->n_watch = t->cap_watch = t->n_checked = 0;
+    t->counted_at = NULL;
+    t->counted_line = 0;
 }
 
 /* Free the regions replaced during the last step (their scopes are gone). */
@@ -50,6 +61,19 @@ void vt_tape_free(vt_tape *t) {
     t->scoped = NULL;
     t->n_scoped = t->cap_scoped = 0;
     free_retired(t);
+    free(t->counted);
+    free(t->watch);
+    t->counted = t->watch = NULL;
+    t->n_counted = t->cap_counted = t->n_watch = t->cap_watch = 0;
+}
+
+/* Append x to a growable list of tensors. */
+static void push(vt_tensor ***list, int *n, int *cap, vt_tensor *x) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 16;
+        *list = vt_xrealloc(*list, (size_t)*cap * sizeof **list);
+    }
+    (*list)[(*n)++] = x;
 }
 
 void vt_tape_clear(vt_tape *t) {
@@ -57,6 +81,8 @@ void vt_tape_clear(vt_tape *t) {
     t->open_scope = t->last_scope = NULL;
     t->n_scoped = 0;
     t->fwd_scope = 0;
+    t->scope_seq = 0;
+    t->n_counted = t->n_watch = 0;
     free_retired(t);
 }
 
@@ -69,6 +95,8 @@ void vt_tape_record(vt_tape *t, const char *name, vt_backward_fn fn, void *ctx) 
     t->entries[t->n].fn = fn;
     t->entries[t->n].ctx = ctx;
     t->entries[t->n].name = name;
+    for (int i = 0; i < t->n_counted; i++) t->counted[i]->grad_consumer = t->n;
+    t->n_counted = 0;
     t->n++;
 }
 
@@ -84,15 +112,30 @@ float *vt_tape_scratch(vt_tape *t, size_t floats) {
 
 void *vt_tape_ctx(vt_tape *t, size_t bytes) { return vt_arena_alloc(t->arena, bytes); }
 
-int vt_tape_wants_grad(const vt_tape *t, vt_tensor *a, vt_tensor *b, vt_tensor *c) {
+int vt_tape_wants_grad_at(vt_tape *t, vt_tensor *a, vt_tensor *b, vt_tensor *c, const char *file, int line) {
     if (!t->grad_enabled) return 0;
     vt_tensor *in[3] = {a, b, c};
     int g = 0;
-    for (int i = 0; i < 3; i++)
-        if (in[i] && in[i]->grad) {
-            in[i]->grad_users++;
-            g = 1;
+    for (int i = 0; i < 3; i++) {
+        vt_tensor *x = in[i];
+        if (!x || !x->grad) continue;
+        if (x->grad_scope && x->grad_scope != t->scope_seq) {
+            char sb[64];
+            vt_assert_fail(file, line,
+                           "tape protocol: an op recorded after grad scope %d began consumes a tensor %s "
+                           "made in grad scope %d, whose gradient later scopes reuse (rule 1, tape.h: "
+                           "consume a scope's tensors before the next scope begins, or make them after "
+                           "its vt_tape_scope_end)",
+                           t->scope_seq, vt_shape_str(x, sb, sizeof sb), x->grad_scope);
         }
+        x->grad_users++;
+        if (!t->n_counted) {
+            t->counted_at = file;
+            t->counted_line = line;
+        }
+        push(&t->counted, &t->n_counted, &t->cap_counted, x);
+        g = 1;
+    }
     return g;
 }
 
@@ -101,7 +144,7 @@ void vt_tape_can_overwrite(vt_tensor *x) { x->grad_overwrite = 1; }
 int vt_tape_grad_fresh(const vt_tensor *x) { return x->grad_scoped && x->grad_users == 1 && x->grad_overwrite; }
 
 typedef struct vt_scope_ctx {
-    const vt_tape *t;
+    vt_tape *t;
     unsigned char *region;
     size_t bytes;                      /* filled in by vt_tape_scope_end */
     const struct vt_scope_ctx *prev;   /* the scope whose backward runs next */
@@ -120,11 +163,85 @@ static void zero_bytes(unsigned char *region, size_t s, size_t e) {
     }
 }
 
+/* Checking mode. A fresh gradient is filled with POISON, a signalling NaN: copies keep
+ * its bits, arithmetic on it gives other bits (the quiet NaN POISON_QUIET when it is
+ * added to), so a gradient its consumer wrote whole holds neither. */
+#define POISON 0x7fa0deadu
+#define POISON_QUIET 0x7fe0deadu
+
+static uint32_t bits_at(const float *g, int64_t i) {
+    uint32_t u;
+    memcpy(&u, g + i, sizeof u);
+    return u;
+}
+
+/* Fill scope q's fresh gradients with POISON and watch them until their consumer runs. */
+static void poison_fresh(vt_tape *t, const scope_ctx *q) {
+    const uint32_t bits = POISON;
+    float v;
+    memcpy(&v, &bits, sizeof v);
+    for (int i = 0; i < q->count; i++) {
+        vt_tensor *x = t->scoped[q->first + i];
+        if (!vt_tape_grad_fresh(x)) continue;
+        for (int64_t e = 0; e < x->size; e++) x->grad[e] = v;
+        push(&t->watch, &t->n_watch, &t->cap_watch, x);
+    }
+}
+
+/* Before entry i runs: a watched gradient whose consumer it is still holds only POISON. */
+static void check_before(const vt_tape *t, int i) {
+    for (int w = 0; w < t->n_watch; w++) {
+        const vt_tensor *x = t->watch[w];
+        if (x->grad_consumer != i) continue;
+        for (int64_t e = 0; e < x->size; e++) {
+            char sb[64];
+            VT_ASSERT(bits_at(x->grad, e) == POISON,
+                      "tape protocol: the fresh gradient of a tensor %s (grad scope %d) changed before the "
+                      "backward of '%s', its one counted consumer (element %lld): an op recorded after "
+                      "'%s' writes it without counting it with vt_tape_wants_grad (rule 2, tape.h)",
+                      vt_shape_str(x, sb, sizeof sb), x->grad_scope, t->entries[i].name, (long long)e,
+                      t->entries[i].name);
+        }
+    }
+}
+
+/* After entry i ran: the gradients it consumes are written whole (and no longer watched);
+ * the others' first and last elements still hold POISON (else entry i wrote them). */
+static void check_after(vt_tape *t, int i) {
+    char sb[64];
+    int kept = 0;
+    for (int w = 0; w < t->n_watch; w++) {
+        vt_tensor *x = t->watch[w];
+        if (x->grad_consumer != i) {
+            VT_ASSERT(bits_at(x->grad, 0) == POISON && bits_at(x->grad, x->size - 1) == POISON,
+                      "tape protocol: the backward of '%s' wrote the fresh gradient of a tensor %s (grad "
+                      "scope %d) whose one counted consumer is '%s': an op counts with vt_tape_wants_grad "
+                      "every input whose gradient it writes (rule 2, tape.h)",
+                      t->entries[i].name, vt_shape_str(x, sb, sizeof sb), x->grad_scope,
+                      t->entries[x->grad_consumer].name);
+            t->watch[kept++] = x;
+            continue;
+        }
+        for (int64_t e = 0; e < x->size; e++) {
+            uint32_t u = bits_at(x->grad, e);
+            VT_ASSERT(u != POISON && u != POISON_QUIET,
+                      "tape protocol: '%s' said vt_tape_can_overwrite for a tensor %s (grad scope %d), but "
+                      "its backward %s element %lld of the gradient (rule 2, tape.h: with "
+                      "vt_tape_grad_fresh true, write all of it without reading it)",
+                      t->entries[i].name, vt_shape_str(x, sb, sizeof sb), x->grad_scope,
+                      u == POISON ? "did not write" : "read the stale value of", (long long)e);
+        }
+        t->n_checked++;
+    }
+    t->n_watch = kept;
+}
+
 /* The backward of a scope, after all of its ops': zero the region bytes its grads used,
  * but the fresh gradients of the scope whose backward comes next (its consumers write
- * them before anything reads them). A next scope in another region (the region grew
- * between them) finds its region all zero: the previous step ended on a full cleanup
- * (the step's first scope has no next one). */
+ * them before anything reads them; in checking mode they are filled with POISON). A
+ * next scope in another region (the region grew between them) finds its region all
+ * zero: the previous step ended on a full cleanup (the step's first scope has no next
+ * one). */
 static void scope_zero_bwd(void *p) {
     const scope_ctx *c = p;
     const scope_ctx *q = c->prev && c->prev->region == c->region ? c->prev : NULL;
@@ -138,11 +255,15 @@ static void scope_zero_bwd(void *p) {
         if (e > at) at = e;
     }
     if (at < c->bytes) zero_bytes(c->region, at, c->bytes);
+    if (c->t->check && c->prev) poison_fresh(c->t, c->prev);
 }
 
 void vt_tape_scope_begin(vt_tape *t) {
     if (!t->scopes_enabled) return;
     VT_ASSERT(!t->open_scope && !t->fwd_scope, "scopes do not nest");
+    VT_ASSERT(t->n_counted == 0,
+              "tape protocol: the op at %s:%d counted inputs with vt_tape_wants_grad but recorded no entry "
+              "(rule 2, tape.h)", t->counted_at, t->counted_line);
     if (!t->grad_enabled) {
         t->fwd_mark = vt_arena_get_mark(t->arena);
         t->fwd_scope = 1;
@@ -159,6 +280,7 @@ void vt_tape_scope_begin(vt_tape *t) {
     scope_ctx *c = vt_tape_ctx(t, sizeof *c);
     *c = (scope_ctx){t, t->region, 0, t->last_scope, t->n_scoped, 0};
     vt_tape_record(t, "grad_scope", scope_zero_bwd, c);
+    t->scope_seq++;
     t->open_scope = t->last_scope = c;
     t->region_used = t->scope_want = 0;
 }
@@ -184,6 +306,7 @@ vt_tensor *vt_tape_scope_result(vt_tape *t, vt_tensor *y) {
 vt_tensor *vt_tape_new(vt_tape *t, int with_grad, int ndim, const int64_t *shape) {
     if (!with_grad || !t->open_scope) return vt_tensor_new(t->arena, with_grad, ndim, shape);
     vt_tensor *x = vt_tensor_new(t->arena, 0, ndim, shape);
+    x->grad_scope = t->scope_seq;
     size_t bytes = ((size_t)x->size * sizeof(float) + 63) / 64 * 64;
     t->scope_want += bytes;
     if (t->scope_want > t->region_need) t->region_need = t->scope_want;
@@ -205,7 +328,17 @@ vt_tensor *vt_tape_new(vt_tape *t, int with_grad, int ndim, const int64_t *shape
 
 void vt_tape_replay(vt_tape *t) {
     VT_ASSERT(!t->open_scope, "backward with a grad scope still open");
-    for (int i = t->n - 1; i >= 0; i--) t->entries[i].fn(t->entries[i].ctx);
+    VT_ASSERT(t->n_counted == 0,
+              "tape protocol: the op at %s:%d counted inputs with vt_tape_wants_grad but recorded no entry "
+              "(rule 2, tape.h)", t->counted_at, t->counted_line);
+    t->n_watch = t->n_checked = 0;
+    if (t->check && t->last_scope) poison_fresh(t, t->last_scope);
+    for (int i = t->n - 1; i >= 0; i--) {
+        if (t->n_watch) check_before(t, i);
+        t->entries[i].fn(t->entries[i].ctx);
+        if (t->n_watch) check_after(t, i);
+    }
+    VT_ASSERT(t->n_watch == 0, "tape protocol: %d fresh gradients' consumers never ran", t->n_watch);
 }
 
 void vt_tape_backward(vt_tape *t, vt_tensor *loss) {

@@ -20,11 +20,9 @@
  * the arena. The entry recorded by scope_begin runs last in that scope's backward and
  * zeroes the bytes the scope used, so the next scope to run backward finds its grads
  * zero as vt_tape_new promises, except its fresh ones (below). The rule a caller must
- * keep: a tensor created inside a scope is consumed only by ops recorded before the
- * NEXT scope begins (in the model: a block's internal tensors; the block's output is
- * created after its scope ends).
- * Breaking it corrupts gradients silently; tests/test_vit.c compares every parameter
- * gradient with and without scopes (t->scopes_enabled = 0) for each PE kind.
+ * keep (rule 1 below): a tensor created inside a scope is consumed only by ops recorded
+ * before the NEXT scope begins (in the model: a block's internal tensors; the block's
+ * output is created after its scope ends).
  * Without gradients (evaluation) a scope frees instead: vt_tape_scope_result moves the
  * block's output down to where the scope began and gives the arena back everything
  * the block made, so a no-grad forward holds one block's activations, not all of them.
@@ -42,6 +40,23 @@
  * are counted by vt_tape_wants_grad, so every op must pass it every input whose gradient
  * it writes (all ops do); a second consumer makes the gradient an ordinary accumulated
  * one. Values are those of adding into zeros but for the sign of a zero sum (-0 + 0).
+ *
+ * The protocol, and how the tape holds callers to it. Broken, either rule corrupts
+ * gradients without a sign, so the tape checks them and aborts (file:line, what broke):
+ *  1. A tensor created inside a grad scope is consumed only by ops recorded before the
+ *     next scope begins. Checked where an op counts its inputs (vt_tape_wants_grad),
+ *     always: the message names the op's file:line and both scopes.
+ *  2. An op counts, with vt_tape_wants_grad, every input whose gradient its backward
+ *     writes, and records its entry next; it says vt_tape_can_overwrite(x) only if, when
+ *     vt_tape_grad_fresh(x), its backward writes all of x's gradient without reading it.
+ *     Counts that no entry follows are caught when a scope begins or the replay starts.
+ *     The rest is checked in checking mode (t->check): the tape fills every fresh
+ *     gradient with a signalling-NaN pattern where it would hold stale values, and the
+ *     replay aborts when an op other than the one counted consumer changes it, or when
+ *     the pattern (or a NaN computed from it) is left after that consumer's backward;
+ *     the message names the ops. Checking mode is on when the environment has
+ *     VT_TAPE_CHECK=1 at vt_tape_init (`make test` sets it); it costs a fill and two
+ *     reads of the fresh gradients per step.
  */
 #ifndef VT_TAPE_H
 #define VT_TAPE_H
@@ -67,6 +82,8 @@ typedef struct vt_tape {
     float *scratch;     /* vt_tape_scratch's buffer (not from the arena) */
     size_t scratch_floats;
     int scopes_enabled; /* 1 (default): grad scopes share the region; 0: plain arena */
+    int check;          /* checking mode (the protocol above): VT_TAPE_CHECK at init */
+    int scope_seq;      /* grad scopes begun this step: the number of the open or last one */
     int fwd_scope;              /* a no-grad scope is open since fwd_mark */
     vt_arena_mark fwd_mark;
     unsigned char *region;      /* grad region, all zero outside a scope's backward */
@@ -78,6 +95,13 @@ typedef struct vt_tape {
     int n_scoped, cap_scoped;
     void **retired;             /* regions replaced this step, freed at the next clear */
     int n_retired;
+    vt_tensor **counted;        /* inputs counted since the last entry: its consumers' */
+    int n_counted, cap_counted;
+    const char *counted_at;     /* file:line of the first count, for the message */
+    int counted_line;
+    vt_tensor **watch;          /* checking mode: filled fresh grads, their consumer to come */
+    int n_watch, cap_watch;
+    int n_checked;              /* checking mode: fresh grads the last replay checked */
 } vt_tape;
 
 void vt_tape_init(vt_tape *t, vt_arena *arena);
@@ -107,8 +131,11 @@ void *vt_tape_ctx(vt_tape *t, size_t bytes);
 float *vt_tape_scratch(vt_tape *t, size_t floats);
 /* Whether an op with these inputs must produce a gradient: tape enabled and at
  * least one input has a grad buffer. Inputs may be NULL (ignored). Counts the op as a
- * consumer of each input with a grad buffer (fresh gradients, above). */
-int vt_tape_wants_grad(const vt_tape *t, vt_tensor *a, vt_tensor *b, vt_tensor *c);
+ * consumer of each input with a grad buffer (fresh gradients, above); the entry it
+ * records next is their consumer. Aborts, naming the caller's file:line, on a tensor
+ * of an earlier grad scope (rule 1). */
+#define vt_tape_wants_grad(t, a, b, c) vt_tape_wants_grad_at((t), (a), (b), (c), __FILE__, __LINE__)
+int vt_tape_wants_grad_at(vt_tape *t, vt_tensor *a, vt_tensor *b, vt_tensor *c, const char *file, int line);
 /* Said by an op when it records: its backward writes x's gradient without reading it
  * whenever vt_tape_grad_fresh(x). */
 void vt_tape_can_overwrite(vt_tensor *x);

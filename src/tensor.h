@@ -24,10 +24,11 @@ typedef struct vt_tensor {
     int ndim;
     int64_t shape[VT_MAX_DIMS];
     int64_t size;                /* product of shape */
-    /* The tape's bookkeeping for fresh gradients (tape.h, vt_tape_grad_fresh): how many
-     * recorded ops take this tensor as an input wanting gradients; whether the grad lives
-     * in a grad scope's region; whether its consumer can write the grad without reading. */
-    int grad_users;
+    /* The tape's bookkeeping (tape.h): how many recorded ops take this tensor as an input
+     * wanting gradients, and the tape entry of the last of them; the grad scope it was
+     * made in with a gradient (1, 2, ... this step; 0: none); whether the grad lives in a
+     * grad scope's region; whether its consumer can write the grad without reading. */
+    int grad_users, grad_consumer, grad_scope;
     unsigned char grad_scoped, grad_overwrite;
 } vt_tensor;
 

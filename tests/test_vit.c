@@ -414,14 +414,16 @@ static void test_grad(void) {
  * its grads overflow into the arena and the next scope grows the region; step 2: every
  * scope uses the region). Every step's parameter gradients and loss are appended to g
  * (2 n_params floats) and loss (2). Returns the arena bytes step 2 used; *first_bytes =
- * those step 1 used, *region_bytes = the grad region's size. */
+ * those step 1 used, *region_bytes = the grad region's size. With scopes the tape is in
+ * checking mode (tape.h); *checked (if not NULL) = the fresh gradients it checked in step 2. */
 static size_t two_steps(vt_vit *m, int scopes, float *g, double *loss, size_t *first_bytes,
-                        size_t *region_bytes) {
+                        size_t *region_bytes, int *checked) {
     vt_arena a;
     vt_arena_init(&a, 1 << 16);
     vt_tape t;
     vt_tape_init(&t, &a);
     t.scopes_enabled = scopes;
+    t.check = scopes;
     vt_rng r;
     vt_rng_seed(&r, 17);
     t.rng = &r;
@@ -442,6 +444,7 @@ static size_t two_steps(vt_vit *m, int scopes, float *g, double *loss, size_t *f
         used = a.total_used;
     }
     *region_bytes = t.region_cap;
+    if (checked) *checked = t.n_checked;
     vt_tape_free(&t);
     vt_arena_free(&a);
     return used;
@@ -508,14 +511,18 @@ static void test_grad_scopes(void) {
         float *gs = malloc(2 * (size_t)m.n_params * sizeof(float)), *gp = malloc(2 * (size_t)m.n_params * sizeof(float));
         double ls[2], lp[2];
         size_t region, no_region, first_scoped, first_plain;
-        size_t used_scoped = two_steps(&m, 1, gs, ls, &first_scoped, &region);
-        size_t used_plain = two_steps(&m, 0, gp, lp, &first_plain, &no_region);
+        int checked;
+        size_t used_scoped = two_steps(&m, 1, gs, ls, &first_scoped, &region, &checked);
+        size_t used_plain = two_steps(&m, 0, gp, lp, &first_plain, &no_region, NULL);
         CHECK(ls[0] == lp[0] && ls[1] == lp[1], "'%s': same losses with and without scopes (%.9g %.9g vs %.9g %.9g)",
               all, ls[0], ls[1], lp[0], lp[1]);
         int64_t differ = 0;
         for (int64_t j = 0; j < 2 * m.n_params; j++) differ += memcmp(&gs[j], &gp[j], sizeof(float)) != 0;
         CHECK(differ == 0, "'%s': %lld of 2 x %lld gradients differ with grad scopes", all, (long long)differ,
               (long long)m.n_params);
+        /* Checking mode saw each block's fresh gradients (4 or 5 a block: attention's
+         * output, fc1's, the two residual branches, and qkv where attention reads it in place). */
+        CHECK(checked >= 4 * 3, "'%s': checking mode checked %d fresh gradients in 3 blocks", all, checked);
         /* The 3 blocks' grads (up to region bytes each; block 0 has no drop-path) leave
          * the arena; a scope's zeroing entry costs one 64-byte context. */
         CHECK(region > 0 && no_region == 0 && used_plain >= used_scoped + 2 * (region - 64),

@@ -48,7 +48,7 @@ vt_tensor *vt_op_layernorm_linear(vt_tape *t, vt_tensor *x, vt_tensor *g, vt_ten
     VT_ASSERT(g->size == D && beta->size == D,
               "layernorm_linear: g/beta have %lld/%lld elements, x last dim is %d",
               (long long)g->size, (long long)beta->size, D);
-    int grad = vt_tape_wants_grad(t, x, g, beta) || vt_tape_wants_grad(t, w, b, NULL);
+    int gx = vt_tape_wants_grad(t, x, g, beta), gw = vt_tape_wants_grad(t, w, b, NULL), grad = gx || gw;
     vt_tensor *y = vt_tape_new(t, grad, x->ndim, shape);
     float *mean = vt_arena_alloc(t->arena, (size_t)M * sizeof(float));
     float *rstd = vt_arena_alloc(t->arena, (size_t)M * sizeof(float));
