@@ -50,7 +50,7 @@ void *vt_xrealloc(void *p, size_t bytes);
  * to whole 2 MiB pages, 2 MiB aligned, and asked to be backed by transparent huge pages
  * (madvise; Debian's default THP mode only gives them on request): with 4 KiB pages the
  * step's passes over hundreds of MB miss the TLB, and in a VM each miss walks two page
- * tables (ViT-Ti/4 training +3-4%, bench_train A/B). */
+ * tables. */
 void *vt_aligned_alloc(size_t bytes);
 
 #endif

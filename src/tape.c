@@ -152,8 +152,9 @@ typedef struct vt_scope_ctx {
 } scope_ctx;
 
 /* Zero region bytes [s, e) in parallel chunks with cache-bypassing stores
- * (vt_k.zero_stream: tens of MB, next written by the previous block's backward; ViT-Ti/4
- * training +1-3% over memset). Offsets are multiples of 64. */
+ * (vt_k.zero_stream: tens of MB that nothing reads before the previous block's backward
+ * writes them, so caching them would only evict what it reads). Offsets are multiples of
+ * 64. */
 static void zero_bytes(unsigned char *region, size_t s, size_t e) {
     const size_t chunk = (size_t)1 << 20, n = (e - s + chunk - 1) / chunk;
     #pragma omp parallel for schedule(static) if (n > 1)

@@ -368,11 +368,9 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {
  * (H, N, m) each. Plus patch embedding, CLS concat and position add (3 N D) and the
  * image. Gradient buffers: a block's internal ones live only during its backward (grad
  * scopes, tape.h), so one block's worth (the block's activations but its output and the
- * attention state) plus the block outputs (L N D) and the first 3 N D. The dataset and
- * the evaluation buffers are not included. Checked against bench_train's steady-state
- * arena_mb + grad_region_mb: ViT-Ti/4 at 32, batch 16 (VT_BENCH_QUICK=1), 141.2 MiB
- * estimated vs 138.1 + 8.4 = 146.5 MiB used (the rest: backward partial sums, per-row
- * statistics). */
+ * attention state) plus the block outputs (L N D) and the first 3 N D. The dataset, the
+ * evaluation buffers, the backward's partial sums and per-row statistics are not
+ * included (bench_train's arena_mb + grad_region_mb is what a step uses). */
 double vt_vit_activation_floats(const vt_vit *m, int S, double *grad_floats) {
     const vt_model_config *mc = &m->cfg.model;
     double N = 1.0 + (double)(S / m->P) * (S / m->P), D = m->D, H = m->H;

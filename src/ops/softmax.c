@@ -6,6 +6,7 @@
 #include "ops.h"
 #include "status.h"
 
+/* Rows per parallel work item: small inputs stay on one thread (nb == 1). */
 #define SOFTMAX_ROWS_PER_TASK 64
 
 typedef struct {

@@ -4,10 +4,10 @@
  * folded into the q and k rows of the qkv projection.
  *
  * Why: the unfused path (vt_op_split_heads, then per q and k a per-token GEMM and a
- * vt_op_rot_pairs) walks q and k three to five times forward and as often backward;
- * that memory traffic, not arithmetic, was what the rotary kinds cost over `none`
- * (issue 5). A kind whose transform is "position-independent matrix M, then a pair
- * rotation" (cayley: M = P; circulant: M = blockdiag F) folds M into the projection
+ * vt_op_rot_pairs) walks q and k three to five times forward and as often backward,
+ * and that memory traffic, not arithmetic, is what a rotary kind costs over `none`.
+ * A kind whose transform is "position-independent matrix M, then a pair rotation"
+ * (cayley: M = P; circulant: M = blockdiag F) folds M into the projection
  * (M W q-rows: O(hd^2 D) per layer instead of O(B N hd^2)) and rotates inside the split.
  *
  * Determinism: every output element is written by one thread; the sums into dcs and
