@@ -7,9 +7,10 @@
  *  - a long-double scaling-and-squaring matrix exponential oracle (expm_oracle, expm_apply);
  *  - a PE built from a config with its parameters bound to test-owned buffers (fix,
  *    fix_make, fix_free) and tensor helpers on the arena (begin, new_t, fill, rand_buf);
- *  - one pass through the PE slot with optional backward, and central differences of its
- *    loss (run_pe, loss_of, fd_of); the kind's explicit-coordinates prepare function
- *    (e.g. vt_pe_liere_prepare_coords) is a pe_prepare_fn parameter;
+ *  - one pass through the PE slot with optional backward, its loss, and that loss as a
+ *    gc_loss_fn for gradcheck.h (run_pe, loss_of, pe_loss_ctx, pe_loss); the kind's
+ *    explicit-coordinates prepare function (e.g. vt_pe_liere_prepare_coords) is a
+ *    pe_prepare_fn parameter;
  *  - shared checks: the PE against a kind's dense oracle (pe_dense_compare), translation
  *    invariance (pe_invariance_gap), a parameter's name and shape (pe_param_shape_is), a
  *    PE per share mode (pe_share_make) and what that mode shares (pe_share_check), and a
@@ -25,6 +26,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "gradcheck.h"
 #include "harness.h"
 #include "ops/ops.h"
 #include "pe/kinds.h"
@@ -226,20 +228,20 @@ static double loss_of(const run_out *o, const float *rq, const float *rk) {
     return L;
 }
 
-/* Central difference (L(x + eps) - L(x - eps)) / (2 eps) of L = loss_of(run_pe(f, prepare,
- * layer, B, Np, 1, q, k, c)) with respect to *x, an entry of q, k, c or f's parameters
- * (restored afterwards). */
-static double fd_of(float *x, double eps, fix *f, pe_prepare_fn prepare, int layer, int B, int Np,
-                    const float *q, const float *k, const float *c, const float *rq, const float *rk) {
-    float keep = *x;
-    *x = keep + (float)eps;
-    run_out a = run_pe(f, prepare, layer, B, Np, 1, q, k, c, 0, NULL, NULL);
-    double lp = loss_of(&a, rq, rk);
-    *x = keep - (float)eps;
-    run_out b = run_pe(f, prepare, layer, B, Np, 1, q, k, c, 0, NULL, NULL);
-    double lm = loss_of(&b, rq, rk);
-    *x = keep;
-    return (lp - lm) / (2 * eps);
+/* The arguments of L = loss_of(run_pe(f, prepare, layer, B, Np, 1, q, k, c), rq, rk)
+ * without gradients, for central differences in an entry of q, k, c or f's parameters
+ * (gradcheck.h: pe_loss is the gc_loss_fn). */
+typedef struct {
+    fix *f;
+    pe_prepare_fn prepare;
+    int layer, B, Np;
+    const float *q, *k, *c, *rq, *rk;
+} pe_loss_ctx;
+
+static double pe_loss(void *p) {
+    const pe_loss_ctx *l = p;
+    run_out o = run_pe(l->f, l->prepare, l->layer, l->B, l->Np, 1, l->q, l->k, l->c, 0, NULL, NULL);
+    return loss_of(&o, l->rq, l->rk);
 }
 
 /* n floats uniform in [lo, hi) from rng (malloc'd; the caller frees). */

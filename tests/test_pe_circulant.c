@@ -171,22 +171,17 @@ static void test_gradients(void) {
     memcpy(gc, o.coords->grad, (size_t)Np * C * 4);
     memcpy(gp, f.grad, (size_t)f.total * 4);
     const double eps = 1e-2;
+    pe_loss_ctx lc = {&f, vt_pe_circulant_prepare_coords, 1, B, Np, q, k, c, rq, rk};
     float *targets[4] = {q, k, c_of(&f), c};
     float *grads[4] = {gq, gk, gp, gc};
     int64_t counts[4] = {nq, nq, f.views[0].size, (int64_t)Np * C};
     const char *names[4] = {"q", "k", "circulant_c", "coords"};
     for (int t = 0; t < 4; t++) {
-        int bad = 0, checked = 0;
-        double worst = 0;
         int64_t start = t == 2 ? counts[2] / 2 : 0; /* parameter: layer 1's set (share none) */
-        for (int64_t i = start; i < counts[t]; i += (t < 2 ? 13 : 1)) {
-            double fd =
-                fd_of(&targets[t][i], eps, &f, vt_pe_circulant_prepare_coords, 1, B, Np, q, k, c, rq, rk);
-            if (!test_close(grads[t][i], fd, 3e-3, 3e-3)) bad++;
-            worst = fmax(worst, fabs(grads[t][i] - fd));
-            checked++;
-        }
-        CHECK(bad == 0 && checked > 0, "d %s vs finite differences: %d of %d bad, worst %.3g", names[t], bad, checked, worst);
+        gc_result r = gc_check_array(names[t], targets[t], grads[t], counts[t], start, t < 2 ? 13 : 1, eps, 3e-3,
+                                     3e-3, pe_loss, &lc);
+        CHECK(r.bad == 0 && r.checked > 0, "d %s vs finite differences: %d of %d bad, worst %.3g", names[t], r.bad,
+              r.checked, r.worst);
     }
     int other_zero = 1;
     for (int64_t i = 0; i < counts[2] / 2; i++) other_zero &= gp[i] == 0.0f;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gradcheck.h"
 #include "harness.h"
 #include "kernels.h"
 #include "ops/ops.h"
@@ -71,26 +72,13 @@ static double split_loss(split_case *c, int grad) {
 }
 
 /* Central differences of every element of t against its analytic gradient (the op is
- * linear in each input, so the quotient is exact up to float rounding of the loss). */
-static int fd_count_bad(double (*loss)(void *, int), void *c, vt_tensor *t, const char *what) {
-    int bad = 0;
-    for (int64_t i = 0; i < t->size; i++) {
-        float x0 = t->data[i];
-        t->data[i] = x0 + 0.01f;
-        double lp = loss(c, 0);
-        t->data[i] = x0 - 0.01f;
-        double lm = loss(c, 0);
-        t->data[i] = x0;
-        double num = (lp - lm) / (2.0 * 0.01);
-        if (fabs(num - t->grad[i]) > 1e-3 + 1e-3 * fabs(num)) {
-            if (!bad) fprintf(stderr, "  %s[%lld]: analytic %g numeric %g\n", what, (long long)i, t->grad[i], num);
-            bad++;
-        }
-    }
-    return bad;
+ * linear in each input, so the quotient is exact up to float rounding of the loss);
+ * returns how many are off. */
+static int fd_count_bad(gc_loss_fn loss, void *c, vt_tensor *t, const char *what) {
+    return gc_check_array(what, t->data, t->grad, t->size, 0, 1, 0.01, 1e-3, 1e-3, loss, c).bad;
 }
 
-static double split_loss_v(void *c, int grad) { return split_loss(c, grad); }
+static double split_value(void *c) { return split_loss(c, 0); }
 
 static void test_split_op(void) {
     const int N = 5, H = 2, hd = 6, npr = 2, D = H * hd;
@@ -146,8 +134,8 @@ static void test_split_op(void) {
                 memset(c.cs->grad, 0, sizeof(float) * (size_t)c.cs->size);
                 if (c.cls) memset(c.cls->grad, 0, sizeof(float) * (size_t)c.cls->size);
                 split_loss(&c, 1);
-                int bad = fd_count_bad(split_loss_v, &c, c.qkv, "dqkv") + fd_count_bad(split_loss_v, &c, c.cs, "dcs");
-                if (c.cls) bad += fd_count_bad(split_loss_v, &c, c.cls, "dcls");
+                int bad = fd_count_bad(split_value, &c, c.qkv, "dqkv") + fd_count_bad(split_value, &c, c.cs, "dcs");
+                if (c.cls) bad += fd_count_bad(split_value, &c, c.cls, "dcls");
                 CHECK(bad == 0, "%s: central differences of qkv, cs%s (%d off)", what, Gc ? ", cls" : "", bad);
                 owned_free(c.qkv);
                 owned_free(c.cs);
@@ -177,6 +165,8 @@ static double fold_loss(void *p, int grad) {
     if (grad) vt_tape_replay(&tape);
     return L;
 }
+
+static double fold_value(void *c) { return fold_loss(c, 0); }
 
 static void test_fold_op(void) {
     const int H = 2, hd = 4, D = H * hd, Din = 5;
@@ -215,8 +205,8 @@ static void test_fold_op(void) {
             CHECK(err < 1e-5 && vsame, "%s: q, k rows = m w (err %g), v rows copied (%d)", what, err, vsame);
             CHECK(bias || b2 == NULL, "%s: no bias in, none out", what);
             fold_loss(&c, 1);
-            int bad = fd_count_bad(fold_loss, &c, c.w, "dw") + fd_count_bad(fold_loss, &c, c.m, "dm");
-            if (bias) bad += fd_count_bad(fold_loss, &c, c.b, "db");
+            int bad = fd_count_bad(fold_value, &c, c.w, "dw") + fd_count_bad(fold_value, &c, c.m, "dm");
+            if (bias) bad += fd_count_bad(fold_value, &c, c.b, "db");
             CHECK(bad == 0, "%s: central differences of w, m%s (%d off)", what, bias ? ", b" : "", bad);
             owned_free(c.w);
             owned_free(c.b);

@@ -349,24 +349,20 @@ static void grad_check(const char *kind, const char *const *sets, int nsets, dou
     float *gu = malloc((size_t)f.total * 4);
     memcpy(gu, f.grad, (size_t)f.total * 4);
     const double eps = 1e-2;
-    int bad = 0;
-    double worst = 0;
+    pe_loss_ctx lc = {&f, vt_pe_liere_prepare_coords, 1, B, Np, q, k, c, rq, rk};
     /* q and k: a sample of entries, including CLS (token 0) entries */
+    gc_result qk = {0};
     for (int which = 0; which < 2; which++) {
         float *src = which ? k : q, *g = which ? gk : gq;
-        for (int64_t i = 0; i < nq; i += 11) {
-            double fd = fd_of(&src[i], eps, &f, vt_pe_liere_prepare_coords, 1, B, Np, q, k, c, rq, rk);
-            if (!test_close(g[i], fd, 2e-3, 2e-3)) bad++;
-            worst = fmax(worst, fabs(g[i] - fd));
-        }
+        for (int64_t i = 0; i < nq; i += 11)
+            gc_check_elem(&qk, which ? "k" : "q", i, &src[i], g[i], eps, 2e-3, 2e-3, pe_loss, &lc, NULL);
     }
-    CHECK(bad == 0, "%s: d q/k vs finite differences: %d bad, worst %.3g", kind, bad, worst);
+    CHECK(qk.bad == 0, "%s: d q/k vs finite differences: %d bad, worst %.3g", kind, qk.bad, qk.worst);
     /* U: every entry of the layer-1 parameter set (share none); lower/diag exactly 0 */
     int g = f.pe->cfg.block_size, Lp = (int)f.pe->params[0].shape[0];
     int64_t per = f.views[0].size / Lp, base = (Lp > 1 ? 1 : 0) * per;
-    bad = 0;
-    worst = 0;
-    int zero_ok = 1, checked = 0;
+    gc_result ur = {0};
+    int zero_ok = 1;
     for (int64_t e = 0; e < per; e++) {
         int64_t i = base + e;
         int r = (int)((e / g) % g), col = (int)(e % g);
@@ -374,13 +370,10 @@ static void grad_check(const char *kind, const char *const *sets, int nsets, dou
             zero_ok &= gu[i] == 0.0f;
             continue;
         }
-        double fd = fd_of(&U[i], eps, &f, vt_pe_liere_prepare_coords, 1, B, Np, q, k, c, rq, rk);
-        if (!test_close(gu[i], fd, 3e-3, 3e-3)) bad++;
-        worst = fmax(worst, fabs(gu[i] - fd));
-        checked++;
+        gc_check_elem(&ur, "liere_u", i, &U[i], gu[i], eps, 3e-3, 3e-3, pe_loss, &lc, NULL);
     }
-    CHECK(bad == 0 && checked > 0, "%s: d liere_u (upper, %d entries) vs finite differences: %d bad, worst %.3g",
-          kind, checked, bad, worst);
+    CHECK(ur.bad == 0 && ur.checked > 0, "%s: d liere_u (upper, %d entries) vs finite differences: %d bad, worst %.3g",
+          kind, ur.checked, ur.bad, ur.worst);
     CHECK(zero_ok, "%s: lower triangle and diagonal of liere_u get exactly zero gradient", kind);
     /* unused entries are ignored on input and cleared: junk there changes nothing */
     float *junk = malloc((size_t)f.total * 4);
@@ -400,14 +393,8 @@ static void grad_check(const char *kind, const char *const *sets, int nsets, dou
         for (int64_t e = 0; e < per; e++) other_zero &= gu[e] == 0.0f;
     CHECK(other_zero, "%s: unused layer's set has zero gradient", kind);
     /* coordinates */
-    bad = 0;
-    worst = 0;
-    for (int i = 0; i < Np * C; i++) {
-        double fd = fd_of(&c[i], eps, &f, vt_pe_liere_prepare_coords, 1, B, Np, q, k, c, rq, rk);
-        if (!test_close(gc[i], fd, 3e-3, 3e-3)) bad++;
-        worst = fmax(worst, fabs(gc[i] - fd));
-    }
-    CHECK(bad == 0, "%s: d coords vs finite differences: %d bad, worst %.3g", kind, bad, worst);
+    gc_result cr = gc_check_array("coords", c, gc, Np * C, 0, 1, eps, 3e-3, 3e-3, pe_loss, &lc);
+    CHECK(cr.bad == 0, "%s: d coords vs finite differences: %d bad, worst %.3g", kind, cr.bad, cr.worst);
     free(q); free(k); free(c); free(rq); free(rk); free(gq); free(gk); free(gc); free(gu);
     fix_free(&f);
 }
@@ -421,6 +408,41 @@ static void test_gradients(void) {
     grad_check("liere_commute", commute, 2, 0.5);
 }
 
+/* The RGB-D case of test_depth_scale: the images, q, k and the loss weights rq, rk. */
+typedef struct {
+    fix *f;
+    const float *img, *q, *k, *rq, *rk;
+    int B, S, rows;
+} depth_case;
+
+/* One pass through the real prepare path (vt_pe_prepare with images) and layer 0; with
+ * grad, the backward seeded with rq, rk into zeroed parameter grads. Returns
+ * L = <rq, q'> + <rk, k'>. */
+static double depth_run(const depth_case *d, int grad) {
+    fix *f = d->f;
+    int B = d->B, S = d->S, N = 1 + d->rows * d->rows, H = f->H, hd = f->hd;
+    begin(grad);
+    vt_tensor *im = new_t(0, 4, B, 4, S, S);
+    fill(im, d->img);
+    vt_tensor *qt = new_t(grad, 4, B, H, N, hd), *kt = new_t(grad, 4, B, H, N, hd);
+    fill(qt, d->q);
+    fill(kt, d->k);
+    memset(f->grad, 0, (size_t)f->total * 4);
+    vt_pe_prepare(f->pe, &tape, d->rows, d->rows, im);
+    vt_tensor *qo = qt, *ko = kt;
+    vt_pe_apply_qk(f->pe, &tape, 0, &qo, &ko);
+    run_out o = {qt, kt, NULL, qo, ko};
+    double L = loss_of(&o, d->rq, d->rk);
+    if (grad) {
+        memcpy(qo->grad, d->rq, (size_t)qo->size * 4);
+        memcpy(ko->grad, d->rk, (size_t)ko->size * 4);
+        run_backward();
+    }
+    return L;
+}
+
+static double depth_loss(void *d) { return depth_run(d, 0); }
+
 /* RGB-D: positions per sample through pe.depth_scale; its gradient against finite
  * differences through the real prepare path (vt_pe_prepare with images). */
 static void test_depth_scale(void) {
@@ -431,38 +453,18 @@ static void test_depth_scale(void) {
     if (f.pe->depth_param < 0) return fix_free(&f);
     float *ds = f.pe->params[f.pe->depth_param].t->data;
     float *dsg = f.pe->params[f.pe->depth_param].t->grad;
-    int B = 2, S = 8, P = 4, rows = S / P, Np = rows * rows, N = 1 + Np, hd = f.hd, H = f.H;
+    int B = 2, S = 8, P = 4, rows = S / P, N = 1 + rows * rows, hd = f.hd, H = f.H;
     int64_t nq = (int64_t)B * H * N * hd, ni = (int64_t)B * 4 * S * S;
     float *img = rand_buf(ni, 0, 1.5), *q = rand_buf(nq, -1, 1), *k = rand_buf(nq, -1, 1);
     float *rq = rand_buf(nq, -1, 1), *rk = rand_buf(nq, -1, 1);
-    double L[3] = {0};
-    float base = 0.8f;
-    const double eps = 1e-2;
-    for (int pass = 0; pass < 3; pass++) {
-        int grad = pass == 0;
-        *ds = base + (pass == 1 ? (float)eps : pass == 2 ? (float)-eps : 0.0f);
-        begin(grad);
-        vt_tensor *im = new_t(0, 4, B, 4, S, S);
-        fill(im, img);
-        vt_tensor *qt = new_t(grad, 4, B, H, N, hd), *kt = new_t(grad, 4, B, H, N, hd);
-        fill(qt, q);
-        fill(kt, k);
-        memset(f.grad, 0, (size_t)f.total * 4);
-        vt_pe_prepare(f.pe, &tape, rows, rows, im);
-        vt_tensor *qo = qt, *ko = kt;
-        vt_pe_apply_qk(f.pe, &tape, 0, &qo, &ko);
-        run_out o = {qt, kt, NULL, qo, ko};
-        L[pass] = loss_of(&o, rq, rk);
-        if (grad) {
-            memcpy(qo->grad, rq, nq * 4);
-            memcpy(ko->grad, rk, nq * 4);
-            run_backward();
-        }
-        if (grad) L[0] = *dsg; /* pass 0 keeps the analytic gradient, not the loss */
-    }
-    double fd = (L[1] - L[2]) / (2 * eps);
-    CHECK(fabs(L[0]) > 1e-4, "depth scale gradient is nonzero (%.3g)", L[0]);
-    CHECK_CLOSE(L[0], fd, 3e-3, 3e-3, "d depth_scale vs finite differences");
+    depth_case d = {&f, img, q, k, rq, rk, B, S, rows};
+    *ds = 0.8f;
+    depth_run(&d, 1);
+    double ana = *dsg, num;
+    gc_result r = {0};
+    gc_check_elem(&r, "depth_scale", 0, ds, ana, 1e-2, 3e-3, 3e-3, depth_loss, &d, &num);
+    CHECK(fabs(ana) > 1e-4, "depth scale gradient is nonzero (%.3g)", ana);
+    CHECK(r.bad == 0, "d depth_scale vs finite differences: analytic %.9g numeric %.9g", ana, num);
     free(img); free(q); free(k); free(rq); free(rk);
     fix_free(&f);
 }

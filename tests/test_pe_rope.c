@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gradcheck.h"
 #include "harness.h"
 #include "kernels.h"
 #include "ops/ops.h"
@@ -669,18 +670,11 @@ static void gcase_free(gcase *g) {
     box_free(&g->b);
 }
 
-/* Central difference of the loss in *x (step h) against the analytic gradient ga. */
-static int fd_ok(gcase *g, float *x, float ga, double h, double *num_out) {
-    float x0 = *x;
-    *x = (float)(x0 + h);
-    double lp = gloss(g, 0);
-    *x = (float)(x0 - h);
-    double lm = gloss(g, 0);
-    *x = x0;
-    double num = (lp - lm) / (2 * h);
-    *num_out = num;
-    return fabs(num - ga) <= 2e-3 + 2e-2 * fabs(num);
-}
+/* The loss without gradients (gc_loss_fn); checked with |analytic - numeric| <=
+ * GC_ATOL + GC_RTOL |numeric|. */
+static double gloss_value(void *g) { return gloss(g, 0); }
+#define GC_ATOL 2e-3
+#define GC_RTOL 2e-2
 
 static void test_gradients(void) {
     const char *cases[6] = {"pe.kind=rope_mixed", "pe.kind=rope_mixed;pe.share=heads", "pe.kind=cayley",
@@ -691,43 +685,36 @@ static void test_gradients(void) {
         gcase_make(&g, cases[c], c == 5);
         memset(g.b.grad, 0, sizeof(float) * g.b.n);
         gloss(&g, 1);
-        double num;
         /* q and k inputs: a spread of elements including the CLS row */
-        int bad = 0, tried = 0;
+        gc_result qk = {0};
         for (int l = 0; l < 2; l++)
             for (int64_t i = 3; i < g.q[l]->size; i += 37) {
-                tried += 2;
-                bad += !fd_ok(&g, &g.q[l]->data[i], g.q[l]->grad[i], 1e-2, &num);
-                bad += !fd_ok(&g, &g.k[l]->data[i], g.k[l]->grad[i], 1e-2, &num);
+                gc_check_elem(&qk, "q", i, &g.q[l]->data[i], g.q[l]->grad[i], 1e-2, GC_ATOL, GC_RTOL, gloss_value, &g,
+                              NULL);
+                gc_check_elem(&qk, "k", i, &g.k[l]->data[i], g.k[l]->grad[i], 1e-2, GC_ATOL, GC_RTOL, gloss_value, &g,
+                              NULL);
             }
-        CHECK(bad == 0, "%s: d loss / d q, k (%d of %d elements off)", cases[c], bad, tried);
+        CHECK(qk.bad == 0, "%s: d loss / d q, k (%d of %d elements off)", cases[c], qk.bad, qk.checked);
         vt_pe_param *f = box_param(&g.b, "pe.freqs");
         if (f) {
-            bad = 0;
-            for (int64_t i = 0; i < f->size; i++) {
-                if (!fd_ok(&g, &f->t->data[i], f->t->grad[i], 1e-3, &num)) {
-                    if (!bad) fprintf(stderr, "  freqs[%lld]: analytic %g numeric %g\n", (long long)i, f->t->grad[i], num);
-                    bad++;
-                }
-            }
-            CHECK(bad == 0, "%s: d loss / d pe.freqs (%d of %lld off)", cases[c], bad, (long long)f->size);
+            gc_result fr = gc_check_array("freqs", f->t->data, f->t->grad, f->size, 0, 1, 1e-3, GC_ATOL, GC_RTOL,
+                                          gloss_value, &g);
+            CHECK(fr.bad == 0, "%s: d loss / d pe.freqs (%d of %lld off)", cases[c], fr.bad, (long long)f->size);
         }
         vt_pe_param *u = box_param(&g.b, "pe.cayley_u");
         if (u) {
             int hd = g.b.pe->hd, lower_zero = 1;
-            bad = 0;
+            gc_result ur = {0};
             for (int64_t i = 0; i < u->size; i++) {
                 int r = (int)((i / hd) % hd), col = (int)(i % hd);
                 if (r >= col) {
                     lower_zero &= u->t->grad[i] == 0.0f;
                     continue;
                 }
-                if (!fd_ok(&g, &u->t->data[i], u->t->grad[i], 1e-3, &num)) {
-                    if (!bad) fprintf(stderr, "  cayley_u[%lld]: analytic %g numeric %g\n", (long long)i, u->t->grad[i], num);
-                    bad++;
-                }
+                gc_check_elem(&ur, "cayley_u", i, &u->t->data[i], u->t->grad[i], 1e-3, GC_ATOL, GC_RTOL, gloss_value,
+                              &g, NULL);
             }
-            CHECK(bad == 0, "%s: d loss / d pe.cayley_u upper entries (%d off)", cases[c], bad);
+            CHECK(ur.bad == 0, "%s: d loss / d pe.cayley_u upper entries (%d off)", cases[c], ur.bad);
             CHECK(lower_zero, "%s: lower triangle and diagonal of pe.cayley_u get zero gradient", cases[c]);
             /* junk below the diagonal is ignored: same loss with or without it */
             double l0 = gloss(&g, 0);
@@ -739,8 +726,12 @@ static void test_gradients(void) {
         }
         vt_pe_param *ds = box_param(&g.b, "pe.depth_scale");
         if (ds) {
-            CHECK(fd_ok(&g, &ds->t->data[0], ds->t->grad[0], 1e-3, &num) && fabs(num) > 1e-3,
-                  "%s: d loss / d pe.depth_scale analytic %g numeric %g", cases[c], ds->t->grad[0], num);
+            gc_result dr = {0};
+            double num;
+            int ok = gc_check_elem(&dr, NULL, 0, &ds->t->data[0], ds->t->grad[0], 1e-3, GC_ATOL, GC_RTOL, gloss_value,
+                                   &g, &num);
+            CHECK(ok && fabs(num) > 1e-3, "%s: d loss / d pe.depth_scale analytic %g numeric %g", cases[c],
+                  ds->t->grad[0], num);
         }
         gcase_free(&g);
     }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "gradcheck.h"
 #include "harness.h"
 #include "kernels.h"
 #include "ops/ops.h"
@@ -205,18 +206,27 @@ static void test_stabiliser(void) {
     free(w);
 }
 
-/* sum(out * R) for fixed random R: its gradient w.r.t. x is checked by central differences. */
-static double loss_of(vt_tensor *q, vt_tensor *k, vt_tensor *v, const float *w, int m, const vt_performer_opts *o,
-                      const float *R) {
+/* The performer's inputs and a fixed random R (gc_loss_fn ctx). */
+typedef struct {
+    vt_tensor *q, *k, *v;
+    const float *w;
+    int m;
+    const vt_performer_opts *o;
+    const float *R;
+} perf_loss_ctx;
+
+/* sum(out * R): its gradient w.r.t. q, k, v is checked by central differences. */
+static double loss_of(void *p) {
+    const perf_loss_ctx *c = p;
     vt_arena a2;
     vt_arena_init(&a2, 1 << 16);
     vt_tape t2;
     vt_tape_init(&t2, &a2);
-    vt_tensor qq = *q, kk = *k, vv = *v;
+    vt_tensor qq = *c->q, kk = *c->k, vv = *c->v;
     qq.grad = kk.grad = vv.grad = NULL;
-    vt_tensor *out = vt_op_performer(&t2, &qq, &kk, &vv, w, m, o);
+    vt_tensor *out = vt_op_performer(&t2, &qq, &kk, &vv, c->w, c->m, c->o);
     double s = 0.0;
-    for (int64_t i = 0; i < out->size; i++) s += (double)out->data[i] * R[i];
+    for (int64_t i = 0; i < out->size; i++) s += (double)out->data[i] * c->R[i];
     vt_tape_free(&t2);
     vt_arena_free(&a2);
     return s;
@@ -240,20 +250,14 @@ static void test_gradients(void) {
         }
         vt_tape_replay(&tape);
         vt_tensor *ins[3] = {q, k, v};
-        const char *nm[3] = {"q", "k", "v"};
+        const char *nm[3] = {"dq", "dk", "dv"};
+        perf_loss_ctx lc = {q, k, v, w, m, &o, R};
         for (int a = 0; a < 3; a++) {
-            float num[80];
             const float h = kern == VT_PERFORMER_RELU ? 1e-3f : 1e-2f;
-            for (int64_t i = 0; i < ins[a]->size; i++) {
-                float x0 = ins[a]->data[i];
-                ins[a]->data[i] = x0 + h;
-                double lp = loss_of(q, k, v, w, m, &o, R);
-                ins[a]->data[i] = x0 - h;
-                double lm = loss_of(q, k, v, w, m, &o, R);
-                ins[a]->data[i] = x0;
-                num[i] = (float)((lp - lm) / (2.0 * h));
-            }
-            CHECK_ARRAY_CLOSE(ins[a]->grad, num, ins[a]->size, 3e-3, 3e-2, "d%s, kernel %d", nm[a], kern);
+            gc_result gr = gc_check_array(nm[a], ins[a]->data, ins[a]->grad, ins[a]->size, 0, 1, h, 3e-3, 3e-2,
+                                          loss_of, &lc);
+            CHECK(gr.bad == 0, "%s, kernel %d: %d of %d elements off (worst %.3g of the tolerance)", nm[a], kern,
+                  gr.bad, gr.checked, gr.worst_rel);
         }
     }
     free(w);
