@@ -223,8 +223,6 @@ static void time_shape(const gemm_lib *libs, const gemm_shape *s, int nt, double
     free(A); free(B); free(C); free(ref);
 }
 
-static const char *isa_label(vt_isa isa) { return isa == VT_ISA_AVX512 ? "avx512" : isa == VT_ISA_AVX2 ? "avx2" : "scalar"; }
-
 int main(int argc, char **argv) {
     const char *filter = argc > 1 ? argv[1] : NULL;
     gemm_shape shapes[N_SHAPES];
@@ -249,7 +247,7 @@ int main(int argc, char **argv) {
     static const int threads[2] = {1, 2};
     double peak_start[2];
     for (int ti = 0; ti < 2; ti++) peak_start[ti] = fma_peak_gflops(avx512, threads[ti]);
-    fprintf(stderr, "FMA peak at the start, %s: %.1f GFLOP/s on 1 thread, %.1f on 2\n", isa_label(best_isa),
+    fprintf(stderr, "FMA peak at the start, %s: %.1f GFLOP/s on 1 thread, %.1f on 2\n", vt_kernels_isa_name(best_isa),
             peak_start[0], peak_start[1]);
 
     gemm_lib libs[N_LIBS] = {{.lib = "ours", .present = 1}, {.lib = "onednn"}, {.lib = "openblas"}};
@@ -294,7 +292,7 @@ int main(int argc, char **argv) {
         double end_gf = fma_peak_gflops(avx512, nt);
         peak[nt] = end_gf > peak_start[ti] ? end_gf : peak_start[ti];
         printf("{\"bench\":\"fma_peak\",\"isa\":\"%s\",\"threads\":%d,\"gflops\":%.1f,\"start\":%.1f,"
-               "\"end\":%.1f}\n", isa_label(best_isa), nt, peak[nt], peak_start[ti], end_gf);
+               "\"end\":%.1f}\n", vt_kernels_isa_name(best_isa), nt, peak[nt], peak_start[ti], end_gf);
         fprintf(stderr, "\nFMA peak, %d thread%s: %.1f GFLOP/s (the better of %.1f at the start, %.1f at the end)",
                 nt, nt > 1 ? "s" : " ", peak[nt], peak_start[ti], end_gf);
     }

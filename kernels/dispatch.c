@@ -1,16 +1,34 @@
 /* dispatch.c - CPU probe (CPUID + XGETBV) and the active kernel table.
  * The table is filled scalar-first, then each level up to the chosen one overrides
- * the entries it implements. VT_ISA forces a level; asking for one the CPU or OS
- * lacks is an error, never a silent downgrade. Built with VT_AVX512_EMULATED (the test
- * lane `make emu`), the avx512 level is SIMDe emulation and needs only AVX2 + FMA. */
+ * the entries it implements (levels[] below: one row per level). VT_ISA forces a level;
+ * asking for one the CPU or OS lacks is an error, never a silent downgrade. Built with
+ * VT_AVX512_EMULATED (the test lane `make emu`), the levels above avx2 are emulated
+ * (kernels/avx512/emulated.h) and need only AVX2 + FMA. */
 #include <cpuid.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "level.h"
 
 vt_kernels vt_k;
+
+#ifdef VT_AVX512_EMULATED
+#define EMU "-emulated"
+#else
+#define EMU ""
+#endif
+
+static const struct {
+    vt_isa isa;
+    const char *name;  /* as VT_ISA spells it */
+    const char *label; /* vt_kernels.name */
+    void (*fill)(vt_kernels *t);
+} levels[VT_ISA_COUNT] = {
+    {VT_ISA_SCALAR, "scalar", "scalar", vt_kernels_fill_scalar},
+    {VT_ISA_AVX2, "avx2", "avx2", vt_kernels_fill_avx2},
+    {VT_ISA_AVX512, "avx512", "avx512" EMU, vt_kernels_fill_avx512},
+};
 
 static unsigned long long xgetbv0(void) {
     unsigned int lo, hi;
@@ -29,27 +47,27 @@ vt_isa vt_kernels_best_isa(void) {
     int avx2 = (b >> 5) & 1;
     if (!avx2) return VT_ISA_SCALAR;
 #ifdef VT_AVX512_EMULATED
-    return VT_ISA_AVX512; /* the AVX-512 kernels run on AVX2 + FMA (kernels/avx512/emulated.h) */
+    return (vt_isa)(VT_ISA_COUNT - 1); /* every higher level runs on AVX2 + FMA */
 #else
     int avx512f = (b >> 16) & 1, avx512dq = (b >> 17) & 1;
     int avx512bw = (b >> 30) & 1, avx512vl = (b >> 31) & 1;
     int os_zmm = (xcr0 & 0xE6) == 0xE6; /* opmask, ZMM_Hi256, Hi16_ZMM */
-    if (avx512f && avx512dq && avx512bw && avx512vl && os_zmm) return VT_ISA_AVX512;
-    return VT_ISA_AVX2;
+    if (!(avx512f && avx512dq && avx512bw && avx512vl && os_zmm)) return VT_ISA_AVX2;
+    return VT_ISA_AVX512;
 #endif
 }
 
-int vt_kernels_table(vt_isa isa, vt_kernels *t) {
-    if (isa > vt_kernels_best_isa()) return -1;
-    memset(t, 0, sizeof *t);
-    vt_kernels_fill_scalar(t);
-    if (isa >= VT_ISA_AVX2) vt_kernels_fill_avx2(t);
-    if (isa >= VT_ISA_AVX512) vt_kernels_fill_avx512(t);
-    return 0;
+const char *vt_kernels_isa_name(vt_isa isa) {
+    return isa >= 0 && isa < VT_ISA_COUNT ? levels[isa].name : "?";
 }
 
-static const char *isa_name(vt_isa isa) {
-    return isa == VT_ISA_AVX512 ? "avx512" : isa == VT_ISA_AVX2 ? "avx2" : "scalar";
+int vt_kernels_table(vt_isa isa, vt_kernels *t) {
+    if (isa < 0 || isa > vt_kernels_best_isa()) return -1;
+    memset(t, 0, sizeof *t);
+    for (int l = 0; l <= (int)isa; l++) levels[l].fill(t);
+    t->isa = isa;
+    t->name = levels[isa].label;
+    return 0;
 }
 
 int vt_kernels_init(char *err, size_t errlen) {
@@ -58,16 +76,21 @@ int vt_kernels_init(char *err, size_t errlen) {
     vt_isa best = vt_kernels_best_isa(), isa = best;
     const char *env = getenv("VT_ISA");
     if (env && *env) {
-        if (!strcmp(env, "scalar")) isa = VT_ISA_SCALAR;
-        else if (!strcmp(env, "avx2")) isa = VT_ISA_AVX2;
-        else if (!strcmp(env, "avx512")) isa = VT_ISA_AVX512;
-        else {
-            snprintf(err, errlen, "VT_ISA=%s is not a known level (use scalar, avx2 or avx512)", env);
+        int found = -1;
+        for (int l = 0; l < VT_ISA_COUNT; l++)
+            if (!strcmp(env, levels[l].name)) found = l;
+        if (found < 0) {
+            char names[128] = "";
+            for (int l = 0; l < VT_ISA_COUNT; l++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                         l == 0 ? "" : l + 1 == VT_ISA_COUNT ? " or " : ", ", levels[l].name);
+            snprintf(err, errlen, "VT_ISA=%s is not a known level (use %s)", env, names);
             return -1;
         }
+        isa = (vt_isa)found;
         if (isa > best) {
             snprintf(err, errlen, "VT_ISA=%s requested but this CPU/OS supports at most %s",
-                     env, isa_name(best));
+                     env, levels[best].name);
             return -1;
         }
     }

@@ -1,5 +1,5 @@
-/* avx2/avx2.h - private to kernels/avx2/: the AVX2+FMA kernel declarations (contracts
- * in kernels.h) and the vector helpers they share.
+/* avx2/avx2.h - private to kernels/avx2/: the AVX2+FMA kernels, vt_avx2_<entry> for every
+ * entry of ../entries.def (the contracts), and the vector helpers they share.
  *
  * vt256_exp(x): e^x for x in [-87.33, 88.0]; below -87.33 (incl. -inf) returns 0,
  *   above 88.0 returns e^88, NaN stays NaN. Cephes-style: n = round(x log2 e),
@@ -19,7 +19,7 @@
 #include <stddef.h>
 
 #include "../erf_table.h"
-#include "../kernels.h"
+#include "../level.h"
 
 static inline __m256i vt256_tail(size_t n) {
     int k = n >= 8 ? 8 : (int)n;
@@ -97,41 +97,8 @@ static inline __m256 vt256_erf(__m256 x) {
     return _mm256_or_ps(p, _mm256_and_ps(x, sign));
 }
 
-void vt_avx2_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
-                       const float *A, int lda, const float *B, int ldb,
-                       float beta, const float *bias, float *C, int ldc, float *work);
-void vt_avx2_gemm(int ta, int tb, int M, int N, int K, float alpha,
-                  const float *A, int lda, const float *B, int ldb,
-                  float beta, float *C, int ldc, float *work);
-void vt_avx2_gemm_prefetch(int ta, int tb, int M, int N, int K, float alpha,
-                           const float *A, int lda, const float *B, int ldb,
-                           float beta, float *C, int ldc, float *work, const vt_region next[2]);
-size_t vt_avx2_gemm_work_floats(int M, int N, int K);
-void vt_avx2_softmax_rows(const float *x, float *y, int rows, int cols, float scale);
-void vt_avx2_softmax_bwd_rows(const float *y, const float *dy, float *dx, int rows, int cols);
-void vt_avx2_layernorm_fwd(const float *x, const float *g, const float *b, float *y,
-                           float *mean, float *rstd, int rows, int D, float eps);
-void vt_avx2_layernorm_bwd(const float *dy, const float *x, const float *g,
-                           const float *mean, const float *rstd,
-                           float *dx, float *dg, float *db, int rows, int D);
-void vt_avx2_gelu_fwd(const float *x, float *y, size_t n);
-void vt_avx2_gelu_bwd(const float *x, const float *dy, float *dx, size_t n);
-void vt_avx2_gelu_bwd_fwd(const float *x, float *g, float *dx, size_t n, int add);
-void vt_avx2_add(const float *a, const float *b, float *y, size_t n);
-void vt_avx2_scale(float *x, float s, size_t n);
-void vt_avx2_zero_stream(float *x, size_t n);
-void vt_avx2_copy_stream(const float *x, float *y, size_t n);
-void vt_avx2_axpy(float a, const float *x, float *y, size_t n);
-double vt_avx2_sum(const float *x, size_t n);
-double vt_avx2_dot(const float *x, const float *y, size_t n);
-float vt_avx2_max(const float *x, size_t n);
-void vt_avx2_rot_pairs(const float *x, const float *r, size_t npr, size_t n, float *y);
-void vt_avx2_rot_pairs_bwd(const float *dy, const float *r, size_t npr, size_t n, float *dx);
-void vt_avx2_rot_pairs_bwd_cs(const float *x, const float *dy, size_t npr, float *dcs);
-void vt_avx2_matmul_f64(int n, const double *A, const double *B, double *C, int acc);
-void vt_avx2_feature_exp(const float *x, float *y, size_t n, float t, float c, float eps);
-double vt_avx2_feature_grad(float *d, const float *p, float ce, size_t n);
-void vt_avx2_adamw(float *p, const float *g, float *m, float *v, size_t n,
-                   float lr, float b1, float b2, float eps, float wd, float bc1, float bc2);
+#define VT_KERNEL(name, ret, params) VT_LEVEL_PROTOTYPE(avx2, name)
+#include "../entries.def"
+#undef VT_KERNEL
 
 #endif
