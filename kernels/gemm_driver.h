@@ -47,15 +47,8 @@ typedef void (*gemm_pack_fn)(int trans, const float *X, int ldx, int r0, int c0,
 /* The cache lines one microkernel call prefetches into L2 while it runs: with next_c
  * the next call's C tile (first and last column of each row), then this call's share
  * of what the next pack_a / pack_b will read. A microkernel issues them spread over
- * its loop (prefetch_step) or at its start (prefetch_all). Spreading matters on a Xeon
- * (Sapphire Rapids class): a burst of 28 or more prefetches exceeds the core's
- * outstanding-miss buffers and stalls; the C tile's 28 at the start of each AVX-512
- * call cost 14% of the microkernel's time when C came from memory, and the packing
- * sources' burst between calls another ~5% of the GEMM. On Zen 4 the next C tile's
- * lines are worth 3-11% (three ViT-B products and one ViT-S one without them, a
- * harness on a noisy host); prefetching into L1 as well (T0: the B panel 8 or 16 steps
- * ahead, the packed A panel 16 steps ahead, op(A)'s rows read in place 16-64 floats
- * ahead, a call's own C tile in its last 56 steps) gained nothing there. */
+ * its loop (prefetch_step) or at its start (prefetch_all): a burst of a few dozen
+ * prefetches can exceed a core's outstanding-miss buffers and stall it (../TUNING.md). */
 #define PREFETCH_MAX 128
 typedef struct {
     const char *line[PREFETCH_MAX];
@@ -216,9 +209,8 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
 /* The K block for K steps in blocks of at most kmax (a multiple of 16): K in equal
  * blocks, each rounded up to 16 (the transposing pack's step), the last one shorter.
  * Full blocks of kmax would leave a short last one whose calls pay a whole C tile's
- * load and store and their prefetch lists for a few steps: with kmax = 384, attention's
- * K = 785 runs as 272 + 272 + 241 instead of 384 + 384 + 17, ViT-Ti's K = 576 as
- * 2 x 288 instead of 384 + 192. */
+ * load and store and their prefetch lists for a few steps (with kmax = 384, K = 785 runs
+ * as 272 + 272 + 241 instead of 384 + 384 + 17). */
 static inline int k_block(int K, int kmax) {
     int blocks = (K + kmax - 1) / kmax;
     return (int)round_up((size_t)((K + blocks - 1) / blocks), 16);
@@ -226,9 +218,8 @@ static inline int k_block(int K, int kmax) {
 
 /* Whether mr rows of op(A) read in place (ta = 0) at row stride lda floats spread over
  * the L1: at most 4 of them in any one set of a cache with 64 sets of 64-byte lines (a
- * 32 KB 8-way L1, Zen 4's; larger ones have more sets or ways). Rows a multiple of 4 KB
- * apart all fall in one set and evict each other: in place, 6304 x 768 x 3072 (ta = 0,
- * lda 3072) ran at 86 GFLOP/s against 108 packed. */
+ * 32 KB 8-way L1; larger ones have more sets or ways). Rows a multiple of 4 KB apart all
+ * fall in one set and evict each other (../TUNING.md). */
 static inline int rows_spread_in_l1(int mr, int lda) {
     int count[64] = {0};
     for (int i = 0; i < mr; i++)
@@ -255,22 +246,10 @@ static inline int rows_spread_in_l1(int mr, int lda) {
  * Loop order: N blocks -> K blocks -> M blocks (BLIS), except when M <= bl.m_one_pass
  * and N > bl.one_pass_min_n: then K blocks -> N blocks of nc_one_pass, all of op(A)'s
  * K block packed at once and used by every N block, so the packed B block stays in L2
- * beside it (the weight gradients 192 x 768 x 8320 and 384 x 1536 x 12608 had 768 KB
- * and 1.5 MB packed B blocks, out of Zen 4's 1 MB L2; in this order they run 2-4%
- * faster on 1 and 2 threads, and ViT-Ti's 192 x 768 weight gradient went from 0.83 to
- * 0.95 of oneDNN's rate on 2 threads in bench_kernels).
+ * beside it (the weight gradients, whose packed B blocks would not fit in L2 otherwise).
  * With full_pack_b and tb = 0, no pass packs op(B): each B panel is packed by the first
- * call that reads it (in the BLIS order, in the first M block; see gemm_macro). As a
- * pass, the pack of a 256 x 256 block (4,096 lines from L2 to L2) took about 20,000 TSC
- * ticks on Zen 4, some 5 per line, source prefetched or not; beside a microkernel's
- * FMAs, whose loads leave the memory ports mostly idle, the copy costs little. On
- * 192 x 768 x 8320 (ta = 1, one-pass order; a harness, 1 thread, best of 20, runs
- * alternating) 106.1-107.4 GFLOP/s with the pass, 108.6-109.1 without. The same done for
- * op(A) (ta = 1: the first column panel's calls read A in place and store its packed
- * panels) measured no gain on the 12 weight-gradient shapes (geometric mean 1.002) and
- * was not kept; nor did packing op(B) this way in avx2/gemm.c's 6 x 16 kernel (24
- * weight- and input-gradient shapes at its level, 0.98-1.01, geometric mean 1.00), whose
- * step has 12 256-bit FMAs to hide the copy behind instead of 28 512-bit ones. */
+ * call that reads it (in the BLIS order, in the first M block; see gemm_macro), its copy
+ * running beside that call's FMAs, whose loads leave the memory ports mostly idle. */
 static inline __attribute__((always_inline)) void
 gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, int N, int K, float alpha,
              const float *A, int lda, const float *B, int ldb, float beta, const float *bias, float *C, int ldc,
@@ -278,9 +257,8 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
     const int MR = bl.mr, KC = k_block(K, ta ? bl.kc_t : bl.kc);
     /* M in blocks of equal size (whole MR panels, at most bl.mc rows): a small last
      * block would get the whole next K block's packing source to prefetch in a few
-     * calls, more lines than its loops spread (576 = 280 + 280 + 16 rows: bursts of
-     * 128 prefetches stalled 576 x 192 x 8320 by ~10%). Row blocks do not change any
-     * element's sums. */
+     * calls, more lines than its loops spread. Row blocks do not change any element's
+     * sums. */
     const int mblocks = (M + bl.mc - 1) / bl.mc;
     const int MC = (int)round_up((size_t)((M + mblocks - 1) / mblocks), (size_t)MR);
     const int one_pass = M <= bl.m_one_pass && N > bl.one_pass_min_n;

@@ -1,8 +1,6 @@
 /* avx2/gelu.c - AVX2 exact (erf) GELU forward, backward and both in one pass
- * (contracts in kernels.h), on vt256_erf (|err| <= 5.9e-8 absolute, the interval table of
- * ../erf_table.h: 0.63 ns per element forward against 0.93 with the previous two-branch
- * erf, 1.10 against 1.38 for the fused backward, in L2 on Zen 4) and vt256_exp (relative
- * error <= 1.2e-7).
+ * (contracts in ../entries.def), on vt256_erf (|err| <= 5.9e-8 absolute, the interval
+ * table of ../erf_table.h) and vt256_exp (relative error <= 1.2e-7).
  * Forward abs error <= 0.5 |x| 2e-7 + rounding; backward likewise per unit dy. */
 #include "avx2.h"
 

@@ -1,11 +1,10 @@
-/* avx2/gemm.c - AVX2+FMA GEMM, BLIS-style (contract in kernels.h):
+/* avx2/gemm.c - AVX2+FMA GEMM, BLIS-style (contract in ../entries.def):
  *   C = alpha op(A) op(B) + beta C.
  *
  * The blocking loops and the L2 prefetch are ../gemm_driver.h (shared with the other
  * ISA); this file holds the tile sizes, the packing and the microkernels.
  * Loops: jc over N in NC blocks -> pc over K in equal blocks of at most KC (k_block in
- * ../gemm_driver.h; on Zen 4 the 36 ViT shapes of bench_kernels at this level ran at
- * 0.99-1.01 of their speed with full blocks) (pack op(B) block into
+ * ../gemm_driver.h) (pack op(B) block into
  * KC x NR panels) -> ic over M in MC blocks (pack op(A) block into MR x KC panels)
  * -> jr over NR columns -> ir over MR rows -> the MR x NR register microkernel
  * (MR = 6 rows x NR = 16 columns: 12 ymm accumulators, 2 ymm of B, 1 broadcast; a
@@ -18,9 +17,8 @@
  * the microkernel stores only the valid rows, with masked column stores (masked moves
  * only on ragged edges: VMASKMOVPS stores are slow on AMD cores).
  * Latency hiding: each microkernel call prefetches at its start its own C tile (12
- * lines, which the core's outstanding-miss buffers take at once; prefetching the next
- * call's tile instead, as avx512/gemm.c does, measured 5-10% slower on a Xeon with C
- * in memory) and its share of the source of the next pack_a (and, at the end of a K
+ * lines, which the core's outstanding-miss buffers take at once; ../TUNING.md) and its
+ * share of the source of the next pack_a (and, at the end of a K
  * block, of the next pack_b; in the last block, of what the caller of gemm_prefetch
  * reads next): see prefetch_list in ../gemm_driver.h.
  * alpha and beta are applied at the store of the first K block (later K blocks add
@@ -32,10 +30,9 @@
 #include "avx2.h"
 #include "../gemm_driver.h"
 
-/* Register tile MR x NR; cache blocks: a packed A block (MC x KC, 192 KB) and the
- * next block's source stay in L2, a B micro-panel (KC x NR, 16 KB) in L1; MC >= 192
- * keeps the ViT-Ti weight-gradient products in one M block. Chosen by measurement on
- * Zen 4 (bench/bench_kernels.c). */
+/* Register tile MR x NR (12 ymm accumulators); cache blocks: a packed A block (MC x KC,
+ * 192 KB) and the next block's source stay in L2, a B micro-panel (KC x NR, 16 KB) in
+ * L1; MC >= 192 keeps the ViT-Ti weight-gradient products in one M block. */
 #define MR 6
 #define NR 16
 #define KC 256
@@ -50,7 +47,7 @@ static inline size_t a_floats(size_t mc, size_t kc) { return round_up(mc * kc + 
 
 /* Rows of the packed A region: all of M when it may be packed in one pass, else an M
  * block (MC <= M_ONE_PASS: at most M_ONE_PASS rows, which keeps the size non-decreasing
- * in M, see kernels.h). */
+ * in M, see ../entries.def). */
 static inline size_t a_rows(int M) { return round_up((size_t)imin(M, M_ONE_PASS), MR); }
 
 size_t vt_avx2_gemm_work_floats(int M, int N, int K) {

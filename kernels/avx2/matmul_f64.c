@@ -1,5 +1,5 @@
 /* avx2/matmul_f64.c - C = A B (+ C) for small n x n float64 matrices (contract in
- * kernels.h; the products of src/pe/expm.c, LieRE's matrix exponentials).
+ * ../entries.def; the products of src/pe/expm.c, LieRE's matrix exponentials).
  * Register tiles of 4 rows x 8 columns (8 ymm accumulators of 4 doubles): per step k
  * two vectors of B's row k, one broadcast of A per row, 8 FMAs; a last column tile of
  * fewer than 8 columns is masked, rows past a multiple of 4 go one at a time. Each

@@ -1,5 +1,5 @@
 /* avx2/softmax.c - AVX2 row softmax forward (max-subtracted, vt256_exp) and backward
- * (contracts in kernels.h). Row sums are accumulated in 8 float lanes; results match
+ * (contracts in ../entries.def). Row sums are accumulated in 8 float lanes; results match
  * the scalar reference within rtol ~1e-6 (exp relative error <= 1.2e-7). */
 #include <math.h>
 

@@ -1,5 +1,5 @@
 /* avx512/elementwise.c - AVX-512 add, scale, zero_stream, copy_stream, axpy, sum, dot, max and AdamW (contracts in
- * kernels.h). Tails use masked loads/stores, so any n and any alignment work.
+ * ../entries.def). Tails use masked loads/stores, so any n and any alignment work.
  * sum/dot accumulate in double lanes (each float widened, products formed exactly in
  * double): |err| <= n 2^-53 sum|terms|, the scalar reference's bound up to ordering.
  * AdamW evaluates the scalar expression in the same order with the same IEEE ops

@@ -1,8 +1,6 @@
 /* avx512/gelu.c - AVX-512 exact (erf) GELU forward, backward and both in one pass
- * (contracts in kernels.h), on vt512_erf (|err| <= 5.9e-8 absolute, the interval table of
- * avx512.h: 0.36 ns per element forward against 0.74 with the previous two-branch erf,
- * 0.68-0.74 against 1.07 for the fused backward, in L2 on Zen 4) and vt512_exp (relative
- * error <= 1.2e-7).
+ * (contracts in ../entries.def), on vt512_erf (|err| <= 5.9e-8 absolute, the interval
+ * table of ../erf_table.h) and vt512_exp (relative error <= 1.2e-7).
  * Forward abs error <= 0.5 |x| 2e-7 + rounding; backward likewise per unit dy. */
 #include "avx512.h"
 

@@ -1,18 +1,16 @@
-/* avx512/gemm.c - AVX-512 GEMM, BLIS-style (contract in kernels.h):
+/* avx512/gemm.c - AVX-512 GEMM, BLIS-style (contract in ../entries.def):
  *   C = alpha op(A) op(B) + beta C.
  *
  * The blocking loops and the L2 prefetch are ../gemm_driver.h (shared with the other
  * ISA); this file holds the tile sizes, the packing and the microkernels.
- * Loops: jc over N in NC blocks -> pc over K in KC blocks (KC_T for ta = 1; equal
- * blocks, see k_block in ../gemm_driver.h) (pack op(B) block into
- * KC x NR panels) -> ic over M in MC blocks (pack op(A) block into MR x KC panels)
- * -> jr over NR columns -> ir over MR rows -> the MR x NR register microkernel
- * (MR = 14 rows x NR = 32 columns: 28 zmm accumulators, 2 zmm of B, broadcasts of A;
- * a last panel with <= 4 rows uses a 4 x 32 variant, one with <= 4 columns the
- * turned-around kernel_14xn, one with <= 8 columns a 14 x 8 variant in 256-bit
- * registers, one with <= 16 columns a 14 x 16 variant, one of 5-12 rows (and more than
- * 16 columns) an mr x 32 variant, so short and narrow edges cost less than a whole
- * tile).
+ * Loops: jc over N in NC blocks -> pc over K in equal blocks of at most KC (KC_T for
+ * ta = 1; k_block) (pack op(B) block into KC x NR panels) -> ic over M in MC blocks
+ * (pack op(A) block into MR x KC panels) -> jr over NR columns -> ir over MR rows -> the
+ * MR x NR register microkernel (MR = 14 rows x NR = 32 columns: 28 zmm accumulators,
+ * 2 zmm of B, broadcasts of A). Last panels: <= 4 rows use a 4 x 32 variant, 5-12 rows
+ * (and more than 16 columns) an mr x 32 variant, <= 4 columns the turned-around
+ * kernel_14xn, <= 8 columns a 14 x 8 variant in 256-bit registers, <= 16 columns a
+ * 14 x 16 one, so short and narrow edges cost less than a whole tile.
  * For M <= M_ONE_PASS and N > ONE_PASS_MIN_N (the weight gradients with M < N) the K
  * blocks are outermost: all of op(A)'s K block is packed once, then op(B) in N blocks
  * of at most NC_ONE_PASS columns, so both stay in L2 (see gemm_blocked).
@@ -21,9 +19,7 @@
  * INPLACE_ROWS_MIN_A floats for N <= 1536 (ta = 0) or N <= 768 (ta = 1) outside the
  * one-pass order, the whole 14-row panels of op(A) are read in place instead
  * (kernel_14x32_inplace, see gemm_blocked; ta = 0 only when the row stride does not
- * put the 14 rows in few L1 sets). On Zen 4 against the packing: ViT-Ti's N = 192
- * products +3-7% (ta = 0, the transposing pack), N = 384-768 with K <= 768 +1%, larger
- * K the same; the ViT weight gradients (ta = 1, N 192-768) +1.5-5% (the copying pack).
+ * put the 14 rows in few L1 sets).
  * With tb = 0, op(B) is not packed in a pass of its own: the first call on each B panel
  * of more than 16 columns (a whole 14-row one) reads it from its source and stores the
  * packed panel beside its FMAs (kernel_14x32_pack_b, kernel_14x32_inplace_pack_b; see
@@ -40,45 +36,31 @@
  * Numerics: float accumulation over each KC block, blocks summed into C; error within
  * the usual K eps sum|a||b| bound, like the scalar reference (different order).
  * work: vt_avx512_gemm_work_floats(M, N, K) floats, 64-byte aligned.
- * Speed (bench/bench_kernels.c): the microkernel alone runs at ~97% of the FMA peak of
- * the Zen 4 cores this was tuned on (one 512-bit FMA per cycle); ViT training shapes
- * reach 88-98% of it, the rest being packing and C traffic, 0.99-1.00 of oneDNN's rate
- * there on 1 and on 2 threads (geometric means over the 36 shapes; three runs,
- * 2026-11-26, after the K blocks of 384). On a Xeon of the Sapphire
- * Rapids class (two 512-bit FMA ports, 2 MB L2) it runs at 84-90% of the peak with its
- * panels in L1/L2 (a harness calling it alone), and the ViT shapes at 63-78% of it,
- * 0.97 (1 thread) and 0.99 (2 threads) of oneDNN's rate (geometric means over the 36
- * shapes; bench_kernels, 2026-11-25, before the one-pass order); MC / KC / NC changes
- * moved nothing there by more than the noise. */
+ * Why the constants and variants are what they are (measurements, CPUs, dead ends):
+ * ../TUNING.md. */
 #include "avx512.h"
 #include "../gemm_driver.h"
 
-/* Register tile MR x NR; cache blocks: a packed A block (MC x KC, up to 420 KB) and
- * the next block's source stay in the 1 MB L2, a B micro-panel (KC x NR, up to 48 KB)
- * streams from L2; MC >= 192 keeps the ViT-Ti weight-gradient products in one M block.
- * K blocks of at most KC steps with ta = 0, KC_T with ta = 1 (k_block: equal blocks).
- * Against blocks of 256 for both (a harness, 1 thread, Zen 4, best of 2 x 10 runs
- * alternating): ta = 0 with K > 256, the ViT forward and input-gradient products, 0-4%
- * faster (ViT-S proj 3-4%, ViT-B fc1 2-3%); the weight gradients (ta = 1) within 1.2%
- * either way but ViT-Ti's 192 x 192 x 8320 3% slower in two sweeps, so they keep 256.
- * Chosen by measurement on Zen 4 (bench/bench_kernels.c). */
+/* Register tile MR x NR: 28 accumulators + 2 B vectors + a broadcast fill the 32 zmm. */
 #define MR 14
 #define NR 32
+/* K blocks of at most KC steps (ta = 0), KC_T (ta = 1): a B micro-panel streams from L2. */
 #define KC 384
 #define KC_T 256
+/* A packed A block (MC x KC, up to 420 KB) and the next block's source stay in a 1 MB L2;
+ * MC >= 192 keeps ViT-Ti's weight-gradient products in one M block. */
 #define MC 280
 #define NC 1536
-#define M_ONE_PASS 392 /* K blocks outermost for M <= 392 (gemm_blocked): 392 KB of */
-#define NC_ONE_PASS 256 /* packed A, 256 KB of packed B, */
-/* when N > 384: at 384 x 384 x 12608 (ta = 1) the BLIS order reading A in place was
- * 1.5% faster, at 192 x 768 and 384 x 1536 1.5-2% slower */
+/* The one-pass order (K blocks outermost) for M <= M_ONE_PASS (392 KB of packed A) and
+ * N > ONE_PASS_MIN_N, in N blocks of NC_ONE_PASS (256 KB of packed B): both stay in L2. */
+#define M_ONE_PASS 392
+#define NC_ONE_PASS 256
 #define ONE_PASS_MIN_N 384
-#define SHORT_MR 4 /* last panels of <= 4 rows use kernel_short_x32, */
+#define SHORT_MR 4 /* last panels of <= 4 rows use kernel_short_x32 with 4-row FMAs, */
 #define SHORT_FULL_MR 12 /* and those of <= 12 rows with more than 16 columns */
 #define NARROW_NR 4 /* last panels of <= 4 columns use kernel_14xn */
 /* A (N <= 1536 with ta = 0, N <= 768 with ta = 1) of at least this many floats is read
- * in place: attention's 65 x 64 q in place was 3.5% slower than packed, ViT-Ti's
- * 4160 x 192 rows +3-7% */
+ * in place: a smaller one is packed from cache at little cost and reads faster packed. */
 #define INPLACE_ROWS_MIN_A ((size_t)1 << 16)
 
 /* Floats of the packed-A region: mc x kc rounded to 64 bytes so the B panels that
@@ -87,7 +69,7 @@ static inline size_t a_floats(size_t mc, size_t kc) { return round_up(mc * kc, 1
 
 /* Rows of the packed A region: all of M when it may be packed in one pass, else an M
  * block (MC <= M_ONE_PASS: at most M_ONE_PASS rows, which keeps the size non-decreasing
- * in M, see kernels.h). */
+ * in M, see ../entries.def). */
 static inline size_t a_rows(int M) { return round_up((size_t)imin(M, M_ONE_PASS), MR); }
 
 size_t vt_avx512_gemm_work_floats(int M, int N, int K) {
@@ -210,8 +192,7 @@ static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int 
  * rs (the panel's row stride) and a5 = a + 5 rs, a10 = a + 10 rs are in scope: row i is
  * read at offset (i % 5) rs from one of the three, so that with rs a runtime stride (op(A)
  * read in place, ta = 0) GCC keeps 3 pointers and 4 offsets in registers instead of 14
- * row offsets, which it spilled to the stack (ViT-Ti's N = 192 products read in place
- * ran 3-4% faster without the reloads); with rs = 1 every offset is a constant. */
+ * row offsets, which it spills to the stack; with rs = 1 every offset is a constant. */
 #define ROW_FMA(i)                                                                        \
     do {                                                                                  \
         __m512 a_ = _mm512_set1_ps(((i) < 5 ? a : (i) < 10 ? a5 : a10)[((i) % 5) * rs]); \
@@ -220,15 +201,7 @@ static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int 
     } while (0)
 
 /* Row i's epilogue: alpha acc (+ beta C, read just before) stored under the column
- * masks. C rows a multiple of 4 KB apart cost more: ViT-B's 768 x 3072 x 6304 weight
- * gradient (ldc 3072) ran 2-4.5% faster with its C rows padded by 16 floats (a harness,
- * 1 thread, Zen 4), and the gap closed when the epilogue did not read C. Reading all 14
- * rows before storing any, in two groups of 7 rows, or running the tile as two 7-row
- * halves did not recover it (within 1%); the cause is not pinned down. Nor did two
- * ways round it: copying C through a buffer with padded rows (vt_gemm, K >= 1024) gave
- * back only +1-2% there and +1.5-3.3% on ViT-L's weight gradients, the copy costing
- * about 1%, and 0-2% either way on products with K <= 4096; starting the accumulators
- * from C in the beta = 1 blocks, so that no load waits at the end, ran 5% slower. */
+ * masks. (C rows a multiple of 4 KB apart cost a few percent here: ../TUNING.md.) */
 #define ROW_STORE(i)                                                                   \
     do {                                                                               \
         if (i < mr) {                                                                  \
@@ -256,10 +229,7 @@ static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int 
  * from the source, bs[k ldbs + j] for the nr valid columns (zero past them), not from
  * the packed panel b, and are stored to bd[k NR] as pack_b (tb = 0) would store them:
  * a panel's first call packs it (kernel_14x32_pack_b, kernel_14x32_inplace_pack_b).
- * Always inlined, so each caller's constant R, PACK_B and strides give its own code.
- * A broadcast and two FMAs per row run as fast as two FMAs with embedded-broadcast
- * memory operands ({1to16}): both 98% of the FMA peak, the panels in cache (a harness,
- * Zen 4); what the GEMMs lose beyond that is packing, C traffic and edges. */
+ * Always inlined, so each caller's constant R, PACK_B and strides give its own code. */
 static inline __attribute__((always_inline)) void
 kernel_rows_x32(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c, int ldc, int mr,
                 int nr, float alpha, float beta, const prefetch_list *pf, const int R, const int PACK_B,
@@ -387,18 +357,16 @@ static void kernel_14x32_inplace_pack_b(int kc, const float *a, size_t rs, size_
 /* kernel_14x16: nr <= 16, halving the work of a narrow edge. */
 KERNEL_14X1V(kernel_14x16, 512, __mmask16, vt512_tail((size_t)nr))
 
-/* kernel_14x8: nr <= 8, in 256-bit registers: a 256-bit FMA costs half a 512-bit one on
- * Zen 4 (and no more than one elsewhere), so the 5-column tail of attention's 197 x 197
+/* kernel_14x8: nr <= 8, in 256-bit registers: where a 256-bit FMA costs half a 512-bit
+ * one (and elsewhere no more than one), the 5-column tail of attention's 197 x 197
  * products (197 = 6 x 32 + 5) costs 8 lanes of FMAs, not kernel_14x16's 16. */
 KERNEL_14X1V(kernel_14x8, 256, __mmask8, (__mmask8)((1u << nr) - 1u))
 
 /* The same for a last panel of nr = n <= NARROW_NR columns, turned around: the 14 rows
  * in the lanes of one vector (a packed A step is 14 contiguous floats) and one FMA per
  * column per step, against 14 in kernel_14x16 (65 = 2 x 32 + 1 tokens leave a 1-column
- * panel in attention's q k^T and dout v^T products: +4-6% on the whole attention at 65
- * tokens in a harness; at 5 columns, 197 tokens' tail, its scalar stores made it no
- * faster than kernel_14x16). Even and odd steps go to separate accumulators, 2 n FMA
- * chains. n is a constant in each caller. */
+ * panel in attention's q k^T and dout v^T products). Even and odd steps go to separate
+ * accumulators, 2 n FMA chains. n is a constant in each caller. */
 static inline __attribute__((always_inline)) void
 kernel_14xn_n(int kc, const float *a, const float *b, float *c, int ldc, int mr, float alpha, float beta,
               const prefetch_list *pf, const int n) {

@@ -1,5 +1,5 @@
 /* avx512/layernorm.c - AVX-512 LayerNorm forward and backward over the last dim
- * (contracts in kernels.h). The forward mean is accumulated in double lanes, so with a
+ * (contracts in ../entries.def). The forward mean is accumulated in double lanes, so with a
  * large common offset (|mean| >> std) it is correctly rounded to float (the scalar
  * reference's sequential float sum is not: tests compare both with a double-precision
  * LayerNorm there); the variance and the backward row sums use 16 float lanes. */

@@ -1,5 +1,5 @@
 /* avx512/matmul_f64.c - C = A B (+ C) for small n x n float64 matrices (contract in
- * kernels.h; the products of src/pe/expm.c, LieRE's matrix exponentials).
+ * ../entries.def; the products of src/pe/expm.c, LieRE's matrix exponentials).
  * Register tiles of 8 rows x 16 columns (16 zmm accumulators of 8 doubles): per
  * step k two vectors of B's row k, one broadcast of A per row, 16 FMAs; a last column
  * tile of fewer than 16 columns is masked, rows past a multiple of 8 go one at a time. Each

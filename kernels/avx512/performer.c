@@ -1,5 +1,5 @@
 /* avx512/performer.c - AVX-512 feature_exp and feature_grad, the elementwise passes of
- * Performer's positive feature map (contracts in kernels.h). feature_exp is the
+ * Performer's positive feature map (contracts in ../entries.def). feature_exp is the
  * reference's expression with vt512_exp (relative error <= 1.2e-7) for expf;
  * feature_grad's d is bitwise the reference's (same operations), its sum accumulates
  * in double lanes. Tails use masked loads/stores. */

@@ -1,5 +1,5 @@
 /* avx512/rotary.c - AVX-512 rot_pairs, rot_pairs_bwd, rot_pairs_bwd_cs (contracts in
- * kernels.h): 8 (cos, sin) pairs per vector. Each output is the reference's expression
+ * ../entries.def): 8 (cos, sin) pairs per vector. Each output is the reference's expression
  * with the same IEEE operations (two rounded products, then their sum or difference;
  * then the accumulate), so results are bitwise the reference's. Even lanes hold the
  * first channel of a pair, odd lanes the second; swap() exchanges the two. Tails use

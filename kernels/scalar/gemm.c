@@ -1,4 +1,4 @@
-/* scalar/gemm.c - reference GEMM: C = alpha op(A) op(B) + beta C (+ bias rows), see kernels.h.
+/* scalar/gemm.c - reference GEMM: C = alpha op(A) op(B) + beta C (+ bias rows), see ../entries.def.
  * Plain triple loop with a float accumulator per output element; the specification
  * the SIMD versions are tested against. */
 #include "../kernels.h"

@@ -1,5 +1,5 @@
 /* scalar/matmul_f64.c - C = A B (+ C) for small n x n float64 matrices (contract in
- * kernels.h; the products of src/pe/expm.c). 4 x 4 tiles of C are accumulated in locals
+ * ../entries.def; the products of src/pe/expm.c). 4 x 4 tiles of C are accumulated in locals
  * over all of k (the compiler keeps them in registers); rows and columns beyond a
  * multiple of 4 take the plain loop. Each element's sum runs over k in order, then is
  * added to C (acc), so the result does not depend on the tiling. */

@@ -1,5 +1,5 @@
 /* scalar/performer.c - the elementwise passes of Performer's positive (FAVOR+) feature
- * map, src/ops/performer.c (contracts in kernels.h): feature_exp, feature_grad. */
+ * map, src/ops/performer.c (contracts in ../entries.def): feature_exp, feature_grad. */
 #include <math.h>
 
 #include "scalar.h"

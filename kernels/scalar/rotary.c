@@ -1,5 +1,5 @@
 /* scalar/rotary.c - the pair rotation of one token row (position-encodings.md section
- * 1) and its two backward passes (contracts in kernels.h): rot_pairs, rot_pairs_bwd,
+ * 1) and its two backward passes (contracts in ../entries.def): rot_pairs, rot_pairs_bwd,
  * rot_pairs_bwd_cs. r holds the row's (cos, sin) pairs. */
 #include "scalar.h"
 

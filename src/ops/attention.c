@@ -14,8 +14,7 @@
  * (vt_k.gemm_prefetch with the thread's workspace), each prefetching into L2 what the
  * next one reads first from memory (the next block's q and k during the weighted sum,
  * and so on): a block's operands are too small for the hardware prefetchers to get
- * ahead of the products (forward + backward on 1 thread, Zen 4, a harness timing
- * vt_op_attention: 83.9 -> 91.1 GFLOP/s at 197 tokens, 62.2 -> 73.8 at 65).
+ * ahead of the products (kernels/TUNING.md).
  *
  * Memory, chosen by the caller (keep_probs; vt_attention_keep_probs is the model's rule).
  * Keeping: with gradients the op keeps P (B H N N floats) and, with dropout, the keep
@@ -52,10 +51,8 @@
 #include "ops.h"
 #include "status.h"
 
-/* Cache budget for one thread's R x N score block: half of Zen 4's 1 MB L2. Every row
- * block packs all of k and v again for its products, so fewer, larger blocks won over
- * blocks that fit beside them in L2: at 785 tokens (R 160 against 80) forward +
- * backward ran 3% faster on 1 thread and 6% on 2 (a harness, 4 alternating rounds). */
+/* Cache budget for one thread's R x N score block: half of a 1 MB L2 (every row block
+ * packs all of k and v again, so fewer, larger blocks win; kernels/TUNING.md). */
 #define VT_ATTN_BLOCK_BYTES (512 * 1024)
 
 /* q, k, v (and dq, dk, dv) point at block 0's row 0; block bh starts at in_offset and

@@ -9,16 +9,12 @@
  * result is deterministic and needs no cross-thread reduction.
  * Products with a long K and a small C (the weight gradients: K = B N tokens) are cut
  * over K instead: a C split would make every thread pack the whole of the operand it
- * does not split, for only M / nt rows of work (at 192 x 192 x 8320 on 2 threads, 83%
- * of oneDNN's rate against 95% on 1 thread). Thread 0 computes alpha A0 B0 + beta C
+ * does not split, for only M / nt rows of work. Thread 0 computes alpha A0 B0 + beta C
  * into C, thread t > 0 alpha At Bt into its own partial buffer, and the partials are
  * added to C in thread order, so the result is again fixed for a fixed thread count
  * (but, unlike the C split, not equal to the 1-thread sums).
  * Small products (under VT_GEMM_PAR_FLOPS multiply-adds) run on the calling thread.
- * The static split costs little: in a ViT-Ti/4 training step on 2 threads, the faster
- * thread of each C-split GEMM waited for the other 2.5% of the GEMMs' time (timed per
- * block, 2026-11-26), so balancing the two perfectly (say by dynamic scheduling of
- * smaller blocks) could save at most half of that, 1.2%. */
+ * The split is static (measurements: kernels/TUNING.md). */
 #include <omp.h>
 #include <stdlib.h>
 
