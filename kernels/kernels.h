@@ -7,11 +7,35 @@
  * vt_kernels_init() probes CPUID/XGETBV, fills the table scalar-first and overrides
  * level by level up to the chosen one; VT_ISA=<level> forces a level (an error if the
  * CPU or OS lacks it).
+ *
+ * bf16 numerics (train.precision = bf16: the entries gemm_bf16 and bf16_round).
+ * - bf16 is the upper half of a float32: sign, 8 exponent bits, 7 mantissa bits (vt_bf16).
+ *   Rounding a float32 to bf16 is VCVTNEPS2BF16's: to nearest, ties to even; a zero or
+ *   denormal gives a zero of its sign; an infinity stays one; a NaN stays a NaN, made
+ *   quiet. Every level rounds bitwise the same.
+ * - gemm_bf16 multiplies the operands rounded to bf16 (when packed, or a weight's copy
+ *   made by bf16_round) and accumulates in float32: a product of two bf16 values is
+ *   exact in float32 (8 x 8 significant bits), so the result differs from the exact sum
+ *   of the rounded products by the float32 accumulation alone.
+ * - Accumulation order per level. scalar (the reference): k ascending in one float32
+ *   accumulator per element. avx2, avx512 (no bf16 hardware): op(A) and op(B) rounded to
+ *   bf16 into float32 buffers, K chunk by K chunk, and multiplied by that level's fp32
+ *   gemm (its order; the same numerics, not faster). avx512bf16: VDPBF16PS, per pair of
+ *   steps (k, k + 1) the k + 1 product then the k product, each a float32 fused
+ *   multiply-add rounded to nearest even with denormal inputs read as zero and denormal
+ *   results flushed to zero, K blocks summed into C. amx: TDPBF16PS, per tile of 32
+ *   steps the even and the odd steps in two float32 sums from zero (same rounding and
+ *   flushing), added to each other, then to the accumulator.
+ * - So levels differ only in summation order (and flushed denormals): every level is
+ *   within |C - C_ref| <= 2.4e-7 (K + 4) S + K 2^-126, S = |alpha| sum_k |a' b'| +
+ *   |beta C0|, of the scalar reference (tests/test_kernels.c checks it), and is
+ *   deterministic for a fixed level and thread count.
  */
 #ifndef VT_KERNELS_H
 #define VT_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The levels, each including the ones below it. */
 typedef enum { VT_ISA_SCALAR = 0, VT_ISA_AVX2 = 1, VT_ISA_AVX512 = 2 } vt_isa;
@@ -23,6 +47,9 @@ typedef struct {
     size_t ld;
     int rows, len;
 } vt_region;
+
+/* A bf16 value: the upper 16 bits of a float32 (see the numerics above). */
+typedef uint16_t vt_bf16;
 
 /* vt_kernel_<name>_fn: the function type of each entry. */
 #define VT_KERNEL(name, ret, params) typedef ret vt_kernel_##name##_fn params;

@@ -235,6 +235,212 @@ static void test_gemm(const vt_kernels *t, const vt_kernels *s) {
     gemm_case(t, s, 1, 0, 5, 7, 0, 1.0f, 0.5f, 1);
 }
 
+/* ---------------------------------------------------------------- bf16 */
+
+static uint32_t fbits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+static float bitsf(uint32_t u) {
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+static float bf16f(vt_bf16 h) { return bitsf((uint32_t)h << 16); }
+
+/* The bf16 rounding of x by another route than the kernels' integer trick: a normal x
+ * rounded to 8 significant bits by nearbyint (ties to even) in double, overflow to inf;
+ * zeros and denormals to a zero of their sign; NaN to the quiet NaN of its upper half. */
+static vt_bf16 bf16_model(float x) {
+    uint32_t u = fbits(x);
+    if (isnan(x)) return (vt_bf16)((u >> 16) | 0x40);
+    if (isinf(x) || x == 0.0f || fpclassify(x) == FP_SUBNORMAL) return (vt_bf16)((u >> 16) & (isinf(x) ? 0xffff : 0x8000));
+    int e;
+    frexp((double)x, &e); /* |x| in [2^(e-1), 2^e) */
+    double r = ldexp(nearbyint(ldexp((double)x, 8 - e)), e - 8);
+    if (fabs(r) >= 0x1p128) return (vt_bf16)(x < 0 ? 0xff80 : 0x7f80);
+    return (vt_bf16)(fbits((float)r) >> 16);
+}
+
+/* bf16_round: the scalar level against the model, every level against the scalar one,
+ * bitwise, on special values, every exponent with ties and near-ties, and random bit
+ * patterns; ragged n and misaligned pointers, nothing past n written. */
+static void test_bf16_round(const vt_kernels *t, const vt_kernels *s) {
+    enum { N = 4099 };
+    float *xb, *x = fbuf(N, 1, &xb);
+    vt_bf16 *y = aligned_alloc(64, 2 * (N + 64) * sizeof *y), *z = aligned_alloc(64, 2 * (N + 64) * sizeof *z);
+    static const uint32_t special[] = {0x00000000, 0x80000000, 0x00000001, 0x807fffff, 0x00800000, 0x3f808000,
+                                       0x3f818000, 0x3f80ffff, 0x7f7fffff, 0x7f7f8000, 0xff7f8000, 0x7f800000,
+                                       0xff800000, 0x7fc00000, 0x7f800001, 0xffa00000, 0x3f7fffff, 0x0080ffff};
+    size_t ns = sizeof special / sizeof *special;
+    for (size_t i = 0; i < N; i++) {
+        uint32_t u;
+        if (i < ns) u = special[i];
+        else if (i < ns + 2 * 254) /* every exponent: a tie and a value just above it */
+            u = ((uint32_t)((i - ns) / 2 + 1) << 23) | ((i - ns) % 2 ? 0x8001u : 0x18000u) | (i % 3 ? 0 : 0x80000000u);
+        else {
+            rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
+            u = (uint32_t)(rng_state >> 32);
+        }
+        x[i] = bitsf(u);
+    }
+    long bad = -1;
+    for (size_t i = 0; i < N && bad < 0; i++)
+        if ((s->bf16_round(x + i, z, 1), z[0] != bf16_model(x[i]))) bad = (long)i;
+    CHECK(bad < 0, "scalar bf16_round(%08x) = %04x, rounding to nearest even gives %04x",
+          bad < 0 ? 0u : fbits(x[bad]), bad < 0 ? 0u : (unsigned)z[0], bad < 0 ? 0u : (unsigned)bf16_model(x[bad]));
+    static const int ns_[] = {1, 7, 15, 16, 17, 33, 100, N};
+    for (size_t c = 0; c < sizeof ns_ / sizeof *ns_; c++) {
+        int n = ns_[c];
+        for (int off = 0; off < 3; off++) {
+            for (int i = 0; i < n + 32; i++) y[off + i] = z[i] = 0xabcd;
+            t->bf16_round(x, y + off, (size_t)n);
+            s->bf16_round(x, z, (size_t)n);
+            long b = -1;
+            for (int i = 0; i < n && b < 0; i++)
+                if (y[off + i] != z[i]) b = i;
+            int past = 0;
+            for (int i = n; i < n + 32; i++) past |= y[off + i] != 0xabcd;
+            CHECK(b < 0, "%s bf16_round n=%d off=%d: x=%08x gives %04x, scalar %04x", t->name, n, off,
+                  b < 0 ? 0u : fbits(x[b]), b < 0 ? 0u : (unsigned)y[off + b], b < 0 ? 0u : (unsigned)z[b]);
+            CHECK(!past, "%s bf16_round n=%d off=%d wrote past n", t->name, n, off);
+        }
+    }
+    free(xb);
+    free(y);
+    free(z);
+}
+
+static int gemm_bf16_case_no = 0;
+
+/* gemm_bf16 of t against the scalar reference s (kernels.h: bf16 numerics): per element
+ * |C - ref| <= 2.4e-7 (K + 4) S + K 2^-126 |alpha|, S = |alpha| sum_k |a' b'| + |beta C0|
+ * + |bias| (the float32 accumulation in another order, and flushed denormals); the
+ * reference itself against the exact (double) sum of the rounded products within the
+ * same bound. b16: op(B) from a bf16 copy (B itself passed as NULL, so it cannot be
+ * read). C outside M x N and the 64 floats past the workspace untouched; beta == 0 with
+ * C full of NaN gives finite results; a second call, and one given a prefetch hint, give
+ * the same bits. */
+static void gemm_bf16_case(const vt_kernels *t, const vt_kernels *s, int ta, int tb, int M, int N, int K,
+                           float alpha, float beta, int ldpad, int b16, int with_bias) {
+    int off = 1 + gemm_bf16_case_no++ % 3;
+    int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    int lda = ac + ldpad, ldb = bc + ldpad, ldc = N + ldpad;
+    size_t na = (size_t)ar * lda, nb = (size_t)br * ldb, nc = (size_t)M * ldc;
+    float *ab, *bb, *cb, *rb, *sb, *c0b, *aab, *abb, *biasb;
+    float *A = fbuf(na, off, &ab), *B = fbuf(nb, off, &bb), *C = fbuf(nc, off, &cb), *R = fbuf(nc, off, &rb);
+    float *S = fbuf(nc, 0, &sb), *C0 = fbuf(nc, 0, &c0b), *AA = fbuf(na, 0, &aab), *BA = fbuf(nb, 0, &abb);
+    float *bias = fbuf((size_t)N, off, &biasb);
+    vt_bf16 *B16b = aligned_alloc(64, ((nb + 64) * sizeof(vt_bf16) + 63) / 64 * 64), *B16 = B16b + off;
+    /* values of mixed magnitude, so rounding to 8 bits and the order of sums both matter */
+    for (size_t i = 0; i < na; i++) A[i] = frand() * (i % 7 == 0 ? 64.0f : i % 5 == 0 ? 0.01f : 1.0f);
+    for (size_t i = 0; i < nb; i++) B[i] = frand() * (i % 11 == 0 ? 16.0f : 1.0f);
+    fill(bias, (size_t)N, -2, 2);
+    s->bf16_round(B, B16, nb);
+    vt_bf16 *tmp = aligned_alloc(64, ((na > nb ? na : nb) * sizeof(vt_bf16) + 63) / 64 * 64);
+    s->bf16_round(A, tmp, na);
+    for (size_t i = 0; i < na; i++) AA[i] = fabsf(bf16f(tmp[i]));
+    for (size_t i = 0; i < nb; i++) BA[i] = fabsf(bf16f(B16[i]));
+    free(tmp);
+    for (size_t i = 0; i < nc; i++) {
+        int pad = (int)(i % ldc) >= N;
+        C0[i] = pad ? 12345.0f : beta == 0.0f ? NAN : frand();
+    }
+    const float *bias_p = with_bias ? bias : NULL;
+    const float *Bp = b16 ? NULL : B;
+    const vt_bf16 *B16p = b16 ? B16 : NULL;
+    memcpy(C, C0, sizeof(float) * nc);
+    memcpy(R, C0, sizeof(float) * nc);
+    size_t wf = t->gemm_bf16_work_floats(M, N, K), ws = s->gemm_bf16_work_floats(M, N, K);
+    float *wb, *W = fbuf(wf, 0, &wb), *swb, *SW = fbuf(ws, 0, &swb);
+    for (int i = 0; i < 64; i++) W[wf + i] = -777.0f;
+    s->gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, bias_p, R, ldc, SW, NULL);
+    t->gemm_bf16(ta, tb, M, N, K, alpha, A, lda, Bp, B16p, ldb, beta, bias_p, C, ldc, W, NULL);
+    s->gemm_bf16(ta, tb, M, N, K, fabsf(alpha), AA, lda, BA, NULL, ldb, 0.0f, NULL, S, ldc, SW, NULL);
+    long bad = -1, rbad = -1;
+    double worst = 0, rworst = 0;
+    int pad_ok = 1, guard_ok = 1;
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < ldc; j++) {
+            size_t e = (size_t)i * ldc + j;
+            if (j >= N) {
+                pad_ok &= C[e] == 12345.0f;
+                continue;
+            }
+            double bound = fabs(S[e]) + (beta != 0.0f ? fabs(beta * C0[e]) : 0.0) + (with_bias ? fabs(bias[j]) : 0.0);
+            double tol = 2.4e-7 * (K + 4) * bound + K * 0x1p-126 * fabs(alpha) + 1e-30;
+            double d = fabs((double)C[e] - R[e]);
+            if (!(d <= tol) && (bad < 0 || d / tol > worst)) bad = (long)e, worst = d / tol;
+            if (t == s) { /* the reference against the exact sum of its rounded products */
+                double exact = 0;
+                for (int p = 0; p < K && alpha != 0.0f; p++) {
+                    float a = ta ? A[(size_t)p * lda + i] : A[(size_t)i * lda + p];
+                    float b = tb ? B[(size_t)j * ldb + p] : B[(size_t)p * ldb + j];
+                    vt_bf16 ha, hb;
+                    s->bf16_round(&a, &ha, 1);
+                    s->bf16_round(&b, &hb, 1);
+                    exact += (double)bf16f(ha) * bf16f(hb);
+                }
+                exact = alpha * exact + (beta != 0.0f ? (double)beta * C0[e] : 0.0) + (with_bias ? bias[j] : 0.0);
+                double dr = fabs(exact - R[e]);
+                if (!(dr <= tol) && (rbad < 0 || dr / tol > rworst)) rbad = (long)e, rworst = dr / tol;
+            }
+        }
+    }
+    for (int i = 0; i < 64; i++) guard_ok &= W[wf + i] == -777.0f;
+    CHECK(bad < 0, "%s gemm_bf16 ta=%d tb=%d M=%d N=%d K=%d alpha=%g beta=%g ld+%d off=%d b16=%d bias=%d: C[%ld] got "
+          "%.9g want %.9g (%.3g x tol)", t->name, ta, tb, M, N, K, alpha, beta, ldpad, off, b16, with_bias, bad,
+          bad < 0 ? 0.0 : C[bad], bad < 0 ? 0.0 : R[bad], worst);
+    CHECK(rbad < 0, "scalar gemm_bf16 ta=%d tb=%d M=%d N=%d K=%d: C[%ld] = %.9g is %.3g x tol from the exact sum of "
+          "its rounded products", ta, tb, M, N, K, rbad, rbad < 0 ? 0.0 : R[rbad], rworst);
+    CHECK(pad_ok, "%s gemm_bf16 ta=%d tb=%d M=%d N=%d K=%d wrote outside M x N", t->name, ta, tb, M, N, K);
+    CHECK(guard_ok, "%s gemm_bf16 M=%d N=%d K=%d wrote past gemm_bf16_work_floats=%zu", t->name, M, N, K, wf);
+    /* the same bits again: a second call, and one told A and B come next */
+    float *c2b, *C2 = fbuf(nc, off, &c2b);
+    const vt_region next_ab[2] = {{A, (size_t)lda, ar, ac}, {B, (size_t)ldb, br, bc}};
+    for (int v = 0; v < 2; v++) {
+        memcpy(C2, C0, sizeof(float) * nc);
+        t->gemm_bf16(ta, tb, M, N, K, alpha, A, lda, Bp, B16p, ldb, beta, bias_p, C2, ldc, W, v ? next_ab : NULL);
+        long db = -1;
+        for (size_t e = 0; e < nc && db < 0; e++)
+            if (memcmp(&C2[e], &C[e], sizeof(float)) != 0) db = (long)e;
+        CHECK(db < 0, "%s gemm_bf16 ta=%d tb=%d M=%d N=%d K=%d: %s gives other bits at C[%ld]", t->name, ta, tb, M,
+              N, K, v ? "a call with a prefetch hint" : "a second call", db);
+    }
+    free(c2b);
+    free(ab); free(bb); free(cb); free(rb); free(sb); free(c0b); free(aab); free(abb); free(biasb); free(B16b);
+    free(wb); free(swb);
+}
+
+static void test_gemm_bf16(const vt_kernels *t, const vt_kernels *s) {
+    static const int Ms[] = {1, 2, 7, 13, 14, 15, 16, 17, 28, 29, 31, 32, 33, 47};
+    static const int Ns[] = {1, 5, 15, 16, 17, 31, 32, 33, 48, 65};
+    static const int Ks[] = {1, 2, 3, 7, 16, 17, 31, 32, 33, 63, 64, 65, 97};
+    static const float alphas[] = {1.0f, -0.7f, 2.5f};
+    static const float betas[] = {0.0f, 1.0f, 0.5f};
+    int n = 0;
+    for (int tr = 0; tr < 4; tr++)
+        for (size_t a = 0; a < sizeof Ms / sizeof *Ms; a++)
+            for (size_t b = 0; b < sizeof Ns / sizeof *Ns; b++, n++)
+                gemm_bf16_case(t, s, tr >> 1, tr & 1, Ms[a], Ns[b], Ks[n % 13], alphas[n % 3], betas[(n / 3) % 3],
+                               n % 4 == 0 ? 0 : 1 + n % 5, n % 2, (n / 2) % 2);
+    for (int tr = 0; tr < 4; tr++) {
+        int ta = tr >> 1, tb = tr & 1;
+        gemm_bf16_case(t, s, ta, tb, 197, 197, 64, 0.125f, 0.0f, 0, 0, 0); /* attention's q k^T */
+        gemm_bf16_case(t, s, ta, tb, 197, 64, 197, 1.0f, 1.0f, 1, 0, 0);   /* P v, odd K */
+        gemm_bf16_case(t, s, ta, tb, 130, 200, 192, 1.0f, 0.0f, 2, 1, 1);  /* a linear layer, bf16 weights */
+        gemm_bf16_case(t, s, ta, tb, 37, 45, 1001, -0.7f, 1.0f, 3, 1, 0);  /* K in several blocks */
+        gemm_bf16_case(t, s, ta, tb, 300, 40, 100, 2.5f, 0.5f, 1, 0, 1);  /* M > MC */
+        gemm_bf16_case(t, s, ta, tb, 40, 1700, 40, 1.0f, 0.5f, 0, 1, 1);  /* N > NC */
+        gemm_bf16_case(t, s, ta, tb, 64, 48, 2600, 1.0f, 1.0f, 0, 0, 0);  /* a weight gradient: long K */
+    }
+    gemm_bf16_case(t, s, 0, 0, 0, 5, 5, 1.0f, 0.0f, 0, 0, 0);
+    gemm_bf16_case(t, s, 0, 1, 5, 5, 0, 1.0f, 0.0f, 0, 1, 1); /* K = 0: C = beta C + bias */
+    gemm_bf16_case(t, s, 1, 0, 5, 7, 0, 1.0f, 0.5f, 1, 0, 0);
+    gemm_bf16_case(t, s, 0, 1, 6, 9, 8, 0.0f, 0.5f, 1, 0, 1); /* alpha = 0 */
+}
+
 /* ---------------------------------------------------------------- elementwise */
 
 static void test_elementwise(const vt_kernels *t, const vt_kernels *s) {
@@ -646,7 +852,7 @@ static void test_gelu_isas_agree(const vt_kernels *a, const vt_kernels *b) {
 /* gemm_work_floats never decreases as M, N or K grows (kernels.h): callers size one
  * workspace for their largest call (attention: N x N x hd for every row block). Checked
  * between neighbours of a list that straddles every blocking constant we use. */
-static void test_gemm_work_monotone(const vt_kernels *t) {
+static void test_work_monotone(const vt_kernels *t, vt_kernel_gemm_work_floats_fn *work, const char *entry) {
     static const int d[] = {1, 6, 13, 14, 15, 64, 191, 192, 193, 197, 256, 279, 280, 281, 384, 385,
                             391, 392, 393, 400, 785, 1536, 1537, 3072, 8320};
     const int n = (int)(sizeof d / sizeof *d);
@@ -656,12 +862,12 @@ static void test_gemm_work_monotone(const vt_kernels *t) {
         for (int b = 0; b < n && !dim; b++)
             for (int c = 0; c + 1 < n && !dim; c++) {
                 x = d[a], y = d[b], lo = d[c], hi = d[c + 1];
-                dim = t->gemm_work_floats(hi, x, y) < t->gemm_work_floats(lo, x, y)   ? "M"
-                      : t->gemm_work_floats(x, hi, y) < t->gemm_work_floats(x, lo, y) ? "N"
-                      : t->gemm_work_floats(x, y, hi) < t->gemm_work_floats(x, y, lo) ? "K"
-                                                                                        : NULL;
+                dim = work(hi, x, y) < work(lo, x, y)   ? "M"
+                      : work(x, hi, y) < work(x, lo, y) ? "N"
+                      : work(x, y, hi) < work(x, y, lo) ? "K"
+                                                        : NULL;
             }
-    CHECK(!dim, "%s gemm_work_floats decreases when %s grows from %d to %d (other sizes %d, %d)", t->name,
+    CHECK(!dim, "%s %s decreases when %s grows from %d to %d (other sizes %d, %d)", t->name, entry,
           dim ? dim : "-", lo, hi, x, y);
 }
 
@@ -708,7 +914,9 @@ int main(void) {
     vt_kernels_table(VT_ISA_SCALAR, &s);
     test_table_complete(&s);
     test_gelu(&s, &s); /* the scalar GELU against double precision, and its fused entry */
-    test_gemm_work_monotone(&s);
+    test_work_monotone(&s, s.gemm_work_floats, "gemm_work_floats");
+    test_bf16_round(&s, &s);
+    test_gemm_bf16(&s, &s);
     test_matmul_f64(&s);
     for (int tr = 0; tr < 4; tr++) /* the scalar gemm_bias against its gemm */
         gemm_case(&s, &s, tr >> 1, tr & 1, 7, 9, 5, -0.7f, tr & 1 ? 0.5f : 0.0f, tr);
@@ -731,7 +939,10 @@ int main(void) {
         test_gelu(&t, &s);
         test_gemm(&t, &s);
         test_gemm_short_rows(&t);
-        test_gemm_work_monotone(&t);
+        test_work_monotone(&t, t.gemm_work_floats, "gemm_work_floats");
+        test_work_monotone(&t, t.gemm_bf16_work_floats, "gemm_bf16_work_floats");
+        test_bf16_round(&t, &s);
+        test_gemm_bf16(&t, &s);
     }
     vt_kernels a2, a5;
     if (vt_kernels_table(VT_ISA_AVX2, &a2) == 0 && vt_kernels_table(VT_ISA_AVX512, &a5) == 0)
