@@ -12,6 +12,8 @@ CFLAGS_BASE := -std=c11 $(OPT) -g -Wall -Wextra -D_GNU_SOURCE -fopenmp -march=x8
                -Isrc -Ikernels
 AVX2_FLAGS   := -mavx2 -mfma
 AVX512_FLAGS := -mavx2 -mfma -mavx512f -mavx512bw -mavx512dq -mavx512vl
+AVX512BF16_FLAGS = $(AVX512_FLAGS) -mavx512bf16
+AMX_FLAGS = $(AVX512BF16_FLAGS) -mamx-tile -mamx-bf16
 SAN_FLAGS    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 # The emulation lane: kernels/avx512 on SIMDe over AVX2 (kernels/avx512/emulated.h).
 # -Wno-psabi: GCC notes that 512-bit vector arguments have another ABI without
@@ -46,11 +48,13 @@ SRC_LIB   := $(filter-out $(SRC_MAIN),$(SRC_ALL))
 KERN_BASE := $(wildcard kernels/*.c kernels/scalar/*.c)
 KERN_AVX2 := $(wildcard kernels/avx2/*.c)
 KERN_AVX512 := $(wildcard kernels/avx512/*.c)
+KERN_AVX512BF16 := $(wildcard kernels/avx512bf16/*.c)
+KERN_AMX := $(wildcard kernels/amx/*.c)
 TEST_SRC  := $(wildcard tests/test_*.c tests/e2e_*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
-LIB_OBJ := $(call obj,$(SRC_LIB) $(KERN_BASE) $(KERN_AVX2) $(KERN_AVX512))
+LIB_OBJ := $(call obj,$(SRC_LIB) $(KERN_BASE) $(KERN_AVX2) $(KERN_AVX512) $(KERN_AVX512BF16) $(KERN_AMX))
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
@@ -71,6 +75,14 @@ $(BUILD)/kernels/avx2/%.o: kernels/avx2/%.c
 $(BUILD)/kernels/avx512/%.o: kernels/avx512/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(AVX512_FLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/kernels/avx512bf16/%.o: kernels/avx512bf16/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(AVX512BF16_FLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/kernels/amx/%.o: kernels/amx/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(AMX_FLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -113,7 +125,7 @@ emu:
 
 emu-check:
 	@echo '#include <simde/x86/avx512.h>' | $(CC) -E -x c - >/dev/null 2>&1 || { echo "SIMDe not found. Install it with: sudo apt-get install libsimde-dev   (or run scripts/deps.sh)"; exit 1; }
-	$(MAKE) BUILD=$(EMU_BUILD) BIN=$(EMU_BUILD)/vitrain EXTRA_CFLAGS=-DVT_AVX512_EMULATED AVX512_FLAGS="$(EMU_AVX512_FLAGS)" $(EMU_BUILD)/vitrain $(patsubst $(BUILD)/%,$(EMU_BUILD)/%,$(filter $(BUILD)/tests/test_%,$(TEST_BIN))) $(EMU_E2E:%=$(EMU_BUILD)/tests/%)
+	$(MAKE) BUILD=$(EMU_BUILD) BIN=$(EMU_BUILD)/vitrain EXTRA_CFLAGS=-DVT_AVX512_EMULATED AVX512_FLAGS="$(EMU_AVX512_FLAGS)" AVX512BF16_FLAGS="$(EMU_AVX512_FLAGS)" AMX_FLAGS="$(EMU_AVX512_FLAGS)" $(EMU_BUILD)/vitrain $(patsubst $(BUILD)/%,$(EMU_BUILD)/%,$(filter $(BUILD)/tests/test_%,$(TEST_BIN))) $(EMU_E2E:%=$(EMU_BUILD)/tests/%)
 	@BUILD=$(EMU_BUILD) VT_BIN=$(abspath $(EMU_BUILD)/vitrain) VT_TEST_ISAS=avx512 VT_TEST_E2E="$(EMU_E2E)" scripts/run_tests.sh
 
 bench: $(BIN) $(BENCH_BIN)

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "level.h"
 
@@ -28,6 +30,8 @@ static const struct {
     {VT_ISA_SCALAR, "scalar", "scalar", vt_kernels_fill_scalar},
     {VT_ISA_AVX2, "avx2", "avx2", vt_kernels_fill_avx2},
     {VT_ISA_AVX512, "avx512", "avx512" EMU, vt_kernels_fill_avx512},
+    {VT_ISA_AVX512BF16, "avx512bf16", "avx512bf16" EMU, vt_kernels_fill_avx512bf16},
+    {VT_ISA_AMX, "amx", "amx" EMU, vt_kernels_fill_amx},
 };
 
 static unsigned long long xgetbv0(void) {
@@ -35,6 +39,22 @@ static unsigned long long xgetbv0(void) {
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     return ((unsigned long long)hi << 32) | lo;
 }
+
+#ifndef VT_AVX512_EMULATED
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+
+/* Whether the kernel grants this process AMX tile data (asked once; later calls return
+ * the first answer). */
+static int amx_permission(void) {
+    static int asked = 0, granted = 0;
+    if (!asked) {
+        granted = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+        asked = 1;
+    }
+    return granted;
+}
+#endif
 
 vt_isa vt_kernels_best_isa(void) {
     unsigned int a, b, c, d;
@@ -53,7 +73,15 @@ vt_isa vt_kernels_best_isa(void) {
     int avx512bw = (b >> 30) & 1, avx512vl = (b >> 31) & 1;
     int os_zmm = (xcr0 & 0xE6) == 0xE6; /* opmask, ZMM_Hi256, Hi16_ZMM */
     if (!(avx512f && avx512dq && avx512bw && avx512vl && os_zmm)) return VT_ISA_AVX2;
-    return VT_ISA_AVX512;
+    /* AMX-BF16 and AMX-TILE: leaf 7 subleaf 0, EDX bits 22 and 24 */
+    int amx = ((d >> 22) & 1) && ((d >> 24) & 1);
+    /* AVX512_BF16: leaf 7 subleaf 1, EAX bit 5 (subleaf 1 exists when leaf 7.0 EAX >= 1) */
+    if (a < 1 || !__get_cpuid_count(7, 1, &a, &b, &c, &d) || !((a >> 5) & 1)) return VT_ISA_AVX512;
+    /* the OS saves tile state (XCR0 bits 17 XTILECFG and 18 XTILEDATA) and grants this
+     * process the tile data (Linux: arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA;
+     * once per process, every thread may then use the tiles) */
+    if (!amx || (xcr0 & 0x60000) != 0x60000 || !amx_permission()) return VT_ISA_AVX512BF16;
+    return VT_ISA_AMX;
 #endif
 }
 

@@ -38,8 +38,14 @@
 #include <stdint.h>
 
 /* The levels, each including the ones below it. */
-typedef enum { VT_ISA_SCALAR = 0, VT_ISA_AVX2 = 1, VT_ISA_AVX512 = 2 } vt_isa;
-#define VT_ISA_COUNT 3
+typedef enum {
+    VT_ISA_SCALAR = 0,
+    VT_ISA_AVX2 = 1,       /* AVX2 + FMA */
+    VT_ISA_AVX512 = 2,     /* AVX-512 F/BW/DQ/VL */
+    VT_ISA_AVX512BF16 = 3, /* + AVX512_BF16 (VDPBF16PS) */
+    VT_ISA_AMX = 4         /* + AMX-TILE, AMX-BF16 (TDPBF16PS) */
+} vt_isa;
+#define VT_ISA_COUNT 5
 
 /* A rows x len block of floats at base, row stride ld floats (rows == 0: none). */
 typedef struct {

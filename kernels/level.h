@@ -22,5 +22,7 @@
 void vt_kernels_fill_scalar(vt_kernels *t);
 void vt_kernels_fill_avx2(vt_kernels *t);
 void vt_kernels_fill_avx512(vt_kernels *t);
+void vt_kernels_fill_avx512bf16(vt_kernels *t);
+void vt_kernels_fill_amx(vt_kernels *t);
 
 #endif

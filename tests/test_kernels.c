@@ -36,6 +36,7 @@
  * Also: vt_kernels_init rejects an unknown VT_ISA with a message naming it, and
  * every level's table is complete (no NULL entry).
  */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -439,6 +440,71 @@ static void test_gemm_bf16(const vt_kernels *t, const vt_kernels *s) {
     gemm_bf16_case(t, s, 0, 1, 5, 5, 0, 1.0f, 0.0f, 0, 1, 1); /* K = 0: C = beta C + bias */
     gemm_bf16_case(t, s, 1, 0, 5, 7, 0, 1.0f, 0.5f, 1, 0, 0);
     gemm_bf16_case(t, s, 0, 1, 6, 9, 8, 0.0f, 0.5f, 1, 0, 1); /* alpha = 0 */
+}
+
+
+/* A float32 with denormals flushed to a zero of their sign (the bf16 instructions' FTZ). */
+static float ftz(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
+
+/* The bf16 levels' own summation order, bitwise (kernels.h: bf16 numerics), for K within
+ * one K block, alpha 1, beta 0: avx512bf16 as VDPBF16PS documents it (per pair the odd
+ * step's product, then the even one's, each an FMA, results flushed to zero); amx as
+ * TDPBF16PS does (per 32-step tile, even and odd steps in two sums from zero, added,
+ * then added to the accumulator). Operands of widely spread magnitude (so every order
+ * gives other bits) and products below FLT_MIN (flushed). Run natively where the CPU has
+ * the level and in the emulation build, this pins the emulation to the hardware. */
+static void test_gemm_bf16_order(const vt_kernels *t) {
+    static const int Ks[] = {1, 2, 3, 31, 32, 33, 64, 95, 200, 384};
+    const int M = 5, N = 19;
+    for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++)
+        for (int tr = 0; tr < 4; tr++) {
+            int K = Ks[ki], ta = tr >> 1, tb = tr & 1;
+            int lda = ta ? M : K, ldb = tb ? K : N;
+            float *ab, *bb, *cb, *wb;
+            float *A = fbuf((size_t)M * K, 0, &ab), *B = fbuf((size_t)K * N, 0, &bb), *C = fbuf((size_t)M * N, 0, &cb);
+            float *W = fbuf(t->gemm_bf16_work_floats(M, N, K), 0, &wb);
+            for (int i = 0; i < M * K; i++) A[i] = ldexpf(frand(), (int)(rng_state % 41) - 20) * (i % 9 == 0 ? 1e-19f : 1.0f);
+            for (int i = 0; i < K * N; i++) B[i] = ldexpf(frand(), (int)(rng_state % 31) - 15) * (i % 7 == 0 ? 1e-20f : 1.0f);
+            /* the last rows of op(A) and columns of op(B) tiny: their products and sums near FLT_MIN */
+            for (int i = M - 2; i < M; i++)
+                for (int k = 0; k < K; k++) *(ta ? &A[(size_t)k * lda + i] : &A[(size_t)i * lda + k]) *= 1e-22f;
+            for (int j = N - 3; j < N; j++)
+                for (int k = 0; k < K; k++) *(tb ? &B[(size_t)j * ldb + k] : &B[(size_t)k * ldb + j]) *= 1e-14f;
+            t->gemm_bf16(ta, tb, M, N, K, 1.0f, A, lda, B, NULL, ldb, 0.0f, NULL, C, N, W, NULL);
+            long bad = -1;
+            float want_bad = 0;
+            for (int i = 0; i < M && bad < 0; i++)
+                for (int j = 0; j < N && bad < 0; j++) {
+                    float ar[2], br[2], acc = 0.0f, te = 0.0f, to = 0.0f;
+                    int pairs = (K + 1) / 2;
+                    if (t->isa == VT_ISA_AMX) pairs = (pairs + 15) / 16 * 16; /* whole tiles, zero-padded */
+                    for (int p = 0; p < pairs; p++) {
+                        for (int h = 0; h < 2; h++) {
+                            int k = 2 * p + h;
+                            float a = k < K ? (ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) : 0.0f;
+                            float b = k < K ? (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]) : 0.0f;
+                            vt_bf16 ha = bf16_model(a), hb = bf16_model(b);
+                            ar[h] = bf16f(ha);
+                            br[h] = bf16f(hb);
+                        }
+                        if (t->isa == VT_ISA_AVX512BF16) {
+                            acc = ftz(fmaf(ar[1], br[1], acc));
+                            acc = ftz(fmaf(ar[0], br[0], acc));
+                        } else {
+                            te = ftz(fmaf(ar[0], br[0], te));
+                            to = ftz(fmaf(ar[1], br[1], to));
+                            if (p % 16 == 15) {
+                                acc = ftz(acc + ftz(te + to));
+                                te = to = 0.0f;
+                            }
+                        }
+                    }
+                    if (memcmp(&acc, &C[(size_t)i * N + j], sizeof acc) != 0) bad = (long)(i * N + j), want_bad = acc;
+                }
+            CHECK(bad < 0, "%s gemm_bf16 ta=%d tb=%d K=%d: C[%ld] = %a, the instruction's documented order gives %a",
+                  t->name, ta, tb, K, bad, bad < 0 ? 0.0 : C[bad], want_bad);
+            free(ab); free(bb); free(cb); free(wb);
+        }
 }
 
 /* ---------------------------------------------------------------- elementwise */
@@ -943,6 +1009,7 @@ int main(void) {
         test_work_monotone(&t, t.gemm_bf16_work_floats, "gemm_bf16_work_floats");
         test_bf16_round(&t, &s);
         test_gemm_bf16(&t, &s);
+        if (t.isa >= VT_ISA_AVX512BF16) test_gemm_bf16_order(&t);
     }
     vt_kernels a2, a5;
     if (vt_kernels_table(VT_ISA_AVX2, &a2) == 0 && vt_kernels_table(VT_ISA_AVX512, &a5) == 0)

@@ -61,6 +61,38 @@ static inline __m512 vt512_erf(__m512 x) {
     return _mm512_or_ps(p, _mm512_and_ps(x, sign));
 }
 
+/* In-register transpose of 16 rows of 16 floats: r[j][i] <- r[i][j]. Every index is
+ * a constant after unrolling, so r stays in registers. */
+static inline __attribute__((always_inline)) void vt512_transpose16(__m512 r[16]) {
+    __m512 t[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i += 4) {
+        __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+        __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    }
+}
+
 /* Tail mask: the low n (0..16) lanes. */
 static inline __mmask16 vt512_tail(size_t n) {
     return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);

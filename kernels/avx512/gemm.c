@@ -79,38 +79,6 @@ size_t vt_avx512_gemm_work_floats(int M, int N, int K) {
     return a_floats(mc, kc) + kc * nc;
 }
 
-/* In-register transpose of 16 rows of 16 floats: r[j][i] <- r[i][j]. Every index is
- * a constant after unrolling, so r stays in registers. */
-static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
-    __m512 t[16];
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; i += 4) {
-        __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
-        __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
-        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < 4; i++) {
-        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
-        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < 8; i++) {
-        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-    }
-}
-
 /* Transposing copy: `rows` (<= 16) source rows of kc floats (row stride ld) become kc
  * destination vectors (lanes >= rows zero) stored under wmask at dst + k * dstride. */
 static void pack_transposed(const float *src, size_t ld, int rows, int kc, float *dst,
@@ -121,7 +89,7 @@ static void pack_transposed(const float *src, size_t ld, int rows, int kc, float
 #pragma GCC unroll 16
         for (int i = 0; i < 16; i++)
             r[i] = i < rows ? _mm512_loadu_ps(src + (size_t)i * ld + k0) : _mm512_setzero_ps();
-        transpose16(r);
+        vt512_transpose16(r);
 #pragma GCC unroll 16
         for (int j = 0; j < 16; j++) _mm512_mask_storeu_ps(dst + (size_t)(k0 + j) * dstride, wmask, r[j]);
     }
@@ -132,7 +100,7 @@ static void pack_transposed(const float *src, size_t ld, int rows, int kc, float
 #pragma GCC unroll 16
         for (int i = 0; i < 16; i++)
             r[i] = i < rows ? _mm512_maskz_loadu_ps(km, src + (size_t)i * ld + k0) : _mm512_setzero_ps();
-        transpose16(r);
+        vt512_transpose16(r);
 #pragma GCC unroll 16
         for (int j = 0; j < 16; j++) _mm512_store_ps(tmp + 16 * j, r[j]);
         for (int j = 0; j < kk; j++)
