@@ -132,6 +132,7 @@ static const char *const ch_remode[] = { "pixel", "const" };
 static const char *const ch_optim[] = { "adamw", "sgd" };
 static const char *const ch_schedule[] = { "cosine", "constant" };
 static const char *const ch_progress[] = { "auto", "always", "never" };
+static const char *const ch_precision[] = { "fp32", "bf16" };
 
 static const double def_mean[3] = { 0.485, 0.456, 0.406 };
 static const double def_std[3] = { 0.229, 0.224, 0.225 };
@@ -363,6 +364,10 @@ static const key_row schema[] = {
           "Also evaluate every this many optimizer steps; 0 = off."),
     K_INT("train.ckpt_every", train.ckpt_every, 1, 0, 1000000, NULL,
           "Checkpoint every this many epochs; 0 = only at the end."),
+    K_ENUM("train.precision", train.precision, ch_precision, VT_PRECISION_FP32, NULL,
+           "GEMM precision: fp32, or bf16 (every GEMM's and attention product's operands rounded "
+           "to bfloat16, float32 sums; weights, gradients, optimizer state, norms, softmax, GELU "
+           "and position encodings float32; on AVX512-BF16 / AMX hardware, faster)."),
     K_INT("train.log_every", train.log_every, 50, 1, INT_MAX, NULL,
           "Optimizer steps between metric lines."),
     K_STR("train.run_dir", train.run_dir, "",

@@ -60,6 +60,7 @@ typedef enum { VT_REMODE_PIXEL = 0, VT_REMODE_CONST } vt_remode;
 typedef enum { VT_OPT_ADAMW = 0, VT_OPT_SGD } vt_optim_name;
 typedef enum { VT_SCHED_COSINE = 0, VT_SCHED_CONSTANT } vt_schedule;
 typedef enum { VT_PROGRESS_AUTO = 0, VT_PROGRESS_ALWAYS, VT_PROGRESS_NEVER } vt_progress;
+typedef enum { VT_PRECISION_FP32 = 0, VT_PRECISION_BF16 } vt_precision;
 
 typedef struct {
     char preset[64];        /* "" (custom) | vit_tiny | vit_small | vit_base | vit_large */
@@ -142,6 +143,7 @@ typedef struct {
     int eval_every_steps;   /* optimizer steps; 0 = off */
     int ckpt_every;         /* epochs */
     int log_every;          /* optimizer steps between metric lines */
+    vt_precision precision; /* GEMM and attention-product operands (src/precision.h) */
     char run_dir[VT_STR];
     char init[VT_STR];      /* weights to start from (weights.h); "" = none */
     int init_allow_unexpected;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "precision.h"
 #include "resolve.h"
 #include "rng.h"
 
@@ -49,6 +50,8 @@ vt_status vt_eval_open(vt_evaluator *ev, const vt_config *cfg, int img_size) {
     ev->tape.grad_enabled = 0;
     ev->tape.training = 0;
     ev->tape.rng = NULL;
+    ev->tape.bf16 = cfg->train.precision == VT_PRECISION_BF16;
+    vt_precision_note(cfg->train.precision);
     return VT_OK;
 }
 
@@ -99,7 +102,7 @@ int vt_eval_rank(const float *row, int K, int y) {
     return rank;
 }
 
-vt_status vt_eval_run(vt_evaluator *ev, vt_vit *m, float *logits, vt_eval_result *res) {
+static vt_status eval_batches(vt_evaluator *ev, vt_vit *m, float *logits, vt_eval_result *res) {
     VT_ASSERT(m->num_classes == ev->num_classes && m->in_chans == ev->in_chans,
               "evaluator built for another model (%d classes, %d channels)",
               ev->num_classes, ev->in_chans);
@@ -156,4 +159,16 @@ vt_status vt_eval_run(vt_evaluator *ev, vt_vit *m, float *logits, vt_eval_result
     res->top5 = seen ? 100.0 * (double)c5 / (double)seen : 0.0;
     res->loss = seen ? loss_sum / (double)seen : 0.0;
     return VT_OK;
+}
+
+vt_status vt_eval_run(vt_evaluator *ev, vt_vit *m, float *logits, vt_eval_result *res) {
+    /* under bf16, a model without weight copies (vitrain eval's) gets them for this run */
+    uint16_t *w16 = NULL;
+    if (ev->tape.bf16 && !vt_bf16_weights_attached(m)) {
+        vt_status st = vt_bf16_weights_attach(m, &w16);
+        if (st != VT_OK) return st;
+    }
+    vt_status st = eval_batches(ev, m, logits, res);
+    if (w16) vt_bf16_weights_detach(m, w16);
+    return st;
 }

@@ -4,7 +4,7 @@
  *   vitrain [train] CONFIG [--set k=v ...] [--threads N] [--resume RUN_DIR] [--run-dir DIR]
  *                          [--stop-after STEPS]
  *   vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle] [--seed N]
- *                       [--logits OUT.npz] [--set k=v ...] [--threads N]
+ *                       [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...] [--threads N]
  *   vitrain info CONFIG [--set k=v ...]
  *   vitrain help-config [--markdown]
  *
@@ -33,7 +33,7 @@
 #define MAX_SETS 256
 
 enum { F_SET = 1, F_THREADS = 2, F_RESUME = 4, F_RUNDIR = 8, F_CKPT = 16, F_LOGITS = 32,
-       F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024 };
+       F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024, F_PRECISION = 2048 };
 
 typedef struct {
     const char *cmd;
@@ -48,6 +48,7 @@ typedef struct {
     int patch_shuffle;
     int seed_given;
     unsigned long long seed; /* --seed: patch-shuffle permutations */
+    char precision_set[32];  /* --precision P as the override train.precision=P */
 } cli_args;
 
 static const char *USAGE_TRAIN =
@@ -63,7 +64,8 @@ static const char *USAGE_TRAIN =
     "  --stop-after N    stop after optimizer step N (checkpoint + state written, resumable)\n";
 static const char *USAGE_EVAL =
     "usage: vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle]\n"
-    "                    [--seed N] [--logits OUT.npz] [--set k=v ...] [--threads N]\n"
+    "                    [--seed N] [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...]\n"
+    "                    [--threads N]\n"
     "Top-1/top-5 accuracy and mean cross-entropy of a checkpoint on the val split\n"
     "(data.val_split), at each image size without fine-tuning. Prints one JSON line per\n"
     "size on stdout, a readable line per size and a closing table on stderr.\n"
@@ -80,6 +82,7 @@ static const char *USAGE_EVAL =
     "                     float32 for every size S, rows in dataset order (shuffled_logits_S\n"
     "                     with --patch-shuffle), labels (N,) int64, resolutions (R,) int64 and,\n"
     "                     for image folders, paths (N,) and class_names (num_classes,) strings\n"
+    "  --precision P      fp32, or bf16: GEMM operands rounded to bfloat16 (train.precision)\n"
     "  --set k=v          override one config key (repeatable)\n"
     "  --threads N        OpenMP threads (default train.threads; 0 = all cores)\n";
 static const char *USAGE_INFO =
@@ -128,7 +131,7 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         {"--set", F_SET}, {"--threads", F_THREADS}, {"--resume", F_RESUME},
         {"--run-dir", F_RUNDIR}, {"--checkpoint", F_CKPT}, {"--logits", F_LOGITS},
         {"--markdown", F_MARKDOWN}, {"--stop-after", F_STOP}, {"--resolutions", F_RES},
-        {"--patch-shuffle", F_SHUFFLE}, {"--seed", F_SEED}};
+        {"--patch-shuffle", F_SHUFFLE}, {"--seed", F_SEED}, {"--precision", F_PRECISION}};
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->threads = -1;
@@ -206,6 +209,13 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
             a->seed_given = 1;
             break;
         }
+        case F_PRECISION:
+            if (strcmp(val, "fp32") && strcmp(val, "bf16"))
+                return usage_error(cmd, "--precision '%s': expected fp32 or bf16", val);
+            if (a->n_sets == MAX_SETS) return usage_error(cmd, "more than %d --set options", MAX_SETS);
+            snprintf(a->precision_set, sizeof a->precision_set, "train.precision=%s", val);
+            a->sets[a->n_sets++] = a->precision_set;
+            break;
         case F_RESUME: a->resume = val; break;
         case F_RUNDIR: a->run_dir = val; break;
         case F_CKPT: a->checkpoint = val; break;
@@ -542,7 +552,7 @@ int main(int argc, char **argv) {
     }
     static const struct { const char *name; int flags; int (*run)(const cli_args *); } cmds[] = {
         {"train", F_SET | F_THREADS | F_RESUME | F_RUNDIR | F_STOP, cmd_train},
-        {"eval", F_SET | F_THREADS | F_CKPT | F_LOGITS | F_RES | F_SHUFFLE | F_SEED, cmd_eval},
+        {"eval", F_SET | F_THREADS | F_CKPT | F_LOGITS | F_RES | F_SHUFFLE | F_SEED | F_PRECISION, cmd_eval},
         {"info", F_SET, cmd_info},
         {"help-config", F_MARKDOWN, cmd_help_config}};
     int ci = -1, argi = 2;

@@ -8,7 +8,9 @@
  * dampening, no Nesterov: g' = g + wd p (decay params only), buf = momentum buf + g',
  * p -= lr buf (buf starts at 0, so the first step sets buf = g' as torch does).
  * Both updates are elementwise, so splitting parameters over OpenMP threads does not
- * change any result. Does not own the moments' checkpointing (train.c saves o->m, o->v).
+ * change any result. A parameter with a bf16 copy (train.precision = bf16, precision.h)
+ * has it rounded again right after its update, while it is in cache: once per step.
+ * Does not own the moments' checkpointing (train.c saves o->m, o->v).
  */
 #include "optim.h"
 
@@ -66,6 +68,7 @@ void vt_optim_step(vt_optim *o, vt_vit *m, float lr) {
             const vt_param *p = &m->p[i];
             vt_k.adamw(p->t.data, p->t.grad, o->m + p->offset, o->v + p->offset, (size_t)p->t.size, lr, b1, b2,
                        eps, p->decay ? wd : 0.0f, bc1, bc2);
+            if (p->t.bf16) vt_k.bf16_round(p->t.data, p->t.bf16, (size_t)p->t.size);
         }
     } else {
         float mom = (float)c->momentum;
@@ -73,6 +76,7 @@ void vt_optim_step(vt_optim *o, vt_vit *m, float lr) {
         for (int i = 0; i < m->n_p; i++) {
             const vt_param *p = &m->p[i];
             sgd_update(p->t.data, p->t.grad, o->m + p->offset, p->t.size, lr, mom, p->decay ? wd : 0.0f);
+            if (p->t.bf16) vt_k.bf16_round(p->t.data, p->t.bf16, (size_t)p->t.size);
         }
     }
 }

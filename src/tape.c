@@ -17,6 +17,7 @@ void vt_tape_init(vt_tape *t, vt_arena *arena) {
     t->grad_enabled = 1;
     t->training = 1;
     t->rng = NULL;
+    t->bf16 = 0;
     t->scratch = NULL;
     t->scratch_floats = 0;
     t->scopes_enabled = 1;

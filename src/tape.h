@@ -79,6 +79,8 @@ typedef struct vt_tape {
     int grad_enabled;   /* record entries and allocate activation grads */
     int training;       /* dropout / drop-path active */
     vt_rng *rng;        /* stream for dropout masks; may be NULL when !training */
+    int bf16;           /* train.precision = bf16: the ops' GEMMs and attention products
+                           round their operands to bf16 (src/precision.h); 0: float32 */
     float *scratch;     /* vt_tape_scratch's buffer (not from the arena) */
     size_t scratch_floats;
     int scopes_enabled; /* 1 (default): grad scopes share the region; 0: plain arena */

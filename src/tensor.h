@@ -21,6 +21,8 @@
 typedef struct vt_tensor {
     float *data;
     float *grad;                 /* NULL: no gradient needed */
+    uint16_t *bf16;              /* a bf16 copy of data its owner keeps current (the GEMM
+                                    weights under train.precision = bf16), or NULL */
     int ndim;
     int64_t shape[VT_MAX_DIMS];
     int64_t size;                /* product of shape */

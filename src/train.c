@@ -15,6 +15,7 @@
 #include "kernels.h"
 #include "ops/ops.h"
 #include "optim.h"
+#include "precision.h"
 #include "resolve.h"
 #include "rng.h"
 #include "tape.h"
@@ -104,6 +105,7 @@ typedef struct {
     vt_arena arena;
     vt_tape tape;
     int arena_ok;
+    uint16_t *w16;           /* the weights' bf16 copies (train.precision = bf16), or NULL */
     vt_rng drop_rng;
     float *images, *soft;
     int *labels;
@@ -443,6 +445,11 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     tr->tape.grad_enabled = 1;
     tr->tape.training = 1;
     tr->tape.rng = &tr->drop_rng;
+    if (cfg->train.precision == VT_PRECISION_BF16) { /* after any resume load: copies of those weights */
+        if ((st = vt_bf16_weights_attach(&tr->model, &tr->w16)) != VT_OK) return st;
+        tr->tape.bf16 = 1;
+        vt_precision_note(cfg->train.precision);
+    }
 
     int tty = isatty(fileno(stderr));
     tr->live = cfg->runtime.progress == VT_PROGRESS_ALWAYS ||
@@ -455,6 +462,7 @@ static void teardown(trainer *tr) {
     if (tr->metrics) fclose(tr->metrics);
     if (tr->arena_ok) { vt_tape_free(&tr->tape); vt_arena_free(&tr->arena); }
     if (tr->opt_ok) vt_optim_free(&tr->opt);
+    if (tr->w16) vt_bf16_weights_detach(&tr->model, tr->w16);
     if (tr->model_ok) vt_vit_free(&tr->model);
     if (tr->ev_ok) vt_eval_close(&tr->ev);
     if (tr->loader) vt_loader_close(tr->loader);

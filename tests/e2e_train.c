@@ -6,7 +6,7 @@
  *     --logits .npz holds logits_16 (256, 4) float32 and the labels, whose argmax gives
  *     the same top-1
  *   - exact resume: stop mid-epoch, resume, per-step losses equal the straight run's bit
- *     for bit (with dropout on), and so do the final weights
+ *     for bit (with dropout on), and so do the final weights; in fp32 and in bf16
  *   - a NaN loss (injected through the saved AdamW moment) stops with exit 1 and a
  *     message, leaving last.safetensors intact
  *   - usage and config errors exit 2 with a message naming the problem
@@ -189,14 +189,15 @@ static void test_learns_and_eval(void) {
     free(b);
 }
 
-static void test_resume_exact(void) {
+static void test_resume_exact(const char *precision) {
     /* 256 train samples / batch 32 = 8 steps per epoch, 3 epochs; dropout on so the
      * dropout stream must be restored too. Stop at step 11 (epoch 2, batch 3). */
-    const char *sets = "--set data.train_size=256 --set train.epochs=3 --set model.drop_rate=0.1 "
-                       "--set train.log_every=1 --set train.eval_every=1";
+    char sets[256];
+    snprintf(sets, sizeof sets, "--set data.train_size=256 --set train.epochs=3 --set model.drop_rate=0.1 "
+             "--set train.log_every=1 --set train.eval_every=1 --set train.precision=%s", precision);
     char a[512], b[512];
-    snprintf(a, sizeof a, "%s/straight", tmp);
-    snprintf(b, sizeof b, "%s/resumed", tmp);
+    snprintf(a, sizeof a, "%s/straight_%s", tmp, precision);
+    snprintf(b, sizeof b, "%s/resumed_%s", tmp, precision);
     int rc = run("%s " CFG " %s --threads 2 --run-dir %s 2>%s.log", bin, sets, a, a);
     CHECK(rc == 0, "straight run exit %d", rc);
     rc = run("%s " CFG " %s --threads 2 --run-dir %s --stop-after 11 2>%s.log1", bin, sets, b, b);
@@ -396,7 +397,8 @@ int main(void) {
     test_usage_errors();
     test_info();
     test_learns_and_eval();
-    test_resume_exact();
+    test_resume_exact("fp32");
+    test_resume_exact("bf16");
     test_accum_and_cadence();
     test_nan_stop();
     int rc = test_summary();

@@ -43,7 +43,10 @@
  * (with a fresh qkv gradient, tape.h, the first row block's dv and dk and every dq are
  * written instead of added). The row-block sums into dv and dk run in a fixed order:
  * results are deterministic for any thread count. Numerics: those of vt_k.gemm /
- * softmax_rows / softmax_bwd_rows. */
+ * softmax_rows / softmax_bwd_rows; with t->bf16 (train.precision = bf16) every product
+ * is vt_k.gemm_bf16's instead (q, k, v, P, dout and dS rounded to bf16 as they are
+ * packed, float32 sums; kernels.h), the softmax, its backward, the scale and the
+ * dropout float32. */
 #include <omp.h>
 #include <stdint.h>
 
@@ -69,6 +72,7 @@ typedef struct {
     const float *Pk;             /* kept P (B H N N), NULL: the backward recomputes */
     const uint8_t *mk;           /* kept mask with dropout, else NULL */
     int BH, H, N, hd;
+    int bf16;                    /* products in bf16 (t->bf16) */
 } attn_ctx;
 
 /* Offset of row 0 of block bh in q, k, v and their gradients. */
@@ -111,9 +115,19 @@ int vt_attention_row_block(int N) {
 }
 
 /* Packing workspace for every product of a block (rows <= N). */
-static size_t attn_work_floats(int N, int hd) {
-    size_t a = vt_k.gemm_work_floats(N, N, hd), b = vt_k.gemm_work_floats(N, hd, N);
+static size_t attn_work_floats(const attn_ctx *c) {
+    int N = c->N, hd = c->hd;
+    size_t a = c->bf16 ? vt_k.gemm_bf16_work_floats(N, N, hd) : vt_k.gemm_work_floats(N, N, hd);
+    size_t b = c->bf16 ? vt_k.gemm_bf16_work_floats(N, hd, N) : vt_k.gemm_work_floats(N, hd, N);
     return a > b ? a : b;
+}
+
+/* One product of a row block: vt_k.gemm_prefetch, or under bf16 vt_k.gemm_bf16 (which
+ * takes the same prefetch hint). */
+static void attn_gemm(const attn_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                      const float *B, int ldb, float beta, float *C, int ldc, float *work, const vt_region next[2]) {
+    if (c->bf16) vt_k.gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, NULL, C, ldc, work, next);
+    else vt_k.gemm_prefetch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, work, next);
 }
 
 /* Pd = P * mask * inv_keep for n elements (Pd may equal P). */
@@ -123,14 +137,13 @@ static void apply_mask(const float *P, const uint8_t *mask, float inv_keep, floa
 
 /* Rows [i0, i0 + r) of block bh: P (r x N) = softmax(scale q k^T) and, when c->drop > 0,
  * mask (r x N) = the keep decisions. The forward and the backward both call this, so the
- * backward's P and mask are bitwise the forward's. work: attn_work_floats(N, hd) floats;
+ * backward's P and mask are bitwise the forward's. work: attn_work_floats(c) floats;
  * next: what the caller reads after (prefetched during the product). */
 static void attn_probs(const attn_ctx *c, int bh, int i0, int r, float *P, uint8_t *mask, float *work,
                        const vt_region next[2]) {
     int N = c->N, hd = c->hd, ld = c->ld;
     size_t o = in_offset(c, bh);
-    vt_k.gemm_prefetch(0, 1, r, N, hd, c->scale, c->q + o + (size_t)i0 * ld, ld, c->k + o, ld, 0.0f, P, N, work,
-                       next);
+    attn_gemm(c, 0, 1, r, N, hd, c->scale, c->q + o + (size_t)i0 * ld, ld, c->k + o, ld, 0.0f, P, N, work, next);
     vt_k.softmax_rows(P, P, r, N, 1.0f);
     if (c->drop == 0.0f) return;
     for (int i = 0; i < r; i++) {
@@ -150,7 +163,7 @@ static void attention_bwd(void *p) {
     /* Per thread: P and dP (R x N floats each); then, with dropout, nt R x N masks. */
     float *scratch = vt_arena_alloc(c->arena, (size_t)nt * rn * (2 * sizeof(float) + (c->drop > 0.0f)));
     uint8_t *masks = (uint8_t *)(scratch + (size_t)nt * 2 * rn);
-    size_t wf = attn_work_floats(N, hd);
+    size_t wf = attn_work_floats(c);
     #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < c->BH; bh++) {
         int tid = omp_get_thread_num();
@@ -189,19 +202,18 @@ static void attention_bwd(void *p) {
             float first = fresh && i0 == 0 ? 0.0f : 1.0f; /* beta of the sums over row blocks */
             if (dv) {
                 if (mb) apply_mask(Pb, mb, c->inv_keep, dP, rnb);
-                vt_k.gemm_prefetch(1, 0, N, hd, r, 1.0f, mb ? dP : Pb, N, dout, ldo, first, dv, ld, work, next_dv);
+                attn_gemm(c, 1, 0, N, hd, r, 1.0f, mb ? dP : Pb, N, dout, ldo, first, dv, ld, work, next_dv);
             }
             if (!dq && !dk) continue;
-            vt_k.gemm_prefetch(0, 1, r, N, hd, 1.0f, dout, ldo, v, ld, 0.0f, dP, N, work, next_dp);
+            attn_gemm(c, 0, 1, r, N, hd, 1.0f, dout, ldo, v, ld, 0.0f, dP, N, work, next_dp);
             if (mb)
                 for (size_t e = 0; e < rnb; e++) dP[e] = mb[e] ? dP[e] * c->inv_keep : 0.0f;
             vt_k.softmax_bwd_rows(Pb, dP, dP, r, N);
             if (dq)
-                vt_k.gemm_prefetch(0, 0, r, hd, N, c->scale, dP, N, k, ld, fresh ? 0.0f : 1.0f, dq + (size_t)i0 * ld,
-                                   ld, work, next_dq);
+                attn_gemm(c, 0, 0, r, hd, N, c->scale, dP, N, k, ld, fresh ? 0.0f : 1.0f, dq + (size_t)i0 * ld, ld, work,
+                          next_dq);
             if (dk)
-                vt_k.gemm_prefetch(1, 0, N, hd, r, c->scale, dP, N, q + (size_t)i0 * ld, ld, first, dk, ld, work,
-                                   next_dk);
+                attn_gemm(c, 1, 0, N, hd, r, c->scale, dP, N, q + (size_t)i0 * ld, ld, first, dk, ld, work, next_dk);
         }
     }
 }
@@ -216,6 +228,7 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
     vt_tensor *out = vt_tape_new(t, g, 3, (const int64_t[]){B, N, (int64_t)H * hd});
     int drop = t->training && attn_drop > 0.0f;
     c.arena = t->arena;
+    c.bf16 = t->bf16;
     c.dout = out->grad;
     c.drop = drop ? attn_drop : 0.0f;
     c.inv_keep = drop ? 1.0f / (1.0f - attn_drop) : 1.0f;
@@ -233,7 +246,7 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
      * dropout, nt R x N masks (used when not keeping). */
     float *scratch = vt_arena_alloc(t->arena, (size_t)nt * rn * (sizeof(float) + drop));
     uint8_t *masks = (uint8_t *)(scratch + (size_t)nt * rn);
-    size_t wf = attn_work_floats(N, hd);
+    size_t wf = attn_work_floats(&c);
     float *od = out->data;
     #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < BH; bh++) {
@@ -252,10 +265,10 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
                        (vt_region[2]){i0 == 0 ? in_rows(&c, c.v, bh, 0, N) : no_region, no_region});
             if (Pk) vt_k.copy_stream(Pd, Pk + bh * nn + (size_t)i0 * N, (size_t)r * N);
             if (mask) apply_mask(Pd, mask, c.inv_keep, Pd, (size_t)r * N);
-            vt_k.gemm_prefetch(0, 0, r, hd, N, 1.0f, Pd, N, c.v + in_offset(&c, bh), c.ld, 0.0f,
-                               od + out_offset(&c, bh, i0), H * hd, work,
-                               (vt_region[2]){nr ? in_rows(&c, c.q, nbh, ni0, nr) : no_region,
-                                              nr && nbh != bh ? in_rows(&c, c.k, nbh, 0, N) : no_region});
+            attn_gemm(&c, 0, 0, r, hd, N, 1.0f, Pd, N, c.v + in_offset(&c, bh), c.ld, 0.0f, od + out_offset(&c, bh, i0),
+                      H * hd, work,
+                      (vt_region[2]){nr ? in_rows(&c, c.q, nbh, ni0, nr) : no_region,
+                                     nr && nbh != bh ? in_rows(&c, c.k, nbh, 0, N) : no_region});
         }
     }
     if (g) {

@@ -17,7 +17,8 @@
 
 typedef struct {
     vt_tape *t;
-    const float *u, *w, *dy;
+    const float *u, *dy;
+    vt_ops_weight w;
     float *du, *dw, *db;
     const vt_tensor *ut; /* for vt_tape_grad_fresh */
     int M, Din, Dout;
@@ -45,10 +46,11 @@ vt_tensor *vt_op_gelu_linear(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *
     vt_tensor *y = vt_tape_new(t, grad, u->ndim, shape);
     float *g = vt_tape_scratch(t, (size_t)u->size);
     vt_ops_gelu(u->data, NULL, g, u->size);
-    vt_ops_linear_fwd(g, w->data, b ? b->data : NULL, y->data, M, Din, Dout);
+    vt_ops_linear_fwd(g, vt_ops_weight_of(t, w), b ? b->data : NULL, y->data, M, Din, Dout);
     if (grad) {
         gelu_linear_ctx *c = vt_tape_ctx(t, sizeof *c);
-        *c = (gelu_linear_ctx){t, u->data, w->data, y->grad, u->grad, w->grad, b ? b->grad : NULL, u, M, Din, Dout};
+        *c = (gelu_linear_ctx){t, u->data, y->grad, vt_ops_weight_of(t, w), u->grad, w->grad, b ? b->grad : NULL, u,
+                               M, Din, Dout};
         if (u->grad && w->grad) vt_tape_can_overwrite(u); /* the bwd_fwd pass writes du whole */
         vt_tape_record(t, "gelu_linear", gelu_linear_bwd, c);
     }

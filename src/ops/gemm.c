@@ -1,6 +1,7 @@
-/* gemm.c - vt_gemm, the threaded GEMM every op uses, and the per-thread packing
- * workspaces. Owns the split of C across OpenMP threads; the arithmetic is vt_k.gemm's
- * (kernels.h). Does not own any tape or tensor logic.
+/* gemm.c - vt_gemm, the threaded GEMM every op uses (in float32, or with bf16 operands:
+ * vt_gemm_prec), and the per-thread packing workspaces. Owns the split of C across
+ * OpenMP threads; the arithmetic is vt_k.gemm's or vt_k.gemm_bf16's (kernels.h). Does
+ * not own any tape or tensor logic.
  *
  * Split: C is cut into one block per thread, over rows when M >= N, over columns
  * otherwise; block edges are multiples of 16 (a whole number of microkernel tiles for
@@ -48,15 +49,38 @@ static _Thread_local tls_buffer tls_work, tls_partial;
 
 float *vt_gemm_workspace(size_t floats) { return tls_buffer_get(&tls_work, floats, "workspace"); }
 
-/* One block of C: rows [i0, i0 + m), columns [j0, j0 + n). */
-static void gemm_block(int ta, int tb, int i0, int m, int j0, int n, int K, float alpha,
-                       const float *A, int lda, const float *B, int ldb,
-                       float beta, const float *bias, float *C, int ldc) {
-    const float *a = ta ? A + i0 : A + (size_t)i0 * lda;
-    const float *b = tb ? B + (size_t)j0 * ldb : B + j0;
-    float *work = vt_gemm_workspace(vt_k.gemm_work_floats(m, n, K));
-    vt_k.gemm_bias(ta, tb, m, n, K, alpha, a, lda, b, ldb, beta, bias ? bias + j0 : NULL,
-                   C + (size_t)i0 * ldc + j0, ldc, work);
+/* One product: C = alpha op(A) op(B) + beta C (+ bias), op(B) from B16 when bf16 and B16
+ * is not NULL. */
+typedef struct {
+    int bf16, ta, tb;
+    float alpha, beta;
+    const float *A, *B, *bias;
+    const uint16_t *B16;
+    int lda, ldb, ldc;
+    float *C;
+} gemm_args;
+
+/* The kernel on rows [i0, i0 + m), columns [j0, j0 + n) of C and steps [k0, k0 + k),
+ * with beta and bias as given, C at c (row stride ldc); the calling thread's workspace. */
+static void kernel_call(const gemm_args *g, int i0, int m, int j0, int n, int k0, int k, float beta,
+                        const float *bias, float *c, int ldc) {
+    size_t ao = g->ta ? (size_t)k0 * g->lda + i0 : (size_t)i0 * g->lda + k0;
+    size_t bo = g->tb ? (size_t)j0 * g->ldb + k0 : (size_t)k0 * g->ldb + j0;
+    if (g->bf16) {
+        float *work = vt_gemm_workspace(vt_k.gemm_bf16_work_floats(m, n, k));
+        vt_k.gemm_bf16(g->ta, g->tb, m, n, k, g->alpha, g->A + ao, g->lda, g->B16 ? NULL : g->B + bo,
+                       g->B16 ? g->B16 + bo : NULL, g->ldb, beta, bias, c, ldc, work, NULL);
+    } else {
+        float *work = vt_gemm_workspace(vt_k.gemm_work_floats(m, n, k));
+        vt_k.gemm_bias(g->ta, g->tb, m, n, k, g->alpha, g->A + ao, g->lda, g->B + bo, g->ldb, beta, bias, c, ldc,
+                       work);
+    }
+}
+
+/* One block of C: rows [i0, i0 + m), columns [j0, j0 + n), all of K. */
+static void gemm_block(const gemm_args *g, int i0, int m, int j0, int n, int K) {
+    kernel_call(g, i0, m, j0, n, 0, K, g->beta, g->bias ? g->bias + j0 : NULL, g->C + (size_t)i0 * g->ldc + j0,
+                g->ldc);
 }
 
 /* Whether to cut over K: K at least 4 times the larger side of C, so each thread's
@@ -68,9 +92,7 @@ static int split_over_k(int M, int N, int K, int nt) {
 
 /* C = alpha op(A) op(B) + beta C (+ bias rows) on nblk threads, each taking a range of
  * K; the bias is added after the partials. */
-static void gemm_split_k(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                         const float *B, int ldb, float beta, const float *bias, float *C, int ldc,
-                         int nblk) {
+static void gemm_split_k(const gemm_args *g, int M, int N, int K, int nblk) {
     float *partial[VT_GEMM_MAX_THREADS];
     int kblocks = (K + VT_GEMM_K_ALIGN - 1) / VT_GEMM_K_ALIGN;
     #pragma omp parallel num_threads(nblk)
@@ -80,21 +102,20 @@ static void gemm_split_k(int ta, int tb, int M, int N, int K, float alpha, const
         int s = (int)((int64_t)kblocks * t / nth) * VT_GEMM_K_ALIGN;
         int e = (int)((int64_t)kblocks * (t + 1) / nth) * VT_GEMM_K_ALIGN;
         if (e > K) e = K;
-        const float *a = ta ? A + (size_t)s * lda : A + s;
-        const float *b = tb ? B + s : B + (size_t)s * ldb;
-        float *work = vt_gemm_workspace(vt_k.gemm_work_floats(M, N, e - s));
         if (t == 0) {
-            vt_k.gemm(ta, tb, M, N, e - s, alpha, a, lda, b, ldb, beta, C, ldc, work);
+            kernel_call(g, 0, M, 0, N, s, e - s, g->beta, NULL, g->C, g->ldc);
         } else {
             partial[t] = tls_buffer_get(&tls_partial, (size_t)M * N, "partial");
-            vt_k.gemm(ta, tb, M, N, e - s, alpha, a, lda, b, ldb, 0.0f, partial[t], N, work);
+            kernel_call(g, 0, M, 0, N, s, e - s, 0.0f, NULL, partial[t], N);
         }
         #pragma omp barrier
+        float *C = g->C;
+        int ldc = g->ldc;
         int r0 = (int)((int64_t)M * t / nth), r1 = (int)((int64_t)M * (t + 1) / nth);
         for (int u = 1; u < nth; u++)
             for (int i = r0; i < r1; i++)
                 vt_k.add(C + (size_t)i * ldc, partial[u] + (size_t)i * N, C + (size_t)i * ldc, (size_t)N);
-        for (int i = r0; bias && i < r1; i++) vt_k.add(C + (size_t)i * ldc, bias, C + (size_t)i * ldc, (size_t)N);
+        for (int i = r0; g->bias && i < r1; i++) vt_k.add(C + (size_t)i * ldc, g->bias, C + (size_t)i * ldc, (size_t)N);
     }
 }
 
@@ -107,16 +128,22 @@ void vt_gemm(int ta, int tb, int M, int N, int K, float alpha,
 void vt_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
                   const float *A, int lda, const float *B, int ldb,
                   float beta, const float *bias, float *C, int ldc) {
+    vt_gemm_prec(0, ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, bias, C, ldc);
+}
+
+void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const float *B, const uint16_t *B16, int ldb, float beta, const float *bias, float *C, int ldc) {
     VT_ASSERT(M >= 0 && N >= 0 && K >= 0, "gemm: negative size %d x %d x %d", M, N, K);
     if (M == 0 || N == 0) return;
+    const gemm_args g = {bf16, ta, tb, alpha, beta, A, B, bias, bf16 ? B16 : NULL, lda, ldb, ldc, C};
     int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
     if (nt <= 1 || (double)M * N * K < VT_GEMM_PAR_FLOPS) {
-        gemm_block(ta, tb, 0, M, 0, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+        gemm_block(&g, 0, M, 0, N, K);
         return;
     }
     if (nt > VT_GEMM_MAX_THREADS) nt = VT_GEMM_MAX_THREADS;
     if (split_over_k(M, N, K, nt)) {
-        gemm_split_k(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, nt);
+        gemm_split_k(&g, M, N, K, nt);
         return;
     }
     int by_rows = M >= N;
@@ -128,7 +155,7 @@ void vt_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
         int s = (int)((int64_t)tiles * t / nblk) * VT_GEMM_ALIGN;
         int e = (int)((int64_t)tiles * (t + 1) / nblk) * VT_GEMM_ALIGN;
         if (e > len) e = len;
-        if (by_rows) gemm_block(ta, tb, s, e - s, 0, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
-        else gemm_block(ta, tb, 0, M, s, e - s, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+        if (by_rows) gemm_block(&g, s, e - s, 0, N, K);
+        else gemm_block(&g, 0, M, s, e - s, K);
     }
 }

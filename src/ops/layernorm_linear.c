@@ -23,7 +23,8 @@
 
 typedef struct {
     vt_tape *t;
-    const float *x, *g, *beta, *w, *dy;
+    const float *x, *g, *beta, *dy;
+    vt_ops_weight w;
     float *mean, *rstd;
     float *dx, *dg, *dbeta, *dw, *db;
     int M, D, Dout;
@@ -54,10 +55,10 @@ vt_tensor *vt_op_layernorm_linear(vt_tape *t, vt_tensor *x, vt_tensor *g, vt_ten
     float *rstd = vt_arena_alloc(t->arena, (size_t)M * sizeof(float));
     float *h = vt_tape_scratch(t, (size_t)x->size);
     vt_ops_layernorm_fwd(x->data, g->data, beta->data, h, mean, rstd, M, D, eps);
-    vt_ops_linear_fwd(h, w->data, b ? b->data : NULL, y->data, M, D, Dout);
+    vt_ops_linear_fwd(h, vt_ops_weight_of(t, w), b ? b->data : NULL, y->data, M, D, Dout);
     if (grad) {
         layernorm_linear_ctx *c = vt_tape_ctx(t, sizeof *c);
-        *c = (layernorm_linear_ctx){t, x->data, g->data, beta->data, w->data, y->grad, mean, rstd,
+        *c = (layernorm_linear_ctx){t, x->data, g->data, beta->data, y->grad, vt_ops_weight_of(t, w), mean, rstd,
                                     x->grad, g->grad, beta->grad, w->grad, b ? b->grad : NULL, M, D, Dout, eps};
         vt_tape_record(t, "layernorm_linear", layernorm_linear_bwd, c);
     }

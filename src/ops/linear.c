@@ -1,8 +1,9 @@
 /* linear.c - vt_op_linear: y = x W^T + b (torch nn.Linear), forward, backward, record,
  * and its arithmetic on raw rows (vt_ops_linear_*, shared with vt_op_gelu_linear).
  * x (..., Din) viewed as M = size / Din rows; w (Dout, Din); b (Dout) or NULL;
- * y (..., Dout). All products through vt_gemm (the forward with the bias fused,
- * vt_gemm_bias; deterministic, no cross-thread sums).
+ * y (..., Dout). All products through vt_gemm_prec in the tape's precision (the forward
+ * with the bias fused; deterministic, no cross-thread sums); under bf16 the weight's
+ * bf16 copy is read where it has one.
  * Backward: dW += dy^T x;  db += column sums of dy (vt_ops_colsum_acc);  dx += dy W
  * (dx = dy W when x's gradient is fresh, tape.h). */
 #include "ops.h"
@@ -10,7 +11,8 @@
 
 typedef struct {
     vt_arena *arena;
-    const float *x, *w, *dy;
+    const float *x, *dy;
+    vt_ops_weight w;
     float *dx, *dw, *db;
     const vt_tensor *xt; /* for vt_tape_grad_fresh */
     int M, Din, Dout;
@@ -28,15 +30,15 @@ int vt_ops_linear_shape(const char *op, const vt_tensor *x, const vt_tensor *w, 
     return (int)(x->size / Din);
 }
 
-void vt_ops_linear_fwd(const float *x, const float *w, const float *b, float *y, int M, int Din, int Dout) {
-    vt_gemm_bias(0, 1, M, Dout, Din, 1.0f, x, Din, w, Din, 0.0f, b, y, Dout);
+void vt_ops_linear_fwd(const float *x, vt_ops_weight w, const float *b, float *y, int M, int Din, int Dout) {
+    vt_gemm_prec(w.bf16, 0, 1, M, Dout, Din, 1.0f, x, Din, w.w, w.w16, Din, 0.0f, b, y, Dout);
 }
 
-void vt_ops_linear_bwd(vt_arena *arena, const float *x, const float *w, const float *dy, float *dx,
+void vt_ops_linear_bwd(vt_arena *arena, const float *x, vt_ops_weight w, const float *dy, float *dx,
                        float dx_beta, float *dw, float *db, int M, int Din, int Dout) {
-    if (dw) vt_gemm(1, 0, Dout, Din, M, 1.0f, dy, Dout, x, Din, 1.0f, dw, Din);
+    if (dw) vt_gemm_prec(w.bf16, 1, 0, Dout, Din, M, 1.0f, dy, Dout, x, NULL, Din, 1.0f, NULL, dw, Din);
     if (db) vt_ops_colsum_acc(arena, dy, NULL, M, Dout, db);
-    if (dx) vt_gemm(0, 0, M, Din, Dout, 1.0f, dy, Dout, w, Din, dx_beta, dx, Din);
+    if (dx) vt_gemm_prec(w.bf16, 0, 0, M, Din, Dout, 1.0f, dy, Dout, w.w, w.w16, Din, dx_beta, NULL, dx, Din);
 }
 
 static void linear_bwd(void *p) {
@@ -51,11 +53,11 @@ vt_tensor *vt_op_linear(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b) {
     int Dout = (int)w->shape[0], Din = (int)w->shape[1];
     int g = vt_tape_wants_grad(t, x, w, b);
     vt_tensor *y = vt_tape_new(t, g, x->ndim, shape);
-    vt_ops_linear_fwd(x->data, w->data, b ? b->data : NULL, y->data, M, Din, Dout);
+    vt_ops_linear_fwd(x->data, vt_ops_weight_of(t, w), b ? b->data : NULL, y->data, M, Din, Dout);
     if (g) {
         linear_ctx *c = vt_tape_ctx(t, sizeof *c);
         c->arena = t->arena;
-        c->x = x->data; c->w = w->data; c->dy = y->grad;
+        c->x = x->data; c->w = vt_ops_weight_of(t, w); c->dy = y->grad;
         c->dx = x->grad; c->dw = w->grad; c->db = b ? b->grad : NULL;
         c->xt = x;
         if (x->grad) vt_tape_can_overwrite(x);

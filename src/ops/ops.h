@@ -28,6 +28,11 @@ void vt_gemm(int ta, int tb, int M, int N, int K, float alpha,
 void vt_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
                   const float *A, int lda, const float *B, int ldb,
                   float beta, const float *bias, float *C, int ldc);
+/* vt_gemm_bias in the precision bf16 says: 0, float32 (vt_k.gemm_bias); 1, operands
+ * rounded to bf16, float32 sums (vt_k.gemm_bf16, kernels.h: bf16 numerics), op(B) read
+ * from B16 (its bf16 copy: the same values) when that is not NULL. */
+void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const float *B, const uint16_t *B16, int ldb, float beta, const float *bias, float *C, int ldc);
 
 /* y = x W^T + b. x (..., Din), w (Dout, Din) (torch nn.Linear layout), b (Dout) or NULL.
  * y (..., Dout). */
@@ -205,16 +210,27 @@ void vt_ops_layernorm_bwd(vt_arena *arena, const float *x, const float *g, const
                           const float *rstd, const float *dy, float *dx, float *dg, float *db,
                           int64_t rows, int D);
 
-/* vt_op_linear's arithmetic on M rows. _shape: asserts x (..., Din), w (Dout, Din),
- * b (Dout) or NULL (messages start with op), writes y's shape (x's, last dim Dout) and
- * returns M. _fwd: y = x W^T + b (b may be NULL). _bwd, each part skipped when its
- * output is NULL, in this order: dW += dy^T x; db += column sums of dy (partials from
- * arena); dx = dy W + dx_beta dx (1 accumulates, 0 overwrites without reading dx).
- * dx is written last, so it may alias x. */
+/* A weight as a linear layer's GEMMs read it: its float32 data, the precision of the
+ * step (t->bf16) and, under bf16, the weight's bf16 copy (NULL: rounded when packed). */
+typedef struct {
+    const float *w;
+    const uint16_t *w16;
+    int bf16;
+} vt_ops_weight;
+static inline vt_ops_weight vt_ops_weight_of(const vt_tape *t, const vt_tensor *w) {
+    return (vt_ops_weight){w->data, t->bf16 ? w->bf16 : NULL, t->bf16};
+}
+
+/* vt_op_linear's arithmetic on M rows, every GEMM in w's precision. _shape: asserts x
+ * (..., Din), w (Dout, Din), b (Dout) or NULL (messages start with op), writes y's shape
+ * (x's, last dim Dout) and returns M. _fwd: y = x W^T + b (b may be NULL). _bwd, each
+ * part skipped when its output is NULL, in this order: dW += dy^T x; db += column sums
+ * of dy (partials from arena); dx = dy W + dx_beta dx (1 accumulates, 0 overwrites
+ * without reading dx). dx is written last, so it may alias x. */
 int vt_ops_linear_shape(const char *op, const vt_tensor *x, const vt_tensor *w, const vt_tensor *b,
                         int64_t *shape);
-void vt_ops_linear_fwd(const float *x, const float *w, const float *b, float *y, int M, int Din, int Dout);
-void vt_ops_linear_bwd(vt_arena *arena, const float *x, const float *w, const float *dy, float *dx,
+void vt_ops_linear_fwd(const float *x, vt_ops_weight w, const float *b, float *y, int M, int Din, int Dout);
+void vt_ops_linear_bwd(vt_arena *arena, const float *x, vt_ops_weight w, const float *dy, float *dx,
                        float dx_beta, float *dw, float *db, int M, int Din, int Dout);
 
 #endif

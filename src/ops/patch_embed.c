@@ -2,7 +2,8 @@
  * img (B, C, Hi, Wi), P | Hi and P | Wi; w (D, C, P, P); b (D) or NULL ->
  * y (B, Np, D), Np = (Hi/P)(Wi/P), patches row-major (x fastest).
  * im2col: cols (B Np, C P P), each row a patch flattened in w's (C, P, P) order, so
- * y = cols w^T + b (vt_gemm_bias). cols is kept in the arena for dW.
+ * y = cols w^T + b (vt_gemm_prec, in the tape's precision, as the backward's products).
+ * cols is kept in the arena for dW.
  * Backward: dW += dy^T cols;  db += column sums of dy;  dimg (if wanted):
  * dcols = dy W, scattered back (+=; patches do not overlap). */
 #include <string.h>
@@ -12,7 +13,8 @@
 
 typedef struct {
     vt_arena *arena;
-    const float *cols, *w, *dy;
+    const float *cols, *dy;
+    vt_ops_weight w;
     float *dimg, *dw, *db;
     int B, C, Hi, Wi, P, D;
 } pe_ctx;
@@ -20,11 +22,11 @@ typedef struct {
 static void patch_embed_bwd(void *p) {
     pe_ctx *c = p;
     int P = c->P, gw = c->Wi / P, np = (c->Hi / P) * gw, M = c->B * np, kc = c->C * P * P;
-    if (c->dw) vt_gemm(1, 0, c->D, kc, M, 1.0f, c->dy, c->D, c->cols, kc, 1.0f, c->dw, kc);
+    if (c->dw) vt_gemm_prec(c->w.bf16, 1, 0, c->D, kc, M, 1.0f, c->dy, c->D, c->cols, NULL, kc, 1.0f, NULL, c->dw, kc);
     if (c->db) vt_ops_colsum_acc(c->arena, c->dy, NULL, M, c->D, c->db);
     if (c->dimg) {
         float *dcols = vt_arena_alloc(c->arena, (size_t)M * kc * sizeof(float));
-        vt_gemm(0, 0, M, kc, c->D, 1.0f, c->dy, c->D, c->w, kc, 0.0f, dcols, kc);
+        vt_gemm_prec(c->w.bf16, 0, 0, M, kc, c->D, 1.0f, c->dy, c->D, c->w.w, c->w.w16, kc, 0.0f, NULL, dcols, kc);
         #pragma omp parallel for schedule(static) if ((int64_t)M * kc > 16384)
         for (int r = 0; r < M; r++) {
             int bi = r / np, pi = r % np, py = pi / gw, px = pi % gw;
@@ -64,11 +66,11 @@ vt_tensor *vt_op_patch_embed(vt_tape *t, vt_tensor *img, vt_tensor *w, vt_tensor
                        src + (((size_t)bi * C + ch) * Hi + (size_t)py * P + i) * Wi + (size_t)px * P,
                        (size_t)P * sizeof(float));
     }
-    vt_gemm_bias(0, 1, M, D, kc, 1.0f, cols, kc, w->data, kc, 0.0f, b ? b->data : NULL, y->data, D);
+    vt_ops_weight wt = vt_ops_weight_of(t, w);
+    vt_gemm_prec(wt.bf16, 0, 1, M, D, kc, 1.0f, cols, kc, wt.w, wt.w16, kc, 0.0f, b ? b->data : NULL, y->data, D);
     if (g) {
         pe_ctx *c = vt_tape_ctx(t, sizeof *c);
-        *c = (pe_ctx){t->arena, cols, w->data, y->grad, img->grad, w->grad, b ? b->grad : NULL,
-                      B, C, Hi, Wi, P, D};
+        *c = (pe_ctx){t->arena, cols, y->grad, wt, img->grad, w->grad, b ? b->grad : NULL, B, C, Hi, Wi, P, D};
         vt_tape_record(t, "patch_embed", patch_embed_bwd, c);
     }
     return y;

@@ -1,0 +1,41 @@
+/* precision.h - train.precision = bf16: the bf16 copies of a model's GEMM weights, and
+ * the one-line note saying how this CPU runs bf16.
+ *
+ * Under bf16 (config.h vt_precision; the numerics contract is kernels.h's "bf16
+ * numerics") every GEMM of the model and every attention product rounds its operands to
+ * bf16 as it packs them and sums in float32; master weights, gradients, AdamW moments,
+ * LayerNorm, softmax, GELU, the position encodings' rotations and the loss stay
+ * float32, and checkpoints hold the float32 weights. The ops read the tape's flag
+ * (vt_tape.bf16). The GEMM weights (the parameters with weight decay: the linear and
+ * convolution weights) get a bf16 copy, rounded once per optimizer step (vt_optim_step
+ * refreshes it after each update) instead of once per GEMM call; an op whose weight has
+ * no copy rounds it as it packs it, to the same values. Performer's feature products
+ * stay float32. */
+#ifndef VT_PRECISION_H
+#define VT_PRECISION_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "status.h"
+#include "vit.h"
+
+/* Give every GEMM weight of m a bf16 copy (vt_tensor.bf16) in one buffer, rounded from
+ * the current weights; *buf receives the buffer (for vt_bf16_weights_detach). Errors:
+ * out of memory. */
+vt_status vt_bf16_weights_attach(vt_vit *m, uint16_t **buf);
+/* Round the copies again from the weights (after m's weights change other than through
+ * vt_optim_step, e.g. a checkpoint load). */
+void vt_bf16_weights_update(vt_vit *m);
+/* Whether m's GEMM weights have copies. */
+int vt_bf16_weights_attached(const vt_vit *m);
+/* Drop the copies (the tensors' bf16 pointers) and free buf. */
+void vt_bf16_weights_detach(vt_vit *m, uint16_t *buf);
+
+/* Prints to stderr, once per process, which kernels run precision p = bf16 on this
+ * level: the bf16 instructions (avx512bf16, amx), or, on a level without them, the same
+ * rounded numerics through the float32 kernels (correct, reproducible, not faster).
+ * Nothing for fp32. */
+void vt_precision_note(vt_precision p);
+
+#endif
