@@ -1,8 +1,8 @@
 # vitrain build. `make` builds ./vitrain, `make test` builds and runs the test suite,
 # `make san` runs the unit tests under AddressSanitizer + UndefinedBehaviorSanitizer,
-# `make emu` runs the tests on the AVX-512 kernels emulated on AVX2, `make bench` prints
-# benchmark JSON. Sources are found by wildcard: adding a file under src/, kernels/ or
-# tests/ needs no Makefile edit.
+# `make emu` runs the tests on the kernel levels this CPU lacks (avx512, avx512bf16, amx),
+# emulated on AVX2, `make bench` prints benchmark JSON. Sources are found by wildcard:
+# adding a file under src/, kernels/ or tests/ needs no Makefile edit.
 
 CC       ?= gcc
 BUILD    ?= build
@@ -10,17 +10,25 @@ BIN      ?= vitrain
 OPT      ?= -O2
 CFLAGS_BASE := -std=c11 $(OPT) -g -Wall -Wextra -D_GNU_SOURCE -fopenmp -march=x86-64 -mtune=generic \
                -Isrc -Ikernels
+# Each level's directory under kernels/ is compiled with its flags, the rest for baseline x86-64.
 AVX2_FLAGS   := -mavx2 -mfma
 AVX512_FLAGS := -mavx2 -mfma -mavx512f -mavx512bw -mavx512dq -mavx512vl
 AVX512BF16_FLAGS = $(AVX512_FLAGS) -mavx512bf16
 AMX_FLAGS = $(AVX512BF16_FLAGS) -mamx-tile -mamx-bf16
 SAN_FLAGS    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-# The emulation lane: kernels/avx512 on SIMDe over AVX2 (kernels/avx512/emulated.h).
+# The emulation build: every level above avx2 on AVX2 + FMA, the AVX-512 intrinsics on
+# SIMDe (kernels/avx512/emulated.h), the bf16 instructions and the AMX tiles in C
+# (kernels/avx512bf16/avx512bf16.h, kernels/amx/emulated.h).
 # -Wno-psabi: GCC notes that 512-bit vector arguments have another ABI without
 # -mavx512f; no such argument crosses a file boundary (the entry points take pointers).
 EMU_BUILD := build-emu512
 EMU_AVX512_FLAGS := $(AVX2_FLAGS) -Wno-psabi
-EMU_E2E := e2e_train
+EMU_MAKE = $(MAKE) --no-print-directory BUILD=$(EMU_BUILD) BIN=$(EMU_BUILD)/vitrain EXTRA_CFLAGS=-DVT_AVX512_EMULATED \
+           AVX512_FLAGS="$(EMU_AVX512_FLAGS)" AVX512BF16_FLAGS="$(EMU_AVX512_FLAGS)" AMX_FLAGS="$(EMU_AVX512_FLAGS)"
+EMU_E2E := e2e_train e2e_precision
+# A CPU without AMX lacks at least the amx level: `make test` then also runs the
+# emulation build's test_kernels (every kernel of every level against the scalar ones).
+EMU_KERNELS := $(if $(filter amx_tile,$(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)),,$(EMU_BUILD)/tests/test_kernels)
 
 # Libraries through pkg-config: module -> Debian package.
 PKG_MODULES := libcjson libpng zlib stb
@@ -54,7 +62,8 @@ TEST_SRC  := $(wildcard tests/test_*.c tests/e2e_*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
-LIB_OBJ := $(call obj,$(SRC_LIB) $(KERN_BASE) $(KERN_AVX2) $(KERN_AVX512) $(KERN_AVX512BF16) $(KERN_AMX))
+KERN_OBJ := $(call obj,$(KERN_BASE) $(KERN_AVX2) $(KERN_AVX512) $(KERN_AVX512BF16) $(KERN_AMX))
+LIB_OBJ := $(call obj,$(SRC_LIB)) $(KERN_OBJ)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
@@ -65,6 +74,12 @@ $(BIN): $(call obj,$(SRC_MAIN)) $(BUILD)/libvitrain.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/libvitrain.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# The kernels alone (test_kernels needs nothing else, so the emulation lane of `make
+# test` compiles only them).
+$(BUILD)/libkernels.a: $(KERN_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -92,6 +107,10 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libvitrain.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libvitrain.a $(LDLIBS)
 
+$(BUILD)/tests/test_kernels: tests/test_kernels.c $(BUILD)/libkernels.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libkernels.a $(LDLIBS)
+
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libvitrain.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libvitrain.a $(LDLIBS)
@@ -101,10 +120,12 @@ test:
 	@scripts/deps.sh
 	@$(MAKE) --no-print-directory -j2 check
 
-# Unit tests run under every ISA the CPU has and with 1 and 2 threads; end-to-end
-# tests once. Ends with the total "N passed, N failed".
+# Unit tests run under every ISA the CPU has and with 1 and 2 threads, test_kernels of
+# the emulation build once for the levels it lacks; end-to-end tests once. Ends with
+# the total "N passed, N failed".
 check: $(BIN) $(TEST_BIN)
-	@BUILD=$(BUILD) VT_BIN=$(abspath $(BIN)) scripts/run_tests.sh
+	+@$(if $(EMU_KERNELS),$(EMU_MAKE) $(EMU_KERNELS) >/dev/null)
+	@BUILD=$(BUILD) VT_BIN=$(abspath $(BIN)) VT_EMU_KERNELS=$(EMU_KERNELS) scripts/run_tests.sh
 
 # Unit tests under ASan + UBSan (separate build tree), one ISA/thread setting.
 san:
@@ -115,18 +136,18 @@ san-check:
 	$(MAKE) BUILD=build-san BIN=build-san/vitrain OPT=-O1 EXTRA_CFLAGS="$(SAN_FLAGS)" build-san/vitrain $(patsubst $(BUILD)/%,build-san/%,$(filter $(BUILD)/tests/test_%,$(TEST_BIN)))
 	@BUILD=build-san VT_BIN=$(abspath build-san/vitrain) VT_TEST_MATRIX=0 VT_TEST_UNIT_ONLY=1 scripts/run_tests.sh
 
-# The tests on the AVX-512 kernels where the CPU has only AVX2 + FMA: everything built
-# with VT_AVX512_EMULATED (separate build tree), kernels/avx512 with AVX2 flags; unit
-# tests under VT_ISA=avx512 with 1 and 2 threads, then e2e_train (its default level is
-# the emulated one; e2e_reproduce tests the tooling, not the kernels, and is slow here).
+# The tests on the kernel levels this CPU lacks: everything built with VT_AVX512_EMULATED
+# (separate build tree), kernels/avx512, avx512bf16 and amx with AVX2 flags; unit tests
+# under each lacking level with 1 and 2 threads, then e2e_train (its default level is the
+# highest emulated one; e2e_reproduce tests the tooling, not the kernels, and is slow here).
 emu:
 	@scripts/deps.sh
 	@$(MAKE) --no-print-directory -j2 emu-check
 
 emu-check:
 	@echo '#include <simde/x86/avx512.h>' | $(CC) -E -x c - >/dev/null 2>&1 || { echo "SIMDe not found. Install it with: sudo apt-get install libsimde-dev   (or run scripts/deps.sh)"; exit 1; }
-	$(MAKE) BUILD=$(EMU_BUILD) BIN=$(EMU_BUILD)/vitrain EXTRA_CFLAGS=-DVT_AVX512_EMULATED AVX512_FLAGS="$(EMU_AVX512_FLAGS)" AVX512BF16_FLAGS="$(EMU_AVX512_FLAGS)" AMX_FLAGS="$(EMU_AVX512_FLAGS)" $(EMU_BUILD)/vitrain $(patsubst $(BUILD)/%,$(EMU_BUILD)/%,$(filter $(BUILD)/tests/test_%,$(TEST_BIN))) $(EMU_E2E:%=$(EMU_BUILD)/tests/%)
-	@BUILD=$(EMU_BUILD) VT_BIN=$(abspath $(EMU_BUILD)/vitrain) VT_TEST_ISAS=avx512 VT_TEST_E2E="$(EMU_E2E)" scripts/run_tests.sh
+	$(EMU_MAKE) $(EMU_BUILD)/vitrain $(patsubst $(BUILD)/%,$(EMU_BUILD)/%,$(filter $(BUILD)/tests/test_%,$(TEST_BIN))) $(EMU_E2E:%=$(EMU_BUILD)/tests/%)
+	@BUILD=$(EMU_BUILD) VT_BIN=$(abspath $(EMU_BUILD)/vitrain) VT_TEST_ISAS=lacking VT_TEST_E2E="$(EMU_E2E)" scripts/run_tests.sh
 
 bench: $(BIN) $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do $$b || exit 1; done
@@ -141,6 +162,6 @@ clean:
 	rm -rf build build-san $(EMU_BUILD) vitrain
 
 help:
-	@echo "targets: all (./vitrain), run (default training job), test (deps + build + suite), check (suite only), san, emu (AVX-512 kernels emulated on AVX2), bench, clean"
+	@echo "targets: all (./vitrain), run (default training job), test (deps + build + suite), check (suite only), san, emu (the kernel levels this CPU lacks, emulated on AVX2), bench, clean"
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs the test binaries and prints the total "N passed, N failed" line last.
 # Unit tests (build/tests/test_*) run under every ISA this CPU supports and with 1 and
-# 2 OpenMP threads (VT_TEST_ISAS="avx512": those ISAs instead of the CPU's;
+# 2 OpenMP threads (VT_TEST_ISAS="avx512 amx": those ISAs instead of the CPU's;
+# VT_TEST_ISAS=lacking: the levels above avx2 this CPU lacks, for the emulation build;
 # VT_TEST_MATRIX=0: default ISA, 2 threads only), and test_ops_grad once more with 4
-# threads asked and 2 allowed; end-to-end tests (build/tests/e2e_*)
+# threads asked and 2 allowed; VT_EMU_KERNELS=path: that test_kernels (the emulation
+# build's) once, for the levels this CPU lacks; end-to-end tests (build/tests/e2e_*)
 # run once (VT_TEST_E2E="e2e_train": only those). VT_TEST_UNIT_ONLY=1 skips them.
 # Exit status: non-zero if any binary failed or printed no summary line.
 set -u
@@ -12,13 +14,19 @@ BUILD=${BUILD:-build}
 export VT_TAPE_CHECK=${VT_TAPE_CHECK:-1}
 cd "$(dirname "$0")/.."
 
-isas="scalar"
-flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
-if [[ $flags == *" avx2 "* && $flags == *" fma "* ]]; then isas="$isas avx2"; fi
-if [[ $flags == *" avx512f "* && $flags == *" avx512bw "* && $flags == *" avx512dq "* && $flags == *" avx512vl "* ]]; then
-    isas="$isas avx512"
-fi
-if [[ -n ${VT_TEST_ISAS:-} ]]; then isas=$VT_TEST_ISAS; fi
+# The levels this CPU has (each includes the ones before it), and those it lacks.
+isas="scalar" lacking=""
+flags=" $(grep -m1 '^flags' /proc/cpuinfo || true) "
+has() { for f in "$@"; do [[ $flags == *" $f "* ]] || return 1; done; }
+has avx2 fma && isas="$isas avx2"
+level=0
+has avx512f avx512bw avx512dq avx512vl && level=1
+((level == 1)) && has avx512_bf16 && level=2
+((level == 2)) && has amx_bf16 amx_tile && level=3
+for l in avx512 avx512bf16 amx; do
+    if ((level > 0)); then isas="$isas $l"; level=$((level - 1)); else lacking="$lacking $l"; fi
+done
+if [[ ${VT_TEST_ISAS:-} == lacking ]]; then isas=${lacking# }; elif [[ -n ${VT_TEST_ISAS:-} ]]; then isas=$VT_TEST_ISAS; fi
 threads="1 2"
 if [[ ${VT_TEST_MATRIX:-1} == 0 ]]; then isas="default"; threads="2"; fi
 
@@ -58,6 +66,11 @@ for t in "$BUILD"/tests/test_*; do
         done
     done
 done
+# The kernel levels this CPU lacks, through the emulation build's test_kernels: it tests
+# every level up to amx whatever VT_ISA says, and its kernels start no threads.
+if [[ -n ${VT_EMU_KERNELS:-} && -n $lacking ]]; then
+    run_one "test_kernels (emulation build:$lacking emulated)" env VT_ISA=amx OMP_NUM_THREADS=1 "$VT_EMU_KERNELS"
+fi
 # A team smaller than the threads asked for (OMP_THREAD_LIMIT below OMP_NUM_THREADS):
 # code that sizes work by omp_get_max_threads() must not assume every thread arrives
 # (test_ops_grad runs vt_gemm's row, column and K splits and the threaded ops).
