@@ -1,33 +1,42 @@
 /* bench_kernels.c - GEMM benchmark (`make bench`). Not a test: prints figures only.
  *
- * stdout: one JSON object per line; stderr: a readable table.
+ * stdout: one JSON object per line, each naming the CPU ("cpu": /proc/cpuinfo's model
+ * name, family and model) and the kernel level ("isa"); stderr: a readable table.
  *  (a) "fma_peak": FMA throughput of this machine on 1 and 2 threads (bench/fma_peak.h:
- *      16 AVX-512 chains, or 12 AVX2 chains on a CPU without AVX-512), measured at the
- *      start and at the end of the GEMM rows; the better of the two is the peak every %
- *      refers to (a VM can lose a core for the length of one measurement). The rows
- *      below are printed after the end measurement; stderr shows GFLOP/s as they come.
+ *      16 AVX-512 chains, or 12 AVX2 chains on a CPU without AVX-512), and "bf16_peak",
+ *      VDPBF16PS throughput where the CPU has AVX512-BF16, each measured at the start and
+ *      at the end of the GEMM rows; the better of the two is the peak every % refers to
+ *      (a VM can lose a core for the length of one measurement). The rows below are
+ *      printed after the end measurement; stderr shows GFLOP/s as they come.
  *  (b) "gemm": vitrain's GEMM as the ops run it (vt_gemm: the kernel table's packed GEMM,
- *      C split over the OpenMP threads) at the CPU's best SIMD level, on 1 and 2 threads,
+ *      C split over the OpenMP threads) at the CPU's best level, on 1 and 2 threads,
  *      for the ViT-Ti/S/B linear layers (qkv, proj, fc1, fc2) in the three training
  *      products: fwd Y = X W^T (ta 0, tb 1), dX = dY W (0, 0), dW = dY^T X (1, 0); tokens
  *      x batch: Ti 65 x 128, S 197 x 64, B 197 x 32. GFLOP/s = 2 M N K / wall time, best
- *      of the rounds; % of the peak of the same thread count.
+ *      of the rounds; % of the peak of the same thread count. "precision" is "fp32", or
+ *      "bf16" for vt_gemm_prec's bf16 products (train.precision = bf16), timed as
+ *      training calls them: X and dY float32 (rounded as they are packed), W its bf16 copy;
+ *      their % refers to the bf16 peak (null where the CPU has no AVX512-BF16).
  *  (c) "gemm_ref": the same products through the reference libraries that are installed,
  *      loaded at run time with dlopen (benchmark references only, never linked into
- *      vitrain): oneDNN's dnnl_sgemm (libdnnl.so.2: Debian libdnnl2) and OpenBLAS's
- *      cblas_sgemm (libopenblas.so.0: Debian libopenblas0-openmp), each on the same
- *      thread count, with "ratio" = our GFLOP/s / theirs. A round times every library
- *      once in turn (ours, oneDNN, OpenBLAS, each round starting one further on), so
- *      load that comes and goes hits all of them alike; at least 3 rounds, at most 7.
- *      Each library's first result is checked against ours (relative Frobenius
- *      difference, must be < 1e-4), so a ratio never compares different products; a
- *      mismatch is an error (exit 1).
- *  (d) "gemm_summary": per thread count, our lowest and mean % of peak per model and,
- *      per library, the lowest and geometric-mean ratio and how many shapes we match.
+ *      vitrain): fp32, oneDNN's dnnl_sgemm (libdnnl.so.2: Debian libdnnl2) and
+ *      OpenBLAS's cblas_sgemm (libopenblas.so.0: Debian libopenblas0-openmp); bf16,
+ *      oneDNN's matmul primitive on bf16 operands with a float32 result (its 2.x C API;
+ *      given operands already converted to bf16, so its time holds no conversion), each
+ *      on the same thread count, with "ratio" = our GFLOP/s / theirs. A round times
+ *      every contestant of a precision once in turn (each round starting one further
+ *      on), so load that comes and goes hits all of them alike; at least 3 rounds, at
+ *      most 7. Each library's first result is checked against ours (relative Frobenius
+ *      difference, must be < 1e-4: in bf16 both sum the same rounded products), so a
+ *      ratio never compares different products; a mismatch is an error (exit 1).
+ *  (d) "gemm_summary": per precision and thread count, our lowest and mean % of peak per
+ *      model and, per library, the lowest and geometric-mean ratio and how many shapes
+ *      we match.
  *  (e) "gemm" rows of the lower SIMD levels (avx2 on an AVX-512 CPU), 1 thread, ours only.
  * Usage: bench_kernels [substring]  - only the shapes whose "model/layer/pass" name
  * contains the substring (e.g. "vit_ti", "fc1/fwd"; one that matches none is an error).
- * The peaks are always measured.
+ * VT_BENCH_PRECISION=fp32 or bf16: that precision only (default both; bf16 only where
+ * the CPU has bf16 instructions). The peaks are always measured.
  * Wall-clock timing: run it on an idle machine for clean numbers; the ratios, from
  * alternating rounds in one process, are the robust figures.
  */
@@ -54,7 +63,7 @@ static const vit_shape models[] = {
 };
 #define N_MODELS (int)(sizeof models / sizeof models[0])
 #define N_SHAPES (N_MODELS * 12)
-#define N_LIBS 3 /* ours, oneDNN, OpenBLAS */
+#define N_LIBS 3 /* per precision: ours and up to two references */
 
 typedef struct {
     char name[48];
@@ -102,14 +111,50 @@ typedef char *(*openblas_core_fn)(void);
 
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
 
+/* oneDNN 2.x C API (oneapi/dnnl/dnnl.h), the few calls of a matmul primitive; the
+ * descriptors are opaque buffers larger than the library's structs (696 and 2800 bytes
+ * in 2.6). */
+typedef int (*dnnl_engine_create_fn)(void **engine, int kind, size_t index);
+typedef int (*dnnl_stream_create_fn)(void **stream, void *engine, unsigned flags);
+typedef int (*dnnl_md_init_strides_fn)(void *md, int ndims, const int64_t *dims, int dt, const int64_t *strides);
+typedef int (*dnnl_matmul_desc_init_fn)(void *desc, const void *src, const void *wei, const void *bias,
+                                        const void *dst);
+typedef int (*dnnl_pd_create_fn)(void **pd, const void *op_desc, const void *attr, void *engine, const void *hint);
+typedef int (*dnnl_prim_create_fn)(void **prim, const void *pd);
+typedef int (*dnnl_mem_create_fn)(void **mem, const void *md, void *engine, void *handle);
+typedef struct { int arg; void *memory; } dnnl_exec_arg;
+typedef int (*dnnl_execute_fn)(const void *prim, void *stream, int nargs, const dnnl_exec_arg *args);
+typedef int (*dnnl_handle_fn)(void *handle);
+enum { DNNL_CPU = 1, DNNL_STREAM_IN_ORDER = 1, DNNL_BF16 = 2, DNNL_F32 = 3, DNNL_ARG_SRC = 1, DNNL_ARG_DST = 17,
+       DNNL_ARG_WEIGHTS = 33 };
+#define DNNL_DESC_BYTES 16384
+
 typedef struct {
+    dnnl_engine_create_fn engine_create;
+    dnnl_stream_create_fn stream_create;
+    dnnl_md_init_strides_fn md_init;
+    dnnl_matmul_desc_init_fn matmul_init;
+    dnnl_pd_create_fn pd_create;
+    dnnl_prim_create_fn prim_create;
+    dnnl_mem_create_fn mem_create;
+    dnnl_execute_fn execute;
+    dnnl_handle_fn stream_wait, mem_destroy, prim_destroy, pd_destroy;
+    void *engine, *stream;
+} dnnl_matmul_api;
+
+typedef enum { LIB_OURS, LIB_DNNL_SGEMM, LIB_OPENBLAS, LIB_DNNL_MATMUL } lib_kind;
+
+typedef struct {
+    lib_kind kind;
     const char *lib;     /* "ours", "onednn", "openblas" */
-    char detail[64];     /* version or kernel name */
+    char detail[64];     /* version, kernel name or level */
     int present;
-    dnnl_sgemm_fn dnnl;
-    cblas_sgemm_fn cblas;
-    openblas_threads_fn set_threads;
 } gemm_lib;
+
+static dnnl_sgemm_fn dnnl_sgemm;
+static dnnl_matmul_api mm;
+static cblas_sgemm_fn cblas_sgemm;
+static openblas_threads_fn openblas_set_threads;
 
 static void *open_first(const char *const *names) {
     for (int i = 0; names[i]; i++) {
@@ -119,7 +164,8 @@ static void *open_first(const char *const *names) {
     return NULL;
 }
 
-static void load_refs(gemm_lib *dnnl, gemm_lib *oblas) {
+/* Fills in the reference libraries found: dnnl (fp32 sgemm), mmlib (bf16 matmul), oblas. */
+static void load_refs(gemm_lib *dnnl, gemm_lib *mmlib, gemm_lib *oblas) {
     static const char *const dnnl_names[] = {"libdnnl.so.2", "libdnnl.so.3", "libdnnl.so", NULL};
     /* the OpenMP build first, whatever the alternatives select (installing python3-torch
      * points libopenblas.so.0 at the pthread build): the one the README names, and the
@@ -129,39 +175,107 @@ static void load_refs(gemm_lib *dnnl, gemm_lib *oblas) {
         "/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0", "libopenblas.so.0",
         "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0", NULL};
     void *h = open_first(dnnl_names);
-    if (h && (dnnl->dnnl = (dnnl_sgemm_fn)dlsym(h, "dnnl_sgemm")) != NULL) {
+    if (h && (dnnl_sgemm = (dnnl_sgemm_fn)dlsym(h, "dnnl_sgemm")) != NULL) {
         dnnl_version_fn ver = (dnnl_version_fn)dlsym(h, "dnnl_version");
         const dnnl_version_head *v = ver ? ver() : NULL;
         if (v) snprintf(dnnl->detail, sizeof dnnl->detail, "%d.%d.%d", v->major, v->minor, v->patch);
         dnnl->present = 1;
+        snprintf(mmlib->detail, sizeof mmlib->detail, "%.40s matmul", dnnl->detail);
+        mm.engine_create = (dnnl_engine_create_fn)dlsym(h, "dnnl_engine_create");
+        mm.stream_create = (dnnl_stream_create_fn)dlsym(h, "dnnl_stream_create");
+        mm.md_init = (dnnl_md_init_strides_fn)dlsym(h, "dnnl_memory_desc_init_by_strides");
+        mm.matmul_init = (dnnl_matmul_desc_init_fn)dlsym(h, "dnnl_matmul_desc_init");
+        mm.pd_create = (dnnl_pd_create_fn)dlsym(h, "dnnl_primitive_desc_create");
+        mm.prim_create = (dnnl_prim_create_fn)dlsym(h, "dnnl_primitive_create");
+        mm.mem_create = (dnnl_mem_create_fn)dlsym(h, "dnnl_memory_create");
+        mm.execute = (dnnl_execute_fn)dlsym(h, "dnnl_primitive_execute");
+        mm.stream_wait = (dnnl_handle_fn)dlsym(h, "dnnl_stream_wait");
+        mm.mem_destroy = (dnnl_handle_fn)dlsym(h, "dnnl_memory_destroy");
+        mm.prim_destroy = (dnnl_handle_fn)dlsym(h, "dnnl_primitive_destroy");
+        mm.pd_destroy = (dnnl_handle_fn)dlsym(h, "dnnl_primitive_desc_destroy");
+        /* the 2.x API (3.x has none of dnnl_memory_desc_init_by_strides, dnnl_matmul_desc_init) */
+        mmlib->present = mm.engine_create && mm.stream_create && mm.md_init && mm.matmul_init && mm.pd_create &&
+                         mm.prim_create && mm.mem_create && mm.execute && mm.stream_wait && mm.mem_destroy &&
+                         mm.prim_destroy && mm.pd_destroy && mm.engine_create(&mm.engine, DNNL_CPU, 0) == 0 &&
+                         mm.stream_create(&mm.stream, mm.engine, DNNL_STREAM_IN_ORDER) == 0;
     }
     h = open_first(oblas_names);
-    if (h && (oblas->cblas = (cblas_sgemm_fn)dlsym(h, "cblas_sgemm")) != NULL &&
-        (oblas->set_threads = (openblas_threads_fn)dlsym(h, "openblas_set_num_threads")) != NULL) {
+    if (h && (cblas_sgemm = (cblas_sgemm_fn)dlsym(h, "cblas_sgemm")) != NULL &&
+        (openblas_set_threads = (openblas_threads_fn)dlsym(h, "openblas_set_num_threads")) != NULL) {
         openblas_core_fn core = (openblas_core_fn)dlsym(h, "openblas_get_corename");
         snprintf(oblas->detail, sizeof oblas->detail, "%s", core ? core() : "");
         oblas->present = 1;
     }
 }
 
-/* C = op(A) op(B) through library l on nt threads. */
-static void run_gemm(const gemm_lib *l, const gemm_shape *s, int nt, const float *A, const float *B, float *C) {
-    int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
-    if (l->dnnl) {
+/* The operands of one shape: float32 A and B, their bf16 copies (vt_k.bf16_round), C. */
+typedef struct {
+    float *A, *B;
+    vt_bf16 *A16, *B16;
+    int lda, ldb;
+} operands;
+
+/* A oneDNN bf16 matmul primitive for one shape and thread count, writing C. */
+typedef struct {
+    void *pd, *prim, *src, *wei, *dst;
+} dnnl_matmul;
+
+static int matmul_create(dnnl_matmul *p, const gemm_shape *s, const operands *o, float *C) {
+    static _Alignas(64) unsigned char md_src[DNNL_DESC_BYTES], md_wei[DNNL_DESC_BYTES], md_dst[DNNL_DESC_BYTES],
+        desc[DNNL_DESC_BYTES];
+    int64_t ds[2] = {s->M, s->K}, dw[2] = {s->K, s->N}, dd[2] = {s->M, s->N};
+    int64_t ss[2] = {s->ta ? 1 : o->lda, s->ta ? o->lda : 1}, sw[2] = {s->tb ? 1 : o->ldb, s->tb ? o->ldb : 1};
+    int64_t sd[2] = {s->N, 1};
+    memset(p, 0, sizeof *p);
+    return mm.md_init(md_src, 2, ds, DNNL_BF16, ss) || mm.md_init(md_wei, 2, dw, DNNL_BF16, sw) ||
+           mm.md_init(md_dst, 2, dd, DNNL_F32, sd) || mm.matmul_init(desc, md_src, md_wei, NULL, md_dst) ||
+           mm.pd_create(&p->pd, desc, NULL, mm.engine, NULL) || mm.prim_create(&p->prim, p->pd) ||
+           mm.mem_create(&p->src, md_src, mm.engine, o->A16) || mm.mem_create(&p->wei, md_wei, mm.engine, o->B16) ||
+           mm.mem_create(&p->dst, md_dst, mm.engine, C);
+}
+
+static void matmul_free(dnnl_matmul *p) {
+    if (p->src) mm.mem_destroy(p->src);
+    if (p->wei) mm.mem_destroy(p->wei);
+    if (p->dst) mm.mem_destroy(p->dst);
+    if (p->prim) mm.prim_destroy(p->prim);
+    if (p->pd) mm.pd_destroy(p->pd);
+}
+
+/* C = op(A) op(B) through library l on nt threads (the matmul primitive p writes its C). */
+static void run_gemm(const gemm_lib *l, int bf16, const gemm_shape *s, int nt, const operands *o, float *C,
+                     const dnnl_matmul *p) {
+    switch (l->kind) {
+    case LIB_DNNL_SGEMM: {
         omp_set_num_threads(nt);
-        int st = l->dnnl(s->ta ? 'T' : 'N', s->tb ? 'T' : 'N', s->M, s->N, s->K, 1.0f, A, lda, B, ldb, 0.0f, C,
-                         s->N);
+        int st = dnnl_sgemm(s->ta ? 'T' : 'N', s->tb ? 'T' : 'N', s->M, s->N, s->K, 1.0f, o->A, o->lda, o->B, o->ldb,
+                            0.0f, C, s->N);
         if (st != 0) {
             fprintf(stderr, "bench_kernels: dnnl_sgemm failed (status %d) on %s\n", st, s->name);
             exit(1);
         }
-    } else if (l->cblas) {
-        l->set_threads(nt);
-        l->cblas(CBLAS_ROW_MAJOR, s->ta ? CBLAS_TRANS : CBLAS_NO_TRANS, s->tb ? CBLAS_TRANS : CBLAS_NO_TRANS, s->M,
-                 s->N, s->K, 1.0f, A, lda, B, ldb, 0.0f, C, s->N);
-    } else {
+        break;
+    }
+    case LIB_DNNL_MATMUL: {
         omp_set_num_threads(nt);
-        vt_gemm(s->ta, s->tb, s->M, s->N, s->K, 1.0f, A, lda, B, ldb, 0.0f, C, s->N);
+        const dnnl_exec_arg args[3] = {{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->wei}, {DNNL_ARG_DST, p->dst}};
+        if (mm.execute(p->prim, mm.stream, 3, args) != 0 || mm.stream_wait(mm.stream) != 0) {
+            fprintf(stderr, "bench_kernels: oneDNN bf16 matmul failed on %s\n", s->name);
+            exit(1);
+        }
+        break;
+    }
+    case LIB_OPENBLAS:
+        openblas_set_threads(nt);
+        cblas_sgemm(CBLAS_ROW_MAJOR, s->ta ? CBLAS_TRANS : CBLAS_NO_TRANS, s->tb ? CBLAS_TRANS : CBLAS_NO_TRANS, s->M,
+                    s->N, s->K, 1.0f, o->A, o->lda, o->B, o->ldb, 0.0f, C, s->N);
+        break;
+    case LIB_OURS:
+        omp_set_num_threads(nt);
+        /* as training calls it: the weight (B of the fwd and dX products) from its bf16 copy */
+        vt_gemm_prec(bf16, s->ta, s->tb, s->M, s->N, s->K, 1.0f, o->A, o->lda, o->B, bf16 && s->ta == 0 ? o->B16 : NULL,
+                     o->ldb, 0.0f, NULL, C, s->N);
+        break;
     }
 }
 
@@ -172,6 +286,16 @@ static float *falloc(size_t n) {
         exit(1);
     }
     for (size_t i = 0; i < n; i++) p[i] = (float)((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
+    return p;
+}
+
+static vt_bf16 *bf16_copy(const float *x, size_t n) {
+    vt_bf16 *p = aligned_alloc(64, (n * sizeof(vt_bf16) + 63) / 64 * 64);
+    if (!p) {
+        fprintf(stderr, "bench_kernels: out of memory (%zu bf16)\n", n);
+        exit(1);
+    }
+    vt_k.bf16_round(x, p, n);
     return p;
 }
 
@@ -186,23 +310,35 @@ static double rel_diff(const float *x, const float *ref, size_t n) {
     return sqrt(num / (den > 0 ? den : 1));
 }
 
-/* GFLOP/s of shape s on nt threads for each present library (gf[l], 0 when absent):
- * a warm-up and check call each, then alternating rounds, best wall time per library. */
-static void time_shape(const gemm_lib *libs, const gemm_shape *s, int nt, double gf[N_LIBS],
+/* GFLOP/s of shape s on nt threads for each present library of one precision (gf[l], 0
+ * when absent): a warm-up and check call each, then alternating rounds, best wall time
+ * per library. */
+static void time_shape(const gemm_lib *libs, int bf16, const gemm_shape *s, int nt, double gf[N_LIBS],
                        double err[N_LIBS]) {
     size_t mk = (size_t)s->M * s->K, kn = (size_t)s->K * s->N, mn = (size_t)s->M * s->N;
-    float *A = falloc(mk), *B = falloc(kn), *C = falloc(mn), *ref = falloc(mn);
+    operands o = {falloc(mk), falloc(kn), NULL, NULL, s->ta ? s->M : s->K, s->tb ? s->K : s->N};
+    o.A16 = bf16_copy(o.A, mk);
+    o.B16 = bf16_copy(o.B, kn);
+    float *C = falloc(mn), *ref = falloc(mn);
+    dnnl_matmul p = {0};
     double best[N_LIBS];
     for (int l = 0; l < N_LIBS; l++) {
         best[l] = 1e30;
         err[l] = 0;
         if (!libs[l].present) continue;
-        run_gemm(&libs[l], s, nt, A, B, l == 0 ? ref : C);
+        if (libs[l].kind == LIB_DNNL_MATMUL) {
+            omp_set_num_threads(nt);
+            if (matmul_create(&p, s, &o, C) != 0) {
+                fprintf(stderr, "bench_kernels: cannot create oneDNN's bf16 matmul for %s\n", s->name);
+                exit(1);
+            }
+        }
+        run_gemm(&libs[l], bf16, s, nt, &o, l == 0 ? ref : C, &p);
         if (l > 0) {
             err[l] = rel_diff(C, ref, mn);
             if (!(err[l] < 1e-4)) {
-                fprintf(stderr, "bench_kernels: %s's result differs from vitrain's on %s (%d threads): "
-                        "relative difference %.3g\n", libs[l].lib, s->name, nt, err[l]);
+                fprintf(stderr, "bench_kernels: %s's %s result differs from vitrain's on %s (%d threads): "
+                        "relative difference %.3g\n", libs[l].lib, bf16 ? "bf16" : "fp32", s->name, nt, err[l]);
                 exit(1);
             }
         }
@@ -213,14 +349,22 @@ static void time_shape(const gemm_lib *libs, const gemm_shape *s, int nt, double
             int l = (r + j) % N_LIBS; /* each round starts with the next library */
             if (!libs[l].present) continue;
             double t0 = bench_now();
-            run_gemm(&libs[l], s, nt, A, B, C);
+            run_gemm(&libs[l], bf16, s, nt, &o, C, &p);
             double dt = bench_now() - t0;
             spent += dt;
             if (dt < best[l]) best[l] = dt;
         }
     }
     for (int l = 0; l < N_LIBS; l++) gf[l] = libs[l].present ? 2.0 * s->M * s->N * (double)s->K / best[l] * 1e-9 : 0;
-    free(A); free(B); free(C); free(ref);
+    matmul_free(&p);
+    free(o.A); free(o.B); free(o.A16); free(o.B16); free(C); free(ref);
+}
+
+/* "%.1f" of x, or null when x <= 0 (no peak to refer to). */
+static const char *num_or_null(double x, char *buf, size_t len) {
+    if (x > 0) snprintf(buf, len, "%.1f", x);
+    else snprintf(buf, len, "null");
+    return buf;
 }
 
 int main(int argc, char **argv) {
@@ -233,6 +377,11 @@ int main(int argc, char **argv) {
                         "fc1/fwd, dW]%s\n", any ? "" : ": no shape matches");
         return 2;
     }
+    const char *pe = getenv("VT_BENCH_PRECISION");
+    if (pe && *pe && strcmp(pe, "fp32") && strcmp(pe, "bf16")) {
+        fprintf(stderr, "bench_kernels: VT_BENCH_PRECISION=%s: expected fp32 or bf16\n", pe);
+        return 2;
+    }
     char err[256];
     if (vt_kernels_init(err, sizeof err) != 0) {
         fprintf(stderr, "bench_kernels: %s\n", err);
@@ -243,140 +392,180 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_kernels: this CPU has no AVX2+FMA; the scalar GEMM is not benchmarked\n");
         return 0;
     }
-    int avx512 = best_isa >= VT_ISA_AVX512;
+    char cpu[192];
+    bench_cpu(cpu, sizeof cpu);
+    const int avx512 = best_isa >= VT_ISA_AVX512, has_bf16 = vt_k.isa >= VT_ISA_AVX512BF16;
+    /* which precisions: fp32 always, bf16 where the level has bf16 instructions */
+    int run_prec[2] = {!pe || !*pe || !strcmp(pe, "fp32"), has_bf16 && (!pe || !*pe || !strcmp(pe, "bf16"))};
+    if (pe && !strcmp(pe, "bf16") && !has_bf16)
+        fprintf(stderr, "bench_kernels: the %s level has no bf16 instructions; no bf16 rows\n", vt_k.name);
     static const int threads[2] = {1, 2};
-    double peak_start[2];
-    for (int ti = 0; ti < 2; ti++) peak_start[ti] = fma_peak_gflops(avx512, threads[ti]);
-    fprintf(stderr, "FMA peak at the start, %s: %.1f GFLOP/s on 1 thread, %.1f on 2\n", vt_kernels_isa_name(best_isa),
-            peak_start[0], peak_start[1]);
-
-    gemm_lib libs[N_LIBS] = {{.lib = "ours", .present = 1}, {.lib = "onednn"}, {.lib = "openblas"}};
-    snprintf(libs[0].detail, sizeof libs[0].detail, "%s", vt_k.name);
-    load_refs(&libs[1], &libs[2]);
-    for (int l = 1; l < N_LIBS; l++) {
-        printf("{\"bench\":\"gemm_lib\",\"lib\":\"%s\",\"present\":%s,\"detail\":\"%s\"}\n", libs[l].lib,
-               libs[l].present ? "true" : "false", libs[l].detail);
-        fprintf(stderr, "reference %-9s %s\n", libs[l].lib,
-                libs[l].present ? libs[l].detail
-                                : l == 1 ? "not installed (apt-get install libdnnl2)"
-                                         : "not installed (apt-get install libopenblas0-openmp)");
-    }
-    fflush(stdout);
-
-    static double gf[N_SHAPES][2][N_LIBS], diff[N_SHAPES][2][N_LIBS];
-    int run[N_SHAPES] = {0};
-    fprintf(stderr, "\nGFLOP/s       %2s %2s %6s %6s %6s %2s %8s %8s %6s %8s %6s\n", "ta", "tb", "M", "N", "K", "th",
-            "ours", "oneDNN", "ratio", "OpenBLAS", "ratio");
-    for (int si = 0; si < ns; si++) {
-        const gemm_shape *s = &shapes[si];
-        if (filter && !strstr(s->name, filter)) continue;
-        run[si] = 1;
-        for (int ti = 0; ti < 2; ti++) {
-            double *g = gf[si][ti];
-            time_shape(libs, s, threads[ti], g, diff[si][ti]);
-            fprintf(stderr, "%-16s %2d %2d %6d %6d %6d %2d %8.1f", s->name, s->ta, s->tb, s->M, s->N, s->K,
-                    threads[ti], g[0]);
-            for (int l = 1; l < N_LIBS; l++) {
-                if (libs[l].present) fprintf(stderr, " %8.1f %6.2f", g[l], g[0] / g[l]);
-                else fprintf(stderr, " %8s %6s", "-", "-");
-            }
-            fprintf(stderr, "\n");
-        }
-    }
-
-    /* The peak again at the end; a stretch of host load during one measurement (a VM
-     * can lose a core for a while) would otherwise inflate every % below. */
-    double peak[3] = {0, 0, 0};
+    double peak_start[2][2] = {{0}};
     for (int ti = 0; ti < 2; ti++) {
-        int nt = threads[ti];
-        double end_gf = fma_peak_gflops(avx512, nt);
-        peak[nt] = end_gf > peak_start[ti] ? end_gf : peak_start[ti];
-        printf("{\"bench\":\"fma_peak\",\"isa\":\"%s\",\"threads\":%d,\"gflops\":%.1f,\"start\":%.1f,"
-               "\"end\":%.1f}\n", vt_kernels_isa_name(best_isa), nt, peak[nt], peak_start[ti], end_gf);
-        fprintf(stderr, "\nFMA peak, %d thread%s: %.1f GFLOP/s (the better of %.1f at the start, %.1f at the end)",
-                nt, nt > 1 ? "s" : " ", peak[nt], peak_start[ti], end_gf);
+        peak_start[0][ti] = fma_peak_gflops(avx512, threads[ti]);
+        if (has_bf16) peak_start[1][ti] = bf16_peak_gflops(threads[ti]);
     }
-    fprintf(stderr, "\n\n%% of peak      1 thread  2 threads\n");
+    fprintf(stderr, "%s, kernels %s\nFMA peak at the start: %.1f GFLOP/s on 1 thread, %.1f on 2", cpu, vt_k.name,
+            peak_start[0][0], peak_start[0][1]);
+    if (has_bf16) fprintf(stderr, "; bf16 (VDPBF16PS) peak %.1f and %.1f", peak_start[1][0], peak_start[1][1]);
+    fputc('\n', stderr);
 
-    /* ratio sums per (threads, lib) and % peak per (threads, model) for the summary */
-    double log_ratio[2][N_LIBS] = {{0}}, min_ratio[2][N_LIBS], pct_min[2][N_MODELS], pct_sum[2][N_MODELS];
-    int n_ratio[2][N_LIBS] = {{0}}, n_match[2][N_LIBS] = {{0}}, n_pct[2][N_MODELS] = {{0}};
-    const char *min_shape[2][N_LIBS] = {{0}};
-    for (int ti = 0; ti < 2; ti++) {
-        for (int l = 0; l < N_LIBS; l++) min_ratio[ti][l] = 1e30;
-        for (int m = 0; m < N_MODELS; m++) pct_min[ti][m] = 1e30, pct_sum[ti][m] = 0;
-    }
-    for (int si = 0; si < ns; si++) {
-        const gemm_shape *s = &shapes[si];
-        if (!run[si]) continue;
-        fprintf(stderr, "%-16s", s->name);
-        for (int ti = 0; ti < 2; ti++) {
-            int nt = threads[ti];
-            const double *g = gf[si][ti];
-            double pct = 100.0 * g[0] / peak[nt];
-            printf("{\"bench\":\"gemm\",\"isa\":\"%s\",\"shape\":\"%s\",\"ta\":%d,\"tb\":%d,\"M\":%d,\"N\":%d,"
-                   "\"K\":%d,\"threads\":%d,\"gflops\":%.1f,\"pct_peak\":%.1f}\n",
-                   vt_k.name, s->name, s->ta, s->tb, s->M, s->N, s->K, nt, g[0], pct);
-            fprintf(stderr, " %8.1f%%", pct);
-            if (pct < pct_min[ti][s->model]) pct_min[ti][s->model] = pct;
-            pct_sum[ti][s->model] += pct;
-            n_pct[ti][s->model]++;
-            for (int l = 1; l < N_LIBS; l++) {
-                if (!libs[l].present) continue;
-                double ratio = g[0] / g[l];
-                printf("{\"bench\":\"gemm_ref\",\"lib\":\"%s\",\"shape\":\"%s\",\"threads\":%d,\"gflops\":%.1f,"
-                       "\"pct_peak\":%.1f,\"ours_gflops\":%.1f,\"ratio\":%.3f,\"rel_diff\":%.2g}\n",
-                       libs[l].lib, s->name, nt, g[l], 100.0 * g[l] / peak[nt], g[0], ratio, diff[si][ti][l]);
-                log_ratio[ti][l] += log(ratio);
-                n_ratio[ti][l]++;
-                n_match[ti][l] += ratio >= 1.0;
-                if (ratio < min_ratio[ti][l]) min_ratio[ti][l] = ratio, min_shape[ti][l] = s->name;
-            }
-        }
-        fprintf(stderr, "\n");
-    }
-
-    fprintf(stderr, "\nsummary (%s)\n", vt_k.name);
-    for (int ti = 0; ti < 2; ti++) {
-        int nt = threads[ti];
-        for (int m = 0; m < N_MODELS; m++) {
-            if (!n_pct[ti][m]) continue;
-            double mean = pct_sum[ti][m] / n_pct[ti][m];
-            printf("{\"bench\":\"gemm_summary\",\"lib\":\"ours\",\"threads\":%d,\"model\":\"%s\",\"shapes\":%d,"
-                   "\"min_pct_peak\":%.1f,\"mean_pct_peak\":%.1f}\n",
-                   nt, models[m].model, n_pct[ti][m], pct_min[ti][m], mean);
-            fprintf(stderr, "  %d thread%s %-7s ours %% of peak: min %.1f%%, mean %.1f%% (%d shapes)\n", nt,
-                    nt > 1 ? "s" : " ", models[m].model, pct_min[ti][m], mean, n_pct[ti][m]);
-        }
+    gemm_lib libs[2][N_LIBS] = {
+        {{LIB_OURS, "ours", "", 1}, {LIB_DNNL_SGEMM, "onednn", "", 0}, {LIB_OPENBLAS, "openblas", "", 0}},
+        {{LIB_OURS, "ours", "", 1}, {LIB_DNNL_MATMUL, "onednn", "", 0}, {LIB_OPENBLAS, "openblas", "", 0}}};
+    snprintf(libs[0][0].detail, sizeof libs[0][0].detail, "%s", vt_k.name);
+    snprintf(libs[1][0].detail, sizeof libs[1][0].detail, "%s", vt_k.name);
+    load_refs(&libs[0][1], &libs[1][1], &libs[0][2]);
+    for (int pr = 0; pr < 2; pr++)
         for (int l = 1; l < N_LIBS; l++) {
-            if (!n_ratio[ti][l]) continue;
-            double geo = exp(log_ratio[ti][l] / n_ratio[ti][l]);
-            printf("{\"bench\":\"gemm_summary\",\"lib\":\"%s\",\"threads\":%d,\"shapes\":%d,\"ours_at_least\":%d,"
-                   "\"min_ratio\":%.3f,\"min_ratio_shape\":\"%s\",\"geomean_ratio\":%.3f}\n",
-                   libs[l].lib, nt, n_ratio[ti][l], n_match[ti][l], min_ratio[ti][l], min_shape[ti][l], geo);
-            fprintf(stderr, "  %d thread%s ours / %-8s: min %.2f (%s), geomean %.2f, ours >= theirs on %d of %d\n",
-                    nt, nt > 1 ? "s" : " ", libs[l].lib, min_ratio[ti][l], min_shape[ti][l], geo,
-                    n_match[ti][l], n_ratio[ti][l]);
+            if (pr == 1 && l == 2) continue; /* OpenBLAS has no bf16 GEMM */
+            printf("{\"bench\":\"gemm_lib\",\"cpu\":\"%s\",\"precision\":\"%s\",\"lib\":\"%s\",\"present\":%s,"
+                   "\"detail\":\"%s\"}\n", cpu, pr ? "bf16" : "fp32", libs[pr][l].lib,
+                   libs[pr][l].present ? "true" : "false", libs[pr][l].detail);
+            fprintf(stderr, "reference %s %-9s %s\n", pr ? "bf16" : "fp32", libs[pr][l].lib,
+                    libs[pr][l].present ? libs[pr][l].detail
+                    : l == 1 ? (pr ? "not available (needs libdnnl2's 2.x C API)" : "not installed (apt-get install libdnnl2)")
+                             : "not installed (apt-get install libopenblas0-openmp)");
         }
-    }
     fflush(stdout);
 
-    if (best_isa > VT_ISA_AVX2) {
-        fprintf(stderr, "\nlower SIMD levels, 1 thread, ours only\n");
-        vt_kernels lower;
-        vt_kernels_table(VT_ISA_AVX2, &lower);
-        vt_k = lower;
-        gemm_lib only_ours[N_LIBS] = {{.lib = "ours", .present = 1}, {.lib = "onednn"}, {.lib = "openblas"}};
+    static double gf[2][N_SHAPES][2][N_LIBS], diff[2][N_SHAPES][2][N_LIBS];
+    int run[N_SHAPES] = {0};
+    for (int pr = 0; pr < 2; pr++) {
+        if (!run_prec[pr]) continue;
+        fprintf(stderr, "\n%s GFLOP/s  %2s %2s %6s %6s %6s %2s %8s %8s %6s %8s %6s\n", pr ? "bf16" : "fp32", "ta", "tb",
+                "M", "N", "K", "th", "ours", "oneDNN", "ratio", "OpenBLAS", "ratio");
         for (int si = 0; si < ns; si++) {
             const gemm_shape *s = &shapes[si];
             if (filter && !strstr(s->name, filter)) continue;
-            double gf[N_LIBS], diff[N_LIBS];
-            time_shape(only_ours, s, 1, gf, diff);
-            printf("{\"bench\":\"gemm\",\"isa\":\"%s\",\"shape\":\"%s\",\"ta\":%d,\"tb\":%d,\"M\":%d,\"N\":%d,"
-                   "\"K\":%d,\"threads\":1,\"gflops\":%.1f,\"pct_peak\":%.1f}\n",
-                   vt_k.name, s->name, s->ta, s->tb, s->M, s->N, s->K, gf[0], 100.0 * gf[0] / peak[1]);
-            fprintf(stderr, "%-7s %-16s %8.1f %5.1f%%\n", vt_k.name, s->name, gf[0], 100.0 * gf[0] / peak[1]);
+            run[si] = 1;
+            for (int ti = 0; ti < 2; ti++) {
+                double *g = gf[pr][si][ti];
+                time_shape(libs[pr], pr, s, threads[ti], g, diff[pr][si][ti]);
+                fprintf(stderr, "%-16s %2d %2d %6d %6d %6d %2d %8.1f", s->name, s->ta, s->tb, s->M, s->N, s->K,
+                        threads[ti], g[0]);
+                for (int l = 1; l < N_LIBS; l++) {
+                    if (libs[pr][l].present) fprintf(stderr, " %8.1f %6.2f", g[l], g[0] / g[l]);
+                    else fprintf(stderr, " %8s %6s", "-", "-");
+                }
+                fprintf(stderr, "\n");
+            }
         }
+    }
+
+    /* The peaks again at the end; a stretch of host load during one measurement (a VM
+     * can lose a core for a while) would otherwise inflate every % below. */
+    double peak[2][3] = {{0}};
+    for (int pr = 0; pr < 2; pr++)
+        for (int ti = 0; ti < 2; ti++) {
+            int nt = threads[ti];
+            if (pr == 1 && !has_bf16) continue;
+            double end_gf = pr ? bf16_peak_gflops(nt) : fma_peak_gflops(avx512, nt);
+            peak[pr][nt] = end_gf > peak_start[pr][ti] ? end_gf : peak_start[pr][ti];
+            printf("{\"bench\":\"%s\",\"cpu\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"gflops\":%.1f,\"start\":%.1f,"
+                   "\"end\":%.1f}\n", pr ? "bf16_peak" : "fma_peak", cpu,
+                   pr ? "avx512bf16" : vt_kernels_isa_name(avx512 ? VT_ISA_AVX512 : VT_ISA_AVX2), nt, peak[pr][nt],
+                   peak_start[pr][ti], end_gf);
+            fprintf(stderr, "\n%s peak, %d thread%s: %.1f GFLOP/s (the better of %.1f at the start, %.1f at the end)",
+                    pr ? "bf16" : "FMA", nt, nt > 1 ? "s" : " ", peak[pr][nt], peak_start[pr][ti], end_gf);
+        }
+    fprintf(stderr, "\n");
+
+    for (int pr = 0; pr < 2; pr++) {
+        if (!run_prec[pr]) continue;
+        const char *pn = pr ? "bf16" : "fp32";
+        fprintf(stderr, "\n%s %% of peak   1 thread  2 threads\n", pn);
+        /* ratio sums per (threads, lib) and % peak per (threads, model) for the summary */
+        double log_ratio[2][N_LIBS] = {{0}}, min_ratio[2][N_LIBS], pct_min[2][N_MODELS], pct_sum[2][N_MODELS];
+        int n_ratio[2][N_LIBS] = {{0}}, n_match[2][N_LIBS] = {{0}}, n_pct[2][N_MODELS] = {{0}};
+        const char *min_shape[2][N_LIBS] = {{0}};
+        for (int ti = 0; ti < 2; ti++) {
+            for (int l = 0; l < N_LIBS; l++) min_ratio[ti][l] = 1e30;
+            for (int m = 0; m < N_MODELS; m++) pct_min[ti][m] = 1e30, pct_sum[ti][m] = 0;
+        }
+        for (int si = 0; si < ns; si++) {
+            const gemm_shape *s = &shapes[si];
+            if (!run[si]) continue;
+            fprintf(stderr, "%-16s", s->name);
+            for (int ti = 0; ti < 2; ti++) {
+                int nt = threads[ti];
+                const double *g = gf[pr][si][ti];
+                double pct = peak[pr][nt] > 0 ? 100.0 * g[0] / peak[pr][nt] : 0;
+                char pb[32];
+                printf("{\"bench\":\"gemm\",\"cpu\":\"%s\",\"isa\":\"%s\",\"precision\":\"%s\",\"shape\":\"%s\","
+                       "\"ta\":%d,\"tb\":%d,\"M\":%d,\"N\":%d,\"K\":%d,\"threads\":%d,\"gflops\":%.1f,"
+                       "\"pct_peak\":%s}\n", cpu, vt_k.name, pn, s->name, s->ta, s->tb, s->M, s->N, s->K, nt, g[0],
+                       num_or_null(pct, pb, sizeof pb));
+                fprintf(stderr, " %8.1f%%", pct);
+                if (pct < pct_min[ti][s->model]) pct_min[ti][s->model] = pct;
+                pct_sum[ti][s->model] += pct;
+                n_pct[ti][s->model]++;
+                for (int l = 1; l < N_LIBS; l++) {
+                    if (!libs[pr][l].present) continue;
+                    double ratio = g[0] / g[l];
+                    printf("{\"bench\":\"gemm_ref\",\"cpu\":\"%s\",\"precision\":\"%s\",\"lib\":\"%s\",\"shape\":\"%s\","
+                           "\"threads\":%d,\"gflops\":%.1f,\"pct_peak\":%s,\"ours_isa\":\"%s\",\"ours_gflops\":%.1f,"
+                           "\"ratio\":%.3f,\"rel_diff\":%.2g}\n",
+                           cpu, pn, libs[pr][l].lib, s->name, nt, g[l],
+                           num_or_null(peak[pr][nt] > 0 ? 100.0 * g[l] / peak[pr][nt] : 0, pb, sizeof pb), vt_k.name,
+                           g[0], ratio, diff[pr][si][ti][l]);
+                    log_ratio[ti][l] += log(ratio);
+                    n_ratio[ti][l]++;
+                    n_match[ti][l] += ratio >= 1.0;
+                    if (ratio < min_ratio[ti][l]) min_ratio[ti][l] = ratio, min_shape[ti][l] = s->name;
+                }
+            }
+            fprintf(stderr, "\n");
+        }
+
+        fprintf(stderr, "\nsummary %s (%s)\n", pn, vt_k.name);
+        for (int ti = 0; ti < 2; ti++) {
+            int nt = threads[ti];
+            for (int m = 0; m < N_MODELS; m++) {
+                if (!n_pct[ti][m]) continue;
+                double mean = pct_sum[ti][m] / n_pct[ti][m];
+                char a[32], b[32];
+                printf("{\"bench\":\"gemm_summary\",\"cpu\":\"%s\",\"isa\":\"%s\",\"precision\":\"%s\",\"lib\":\"ours\","
+                       "\"threads\":%d,\"model\":\"%s\",\"shapes\":%d,\"min_pct_peak\":%s,\"mean_pct_peak\":%s}\n",
+                       cpu, vt_k.name, pn, nt, models[m].model, n_pct[ti][m],
+                       num_or_null(pct_min[ti][m], a, sizeof a), num_or_null(mean, b, sizeof b));
+                fprintf(stderr, "  %d thread%s %-7s ours %% of peak: min %.1f%%, mean %.1f%% (%d shapes)\n", nt,
+                        nt > 1 ? "s" : " ", models[m].model, pct_min[ti][m], mean, n_pct[ti][m]);
+            }
+            for (int l = 1; l < N_LIBS; l++) {
+                if (!n_ratio[ti][l]) continue;
+                double geo = exp(log_ratio[ti][l] / n_ratio[ti][l]);
+                printf("{\"bench\":\"gemm_summary\",\"cpu\":\"%s\",\"isa\":\"%s\",\"precision\":\"%s\",\"lib\":\"%s\","
+                       "\"threads\":%d,\"shapes\":%d,\"ours_at_least\":%d,\"min_ratio\":%.3f,\"min_ratio_shape\":\"%s\","
+                       "\"geomean_ratio\":%.3f}\n",
+                       cpu, vt_k.name, pn, libs[pr][l].lib, nt, n_ratio[ti][l], n_match[ti][l], min_ratio[ti][l],
+                       min_shape[ti][l], geo);
+                fprintf(stderr, "  %d thread%s ours / %-8s: min %.2f (%s), geomean %.2f, ours >= theirs on %d of %d\n",
+                        nt, nt > 1 ? "s" : " ", libs[pr][l].lib, min_ratio[ti][l], min_shape[ti][l], geo,
+                        n_match[ti][l], n_ratio[ti][l]);
+            }
+        }
+        fflush(stdout);
+    }
+
+    if (run_prec[0] && best_isa > VT_ISA_AVX2) {
+        fprintf(stderr, "\nlower SIMD levels, 1 thread, ours only\n");
+        vt_kernels top = vt_k, lower;
+        vt_kernels_table(VT_ISA_AVX2, &lower);
+        vt_k = lower;
+        gemm_lib only_ours[N_LIBS] = {{LIB_OURS, "ours", "", 1}, {LIB_DNNL_SGEMM, "onednn", "", 0},
+                                      {LIB_OPENBLAS, "openblas", "", 0}};
+        for (int si = 0; si < ns; si++) {
+            const gemm_shape *s = &shapes[si];
+            if (filter && !strstr(s->name, filter)) continue;
+            double g1[N_LIBS], d1[N_LIBS];
+            time_shape(only_ours, 0, s, 1, g1, d1);
+            printf("{\"bench\":\"gemm\",\"cpu\":\"%s\",\"isa\":\"%s\",\"precision\":\"fp32\",\"shape\":\"%s\",\"ta\":%d,"
+                   "\"tb\":%d,\"M\":%d,\"N\":%d,\"K\":%d,\"threads\":1,\"gflops\":%.1f,\"pct_peak\":%.1f}\n",
+                   cpu, vt_k.name, s->name, s->ta, s->tb, s->M, s->N, s->K, g1[0], 100.0 * g1[0] / peak[0][1]);
+            fprintf(stderr, "%-7s %-16s %8.1f %5.1f%%\n", vt_k.name, s->name, g1[0], 100.0 * g1[0] / peak[0][1]);
+        }
+        vt_k = top;
     }
     return 0;
 }

@@ -1,6 +1,8 @@
 /* bench_train.c - end-to-end speed benchmark (`make bench`). Not a test: prints figures.
  *
- * stdout: one JSON object per line; stderr: a readable table. Measured in this run:
+ * stdout: one JSON object per line, each naming the CPU ("cpu": /proc/cpuinfo's model
+ * name, family and model) and the kernel level ("isa"); stderr: a readable table.
+ * Measured in this run:
  *  (a) "fma_peak": FMA throughput with 16 independent AVX-512 chains (12 AVX2 chains on a
  *      CPU without AVX-512) on 1 thread and on 2 threads (each thread runs the loop;
  *      GFLOP/s = all threads' flops / wall time). Every utilisation below is relative to
@@ -18,11 +20,14 @@
  *      "pct_peak" against "peak_gflops", the best of the start measurement and one taken
  *      again before each row, as for the models below.
  *  (c) "train": images/s of a full training step (zero grad, forward, cross-entropy,
- *      backward, clip, AdamW) on synthetic data for ViT-Ti/4 at 32 (batch 128), ViT-S/16
- *      at 224 (batch 64), ViT-B/16 at 224 (batch 32); "infer": forward-only images/s of
- *      ViT-B/16 at 224 (batch 32). 1 and 2 threads. MFU = analytic FLOPs (vt_vit_flops per
- *      image, x3 for training) x images/s / measured peak ("peak_gflops": the best of
- *      the start measurement and one taken again before each row). Each model runs in a child
+ *      backward, clip, AdamW and, in bf16, the weights' bf16 copies) on synthetic data for
+ *      ViT-Ti/4 at 32 (batch 128), ViT-S/16 at 224 (batch 64), ViT-B/16 at 224 (batch 32);
+ *      "infer": forward-only images/s of the same models and batches. 1 and 2 threads,
+ *      each in "precision" fp32 and bf16 (train.precision; bf16 rows only where the level
+ *      has bf16 instructions). MFU = analytic FLOPs (vt_vit_flops per image, x3 for
+ *      training) x images/s / measured peak ("peak_gflops": the best of the start
+ *      measurement and one taken again before each row; the FMA peak for fp32 rows, the
+ *      VDPBF16PS peak for bf16 ones). Each model runs in a child
  *      (fork + exec of this binary with --child: an OpenMP runtime does not survive a bare
  *      fork), so "rss_mb" (ru_maxrss from wait4) is that model's peak resident set.
  *      Also per row: "page_faults_per_step" (minor faults during the timed steps: 0 once
@@ -33,9 +38,9 @@
  *      internal gradients, tape.h).
  * Timing is wall-clock (a shared machine's load lowers every figure; the peak is
  * re-measured in the same run so ratios stay meaningful).
- * Usage: bench_train [substring] - only the attention rows (substring of "attention") or
- * the model rows whose "train/<model>" or "infer/<model>" name contains it (one that
- * matches no row is an error); the peak is always measured.
+ * Usage: bench_train [substring] - only the rows whose name contains it:
+ * "attention/<precision>", "train/<model>/<precision>" or "infer/<model>/<precision>"
+ * (one that matches no row is an error); the peaks are always measured.
  * Two warm-up steps (the arena settles into one block after the first) then 3 timed
  * steps (2 for ViT-B training).
  * VT_BENCH_QUICK=1: one timed step, batch sizes and attention blocks divided by 8,
@@ -55,6 +60,7 @@
 #include "kernels.h"
 #include "ops/ops.h"
 #include "optim.h"
+#include "precision.h"
 #include "resolve.h"
 #include "rng.h"
 #include "tape.h"
@@ -64,13 +70,14 @@ static void fill_uniform(float *x, size_t n, vt_rng *r, float amp) {
     for (size_t i = 0; i < n; i++) x[i] = amp * (2.0f * (float)vt_rng_uniform(r) - 1.0f);
 }
 
-/* Attention forward + backward GFLOP/s at nt threads; best of reps. */
-static double bench_attention(int BH, int N, int hd, int nt, int reps) {
+/* Attention forward + backward GFLOP/s at nt threads, bf16 products or not; best of reps. */
+static double bench_attention(int BH, int N, int hd, int nt, int reps, int bf16) {
     omp_set_num_threads(nt);
     vt_arena arena;
     vt_arena_init(&arena, (size_t)1 << 20);
     vt_tape tape;
     vt_tape_init(&tape, &arena);
+    tape.bf16 = bf16;
     size_t n = (size_t)BH * N * hd;
     float *buf = vt_xmalloc(6 * n * sizeof(float));
     vt_rng r;
@@ -107,14 +114,16 @@ static double bench_attention(int BH, int N, int hd, int nt, int reps) {
 
 typedef struct {
     const char *name, *preset;
-    int img, patch, batch, classes, train;
+    int img, patch, batch, classes, train, bf16;
 } model_case;
 
 static const model_case cases[] = {
-    {"vit_ti4_32", "vit_tiny", 32, 4, 128, 10, 1},
-    {"vit_s16_224", "vit_small", 224, 16, 64, 1000, 1},
-    {"vit_b16_224", "vit_base", 224, 16, 32, 1000, 1},
-    {"vit_b16_224", "vit_base", 224, 16, 32, 1000, 0},
+    {"vit_ti4_32", "vit_tiny", 32, 4, 128, 10, 1, 0},    {"vit_ti4_32", "vit_tiny", 32, 4, 128, 10, 1, 1},
+    {"vit_s16_224", "vit_small", 224, 16, 64, 1000, 1, 0}, {"vit_s16_224", "vit_small", 224, 16, 64, 1000, 1, 1},
+    {"vit_b16_224", "vit_base", 224, 16, 32, 1000, 1, 0}, {"vit_b16_224", "vit_base", 224, 16, 32, 1000, 1, 1},
+    {"vit_ti4_32", "vit_tiny", 32, 4, 128, 10, 0, 0},    {"vit_ti4_32", "vit_tiny", 32, 4, 128, 10, 0, 1},
+    {"vit_s16_224", "vit_small", 224, 16, 64, 1000, 0, 0}, {"vit_s16_224", "vit_small", 224, 16, 64, 1000, 0, 1},
+    {"vit_b16_224", "vit_base", 224, 16, 32, 1000, 0, 0}, {"vit_b16_224", "vit_base", 224, 16, 32, 1000, 0, 1},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -123,20 +132,26 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
     omp_set_num_threads(nt);
     vt_config cfg;
     vt_config_defaults(&cfg);
-    char s[6][96];
+    char s[7][96];
     snprintf(s[0], sizeof s[0], "model.preset=%s", mc->preset);
     snprintf(s[1], sizeof s[1], "model.img_size=%d", mc->img);
     snprintf(s[2], sizeof s[2], "model.patch_size=%d", mc->patch);
     snprintf(s[3], sizeof s[3], "model.num_classes=%d", mc->classes);
     snprintf(s[4], sizeof s[4], "model.drop_path=0");
     snprintf(s[5], sizeof s[5], "data.kind=synthetic");
-    for (int i = 0; i < 6; i++)
+    snprintf(s[6], sizeof s[6], "train.precision=%s", mc->bf16 ? "bf16" : "fp32");
+    for (int i = 0; i < 7; i++)
         if (vt_config_set(&cfg, s[i]) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
     if (vt_resolve(&cfg) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
     vt_vit m;
     if (vt_vit_init(&m, &cfg, 1) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
     vt_optim opt; /* training rows only: an inference row's RSS holds no AdamW moments */
     if (mc->train && vt_optim_init(&opt, &cfg.optim, m.n_params) != VT_OK) {
+        fprintf(stderr, "%s\n", vt_last_error());
+        return 1;
+    }
+    uint16_t *w16 = NULL; /* bf16: the weights' copies, as training keeps them */
+    if (mc->bf16 && vt_bf16_weights_attach(&m, &w16) != VT_OK) {
         fprintf(stderr, "%s\n", vt_last_error());
         return 1;
     }
@@ -156,6 +171,7 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
     tape.grad_enabled = mc->train;
     tape.training = mc->train;
     tape.rng = &r;
+    tape.bf16 = mc->bf16;
     int warm = 2, timed = quick ? 1 : (mc->train && m.D >= 768 ? 2 : 3);
     double t_total = 0, loss = 0, arena_mb = 0;
     long faults = 0;
@@ -188,15 +204,18 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
     double ips = (double)B * timed / t_total;
     double flops = vt_vit_flops(&m, S) * (mc->train ? 3.0 : 1.0);
     double mfu = peak > 0 ? flops * ips * 1e-9 / peak : 0.0; /* 0: no peak given (bench_torch --vs) */
-    printf("{\"bench\":\"%s\",\"model\":\"%s\",\"img\":%d,\"batch\":%d,\"threads\":%d,\"isa\":\"%s\","
-           "\"img_per_s\":%.3f,\"step_s\":%.4f,\"gflop_per_img\":%.3f,\"mfu\":%.4f,\"loss\":%.4f,"
-           "\"page_faults_per_step\":%ld,\"arena_mb\":%.1f,\"grad_region_mb\":%.1f",
-           mc->train ? "train" : "infer", mc->name, S, B, nt, vt_k.name, ips, t_total / timed,
-           flops * 1e-9, mfu, loss, faults / timed, arena_mb, (double)tape.region_cap / 1048576.0);
+    char cpu[192];
+    bench_cpu(cpu, sizeof cpu);
+    printf("{\"bench\":\"%s\",\"cpu\":\"%s\",\"model\":\"%s\",\"precision\":\"%s\",\"img\":%d,\"batch\":%d,"
+           "\"threads\":%d,\"isa\":\"%s\",\"img_per_s\":%.3f,\"step_s\":%.4f,\"gflop_per_img\":%.3f,\"mfu\":%.4f,"
+           "\"loss\":%.4f,\"page_faults_per_step\":%ld,\"arena_mb\":%.1f,\"grad_region_mb\":%.1f",
+           mc->train ? "train" : "infer", cpu, mc->name, mc->bf16 ? "bf16" : "fp32", S, B, nt, vt_k.name, ips,
+           t_total / timed, flops * 1e-9, mfu, loss, faults / timed, arena_mb, (double)tape.region_cap / 1048576.0);
     fflush(stdout);
     vt_tape_free(&tape);
     vt_arena_free(&arena);
     if (mc->train) vt_optim_free(&opt);
+    if (w16) vt_bf16_weights_detach(&m, w16);
     vt_vit_free(&m);
     free(img);
     free(labels);
@@ -206,14 +225,14 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
 /* The FMA peak on nt threads measured again, kept in *best if higher: the best peak this
  * run has seen, which every row's utilisation divides by (a measurement that lost a core
  * to the host would inflate every figure after it). */
-static void refresh_peak(double *best, int avx512, int nt) {
-    double pk = fma_peak_gflops(avx512, nt);
+static void refresh_peak(double *best, int avx512, int bf16, int nt) {
+    double pk = bf16 ? bf16_peak_gflops(nt) : fma_peak_gflops(avx512, nt);
     if (pk > *best) *best = pk;
 }
 
-/* The filter name of a model row: "train/<model>" or "infer/<model>". */
+/* The filter name of a model row: "train/<model>/<precision>" or "infer/<model>/<precision>". */
 static const char *case_row(const model_case *mc, char *buf, size_t len) {
-    snprintf(buf, len, "%s/%s", mc->train ? "train" : "infer", mc->name);
+    snprintf(buf, len, "%s/%s/%s", mc->train ? "train" : "infer", mc->name, mc->bf16 ? "bf16" : "fp32");
     return buf;
 }
 
@@ -230,57 +249,66 @@ int main(int argc, char **argv) {
         return run_model(&cases[c], atoi(argv[3]), atof(argv[4]), atoi(argv[5]));
     }
     const char *filter = argc > 1 ? argv[1] : NULL;
-    int any = selected(filter, "attention");
+    int any = selected(filter, "attention/fp32") || selected(filter, "attention/bf16");
     char row[64];
     for (size_t c = 0; c < N_CASES; c++) any |= selected(filter, case_row(&cases[c], row, sizeof row));
     if (argc > 2 || !any) {
-        fprintf(stderr, "usage: bench_train [substring of a row: attention");
+        fprintf(stderr, "usage: bench_train [substring of a row: attention/fp32, attention/bf16");
         for (size_t c = 0; c < N_CASES; c++) fprintf(stderr, ", %s", case_row(&cases[c], row, sizeof row));
         fprintf(stderr, "]%s\n", any ? "" : ": no row matches");
         return 2;
     }
     const char *qe = getenv("VT_BENCH_QUICK");
     int quick = qe && strcmp(qe, "0") != 0;
-    int avx512 = vt_k.isa == VT_ISA_AVX512;
+    const int avx512 = vt_k.isa >= VT_ISA_AVX512, has_bf16 = vt_k.isa >= VT_ISA_AVX512BF16;
     int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
     int threads[2] = {1, 2};
-    double peak[3] = {0, 0, 0};
-    fprintf(stderr, "bench_train (%s kernels%s)\n", vt_k.name, quick ? ", quick" : "");
-    for (int ti = 0; ti < 2; ti++) {
-        int nt = threads[ti];
-        peak[nt] = fma_peak_gflops(avx512, nt);
-        printf("{\"bench\":\"fma_peak\",\"isa\":\"%s\",\"threads\":%d,\"gflops\":%.2f}\n",
-               avx512 ? "avx512" : "avx2", nt, peak[nt]);
-        fprintf(stderr, "  FMA peak, %d thread%s: %8.1f GFLOP/s%s\n", nt, nt > 1 ? "s" : " ", peak[nt],
-                nt > ncpu ? " (more threads than CPUs)" : "");
-    }
-    fflush(stdout);
-
-    fprintf(stderr, "\n  attention fwd+bwd (hd 64)   threads  GFLOP/s   %% peak\n");
-    static const int toks[3] = {65, 197, 785};
-    for (int i = quick ? 1 : 0; i < (quick ? 2 : 3); i++) {
-        int N = toks[i];
-        if (!selected(filter, "attention")) break;
+    double peak[2][3] = {{0}}; /* [bf16][threads] */
+    char cpu[192];
+    bench_cpu(cpu, sizeof cpu);
+    fprintf(stderr, "bench_train, %s (%s kernels%s)\n", cpu, vt_k.name, quick ? ", quick" : "");
+    if (!has_bf16) fprintf(stderr, "  the %s level has no bf16 instructions: fp32 rows only\n", vt_k.name);
+    for (int pr = 0; pr < 1 + has_bf16; pr++)
         for (int ti = 0; ti < 2; ti++) {
             int nt = threads[ti];
-            int BH = (N >= 785 ? 48 : 384) / (quick ? 8 : 1);
-            refresh_peak(&peak[nt], avx512, nt);
-            double gf = bench_attention(BH, N, 64, nt, quick ? 1 : 5);
-            printf("{\"bench\":\"attention\",\"tokens\":%d,\"hd\":64,\"blocks\":%d,\"threads\":%d,"
-                   "\"isa\":\"%s\",\"gflops\":%.2f,\"pct_peak\":%.1f,\"peak_gflops\":%.1f}\n",
-                   N, BH, nt, vt_k.name, gf, 100.0 * gf / peak[nt], peak[nt]);
-            fprintf(stderr, "  N %4d, %3d blocks            %d    %8.1f   %5.1f%%\n", N, BH, nt, gf,
-                    100.0 * gf / peak[nt]);
+            peak[pr][nt] = pr ? bf16_peak_gflops(nt) : fma_peak_gflops(avx512, nt);
+            printf("{\"bench\":\"%s\",\"cpu\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"gflops\":%.2f}\n",
+                   pr ? "bf16_peak" : "fma_peak", cpu, pr ? "avx512bf16" : avx512 ? "avx512" : "avx2", nt, peak[pr][nt]);
+            fprintf(stderr, "  %s peak, %d thread%s: %8.1f GFLOP/s%s\n", pr ? "bf16" : "FMA", nt, nt > 1 ? "s" : " ",
+                    peak[pr][nt], nt > ncpu ? " (more threads than CPUs)" : "");
+        }
+    fflush(stdout);
+
+    fprintf(stderr, "\n  attention fwd+bwd (hd 64)   precision threads  GFLOP/s   %% peak\n");
+    static const int toks[3] = {65, 197, 785};
+    for (int pr = 0; pr < 1 + has_bf16; pr++) {
+        if (!selected(filter, pr ? "attention/bf16" : "attention/fp32")) continue;
+        for (int i = quick ? 1 : 0; i < (quick ? 2 : 3); i++) {
+            int N = toks[i];
+            for (int ti = 0; ti < 2; ti++) {
+                int nt = threads[ti];
+                int BH = (N >= 785 ? 48 : 384) / (quick ? 8 : 1);
+                refresh_peak(&peak[pr][nt], avx512, pr, nt);
+                double gf = bench_attention(BH, N, 64, nt, quick ? 1 : 5, pr);
+                printf("{\"bench\":\"attention\",\"cpu\":\"%s\",\"precision\":\"%s\",\"tokens\":%d,\"hd\":64,"
+                       "\"blocks\":%d,\"threads\":%d,\"isa\":\"%s\",\"gflops\":%.2f,\"pct_peak\":%.1f,"
+                       "\"peak_gflops\":%.1f}\n",
+                       cpu, pr ? "bf16" : "fp32", N, BH, nt, vt_k.name, gf, 100.0 * gf / peak[pr][nt], peak[pr][nt]);
+                fprintf(stderr, "  N %4d, %3d blocks            %-9s %d    %8.1f   %5.1f%%\n", N, BH,
+                        pr ? "bf16" : "fp32", nt, gf, 100.0 * gf / peak[pr][nt]);
+            }
         }
     }
     fflush(stdout);
 
-    fprintf(stderr, "\n  model          mode   batch threads   img/s     MFU   RSS MB\n");
+    fprintf(stderr, "\n  model          mode   precision batch threads   img/s     MFU   RSS MB\n");
     for (size_t c = 0; c < N_CASES; c++) {
         if (!selected(filter, case_row(&cases[c], row, sizeof row))) continue;
+        if (cases[c].bf16 && !has_bf16) continue;
+        int pr = cases[c].bf16;
         for (int ti = 0; ti < 2; ti++) {
             int nt = threads[ti];
-            refresh_peak(&peak[nt], avx512, nt);
+            refresh_peak(&peak[pr][nt], avx512, pr, nt);
             fflush(stdout);
             fflush(stderr);
             int pfd[2];
@@ -295,7 +323,7 @@ int main(int argc, char **argv) {
                 char a_case[16], a_nt[16], a_peak[32], a_quick[16];
                 snprintf(a_case, sizeof a_case, "%zu", c);
                 snprintf(a_nt, sizeof a_nt, "%d", nt);
-                snprintf(a_peak, sizeof a_peak, "%.6f", peak[nt]);
+                snprintf(a_peak, sizeof a_peak, "%.6f", peak[pr][nt]);
                 snprintf(a_quick, sizeof a_quick, "%d", quick);
                 execl("/proc/self/exe", argv[0], "--child", a_case, a_nt, a_peak, a_quick, (char *)NULL);
                 perror("exec /proc/self/exe");
@@ -311,11 +339,11 @@ int main(int argc, char **argv) {
             struct rusage ru;
             if (wait4(pid, &status, 0, &ru) < 0) { perror("wait4"); return 1; }
             if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || len == 0) {
-                fprintf(stderr, "  %s (%d threads) failed\n", cases[c].name, nt);
+                fprintf(stderr, "  %s (%d threads) failed\n", case_row(&cases[c], row, sizeof row), nt);
                 continue;
             }
             double rss_mb = (double)ru.ru_maxrss / 1024.0;
-            printf("%s,\"rss_mb\":%.1f,\"peak_gflops\":%.1f}\n", line, rss_mb, peak[nt]);
+            printf("%s,\"rss_mb\":%.1f,\"peak_gflops\":%.1f}\n", line, rss_mb, peak[pr][nt]);
             fflush(stdout);
             double ips = 0, mfu = 0;
             const char *p = strstr(line, "\"img_per_s\":");
@@ -323,9 +351,9 @@ int main(int argc, char **argv) {
             p = strstr(line, "\"mfu\":");
             if (p) mfu = atof(p + 6);
             const char *bp = strstr(line, "\"batch\":");
-            fprintf(stderr, "  %-14s %-6s %5d    %d    %8.2f  %5.1f%%  %7.0f\n", cases[c].name,
-                    cases[c].train ? "train" : "infer", bp ? atoi(bp + 8) : 0, nt, ips, 100.0 * mfu,
-                    rss_mb);
+            fprintf(stderr, "  %-14s %-6s %-9s %5d    %d    %8.2f  %5.1f%%  %7.0f\n", cases[c].name,
+                    cases[c].train ? "train" : "infer", pr ? "bf16" : "fp32", bp ? atoi(bp + 8) : 0, nt, ips,
+                    100.0 * mfu, rss_mb);
         }
     }
     return 0;
