@@ -1,12 +1,15 @@
 #!/usr/bin/python3
-"""bench_torch.py - the PyTorch reference for bench/bench_train.c (run with /usr/bin/python3,
-Debian python3-torch). Not a test: prints figures only.
+"""bench_torch.py - the PyTorch reference for bench/bench_train.c (run with a python3 that
+has torch: Debian's python3-torch as /usr/bin/python3, or pip's, e.g. a venv's python3).
+Not a test: prints figures only; never needed by `make test`.
 
-Same models, batches, thread counts and step as bench_train: ViT-Ti/4 at 32 (batch 128,
-10 classes), ViT-S/16 at 224 (batch 64), ViT-B/16 at 224 (batch 32) training (forward,
-cross-entropy, backward, clip_grad_norm_ 1.0, AdamW), and ViT-B/16 at 224 inference
-(batch 32, no_grad), at 1 and 2 threads (torch.set_num_threads, and OMP_NUM_THREADS /
-OPENBLAS_NUM_THREADS for the BLAS). fp32, synthetic data.
+Same models, batches, thread counts, step and rows as bench_train: ViT-Ti/4 at 32 (batch
+128, 10 classes), ViT-S/16 at 224 (batch 64), ViT-B/16 at 224 (batch 32), training
+(forward, cross-entropy, backward, clip_grad_norm_ 1.0, AdamW) and inference (no_grad),
+at 1 and 2 threads (torch.set_num_threads, and OMP_NUM_THREADS / OPENBLAS_NUM_THREADS for
+the BLAS), synthetic data, each in fp32 and in bf16: the forward and the loss under
+torch.autocast("cpu", dtype=torch.bfloat16), parameters, gradients and AdamW in float32,
+as a PyTorch user switches mixed precision on (oneDNN runs the bf16 products).
 The ViT is written inline with timm VisionTransformer semantics (conv patch embedding,
 class token, learned position embedding, pre-norm blocks with qkv bias, exact GELU,
 LayerNorm eps 1e-6, class-token pooling, linear head); no timm needed.
@@ -14,7 +17,8 @@ LayerNorm eps 1e-6, class-token pooling, linear head); no timm needed.
 stdout: JSON lines in bench_train's format ("bench": "train" | "infer", "img_per_s",
 "step_s", "gflop_per_img" (the same analytic count as vt_vit_flops, x3 for training),
 "rss_mb" = the child's peak resident set, and "mfu" when --peak1/--peak2 give the FMA
-peak in GFLOP/s measured by bench_train for 1/2 threads); stderr: a readable table.
+peak in GFLOP/s measured by bench_train for 1/2 threads, for either precision); stderr: a
+readable table.
 Each model and thread count runs in its own subprocess, so rss_mb is per model.
 Two warm-up steps then 3 timed steps (2 for ViT-B training); VT_BENCH_QUICK=1: one timed
 step with batch sizes divided by 8.
@@ -24,8 +28,8 @@ intended comparison install OpenBLAS (apt-get install libopenblas0-openmp): its 
 build is loaded whenever present (unless LD_LIBRARY_PATH is set, which then decides),
 and each child's BLAS runs on the child's thread count. "blas" in each JSON line names
 the library the child actually loaded.
-Usage: /usr/bin/python3 scripts/bench_torch.py [--peak1 G] [--peak2 G] [--vs BENCH_TRAIN
-       [--rounds R]] [substring]
+Usage: python3 scripts/bench_torch.py [--peak1 G] [--peak2 G] [--vs BENCH_TRAIN [--rounds R]]
+       [substring of a row "train/<model>/<precision>" or "infer/<model>/<precision>"]
 --vs build/bench/bench_train: the same-period comparison. Before each PyTorch child, the
 same model and thread count runs in a bench_train child (BENCH_TRAIN --child, its rss_mb
 from wait4), so the two sides of each pair are measured minutes apart, not a whole
@@ -45,13 +49,19 @@ import time
 
 OPENBLAS_OPENMP = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 
-CASES = [
-    # name, width, depth, heads, img, patch, batch, classes, train
-    ("vit_ti4_32", 192, 12, 3, 32, 4, 128, 10, True),
-    ("vit_s16_224", 384, 12, 6, 224, 16, 64, 1000, True),
-    ("vit_b16_224", 768, 12, 12, 224, 16, 32, 1000, True),
-    ("vit_b16_224", 768, 12, 12, 224, 16, 32, 1000, False),
+# bench_train.c's cases, in its order (--vs runs `bench_train --child <index>`)
+MODELS = [
+    # name, width, depth, heads, img, patch, batch, classes
+    ("vit_ti4_32", 192, 12, 3, 32, 4, 128, 10),
+    ("vit_s16_224", 384, 12, 6, 224, 16, 64, 1000),
+    ("vit_b16_224", 768, 12, 12, 224, 16, 32, 1000),
 ]
+# name, width, depth, heads, img, patch, batch, classes, train, bf16
+CASES = [m + (train, bf16) for train in (True, False) for m in MODELS for bf16 in (False, True)]
+
+
+def row_name(case):
+    return "%s/%s/%s" % ("train" if case[8] else "infer", case[0], "bf16" if case[9] else "fp32")
 
 
 def flops_per_image(D, L, img, P, classes, mlp=4):
@@ -68,7 +78,7 @@ def run_child(idx, threads, quick):
     import torch.nn as nn
     import torch.nn.functional as F
 
-    name, D, L, H, img, P, batch, classes, train = CASES[idx]
+    name, D, L, H, img, P, batch, classes, train, bf16 = CASES[idx]
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     B = max(1, batch // 8) if quick else batch
@@ -126,16 +136,18 @@ def run_child(idx, threads, quick):
     loss = 0.0
     for it in range(warm + timed):
         t0 = time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            if train:
+                opt.zero_grad(set_to_none=True)
+                l = F.cross_entropy(model(x), y)
+            else:
+                with torch.no_grad():
+                    loss = float(model(x)[0, 0])
         if train:
-            opt.zero_grad(set_to_none=True)
-            l = F.cross_entropy(model(x), y)
             l.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             loss = float(l)
-        else:
-            with torch.no_grad():
-                loss = float(model(x)[0, 0])
         if it >= warm:
             total += time.perf_counter() - t0
     ips = B * timed / total
@@ -147,7 +159,8 @@ def run_child(idx, threads, quick):
                 break
     gf = flops_per_image(D, L, img, P, classes) * (3 if train else 1) * 1e-9
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    print(json.dumps({"bench": "train" if train else "infer", "model": name, "img": img,
+    print(json.dumps({"bench": "train" if train else "infer", "model": name,
+                      "precision": "bf16" if bf16 else "fp32", "img": img,
                       "batch": B, "threads": threads, "isa": "torch-" + torch.__version__,
                       "img_per_s": round(ips, 3), "step_s": round(total / timed, 4),
                       "gflop_per_img": round(gf, 3), "loss": round(loss, 4),
@@ -160,8 +173,9 @@ def report(rec, threads, tag):
     case = rec["model"]
     mfu = "%5.1f%%" % (100 * rec["mfu"]) if rec.get("mfu") else ""
     print(json.dumps(rec), flush=True)
-    print("  %-14s %-6s %5d    %d    %8.2f  %6s  %7.0f%s" % (
-        case, rec["bench"], rec["batch"], threads, rec["img_per_s"], mfu, rec["rss_mb"], tag),
+    print("  %-14s %-6s %-9s %5d    %d    %8.2f  %6s  %7.0f%s" % (
+        case, rec["bench"], rec.get("precision", "fp32"), rec["batch"], threads, rec["img_per_s"], mfu,
+        rec["rss_mb"], tag),
         file=sys.stderr, flush=True)
 
 
@@ -245,9 +259,9 @@ def main():
         sys.exit("bench_torch: --vs %s is not an executable (build it: make build/bench/bench_train)" % vs)
     quick = os.environ.get("VT_BENCH_QUICK", "0") not in ("", "0")
     print("bench_torch%s" % (" (quick)" if quick else ""), file=sys.stderr)
-    print("  model          mode   batch threads   img/s     MFU   RSS MB", file=sys.stderr)
+    print("  model          mode   precision batch threads   img/s     MFU   RSS MB", file=sys.stderr)
     for idx, case in enumerate(CASES):
-        row = ("train/" if case[8] else "infer/") + case[0]
+        row = row_name(case)
         if filt and filt not in row:
             continue
         ratios, best = [], {"ours": [], "torch": []}
@@ -269,11 +283,13 @@ def main():
                 ratios.append(best["ours"][-1] / best["torch"][-1])
         if ratios:
             print(json.dumps({"bench": "compare", "model": case[0], "mode": row.split("/")[0],
+                              "precision": row.split("/")[2],
                               "ours_best_img_per_s": best["ours"], "torch_best_img_per_s": best["torch"],
                               "ratios": [round(r, 3) for r in ratios],
                               "ratio_median": round(statistics.median(ratios), 3)}), flush=True)
-            print("  %-14s %-6s ours / torch (best thread count each) per round: %s, median %.2f" % (
-                case[0], row.split("/")[0], " ".join("%.2f" % r for r in ratios), statistics.median(ratios)),
+            print("  %-14s %-6s %-4s ours / torch (best thread count each) per round: %s, median %.2f" % (
+                case[0], row.split("/")[0], row.split("/")[2], " ".join("%.2f" % r for r in ratios),
+                statistics.median(ratios)),
                 file=sys.stderr, flush=True)
 
 
