@@ -17,6 +17,9 @@
  * Edges: panels are zero-padded to MR rows, NR columns and whole pairs; last panels of
  * <= 4 or <= 8 rows run 4- or 8-row variants, of <= 16 columns a one-vector one; the
  * microkernel stores only the valid rows and columns (masked).
+ * Latency hiding: each microkernel call brings the next call's C tile into L2 during
+ * its first steps, and after it a share of what the next pack_a (and at the end of a K
+ * block, pack_b) reads, so that packing reads from L2.
  * alpha and beta are applied at the store of the first K block (later K blocks add with
  * beta = 1), the bias after the last; beta == 0 never reads C. K == 0 or alpha == 0
  * gives C = beta C (+ bias) without reading A or B.
@@ -25,9 +28,9 @@
 
 #define MR 14   /* 28 accumulators + 2 B vectors fill 30 of the 32 zmm */
 #define NR VT_BF16_NR
-#define KC 512  /* steps per K block (even): a 32 KB B micro-panel streams from L1/L2 */
-#define MC 280  /* a packed A block (280 x 512 bf16, 280 KB) stays in L2 */
-#define NC 1536 /* a packed B block of 1.5 MB (KC x NC bf16) in L2 / L3 */
+#define KC 1024 /* steps per K block (even): one C pass for K <= 1024; B micro-panels stream from L2 */
+#define MC 280  /* a packed A block (280 x 1024 bf16, 560 KB) stays in L2 */
+#define NC 1536 /* a packed B block of 3 MB (KC x NC bf16) in L3 */
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
@@ -59,19 +62,26 @@ __m512i vt_bf16_interleave_idx(int hi_base) {
 static void pack_a(int ta, const float *A, int lda, int i0, int p0, int mc, int kc, uint32_t *dst) {
     const int kc2 = (kc + 1) / 2;
     const __mmask16 wmask = (__mmask16)((1u << MR) - 1u);
-    const __m512i inter = vt_bf16_interleave_idx(16);
+    if (ta) { /* A is K x M: steps 2p, 2p + 1 are two rows of A; each pair of rows is read
+               * along its length, one panel's MR columns after the other (a panel at a time
+               * down all K rows would touch a page per row) */
+        const __m512i inter = vt_bf16_interleave_idx(16);
+        for (int p = 0; p < kc2; p++) {
+            const float *s0 = A + (size_t)(p0 + 2 * p) * lda + i0, *s1 = s0 + lda;
+            const int odd = 2 * p + 1 < kc;
+            for (int ir = 0; ir < mc; ir += MR) {
+                __mmask16 rm = vt512_tail((size_t)imin(MR, mc - ir));
+                __m512 r0 = _mm512_maskz_loadu_ps(rm, s0 + ir);
+                __m512 r1 = odd ? _mm512_maskz_loadu_ps(rm, s1 + ir) : _mm512_setzero_ps();
+                __m512i w = _mm512_permutexvar_epi16(inter, vt_cvtne2ps(r1, r0));
+                _mm512_mask_storeu_ps(dst + (size_t)ir * kc2 + (size_t)p * MR, wmask, _mm512_castsi512_ps(w));
+            }
+        }
+        return;
+    }
     for (int ir = 0; ir < mc; ir += MR, dst += (size_t)MR * kc2) {
         int rows = imin(MR, mc - ir);
-        if (ta) { /* A is K x M: steps 2p, 2p + 1 are two rows of A, the panel's rows contiguous */
-            __mmask16 rm = vt512_tail((size_t)rows);
-            const float *s = A + (size_t)p0 * lda + i0 + ir;
-            for (int p = 0; p < kc2; p++) {
-                __m512 r0 = _mm512_maskz_loadu_ps(rm, s + (size_t)(2 * p) * lda);
-                __m512 r1 = 2 * p + 1 < kc ? _mm512_maskz_loadu_ps(rm, s + (size_t)(2 * p + 1) * lda) : _mm512_setzero_ps();
-                __m512i w = _mm512_permutexvar_epi16(inter, vt_cvtne2ps(r1, r0));
-                _mm512_mask_storeu_ps(dst + (size_t)p * MR, wmask, _mm512_castsi512_ps(w));
-            }
-        } else { /* rows of A: 32 steps of a row are 16 words; 16 rows transposed at once */
+        { /* rows of A: 32 steps of a row are 16 words; 16 rows transposed at once */
             const float *s = A + (size_t)(i0 + ir) * lda + p0;
             for (int k0 = 0; k0 < kc; k0 += 32) {
                 int kk = imin(32, kc - k0);
@@ -198,12 +208,15 @@ void vt_avx512bf16_pack_b(int tb, const float *B, const vt_bf16 *B16, int ldb, i
  * same whatever R), NV = 2 vectors of B (32 columns) or 1 (nr <= 16). */
 static inline __attribute__((always_inline)) void kernel(int kc2, const uint32_t *a, const uint32_t *b, float *c,
                                                          int ldc, int mr, int nr, float alpha, float beta,
-                                                         const float *bias, const int R, const int NV) {
+                                                         const float *bias, const float *cn, const int R,
+                                                         const int NV) {
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
            c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00, c80 = c00,
            c81 = c00, c90 = c00, c91 = c00, c100 = c00, c101 = c00, c110 = c00, c111 = c00, c120 = c00,
            c121 = c00, c130 = c00, c131 = c00;
     for (int p = 0; p < kc2; p++) {
+        /* the next call's C tile into L2, a line per pair of steps: its epilogue reads it */
+        if (p < 2 * MR) _mm_prefetch((const char *)(cn + (size_t)(p >> 1) * ldc + (p & 1) * 16), _MM_HINT_T1);
         __m512i b0 = _mm512_load_si512(b), b1 = NV == 2 ? _mm512_load_si512(b + 16) : b0;
         FOR_14_ROWS(ROW_DP);
         a += MR;
@@ -219,17 +232,17 @@ static inline __attribute__((always_inline)) void kernel(int kc2, const uint32_t
     FOR_14_ROWS(ROW_STORE);
 }
 
-/* The microkernel for a tile of mr rows and nr columns. */
+/* The microkernel for a tile of mr rows and nr columns; cn: the next call's tile. */
 static void micro(int kc2, const uint32_t *a, const uint32_t *b, float *c, int ldc, int mr, int nr, float alpha,
-                  float beta, const float *bias) {
+                  float beta, const float *bias, const float *cn) {
     if (nr > 16) {
-        if (mr > 8) kernel(kc2, a, b, c, ldc, mr, nr, alpha, beta, bias, 14, 2);
-        else if (mr > 4) kernel(kc2, a, b, c, ldc, mr, nr, alpha, beta, bias, 8, 2);
-        else kernel(kc2, a, b, c, ldc, mr, nr, alpha, beta, bias, 4, 2);
+        if (mr > 8) kernel(kc2, a, b, c, ldc, mr, nr, alpha, beta, bias, cn, 14, 2);
+        else if (mr > 4) kernel(kc2, a, b, c, ldc, mr, nr, alpha, beta, bias, cn, 8, 2);
+        else kernel(kc2, a, b, c, ldc, mr, nr, alpha, beta, bias, cn, 4, 2);
     } else {
-        if (mr > 8) kernel(kc2, a, b, c, ldc, mr, nr, alpha, beta, bias, 14, 1);
-        else if (mr > 4) kernel(kc2, a, b, c, ldc, mr, nr, alpha, beta, bias, 8, 1);
-        else kernel(kc2, a, b, c, ldc, mr, nr, alpha, beta, bias, 4, 1);
+        if (mr > 8) kernel(kc2, a, b, c, ldc, mr, nr, alpha, beta, bias, cn, 14, 1);
+        else if (mr > 4) kernel(kc2, a, b, c, ldc, mr, nr, alpha, beta, bias, cn, 8, 1);
+        else kernel(kc2, a, b, c, ldc, mr, nr, alpha, beta, bias, cn, 4, 1);
     }
 }
 
@@ -245,6 +258,43 @@ static void scale_c(int M, int N, float beta, const float *bias, float *C, int l
             _mm512_mask_storeu_ps(cr + j, k, v);
         }
     }
+}
+
+/* The source of the next packing (a rows x len block of the caller's float32 or bf16
+ * matrix, row stride ld bytes), brought into L2 a few lines after each microkernel call
+ * of the current block, so that packing it reads from L2 instead of memory. */
+typedef struct {
+    const char *base;
+    size_t ld;
+    int rows, lines, r, l; /* lines per row; the next line: row r, line l */
+} pf_block;
+
+static inline pf_block pf_of(const void *base, size_t ld_bytes, int rows, int len_bytes) {
+    pf_block p = {base, ld_bytes, base ? rows : 0, (len_bytes + 63) / 64, 0, 0};
+    return p;
+}
+
+static inline int pf_lines(const pf_block *p) { return p->rows * p->lines; }
+
+static inline void pf_some(pf_block *p, int n) {
+    for (; n > 0 && p->r < p->rows; n--) {
+        _mm_prefetch(p->base + (size_t)p->r * p->ld + (size_t)p->l * 64, _MM_HINT_T1);
+        if (++p->l == p->lines) p->l = 0, p->r++;
+    }
+}
+
+/* op(A)'s block of rows [i0, i0 + mc) x steps [p0, p0 + kc) as pack_a reads it. */
+static inline pf_block pf_a(int ta, const float *A, int lda, int i0, int p0, int mc, int kc) {
+    return ta ? pf_of(A + (size_t)p0 * lda + i0, (size_t)lda * 4, kc, mc * 4)
+              : pf_of(A + (size_t)i0 * lda + p0, (size_t)lda * 4, mc, kc * 4);
+}
+
+/* op(B)'s block of steps [p0, p0 + kc) x columns [j0, j0 + nc) as pack_b reads it. */
+static inline pf_block pf_b(int tb, const float *B, const vt_bf16 *B16, int ldb, int p0, int j0, int kc, int nc) {
+    size_t es = B16 ? 2 : 4;
+    const char *base = B16 ? (const char *)B16 : (const char *)B;
+    return tb ? pf_of(base + ((size_t)j0 * ldb + p0) * es, (size_t)ldb * es, nc, kc * (int)es)
+              : pf_of(base + ((size_t)p0 * ldb + j0) * es, (size_t)ldb * es, kc, nc * (int)es);
 }
 
 void vt_avx512bf16_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -270,12 +320,34 @@ void vt_avx512bf16_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, c
             for (int ic = 0; ic < M; ic += MB) {
                 int mc = imin(MB, M - ic);
                 pack_a(ta, A, lda, ic, pc, mc, kc, pa);
+                /* what the next pack_a (and, after the last M block, pack_b) reads */
+                pf_block na = pf_of(NULL, 0, 0, 0), nb = na;
+                if (ic + MB < M) {
+                    na = pf_a(ta, A, lda, ic + MB, pc, imin(MB, M - ic - MB), kc);
+                } else if (pc + KB < K) {
+                    int kn = imin(KB, K - pc - KB);
+                    na = pf_a(ta, A, lda, 0, pc + KB, imin(MB, M), kn);
+                    nb = pf_b(tb, B, B16, ldb, pc + KB, jc, kn, nc);
+                } else if (jc + NC < N) {
+                    na = pf_a(ta, A, lda, 0, 0, imin(MB, M), KB);
+                    nb = pf_b(tb, B, B16, ldb, 0, jc + NC, KB, imin(NC, N - jc - NC));
+                }
+                int calls = ((nc + NR - 1) / NR) * ((mc + MR - 1) / MR);
+                int qa = (pf_lines(&na) + calls - 1) / calls, qb = (pf_lines(&nb) + calls - 1) / calls;
                 for (int jr = 0; jr < nc; jr += NR) {
                     int nr = imin(NR, nc - jr);
                     const uint32_t *b = pb + (size_t)jr * kc2;
-                    for (int ir = 0; ir < mc; ir += MR)
-                        micro(kc2, pa + (size_t)ir * kc2, b, C + (size_t)(ic + ir) * ldc + jc + jr, ldc,
-                              imin(MR, mc - ir), nr, alpha, bet, bias_k ? bias_k + jc + jr : NULL);
+                    for (int ir = 0; ir < mc; ir += MR) {
+                        float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
+                        /* the next call's tile: the next rows, or the next columns' first rows */
+                        const float *cn = ir + MR < mc ? c + (size_t)MR * ldc
+                                          : jr + NR < nc ? C + (size_t)ic * ldc + jc + jr + NR
+                                                         : c;
+                        micro(kc2, pa + (size_t)ir * kc2, b, c, ldc, imin(MR, mc - ir), nr, alpha, bet,
+                              bias_k ? bias_k + jc + jr : NULL, cn);
+                        pf_some(&na, qa);
+                        pf_some(&nb, qb);
+                    }
                 }
             }
         }
