@@ -97,7 +97,7 @@ static double bench_attention(int BH, int N, int hd, int nt, int reps, int bf16)
         memcpy(k->data, buf + n, n * sizeof(float));
         memcpy(v->data, buf + 2 * n, n * sizeof(float));
         double t0 = bench_now();
-        vt_tensor *o = vt_op_attention(&tape, q, k, v, 0.125f, 0.0f, vt_attention_keep_probs(N, hd));
+        vt_tensor *o = vt_op_attention(&tape, q, k, v, 0.125f, 0.0f, vt_attention_keep_probs(N, hd, bf16));
         double t_fwd = bench_now() - t0;
         memcpy(o->grad, dout, n * sizeof(float)); /* the upstream gradient: not attention's work */
         t0 = bench_now();

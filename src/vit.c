@@ -287,7 +287,7 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     vt_tensor *qkv = vt_op_layernorm_linear(t, x, b->norm1_w, b->norm1_b, LN_EPS, qkvw, qkvb);
     vt_tensor *a, *q, *k, *v;
     float scale = 1.0f / sqrtf((float)m->hd), attn_drop = (float)mc->attn_drop_rate;
-    int keep = vt_attention_keep_probs((int)qkv->shape[1], m->hd);
+    int keep = vt_attention_keep_probs((int)qkv->shape[1], m->hd, t->bf16);
     if (m->performer_w) {
         vt_pe_split_qkv(m->pe, t, i, qkv, &q, &k, &v);
         vt_performer_opts po = {(vt_performer_kernel)m->performer_kernel, VT_PERFORMER_EPS, 0.0f, 0.0f};
@@ -376,7 +376,8 @@ double vt_vit_activation_floats(const vt_vit *m, int S, double *grad_floats) {
     double N = 1.0 + (double)(S / m->P) * (S / m->P), D = m->D, H = m->H;
     int performer = m->performer_w != NULL;
     double attn = performer ? 2.0 * H * N * m->performer_m
-                  : vt_attention_keep_probs((int)N, m->hd) ? H * N * N * (mc->attn_drop_rate > 0 ? 1.25 : 1.0)
+                  : vt_attention_keep_probs((int)N, m->hd, m->cfg.train.precision == VT_PRECISION_BF16)
+                      ? H * N * N * (mc->attn_drop_rate > 0 ? 1.25 : 1.0)
                   : 0.0;
     double scoped = block_scope_grad_floats(m, N, mc->drop_rate > 0); /* a training step's */
     *grad_floats = scoped + m->L * N * D + 3.0 * N * D;

@@ -129,7 +129,7 @@ static vt_tensor *vit_forward(model *m, vt_tape *t) {
     vt_tensor *q, *k, *v;
     vt_op_split_heads(t, h, m->H, &q, &k, &v);
     h = vt_op_attention(t, q, k, v, 1.0f / sqrtf((float)(m->D / m->H)), m->drop,
-                        vt_attention_keep_probs((int)q->shape[2], m->D / m->H));
+                        vt_attention_keep_probs((int)q->shape[2], m->D / m->H, t->bf16));
     h = vt_op_linear(t, h, p[8], p[9]);
     h = vt_op_mul_channels(t, h, p[10]);
     h = vt_op_drop_path(t, h, m->drop);

@@ -105,7 +105,7 @@ static int next_row_block(const attn_ctx *c, int R, int bh, int i0, int *nbh, in
     return c->N - *ni0 < R ? c->N - *ni0 : R;
 }
 
-int vt_attention_keep_probs(int N, int hd) { return N <= 4 * hd; }
+int vt_attention_keep_probs(int N, int hd, int bf16) { return !bf16 && N <= 4 * hd; }
 
 int vt_attention_row_block(int N) {
     size_t rows = VT_ATTN_BLOCK_BYTES / ((size_t)N * sizeof(float));

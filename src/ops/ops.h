@@ -102,10 +102,13 @@ vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
  * and the q, k, v tensors; for position encodings that leave q and k as they are. */
 vt_tensor *vt_op_attention_qkv(vt_tape *t, vt_tensor *qkv, int H, float scale, float attn_drop,
                                int keep_probs);
-/* The model's rule for keep_probs: keep when N <= 4 hd, i.e. when the probabilities
- * (H N floats per token) cost at most 4 D per token, no more than the MLP's hidden
- * activation; longer sequences (785 tokens at hd 64: 12 D per token) recompute. */
-int vt_attention_keep_probs(int N, int hd);
+/* The model's rule for keep_probs: in float32 keep when N <= 4 hd, i.e. when the
+ * probabilities (H N floats per token) cost at most 4 D per token, no more than the MLP's
+ * hidden activation; longer sequences (785 tokens at hd 64: 12 D per token) recompute.
+ * Under bf16 (train.precision) recompute always: the products run at twice the rate, so
+ * recomputing costs less than moving the kept probabilities through memory, and the
+ * memory they would take pays for the weights' bf16 copies. */
+int vt_attention_keep_probs(int N, int hd, int bf16);
 
 /* Query rows per row block of the fused attention for N tokens: N when one N x N score
  * block fits the per-thread cache budget, else fewer (a multiple of 16, at least 16). */
