@@ -28,6 +28,7 @@
 #include "ops/ops.h"
 #include "optim.h"
 #include "precision.h"
+#include "resolve.h"
 #include "rng.h"
 #include "tape_fixture.h"
 #include "vit.h"
@@ -265,7 +266,7 @@ static vt_config small_cfg(void) {
                           "model.qkv_bias=true", "data.kind=synthetic", "train.precision=bf16"};
     for (size_t i = 0; i < sizeof sets / sizeof *sets; i++)
         CHECK(vt_config_set(&c, sets[i]) == VT_OK, "set %s: %s", sets[i], vt_last_error());
-    CHECK(vt_config_validate(&c) == VT_OK, "validate: %s", vt_last_error());
+    CHECK(vt_resolve(&c) == VT_OK, "resolve: %s", vt_last_error());
     return c;
 }
 
