@@ -32,7 +32,10 @@
  *  (d) "gemm_summary": per precision and thread count, our lowest and mean % of peak per
  *      model and, per library, the lowest and geometric-mean ratio and how many shapes
  *      we match.
- *  (e) "gemm" rows of the lower SIMD levels (avx2 on an AVX-512 CPU), 1 thread, ours only.
+ *  (e) "gemm" rows of the lower SIMD levels (down to avx2), 1 thread, ours only, in each
+ *      precision whose GEMM entry differs from the top level's (on an AVX512-BF16 CPU:
+ *      fp32 on avx2, bf16 on avx512 and avx2, where it runs the bf16 numerics through the
+ *      fp32 kernels); % of the same peak as the top level's rows of that precision.
  * Usage: bench_kernels [substring]  - only the shapes whose "model/layer/pass" name
  * contains the substring (e.g. "vit_ti", "fc1/fwd"; one that matches none is an error).
  * VT_BENCH_PRECISION=fp32 or bf16: that precision only (default both; bf16 only where
@@ -548,24 +551,36 @@ int main(int argc, char **argv) {
         fflush(stdout);
     }
 
-    if (run_prec[0] && best_isa > VT_ISA_AVX2) {
-        fprintf(stderr, "\nlower SIMD levels, 1 thread, ours only\n");
-        vt_kernels top = vt_k, lower;
-        vt_kernels_table(VT_ISA_AVX2, &lower);
-        vt_k = lower;
-        gemm_lib only_ours[N_LIBS] = {{LIB_OURS, "ours", "", 1}, {LIB_DNNL_SGEMM, "onednn", "", 0},
-                                      {LIB_OPENBLAS, "openblas", "", 0}};
-        for (int si = 0; si < ns; si++) {
-            const gemm_shape *s = &shapes[si];
-            if (filter && !strstr(s->name, filter)) continue;
-            double g1[N_LIBS], d1[N_LIBS];
-            time_shape(only_ours, 0, s, 1, g1, d1);
-            printf("{\"bench\":\"gemm\",\"cpu\":\"%s\",\"isa\":\"%s\",\"precision\":\"fp32\",\"shape\":\"%s\",\"ta\":%d,"
-                   "\"tb\":%d,\"M\":%d,\"N\":%d,\"K\":%d,\"threads\":1,\"gflops\":%.1f,\"pct_peak\":%.1f}\n",
-                   cpu, vt_k.name, s->name, s->ta, s->tb, s->M, s->N, s->K, g1[0], 100.0 * g1[0] / peak[0][1]);
-            fprintf(stderr, "%-7s %-16s %8.1f %5.1f%%\n", vt_k.name, s->name, g1[0], 100.0 * g1[0] / peak[0][1]);
+    /* the lower levels, each precision where the level's GEMM entry differs from the top's */
+    vt_kernels top = vt_k;
+    for (int lv = (int)top.isa - 1; lv >= VT_ISA_AVX2; lv--) {
+        vt_kernels lower;
+        vt_kernels_table((vt_isa)lv, &lower);
+        for (int pr = 0; pr < 2; pr++) {
+            if (!run_prec[pr] || (pr ? (void *)lower.gemm_bf16 == (void *)top.gemm_bf16
+                                      : (void *)lower.gemm == (void *)top.gemm))
+                continue;
+            const char *pn = pr ? "bf16" : "fp32";
+            fprintf(stderr, "\nlevel %s, %s, 1 thread, ours only (%% of the %s peak)\n", lower.name, pn,
+                    pr ? "bf16" : "FMA");
+            vt_k = lower;
+            gemm_lib only_ours[N_LIBS] = {{LIB_OURS, "ours", "", 1}, {LIB_DNNL_SGEMM, "onednn", "", 0},
+                                          {LIB_OPENBLAS, "openblas", "", 0}};
+            for (int si = 0; si < ns; si++) {
+                const gemm_shape *s = &shapes[si];
+                if (filter && !strstr(s->name, filter)) continue;
+                double g1[N_LIBS], d1[N_LIBS];
+                time_shape(only_ours, pr, s, 1, g1, d1);
+                double pct = peak[pr][1] > 0 ? 100.0 * g1[0] / peak[pr][1] : 0;
+                char pb[32];
+                printf("{\"bench\":\"gemm\",\"cpu\":\"%s\",\"isa\":\"%s\",\"precision\":\"%s\",\"shape\":\"%s\","
+                       "\"ta\":%d,\"tb\":%d,\"M\":%d,\"N\":%d,\"K\":%d,\"threads\":1,\"gflops\":%.1f,"
+                       "\"pct_peak\":%s}\n", cpu, vt_k.name, pn, s->name, s->ta, s->tb, s->M, s->N, s->K, g1[0],
+                       num_or_null(pct, pb, sizeof pb));
+                fprintf(stderr, "%-7s %-16s %8.1f %5.1f%%\n", vt_k.name, s->name, g1[0], pct);
+            }
+            vt_k = top;
         }
-        vt_k = top;
     }
     return 0;
 }
