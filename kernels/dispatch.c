@@ -56,34 +56,55 @@ static int amx_permission(void) {
 }
 #endif
 
-vt_isa vt_kernels_best_isa(void) {
+/* The highest level this CPU and OS support; *why (when not NULL) says what stops the
+ * next level up ("" at the top). */
+static vt_isa probe(const char **why) {
+    const char *unused;
+    if (!why) why = &unused;
     unsigned int a, b, c, d;
+    *why = "the CPU has no CPUID leaf 1";
     if (!__get_cpuid(1, &a, &b, &c, &d)) return VT_ISA_SCALAR;
     int osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, fma = (c >> 12) & 1;
+    *why = "the CPU has no AVX, FMA or OSXSAVE";
     if (!osxsave || !avx || !fma) return VT_ISA_SCALAR;
     unsigned long long xcr0 = xgetbv0();
+    *why = "the OS does not save the AVX state (XCR0)";
     if ((xcr0 & 0x6) != 0x6) return VT_ISA_SCALAR; /* OS saves SSE and AVX state */
+    *why = "the CPU has no AVX2";
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return VT_ISA_SCALAR;
     int avx2 = (b >> 5) & 1;
     if (!avx2) return VT_ISA_SCALAR;
 #ifdef VT_AVX512_EMULATED
+    *why = "";
     return (vt_isa)(VT_ISA_COUNT - 1); /* every higher level runs on AVX2 + FMA */
 #else
     int avx512f = (b >> 16) & 1, avx512dq = (b >> 17) & 1;
     int avx512bw = (b >> 30) & 1, avx512vl = (b >> 31) & 1;
     int os_zmm = (xcr0 & 0xE6) == 0xE6; /* opmask, ZMM_Hi256, Hi16_ZMM */
-    if (!(avx512f && avx512dq && avx512bw && avx512vl && os_zmm)) return VT_ISA_AVX2;
+    *why = "the CPU has no AVX-512 F/DQ/BW/VL";
+    if (!(avx512f && avx512dq && avx512bw && avx512vl)) return VT_ISA_AVX2;
+    *why = "the OS does not save the AVX-512 state (XCR0)";
+    if (!os_zmm) return VT_ISA_AVX2;
     /* AMX-BF16 and AMX-TILE: leaf 7 subleaf 0, EDX bits 22 and 24 */
     int amx = ((d >> 22) & 1) && ((d >> 24) & 1);
     /* AVX512_BF16: leaf 7 subleaf 1, EAX bit 5 (subleaf 1 exists when leaf 7.0 EAX >= 1) */
+    *why = "the CPU has no AVX512_BF16";
     if (a < 1 || !__get_cpuid_count(7, 1, &a, &b, &c, &d) || !((a >> 5) & 1)) return VT_ISA_AVX512;
     /* the OS saves tile state (XCR0 bits 17 XTILECFG and 18 XTILEDATA) and grants this
      * process the tile data (Linux: arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA;
      * once per process, every thread may then use the tiles) */
-    if (!amx || (xcr0 & 0x60000) != 0x60000 || !amx_permission()) return VT_ISA_AVX512BF16;
+    *why = "the CPU has no AMX-TILE and AMX-BF16";
+    if (!amx) return VT_ISA_AVX512BF16;
+    *why = "the OS does not enable the AMX tile state (XCR0 bits 17-18)";
+    if ((xcr0 & 0x60000) != 0x60000) return VT_ISA_AVX512BF16;
+    *why = "the kernel refused the AMX tile data (arch_prctl ARCH_REQ_XCOMP_PERM)";
+    if (!amx_permission()) return VT_ISA_AVX512BF16;
+    *why = "";
     return VT_ISA_AMX;
 #endif
 }
+
+vt_isa vt_kernels_best_isa(void) { return probe(NULL); }
 
 const char *vt_kernels_isa_name(vt_isa isa) {
     return isa >= 0 && isa < VT_ISA_COUNT ? levels[isa].name : "?";
@@ -101,7 +122,8 @@ int vt_kernels_table(vt_isa isa, vt_kernels *t) {
 int vt_kernels_init(char *err, size_t errlen) {
     static int done = 0;
     if (done) return 0;
-    vt_isa best = vt_kernels_best_isa(), isa = best;
+    const char *why;
+    vt_isa best = probe(&why), isa = best;
     const char *env = getenv("VT_ISA");
     if (env && *env) {
         int found = -1;
@@ -117,8 +139,8 @@ int vt_kernels_init(char *err, size_t errlen) {
         }
         isa = (vt_isa)found;
         if (isa > best) {
-            snprintf(err, errlen, "VT_ISA=%s requested but this CPU/OS supports at most %s",
-                     env, levels[best].name);
+            snprintf(err, errlen, "VT_ISA=%s requested but this CPU/OS supports at most %s (%s)",
+                     env, levels[best].name, why);
             return -1;
         }
     }

@@ -98,7 +98,7 @@ static const char *USAGE_MAIN =
     "       vitrain eval [CONFIG] --checkpoint FILE evaluate a checkpoint\n"
     "       vitrain info CONFIG                   model size, FLOPs and memory\n"
     "       vitrain help-config [--markdown]      every config key\n"
-    "Environment: VT_ISA=scalar|avx2|avx512 forces a kernel level.\n";
+    "Environment: VT_ISA=LEVEL forces a kernel level (an unknown LEVEL lists them).\n";
 
 static const char *usage_of(const char *cmd) {
     if (!strcmp(cmd, "train")) return USAGE_TRAIN;

@@ -33,8 +33,9 @@
  *                   |x|: |y - y*| <= 0.5 |x| 3e-7 + 2.4e-7 |y*|, i.e. erf error 2e-7
  *                   plus rounding of x / sqrt(2) and the products; vs scalar twice that.
  *   gelu bwd        against double precision: |dx - dx*| <= 4e-7 |dy| + 2.4e-7 |dx*|.
- * Also: vt_kernels_init rejects an unknown VT_ISA with a message naming it, and
- * every level's table is complete (no NULL entry).
+ * Also: vt_kernels_init rejects an unknown VT_ISA with a message naming it, and a
+ * level above the CPU's best with one naming both levels and what is missing; every
+ * level's table is complete (no NULL entry).
  */
 #include <float.h>
 #include <math.h>
@@ -90,6 +91,17 @@ static void test_init(void) {
     int rc = vt_kernels_init(err, sizeof err);
     CHECK(rc == -1, "VT_ISA=avx9000 accepted (rc %d)", rc);
     CHECK(strstr(err, "avx9000") && strstr(err, "scalar"), "message does not name the value and the choices: '%s'", err);
+    vt_isa best = vt_kernels_best_isa();
+    if (best + 1 < VT_ISA_COUNT) { /* a level this CPU or OS lacks: an error saying why, not a downgrade */
+        const char *above = vt_kernels_isa_name((vt_isa)(best + 1));
+        setenv("VT_ISA", above, 1);
+        err[0] = 0;
+        rc = vt_kernels_init(err, sizeof err);
+        CHECK(rc == -1, "VT_ISA=%s accepted on a CPU whose best level is %s (rc %d)", above,
+              vt_kernels_isa_name(best), rc);
+        CHECK(strstr(err, above) && strstr(err, vt_kernels_isa_name(best)) && strstr(err, "(the "),
+              "message does not name the level asked for, the best one and why: '%s'", err);
+    }
     if (old) setenv("VT_ISA", saved, 1);
     else unsetenv("VT_ISA");
     err[0] = 0;
