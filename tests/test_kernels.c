@@ -282,7 +282,8 @@ static vt_bf16 bf16_model(float x) {
 static void test_bf16_round(const vt_kernels *t, const vt_kernels *s) {
     enum { N = 4099 };
     float *xb, *x = fbuf(N, 1, &xb);
-    vt_bf16 *y = aligned_alloc(64, 2 * (N + 64) * sizeof *y), *z = aligned_alloc(64, 2 * (N + 64) * sizeof *z);
+    const size_t bytes = (2 * (N + 64) * sizeof(vt_bf16) + 63) / 64 * 64; /* aligned_alloc: a multiple of 64 */
+    vt_bf16 *y = aligned_alloc(64, bytes), *z = aligned_alloc(64, bytes);
     static const uint32_t special[] = {0x00000000, 0x80000000, 0x00000001, 0x807fffff, 0x00800000, 0x3f808000,
                                        0x3f818000, 0x3f80ffff, 0x7f7fffff, 0x7f7f8000, 0xff7f8000, 0x7f800000,
                                        0xff800000, 0x7fc00000, 0x7f800001, 0xffa00000, 0x3f7fffff, 0x0080ffff};
