@@ -30,9 +30,9 @@ EMU_E2E := e2e_train e2e_precision
 # emulation build's test_kernels (every kernel of every level against the scalar ones).
 EMU_KERNELS := $(if $(filter amx_tile,$(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)),,$(EMU_BUILD)/tests/test_kernels)
 
-# Libraries through pkg-config: module -> Debian package.
-PKG_MODULES := libcjson libpng zlib stb
-deb_of = $(if $(filter libcjson,$(1)),libcjson-dev,$(if $(filter libpng,$(1)),libpng-dev,$(if $(filter zlib,$(1)),zlib1g-dev,libstb-dev)))
+# Libraries through pkg-config: module -> Debian package (ompi-c: Open MPI, src/dist.c).
+PKG_MODULES := libcjson libpng zlib stb ompi-c
+deb_of = $(if $(filter libcjson,$(1)),libcjson-dev,$(if $(filter libpng,$(1)),libpng-dev,$(if $(filter zlib,$(1)),zlib1g-dev,$(if $(filter ompi-c,$(1)),libopenmpi-dev,libstb-dev))))
 
 NEEDS_LIBS := $(filter-out clean help run test san emu,$(or $(MAKECMDGOALS),all))
 ifneq ($(NEEDS_LIBS),)
@@ -44,7 +44,7 @@ ifneq ($(NEEDS_LIBS),)
     $(error missing libraries: $(MISSING). Install with: sudo apt-get install $(foreach m,$(MISSING),$(call deb_of,$(m)))   (or run scripts/deps.sh))
   endif
   PKG_CFLAGS := $(shell pkg-config --cflags $(PKG_MODULES))
-  PKG_LIBS   := $(shell pkg-config --libs libcjson libpng zlib)
+  PKG_LIBS   := $(shell pkg-config --libs libcjson libpng zlib ompi-c)
 endif
 
 CFLAGS  := $(CFLAGS_BASE) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
@@ -67,7 +67,7 @@ LIB_OBJ := $(call obj,$(SRC_LIB)) $(KERN_OBJ)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all test check san san-check emu emu-check bench run clean help
+.PHONY: all test check san san-check emu emu-check bench run clean help FORCE
 all: $(BIN)
 
 $(BIN): $(call obj,$(SRC_MAIN)) $(BUILD)/libvitrain.a
@@ -102,6 +102,14 @@ $(BUILD)/kernels/amx/%.o: kernels/amx/%.c
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# src/dist.c compares the build across MPI ranks: $(BUILD)/version.h (scripts/version.sh)
+# names the sources' hash and changes only when they do.
+$(BUILD)/version.h: FORCE
+	@scripts/version.sh $@
+$(BUILD)/src/dist.o: $(BUILD)/version.h
+$(BUILD)/src/dist.o: CFLAGS += -I$(BUILD)
+FORCE:
 
 $(BUILD)/tests/%: tests/%.c $(BUILD)/libvitrain.a
 	@mkdir -p $(dir $@)

@@ -5,7 +5,7 @@
 #   scripts/deps.sh --torch   also python3-torch (only to regenerate test fixtures)
 set -euo pipefail
 pkgs=(gcc make pkg-config libcjson-dev libstb-dev libpng-dev zlib1g-dev libsimde-dev
-      dataset-fashion-mnist python3-matplotlib python3-numpy)
+      libopenmpi-dev openmpi-bin dataset-fashion-mnist python3-matplotlib python3-numpy)
 if [[ ${1:-} == --torch ]]; then pkgs+=(python3-torch); fi
 
 missing=()
