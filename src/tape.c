@@ -38,6 +38,10 @@ void vt_tape_init(vt_tape *t, vt_arena *arena) {
     t->n_counted = t->cap_counted = t->n_watch = t->cap_watch = t->n_checked = 0;
     t->counted_at = NULL;
     t->counted_line = 0;
+    t->hook = NULL;
+    t->hook_ctx = NULL;
+    t->sample0 = 0;
+    t->sample_stride = 1;
 }
 
 /* Free the regions replaced during the last step (their scopes are gone). */
@@ -328,6 +332,23 @@ vt_tensor *vt_tape_new(vt_tape *t, int with_grad, int ndim, const int64_t *shape
     return x;
 }
 
+typedef struct {
+    const vt_tape *t;
+    int64_t from;
+} mark_ctx;
+
+static void mark_bwd(void *p) {
+    const mark_ctx *c = p;
+    c->t->hook(c->t->hook_ctx, c->from);
+}
+
+void vt_tape_mark_grads_final(vt_tape *t, int64_t from) {
+    if (!t->hook || !t->grad_enabled) return;
+    mark_ctx *c = vt_tape_ctx(t, sizeof *c);
+    *c = (mark_ctx){t, from};
+    vt_tape_record(t, "grads_final", mark_bwd, c);
+}
+
 void vt_tape_replay(vt_tape *t) {
     VT_ASSERT(!t->open_scope, "backward with a grad scope still open");
     VT_ASSERT(t->n_counted == 0,
@@ -339,6 +360,7 @@ void vt_tape_replay(vt_tape *t) {
         if (t->n_watch) check_before(t, i);
         t->entries[i].fn(t->entries[i].ctx);
         if (t->n_watch) check_after(t, i);
+        if (t->hook) t->hook(t->hook_ctx, -1);
     }
     VT_ASSERT(t->n_watch == 0, "tape protocol: %d fresh gradients' consumers never ran", t->n_watch);
 }

@@ -65,6 +65,10 @@
 #include "tensor.h"
 
 typedef void (*vt_backward_fn)(void *ctx);
+/* A hook the replay calls for the data-parallel gradient exchange (dist.h): from = -1
+ * after every entry, and from >= 0 when the replay reaches a mark recorded by
+ * vt_tape_mark_grads_final. */
+typedef void (*vt_tape_hook)(void *ctx, int64_t from);
 
 typedef struct {
     vt_backward_fn fn;
@@ -104,6 +108,10 @@ typedef struct vt_tape {
     vt_tensor **watch;          /* checking mode: filled fresh grads, their consumer to come */
     int n_watch, cap_watch;
     int n_checked;              /* checking mode: fresh grads the last replay checked */
+    vt_tape_hook hook;          /* NULL (default), or called during replay (above) */
+    void *hook_ctx;
+    int64_t sample0, sample_stride; /* local sample b is sample0 + b sample_stride of the
+                                       global batch (default 0, 1); see vt_tape_sample_key */
 } vt_tape;
 
 void vt_tape_init(vt_tape *t, vt_arena *arena);
@@ -147,6 +155,18 @@ int vt_tape_grad_fresh(const vt_tensor *x);
 /* A new activation from the tape's arena, with a zeroed grad buffer if with_grad
  * (inside a scope: from the grad region, zero when its backward runs unless fresh). */
 vt_tensor *vt_tape_new(vt_tape *t, int with_grad, int ndim, const int64_t *shape);
+/* The key of local sample b (leading dim of a batch tensor) for random masks: its
+ * position in the global batch. Dropout, drop-path and attention dropout seed each
+ * sample's stream from it, so with data parallelism (this rank holding global samples
+ * sample0, sample0 + stride, ...) a sample draws the mask it draws in one process. */
+static inline uint64_t vt_tape_sample_key(const vt_tape *t, int64_t b) {
+    return (uint64_t)(t->sample0 + b * t->sample_stride);
+}
+/* With a hook installed and gradients on, record a mark: when the replay reaches it,
+ * every backward recorded after it has run, and the model promises that no earlier
+ * entry adds to a parameter gradient at flat offset >= from; the hook then receives
+ * from (tests/test_dist.c checks the promise for the ViT). Nothing otherwise. */
+void vt_tape_mark_grads_final(vt_tape *t, int64_t from);
 /* Run every recorded backward in reverse order; the caller has seeded the output
  * grads (any shape), e.g. with d(sum(out * R))/d(out) = R in gradient checks. */
 void vt_tape_replay(vt_tape *t);

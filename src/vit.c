@@ -281,6 +281,9 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     float drop = (float)mc->drop_rate;
     float dpr = m->L > 1 ? (float)(mc->drop_path * i / (m->L - 1)) : 0.0f;
 
+    /* the parameters are laid out in forward order: once the replay is back here, block
+     * i's gradients and every later parameter's are final */
+    vt_tape_mark_grads_final(t, b->norm1_w->data - m->params);
     vt_tape_scope_begin(t);
     vt_tensor *qkvw = b->qkv_w, *qkvb = b->qkv_b;
     vt_pe_fold_qkv(m->pe, t, i, &qkvw, &qkvb);
@@ -350,6 +353,7 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {
     }
     for (int i = 0; i < m->L; i++) x = block_forward(m, t, i, x);
 
+    vt_tape_mark_grads_final(t, m->norm_w->data - m->params);
     vt_tensor *feat = m->cfg.model.pool == VT_POOL_AVG ? vt_op_mean_tokens(t, x, 1) : vt_op_select_token(t, x, 0);
     feat = vt_op_layernorm(t, feat, m->norm_w, m->norm_b, LN_EPS);
     feat = vt_op_dropout(t, feat, (float)m->cfg.model.drop_rate);

@@ -33,8 +33,9 @@
  *
  * Dropout (p = attn_drop, only when t->training and p > 0): one base seed is drawn from
  * t->rng per call, row i of (b, h) draws its keep decisions from the stream
- * vt_rng_derive(base, (b H + h) N + i, 0), so the mask depends neither on the thread
- * count nor on the row blocking. An element is dropped when its uniform draw is < p.
+ * vt_rng_derive(base, (s H + h) N + i, 0) with s = vt_tape_sample_key(t, b) (b itself in
+ * one process), so the mask depends neither on the thread count, nor on the row
+ * blocking, nor on the number of data-parallel ranks. An element is dropped when its uniform draw is < p.
  *
  * Backward per (b, h), per row block r (rows [i0, i0 + R)), with dPd = dout v^T and
  * dP = dPd * mask / (1 - p):
@@ -69,6 +70,7 @@ typedef struct {
     const vt_tensor *qkv;        /* vt_op_attention_qkv's input (its gradient may be fresh), else NULL */
     float scale, drop, inv_keep; /* drop: the dropout p, 0 when no dropout */
     uint64_t base;               /* dropout base seed */
+    int64_t sample0, sample_stride; /* the tape's global sample keys (vt_tape_sample_key) */
     const float *Pk;             /* kept P (B H N N), NULL: the backward recomputes */
     const uint8_t *mk;           /* kept mask with dropout, else NULL */
     int BH, H, N, hd;
@@ -146,9 +148,10 @@ static void attn_probs(const attn_ctx *c, int bh, int i0, int r, float *P, uint8
     attn_gemm(c, 0, 1, r, N, hd, c->scale, c->q + o + (size_t)i0 * ld, ld, c->k + o, ld, 0.0f, P, N, work, next);
     vt_k.softmax_rows(P, P, r, N, 1.0f);
     if (c->drop == 0.0f) return;
+    uint64_t gbh = (uint64_t)(c->sample0 + (int64_t)(bh / c->H) * c->sample_stride) * c->H + bh % c->H;
     for (int i = 0; i < r; i++) {
         vt_rng rg;
-        vt_rng_seed(&rg, vt_rng_derive(c->base, (uint64_t)bh * N + i0 + i, 0));
+        vt_rng_seed(&rg, vt_rng_derive(c->base, gbh * N + i0 + i, 0));
         for (int j = 0; j < N; j++) mask[(size_t)i * N + j] = (uint8_t)(vt_rng_uniform(&rg) >= c->drop);
     }
 }
@@ -235,6 +238,8 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
     if (drop) {
         VT_ASSERT(t->rng != NULL, "attention: dropout in training needs t->rng");
         c.base = vt_rng_u64(t->rng);
+        c.sample0 = t->sample0;
+        c.sample_stride = t->sample_stride;
     }
     size_t nn = (size_t)N * N;
     float *Pk = g && keep_probs ? vt_arena_alloc(t->arena, (size_t)BH * nn * sizeof(float)) : NULL;

@@ -2,7 +2,8 @@
  * with scale_by_keep). When t->training and p > 0, sample b (leading dim) is zeroed
  * with probability p and survivors are scaled by 1/(1 - p); otherwise returns x itself.
  * Mask: one base seed from t->rng per call; sample b keeps iff the first uniform of
- * vt_rng_derive(base, b, 0) is >= p (independent of the thread count). The per-sample
+ * vt_rng_derive(base, vt_tape_sample_key(t, b), 0) is >= p (b in one process; independent
+ * of the thread count and of the number of data-parallel ranks). The per-sample
  * factors (0 or 1/(1 - p)) are kept for backward: dx[b] += dy[b] * factor[b]. */
 #include "ops.h"
 #include "status.h"
@@ -35,7 +36,7 @@ vt_tensor *vt_op_drop_path(vt_tape *t, vt_tensor *x, float p) {
     float inv_keep = 1.0f / (1.0f - p);
     for (int64_t b = 0; b < B; b++) {
         vt_rng rng;
-        vt_rng_seed(&rng, vt_rng_derive(base, (uint64_t)b, 0));
+        vt_rng_seed(&rng, vt_rng_derive(base, vt_tape_sample_key(t, b), 0));
         factor[b] = vt_rng_uniform(&rng) >= p ? inv_keep : 0.0f;
     }
     const float *xd = x->data;

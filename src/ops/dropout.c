@@ -1,9 +1,11 @@
 /* dropout.c - vt_op_dropout: inverted dropout. When t->training and p > 0, each element
  * is zeroed with probability p and survivors are scaled by 1/(1 - p); otherwise the op
  * is the identity and returns x itself (no copy, nothing recorded).
- * Mask: one base seed from t->rng per call; row r (x viewed as rows of its last dim)
- * draws from vt_rng_derive(base, r, 0), an element dropped when its uniform draw is
- * < p: the mask does not depend on the thread count. With gradients the mask (one byte
+ * Mask: one base seed from t->rng per call; row r (x viewed as rows of its last dim;
+ * the leading dim is the batch, sample b holding rows [b n, (b + 1) n)) draws from
+ * vt_rng_derive(base, vt_tape_sample_key(t, b) n + r - b n, 0) (= r in one process), an
+ * element dropped when its uniform draw is < p: the mask depends neither on the thread
+ * count nor on the number of data-parallel ranks. With gradients the mask (one byte
  * per element) is kept in the arena; backward: dx += dy * mask / (1 - p). */
 #include <stdint.h>
 
@@ -35,12 +37,15 @@ vt_tensor *vt_op_dropout(vt_tape *t, vt_tensor *x, float p) {
     uint64_t base = vt_rng_u64(t->rng);
     float inv_keep = 1.0f / (1.0f - p);
     int64_t D = x->shape[x->ndim - 1], rows = x->size / D;
+    int64_t per = x->ndim > 1 && x->shape[0] > 0 ? rows / x->shape[0] : rows; /* rows per sample */
+    if (per < 1) per = 1;
     const float *xd = x->data;
     float *yd = y->data;
     #pragma omp parallel for schedule(static) if (x->size > 16384)
     for (int64_t r = 0; r < rows; r++) {
         vt_rng rng;
-        vt_rng_seed(&rng, vt_rng_derive(base, (uint64_t)r, 0));
+        uint64_t key = vt_tape_sample_key(t, r / per) * (uint64_t)per + (uint64_t)(r % per);
+        vt_rng_seed(&rng, vt_rng_derive(base, key, 0));
         for (int64_t j = 0; j < D; j++) {
             int64_t e = r * D + j;
             int keep = vt_rng_uniform(&rng) >= p;
