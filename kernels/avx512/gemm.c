@@ -38,6 +38,8 @@
  * work: vt_avx512_gemm_work_floats(M, N, K) floats, 64-byte aligned.
  * Why the constants and variants are what they are (measurements, CPUs, dead ends):
  * ../TUNING.md. */
+#include <math.h>
+
 #include "avx512.h"
 #include "../gemm_driver.h"
 
@@ -333,36 +335,31 @@ KERNEL_14X1V(kernel_14x8, 256, __mmask8, (__mmask8)((1u << nr) - 1u))
 /* The same for a last panel of nr = n <= NARROW_NR columns, turned around: the 14 rows
  * in the lanes of one vector (a packed A step is 14 contiguous floats) and one FMA per
  * column per step, against 14 in kernel_14x16 (65 = 2 x 32 + 1 tokens leave a 1-column
- * panel in attention's q k^T and dout v^T products). Even and odd steps go to separate
- * accumulators, 2 n FMA chains. n is a constant in each caller. */
+ * panel in attention's q k^T and dout v^T products). One FMA chain per element in step
+ * order and the store's alpha acc + beta c as one FMA, as in every other microkernel: an
+ * element's bits do not depend on which kernel its panel gets (the short-row and in-place
+ * kernels take the same columns' other rows), so a row of C does not depend on M
+ * (tests/test_dist.c). n is a constant in each caller. */
 static inline __attribute__((always_inline)) void
 kernel_14xn_n(int kc, const float *a, const float *b, float *c, int ldc, int mr, float alpha, float beta,
               const prefetch_list *pf, const int n) {
     const __mmask16 rows = (__mmask16)((1u << MR) - 1u);
-    __m512 e[NARROW_NR], o[NARROW_NR];
-    for (int j = 0; j < n; j++) e[j] = o[j] = _mm512_setzero_ps();
-    int k = 0;
-    for (; k + 2 <= kc; k += 2) {
+    __m512 e[NARROW_NR];
+    for (int j = 0; j < n; j++) e[j] = _mm512_setzero_ps();
+    for (int k = 0; k < kc; k++) {
         prefetch_step(pf, k);
-        __m512 a0 = _mm512_maskz_loadu_ps(rows, a), a1 = _mm512_maskz_loadu_ps(rows, a + MR);
-        for (int j = 0; j < n; j++) {
-            e[j] = _mm512_fmadd_ps(a0, _mm512_set1_ps(b[j]), e[j]);
-            o[j] = _mm512_fmadd_ps(a1, _mm512_set1_ps(b[NR + j]), o[j]);
-        }
-        a += 2 * MR;
-        b += 2 * NR;
-    }
-    if (k < kc) {
         __m512 a0 = _mm512_maskz_loadu_ps(rows, a);
         for (int j = 0; j < n; j++) e[j] = _mm512_fmadd_ps(a0, _mm512_set1_ps(b[j]), e[j]);
+        a += MR;
+        b += NR;
     }
     prefetch_rest(pf, kc);
     float col[16] __attribute__((aligned(64)));
     for (int j = 0; j < n; j++) {
-        _mm512_store_ps(col, _mm512_add_ps(e[j], o[j]));
+        _mm512_store_ps(col, _mm512_mul_ps(e[j], _mm512_set1_ps(alpha)));
         for (int i = 0; i < mr; i++) {
             float *ci = c + (size_t)i * ldc + j;
-            *ci = beta != 0.0f ? alpha * col[i] + beta * *ci : alpha * col[i];
+            *ci = beta != 0.0f ? fmaf(beta, *ci, col[i]) : col[i];
         }
     }
 }

@@ -9,7 +9,10 @@
  * exactly one thread with the same kernel call shape for a fixed thread count, so the
  * result is deterministic and needs no cross-thread reduction.
  * Products with a long K and a small C (the weight gradients: K = B N tokens) are cut
- * over K instead: a C split would make every thread pack the whole of the operand it
+ * over K instead, only when op(A) is transposed (the weight gradients' form): with A as
+ * stored every row of C stays a function of its row of A alone, so a sample's forward
+ * outputs do not depend on the size of its batch, which sharded evaluation relies on
+ * (tests/test_dist.c). A C split would make every thread pack the whole of the operand it
  * does not split, for only M / nt rows of work. Thread 0 computes alpha A0 B0 + beta C
  * into C, thread t > 0 alpha At Bt into its own partial buffer, and the partials are
  * added to C in thread order, so the result is again fixed for a fixed thread count
@@ -142,7 +145,7 @@ void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, co
         return;
     }
     if (nt > VT_GEMM_MAX_THREADS) nt = VT_GEMM_MAX_THREADS;
-    if (split_over_k(M, N, K, nt)) {
+    if (ta && split_over_k(M, N, K, nt)) { /* ta: see the header */
         gemm_split_k(&g, M, N, K, nt);
         return;
     }
