@@ -6,7 +6,8 @@
  * erasing, mixup + cutmix). Checks: batches are bitwise identical for the synchronous path
  * at 1 and 2 OpenMP threads and for 1, 2 and 3 prefetch workers, over two epochs; seek
  * with prefetch (backwards, forwards, to the next epoch) gives the reference batches; rank
- * shards partition the split (eval and train) and follow the global order; a worker's read
+ * shards partition the split (eval and train) and follow the global order, and with mixup
+ * + cutmix a shard's batches are one process's samples bit for bit; a worker's read
  * error reaches vt_loader_next with its message and position, also on the synchronous
  * path, and a seek recovers; the eval resize + center crop matches the transforms by hand;
  * the config path (data.kind synthetic, default workers) equals the synchronous path;
@@ -299,6 +300,66 @@ static void test_shards(void) {
     CHECK(follow, "train shard r reads positions r, r + world, ... of the permutation");
 }
 
+/* Every sample of `epochs` epochs in batches of bs (shard rank of world), in order, with
+ * labels and soft targets; returns the samples read. */
+static int64_t read_shard(int64_t n, int bs, int rank, int world, int workers, int epochs, float *img,
+                          int *lab, float *soft) {
+    vt_data_spec c;
+    aug_cfg(&c);
+    vt_loader *L;
+    vt_loader_open_dataset(&L, mem_open(n, K, -1, 0), &c, VT_SPLIT_TRAIN, S);
+    vt_loader_set_workers(L, workers);
+    vt_loader_set_shard(L, rank, world);
+    vt_loader_seek(L, 0, 0, bs);
+    int64_t got = 0, nb = vt_loader_batches(L, bs);
+    for (int e = 0; e < epochs; e++)
+        for (int64_t b = 0; b <= nb; b++) {
+            int su = 0, cnt = 0;
+            if (vt_loader_next(L, img + got * PER, lab + got, soft + got * K, &su, &cnt) != VT_OK) {
+                CHECK(0, "shard %d of %d: %s", rank, world, vt_last_error());
+                vt_loader_close(L);
+                return got;
+            }
+            got += cnt;
+        }
+    vt_loader_close(L);
+    return got;
+}
+
+/* Data parallelism with mixup + cutmix (loader.c): rank r of R reading batches of B / R
+ * gets, bit for bit, samples r, r + R, ... of each batch one process reads at B (the
+ * images mixed with partners on other ranks, their labels and soft targets); also for
+ * an odd global batch, whose middle sample is its own partner. */
+static void test_shards_mixup(void) {
+    static const struct { int B, R; } cases[] = { { 6, 2 }, { 6, 3 }, { 6, 6 }, { 3, 3 }, { 9, 3 } };
+    enum { NS = 36, EP = 2, MAX = NS * EP };
+    float *ref = malloc(sizeof(float) * MAX * PER), *got = malloc(sizeof(float) * MAX * PER);
+    float *rsoft = malloc(sizeof(float) * MAX * K), *gsoft = malloc(sizeof(float) * MAX * K);
+    int rlab[MAX], glab[MAX];
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int B = cases[k].B, R = cases[k].R;
+        int64_t n = read_shard(NS, B, 0, 1, 0, EP, ref, rlab, rsoft);
+        int64_t per_epoch = NS / B * B;
+        CHECK(n == EP * per_epoch, "B %d: one process reads %lld samples", B, (long long)n);
+        for (int r = 0; r < R; r++) {
+            int64_t m = read_shard(NS, B / R, r, R, r % 2 ? 2 : 0, EP, got, glab, gsoft);
+            CHECK(m * R == n, "B %d R %d rank %d: %lld samples", B, R, r, (long long)m);
+            int same = m * R == n;
+            for (int64_t i = 0; same && i < m; i++) {
+                int64_t j = i * R + r; /* sample i of the shard: global position i R + r */
+                same = memcmp(got + i * PER, ref + j * PER, sizeof(float) * PER) == 0 &&
+                       glab[i] == rlab[j] && memcmp(gsoft + i * K, rsoft + j * K, sizeof(float) * K) == 0;
+            }
+            CHECK(same, "B %d R %d rank %d (workers %d): the shard's samples, soft targets and labels "
+                  "equal one process's bit for bit", B, R, r, r % 2 ? 2 : 0);
+        }
+    }
+    free(ref);
+    free(got);
+    free(rsoft);
+    free(gsoft);
+}
+
 static void test_errors(void) {
     vt_data_spec c;
     aug_cfg(&c);
@@ -443,6 +504,7 @@ int main(void) {
     test_determinism();
     test_seek();
     test_shards();
+    test_shards_mixup();
     test_errors();
     test_eval_transform();
     test_config_path();

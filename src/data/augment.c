@@ -409,9 +409,8 @@ double vt_aug_beta(vt_rng *r, double a) {
     return x + y > 0 ? x / (x + y) : 0.5;
 }
 
-double vt_mixup_apply(const vt_mixup *mx, vt_rng *r, float *images, int B, int C, int S,
-                      const int *labels, float *soft, vt_box *cut) {
-    memset(cut, 0, sizeof *cut);
+void vt_mixup_draw(const vt_mixup *mx, vt_rng *r, int S, vt_mix_draw *d) {
+    memset(d, 0, sizeof *d);
     double lam = 1.0;
     int use_cutmix = 0;
     if ((mx->mixup > 0 || mx->cutmix > 0) && vt_rng_uniform(r) < mx->prob) {
@@ -425,43 +424,58 @@ double vt_mixup_apply(const vt_mixup *mx, vt_rng *r, float *images, int B, int C
             lam = vt_aug_beta(r, mx->cutmix);
         }
     }
-    int64_t plane = (int64_t)S * S, per = plane * C;
     if (lam != 1.0 && use_cutmix) {
         int cs = (int)(S * sqrt(1.0 - lam));
         int cy = randint(r, 0, S - 1), cx = randint(r, 0, S - 1);
         int yl = clampi(cy - cs / 2, 0, S), yh = clampi(cy + cs / 2, 0, S);
         int xl = clampi(cx - cs / 2, 0, S), xh = clampi(cx + cs / 2, 0, S);
-        cut->top = yl; cut->left = xl; cut->h = yh - yl; cut->w = xh - xl;
-        for (int i = 0; i < B / 2; i++) {
-            float *a = images + i * per, *b = images + (int64_t)(B - 1 - i) * per;
-            for (int ch = 0; ch < C; ch++)
-                for (int y = yl; y < yh; y++)
-                    for (int x = xl; x < xh; x++) {
-                        int64_t o = ch * plane + (int64_t)y * S + x;
-                        float t = a[o];
-                        a[o] = b[o];
-                        b[o] = t;
-                    }
-        }
-        lam = 1.0 - (double)(yh - yl) * (xh - xl) / (double)plane;
-    } else if (lam != 1.0) {
-        float l = (float)lam, m = (float)(1.0 - lam);
-        for (int i = 0; i < B / 2; i++) {
-            float *a = images + i * per, *b = images + (int64_t)(B - 1 - i) * per;
-            for (int64_t o = 0; o < per; o++) {
-                float va = a[o], vb = b[o];
-                a[o] = va * l + vb * m;
-                b[o] = vb * l + va * m;
-            }
+        d->box.top = yl; d->box.left = xl; d->box.h = yh - yl; d->box.w = xh - xl;
+        d->cutmix = 1;
+        lam = 1.0 - (double)(yh - yl) * (xh - xl) / ((double)S * S);
+    }
+    d->lam = lam;
+}
+
+void vt_mixup_pair(const vt_mix_draw *d, float *a, float *b, int C, int S) {
+    int64_t plane = (int64_t)S * S, per = plane * C;
+    if (d->cutmix) {
+        const vt_box *x = &d->box;
+        for (int ch = 0; ch < C; ch++)
+            for (int y = x->top; y < x->top + x->h; y++)
+                for (int xx = x->left; xx < x->left + x->w; xx++) {
+                    int64_t o = ch * plane + (int64_t)y * S + xx;
+                    float t = a[o];
+                    a[o] = b[o];
+                    b[o] = t;
+                }
+    } else if (d->lam != 1.0) {
+        float l = (float)d->lam, m = (float)(1.0 - d->lam);
+        for (int64_t o = 0; o < per; o++) {
+            float va = a[o], vb = b[o];
+            a[o] = va * l + vb * m;
+            b[o] = vb * l + va * m;
         }
     }
+}
+
+void vt_mixup_soft_row(const vt_mixup *mx, double lam, int own, int partner, float *row) {
     int K = mx->num_classes;
     double off = mx->smoothing / K, on = 1.0 - mx->smoothing + off;
-    for (int i = 0; i < B; i++) {
-        float *row = soft + (int64_t)i * K;
-        for (int k = 0; k < K; k++) row[k] = (float)off;
-        row[labels[i]] += (float)(lam * (on - off));
-        row[labels[B - 1 - i]] += (float)((1.0 - lam) * (on - off));
-    }
-    return lam;
+    for (int k = 0; k < K; k++) row[k] = (float)off;
+    row[own] += (float)(lam * (on - off));
+    row[partner] += (float)((1.0 - lam) * (on - off));
+}
+
+double vt_mixup_apply(const vt_mixup *mx, vt_rng *r, float *images, int B, int C, int S,
+                      const int *labels, float *soft, vt_box *cut) {
+    vt_mix_draw d;
+    vt_mixup_draw(mx, r, S, &d);
+    *cut = d.box;
+    int64_t per = (int64_t)S * S * C;
+    if (d.cutmix || d.lam != 1.0)
+        for (int i = 0; i < B / 2; i++)
+            vt_mixup_pair(&d, images + i * per, images + (int64_t)(B - 1 - i) * per, C, S);
+    for (int i = 0; i < B; i++)
+        vt_mixup_soft_row(mx, d.lam, labels[i], labels[B - 1 - i], soft + (int64_t)i * mx->num_classes);
+    return d.lam;
 }

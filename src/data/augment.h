@@ -144,4 +144,20 @@ double vt_aug_beta(vt_rng *r, double a);
 double vt_mixup_apply(const vt_mixup *mx, vt_rng *r, float *images, int B, int C, int S,
                       const int *labels, float *soft, vt_box *cut);
 
+/* vt_mixup_apply in parts, for a batch whose pairs are split across data-parallel ranks
+ * (loader.c): the batch's draws (lam, 1 when not mixed; cutmix or blend; the box), the
+ * mixing of one pair (a, b) in place from their unmixed values (cutmix swaps the box;
+ * blend a = lam a + (1 - lam) b, b = lam b + (1 - lam) a) and one soft target row
+ * (lam onehot(own) + (1 - lam) onehot(partner), smoothed as above). vt_mixup_apply is
+ * exactly these calls, so a rank holding one image of a pair and an unmixed copy of the
+ * other computes the bits one process computes. */
+typedef struct {
+    double lam;
+    int cutmix;
+    vt_box box;
+} vt_mix_draw;
+void vt_mixup_draw(const vt_mixup *mx, vt_rng *r, int S, vt_mix_draw *d);
+void vt_mixup_pair(const vt_mix_draw *d, float *a, float *b, int C, int S);
+void vt_mixup_soft_row(const vt_mixup *mx, double lam, int own, int partner, float *row);
+
 #endif

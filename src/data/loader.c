@@ -6,6 +6,14 @@
  * dataset order), the rank/world shard of that order, batching (train drops the last
  * partial batch, eval keeps it), the per-sample transform pipeline, batch mixup/cutmix,
  * and the worker threads that prefetch batches.
+ * Shards (data parallelism): rank r of R reads positions r, r + R, ... of the order, so
+ * with batches of batch_size / R per rank, batch b of the ranks together is batch b of
+ * one process (its positions [b B, (b + 1) B), B the global batch). Mixup pairs global
+ * position g with B - 1 - g, which another rank holds: with R > 1 and mixup/cutmix on,
+ * each rank also decodes, unmixed, the partner of each of its samples (the same sample
+ * stream, so the same pixels the partner's rank makes) and mixes with the draws of the
+ * whole batch (augment.h vt_mixup_pair): the batch bits equal one process's. The cost is
+ * one more sample decoded per sample.
  * Does not own: decoding (the dataset kinds), pixel primitives (transform.c), the random
  * augmentations themselves (augment.c), the training loop's epoch bookkeeping.
  *
@@ -88,8 +96,9 @@ typedef struct {
     int epoch;
     int64_t batch;
     int count, claimed, done;
-    int64_t *idx;        /* dataset indices, count used */
-    float *images, *soft;
+    int units;           /* samples to fill: count, and with partners their partners after */
+    int64_t *idx;        /* dataset indices, units used */
+    float *images, *soft; /* images and labels: units entries */
     int *labels;
     int err_at;          /* lowest failing position, count if none */
     vt_status err;
@@ -119,6 +128,10 @@ struct vt_loader {
     int mix_on;
     uint64_t seed;       /* train.seed */
     int rank, world;     /* shard: every world-th position of the order, from rank */
+    int partners;        /* mixup with world > 1: each sample's partner is decoded too */
+    float *pimages;      /* the synchronous path's partner images and labels */
+    int *plabels;
+    int pcap;
     int64_t *order;      /* train: permutation of order_epoch; NULL on the eval split */
     int order_epoch;
     int epoch;
@@ -301,6 +314,8 @@ void vt_loader_close(vt_loader *L) {
         free(L->slots[k].labels);
     }
     free(L->order);
+    free(L->pimages);
+    free(L->plabels);
     pthread_mutex_destroy(&L->mu);
     pthread_cond_destroy(&L->cv_work);
     pthread_cond_destroy(&L->cv_ready);
@@ -309,6 +324,8 @@ void vt_loader_close(vt_loader *L) {
 }
 
 int64_t vt_loader_size(const vt_loader *L) { return shard_size(L); }
+
+int64_t vt_loader_split_size(const vt_loader *L) { return L->ds->size; }
 
 int vt_loader_num_classes(const vt_loader *L) { return L->ds->num_classes; }
 
@@ -325,13 +342,14 @@ static void size_slots(vt_loader *L, int bs) {
     if (bs <= L->slot_cap) return;
     size_t per = (size_t)L->out_c * L->out_size * L->out_size;
     size_t K = (size_t)(L->mix.num_classes > 0 ? L->mix.num_classes : 1);
+    size_t units = (size_t)bs * (L->partners ? 2 : 1);
     for (int k = 0; k < VT_LOADER_DEPTH; k++) {
         slot *s = &L->slots[k];
         free(s->images);
-        s->images = vt_aligned_alloc(sizeof(float) * per * (size_t)bs);
-        VT_ASSERT(s->images, "out of memory for a prefetch slot of %d images", bs);
-        s->idx = vt_xrealloc(s->idx, sizeof(int64_t) * (size_t)bs);
-        s->labels = vt_xrealloc(s->labels, sizeof(int) * (size_t)bs);
+        s->images = vt_aligned_alloc(sizeof(float) * per * units);
+        VT_ASSERT(s->images, "out of memory for a prefetch slot of %zu images", units);
+        s->idx = vt_xrealloc(s->idx, sizeof(int64_t) * units);
+        s->labels = vt_xrealloc(s->labels, sizeof(int) * units);
         s->soft = vt_xrealloc(s->soft, sizeof(float) * K * (size_t)bs);
     }
     L->slot_cap = bs;
@@ -371,11 +389,11 @@ void vt_loader_seek(vt_loader *L, int epoch, int64_t batch, int batch_size) {
 
 void vt_loader_set_shard(vt_loader *L, int rank, int world) {
     VT_ASSERT(world >= 1 && rank >= 0 && rank < world, "shard rank %d of world %d", rank, world);
-    VT_ASSERT(L->ds->size >= world, "shard world %d larger than the %lld samples", world,
-              (long long)L->ds->size);
     pthread_mutex_lock(&L->mu);
     L->rank = rank;
     L->world = world;
+    L->partners = L->mix_on && world > 1;
+    L->slot_cap = 0; /* slots hold partners too now: sized again */
     L->batch = 0;
     restart_locked(L);
     pthread_mutex_unlock(&L->mu);
@@ -490,14 +508,32 @@ static vt_status fill_one(const vt_loader *L, loader_ws *w, int epoch, int64_t i
     return VT_OK;
 }
 
-/* Mixup / cutmix of a finished train batch; writes soft targets. */
+/* Mixup / cutmix of a finished train batch; writes soft targets. With partners, pimages
+ * and plabels hold the partners of the count samples, unmixed (else unused). */
 static void mix_batch(const vt_loader *L, int epoch, int64_t batch, float *images,
-                      const int *labels, float *soft, int count) {
+                      const int *labels, float *pimages, const int *plabels, float *soft,
+                      int count) {
     vt_rng r;
     vt_rng_seed(&r, vt_rng_derive(vt_rng_derive(L->seed, VT_LOADER_TAG_MIX, (uint64_t)epoch),
                                   (uint64_t)batch, 0));
-    vt_box cut;
-    vt_mixup_apply(&L->mix, &r, images, count, L->out_c, L->out_size, labels, soft, &cut);
+    if (!L->partners) {
+        vt_box cut;
+        vt_mixup_apply(&L->mix, &r, images, count, L->out_c, L->out_size, labels, soft, &cut);
+        return;
+    }
+    vt_mix_draw d;
+    vt_mixup_draw(&L->mix, &r, L->out_size, &d);
+    int64_t per = (int64_t)L->out_c * L->out_size * L->out_size, B = (int64_t)count * L->world;
+    for (int i = 0; i < count; i++) {
+        int64_t g = (int64_t)i * L->world + L->rank, pg = B - 1 - g;
+        float *own = images + i * per, *other = pimages + i * per;
+        if (pg != g && (d.cutmix || d.lam != 1.0)) {
+            if (g < pg) vt_mixup_pair(&d, own, other, L->out_c, L->out_size);
+            else vt_mixup_pair(&d, other, own, L->out_c, L->out_size);
+        }
+        vt_mixup_soft_row(&L->mix, d.lam, labels[i], plabels[i],
+                          soft + (int64_t)i * L->mix.num_classes);
+    }
 }
 
 /* Dataset index of shard position p (0-based within this rank's share) of the epoch
@@ -514,6 +550,13 @@ const char *vt_loader_sample_path(const vt_loader *L, int64_t p, char *buf, size
 
 const char *vt_loader_class_name(const vt_loader *L, int k) { return vt_imagefolder_class_name(L->ds, k); }
 
+/* Dataset index of the mixup partner of this shard's sample i of train batch b (global
+ * batch position g = i world + rank pairs with B - 1 - g). */
+static int64_t partner_index(const vt_loader *L, int64_t b, int i) {
+    int64_t B = (int64_t)L->batch_size * L->world, g = (int64_t)i * L->world + L->rank;
+    return L->order[b * B + B - 1 - g];
+}
+
 /* Samples in batch b of this shard. */
 static int batch_count(const vt_loader *L, int64_t b) {
     int64_t start = b * L->batch_size, n = shard_size(L);
@@ -527,7 +570,7 @@ static int batch_count(const vt_loader *L, int64_t b) {
 static slot *find_work(vt_loader *L) {
     for (int64_t q = L->head; q < L->tail; q++) {
         slot *s = &L->slots[q % VT_LOADER_DEPTH];
-        if (s->state == SLOT_FILLING && s->claimed < s->count) return s;
+        if (s->state == SLOT_FILLING && s->claimed < s->units) return s;
     }
     if (L->tail - L->head >= VT_LOADER_DEPTH) return NULL;
     int64_t nb = vt_loader_batches(L, L->batch_size);
@@ -541,10 +584,12 @@ static slot *find_work(vt_loader *L) {
     s->epoch = L->sched_epoch;
     s->batch = L->sched_batch;
     s->count = batch_count(L, s->batch);
+    s->units = L->partners ? 2 * s->count : s->count;
     for (int i = 0; i < s->count; i++) s->idx[i] = index_at(L, s->batch * L->batch_size + i);
+    for (int i = 0; L->partners && i < s->count; i++) s->idx[s->count + i] = partner_index(L, s->batch, i);
     s->claimed = s->done = 0;
     s->err = VT_OK;
-    s->err_at = s->count;
+    s->err_at = s->units;
     s->err_msg[0] = '\0';
     s->state = SLOT_FILLING;
     L->tail++;
@@ -579,10 +624,11 @@ static void *worker_main(void *arg) {
             s->err = st;
             snprintf(s->err_msg, sizeof s->err_msg, "%s", vt_last_error());
         }
-        if (++s->done == s->count) {
+        if (++s->done == s->units) {
             if (!s->err && L->mix_on) {
                 pthread_mutex_unlock(&L->mu);
-                mix_batch(L, s->epoch, s->batch, s->images, s->labels, s->soft, s->count);
+                mix_batch(L, s->epoch, s->batch, s->images, s->labels,
+                          s->images + per * (size_t)s->count, s->labels + s->count, s->soft, s->count);
                 pthread_mutex_lock(&L->mu);
             }
             s->state = SLOT_READY;
@@ -647,13 +693,24 @@ static vt_status next_sync(vt_loader *L, float *images, int *labels, float *soft
     ensure_ws(L, omp_get_max_threads());
     int64_t per = (int64_t)L->out_c * L->out_size * L->out_size;
     int64_t first = L->batch * L->batch_size;
-    int err_at = cnt;
+    int units = L->partners ? 2 * cnt : cnt;
+    if (L->partners && L->pcap < cnt) {
+        free(L->pimages);
+        L->pimages = vt_aligned_alloc(sizeof(float) * (size_t)per * (size_t)cnt);
+        VT_ASSERT(L->pimages, "out of memory for %d mixup partner images", cnt);
+        L->plabels = vt_xrealloc(L->plabels, sizeof(int) * (size_t)cnt);
+        L->pcap = cnt;
+    }
+    int err_at = units;
     vt_status err_code = VT_OK;
     char err_msg[1024] = "";
     #pragma omp parallel for schedule(static)
-    for (int i = 0; i < cnt; i++) {
-        vt_status s = fill_one(L, &L->ws[omp_get_thread_num()], L->epoch, index_at(L, first + i),
-                               images + i * per, &labels[i]);
+    for (int i = 0; i < units; i++) {
+        int own = i < cnt;
+        vt_status s = fill_one(L, &L->ws[omp_get_thread_num()], L->epoch,
+                               own ? index_at(L, first + i) : partner_index(L, L->batch, i - cnt),
+                               own ? images + i * per : L->pimages + (i - cnt) * per,
+                               own ? &labels[i] : &L->plabels[i - cnt]);
         if (s) {
             #pragma omp critical(vt_loader_error)
             if (i < err_at) {
@@ -665,7 +722,7 @@ static vt_status next_sync(vt_loader *L, float *images, int *labels, float *soft
     }
     if (err_code)
         return vt_fail(err_code, "epoch %d batch %lld: %s", L->epoch, (long long)L->batch, err_msg);
-    if (L->mix_on) mix_batch(L, L->epoch, L->batch, images, labels, soft, cnt);
+    if (L->mix_on) mix_batch(L, L->epoch, L->batch, images, labels, L->pimages, L->plabels, soft, cnt);
     return VT_OK;
 }
 

@@ -30,6 +30,7 @@ vt_status vt_loader_open(vt_loader **out, const vt_data_spec *spec, vt_split spl
 void vt_loader_close(vt_loader *L);
 
 int64_t vt_loader_size(const vt_loader *L);      /* samples in the split (this rank's shard) */
+int64_t vt_loader_split_size(const vt_loader *L); /* samples in the split (every shard) */
 int vt_loader_num_classes(const vt_loader *L);   /* classes the dataset defines */
 /* Distinct bad files replaced so far under data.on_error = skip (0 for kinds that
  * validate at open); thread-safe, for the training loop's epoch summary. */
@@ -64,7 +65,9 @@ const char *vt_loader_class_name(const vt_loader *L, int k);
  * so the ranks' shards partition the split. vt_loader_size is then the shard's sample
  * count; train batches per epoch are floor(size / world) / batch_size on every rank (equal
  * step counts; the few samples past that are not seen that epoch), eval batches cover the
- * whole shard. Positions the loader at batch 0 of its current epoch. Default: 0 of 1. */
+ * whole shard (empty for a rank >= size). With batch_size = B / world, batch b of the ranks
+ * together is batch b of one process at B, mixup included (loader.c). Positions the
+ * loader at batch 0 of its current epoch. Default: 0 of 1. */
 void vt_loader_set_shard(vt_loader *L, int rank, int world);
 
 /* Worker threads that prefetch batches (loader.c describes the design): n > 0 threads,
