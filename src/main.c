@@ -9,6 +9,7 @@
  *   vitrain help-config [--markdown]
  *
  * Flags take their value as the next argument or after '=' (--threads=2).
+ * Under mpirun (dist.h) every rank runs the same command line; rank 0 prints.
  */
 #include <math.h>
 #include <omp.h>
@@ -21,6 +22,7 @@
 #include "checkpoint.h"
 #include "config.h"
 #include "data/loader.h"
+#include "dist.h"
 #include "eval.h"
 #include "kernels.h"
 #include "npz.h"
@@ -112,15 +114,16 @@ static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((for
 static int usage_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fputs("vitrain: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    fputs("vitrain: ", vt_dist_msg());
+    vfprintf(vt_dist_msg(), fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n%s", usage_of(cmd));
+    fprintf(vt_dist_msg(), "\n%s", usage_of(cmd));
     return 2;
 }
 
 static int fail_exit(vt_status st) {
-    fprintf(stderr, "vitrain: error: %s\n", vt_last_error());
+    if (vt_dist_reports_error())
+        fprintf(vt_dist_msg(), "vitrain: %serror: %s\n", vt_dist_who(), vt_last_error());
     return st == VT_ERR_USAGE ? 2 : 1;
 }
 
@@ -233,23 +236,52 @@ static int load_config(vt_config *cfg, const cli_args *a) {
      * that is invalid on its own. */
     vt_status st = vt_resolve_file(cfg, a->config, (const char *const *)a->sets, a->n_sets);
     if (st != VT_OK) {
-        fprintf(stderr, "vitrain: config error: %s\n", vt_last_error());
+        fprintf(vt_dist_msg(), "vitrain: config error: %s\n", vt_last_error());
         return 2;
     }
     return 0;
 }
 
+/* The start-up agreement of the ranks (dist.h) on the loaded config (rc: 0 if it
+ * loaded) and the options that shape the job (not --threads: hosts may differ). */
+static int start_job(int rc, const cli_args *a, const vt_config *cfg) {
+    char *job = NULL;
+    if (!rc) {
+        char *json = vt_config_to_json(cfg);
+        char opts[2048];
+        int o = snprintf(opts, sizeof opts, "cmd=%s resume=%s run_dir=%s stop_after=%lld checkpoint=%s "
+                         "logits=%s shuffle=%d seed=%llu resolutions=", a->cmd,
+                         a->resume ? a->resume : "", a->run_dir ? a->run_dir : "", a->stop_after,
+                         a->checkpoint ? a->checkpoint : "", a->logits ? a->logits : "",
+                         a->patch_shuffle, a->seed);
+        for (int i = 0; i < a->n_resolutions && o > 0 && o < (int)sizeof opts; i++)
+            o += snprintf(opts + o, sizeof opts - (size_t)o, "%d,", a->resolutions[i]);
+        job = vt_xmalloc(strlen(json) + strlen(opts) + 2);
+        sprintf(job, "%s\n%s", opts, json);
+        free(json);
+    }
+    rc = vt_dist_start(rc, job);
+    free(job);
+    return rc;
+}
+
 /* Kernel table and thread count; logs the choice once. */
 static int start_runtime(const vt_config *cfg, const cli_args *a) {
     char err[256];
-    if (vt_kernels_init(err, sizeof err)) {
-        fprintf(stderr, "vitrain: %s\n", err);
+    int bad = vt_kernels_init(err, sizeof err);
+    if (vt_dist_agree(bad ? vt_fail(VT_ERR_USAGE, "%s", err) : VT_OK) != VT_OK) {
+        if (vt_dist_reports_error()) fprintf(stderr, "vitrain: %s\n", vt_last_error());
         return 2;
     }
     int n = a->threads >= 0 ? a->threads : cfg->train.threads;
     if (n == 0) n = omp_get_num_procs();
     omp_set_num_threads(n);
-    fprintf(stderr, "vitrain: kernels %s, %d thread%s\n", vt_k.name, n, n == 1 ? "" : "s");
+    if (vt_dist_root())
+        fprintf(stderr, "vitrain: kernels %s, %d thread%s%s\n", vt_k.name, n, n == 1 ? "" : "s",
+                vt_dist_size() > 1 ? " per rank" : "");
+    if (vt_dist_size() > 1 && vt_dist_root())
+        fprintf(stderr, "vitrain: %d ranks (MPI)\n", vt_dist_size());
+    vt_dist_check_placement(n);
     return 0;
 }
 
@@ -258,11 +290,11 @@ static int cmd_train(const cli_args *a) {
         return usage_error("train", "--resume %s and --run-dir %s name different directories",
                            a->resume, a->run_dir);
     vt_config cfg;
-    int rc = load_config(&cfg, a);
+    int rc = start_job(load_config(&cfg, a), a, &cfg);
     if (rc) return rc;
     if ((rc = start_runtime(&cfg, a))) return rc;
     char *json = vt_config_to_json(&cfg);
-    fprintf(stderr, "vitrain: resolved config:\n%s\n", json);
+    if (vt_dist_root()) fprintf(stderr, "vitrain: resolved config:\n%s\n", json);
     free(json);
     vt_train_opts opts = {a->run_dir, a->resume, a->stop_after};
     vt_train_result res;
@@ -311,33 +343,39 @@ static vt_status add_samples(logits_out *lo, vt_evaluator *ev, const int *labels
 static vt_status eval_at(const vt_config *cfg, vt_vit *m, int S, const cli_args *a, logits_out *lo,
                          eval_row *row) {
     vt_evaluator ev;
-    vt_status st = vt_eval_open(&ev, cfg, S);
-    if (st != VT_OK) return st;
+    vt_status st = vt_dist_agree(vt_eval_open(&ev, cfg, S));
+    if (st != VT_OK) {
+        vt_eval_close(&ev);
+        return st;
+    }
     float *logits = NULL;
     int *labels = NULL;
-    if (lo) {
-        logits = malloc((size_t)ev.n * ev.num_classes * sizeof(float) + 1);
-        labels = malloc((size_t)ev.n * sizeof(int) + 1);
+    if (lo) { /* every rank asks for them; rank 0's buffers receive all rows (eval.h) */
+        size_t rows = vt_dist_root() ? (size_t)ev.n : 0;
+        logits = malloc(rows * ev.num_classes * sizeof(float) + 1);
+        labels = malloc(rows * sizeof(int) + 1);
         if (!logits || !labels) st = vt_fail(VT_ERR_RUNTIME, "out of memory: logits of %lld x %d floats",
                                              (long long)ev.n, ev.num_classes);
         ev.labels_out = labels;
     }
     char name[64];
     int64_t shape[2] = {ev.n, ev.num_classes};
-    if (st == VT_OK) st = vt_eval_run(&ev, m, logits, &row->plain);
-    if (st == VT_OK && lo) {
+    if ((st = vt_dist_agree(st)) == VT_OK) st = vt_eval_run(&ev, m, logits, &row->plain);
+    if (st == VT_OK && lo && vt_dist_root()) {
         snprintf(name, sizeof name, "logits_%d", S);
         st = vt_npz_add_f32(lo->z, name, logits, 2, shape);
         if (st == VT_OK && !lo->have_samples) st = add_samples(lo, &ev, labels);
     }
+    if (lo) st = vt_dist_agree(st);
     if (st == VT_OK && a->patch_shuffle) {
         ev.shuffle = 1;
         ev.shuffle_seed = a->seed;
         st = vt_eval_run(&ev, m, logits, &row->shuf);
-        if (st == VT_OK && lo) {
+        if (st == VT_OK && lo && vt_dist_root()) {
             snprintf(name, sizeof name, "shuffled_logits_%d", S);
             st = vt_npz_add_f32(lo->z, name, logits, 2, shape);
         }
+        if (lo) st = vt_dist_agree(st);
     }
     free(logits);
     free(labels);
@@ -361,7 +399,7 @@ static int eval_config(vt_config *cfg, const vt_safetensors *st, const cli_args 
         char src[VT_STR + 64];
         snprintf(src, sizeof src, "%s __metadata__[\"config\"]", a->checkpoint);
         if (vt_resolve_json(&ck, meta, src) != VT_OK) {
-            fprintf(stderr, "vitrain: config error: %s\n", vt_last_error());
+            fprintf(vt_dist_msg(), "vitrain: config error: %s\n", vt_last_error());
             return 2;
         }
     }
@@ -374,7 +412,7 @@ static int eval_config(vt_config *cfg, const vt_safetensors *st, const cli_args 
         for (int i = 0; i < a->n_sets && st_ == VT_OK; i++) st_ = vt_config_set(cfg, a->sets[i]);
         if (st_ == VT_OK) st_ = vt_resolve(cfg);
         if (st_ != VT_OK) {
-            fprintf(stderr, "vitrain: config error: %s\n", vt_last_error());
+            fprintf(vt_dist_msg(), "vitrain: config error: %s\n", vt_last_error());
             return 2;
         }
     } else {
@@ -385,7 +423,7 @@ static int eval_config(vt_config *cfg, const vt_safetensors *st, const cli_args 
     char report[2048];
     int n = meta ? vt_config_model_keys_differ(cfg, &ck, report, sizeof report) : 0;
     if (n > 0) {
-        fprintf(stderr, "vitrain: config error: %s: %d key%s that define%s the model differ%s from the "
+        fprintf(vt_dist_msg(), "vitrain: config error: %s: %d key%s that define%s the model differ%s from the "
                 "checkpoint's config (%s value vs checkpoint value): %s. Data and eval keys may differ; "
                 "without CONFIG eval takes the checkpoint's own config\n",
                 a->config ? a->config : "--set", n, n == 1 ? "" : "s", n == 1 ? "s" : "", n == 1 ? "s" : "",
@@ -423,12 +461,10 @@ static int cmd_eval(const cli_args *a) {
         for (int i = 0; i < cfg.eval.n_resolutions; i++)
             if (cfg.eval.resolutions[i] != cfg.model.img_size) sizes[n_sizes++] = cfg.eval.resolutions[i];
     }
-    for (int i = 0; i < n_sizes; i++)
-        if (vt_resolve_image_size(sizes[i], cfg.model.patch_size, "--resolutions: size") != VT_OK) {
-            vt_st_free(&ckpt);
-            return usage_error("eval", "%s", vt_last_error());
-        }
-    if ((rc = start_runtime(&cfg, a))) {
+    for (int i = 0; i < n_sizes && !rc; i++)
+        if (vt_resolve_image_size(sizes[i], cfg.model.patch_size, "--resolutions: size") != VT_OK)
+            rc = usage_error("eval", "%s", vt_last_error());
+    if ((rc = start_job(rc, a, &cfg)) || (rc = start_runtime(&cfg, a))) {
         vt_st_free(&ckpt);
         return rc;
     }
@@ -436,18 +472,20 @@ static int cmd_eval(const cli_args *a) {
     st = vt_vit_init(&m, &cfg, (uint64_t)cfg.train.seed);
     if (st != VT_OK) {
         vt_st_free(&ckpt);
-        return fail_exit(st);
+        return fail_exit(vt_dist_everywhere(st));
     }
     vt_weights_opts strict = {0, 0};
-    st = vt_weights_apply(&m, &ckpt, a->checkpoint, &strict, NULL, NULL);
+    st = vt_dist_agree(vt_weights_apply(&m, &ckpt, a->checkpoint, &strict, NULL, NULL));
     vt_st_free(&ckpt);
     logits_out lo = {NULL, 0};
-    if (st == VT_OK && a->logits) st = vt_npz_open(&lo.z, a->logits);
+    int want_logits = st == VT_OK && a->logits; /* rank 0 writes the archive */
+    if (want_logits && vt_dist_root()) st = vt_npz_open(&lo.z, a->logits);
+    if (want_logits) st = vt_dist_agree(st);
     eval_row rows[VT_MAX_RES + 1];
     int done = 0;
     for (; st == VT_OK && done < n_sizes; done++) {
         eval_row *r = &rows[done];
-        st = eval_at(&cfg, &m, sizes[done], a, lo.z ? &lo : NULL, r);
+        st = eval_at(&cfg, &m, sizes[done], a, want_logits ? &lo : NULL, r);
         if (st != VT_OK) break;
         printf("{\"checkpoint\":\"%s\",\"split\":\"%s\",\"n\":%lld,\"resolution\":%d,\"top1\":%.4f,"
                "\"top5\":%.4f,\"loss\":%.9g", a->checkpoint, cfg.data.val_split, (long long)r->plain.n,
@@ -458,11 +496,12 @@ static int cmd_eval(const cli_args *a) {
                    r->shuf.loss, shuffle_drop(r));
         printf("}\n");
         fflush(stdout);
-        fprintf(stderr, "eval: top-1 %.2f%% top-5 %.2f%% loss %.4f (%s, %lld images, %dpx)\n",
+        if (vt_dist_root())
+            fprintf(stderr, "eval: top-1 %.2f%% top-5 %.2f%% loss %.4f (%s, %lld images, %dpx)\n",
                 r->plain.top1, r->plain.top5, r->plain.loss, cfg.data.val_split, (long long)r->plain.n,
                 r->plain.img_size);
     }
-    if (st == VT_OK) {
+    if (st == VT_OK && vt_dist_root()) {
         fprintf(stderr, "\n%-10s %8s %8s %9s", "resolution", "top-1", "top-5", "loss");
         if (a->patch_shuffle) fprintf(stderr, " %10s %10s %9s", "shuf top-1", "shuf top-5", "drop");
         fputc('\n', stderr);
@@ -487,6 +526,7 @@ static int cmd_eval(const cli_args *a) {
     } else {
         vt_npz_abort(lo.z);
     }
+    if (want_logits) st = vt_dist_agree(st);
     vt_vit_free(&m);
     return st == VT_OK ? 0 : fail_exit(st);
 }
@@ -543,7 +583,7 @@ static int looks_like_config(const char *arg) {
     return strchr(arg, '.') || strchr(arg, '/') || stat(arg, &sb) == 0;
 }
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
     if (argc < 2) return usage_error("", "missing subcommand or CONFIG");
     const char *first = argv[1];
     if (!strcmp(first, "--help") || !strcmp(first, "-h") || !strcmp(first, "help")) {
@@ -575,4 +615,9 @@ int main(int argc, char **argv) {
     }
     rc = cmds[ci].run(&a);
     return rc;
+}
+
+int main(int argc, char **argv) {
+    vt_dist_init(&argc, &argv);
+    return vt_dist_exit(run(argc, argv));
 }
