@@ -242,30 +242,30 @@ void vt_dist_sum_i64(int64_t *v, int n) {
     D.comm_s += now() - t;
 }
 
-void vt_dist_gather_strided_rows(const float *mine, int64_t n, int cols, float *full) {
+void vt_dist_gather_strided(const void *mine, int64_t n, size_t row_bytes, void *full) {
     const int R = D.size, me = D.rank;
     if (!multi()) {
-        if (full != mine) memcpy(full, mine, (size_t)n * cols * sizeof(float));
+        if (full != mine) memcpy(full, mine, (size_t)n * row_bytes);
         return;
     }
-    VT_ASSERT((double)n * cols < (double)INT_MAX, "gather of %lld x %d floats exceeds MPI's int "
-              "counts", (long long)n, cols);
+    VT_ASSERT((double)n * row_bytes < (double)INT_MAX, "gather of %lld rows of %zu bytes exceeds MPI's "
+              "int counts", (long long)n, row_bytes);
     int *counts = vt_xmalloc(sizeof(int) * (size_t)R), *displs = vt_xmalloc(sizeof(int) * (size_t)R);
     for (int r = 0, at = 0; r < R; r++) {
         int64_t rows = (n - r + R - 1) / R;
-        counts[r] = (int)(rows * cols);
+        counts[r] = (int)(rows * (int64_t)row_bytes);
         displs[r] = at;
         at += counts[r];
     }
-    float *packed = me == 0 ? vt_xmalloc(sizeof(float) * (size_t)n * cols) : NULL;
+    char *packed = me == 0 ? vt_xmalloc((size_t)n * row_bytes + 1) : NULL;
     double t = now();
-    MPI_Gatherv(mine, counts[me], MPI_FLOAT, packed, counts, displs, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    MPI_Gatherv(mine, counts[me], MPI_BYTE, packed, counts, displs, MPI_BYTE, 0, MPI_COMM_WORLD);
     D.comm_s += now() - t;
     if (me == 0)
         for (int r = 0; r < R; r++)
-            for (int64_t i = 0; i < counts[r] / cols; i++)
-                memcpy(full + ((size_t)i * R + r) * cols, packed + displs[r] + (size_t)i * cols,
-                       sizeof(float) * (size_t)cols);
+            for (int64_t i = 0; i < counts[r] / (int64_t)row_bytes; i++)
+                memcpy((char *)full + ((size_t)i * R + r) * row_bytes,
+                       packed + displs[r] + (size_t)i * row_bytes, row_bytes);
     free(packed);
     free(counts);
     free(displs);

@@ -89,10 +89,10 @@ void vt_dist_bcast(void *data, size_t bytes);
 /* Element-wise sums over the ranks, in place. */
 void vt_dist_sum_f64(double *v, int n);
 void vt_dist_sum_i64(int64_t *v, int n);
-/* Sharded rows back in order on rank 0: rank r holds rows r, r + R, r + 2R, ... of an
- * n x cols matrix (the loader's shard); rank 0 receives all n rows in full (n x cols,
- * only read on rank 0; may be NULL elsewhere). */
-void vt_dist_gather_strided_rows(const float *mine, int64_t n, int cols, float *full);
+/* Sharded rows back in order on rank 0: rank r holds rows r, r + R, r + 2R, ... of n
+ * rows of row_bytes each (the loader's shard); rank 0 receives all n rows in full
+ * (only written on rank 0; may be NULL elsewhere). */
+void vt_dist_gather_strided(const void *mine, int64_t n, size_t row_bytes, void *full);
 /* Seconds this process has spent in MPI calls on its main thread so far: time the
  * step waits on communication (launching, progressing and completing the gradient
  * exchange, the small reductions). 0 without MPI. */

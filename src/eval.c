@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "dist.h"
 #include "ops/ops.h"
 #include "precision.h"
 #include "resolve.h"
@@ -31,7 +32,14 @@ vt_status vt_eval_open(vt_evaluator *ev, const vt_config *cfg, int img_size) {
         return vt_fail(VT_ERR_USAGE, "data split '%s' has %d classes but model.num_classes is %d",
                        cfg->data.val_split, dk, ev->num_classes);
     }
-    ev->n = vt_loader_size(ev->loader);
+    /* data parallel: rank r evaluates samples r, r + R, ... (vt_eval_run sums the counts)
+     * in batches of ceil(eval batch / R) */
+    ev->rank = vt_dist_rank();
+    ev->ranks = vt_dist_size();
+    ev->batch_size = (ev->batch_size + ev->ranks - 1) / ev->ranks;
+    vt_loader_set_shard(ev->loader, ev->rank, ev->ranks);
+    ev->n = vt_loader_split_size(ev->loader);
+    ev->n_local = vt_loader_size(ev->loader);
     size_t img_floats = (size_t)ev->batch_size * ev->in_chans * img_size * img_size;
     ev->images = vt_aligned_alloc(img_floats * sizeof(float));
     ev->labels = vt_aligned_alloc((size_t)ev->batch_size * sizeof(int));
@@ -66,6 +74,8 @@ void vt_eval_close(vt_evaluator *ev) {
     free(ev->soft);
     free(ev->perm);
     free(ev->scratch);
+    free(ev->logits_local);
+    free(ev->labels_local);
     memset(ev, 0, sizeof *ev);
 }
 
@@ -107,24 +117,37 @@ static vt_status eval_batches(vt_evaluator *ev, vt_vit *m, float *logits, vt_eva
               "evaluator built for another model (%d classes, %d channels)",
               ev->num_classes, ev->in_chans);
     const int K = ev->num_classes, S = ev->img_size;
-    int64_t seen = 0, c1 = 0, c5 = 0;
+    int64_t seen = 0, c1 = 0, c5 = 0; /* this rank's shard */
     double loss_sum = 0.0;
+    float *rows = logits;
+    int *lab = ev->labels_out;
+    vt_status st = VT_OK;
+    if (ev->ranks > 1 && (logits || lab)) { /* this rank's rows, gathered in dataset order below */
+        if (!ev->logits_local) ev->logits_local = malloc((size_t)(ev->n_local + 1) * K * sizeof(float));
+        if (!ev->labels_local) ev->labels_local = malloc((size_t)(ev->n_local + 1) * sizeof(int));
+        if (!ev->logits_local || !ev->labels_local)
+            st = vt_fail(VT_ERR_RUNTIME, "out of memory: logits of %lld x %d floats",
+                         (long long)ev->n_local, K);
+        rows = logits ? ev->logits_local : NULL;
+        lab = lab ? ev->labels_local : NULL;
+    }
     vt_loader_seek(ev->loader, 0, 0, ev->batch_size);
-    for (;;) {
+    while (st == VT_OK) {
         int count = 0, soft_used = 0;
-        vt_status st = vt_loader_next(ev->loader, ev->images, ev->labels, ev->soft, &soft_used, &count);
-        if (st != VT_OK) return st;
-        if (count == 0) break;
-        for (int i = 0; i < count; i++)
+        st = vt_loader_next(ev->loader, ev->images, ev->labels, ev->soft, &soft_used, &count);
+        if (st != VT_OK || count == 0) break;
+        for (int i = 0; i < count && st == VT_OK; i++)
             if (ev->labels[i] < 0 || ev->labels[i] >= K)
-                return vt_fail(VT_ERR_RUNTIME, "validation sample %lld has label %d: expected "
-                               "0..%d (model.num_classes %d)", (long long)(seen + i),
-                               ev->labels[i], K - 1, K);
+                st = vt_fail(VT_ERR_RUNTIME, "validation sample %lld has label %d: expected 0..%d "
+                             "(model.num_classes %d)", (long long)((seen + i) * ev->ranks + ev->rank),
+                             ev->labels[i], K - 1, K);
+        if (st != VT_OK) break;
         if (ev->shuffle) {
             const int G = S / ev->patch_size;
             const size_t img = (size_t)ev->in_chans * S * S;
             for (int i = 0; i < count; i++) {
-                vt_eval_patch_permutation(ev->perm, G * G, ev->shuffle_seed, seen + i);
+                vt_eval_patch_permutation(ev->perm, G * G, ev->shuffle_seed,
+                                          (seen + i) * ev->ranks + ev->rank);
                 memcpy(ev->scratch, ev->images + i * img, img * sizeof(float));
                 vt_eval_permute_patches(ev->images + i * img, ev->scratch, ev->perm, ev->in_chans, S,
                                         ev->patch_size);
@@ -144,19 +167,28 @@ static vt_status eval_batches(vt_evaluator *ev, vt_vit *m, float *logits, vt_eva
             c1 += r < 1;
             c5 += r < 5;
         }
-        if (logits || ev->labels_out)
-            VT_ASSERT(seen + count <= ev->n, "loader returned more than %lld samples", (long long)ev->n);
-        if (logits) memcpy(logits + seen * K, out->data, (size_t)count * K * sizeof(float));
-        if (ev->labels_out) memcpy(ev->labels_out + seen, ev->labels, (size_t)count * sizeof(int));
+        if (rows || lab) {
+            VT_ASSERT(seen + count <= ev->n_local, "loader returned more than %lld samples",
+                      (long long)ev->n_local);
+            if (rows) memcpy(rows + seen * K, out->data, (size_t)count * K * sizeof(float));
+            if (lab) memcpy(lab + seen, ev->labels, (size_t)count * sizeof(int));
+        }
         seen += count;
     }
-    if (seen != ev->n)
-        return vt_fail(VT_ERR_RUNTIME, "validation split: loader produced %lld samples, expected %lld",
-                       (long long)seen, (long long)ev->n);
+    if (st == VT_OK && seen != ev->n_local)
+        st = vt_fail(VT_ERR_RUNTIME, "validation split: loader produced %lld samples, expected %lld",
+                     (long long)seen, (long long)ev->n_local);
+    if ((st = vt_dist_agree(st)) != VT_OK) return st;
+    int64_t counts[3] = {seen, c1, c5};
+    vt_dist_sum_i64(counts, 3);
+    vt_dist_sum_f64(&loss_sum, 1);
+    if (rows && rows != logits) vt_dist_gather_strided(rows, ev->n, K * sizeof(float), logits);
+    if (lab && lab != ev->labels_out) vt_dist_gather_strided(lab, ev->n, sizeof(int), ev->labels_out);
+    seen = counts[0];
     res->n = seen;
     res->img_size = S;
-    res->top1 = seen ? 100.0 * (double)c1 / (double)seen : 0.0;
-    res->top5 = seen ? 100.0 * (double)c5 / (double)seen : 0.0;
+    res->top1 = seen ? 100.0 * (double)counts[1] / (double)seen : 0.0;
+    res->top5 = seen ? 100.0 * (double)counts[2] / (double)seen : 0.0;
     res->loss = seen ? loss_sum / (double)seen : 0.0;
     return VT_OK;
 }

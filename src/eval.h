@@ -46,6 +46,10 @@ typedef struct {
     vt_loader *loader;
     int img_size, batch_size, in_chans, num_classes;
     int64_t n;           /* samples in the split */
+    int rank, ranks;     /* data parallel: this rank evaluates samples rank, rank + ranks, ... */
+    int64_t n_local;     /* of which this rank's */
+    float *logits_local; /* this rank's logits rows and labels when gathering them */
+    int *labels_local;
     float *images;       /* batch_size * in_chans * img_size^2 */
     int *labels;         /* batch_size */
     float *soft;         /* batch_size * num_classes (loader contract; unused for val) */
@@ -62,15 +66,21 @@ typedef struct {
 
 /* Open the val split of a resolved cfg's data at img_size (S, a multiple of
  * model.patch_size: resolve.h's vt_resolve_image_size checks a size a user gives; here it
- * is asserted) with batches of eval.batch_size. Errors: the loader's (missing files ...),
- * or a dataset whose class count exceeds model.num_classes. */
+ * is asserted) with batches of eval.batch_size. With R data-parallel ranks (dist.h) each
+ * rank takes the shard of samples rank, rank + R, ... in batches of ceil(batch / R), and
+ * vt_eval_run (a collective then) sums the counts: a sample's logits do not depend on
+ * which samples share its batch (tests/test_dist.c), so top-1 and top-5 equal one
+ * process's exactly and the loss up to summation order. Errors: the loader's (missing
+ * files ...), or a dataset whose class count exceeds model.num_classes. */
 vt_status vt_eval_open(vt_evaluator *ev, const vt_config *cfg, int img_size);
 void vt_eval_close(vt_evaluator *ev);
 
 /* Evaluate m over the whole split. logits: NULL, or ev->n * num_classes floats that
- * receive the logits, rows in dataset order (for `vitrain eval --logits`). The model's
- * parameters are not modified. Errors: loader failures; a label outside
- * [0, num_classes). */
+ * receive the logits, rows in dataset order (for `vitrain eval --logits`). With several
+ * ranks, logits and ev->labels_out are gathered on rank 0: every rank passes them (or
+ * none does), and the other ranks' pointers are only read as "wanted", never written.
+ * The model's parameters are not modified. Errors (every rank returns the first failing
+ * rank's): loader failures; a label outside [0, num_classes). */
 vt_status vt_eval_run(vt_evaluator *ev, vt_vit *m, float *logits, vt_eval_result *res);
 
 /* The patch permutation of dataset sample `index` under `seed`: perm[g] (n entries,

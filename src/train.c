@@ -12,6 +12,7 @@
 
 #include "checkpoint.h"
 #include "data/loader.h"
+#include "dist.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "optim.h"
@@ -107,6 +108,8 @@ typedef struct {
     int arena_ok;
     uint16_t *w16;           /* the weights' bf16 copies (train.precision = bf16), or NULL */
     vt_rng drop_rng;
+    int root, ranks, local_bs; /* data parallel: rank 0 writes; batch_size / ranks per rank */
+    vt_dist_grads *dg;       /* the gradient exchange, NULL with one rank */
     float *images, *soft;
     int *labels;
     FILE *metrics;
@@ -137,7 +140,17 @@ static uint64_t params_hash(const vt_vit *m) {
 static int64_t step_epoch(const trainer *tr, int64_t s) { return s / tr->spe; }
 static int64_t step_batch(const trainer *tr, int64_t s) { return (s % tr->spe) * tr->accum; }
 
+static vt_status save_state_files(trainer *tr);
+
+/* Every rank checks that the ranks still hold the same weights; rank 0 writes. */
 static vt_status save_state(trainer *tr) {
+    vt_status st = vt_dist_check_same("the model parameters (the ranks diverged)", tr->model.params,
+                                      (size_t)tr->model.n_params * sizeof(float));
+    if (st != VT_OK) return st;
+    return vt_dist_agree(tr->root ? save_state_files(tr) : VT_OK);
+}
+
+static vt_status save_state_files(trainer *tr) {
     vt_status st = vt_vit_save(&tr->model, tr->last_path);
     if (st != VT_OK) return st;
     char step[32], epoch[32], batch[32], ot[32], rng[80], best[40], wl[40], hash[24];
@@ -261,7 +274,7 @@ static vt_status load_state(trainer *tr) {
     }
     const char *saved_cfg = vt_st_meta(&s, "config");
     char *cur = vt_config_to_json(tr->cfg);
-    if (saved_cfg && strcmp(saved_cfg, cur) != 0)
+    if (saved_cfg && strcmp(saved_cfg, cur) != 0 && tr->root)
         fprintf(stderr, "vitrain: warning: the config differs from the one saved in %s; the "
                 "resumed run will not match an uninterrupted run of either config\n", path);
     free(cur);
@@ -329,7 +342,7 @@ static void show_progress(trainer *tr, float loss, double lr, double img_s, doub
 
 static vt_status evaluate(trainer *tr, vt_evaluator *ev, vt_eval_result *r) {
     vt_status st = vt_eval_run(ev, &tr->model, NULL, r);
-    if (st != VT_OK) return st;
+    if (st != VT_OK || !tr->root) return st;
     int64_t ep = tr->step > 0 ? step_epoch(tr, tr->step - 1) + 1 : 0;
     end_live_line(tr);
     fprintf(stderr, "eval  epoch %lld step %lld: top-1 %.2f%% top-5 %.2f%% loss %.4f (%lld images, "
@@ -349,7 +362,7 @@ static vt_status evaluate_main(trainer *tr, vt_eval_result *r) {
     tr->last_eval_step = tr->step;
     if (r->top1 > tr->best_top1) {
         tr->best_top1 = r->top1;
-        st = vt_vit_save(&tr->model, tr->best_path);
+        st = vt_dist_agree(tr->root ? vt_vit_save(&tr->model, tr->best_path) : VT_OK);
     }
     return st;
 }
@@ -359,19 +372,27 @@ static vt_status nonfinite_stop(trainer *tr, const char *what, double value) {
     if (file_exists(tr->last_path)) snprintf(hint, sizeof hint, "last good checkpoint: %s", tr->last_path);
     else snprintf(hint, sizeof hint, "no checkpoint was written yet");
     end_live_line(tr);
-    return vt_fail(VT_ERR_RUNTIME, "%s is %s at step %lld (epoch %lld); %s (lower optim.lr or set "
-                   "optim.clip_grad)", what, isnan(value) ? "NaN" : "Inf", (long long)(tr->step + 1),
-                   (long long)step_epoch(tr, tr->step) + 1, hint);
+    /* the loss and the gradient norm are the global ones: every rank stops here */
+    return vt_dist_everywhere(vt_fail(VT_ERR_RUNTIME, "%s is %s at step %lld (epoch %lld); %s (lower "
+                                      "optim.lr or set optim.clip_grad)", what,
+                                      isnan(value) ? "NaN" : "Inf", (long long)(tr->step + 1),
+                                      (long long)step_epoch(tr, tr->step) + 1, hint));
 }
 
+/* Everything but communication (vt_train_run agrees on the outcome across ranks, then
+ * runs setup_ranks). */
 static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     const vt_config *cfg = tr->cfg;
     vt_status st;
+    tr->root = vt_dist_root();
+    tr->ranks = vt_dist_size();
+    if ((st = vt_dist_split_batch(cfg->train.batch_size, "train.batch_size", &tr->local_bs)) != VT_OK)
+        return st;
     if (opts->resume_dir) {
         struct stat sb;
         if (stat(tr->dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
             return vt_fail(VT_ERR_USAGE, "--resume %s: no such run directory", tr->dir);
-    } else if ((st = vt_mkdir_p(tr->dir)) != VT_OK) {
+    } else if (tr->root && (st = vt_mkdir_p(tr->dir)) != VT_OK) {
         return st;
     }
     snprintf(tr->last_path, sizeof tr->last_path, "%s/last.safetensors", tr->dir);
@@ -381,7 +402,7 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     char cpath[VT_STR + 32];
     snprintf(cpath, sizeof cpath, "%s/config.json", tr->dir);
     char *json = vt_config_to_json(cfg);
-    st = write_text_atomic(cpath, json);
+    st = tr->root ? write_text_atomic(cpath, json) : VT_OK;
     free(json);
     if (st != VT_OK) return st;
 
@@ -404,11 +425,14 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     tr->T = cfg->train.steps > 0 ? cfg->train.steps : (int64_t)cfg->train.epochs * tr->spe;
     tr->W = cfg->optim.warmup_steps > 0 ? cfg->optim.warmup_steps
                                         : llround(cfg->optim.warmup_epochs * (double)tr->spe);
+    /* this rank's local_bs of every global batch; the steps per epoch stay the same:
+     * floor(floor(n / R) / (B / R)) = floor(n / B) */
+    vt_loader_set_shard(tr->loader, vt_dist_rank(), tr->ranks);
 
-    size_t img_floats = (size_t)tr->bs * C * S * S;
+    size_t img_floats = (size_t)tr->local_bs * C * S * S;
     tr->images = vt_aligned_alloc(img_floats * sizeof(float));
-    tr->labels = vt_aligned_alloc((size_t)tr->bs * sizeof(int));
-    tr->soft = vt_aligned_alloc((size_t)tr->bs * K * sizeof(float));
+    tr->labels = vt_aligned_alloc((size_t)tr->local_bs * sizeof(int));
+    tr->soft = vt_aligned_alloc((size_t)tr->local_bs * K * sizeof(float));
     if (!tr->images || !tr->labels || !tr->soft)
         return vt_fail(VT_ERR_RUNTIME, "out of memory: training batch of %d images at %dx%d", tr->bs,
                        S, S);
@@ -430,14 +454,15 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
 
     if (opts->resume_dir) {
         if ((st = load_state(tr)) != VT_OK) return st;
-        if ((st = trim_metrics(tr->metrics_path, tr->step)) != VT_OK) return st;
-        fprintf(stderr, "vitrain: resuming %s at step %lld (epoch %lld, micro-batch %lld)\n", tr->dir,
-                (long long)tr->step, (long long)step_epoch(tr, tr->step) + 1,
-                (long long)step_batch(tr, tr->step));
+        if (tr->root && (st = trim_metrics(tr->metrics_path, tr->step)) != VT_OK) return st;
+        if (tr->root)
+            fprintf(stderr, "vitrain: resuming %s at step %lld (epoch %lld, micro-batch %lld)\n",
+                    tr->dir, (long long)tr->step, (long long)step_epoch(tr, tr->step) + 1,
+                    (long long)step_batch(tr, tr->step));
     }
-    tr->metrics = fopen(tr->metrics_path, opts->resume_dir ? "ab" : "wb");
-    if (!tr->metrics) return vt_fail(VT_ERR_RUNTIME, "cannot open '%s': %s", tr->metrics_path,
-                                     strerror(errno));
+    tr->metrics = tr->root ? fopen(tr->metrics_path, opts->resume_dir ? "ab" : "wb") : NULL;
+    if (tr->root && !tr->metrics)
+        return vt_fail(VT_ERR_RUNTIME, "cannot open '%s': %s", tr->metrics_path, strerror(errno));
 
     vt_arena_init(&tr->arena, (size_t)1 << 20);
     vt_tape_init(&tr->tape, &tr->arena);
@@ -452,9 +477,34 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     }
 
     int tty = isatty(fileno(stderr));
-    tr->live = cfg->runtime.progress == VT_PROGRESS_ALWAYS ||
-               (cfg->runtime.progress == VT_PROGRESS_AUTO && tty);
+    tr->live = tr->root && (cfg->runtime.progress == VT_PROGRESS_ALWAYS ||
+                            (cfg->runtime.progress == VT_PROGRESS_AUTO && tty));
     return VT_OK;
+}
+
+/* With several ranks, after every rank's setup succeeded: the same start on every rank
+ * (rank 0's initial weights broadcast; resumed state compared), each rank's sample keys
+ * and the gradient exchange hooked into backward. */
+static vt_status setup_ranks(trainer *tr, const vt_train_opts *opts) {
+    vt_vit *m = &tr->model;
+    vt_status st = VT_OK;
+    if (opts->resume_dir) {
+        st = vt_dist_check_same("the resumed weights (is the run directory on a file system "
+                                "every rank reads?)", m->params, (size_t)m->n_params * sizeof(float));
+        if (st == VT_OK && tr->opt.m)
+            st = vt_dist_check_same("the resumed optimizer moments", tr->opt.m,
+                                    (size_t)tr->opt.n * sizeof(float));
+    } else {
+        vt_dist_bcast(m->params, (size_t)m->n_params * sizeof(float));
+    }
+    tr->tape.sample0 = vt_dist_rank();
+    tr->tape.sample_stride = tr->ranks;
+    tr->dg = vt_dist_grads_new(m->grads, m->n_params, 0);
+    if (tr->dg) {
+        tr->tape.hook = vt_dist_grads_ready;
+        tr->tape.hook_ctx = tr->dg;
+    }
+    return st;
 }
 
 static void teardown(trainer *tr) {
@@ -466,12 +516,26 @@ static void teardown(trainer *tr) {
     if (tr->model_ok) vt_vit_free(&tr->model);
     if (tr->ev_ok) vt_eval_close(&tr->ev);
     if (tr->loader) vt_loader_close(tr->loader);
+    vt_dist_grads_free(tr->dg);
     free(tr->images);
     free(tr->labels);
     free(tr->soft);
 }
 
-/* One optimizer step: accum micro-batches, averaged gradients, clip, update. */
+/* Labels of a hard-label batch within the model's classes. */
+static vt_status check_labels(const trainer *tr, int count) {
+    for (int i = 0; i < count; i++)
+        if (tr->labels[i] < 0 || tr->labels[i] >= tr->model.num_classes)
+            return vt_fail(VT_ERR_RUNTIME, "training sample with label %d: expected 0..%d "
+                           "(model.num_classes %d)", tr->labels[i], tr->model.num_classes - 1,
+                           tr->model.num_classes);
+    return VT_OK;
+}
+
+/* One optimizer step: accum micro-batches, averaged gradients, clip, update. With R
+ * ranks each micro-batch is this rank's local_bs samples; the last micro-batch's backward
+ * sums the gradients over the ranks (dist.h buckets), so the mean over the global batch
+ * is the sum / (accum R), and every rank steps identically. */
 static vt_status train_step(trainer *tr, float *loss_out, double *gn_out, double lr) {
     const vt_config *cfg = tr->cfg;
     const int S = cfg->model.img_size, C = cfg->model.in_chans;
@@ -481,15 +545,10 @@ static vt_status train_step(trainer *tr, float *loss_out, double *gn_out, double
     for (int a = 0; a < tr->accum; a++) {
         int count = 0, soft_used = 0;
         vt_status st = vt_loader_next(tr->loader, tr->images, tr->labels, tr->soft, &soft_used, &count);
-        if (st != VT_OK) return st;
-        VT_ASSERT(count == tr->bs, "train loader returned %d samples, expected %d (epoch %lld)", count,
-                  tr->bs, (long long)step_epoch(tr, tr->step) + 1);
-        if (!soft_used)
-            for (int i = 0; i < count; i++)
-                if (tr->labels[i] < 0 || tr->labels[i] >= m->num_classes)
-                    return vt_fail(VT_ERR_RUNTIME, "training sample with label %d: expected 0..%d "
-                                   "(model.num_classes %d)", tr->labels[i], m->num_classes - 1,
-                                   m->num_classes);
+        if (st == VT_OK && !soft_used) st = check_labels(tr, count);
+        if ((st = vt_dist_agree(st)) != VT_OK) return st;
+        VT_ASSERT(count == tr->local_bs, "train loader returned %d samples, expected %d (epoch %lld)",
+                  count, tr->local_bs, (long long)step_epoch(tr, tr->step) + 1);
         vt_arena_reset(&tr->arena);
         vt_tape_clear(&tr->tape);
         int64_t shape[4] = {count, C, S, S};
@@ -500,11 +559,17 @@ static vt_status train_step(trainer *tr, float *loss_out, double *gn_out, double
             : vt_op_cross_entropy(&tr->tape, logits, tr->labels, NULL,
                                   (float)cfg->train.label_smoothing);
         float lv = loss->data[0];
-        if (!isfinite(lv)) return nonfinite_stop(tr, "loss", lv);
+        if (tr->dg && a == tr->accum - 1) vt_dist_grads_begin(tr->dg);
         vt_tape_backward(&tr->tape, loss);
+        if (tr->dg && a == tr->accum - 1) vt_dist_grads_finish(tr->dg);
         loss_sum += lv;
     }
-    if (tr->accum > 1) vt_k.scale(m->grads, 1.0f / (float)tr->accum, (size_t)m->n_params);
+    /* the loss and its check after the exchange: every rank decides alike */
+    vt_dist_sum_f64(&loss_sum, 1);
+    loss_sum /= tr->ranks;
+    if (!isfinite(loss_sum)) return nonfinite_stop(tr, "loss", loss_sum);
+    int div = tr->accum * tr->ranks;
+    if (div > 1) vt_k.scale(m->grads, 1.0f / (float)div, (size_t)m->n_params);
     double gn = vt_clip_grad_norm(m, cfg->optim.clip_grad);
     if (!isfinite(gn)) return nonfinite_stop(tr, "gradient norm", gn);
     vt_optim_step(&tr->opt, m, (float)lr);
@@ -523,6 +588,7 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
     const int64_t step0 = tr->step;
     double t_loop = now_s(), t_log = t_loop, t_draw = 0.0;
     int64_t log_from = tr->step;
+    double comm_from = vt_dist_comm_seconds();
     vt_eval_result r;
     memset(&r, 0, sizeof r);
     memset(&res->final, 0, sizeof res->final);
@@ -531,7 +597,7 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
         int64_t s = tr->step;
         int64_t ep = step_epoch(tr, s);
         if (ep != cur_epoch) {
-            vt_loader_seek(tr->loader, (int)ep, step_batch(tr, s), tr->bs);
+            vt_loader_seek(tr->loader, (int)ep, step_batch(tr, s), tr->local_bs);
             cur_epoch = ep;
         }
         double lr = vt_lr_at(&cfg->optim, s, tr->T, tr->W);
@@ -543,11 +609,18 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
 
         double t = now_s();
         double sec_per_step = (t - t_loop) / (double)(tr->step - step0);
-        if (tr->step % log_every == 0 || tr->step == stop) {
+        if (tr->root && (tr->step % log_every == 0 || tr->step == stop)) {
             double img_s = (double)(gbatch * (tr->step - log_from)) / fmax(t - t_log, 1e-9);
             fprintf(tr->metrics, "{\"kind\":\"train\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,"
-                    "\"lr\":%.9g,\"grad_norm\":%.9g,\"img_per_s\":%.2f,\"wall_s\":%.3f}\n",
+                    "\"lr\":%.9g,\"grad_norm\":%.9g,\"img_per_s\":%.2f,\"wall_s\":%.3f",
                     (long long)tr->step, (long long)ep + 1, loss, lr, gn, img_s, wall(tr));
+            if (tr->ranks > 1) { /* per step: rank 0's time in MPI calls, not overlapped */
+                double c = vt_dist_comm_seconds();
+                fprintf(tr->metrics, ",\"ranks\":%d,\"comm_s\":%.6f", tr->ranks,
+                        (c - comm_from) / (double)(tr->step - log_from));
+                comm_from = c;
+            }
+            fputs("}\n", tr->metrics);
             fflush(tr->metrics);
             if (!tr->live) show_progress(tr, loss, lr, img_s, sec_per_step, 1);
             t_log = t;
@@ -574,8 +647,9 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
     if (tr->step < tr->T) { /* stopped early on request */
         if ((st = save_state(tr)) != VT_OK) return st;
         end_live_line(tr);
-        fprintf(stderr, "vitrain: stopped after step %lld of %lld; continue with --resume %s\n",
-                (long long)tr->step, (long long)tr->T, tr->dir);
+        if (tr->root)
+            fprintf(stderr, "vitrain: stopped after step %lld of %lld; continue with --resume %s\n",
+                    (long long)tr->step, (long long)tr->T, tr->dir);
         res->stopped = 1;
         return VT_OK;
     }
@@ -588,7 +662,10 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
         int S = cfg->eval.resolutions[i];
         if (S == cfg->model.img_size) continue;
         vt_evaluator ev;
-        if ((st = vt_eval_open(&ev, cfg, S)) != VT_OK) return st;
+        if ((st = vt_dist_agree(vt_eval_open(&ev, cfg, S))) != VT_OK) {
+            vt_eval_close(&ev);
+            return st;
+        }
         vt_eval_result rr;
         st = evaluate(tr, &ev, &rr);
         vt_eval_close(&ev);
@@ -605,7 +682,8 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts, vt_train
     vt_train_run_dir(cfg, opts->resume_dir ? opts->resume_dir : opts->run_dir, tr.dir, sizeof tr.dir);
     snprintf(res->run_dir, sizeof res->run_dir, "%s", tr.dir);
     tr.t_start = now_s();
-    vt_status st = setup(&tr, opts);
+    vt_status st = vt_dist_agree(setup(&tr, opts));
+    if (st == VT_OK) st = setup_ranks(&tr, opts);
     if (st == VT_OK) {
         res->total_steps = tr.T;
         st = run_loop(&tr, opts, res);
@@ -613,7 +691,7 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts, vt_train
     res->steps = tr.step;
     res->best_top1 = tr.best_top1;
     res->wall_s = wall(&tr);
-    if (st == VT_OK && !res->stopped)
+    if (st == VT_OK && !res->stopped && tr.root)
         fprintf(stderr, "final: top-1 %.2f%% top-5 %.2f%% (val, %lld images) in %.1f s\n",
                 res->final.top1, res->final.top5, (long long)res->final.n, res->wall_s);
     teardown(&tr);

@@ -34,6 +34,20 @@
  *                              and config
  *   best.safetensors           the model at the best val top-1 so far
  *
+ * Data parallelism (dist.h, under mpirun): train.batch_size and train.accum_steps keep
+ * meaning the global batch. Each of R ranks trains on batch_size / R samples of every
+ * micro-batch (its loader shard: samples r, r + R, ... of the batch one process would
+ * read, with the same augmentation and dropout draws), the last micro-batch's backward
+ * sums the gradients over the ranks, and the step divides by accum_steps R: clipping
+ * and the optimizer see the global mean and every rank steps identically. So R ranks
+ * equal one process up to float summation order, and one rank under mpirun equals no
+ * mpirun bit for bit. Evaluation is sharded the same way (eval.h). Rank 0 writes the
+ * run directory, metrics and progress (images/s of the global batch); every rank reads
+ * the run directory on --resume (so it must be on a file system they all see), and a
+ * run resumed with another rank count continues the same recipe. Train records with
+ * R > 1 also carry "ranks" and "comm_s": rank 0's seconds per step spent in MPI calls
+ * (the gradient exchange and the small reductions, what backward did not hide).
+ *
  * Exact resume: for the same thread count a resumed run's per-step losses equal the
  * uninterrupted run's bit for bit (data order from (seed, epoch) via vt_loader_seek,
  * the dropout stream restored, moments and parameters restored exactly). On resume,

@@ -544,8 +544,8 @@ static int64_t index_at(const vt_loader *L, int64_t p) {
 }
 
 const char *vt_loader_sample_path(const vt_loader *L, int64_t p, char *buf, size_t len) {
-    VT_ASSERT(L->split == VT_SPLIT_VAL && p >= 0 && p < shard_size(L), "sample path %lld", (long long)p);
-    return vt_imagefolder_path(L->ds, index_at(L, p), buf, len);
+    VT_ASSERT(L->split == VT_SPLIT_VAL && p >= 0 && p < L->ds->size, "sample path %lld", (long long)p);
+    return vt_imagefolder_path(L->ds, p, buf, len); /* the eval split's order is dataset order */
 }
 
 const char *vt_loader_class_name(const vt_loader *L, int k) { return vt_imagefolder_class_name(L->ds, k); }

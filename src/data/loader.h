@@ -55,8 +55,9 @@ vt_status vt_loader_next(vt_loader *L, float *images, int *labels, float *soft,
  * split) or eval_batch (eval split). */
 void vt_loader_position(const vt_loader *L, int *epoch, int64_t *batch);
 
-/* Image-folder datasets: the file of shard position p of the eval split (dataset order)
- * into buf (returns buf), and the folder name of class k. NULL for other kinds. */
+/* Image-folder datasets: the file of position p of the eval split (dataset order, every
+ * shard's: a rank gathering all ranks' rows names them all) into buf (returns buf), and
+ * the folder name of class k. NULL for other kinds. */
 const char *vt_loader_sample_path(const vt_loader *L, int64_t p, char *buf, size_t len);
 const char *vt_loader_class_name(const vt_loader *L, int k);
 

@@ -1,0 +1,590 @@
+/* e2e_dist.c - data-parallel training under mpirun (dist.h), end to end through the
+ * built binary ($VT_BIN, default ./vitrain; run from the repository root) on
+ * configs/synthetic_tiny.json with every random element of the recipe on (dropout,
+ * attention dropout, drop-path, mixup + cutmix, random erasing, flips, label smoothing):
+ *   - 2 ranks x 1 thread equal 1 process x 1 thread over 24 steps: per-step losses within
+ *     1e-5 relative, gradient norms within 1e-4, final weights within 2e-4 (float summation
+ *     order only); the same with the TCP transport alone (--mca btl tcp,self);
+ *   - 1 rank under mpirun equals no mpirun bit for bit (losses, weights);
+ *   - `vitrain eval` sharded over 2 and 3 ranks: top-1, top-5 and n equal one process's,
+ *     and the gathered --logits file is the same bytes;
+ *   - resume across rank counts (2 -> 1 and 1 -> 2, stopped mid-epoch) continues the
+ *     uninterrupted run within the same tolerances;
+ *   - a rank killed with SIGKILL ends the job: mpirun exits non-zero within 30 s naming
+ *     the rank, the last checkpoint evaluates and --resume continues from it;
+ *   - bad inputs: a batch the ranks do not divide, ranks given different configs, a
+ *     config error, a corrupt image read by one rank: one clear message, every rank exits
+ *     non-zero, no hang, nothing written for the errors found before any work;
+ *   - dist.h's collectives themselves, run as `mpirun -np 3 e2e_dist --ranks` (and 2 ranks
+ *     over TCP): error agreement with the failing rank's message, check_same naming the
+ *     differing rank, sums, the strided gather, and the gradient buckets (many small
+ *     buckets started out of order by ready() marks, exact integer sums, re-armed twice).
+ * mpirun gets --oversubscribe (2 cores here) and --allow-run-as-root when run as root. */
+#include <dirent.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "dist.h"
+#include "e2e_util.h"
+#include "harness.h"
+#include "image_fixtures.h"
+
+#define CFG "configs/synthetic_tiny.json"
+/* 256 samples / 32 = 8 steps per epoch, 3 epochs; every random element on */
+#define RECIPE                                                                                    \
+    "--set data.train_size=256 --set train.epochs=3 --set model.drop_rate=0.1 "                   \
+    "--set model.attn_drop_rate=0.1 --set model.drop_path=0.2 --set data.mixup=0.8 "              \
+    "--set data.cutmix=1.0 --set data.reprob=0.25 --set train.label_smoothing=0.1 "               \
+    "--set data.hflip=0.5 --set train.log_every=1 --set train.eval_every=1"
+
+static char bin[1024], self_exe[1024], tmp[256];
+
+/* "mpirun -np N --oversubscribe [--allow-run-as-root] EXTRA" */
+static const char *mpirun(int np, const char *extra) {
+    static char buf[8][256];
+    static int k = 0;
+    char *b = buf[k++ % 8];
+    snprintf(b, 256, "mpirun -np %d --oversubscribe%s %s", np, geteuid() == 0 ? " --allow-run-as-root" : "",
+             extra ? extra : "");
+    return b;
+}
+
+static int count_in_file(const char *path, const char *needle) {
+    char *s = slurp(path, NULL);
+    int n = 0;
+    for (const char *p = s; p && (p = strstr(p, needle)); p += strlen(needle)) n++;
+    if (!n && s) fprintf(stderr, "--- %s does not contain '%s'; it reads:\n%s\n", path, needle, s);
+    free(s);
+    return n;
+}
+
+/* ---- metrics and weights ------------------------------------------------------------ */
+
+typedef struct {
+    int n;
+    int last_step;       /* of the last train record, also past the first 256 */
+    int step[256];
+    double loss[256], gn[256];
+    char raw[256][96];   /* "step loss grad_norm" as printed */
+} train_log;
+
+static double json_num(const char *line, const char *key, char *raw, size_t len) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    if (!p) return NAN;
+    p += strlen(pat);
+    size_t n = strcspn(p, ",}\n");
+    if (raw) snprintf(raw, len, "%.*s", (int)n, p);
+    return atof(p);
+}
+
+static void read_log(const char *dir, train_log *t, double *last_top1) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    char *s = slurp(path, NULL);
+    memset(t, 0, sizeof *t);
+    *last_top1 = -1;
+    for (char *line = s ? strtok(s, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        if (strstr(line, "\"kind\":\"eval\"")) *last_top1 = json_num(line, "top1", NULL, 0);
+        if (!strstr(line, "\"kind\":\"train\"")) continue;
+        t->last_step = (int)json_num(line, "step", NULL, 0);
+        if (t->n == 256) continue;
+        char a[32], b[32], c[32];
+        t->step[t->n] = (int)json_num(line, "step", a, sizeof a);
+        t->loss[t->n] = json_num(line, "loss", b, sizeof b);
+        t->gn[t->n] = json_num(line, "grad_norm", c, sizeof c);
+        snprintf(t->raw[t->n], sizeof t->raw[0], "%s %s %s", a, b, c);
+        t->n++;
+    }
+    free(s);
+}
+
+/* Largest |a - b| over every tensor of two checkpoints (-1: unreadable or different
+ * tensors); *bitwise = 1 if all bytes agree. */
+static double weights_diff(const char *a, const char *b, int *bitwise) {
+    vt_safetensors x, y;
+    *bitwise = 0;
+    if (vt_st_read(a, &x) != VT_OK) return -1;
+    if (vt_st_read(b, &y) != VT_OK) {
+        vt_st_free(&x);
+        return -1;
+    }
+    double worst = x.n == y.n ? 0 : -1;
+    int same = x.n == y.n;
+    for (int i = 0; i < x.n && worst >= 0; i++) {
+        const vt_st_tensor *u = &x.tensors[i], *v = vt_st_find(&y, u->name);
+        if (!v || v->size != u->size) { worst = -1; break; }
+        same &= !memcmp(u->data, v->data, sizeof(float) * (size_t)u->size);
+        for (int64_t j = 0; j < u->size; j++) {
+            double d = fabs((double)u->data[j] - v->data[j]);
+            if (d > worst) worst = d;
+        }
+    }
+    *bitwise = same && worst == 0;
+    vt_st_free(&x);
+    vt_st_free(&y);
+    return worst;
+}
+
+/* Run dir b equals the reference a: 24 records, losses within 1e-5 relative, gradient
+ * norms within 1e-4, final weights within 2e-4. */
+static void check_same_run(const char *a, const char *b, const char *what) {
+    train_log ta, tb;
+    double ea, eb;
+    read_log(a, &ta, &ea);
+    read_log(b, &tb, &eb);
+    CHECK(ta.n == 24 && tb.n == 24, "%s: 24 steps logged (%d, %d)", what, ta.n, tb.n);
+    double wl = 0, wg = 0;
+    int steps_ok = 1;
+    for (int i = 0; i < ta.n && i < tb.n; i++) {
+        steps_ok &= ta.step[i] == i + 1 && tb.step[i] == i + 1;
+        double dl = fabs(ta.loss[i] - tb.loss[i]) / fabs(ta.loss[i]);
+        double dg = fabs(ta.gn[i] - tb.gn[i]) / fabs(ta.gn[i]);
+        if (!(dl <= wl)) wl = dl;
+        if (!(dg <= wg)) wg = dg;
+    }
+    CHECK(steps_ok, "%s: steps 1..24 in order", what);
+    CHECK(wl <= 1e-5, "%s: per-step loss within 1e-5 relative (worst %.3g)", what, wl);
+    CHECK(wg <= 1e-4, "%s: per-step gradient norm within 1e-4 relative (worst %.3g)", what, wg);
+    char pa[600], pb[600];
+    snprintf(pa, sizeof pa, "%s/last.safetensors", a);
+    snprintf(pb, sizeof pb, "%s/last.safetensors", b);
+    int bw;
+    double dw = weights_diff(pa, pb, &bw);
+    CHECK(dw >= 0 && dw <= 2e-4, "%s: final weights within 2e-4 (worst %.3g)", what, dw);
+    printf("note: %s: worst relative loss %.2g, grad norm %.2g, worst weight %.2g\n", what, wl, wg, dw);
+}
+
+/* ---- training parity ------------------------------------------------------------------ */
+
+static char ref_dir[512];
+
+static void test_parity(void) {
+    snprintf(ref_dir, sizeof ref_dir, "%s/one", tmp);
+    int rc = run("%s " CFG " " RECIPE " --threads 1 --run-dir %s 2>%s.log", bin, ref_dir, ref_dir);
+    CHECK(rc == 0, "single-process run exit %d", rc);
+
+    char d[512];
+    snprintf(d, sizeof d, "%s/np1", tmp);
+    rc = run("%s %s " CFG " " RECIPE " --threads 1 --run-dir %s 2>%s.log", mpirun(1, NULL), bin, d, d);
+    CHECK(rc == 0, "mpirun -np 1 exit %d", rc);
+    train_log a, b;
+    double ea, eb;
+    read_log(ref_dir, &a, &ea);
+    read_log(d, &b, &eb);
+    int same = a.n == 24 && a.n == b.n;
+    for (int i = 0; same && i < a.n; i++) same = !strcmp(a.raw[i], b.raw[i]);
+    CHECK(same, "mpirun -np 1: every step's loss and gradient norm equal no mpirun bit for bit");
+    char pa[600], pb[600];
+    snprintf(pa, sizeof pa, "%s/last.safetensors", ref_dir);
+    snprintf(pb, sizeof pb, "%s/last.safetensors", d);
+    int bw = 0;
+    weights_diff(pa, pb, &bw);
+    CHECK(bw, "mpirun -np 1: final weights equal no mpirun bit for bit");
+
+    static const struct { const char *name, *extra; } transports[] = {
+        {"np2", NULL}, {"np2_tcp", "--mca btl tcp,self"}};
+    for (int k = 0; k < 2; k++) {
+        snprintf(d, sizeof d, "%s/%s", tmp, transports[k].name);
+        rc = run("%s %s " CFG " " RECIPE " --threads 1 --run-dir %s 2>%s.log", mpirun(2, transports[k].extra),
+                 bin, d, d);
+        CHECK(rc == 0, "mpirun -np 2 %s exit %d", transports[k].extra ? transports[k].extra : "", rc);
+        check_same_run(ref_dir, d, transports[k].name);
+        char log[600];
+        snprintf(log, sizeof log, "%s.log", d);
+        CHECK(count_in_file(log, "final: top-1") == 1, "%s: rank 0 alone prints the final line",
+              transports[k].name);
+        char m[600];
+        snprintf(m, sizeof m, "%s/metrics.jsonl", d);
+        CHECK(count_in_file(m, "\"ranks\":2,\"comm_s\":") == 24, "%s: train records name the ranks and "
+              "the time in communication", transports[k].name);
+    }
+}
+
+/* ---- sharded evaluation ---------------------------------------------------------------- */
+
+static void test_eval(void) {
+    char out[512], npy[512];
+    snprintf(out, sizeof out, "%s/eval1", tmp);
+    int rc = run("%s eval " CFG " --checkpoint %s/last.safetensors --threads 1 --logits %s.npz >%s.json "
+                 "2>/dev/null", bin, ref_dir, out, out);
+    CHECK(rc == 0, "eval exit %d", rc);
+    char *one = NULL;
+    {
+        char p[600];
+        snprintf(p, sizeof p, "%s.json", out);
+        one = slurp(p, NULL);
+    }
+    for (int np = 2; np <= 3; np++) {
+        snprintf(npy, sizeof npy, "%s/eval%d", tmp, np);
+        rc = run("%s %s eval " CFG " --checkpoint %s/last.safetensors --threads 1 --logits %s.npz >%s.json "
+                 "2>%s.err", mpirun(np, NULL), bin, ref_dir, npy, npy, npy);
+        CHECK(rc == 0, "eval on %d ranks exit %d", np, rc);
+        char p[600];
+        snprintf(p, sizeof p, "%s.json", npy);
+        char *got = slurp(p, NULL);
+        char f1[32] = "", f5[32] = "", n1[32] = "", g1[32] = "", g5[32] = "", gn[32] = "";
+        if (one && got) {
+            json_num(one, "top1", f1, sizeof f1);
+            json_num(one, "top5", f5, sizeof f5);
+            json_num(one, "n", n1, sizeof n1);
+            json_num(got, "top1", g1, sizeof g1);
+            json_num(got, "top5", g5, sizeof g5);
+            json_num(got, "n", gn, sizeof gn);
+        }
+        CHECK(got && one && *f1 && !strcmp(f1, g1) && !strcmp(f5, g5) && !strcmp(n1, gn) && !strcmp(n1, "256"),
+              "%d ranks: top-1 %s top-5 %s n %s, one process %s %s %s", np, g1, g5, gn, f1, f5, n1);
+        CHECK(got && !strchr(strchr(got, '\n') ? strchr(got, '\n') + 1 : "", '{'), "%d ranks: one JSON line "
+              "(rank 0's)", np);
+        free(got);
+        char a[600], b[600];
+        snprintf(a, sizeof a, "%s.npz", out);
+        snprintf(b, sizeof b, "%s.npz", npy);
+        size_t la, lb;
+        char *x = slurp(a, &la), *y = slurp(b, &lb);
+        CHECK(x && y && la == lb && !memcmp(x, y, la), "%d ranks: the gathered logits equal one process's "
+              "bit for bit", np);
+        free(x);
+        free(y);
+    }
+    free(one);
+}
+
+/* ---- resume across rank counts --------------------------------------------------------- */
+
+static void test_resume(void) {
+    static const struct { int first, second, stop; } cases[] = {{2, 1, 11}, {1, 2, 13}};
+    for (int k = 0; k < 2; k++) {
+        char d[512], what[64];
+        snprintf(d, sizeof d, "%s/resume%d%d", tmp, cases[k].first, cases[k].second);
+        snprintf(what, sizeof what, "resume %d -> %d ranks", cases[k].first, cases[k].second);
+        int rc = run("%s %s " CFG " " RECIPE " --threads 1 --run-dir %s --stop-after %d 2>%s.log1",
+                     cases[k].first > 1 ? mpirun(cases[k].first, NULL) : "", bin, d, cases[k].stop, d);
+        CHECK(rc == 0, "%s: first part exit %d", what, rc);
+        rc = run("%s %s " CFG " " RECIPE " --threads 1 --resume %s 2>%s.log2",
+                 cases[k].second > 1 ? mpirun(cases[k].second, NULL) : "", bin, d, d);
+        CHECK(rc == 0, "%s: resumed part exit %d", what, rc);
+        check_same_run(ref_dir, d, what);
+    }
+}
+
+/* ---- a killed rank ---------------------------------------------------------------------- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double mtime_of(const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) return -1;
+    return (double)sb.st_mtim.tv_sec + 1e-9 * (double)sb.st_mtim.tv_nsec;
+}
+
+/* A /proc file (size 0 to stat and ftell) read to its end; NUL-terminated, length in *len. */
+static char *read_proc(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap + 1);
+    for (size_t got; (got = fread(b + n, 1, cap - n, f)) > 0;) {
+        n += got;
+        if (n == cap) b = realloc(b, (cap *= 2) + 1);
+    }
+    fclose(f);
+    b[n] = '\0';
+    if (len) *len = n;
+    return b;
+}
+
+/* PID of the child of `parent` whose environment has OMPI_COMM_WORLD_RANK=rank, or -1. */
+static pid_t rank_pid(pid_t parent, int rank) {
+    DIR *d = opendir("/proc");
+    pid_t found = -1;
+    char want[64];
+    snprintf(want, sizeof want, "OMPI_COMM_WORLD_RANK=%d", rank);
+    for (struct dirent *e; d && found < 0 && (e = readdir(d));) {
+        pid_t pid = (pid_t)atoi(e->d_name);
+        if (pid <= 0) continue;
+        char p[64];
+        snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+        char *st = read_proc(p, NULL);
+        const char *rp = st ? strrchr(st, ')') : NULL;
+        int ppid = -1;
+        if (rp) sscanf(rp + 2, "%*c %d", &ppid);
+        free(st);
+        if (ppid != parent) continue;
+        snprintf(p, sizeof p, "/proc/%d/environ", (int)pid);
+        size_t len = 0;
+        char *env = read_proc(p, &len);
+        for (size_t o = 0; env && o < len; o += strlen(env + o) + 1)
+            if (!strcmp(env + o, want)) found = pid;
+        free(env);
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+static void test_kill(void) {
+    char d[512], log[600], state[600], last[600];
+    snprintf(d, sizeof d, "%s/kill", tmp);
+    snprintf(log, sizeof log, "%s.log", d);
+    snprintf(state, sizeof state, "%s/last.state.safetensors", d);
+    snprintf(last, sizeof last, "%s/last.safetensors", d);
+    /* epochs of 4096 steps (seconds), a checkpoint after each: the kill comes right after
+     * one, so rank 0 is not writing the next */
+    const char *sets = "--set data.train_size=131072 --set train.epochs=1000 --set train.eval_every=0 "
+                       "--set train.log_every=64";
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "exec %s %s " CFG " %s --threads 1 --run-dir %s 2>%s", mpirun(2, NULL), bin, sets,
+             d, log);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    double t0 = now_s(), first = -1;
+    pid_t victim = -1;
+    int status = 0, exited = 0;
+    while (now_s() - t0 < 120 && !exited) { /* the second checkpoint, then kill at once */
+        double m = mtime_of(state);
+        if (m > 0 && first < 0) first = m;
+        if (first > 0 && m > first && victim < 0) {
+            victim = rank_pid(pid, 1);
+            if (victim > 0) kill(victim, SIGKILL);
+            break;
+        }
+        exited = waitpid(pid, &status, WNOHANG) == pid;
+        usleep(5000);
+    }
+    CHECK(victim > 0, "found rank 1 (pid %d) after two checkpoints", (int)victim);
+    double t_kill = now_s();
+    while (!exited && now_s() - t_kill < 30) {
+        exited = waitpid(pid, &status, WNOHANG) == pid;
+        if (!exited) usleep(20000);
+    }
+    double took = now_s() - t_kill;
+    if (!exited) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    CHECK(exited, "the job ended within 30 s of the kill (%.1f s)", took);
+    CHECK(exited && WIFEXITED(status) && WEXITSTATUS(status) != 0, "mpirun exits non-zero (status %d)",
+          WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    CHECK(count_in_file(log, "rank 1") >= 1, "the message names rank 1");
+    printf("note: the job ended %.2f s after rank 1 was killed\n", took);
+
+    char e[600];
+    snprintf(e, sizeof e, "%s.eval", d);
+    int rc = run("%s eval " CFG " --checkpoint %s --threads 1 >%s 2>&1", bin, last, e);
+    CHECK(rc == 0, "the last checkpoint evaluates (exit %d)", rc);
+    vt_safetensors s;
+    long long step = -1;
+    if (vt_st_read(state, &s) == VT_OK) {
+        const char *v = vt_st_meta(&s, "step");
+        if (v) step = atoll(v);
+        vt_st_free(&s);
+    }
+    CHECK(step > 0, "the resume state names its step (%lld)", step);
+    rc = run("%s %s " CFG " %s --threads 1 --resume %s --stop-after %lld 2>%s.resume", mpirun(2, NULL), bin, sets,
+             d, step + 8, d);
+    CHECK(rc == 0, "--resume continues after the kill (exit %d)", rc);
+    train_log t;
+    double top1;
+    read_log(d, &t, &top1);
+    CHECK(t.last_step == step + 8, "the resumed run logged up to step %lld (last %d)", step + 8, t.last_step);
+}
+
+/* ---- bad inputs ------------------------------------------------------------------------ */
+
+static void write_bytes(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(data, 1, n, f);
+        fclose(f);
+    }
+}
+
+static void test_bad_inputs(void) {
+    char d[512], log[600];
+    struct { int np; const char *args; const char *needle; int code; } cases[] = {
+        {2, CFG " --set train.batch_size=31", "train.batch_size 31 is not divisible by the 2 ranks", 2},
+        {3, CFG, "train.batch_size 32 is not divisible by the 3 ranks", 2},
+        {2, CFG " --set model.heads=3", "heads", 2},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        snprintf(d, sizeof d, "%s/bad%zu", tmp, k);
+        snprintf(log, sizeof log, "%s.log", d);
+        int rc = run("timeout 60 %s %s %s --threads 1 --run-dir %s >/dev/null 2>%s", mpirun(cases[k].np, NULL),
+                     bin, cases[k].args, d, log);
+        CHECK(rc == cases[k].code, "'%s' on %d ranks exits %d, got %d", cases[k].args, cases[k].np,
+              cases[k].code, rc);
+        CHECK(count_in_file(log, cases[k].needle) == 1, "'%s' on %d ranks: one message naming '%s'",
+              cases[k].args, cases[k].np, cases[k].needle);
+        CHECK(access(d, F_OK) != 0, "'%s' on %d ranks: no run directory written", cases[k].args, cases[k].np);
+    }
+
+    /* ranks given different configs (mpirun's MPMD form) */
+    snprintf(d, sizeof d, "%s/mismatch", tmp);
+    snprintf(log, sizeof log, "%s.log", d);
+    int rc = run("timeout 60 %s %s " CFG " --set train.seed=1 --threads 1 --run-dir %s : -np 1 %s " CFG
+                 " --set train.seed=2 --threads 1 --run-dir %s >/dev/null 2>%s", mpirun(1, NULL), bin, d, bin, d,
+                 log);
+    CHECK(rc != 0 && rc != 124, "ranks with different configs exit non-zero without hanging, got %d", rc);
+    CHECK(count_in_file(log, "rank 1 of 2 runs a different config or options") == 1,
+          "the mismatch is named once, with the rank");
+    CHECK(access(d, F_OK) != 0, "mismatch: no run directory written");
+
+    /* a corrupt image in the train split: the rank that reads it stops every rank */
+    char root[512], p[700];
+    snprintf(root, sizeof root, "%s/folder", tmp);
+    static const char *dirs[] = {"", "/train", "/train/a", "/train/b", "/val", "/val/a", "/val/b"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(p, sizeof p, "%s%s", root, dirs[i]);
+        mkdir(p, 0777);
+    }
+    for (int i = 0; i < 16; i++) {
+        snprintf(p, sizeof p, "%s/train/%c/%02d.png", root, i % 2 ? 'b' : 'a', i);
+        if (i == 9) write_bytes(p, "not a png at all", 16);
+        else fx_png_pattern(p, 12 + i, 12, 3);
+        snprintf(p, sizeof p, "%s/val/%c/%02d.png", root, i % 2 ? 'b' : 'a', i);
+        fx_png_pattern(p, 12, 12, 3);
+    }
+    snprintf(d, sizeof d, "%s/corrupt", tmp);
+    snprintf(log, sizeof log, "%s.log", d);
+    rc = run("timeout 60 %s %s " CFG " --set data.kind=imagefolder --set data.root=%s --set model.in_chans=3 "
+             "--set train.batch_size=4 --set train.epochs=2 --threads 1 --run-dir %s >/dev/null 2>%s",
+             mpirun(2, NULL), bin, root, d, log);
+    CHECK(rc == 1, "a corrupt image on one rank: exit 1, got %d", rc);
+    CHECK(count_in_file(log, "09.png") == 1, "the corrupt file is named once");
+}
+
+/* ---- dist.h's collectives, inside mpirun ----------------------------------------------- */
+
+static int rank_checks(int expect) {
+    vt_dist_init(NULL, NULL);
+    const int R = vt_dist_size(), me = vt_dist_rank();
+    CHECK(R == expect && me >= 0 && me < R, "rank %d of %d, expected %d ranks", me, R, expect);
+    CHECK(vt_dist_start(0, "the same job") == 0, "start-up agreement");
+
+    CHECK(vt_dist_agree(VT_OK) == VT_OK, "agree on success");
+    vt_status st = vt_dist_agree(me == 1 ? vt_fail(VT_ERR_RUNTIME, "boom on %d", me) : VT_OK);
+    CHECK(st == VT_ERR_RUNTIME && !strcmp(vt_last_error(), "rank 1: boom on 1"),
+          "rank %d: agree gives rank 1's failure: %d '%s'", me, (int)st, vt_last_error());
+
+    int same[4] = {1, 2, 3, 4};
+    CHECK(vt_dist_check_same("the test buffer", same, sizeof same) == VT_OK, "identical buffers");
+    if (me == R - 1) same[2] = 9;
+    st = vt_dist_check_same("the test buffer", same, sizeof same);
+    char want[128];
+    snprintf(want, sizeof want, "the test buffer differs between rank 0 and rank %d (of %d)", R - 1, R);
+    CHECK(st == VT_ERR_RUNTIME && !strcmp(vt_last_error(), want), "check_same names rank %d: '%s'", R - 1,
+          vt_last_error());
+
+    double f[2] = {me + 0.5, 1.0};
+    int64_t i64[1] = {me};
+    vt_dist_sum_f64(f, 2);
+    vt_dist_sum_i64(i64, 1);
+    CHECK(f[0] == R * (R - 1) / 2.0 + 0.5 * R && f[1] == R && i64[0] == R * (R - 1) / 2, "sums");
+
+    enum { ROWS = 7, COLS = 3 };
+    float mine[ROWS * COLS], full[ROWS * COLS];
+    int n = 0;
+    for (int r = me; r < ROWS; r += R, n++)
+        for (int c = 0; c < COLS; c++) mine[n * COLS + c] = (float)(r * 10 + c);
+    memset(full, 0, sizeof full);
+    vt_dist_gather_strided(mine, ROWS, COLS * sizeof(float), full);
+    int ok = 1;
+    for (int r = 0; me == 0 && r < ROWS; r++)
+        for (int c = 0; c < COLS; c++) ok &= full[r * COLS + c] == (float)(r * 10 + c);
+    CHECK(ok, "strided rows gathered in order on rank 0");
+
+    /* buckets of 64 floats over 1000: ready() marks out of bucket alignment, progress
+     * calls between them, finish; twice, and once ready() without begin does nothing */
+    enum { NG = 1000 };
+    float *g = malloc(sizeof(float) * NG);
+    vt_dist_grads *dg = vt_dist_grads_new(g, NG, 64);
+    CHECK(dg != NULL, "buckets with %d ranks", R);
+    for (int round = 0; round < 2 && dg; round++) {
+        for (int i = 0; i < NG; i++) g[i] = (float)((me + 1) * (i % 7 + round));
+        vt_dist_grads_ready(dg, 0); /* not armed: nothing */
+        ok = 1;
+        for (int i = 0; i < NG; i++) ok &= g[i] == (float)((me + 1) * (i % 7 + round));
+        CHECK(ok, "ready() before begin leaves the gradients alone");
+        vt_dist_grads_begin(dg);
+        static const int64_t marks[] = {900, 640, 500, 300, 129, 0};
+        for (int k = 0; k < 6; k++) {
+            vt_dist_grads_ready(dg, -1);
+            vt_dist_grads_ready(dg, marks[k]);
+        }
+        vt_dist_grads_finish(dg);
+        ok = 1;
+        for (int i = 0; i < NG; i++) ok &= g[i] == (float)((i % 7 + round) * R * (R + 1) / 2);
+        CHECK(ok, "round %d: every bucket summed over the ranks", round);
+    }
+    vt_dist_grads_free(dg);
+    free(g);
+    CHECK(vt_dist_comm_seconds() > 0, "time in MPI counted");
+
+    int64_t fails[2] = {test_failed_count, test_passed_count};
+    vt_dist_sum_i64(fails, 2);
+    if (me == 0) printf("%lld passed, %lld failed\n", (long long)fails[1], (long long)fails[0]);
+    fflush(stdout);
+    return vt_dist_exit(fails[0] ? 1 : 0);
+}
+
+static void test_collectives(void) {
+    static const struct { int np; const char *extra; } cases[] = {{3, NULL}, {2, "--mca btl tcp,self"}};
+    for (int k = 0; k < 2; k++) {
+        char out[512];
+        snprintf(out, sizeof out, "%s/ranks%d.txt", tmp, k);
+        int rc = run("timeout 120 %s %s --ranks %d >%s 2>&1", mpirun(cases[k].np, cases[k].extra), self_exe,
+                     cases[k].np, out);
+        char *s = slurp(out, NULL);
+        int p = -1, f = -1;
+        const char *line = s ? strstr(s, " passed, ") : NULL;
+        while (line && line > s && line[-1] >= '0' && line[-1] <= '9') line--;
+        if (line) sscanf(line, "%d passed, %d failed", &p, &f);
+        CHECK(rc == 0 && p > 0 && f == 0, "collectives on %d ranks%s%s: exit %d, %d passed, %d failed:\n%s",
+              cases[k].np, cases[k].extra ? " " : "", cases[k].extra ? cases[k].extra : "", rc, p, f, s ? s : "");
+        if (p > 0) test_passed_count += p;
+        free(s);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--ranks")) return rank_checks(atoi(argv[2]));
+    const char *b = getenv("VT_BIN");
+    if (!b || !*b) b = "vitrain";
+    snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
+    ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
+    self_exe[n > 0 ? n : 0] = '\0';
+    if (run("mpirun --version >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "mpirun not found: install openmpi-bin (scripts/deps.sh)\n");
+        return 1;
+    }
+    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_dist_XXXXXX");
+    if (!mkdtemp(tmp)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_collectives();
+    test_parity();
+    test_eval();
+    test_resume();
+    test_bad_inputs();
+    test_kill();
+    int rc = test_summary();
+    if (rc == 0 && !getenv("VT_KEEP")) run("rm -rf %s", tmp);
+    return rc;
+}
