@@ -6,8 +6,8 @@
  *     1e-5 relative, gradient norms within 1e-4, final weights within 2e-4 (float summation
  *     order only); the same with the TCP transport alone (--mca btl tcp,self);
  *   - 1 rank under mpirun equals no mpirun bit for bit (losses, weights);
- *   - `vitrain eval` sharded over 2 and 3 ranks: top-1, top-5 and n equal one process's,
- *     and the gathered --logits file is the same bytes;
+ *   - `vitrain eval` sharded over 2 and 3 ranks: top-1, top-5, n and the patch-shuffled
+ *     top-1 equal one process's, and the gathered --logits file is the same bytes;
  *   - resume across rank counts (2 -> 1 and 1 -> 2, stopped mid-epoch) continues the
  *     uninterrupted run within the same tolerances;
  *   - a rank killed with SIGKILL ends the job: mpirun exits non-zero within 30 s naming
@@ -215,8 +215,8 @@ static void test_parity(void) {
 static void test_eval(void) {
     char out[512], npy[512];
     snprintf(out, sizeof out, "%s/eval1", tmp);
-    int rc = run("%s eval " CFG " --checkpoint %s/last.safetensors --threads 1 --logits %s.npz >%s.json "
-                 "2>/dev/null", bin, ref_dir, out, out);
+    int rc = run("%s eval " CFG " --checkpoint %s/last.safetensors --threads 1 --logits %s.npz --patch-shuffle "
+                 "--seed 3 >%s.json 2>/dev/null", bin, ref_dir, out, out);
     CHECK(rc == 0, "eval exit %d", rc);
     char *one = NULL;
     {
@@ -226,21 +226,25 @@ static void test_eval(void) {
     }
     for (int np = 2; np <= 3; np++) {
         snprintf(npy, sizeof npy, "%s/eval%d", tmp, np);
-        rc = run("%s %s eval " CFG " --checkpoint %s/last.safetensors --threads 1 --logits %s.npz >%s.json "
-                 "2>%s.err", mpirun(np, NULL), bin, ref_dir, npy, npy, npy);
+        rc = run("%s %s eval " CFG " --checkpoint %s/last.safetensors --threads 1 --logits %s.npz "
+                 "--patch-shuffle --seed 3 >%s.json 2>%s.err", mpirun(np, NULL), bin, ref_dir, npy, npy, npy);
         CHECK(rc == 0, "eval on %d ranks exit %d", np, rc);
         char p[600];
         snprintf(p, sizeof p, "%s.json", npy);
         char *got = slurp(p, NULL);
-        char f1[32] = "", f5[32] = "", n1[32] = "", g1[32] = "", g5[32] = "", gn[32] = "";
+        char f1[32] = "", f5[32] = "", n1[32] = "", g1[32] = "", g5[32] = "", gn[32] = "", fs[32] = "",
+             gs[32] = "";
         if (one && got) {
             json_num(one, "top1", f1, sizeof f1);
             json_num(one, "top5", f5, sizeof f5);
             json_num(one, "n", n1, sizeof n1);
+            json_num(one, "shuffled_top1", fs, sizeof fs);
             json_num(got, "top1", g1, sizeof g1);
             json_num(got, "top5", g5, sizeof g5);
             json_num(got, "n", gn, sizeof gn);
+            json_num(got, "shuffled_top1", gs, sizeof gs);
         }
+        CHECK(*fs && !strcmp(fs, gs), "%d ranks: patch-shuffled top-1 %s, one process %s", np, gs, fs);
         CHECK(got && one && *f1 && !strcmp(f1, g1) && !strcmp(f5, g5) && !strcmp(n1, gn) && !strcmp(n1, "256"),
               "%d ranks: top-1 %s top-5 %s n %s, one process %s %s %s", np, g1, g5, gn, f1, f5, n1);
         CHECK(got && !strchr(strchr(got, '\n') ? strchr(got, '\n') + 1 : "", '{'), "%d ranks: one JSON line "
@@ -345,7 +349,7 @@ static void test_kill(void) {
      * one, so rank 0 is not writing the next */
     const char *sets = "--set data.train_size=131072 --set train.epochs=1000 --set train.eval_every=0 "
                        "--set train.log_every=64";
-    char cmd[2048];
+    char cmd[4096];
     snprintf(cmd, sizeof cmd, "exec %s %s " CFG " %s --threads 1 --run-dir %s 2>%s", mpirun(2, NULL), bin, sets,
              d, log);
     pid_t pid = fork();
