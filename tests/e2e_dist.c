@@ -5,6 +5,7 @@
  *   - 2 ranks x 1 thread equal 1 process x 1 thread over 24 steps: per-step losses within
  *     1e-5 relative, gradient norms within 1e-4, final weights within 2e-4 (float summation
  *     order only); the same with the TCP transport alone (--mca btl tcp,self);
+ *   - the same with gradient accumulation (batch 16 x 2 micro-batches);
  *   - 1 rank under mpirun equals no mpirun bit for bit (losses, weights);
  *   - `vitrain eval` sharded over 2 and 3 ranks: top-1, top-5, n and the patch-shuffled
  *     top-1 equal one process's, and the gathered --logits file is the same bytes;
@@ -208,6 +209,18 @@ static void test_parity(void) {
         CHECK(count_in_file(m, "\"ranks\":2,\"comm_s\":") == 24, "%s: train records name the ranks and "
               "the time in communication", transports[k].name);
     }
+
+    /* gradient accumulation: the exchange runs on the last micro-batch only */
+    char acc1[512];
+    snprintf(acc1, sizeof acc1, "%s/accum1", tmp);
+    snprintf(d, sizeof d, "%s/accum2", tmp);
+    rc = run("%s " CFG " " RECIPE " --set train.batch_size=16 --set train.accum_steps=2 --threads 1 "
+             "--run-dir %s 2>%s.log", bin, acc1, acc1);
+    CHECK(rc == 0, "accumulating single-process run exit %d", rc);
+    rc = run("%s %s " CFG " " RECIPE " --set train.batch_size=16 --set train.accum_steps=2 --threads 1 "
+             "--run-dir %s 2>%s.log", mpirun(2, NULL), bin, d, d);
+    CHECK(rc == 0, "accumulating 2-rank run exit %d", rc);
+    check_same_run(acc1, d, "np2 accum_steps=2");
 }
 
 /* ---- sharded evaluation ---------------------------------------------------------------- */
