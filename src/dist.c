@@ -13,9 +13,14 @@
 
 #include "version.h"
 
-/* PyTorch DDP's default bucket_cap_mb: large enough that a bucket runs at the link's
- * bandwidth, small enough that the first buckets start while most of backward is left. */
+/* Bucket size: PyTorch DDP's default bucket_cap_mb, large enough that a bucket runs at
+ * the link's bandwidth, small enough that the first buckets start while most of backward
+ * is left; but at least VT_DIST_MIN_BUCKETS buckets (down to 1 MiB, below which the
+ * per-message latency dominates), or a model under 25 MiB (ViT-Ti: 23 MB) would send
+ * everything after backward. */
 #define VT_DIST_BUCKET_BYTES ((int64_t)25 << 20)
+#define VT_DIST_MIN_BUCKET_BYTES ((int64_t)1 << 20)
+#define VT_DIST_MIN_BUCKETS 8
 #define MSG_BYTES 2048
 
 static struct {
@@ -314,7 +319,13 @@ struct vt_dist_grads {
 vt_dist_grads *vt_dist_grads_new(float *grads, int64_t n, int64_t bucket_floats) {
     if (!multi()) return NULL;
     vt_dist_grads *g = vt_xcalloc(1, sizeof *g);
-    int64_t cap = bucket_floats > 0 ? bucket_floats : VT_DIST_BUCKET_BYTES / (int64_t)sizeof(float);
+    int64_t cap = bucket_floats;
+    if (cap <= 0) {
+        int64_t bytes = (int64_t)sizeof(float) * n / VT_DIST_MIN_BUCKETS;
+        bytes = bytes > VT_DIST_BUCKET_BYTES ? VT_DIST_BUCKET_BYTES
+                : bytes < VT_DIST_MIN_BUCKET_BYTES ? VT_DIST_MIN_BUCKET_BYTES : bytes;
+        cap = bytes / (int64_t)sizeof(float);
+    }
     g->g = grads;
     g->n = n;
     g->nb = (int)((n + cap - 1) / cap);

@@ -104,7 +104,7 @@ void vt_dist_check_placement(int threads);
 
 /* ---- bucketed gradient all-reduce ----------------------------------------------- */
 
-/* The flat gradient buffer cut into buckets (25 MiB by default) from its end
+/* The flat gradient buffer cut into buckets (up to 25 MiB) from its end
  * (backward finishes the last parameters first). A bucket's MPI_Iallreduce (sum, in
  * place) starts as soon as backward reports every gradient at or above the bucket's
  * start final; MPI_Test on the buckets in flight runs after every tape entry, so Open
@@ -112,7 +112,8 @@ void vt_dist_check_placement(int threads);
  * and waits for all. Then every rank holds the sum of all ranks' gradients. */
 typedef struct vt_dist_grads vt_dist_grads;
 
-/* Buckets of bucket_floats floats (0: VT_DIST_BUCKET_BYTES, dist.c); NULL with one rank. */
+/* Buckets of bucket_floats floats (0: 25 MiB, or n / 8 down to 1 MiB for a smaller
+ * model, dist.c); NULL with one rank. */
 vt_dist_grads *vt_dist_grads_new(float *grads, int64_t n, int64_t bucket_floats);
 void vt_dist_grads_free(vt_dist_grads *g);
 /* Arm for the backward about to run: until finish, ready() starts buckets. Without
