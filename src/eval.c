@@ -23,6 +23,7 @@ vt_status vt_eval_open(vt_evaluator *ev, const vt_config *cfg, int img_size) {
     ev->num_classes = cfg->model.num_classes;
     vt_data_spec spec;
     vt_resolve_data_spec(cfg, &spec);
+    spec.quiet = !vt_dist_root();
     vt_status st = vt_loader_open(&ev->loader, &spec, VT_SPLIT_VAL, img_size);
     if (st != VT_OK) return st;
     int dk = vt_loader_num_classes(ev->loader);

@@ -331,8 +331,8 @@ static vt_status add_samples(logits_out *lo, vt_evaluator *ev, const int *labels
         for (int64_t i = 0; i < n; i++) free(paths[i]);
         free(paths);
         const char **names = vt_xcalloc((size_t)K, sizeof *names);
-        int k = 0;
-        for (; k < K && (names[k] = vt_loader_class_name(ev->loader, k)); k++) {}
+        int k = 0, dk = vt_loader_num_classes(ev->loader); /* dk <= K (vt_eval_open) */
+        for (; k < dk && (names[k] = vt_loader_class_name(ev->loader, k)); k++) {}
         if (st == VT_OK) st = vt_npz_add_str(lo->z, "class_names", names, k);
         free(names);
     }

@@ -411,6 +411,7 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     const int S = cfg->model.img_size, C = cfg->model.in_chans, K = cfg->model.num_classes;
     vt_data_spec spec;
     vt_resolve_data_spec(cfg, &spec);
+    spec.quiet = !vt_dist_root();
     if ((st = vt_loader_open(&tr->loader, &spec, VT_SPLIT_TRAIN, S)) != VT_OK) return st;
     int dk = vt_loader_num_classes(tr->loader);
     if (dk > K)

@@ -8,7 +8,8 @@
  *   - the same with gradient accumulation (batch 16 x 2 micro-batches);
  *   - 1 rank under mpirun equals no mpirun bit for bit (losses, weights);
  *   - `vitrain eval` sharded over 2 and 3 ranks: top-1, top-5, n and the patch-shuffled
- *     top-1 equal one process's, and the gathered --logits file is the same bytes;
+ *     top-1 equal one process's, and the gathered --logits file is the same bytes; the
+ *     same on 2 ranks for an image folder (paths and class names in the archive);
  *   - resume across rank counts (2 -> 1 and 1 -> 2, stopped mid-epoch) continues the
  *     uninterrupted run within the same tolerances;
  *   - a rank killed with SIGKILL ends the job: mpirun exits non-zero within 30 s naming
@@ -37,6 +38,7 @@
 #include "e2e_util.h"
 #include "harness.h"
 #include "image_fixtures.h"
+#include "npz_read.h"
 
 #define CFG "configs/synthetic_tiny.json"
 /* 256 samples / 32 = 8 steps per epoch, 3 epochs; every random element on */
@@ -274,6 +276,52 @@ static void test_eval(void) {
         free(y);
     }
     free(one);
+
+    /* an image folder: the archive also holds the file paths and class names (3 classes,
+     * fewer than the model's 4; 7 images each, so the shards differ in size) */
+    char ck[512], root[512], p[700];
+    snprintf(ck, sizeof ck, "%s/rgb", tmp);
+    rc = run("%s " CFG " --set model.in_chans=3 --set data.train_size=64 --set train.epochs=1 --threads 1 "
+             "--run-dir %s >/dev/null 2>&1", bin, ck);
+    CHECK(rc == 0, "3-channel checkpoint for the image-folder eval: exit %d", rc);
+    snprintf(root, sizeof root, "%s/evalfolder", tmp);
+    static const char *classes[] = {"ant", "bee", "cat"};
+    snprintf(p, sizeof p, "%s", root);
+    mkdir(p, 0777);
+    for (int s = 0; s < 2; s++) {
+        snprintf(p, sizeof p, "%s/%s", root, s ? "val" : "train");
+        mkdir(p, 0777);
+        for (int c = 0; c < 3; c++) {
+            snprintf(p, sizeof p, "%s/%s/%s", root, s ? "val" : "train", classes[c]);
+            mkdir(p, 0777);
+        }
+    }
+    for (int i = 0; i < 21; i++) {
+        snprintf(p, sizeof p, "%s/val/%s/%02d.png", root, classes[i % 3], i);
+        fx_png_pattern(p, 10 + i, 12 + i % 5, 3);
+    }
+    char f1[600], f2[600];
+    snprintf(f1, sizeof f1, "%s/folder1.npz", tmp);
+    snprintf(f2, sizeof f2, "%s/folder2.npz", tmp);
+    for (int np = 1; np <= 2; np++) {
+        rc = run("%s %s eval --checkpoint %s/last.safetensors --set data.kind=imagefolder --set data.root=%s "
+                 "--threads 1 --logits %s >/dev/null 2>%s.err", np > 1 ? mpirun(np, NULL) : "", bin, ck, root,
+                 np == 1 ? f1 : f2, np == 1 ? f1 : f2);
+        CHECK(rc == 0, "image-folder eval on %d rank%s: exit %d", np, np > 1 ? "s" : "", rc);
+    }
+    snprintf(p, sizeof p, "%s.err", f2);
+    CHECK(count_in_file(p, "21 images in 3 classes") == 1, "2 ranks: the dataset line once (rank 0's)");
+    size_t la, lb;
+    char *x = slurp(f1, &la), *y = slurp(f2, &lb);
+    CHECK(x && y && la == lb && !memcmp(x, y, la), "image folder on 2 ranks: the archive (logits, labels, "
+          "paths, class names) equals one process's bit for bit");
+    npz_array paths = {0}, names = {0};
+    int have = x && npz_find((const unsigned char *)x, la, "paths", &paths) &&
+               npz_find((const unsigned char *)x, la, "class_names", &names);
+    CHECK(have && paths.ndim == 1 && paths.shape[0] == 21 && names.ndim == 1 && names.shape[0] == 3,
+          "the archive holds 21 paths and 3 class names");
+    free(x);
+    free(y);
 }
 
 /* ---- resume across rank counts --------------------------------------------------------- */

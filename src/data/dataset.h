@@ -58,6 +58,8 @@ typedef struct {
     double label_smoothing;  /* train.label_smoothing, folded into mixup/cutmix targets */
     int train_batch, eval_batch; /* train.batch_size, eval.batch_size: a loader's batch
                                     size until its first seek */
+    int quiet;               /* 1: no informational lines on stderr (data-parallel ranks
+                                but rank 0); warnings about bad files still print */
 } vt_data_spec;
 
 /* One decoded sample: h x w x c bytes, HWC, row-major, c fastest. The buffer is owned

@@ -304,7 +304,7 @@ static vt_status if_open(vt_dataset **out, const vt_data_spec *spec, vt_split sp
         names_free(&classes);
         return r;
     }
-    if (no_train)
+    if (no_train && !spec->quiet)
         fprintf(stderr, "vitrain: data: no train split %s: classes from %s\n", train_dir,
                 d->class_list[0] ? d->class_list : "the val split's folders, sorted");
     if (classes.n > INT_MAX / 2) {
@@ -416,10 +416,12 @@ static vt_status if_open(vt_dataset **out, const vt_data_spec *spec, vt_split sp
     ds->channels = 3;
     ds->height = ds->width = 0;
     ds->impl = im;
-    fprintf(stderr, "vitrain: data: %s: %zu images in %d classes", dir, n, im->nclasses);
-    if (ignored) fprintf(stderr, "; %lld non-image files ignored (e.g. %s)", (long long)ignored, ign_first);
-    if (unlisted) fprintf(stderr, "; %lld class folders not in %s ignored", (long long)unlisted, list_path);
-    fputc('\n', stderr);
+    if (!spec->quiet) {
+        fprintf(stderr, "vitrain: data: %s: %zu images in %d classes", dir, n, im->nclasses);
+        if (ignored) fprintf(stderr, "; %lld non-image files ignored (e.g. %s)", (long long)ignored, ign_first);
+        if (unlisted) fprintf(stderr, "; %lld class folders not in %s ignored", (long long)unlisted, list_path);
+        fputc('\n', stderr);
+    }
     *out = ds;
     return VT_OK;
 
