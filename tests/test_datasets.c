@@ -16,6 +16,9 @@
  *  - on_error=fail stops at the first bad file with its name and reason; on_error=skip
  *    gives a full epoch with bad files replaced by the next valid one, the same batches
  *    under any thread count, and the right skip count;
+ *  - data-parallel shards of every kind (imagefolder, CIFAR-10, IDX, synthetic), train and
+ *    val: 2 ranks' batches together are one process's bit for bit and each rank reads
+ *    only its own samples;
  *  - scripts/make_sample_data.py's output opens and decodes (skipped without python3);
  *  - an end-to-end training run of a few steps on a generated imagefolder through the
  *    binary at $VT_BIN (reported as skipped when VT_BIN is not set).
@@ -23,6 +26,7 @@
 #include <ftw.h>
 #include <math.h>
 #include <omp.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -716,6 +720,144 @@ static void test_sample_data_script(void) {
     vt_sample_free(&sm);
 }
 
+/* ---- data-parallel shards of every kind ------------------------------------------------ */
+
+/* A dataset that counts the reads of each index and forwards them to the kind's own. */
+typedef struct {
+    vt_dataset *inner;
+    _Atomic int *reads; /* owned by the test */
+} counted_ds;
+
+static vt_status counted_read(const vt_dataset *ds, int64_t index, vt_sample *s, int *label) {
+    const counted_ds *c = ds->impl;
+    atomic_fetch_add(&c->reads[index], 1);
+    return c->inner->ops->read(c->inner, index, s, label);
+}
+
+static void counted_close(vt_dataset *ds) {
+    counted_ds *c = ds->impl;
+    c->inner->ops->close(c->inner);
+    free(c);
+    free(ds);
+}
+
+static const vt_dataset_ops counted_ops = {"counted", counted_read, counted_close, NULL};
+
+/* One epoch (epoch 1 of train: a shuffled order; val: dataset order) of split through
+ * the loader as shard rank of world at batch / world, synchronous; images and labels
+ * appended at *img / *lab in loader order, reads[i] counts the reads of index i.
+ * Returns the samples, or -1 if the dataset does not open. */
+static int64_t read_epoch(const vt_data_spec *spec, vt_data_kind kind, vt_split split, int batch, int rank,
+                          int world, float *img, int *lab, _Atomic int *reads, int64_t cap) {
+    vt_dataset *inner = NULL;
+    if (vt_dataset_kind_of(kind)->open(&inner, spec, split) != VT_OK) return -1;
+    for (int64_t i = 0; i < inner->size; i++) atomic_init(&reads[i], 0);
+    counted_ds *c = calloc(1, sizeof *c);
+    c->inner = inner;
+    c->reads = reads;
+    vt_dataset *ds = calloc(1, sizeof *ds);
+    *ds = *inner;
+    ds->ops = &counted_ops;
+    ds->impl = c;
+    vt_loader *L = NULL;
+    if (vt_loader_open_dataset(&L, ds, spec, split, spec->img_size) != VT_OK) return -1;
+    vt_loader_set_workers(L, 0);
+    vt_loader_set_shard(L, rank, world);
+    const int S = spec->img_size, C = spec->in_chans, b = batch / world;
+    const size_t per = (size_t)C * S * S;
+    float *soft = malloc(sizeof(float) * (size_t)b * spec->num_classes);
+    vt_loader_seek(L, split == VT_SPLIT_TRAIN ? 1 : 0, 0, b);
+    int64_t n = 0;
+    for (int cnt = 1, su; cnt > 0 && n + b <= cap;) {
+        if (vt_loader_next(L, img + n * per, lab + n, soft, &su, &cnt) != VT_OK) {
+            n = -1;
+            break;
+        }
+        n += cnt;
+    }
+    free(soft);
+    vt_loader_close(L);
+    return n;
+}
+
+/* For one kind (spec at its fixture, batch 4, no mixup): the 2 shards of each split
+ * together give one process's samples bit for bit (shard r's sample i of batch k is
+ * position 2 i + r of batch k), and each rank reads only its own samples: the ranks'
+ * read indices are disjoint and together are one process's. */
+static void check_kind_shards(const char *what, vt_data_spec *spec, vt_data_kind kind) {
+    enum { CAP = 64, W = 2, B = 4 };
+    spec->data.mixup = spec->data.cutmix = 0;
+    const size_t per = (size_t)spec->in_chans * spec->img_size * spec->img_size;
+    float *ref = malloc(sizeof(float) * per * CAP), *got = malloc(sizeof(float) * per * CAP);
+    int rlab[CAP], glab[CAP];
+    static _Atomic int rref[CAP], rsh[W][CAP];
+    for (int sp = 0; sp < 2; sp++) {
+        vt_split split = sp ? VT_SPLIT_VAL : VT_SPLIT_TRAIN;
+        const char *sn = sp ? "val" : "train";
+        int64_t n = read_epoch(spec, kind, split, B, 0, 1, ref, rlab, rref, CAP);
+        CHECK(n > 0 && n < CAP, "%s %s: one process reads %lld samples: %s", what, sn, (long long)n,
+              n < 0 ? vt_last_error() : "");
+        if (n <= 0 || n >= CAP) continue;
+        int64_t total = 0;
+        int same = 1;
+        for (int r = 0; r < W; r++) {
+            int64_t m = read_epoch(spec, kind, split, B, r, W, got, glab, rsh[r], CAP);
+            CHECK(m >= 0, "%s %s shard %d: %s", what, sn, r, m < 0 ? vt_last_error() : "");
+            for (int64_t i = 0; i < m; i++) {
+                int64_t k = i / (B / W), j = (k * B) + (i % (B / W)) * W + r; /* position in ref */
+                same &= j < n && glab[i] == rlab[j] && !memcmp(got + i * per, ref + j * per, per * sizeof(float));
+            }
+            total += m > 0 ? m : 0;
+        }
+        CHECK(same && total == n, "%s %s: 2 shards of %lld samples in all equal one process's %lld bit for bit",
+              what, sn, (long long)total, (long long)n);
+        int disjoint = 1, cover = 1;
+        for (int i = 0; i < CAP; i++) {
+            int a = atomic_load(&rsh[0][i]), b = atomic_load(&rsh[1][i]), o = atomic_load(&rref[i]);
+            disjoint &= !(a && b);
+            cover &= (a + b) == o;
+        }
+        CHECK(disjoint && cover, "%s %s: each rank reads only its shard (disjoint reads, together one "
+              "process's)", what, sn);
+    }
+    free(ref);
+    free(got);
+}
+
+static void test_shards_every_kind(void) {
+    vt_data_spec c;
+    cfg_for(&c, VT_DATA_IMAGEFOLDER, "if", 8, 3, 3);
+    check_kind_shards("imagefolder", &c, VT_DATA_IMAGEFOLDER);
+    cfg_for(&c, VT_DATA_CIFAR10, "c10", 32, 3, 10);
+    check_kind_shards("cifar10", &c, VT_DATA_CIFAR10);
+    /* IDX: 11 train and 5 val images of 6 x 6 */
+    for (int sp = 0; sp < 2; sp++) {
+        const int n = sp ? 5 : 11;
+        char p[1024], name[64];
+        uint8_t h[16] = {0, 0, 8, 3, 0, 0, 0, (uint8_t)n, 0, 0, 0, 6, 0, 0, 0, 6}, px[11 * 36], lab[8 + 11];
+        for (int i = 0; i < n * 36; i++) px[i] = (uint8_t)(i * 7 + sp * 50);
+        snprintf(name, sizeof name, "idx/%s-images-idx3-ubyte", sp ? "val" : "train");
+        FILE *f = fopen(tpath(p, name), "wb");
+        fwrite(h, 1, 16, f);
+        fwrite(px, 1, (size_t)n * 36, f);
+        fclose(f);
+        uint8_t lh[8] = {0, 0, 8, 1, 0, 0, 0, (uint8_t)n};
+        memcpy(lab, lh, 8);
+        for (int i = 0; i < n; i++) lab[8 + i] = (uint8_t)(i % 3);
+        snprintf(name, sizeof name, "idx/%s-labels-idx1-ubyte", sp ? "val" : "train");
+        CHECK(fx_write_bytes(tpath(p, name), lab, (size_t)8 + n) == 0, "write %s", name);
+    }
+    cfg_for(&c, VT_DATA_IDX, "idx", 6, 1, 3);
+    check_kind_shards("idx", &c, VT_DATA_IDX);
+    spec_of_kind(&c, VT_DATA_SYNTHETIC);
+    c.data.train_size = 13;
+    c.data.val_size = 7;
+    c.img_size = 8;
+    c.in_chans = 3;
+    c.num_classes = 4;
+    check_kind_shards("synthetic", &c, VT_DATA_SYNTHETIC);
+}
+
 int main(void) {
     if (data_tmpdir_create("/tmp", "vt_test_datasets") != 0) return 1;
     int threads = omp_get_max_threads();
@@ -728,6 +870,7 @@ int main(void) {
     omp_set_num_threads(threads);
     test_cifar10();
     test_cifar100();
+    test_shards_every_kind();
     test_sample_data_script();
     test_train_end_to_end();
     data_tmpdir_remove();
