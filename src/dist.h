@@ -60,6 +60,10 @@ FILE *vt_dist_msg(void);
  * differs. Returns 0 when every rank may start. */
 int vt_dist_start(int rc, const char *job);
 
+/* This build's identity as vt_dist_start compares it: the hash of its sources
+ * (scripts/version.sh), 16 hex digits. */
+const char *vt_dist_build_id(void);
+
 /* The process's exit code, called by main last: MPI_Finalize and rc when every rank
  * knows of rc (0, a start-up result, an agreed or a same-everywhere error); otherwise
  * MPI_Abort(rc), which ends every rank. Without MPI: rc. */

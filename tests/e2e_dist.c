@@ -14,9 +14,10 @@
  *     uninterrupted run within the same tolerances;
  *   - a rank killed with SIGKILL ends the job: mpirun exits non-zero within 30 s naming
  *     the rank, the last checkpoint evaluates and --resume continues from it;
- *   - bad inputs: a batch the ranks do not divide, ranks given different configs, a
- *     config error, a corrupt image read by one rank: one clear message, every rank exits
- *     non-zero, no hang, nothing written for the errors found before any work;
+ *   - bad inputs: a batch the ranks do not divide, ranks given different configs or
+ *     running different builds, a config error, a corrupt image read by one rank: one
+ *     clear message, every rank exits non-zero, no hang, nothing written for the errors
+ *     found before any work;
  *   - dist.h's collectives themselves, run as `mpirun -np 3 e2e_dist --ranks` (and 2 ranks
  *     over TCP): error agreement with the failing rank's message, check_same naming the
  *     differing rank, sums, the strided gather, and the gradient buckets (many small
@@ -509,6 +510,32 @@ static void test_bad_inputs(void) {
     CHECK(count_in_file(log, "rank 1 of 2 runs a different config or options") == 1,
           "the mismatch is named once, with the rank");
     CHECK(access(d, F_OK) != 0, "mismatch: no run directory written");
+
+    /* ranks running different builds: a copy of the binary whose build id (the sources'
+     * hash, sent from the binary's bytes) differs in one digit */
+    size_t blen = 0;
+    char *image = slurp(bin, &blen);
+    const char *id = vt_dist_build_id();
+    int patched = 0;
+    for (size_t o = 0; image && o + 17 <= blen; o++)
+        if (!memcmp(image + o, id, 17)) {
+            image[o + 15] = image[o + 15] == '0' ? '1' : '0';
+            patched++;
+        }
+    CHECK(patched == 1, "the build id %s appears once in %s (%d)", id, bin, patched);
+    char other[600];
+    snprintf(other, sizeof other, "%s/vitrain_other_build", tmp);
+    write_bytes(other, image, blen);
+    chmod(other, 0755);
+    free(image);
+    snprintf(d, sizeof d, "%s/otherbuild", tmp);
+    snprintf(log, sizeof log, "%s.log", d);
+    rc = run("timeout 60 %s %s " CFG " --threads 1 --run-dir %s : -np 1 %s " CFG " --threads 1 --run-dir %s "
+             ">/dev/null 2>%s", mpirun(1, NULL), bin, d, other, d, log);
+    CHECK(rc == 2, "ranks running different builds exit 2 without hanging, got %d", rc);
+    CHECK(count_in_file(log, "rank 1 of 2 runs a different build of vitrain") == 1,
+          "the build mismatch is named once, with the rank");
+    CHECK(access(d, F_OK) != 0, "build mismatch: no run directory written");
 
     /* a corrupt image in the train split: the rank that reads it stops every rank */
     char root[512], p[700];
