@@ -364,6 +364,10 @@ static const key_row schema[] = {
           "Also evaluate every this many optimizer steps; 0 = off."),
     K_INT("train.ckpt_every", train.ckpt_every, 1, 0, 1000000, NULL,
           "Checkpoint every this many epochs; 0 = only at the end."),
+    K_INT("train.keep_checkpoints", train.keep_checkpoints, 1, 1, 1000000, NULL,
+          "Checkpoint pairs (step_N.safetensors + step_N.state.safetensors) kept in the run "
+          "directory, newest first; a save keeps the previous pair until the new one is "
+          "complete, so a kill or a full disk never leaves the run without one."),
     K_ENUM("train.precision", train.precision, ch_precision, VT_PRECISION_FP32, NULL,
            "GEMM precision: fp32, or bf16 (every GEMM's and attention product's operands rounded "
            "to bfloat16, float32 sums; weights, gradients, optimizer state, norms, softmax, GELU "

@@ -142,6 +142,7 @@ typedef struct {
     int eval_every;         /* epochs; 0 = only at the end */
     int eval_every_steps;   /* optimizer steps; 0 = off */
     int ckpt_every;         /* epochs */
+    int keep_checkpoints;   /* checkpoint pairs kept in the run directory (>= 1) */
     int log_every;          /* optimizer steps between metric lines */
     vt_precision precision; /* GEMM and attention-product operands (src/precision.h) */
     char run_dir[VT_STR];

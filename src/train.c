@@ -20,10 +20,9 @@
 #include "resolve.h"
 #include "rng.h"
 #include "tape.h"
+#include "train_state.h"
 #include "vit.h"
 #include "weights.h"
-
-#define STATE_FORMAT "vitrain-train-state-1"
 
 /* ---- small file helpers ---------------------------------------------------------- */
 
@@ -94,7 +93,7 @@ void vt_train_run_dir(const vt_config *cfg, const char *override, char *out, siz
 typedef struct {
     const vt_config *cfg;
     char dir[VT_STR];
-    char last_path[VT_STR + 32], state_path[VT_STR + 32], best_path[VT_STR + 32];
+    char last_path[VT_STR + 32], best_path[VT_STR + 32];
     char metrics_path[VT_STR + 32];
     vt_vit model;
     int model_ok;
@@ -116,6 +115,7 @@ typedef struct {
     int live;                /* redraw a progress line with \r */
     int line_open;           /* a live line is on screen (newline before other output) */
     int64_t spe, T, W, step; /* steps per epoch, total, warmup, steps done */
+    int64_t saved_step;      /* step of the checkpoint pair `latest` names; -1: none */
     int accum, bs;
     double best_top1;
     double wall_offset, t_start;
@@ -128,160 +128,89 @@ static void end_live_line(trainer *tr) {
     if (tr->line_open) { fputc('\n', stderr); tr->line_open = 0; }
 }
 
-static uint64_t params_hash(const vt_vit *m) {
-    const unsigned char *p = (const unsigned char *)m->params;
-    size_t n = (size_t)m->n_params * sizeof(float);
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 1099511628211ULL; }
-    return h;
-}
-
 /* Epoch (0-based) and micro-batch index of optimizer step s (0-based). */
 static int64_t step_epoch(const trainer *tr, int64_t s) { return s / tr->spe; }
 static int64_t step_batch(const trainer *tr, int64_t s) { return (s % tr->spe) * tr->accum; }
 
-static vt_status save_state_files(trainer *tr);
-
-/* Every rank checks that the ranks still hold the same weights; rank 0 writes. */
-static vt_status save_state(trainer *tr) {
-    vt_status st = vt_dist_check_same("the model parameters (the ranks diverged)", tr->model.params,
-                                      (size_t)tr->model.n_params * sizeof(float));
-    if (st != VT_OK) return st;
-    return vt_dist_agree(tr->root ? save_state_files(tr) : VT_OK);
+/* The checkpoint pair of the current step (checkpoint.h protocol): weights, state,
+ * then vt_ckpt_publish makes it the one `latest` names. A failure before that removes
+ * the new files, leaving the previous pair current. Rank 0 writes. */
+static vt_status save_state_files(trainer *tr) {
+    vt_ckpt_pair p;
+    vt_ckpt_pair_of(tr->dir, tr->step, &p);
+    vt_status st = vt_vit_save(&tr->model, p.weights);
+    if (st == VT_OK) {
+        vt_train_state s = {
+            .step = tr->step, .epoch = step_epoch(tr, tr->step), .batch = step_batch(tr, tr->step),
+            .optim_t = tr->opt.t, .best_top1 = tr->best_top1, .wall_s = wall(tr),
+            .params_hash = vt_train_params_hash(tr->model.params, tr->model.n_params)};
+        memcpy(s.rng, tr->drop_rng.s, sizeof s.rng);
+        char *cfg_json = vt_config_to_json(tr->cfg);
+        st = vt_train_state_write(p.state, &s, tr->opt.m, tr->opt.v, tr->opt.n, cfg_json);
+        free(cfg_json);
+        if (st != VT_OK) vt_ckpt_discard(&p);
+    }
+    if (st == VT_OK) st = vt_ckpt_publish(tr->dir, &p, tr->cfg->train.keep_checkpoints);
+    if (st != VT_OK)
+        return vt_fail_context(st, "checkpoint at step %lld (the previous checkpoint is intact)",
+                               (long long)tr->step);
+    return VT_OK;
 }
 
-static vt_status save_state_files(trainer *tr) {
-    vt_status st = vt_vit_save(&tr->model, tr->last_path);
-    if (st != VT_OK) return st;
-    char step[32], epoch[32], batch[32], ot[32], rng[80], best[40], wl[40], hash[24];
-    snprintf(step, sizeof step, "%" PRId64, tr->step);
-    snprintf(epoch, sizeof epoch, "%" PRId64, step_epoch(tr, tr->step));
-    snprintf(batch, sizeof batch, "%" PRId64, step_batch(tr, tr->step));
-    snprintf(ot, sizeof ot, "%" PRId64, tr->opt.t);
-    snprintf(rng, sizeof rng, "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64,
-             tr->drop_rng.s[0], tr->drop_rng.s[1], tr->drop_rng.s[2], tr->drop_rng.s[3]);
-    snprintf(best, sizeof best, "%.17g", tr->best_top1);
-    snprintf(wl, sizeof wl, "%.17g", wall(tr));
-    snprintf(hash, sizeof hash, "%016" PRIx64, params_hash(&tr->model));
-    char *cfg_json = vt_config_to_json(tr->cfg);
-    const char *keys[] = {"format", "step", "epoch", "batch", "optim_t", "rng", "best_top1",
-                          "wall_s", "params_hash", "config"};
-    const char *vals[] = {STATE_FORMAT, step, epoch, batch, ot, rng, best, wl, hash, cfg_json};
-    vt_st_tensor t[2];
-    int nt = 0;
-    const float *bufs[2] = {tr->opt.m, tr->opt.v};
-    const char *names[2] = {"optim.m", "optim.v"};
-    for (int i = 0; i < 2; i++) {
-        if (!bufs[i]) continue;
-        memset(&t[nt], 0, sizeof t[nt]);
-        snprintf(t[nt].name, sizeof t[nt].name, "%s", names[i]);
-        t[nt].ndim = 1;
-        t[nt].shape[0] = tr->opt.n;
-        t[nt].size = tr->opt.n;
-        t[nt].data = (float *)bufs[i];
-        nt++;
-    }
-    st = vt_st_write(tr->state_path, t, nt, keys, vals, 10);
-    free(cfg_json);
+/* Every rank checks that the ranks still hold the same weights; rank 0 writes the pair. */
+static vt_status save_state(trainer *tr) {
+    if (tr->step == tr->saved_step) return VT_OK; /* this step's pair is already current */
+    vt_status st = vt_dist_check_same("the model parameters (the ranks diverged)", tr->model.params,
+                                      (size_t)tr->model.n_params * sizeof(float));
+    if (st == VT_OK) st = vt_dist_agree(tr->root ? save_state_files(tr) : VT_OK);
+    if (st == VT_OK) tr->saved_step = tr->step;
     return st;
 }
 
-static vt_status meta_i64(const vt_safetensors *s, const char *path, const char *key, int64_t *out) {
-    const char *v = vt_st_meta(s, key);
-    if (!v) return vt_fail(VT_ERR_RUNTIME, "%s: __metadata__ has no \"%s\" (not a vitrain resume "
-                           "state?)", path, key);
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || end == v || *end || x < 0)
-        return vt_fail(VT_ERR_RUNTIME, "%s: __metadata__ \"%s\" = \"%s\": expected a non-negative "
-                       "integer", path, key, v);
-    *out = x;
-    return VT_OK;
-}
-
-static vt_status meta_f64(const vt_safetensors *s, const char *path, const char *key, double *out) {
-    const char *v = vt_st_meta(s, key);
-    if (!v) return vt_fail(VT_ERR_RUNTIME, "%s: __metadata__ has no \"%s\"", path, key);
-    char *end;
-    *out = strtod(v, &end);
-    if (end == v || *end)
-        return vt_fail(VT_ERR_RUNTIME, "%s: __metadata__ \"%s\" = \"%s\": expected a number",
-                       path, key, v);
-    return VT_OK;
-}
-
-/* Restore model, moments, step, RNG and best accuracy from the run directory. */
+/* Restore model, moments, step, RNG and best accuracy from the run directory's current
+ * checkpoint pair. */
 static vt_status load_state(trainer *tr) {
-    if (!file_exists(tr->state_path) || !file_exists(tr->last_path))
-        return vt_fail(VT_ERR_USAGE, "cannot resume from '%s': expected %s and %s (written by a "
-                       "previous run of this directory)", tr->dir, tr->last_path, tr->state_path);
-    vt_status st = vt_vit_load(&tr->model, tr->last_path);
-    if (st != VT_OK) return st;
-    vt_safetensors s;
-    st = vt_st_read(tr->state_path, &s);
-    if (st != VT_OK) return st;
-    const char *path = tr->state_path;
-    const char *fmt = vt_st_meta(&s, "format");
-    int64_t step = 0, epoch = 0, batch = 0, ot = 0;
-    if (!fmt || strcmp(fmt, STATE_FORMAT) != 0) {
-        st = vt_fail(VT_ERR_RUNTIME, "%s: __metadata__ format is \"%s\", expected \"%s\"", path,
-                     fmt ? fmt : "(missing)", STATE_FORMAT);
-        goto out;
-    }
-    if ((st = meta_i64(&s, path, "step", &step)) != VT_OK) goto out;
-    if ((st = meta_i64(&s, path, "epoch", &epoch)) != VT_OK) goto out;
-    if ((st = meta_i64(&s, path, "batch", &batch)) != VT_OK) goto out;
-    if ((st = meta_i64(&s, path, "optim_t", &ot)) != VT_OK) goto out;
-    if ((st = meta_f64(&s, path, "best_top1", &tr->best_top1)) != VT_OK) goto out;
-    if ((st = meta_f64(&s, path, "wall_s", &tr->wall_offset)) != VT_OK) goto out;
-    if (epoch != step / tr->spe || batch != (step % tr->spe) * tr->accum) {
+    vt_ckpt_pair p;
+    vt_status st = vt_ckpt_current(tr->dir, &p);
+    if (st != VT_OK) return vt_fail_context(st, "cannot resume");
+    if ((st = vt_vit_load(&tr->model, p.weights)) != VT_OK) return st;
+    vt_train_state s;
+    if ((st = vt_train_state_read(p.state, tr->opt.n, tr->opt.m, tr->opt.v, &s)) != VT_OK) return st;
+    const char *path = p.state;
+    if (s.epoch != s.step / tr->spe || s.batch != (s.step % tr->spe) * tr->accum) {
         st = vt_fail(VT_ERR_USAGE, "%s: saved at step %lld = epoch %lld, micro-batch %lld, but this "
                      "config has %lld optimizer steps per epoch of %d micro-batches (did "
                      "train.batch_size, train.accum_steps or the dataset change?)", path,
-                     (long long)step, (long long)epoch, (long long)batch, (long long)tr->spe,
+                     (long long)s.step, (long long)s.epoch, (long long)s.batch, (long long)tr->spe,
                      tr->accum);
         goto out;
     }
-    const char *rng = vt_st_meta(&s, "rng");
-    if (!rng || sscanf(rng, "%" SCNx64 " %" SCNx64 " %" SCNx64 " %" SCNx64, &tr->drop_rng.s[0],
-                       &tr->drop_rng.s[1], &tr->drop_rng.s[2], &tr->drop_rng.s[3]) != 4) {
-        st = vt_fail(VT_ERR_RUNTIME, "%s: __metadata__ \"rng\" = \"%s\": expected four hex words",
-                     path, rng ? rng : "(missing)");
+    if (p.step >= 0 && s.step != p.step) {
+        st = vt_fail(VT_ERR_RUNTIME, "%s: records step %lld, but its name says step %lld (a file "
+                     "renamed by hand?)", path, (long long)s.step, (long long)p.step);
         goto out;
     }
-    const char *hash = vt_st_meta(&s, "params_hash");
-    char want[24];
-    snprintf(want, sizeof want, "%016" PRIx64, params_hash(&tr->model));
-    if (!hash || strcmp(hash, want) != 0) {
-        st = vt_fail(VT_ERR_RUNTIME, "%s was written for other weights than %s (params_hash %s, "
-                     "weights hash to %s): the two files are from different steps", path,
-                     tr->last_path, hash ? hash : "(missing)", want);
+    uint64_t have = vt_train_params_hash(tr->model.params, tr->model.n_params);
+    if (s.params_hash != have) {
+        st = vt_fail(VT_ERR_RUNTIME, "%s was written for other weights than %s (params_hash "
+                     "%016llx, the weights hash to %016llx): the two files are from different "
+                     "steps", path, p.weights, (unsigned long long)s.params_hash,
+                     (unsigned long long)have);
         goto out;
     }
-    float *bufs[2] = {tr->opt.m, tr->opt.v};
-    const char *names[2] = {"optim.m", "optim.v"};
-    for (int i = 0; i < 2; i++) {
-        if (!bufs[i]) continue;
-        const vt_st_tensor *t = vt_st_find(&s, names[i]);
-        if (!t || t->size != tr->opt.n) {
-            st = vt_fail(VT_ERR_RUNTIME, "%s: tensor \"%s\": expected %lld floats, found %s%lld",
-                         path, names[i], (long long)tr->opt.n, t ? "" : "none, size ",
-                         t ? (long long)t->size : 0LL);
-            goto out;
-        }
-        memcpy(bufs[i], t->data, (size_t)t->size * sizeof(float));
-    }
-    const char *saved_cfg = vt_st_meta(&s, "config");
     char *cur = vt_config_to_json(tr->cfg);
-    if (saved_cfg && strcmp(saved_cfg, cur) != 0 && tr->root)
+    if (s.config && strcmp(s.config, cur) != 0 && tr->root)
         fprintf(stderr, "vitrain: warning: the config differs from the one saved in %s; the "
                 "resumed run will not match an uninterrupted run of either config\n", path);
     free(cur);
-    tr->opt.t = ot;
-    tr->step = step;
+    memcpy(tr->drop_rng.s, s.rng, sizeof s.rng);
+    tr->best_top1 = s.best_top1;
+    tr->wall_offset = s.wall_s;
+    tr->opt.t = s.optim_t;
+    tr->step = s.step;
+    tr->saved_step = s.step;
 out:
-    vt_st_free(&s);
+    free(s.config);
     return st;
 }
 
@@ -396,7 +325,6 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
         return st;
     }
     snprintf(tr->last_path, sizeof tr->last_path, "%s/last.safetensors", tr->dir);
-    snprintf(tr->state_path, sizeof tr->state_path, "%s/last.state.safetensors", tr->dir);
     snprintf(tr->best_path, sizeof tr->best_path, "%s/best.safetensors", tr->dir);
     snprintf(tr->metrics_path, sizeof tr->metrics_path, "%s/metrics.jsonl", tr->dir);
     char cpath[VT_STR + 32];
@@ -452,6 +380,7 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     vt_rng_seed(&tr->drop_rng, vt_rng_derive((uint64_t)cfg->train.seed, 0xd50u, 0));
     tr->best_top1 = -1.0;
     tr->last_eval_step = -1;
+    tr->saved_step = -1;
 
     if (opts->resume_dir) {
         if ((st = load_state(tr)) != VT_OK) return st;

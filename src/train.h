@@ -24,14 +24,12 @@
  *                              mean over its global batch) and {"kind":"eval","step",
  *                              "epoch","top1","top5","loss","resolution","n","wall_s"} per
  *                              evaluation
- *   last.safetensors           model (vt_vit_save) every ckpt_every epochs, at the end
- *                              and when stopped early (stop_after)
- *   last.state.safetensors     resume state written with it: tensors "optim.m" and
- *                              "optim.v" (n_params each; v absent for SGD) and metadata
- *                              format, step, epoch, batch, optim_t, rng (dropout stream,
- *                              four hex words), best_top1, wall_s, params_hash (FNV-1a of
- *                              the parameter bytes, ties the state to last.safetensors)
- *                              and config
+ *   step_N.safetensors,        a checkpoint pair (checkpoint.h): the model (vt_vit_save)
+ *   step_N.state.safetensors   and the resume state (train_state.h), written every
+ *                              ckpt_every epochs, at the end and when stopped early
+ *                              (stop_after); the newest train.keep_checkpoints pairs are kept
+ *   latest                     names the newest complete pair: what --resume continues from
+ *   last.safetensors           the newest pair's weights (a hard link): the file to load
  *   best.safetensors           the model at the best val top-1 so far
  *
  * Data parallelism (dist.h, under mpirun): train.batch_size and train.accum_steps keep
@@ -66,8 +64,8 @@ typedef struct {
     const char *run_dir;     /* NULL: train.run_dir, or runs/<config file stem> if empty */
     const char *resume_dir;  /* NULL: a fresh run; else continue the run saved there */
     int64_t stop_after;      /* > 0: stop once this many optimizer steps are done (in
-                                total, counting resumed ones), writing last.safetensors and
-                                the state as an interrupted run would be resumed from */
+                                total, counting resumed ones), writing the checkpoint pair
+                                an interrupted run would be resumed from */
 } vt_train_opts;
 
 typedef struct {

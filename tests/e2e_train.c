@@ -7,8 +7,9 @@
  *     the same top-1
  *   - exact resume: stop mid-epoch, resume, per-step losses equal the straight run's bit
  *     for bit (with dropout on), and so do the final weights; in fp32 and in bf16
- *   - a NaN loss (injected through the saved AdamW moment) stops with exit 1 and a
- *     message, leaving last.safetensors intact
+ *   - a NaN in the saved AdamW moment is refused on resume; a NaN loss (a huge saved
+ *     moment overflows the update) stops with exit 1 and a message, leaving
+ *     last.safetensors intact
  *   - usage and config errors exit 2 with a message naming the problem
  *   - gradient accumulation equals one big batch; step-based evaluation cadence
  *   - `vitrain info` reports the parameter count of the model
@@ -114,13 +115,17 @@ static void test_learns_and_eval(void) {
     double top1 = final_top1(log);
     CHECK(top1 >= 70.0, "synthetic val top-1 %.2f%%, expected >= 70%% (chance 25%%)", top1);
     CHECK(file_contains(log, "vitrain: kernels "), "kernel level logged");
-    const char *files[] = {"config.json", "metrics.jsonl", "last.safetensors",
-                           "last.state.safetensors", "best.safetensors"};
-    for (int i = 0; i < 5; i++) {
+    const char *files[] = {"config.json", "metrics.jsonl", "last.safetensors", "latest",
+                           "step_00000128.safetensors", "step_00000128.state.safetensors",
+                           "best.safetensors"};
+    for (int i = 0; i < 7; i++) {
         char p[600];
         snprintf(p, sizeof p, "%s/%s", dir, files[i]);
         CHECK(access(p, R_OK) == 0, "run directory has %s", files[i]);
     }
+    char older[600];
+    snprintf(older, sizeof older, "%s/step_00000096.safetensors", dir);
+    CHECK(access(older, F_OK) != 0, "train.keep_checkpoints 1 keeps only the newest pair");
     int n = 0;
     char *rec = train_records(dir, &n);
     CHECK(n == 128, "metrics.jsonl has %d train records, expected 128 (4 epochs x 32 steps)", n);
@@ -228,19 +233,20 @@ static void test_resume_exact(const char *precision) {
     CHECK(final_top1(pa) >= 0, "straight run printed its final line");
 }
 
-/* Put a NaN into the first AdamW moment of a saved resume state (same metadata). */
-static int inject_nan_moment(const char *state_path) {
+/* Set the first element of tensor `name` of a saved resume state to value (same
+ * metadata; the writer records the new checksum). */
+static int poke_state(const char *state_path, const char *name, float value) {
     vt_safetensors st;
     if (vt_st_read(state_path, &st) != VT_OK) return 0;
     int ok = 0;
-    const vt_st_tensor *m = vt_st_find(&st, "optim.m");
+    const vt_st_tensor *m = vt_st_find(&st, name);
     if (m && m->size > 0) {
         vt_st_tensor *t = malloc((size_t)st.n * sizeof *t);
         memcpy(t, st.tensors, (size_t)st.n * sizeof *t);
         for (int i = 0; i < st.n; i++) {
             t[i].data = malloc((size_t)t[i].size * sizeof(float));
             memcpy(t[i].data, st.tensors[i].data, (size_t)t[i].size * sizeof(float));
-            if (!strcmp(t[i].name, "optim.m")) t[i].data[0] = NAN;
+            if (!strcmp(t[i].name, name)) t[i].data[0] = value;
         }
         ok = vt_st_write(state_path, t, st.n, (const char *const *)st.meta_keys,
                          (const char *const *)st.meta_values, st.n_meta) == VT_OK;
@@ -252,26 +258,33 @@ static int inject_nan_moment(const char *state_path) {
 }
 
 static void test_nan_stop(void) {
-    /* one epoch (8 steps) trains and checkpoints; a NaN injected into the saved AdamW
-     * moment turns the weights NaN on the first resumed update, so the loss of step 10
-     * is NaN: exit 1, a message naming it, last.safetensors untouched. */
+    /* One epoch (8 steps) trains and checkpoints. A huge finite value put into the saved
+     * AdamW moment overflows the first resumed update, so the loss of step 10 is NaN:
+     * exit 1, a message naming it, last.safetensors untouched. A NaN put there instead is
+     * refused on resume, naming the file, the tensor and the element. */
     char d[512], keep[600], last[600], state[600], log[600];
     snprintf(d, sizeof d, "%s/nan", tmp);
     snprintf(last, sizeof last, "%s/last.safetensors", d);
-    snprintf(state, sizeof state, "%s/last.state.safetensors", d);
+    snprintf(state, sizeof state, "%s/step_00000008.state.safetensors", d);
     snprintf(keep, sizeof keep, "%s/nan_last_copy", tmp);
     snprintf(log, sizeof log, "%s/nan.log", tmp);
     const char *sets = "--set data.train_size=256 --set train.epochs=3";
     int rc = run("%s " CFG " %s --threads 1 --run-dir %s --stop-after 8 2>/dev/null", bin, sets, d);
     CHECK(rc == 0, "first epoch exit %d", rc);
     run("cp %s %s", last, keep);
-    CHECK(inject_nan_moment(state), "NaN injected into %s: %s", state, vt_last_error());
+    CHECK(poke_state(state, "optim.m", 3.0e38f), "huge moment put into %s: %s", state,
+          vt_last_error());
     rc = run("%s " CFG " %s --threads 1 --resume %s 2>%s", bin, sets, d, log);
     CHECK(rc == 1, "NaN run exits 1, got %d", rc);
     CHECK(file_contains(log, "loss is NaN at step 10 (epoch 2)"), "message names NaN, step and epoch");
     char want[700];
     snprintf(want, sizeof want, "last good checkpoint: %s", last);
     CHECK(file_contains(log, want), "message names the last good checkpoint");
+    CHECK(poke_state(state, "optim.m", NAN), "NaN put into %s: %s", state, vt_last_error());
+    rc = run("%s " CFG " %s --threads 1 --resume %s 2>%s", bin, sets, d, log);
+    CHECK(rc == 1, "a NaN moment is refused with exit 1, got %d", rc);
+    snprintf(want, sizeof want, "%s: tensor \"optim.m\" holds NaN at element 0", state);
+    CHECK(file_contains(log, want), "message names the state file, the tensor and the element");
     CHECK(same_bytes(last, keep), "last.safetensors left intact");
 }
 

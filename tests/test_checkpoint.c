@@ -3,8 +3,12 @@
  * Covers: bitwise round trip of names, shapes, values and metadata in the given order;
  * the header layout (length multiple of 8, space padding); atomic writes (an existing
  * file survives a failed write, no tmp file is left behind); every validation error on
- * read names the file and the offending tensor/offset; a byte-exact file in the layout
- * Python's safetensors writes; .npy header bytes identical to numpy 1.24's.
+ * read names the file and the offending tensor/offset (a directory given as a file
+ * too); the per-tensor CRC-32 (a flipped bit, entries that do not match the tensors)
+ * and non-finite values as errors naming the tensor; a file in the layout Python's
+ * safetensors writes, and ours byte-exact with the checksums added; .npy header bytes
+ * identical to numpy 1.24's; the checkpoint pair protocol (pointer, last.safetensors,
+ * keeping and pruning, a failure before the commit point, the older layout).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -79,7 +83,7 @@ static vt_st_tensor make_tensor(const char *name, int ndim, const int64_t *shape
 static void test_round_trip(void) {
     float a[6], b[4], c[2] = {1.5f, -2.25f}, s[1] = {42.0f};
     uint32_t special[4] = {0x80000000u /* -0 */, 0x00000001u /* denormal */,
-                           0x7fc12345u /* NaN with payload */, 0xff800000u /* -inf */};
+                           0x7f7fffffu /* FLT_MAX */, 0x80800000u /* -FLT_MIN */};
     for (int i = 0; i < 6; i++) a[i] = (float)i * 0.1f - 0.3f;
     memcpy(b, special, sizeof b);
     int64_t sa[2] = {2, 3}, sb[1] = {4}, sc[3] = {1, 1, 2};
@@ -133,7 +137,7 @@ static void test_round_trip(void) {
     t = vt_st_find(&in, "scalar");
     CHECK(t && t->ndim == 0 && t->size == 1 && t->data[0] == 42.0f, "0-d tensor");
     CHECK(vt_st_find(&in, "missing") == NULL, "find of a missing name");
-    CHECK(in.n_meta == 2, "n_meta %d", in.n_meta);
+    CHECK(in.n_meta == 2, "n_meta %d (the checksum key is consumed by the read)", in.n_meta);
     CHECK(vt_st_meta(&in, "config") && strcmp(vt_st_meta(&in, "config"), vals[0]) == 0,
           "config metadata");
     CHECK(vt_st_meta(&in, "note") && strcmp(vt_st_meta(&in, "note"), vals[1]) == 0,
@@ -317,6 +321,199 @@ static void test_corrupt(void) {
     }
 
     expect_bad(tmp_path("does_not_exist.safetensors"), "cannot open", NULL, "missing file");
+    /* A directory given as a checkpoint (it opens, and used to report its size as 2^63 - 1). */
+    expect_bad(dir, "is a directory", "expected a .safetensors file", "a directory");
+}
+
+/* Write tensors a (2 x 2) and b (3) to path with vt_st_write. */
+static void write_ab(const char *path, const float *a, const float *b) {
+    int64_t sa[2] = {2, 2}, sb[1] = {3};
+    vt_st_tensor ts[2] = {make_tensor("a", 2, sa, (float *)a), make_tensor("b", 1, sb, (float *)b)};
+    const char *k[1] = {"format"}, *v[1] = {"pt"};
+    CHECK(vt_st_write(path, ts, 2, k, v, 1) == VT_OK, "write %s: %s", path, vt_last_error());
+}
+
+/* The per-tensor CRC-32 and the finite-values check of vt_st_read. */
+static void test_integrity(void) {
+    CHECK(vt_crc32("123456789", 9) == 0xcbf43926u, "CRC-32 check value (zlib.crc32)");
+    const char *p = tmp_path("crc.safetensors");
+    float a[4] = {1, 2, 3, 4}, b[3] = {5, 6, 7};
+    write_ab(p, a, b);
+    long len;
+    unsigned char *raw = slurp(p, &len);
+    uint64_t hlen = 0;
+    for (int i = 0; i < 8; i++) hlen |= (uint64_t)raw[i] << (8 * i);
+    char *hdr = calloc(hlen + 1, 1);
+    memcpy(hdr, raw + 8, hlen);
+    CHECK(strstr(hdr, "\"tensor_crc32\":\"{\\\"a\\\":\\\"") != NULL,
+          "header carries the checksums: %s", hdr);
+    free(hdr);
+
+    /* One flipped bit in b's data: the read names the file, b and both checksums. */
+    unsigned char *bad = malloc((size_t)len);
+    memcpy(bad, raw, (size_t)len);
+    bad[8 + hlen + 16 + 5] ^= 0x10;
+    spit(p, bad, (size_t)len);
+    expect_bad(p, "tensor \"b\": data checksum mismatch", "corrupt", "a flipped bit");
+    /* The same flip in a's data. */
+    memcpy(bad, raw, (size_t)len);
+    bad[8 + hlen + 2] ^= 0x01;
+    spit(p, bad, (size_t)len);
+    expect_bad(p, "tensor \"a\": data checksum mismatch", NULL, "a flipped bit in a");
+    free(bad);
+    free(raw);
+
+    /* Checksum entries that do not match the tensors. */
+    static const struct {
+        const char *meta, *w1, *w2, *what;
+    } cases[] = {
+        {"{\\\"a\\\":\\\"00000000\\\"}", "\"b\" has no entry", NULL, "a tensor without a checksum"},
+        {"{\\\"a\\\":\\\"00000000\\\",\\\"b\\\":\\\"0\\\"}", "\"b\" is not an 8-digit hex", NULL,
+         "a short checksum"},
+        {"[1]", "not a JSON object", NULL, "checksums as an array"},
+        {"{\\\"zz\\\":\\\"00000000\\\"}", "tensor \"zz\"", "does not contain", "a checksum of no tensor"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char json[512];
+        snprintf(json, sizeof json, "{\"__metadata__\":{\"tensor_crc32\":\"%s\"}," T_A "," T_B "}",
+                 cases[i].meta);
+        write_raw(p, json, 28, -1);
+        expect_bad(p, cases[i].w1, cases[i].w2, cases[i].what);
+    }
+
+    /* Non-finite values are errors naming the tensor and the element, checksum or not. */
+    float nan_a[4] = {1, 2, NAN, 4}, inf_b[3] = {5, -INFINITY, 7};
+    write_ab(p, nan_a, b);
+    expect_bad(p, "tensor \"a\" holds NaN at element 2 (index [1, 0])", NULL, "a NaN");
+    write_ab(p, a, inf_b);
+    expect_bad(p, "tensor \"b\" holds -Inf at element 1", NULL, "an infinity");
+
+    /* The checksum key does not come back: metadata read from one file writes another. */
+    write_ab(p, a, b);
+    vt_safetensors in;
+    CHECK(vt_st_read(p, &in) == VT_OK, "read: %s", vt_last_error());
+    CHECK(in.n_meta == 1 && vt_st_meta(&in, "tensor_crc32") == NULL, "checksum key consumed");
+    CHECK(vt_st_write(tmp_path("copy.safetensors"), in.tensors, in.n, (const char *const *)in.meta_keys,
+                      (const char *const *)in.meta_values, in.n_meta) == VT_OK,
+          "rewrite with the read metadata: %s", vt_last_error());
+    vt_st_free(&in);
+}
+
+/* Write a pair's two files for step `step`: weights "w" = {step} and state "m" = {-step}. */
+static void write_pair(const vt_ckpt_pair *p) {
+    float w[1] = {(float)p->step}, m[1] = {-(float)p->step};
+    int64_t sh[1] = {1};
+    vt_st_tensor tw = make_tensor("w", 1, sh, w), tm = make_tensor("m", 1, sh, m);
+    CHECK(vt_st_write(p->weights, &tw, 1, NULL, NULL, 0) == VT_OK, "weights: %s", vt_last_error());
+    CHECK(vt_st_write(p->state, &tm, 1, NULL, NULL, 0) == VT_OK, "state: %s", vt_last_error());
+}
+
+static ino_t inode_of(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 ? sb.st_ino : 0;
+}
+
+static int pair_exists(const char *d, int64_t step) {
+    vt_ckpt_pair p;
+    vt_ckpt_pair_of(d, step, &p);
+    return file_exists(p.weights) + file_exists(p.state);
+}
+
+/* The checkpoint pair protocol (checkpoint.h): names, the pointer, last.safetensors,
+ * keeping, pruning leftovers, failures before the commit point, the older layout. */
+static void test_pairs(void) {
+    char d[300], path[400], last[400];
+    snprintf(d, sizeof d, "%s/run", dir);
+    mkdir(d, 0700);
+    snprintf(last, sizeof last, "%s/last.safetensors", d);
+    vt_ckpt_pair cur, p;
+    CHECK(vt_ckpt_current(d, &cur) == VT_ERR_USAGE && strstr(vt_last_error(), "latest") &&
+              strstr(vt_last_error(), d),
+          "no checkpoint yet: %s", vt_last_error());
+    vt_ckpt_pair_of(d, 24, &p);
+    CHECK(strstr(p.weights, "/run/step_00000024.safetensors") &&
+              strstr(p.state, "/run/step_00000024.state.safetensors"), "names %s %s", p.weights,
+          p.state);
+    for (int64_t step = 8; step <= 32; step += 8) {
+        vt_ckpt_pair_of(d, step, &p);
+        write_pair(&p);
+        CHECK(vt_ckpt_publish(d, &p, 2) == VT_OK, "publish %lld: %s", (long long)step,
+              vt_last_error());
+        CHECK(vt_ckpt_current(d, &cur) == VT_OK && cur.step == step &&
+                  strcmp(cur.weights, p.weights) == 0 && strcmp(cur.state, p.state) == 0,
+              "current after step %lld: %lld", (long long)step, (long long)cur.step);
+        CHECK(inode_of(last) != 0 && inode_of(last) == inode_of(p.weights),
+              "last.safetensors is the step %lld weights", (long long)step);
+    }
+    snprintf(path, sizeof path, "%s/latest", d);
+    long len;
+    unsigned char *txt = slurp(path, &len);
+    CHECK(txt && len == 14 && memcmp(txt, "step_00000032\n", 14) == 0, "latest reads %.*s",
+          (int)len, txt ? (char *)txt : "");
+    free(txt);
+    CHECK(pair_exists(d, 8) == 0 && pair_exists(d, 16) == 0 && pair_exists(d, 24) == 2 &&
+              pair_exists(d, 32) == 2, "keep 2: %d %d %d %d", pair_exists(d, 8),
+          pair_exists(d, 16), pair_exists(d, 24), pair_exists(d, 32));
+
+    /* Leftovers of killed saves: temporaries, a newer orphan, an incomplete older pair. */
+    const char *junk[] = {"step_00000040.safetensors", "step_00000032.state.safetensors.tmp",
+                          "latest.tmp", "last.safetensors.tmp", "step_00000020.safetensors",
+                          "last.state.safetensors"};
+    for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", d, junk[i]);
+        spit(path, "x", 1);
+    }
+    snprintf(path, sizeof path, "%s/notes.txt", d);
+    spit(path, "mine", 4);
+    vt_ckpt_pair_of(d, 36, &p);
+    write_pair(&p);
+    CHECK(vt_ckpt_publish(d, &p, 2) == VT_OK, "publish 36: %s", vt_last_error());
+    for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", d, junk[i]);
+        CHECK(!file_exists(path), "leftover %s removed", junk[i]);
+    }
+    snprintf(path, sizeof path, "%s/notes.txt", d);
+    CHECK(file_exists(path), "a file that is not ours stays");
+    CHECK(pair_exists(d, 24) == 0 && pair_exists(d, 32) == 2 && pair_exists(d, 36) == 2,
+          "after 36: %d %d %d", pair_exists(d, 24), pair_exists(d, 32), pair_exists(d, 36));
+
+    /* A failure before the commit point (latest.tmp cannot be created): the new pair is
+     * removed, latest and last.safetensors still name step 36. */
+    snprintf(path, sizeof path, "%s/latest.tmp", d);
+    mkdir(path, 0700);
+    vt_ckpt_pair_of(d, 44, &p);
+    write_pair(&p);
+    vt_status st = vt_ckpt_publish(d, &p, 2);
+    CHECK(st == VT_ERR_RUNTIME && strstr(vt_last_error(), "latest"), "blocked pointer: %s",
+          vt_last_error());
+    rmdir(path);
+    CHECK(pair_exists(d, 44) == 0, "the unpublished pair is removed");
+    vt_ckpt_pair_of(d, 36, &p);
+    CHECK(vt_ckpt_current(d, &cur) == VT_OK && cur.step == 36, "still step 36: %s",
+          vt_last_error());
+    CHECK(inode_of(last) == inode_of(p.weights), "last.safetensors still step 36");
+
+    /* A pointer that is not ours, or names a missing file. */
+    snprintf(path, sizeof path, "%s/latest", d);
+    spit(path, "../../etc/passwd\n", 17);
+    CHECK(vt_ckpt_current(d, &cur) == VT_ERR_RUNTIME && strstr(vt_last_error(), "expected one line"),
+          "malformed latest: %s", vt_last_error());
+    spit(path, "step_00000036\n", 14);
+    unlink(p.state);
+    CHECK(vt_ckpt_current(d, &cur) == VT_ERR_RUNTIME && strstr(vt_last_error(), p.state) &&
+              strstr(vt_last_error(), "missing"), "latest naming a missing state: %s",
+          vt_last_error());
+
+    /* The older layout: last.safetensors + last.state.safetensors, no latest. */
+    char old[300];
+    snprintf(old, sizeof old, "%s/old", dir);
+    mkdir(old, 0700);
+    snprintf(path, sizeof path, "%s/last.safetensors", old);
+    spit(path, "x", 1);
+    snprintf(path, sizeof path, "%s/last.state.safetensors", old);
+    spit(path, "x", 1);
+    CHECK(vt_ckpt_current(old, &cur) == VT_OK && cur.step == -1 &&
+              strstr(cur.state, "/old/last.state.safetensors"), "older layout: %s", vt_last_error());
 }
 
 /* A file in the layout Python's safetensors (save_file({"b": [1, 2], "a": [[0, 0]]},
@@ -347,7 +544,18 @@ static void test_python_layout(void) {
           "b values");
     CHECK(vt_st_meta(&in, "format") && strcmp(vt_st_meta(&in, "format"), "pt") == 0, "format");
 
-    /* Our writer produces these exact bytes for the same tensors and metadata. */
+    /* Our writer produces the same layout plus the checksums (values from Python's
+     * zlib.crc32 of each tensor's 8 data bytes), the header padded to 200 bytes. */
+    static const char ours_json[] =
+        "{\"__metadata__\":{\"format\":\"pt\",\"tensor_crc32\":"
+        "\"{\\\"a\\\":\\\"889a5c49\\\",\\\"b\\\":\\\"2e3fa576\\\"}\"},"
+        "\"a\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]},"
+        "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}  ";
+    unsigned char want[8 + 200 + 16];
+    CHECK(sizeof ours_json - 1 == 200, "expected header is %zu bytes", sizeof ours_json - 1);
+    memcpy(want, "\xc8\0\0\0\0\0\0\0", 8);
+    memcpy(want + 8, ours_json, 200);
+    memcpy(want + 208, data, 16);
     float av[2], bv[2] = {1, 2};
     memcpy(av, data, 8);
     int64_t sa[2] = {1, 2}, sb[1] = {2};
@@ -357,8 +565,8 @@ static void test_python_layout(void) {
     CHECK(vt_st_write(q, ts, 2, k, v, 1) == VT_OK, "write: %s", vt_last_error());
     long len;
     unsigned char *ours = slurp(q, &len);
-    CHECK(len == (long)sizeof file && memcmp(ours, file, sizeof file) == 0,
-          "writer output differs from the Python layout (len %ld)", len);
+    CHECK(len == (long)sizeof want && memcmp(ours, want, sizeof want) == 0,
+          "writer output differs from the Python layout with checksums (len %ld)", len);
     free(ours);
     vt_st_free(&in);
 }
@@ -416,8 +624,10 @@ int main(void) {
     test_round_trip();
     test_atomic();
     test_corrupt();
+    test_integrity();
     test_python_layout();
     test_npy();
+    test_pairs();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
