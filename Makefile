@@ -119,6 +119,16 @@ $(BUILD)/tests/test_kernels: tests/test_kernels.c $(BUILD)/libkernels.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libkernels.a $(LDLIBS)
 
+# vitrain with checkpoint.c built for fault injection (checkpoint.h; the rest from the
+# library), for tests/e2e_checkpoint_faults.c.
+FAULT_BIN := $(BUILD)/tests/vitrain_fault
+$(BUILD)/fault/checkpoint.o: src/checkpoint.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DVT_FAULT_INJECTION -MMD -MP -c $< -o $@
+
+$(FAULT_BIN): $(call obj,$(SRC_MAIN)) $(BUILD)/fault/checkpoint.o $(BUILD)/libvitrain.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libvitrain.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libvitrain.a $(LDLIBS)
@@ -131,7 +141,7 @@ test:
 # Unit tests run under every ISA the CPU has and with 1 and 2 threads, test_kernels of
 # the emulation build once for the levels it lacks; end-to-end tests once. Ends with
 # the total "N passed, N failed".
-check: $(BIN) $(TEST_BIN)
+check: $(BIN) $(TEST_BIN) $(FAULT_BIN)
 	+@$(if $(EMU_KERNELS),$(EMU_MAKE) $(EMU_KERNELS) >/dev/null)
 	@BUILD=$(BUILD) VT_BIN=$(abspath $(BIN)) VT_EMU_KERNELS=$(EMU_KERNELS) scripts/run_tests.sh
 

@@ -943,8 +943,16 @@ static vt_status relink_last(const char *dir, const char *weights) {
     return s;
 }
 
-vt_status vt_ckpt_publish(const char *dir, const vt_ckpt_pair *p, int keep) {
+vt_status vt_ckpt_tidy(const char *dir, const vt_ckpt_pair *p, int keep) {
+    VT_ASSERT(p->step >= 0 && keep >= 1, "tidy of pair %lld, keep %d", (long long)p->step, keep);
+    vt_status s = relink_last(dir, p->weights);
+    vt_status s2 = prune(dir, p->step, keep);
+    return s != VT_OK ? s : s2;
+}
+
+vt_status vt_ckpt_publish(const char *dir, const vt_ckpt_pair *p, int keep, int *committed) {
     VT_ASSERT(keep >= 1, "keep_checkpoints %d", keep);
+    if (committed) *committed = 0;
     char pointer[VT_CKPT_PATH], line[64];
     path_join(pointer, sizeof pointer, dir, CKPT_POINTER);
     int len = snprintf(line, sizeof line, CKPT_PREFIX "%08lld\n", (long long)p->step);
@@ -958,9 +966,9 @@ vt_status vt_ckpt_publish(const char *dir, const vt_ckpt_pair *p, int keep) {
         vt_ckpt_discard(p);
         return vt_fail(s, "%s", msg);
     }
-    vt_status s2 = relink_last(dir, p->weights);
-    vt_status s3 = prune(dir, p->step, keep);
-    return s != VT_OK ? s : s2 != VT_OK ? s2 : s3;
+    if (committed) *committed = 1;
+    vt_status s2 = vt_ckpt_tidy(dir, p, keep);
+    return s != VT_OK ? s : s2;
 }
 
 static int is_regular(const char *path) {

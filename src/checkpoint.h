@@ -30,7 +30,7 @@
  * plus last.safetensors, a hard link to the weights of the pair `latest` names (a copy
  * where the file system has no hard links): the stable name users and timm load.
  *
- * Protocol of one save at step s (vt_ckpt_publish does steps 3-6):
+ * Protocol of one save at step s (vt_ckpt_publish does steps 3-5):
  *   1. write step_s.safetensors        (tmp, fsync, rename, fsync dir)
  *   2. write step_s.state.safetensors  (tmp, fsync, rename, fsync dir)
  *   3. write latest.tmp = "step_s\n", fsync it, rename it over latest, fsync the dir:
@@ -116,10 +116,15 @@ typedef struct {
 /* The file names of the pair of step `step` in dir. */
 void vt_ckpt_pair_of(const char *dir, int64_t step, vt_ckpt_pair *p);
 /* Steps 3-5 of the protocol for a pair whose two files are written: make it the one
- * `latest` names, relink last.safetensors, keep the newest `keep` (>= 1) pairs. On a
- * failure before the commit point the pair's files are removed and `latest` is
- * unchanged; after it, the pair stays current and the error names what failed. */
-vt_status vt_ckpt_publish(const char *dir, const vt_ckpt_pair *p, int keep);
+ * `latest` names, relink last.safetensors, keep the newest `keep` (>= 1) pairs.
+ * *committed (if not NULL) says whether `latest` names the pair now. On a failure before
+ * the commit point the pair's files are removed and `latest` is unchanged; after it, the
+ * pair stays current and the error names what failed. */
+vt_status vt_ckpt_publish(const char *dir, const vt_ckpt_pair *p, int keep, int *committed);
+/* Steps 4-5 for the current pair p (from vt_ckpt_current, p->step >= 0): a run resumed
+ * after a kill between the commit point and the end of a save completes it, so
+ * last.safetensors names p's weights and leftovers are gone. */
+vt_status vt_ckpt_tidy(const char *dir, const vt_ckpt_pair *p, int keep);
 /* Remove a pair's files (a save that failed before vt_ckpt_publish). Never call it on
  * the pair `latest` names. */
 void vt_ckpt_discard(const vt_ckpt_pair *p);

@@ -150,10 +150,15 @@ static vt_status save_state_files(trainer *tr) {
         free(cfg_json);
         if (st != VT_OK) vt_ckpt_discard(&p);
     }
-    if (st == VT_OK) st = vt_ckpt_publish(tr->dir, &p, tr->cfg->train.keep_checkpoints);
+    int committed = 0;
+    if (st == VT_OK) st = vt_ckpt_publish(tr->dir, &p, tr->cfg->train.keep_checkpoints, &committed);
+    if (committed) tr->saved_step = tr->step;
+    if (st != VT_OK && committed)
+        return vt_fail_context(st, "checkpoint at step %lld (saved and current; the run stops "
+                               "on this error)", (long long)tr->step);
     if (st != VT_OK)
-        return vt_fail_context(st, "checkpoint at step %lld (the previous checkpoint is intact)",
-                               (long long)tr->step);
+        return vt_fail_context(st, "checkpoint at step %lld (not saved; the previous checkpoint "
+                               "is intact)", (long long)tr->step);
     return VT_OK;
 }
 
@@ -209,6 +214,8 @@ static vt_status load_state(trainer *tr) {
     tr->opt.t = s.optim_t;
     tr->step = s.step;
     tr->saved_step = s.step;
+    /* A kill after the commit point of a save left it unfinished: finish it. */
+    if (p.step >= 0) st = vt_ckpt_tidy(tr->dir, &p, tr->cfg->train.keep_checkpoints);
 out:
     free(s.config);
     return st;

@@ -437,7 +437,7 @@ static void test_pairs(void) {
     for (int64_t step = 8; step <= 32; step += 8) {
         vt_ckpt_pair_of(d, step, &p);
         write_pair(&p);
-        CHECK(vt_ckpt_publish(d, &p, 2) == VT_OK, "publish %lld: %s", (long long)step,
+        CHECK(vt_ckpt_publish(d, &p, 2, NULL) == VT_OK, "publish %lld: %s", (long long)step,
               vt_last_error());
         CHECK(vt_ckpt_current(d, &cur) == VT_OK && cur.step == step &&
                   strcmp(cur.weights, p.weights) == 0 && strcmp(cur.state, p.state) == 0,
@@ -467,7 +467,7 @@ static void test_pairs(void) {
     spit(path, "mine", 4);
     vt_ckpt_pair_of(d, 36, &p);
     write_pair(&p);
-    CHECK(vt_ckpt_publish(d, &p, 2) == VT_OK, "publish 36: %s", vt_last_error());
+    CHECK(vt_ckpt_publish(d, &p, 2, NULL) == VT_OK, "publish 36: %s", vt_last_error());
     for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", d, junk[i]);
         CHECK(!file_exists(path), "leftover %s removed", junk[i]);
@@ -483,9 +483,10 @@ static void test_pairs(void) {
     mkdir(path, 0700);
     vt_ckpt_pair_of(d, 44, &p);
     write_pair(&p);
-    vt_status st = vt_ckpt_publish(d, &p, 2);
-    CHECK(st == VT_ERR_RUNTIME && strstr(vt_last_error(), "latest"), "blocked pointer: %s",
-          vt_last_error());
+    int committed = -1;
+    vt_status st = vt_ckpt_publish(d, &p, 2, &committed);
+    CHECK(st == VT_ERR_RUNTIME && strstr(vt_last_error(), "latest") && committed == 0,
+          "blocked pointer: %s", vt_last_error());
     rmdir(path);
     CHECK(pair_exists(d, 44) == 0, "the unpublished pair is removed");
     vt_ckpt_pair_of(d, 36, &p);
