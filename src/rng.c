@@ -3,6 +3,8 @@
 
 #include <math.h>
 
+#include "status.h"
+
 static uint64_t splitmix64(uint64_t *x) {
     uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -59,4 +61,31 @@ uint64_t vt_rng_derive(uint64_t seed, uint64_t a, uint64_t b) {
     h = splitmix64(&x);
     x = h ^ (b * 0xA0761D6478BD642Full);
     return splitmix64(&x);
+}
+
+/* The Feistel round function: a splitmix64 finalizer of (key, round, half). */
+static uint64_t feistel_round(uint64_t key, int round, uint64_t half) {
+    uint64_t z = key ^ ((uint64_t)(round + 1) * 0x9E3779B97F4A7C15ull) ^ (half * 0xD6E8FEB86659FD93ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+int64_t vt_rng_permute(uint64_t key, int64_t n, int64_t pos) {
+    VT_ASSERT(n >= 1 && n <= ((int64_t)1 << 62) && pos >= 0 && pos < n,
+              "permutation position %lld of %lld", (long long)pos, (long long)n);
+    int h = 1;
+    while (h < 31 && ((int64_t)1 << (2 * h)) < n) h++;
+    const uint64_t mask = ((uint64_t)1 << h) - 1;
+    uint64_t x = (uint64_t)pos;
+    do {
+        uint64_t l = x >> h, r = x & mask;
+        for (int round = 0; round < 6; round++) {
+            uint64_t t = l ^ (feistel_round(key, round, r) & mask);
+            l = r;
+            r = t;
+        }
+        x = l << h | r;
+    } while (x >= (uint64_t)n);
+    return (int64_t)x;
 }

@@ -25,5 +25,10 @@ double vt_rng_normal(vt_rng *r);
 double vt_rng_trunc_normal(vt_rng *r, double std, double lo, double hi);
 /* A seed derived from (seed, a, b) by hashing: independent streams per epoch/sample. */
 uint64_t vt_rng_derive(uint64_t seed, uint64_t a, uint64_t b);
+/* Position pos (0 <= pos < n) of a pseudo-random permutation of [0, n) chosen by key,
+ * computed alone in O(1) memory: a 6-round balanced Feistel network over the smallest
+ * 4^h >= n values, walking the cycle until it lands below n (fewer than 4 steps on
+ * average). A bijection of [0, n) for every key and n >= 1. */
+int64_t vt_rng_permute(uint64_t key, int64_t n, int64_t pos);
 
 #endif

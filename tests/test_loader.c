@@ -12,7 +12,8 @@
  * path, and a seek recovers; the eval resize + center crop matches the transforms by hand;
  * the config path (data.kind synthetic, default workers) equals the synchronous path;
  * no allocation happens per batch once warmed up (malloc/calloc/realloc counted by
- * interposition; skipped in sanitizer builds).
+ * interposition; skipped in sanitizer builds); a split of 10^9 samples needs no order
+ * memory, and vt_rng_permute is a bijection.
  */
 #include <omp.h>
 #include <stdatomic.h>
@@ -20,6 +21,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "config.h"
 #include "data/augment.h"
@@ -28,6 +30,7 @@
 #include "data/transform.h"
 #include "harness.h"
 #include "resolve.h"
+#include "rng.h"
 
 /* Allocation counting for the steady-state check: malloc, calloc and realloc are
  * interposed and forwarded to glibc. Sanitizer builds bring their own allocator, so the
@@ -499,7 +502,89 @@ static void test_no_alloc(void) {
 #endif
 }
 
+/* Resident set size of this process in bytes (/proc/self/statm), -1 if unknown. */
+static long long rss_bytes(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long long pages = -1, res = -1;
+    if (f) {
+        if (fscanf(f, "%lld %lld", &pages, &res) != 2) res = -1;
+        fclose(f);
+    }
+    return res < 0 ? -1 : res * 4096;
+}
+
+/* The sample order takes no memory per sample: a synthetic split of 10^9 samples (an
+ * allowed data.train_size, whose order array took 8 GB and, when that allocation failed,
+ * was reported from freed memory) opens, yields batches from two epochs and closes with
+ * the resident set grown by less than 256 MB, and (outside sanitizer builds, whose shadow
+ * memory needs the address space) under an address-space limit of 2 GB above the current
+ * size. The permutation: a bijection of [0, n) for n = 1..300 and 10^6, another per key. */
+static void test_order_bounded(void) {
+    vt_config cfg;
+    CHECK(vt_resolve_json(&cfg, "{\"model\": {\"img_size\": 16, \"patch_size\": 4, \"num_classes\": 4},"
+                          " \"data\": {\"kind\": \"synthetic\", \"train_size\": 1000000000,"
+                          " \"val_size\": 8, \"workers\": 1}, \"train\": {\"batch_size\": 8}}",
+                          "order.json") == VT_OK, "config: %s", vt_last_error());
+    vt_data_spec c;
+    vt_resolve_data_spec(&cfg, &c);
+#ifdef COUNT_ALLOCS
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_AS, &old);
+    FILE *f = fopen("/proc/self/statm", "r");
+    long long vm = 0;
+    if (f) {
+        if (fscanf(f, "%lld", &vm) != 1) vm = 0;
+        fclose(f);
+    }
+    lim = old;
+    lim.rlim_cur = (rlim_t)(vm * 4096 + (2LL << 30));
+    CHECK(vm > 0 && setrlimit(RLIMIT_AS, &lim) == 0, "address-space limit set");
+#endif
+    long long before = rss_bytes();
+    static float img[8 * 3 * 16 * 16];
+    int lab[8], su, cnt = 0;
+    vt_loader *L = NULL;
+    vt_status st = vt_loader_open(&L, &c, VT_SPLIT_TRAIN, 16);
+    CHECK(st == VT_OK, "open a 10^9-sample split: %s", vt_last_error());
+    if (st == VT_OK) {
+        CHECK(vt_loader_batches(L, 8) == 125000000, "batches %lld", (long long)vt_loader_batches(L, 8));
+        st = vt_loader_next(L, img, lab, NULL, &su, &cnt);
+        CHECK(st == VT_OK && cnt == 8, "first batch: %s", vt_last_error());
+        vt_loader_seek(L, 7, 124999999, 8);
+        st = vt_loader_next(L, img, lab, NULL, &su, &cnt);
+        CHECK(st == VT_OK && cnt == 8, "last batch of epoch 8: %s", vt_last_error());
+        long long grown = rss_bytes() - before;
+        CHECK(grown < (256LL << 20), "resident set grew by %lld MB", grown >> 20);
+        vt_loader_close(L);
+    }
+#ifdef COUNT_ALLOCS
+    setrlimit(RLIMIT_AS, &old);
+#endif
+
+    static unsigned char hit[1000000];
+    int bijective = 1, differ = 0;
+    for (int64_t n = 1; n <= 300; n++)
+        for (uint64_t key = 1; key <= 2; key++) {
+            memset(hit, 0, (size_t)n);
+            for (int64_t p = 0; p < n; p++) {
+                int64_t v = vt_rng_permute(key, n, p);
+                bijective &= v >= 0 && v < n && !hit[v];
+                if (v >= 0 && v < n) hit[v] = 1;
+            }
+        }
+    memset(hit, 0, sizeof hit);
+    for (int64_t p = 0; p < 1000000; p++) {
+        int64_t v = vt_rng_permute(99, 1000000, p);
+        bijective &= !hit[v];
+        hit[v] = 1;
+        differ += v != vt_rng_permute(100, 1000000, p);
+    }
+    CHECK(bijective, "vt_rng_permute is a bijection of [0, n)");
+    CHECK(differ > 990000, "another key gives another order (%d of 10^6 positions differ)", differ);
+}
+
 int main(void) {
+    test_order_bounded();
     test_no_alloc();
     test_determinism();
     test_seek();

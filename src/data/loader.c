@@ -1,9 +1,12 @@
 /* loader.c - the shared batching pipeline over every dataset kind (loader.h contract).
  *
  * Owns: the table of dataset formats (dataset.h's descriptors) and opening the one of a
- * spec's data.kind, the sample order (train: a Fisher-Yates
- * permutation per epoch from vt_rng_derive(train.seed, epoch, VT_LOADER_TAG_PERM); eval:
- * dataset order), the rank/world shard of that order, batching (train drops the last
+ * spec's data.kind, the sample order (train: a permutation per epoch keyed by
+ * vt_rng_derive(train.seed, epoch, VT_LOADER_TAG_PERM): Fisher-Yates into an array for
+ * splits of up to VT_LOADER_MAX_STORED_ORDER samples, as vitrain has always ordered them;
+ * beyond that vt_rng_permute, computed per position, so the order of a split of 10^9
+ * synthetic samples costs no memory; eval: dataset order), the rank/world shard of that
+ * order, batching (train drops the last
  * partial batch, eval keeps it), the per-sample transform pipeline, batch mixup/cutmix,
  * and the worker threads that prefetch batches.
  * Shards (data parallelism): rank r of R reads positions r, r + R, ... of the order, so
@@ -79,6 +82,7 @@
 #define VT_LOADER_TAG_MIX 0x4D49585550424154ull  /* the per-batch mixup streams */
 #define VT_LOADER_DEPTH 3                        /* prefetched batches */
 #define VT_LOADER_MAX_AUTO_WORKERS 8
+#define VT_LOADER_MAX_STORED_ORDER ((int64_t)1 << 22) /* 32 MB of order array at most */
 
 /* Per-thread scratch; each buffer grows to the largest sample seen, then stays. */
 typedef struct {
@@ -132,7 +136,8 @@ struct vt_loader {
     float *pimages;      /* the synchronous path's partner images and labels */
     int *plabels;
     int pcap;
-    int64_t *order;      /* train: permutation of order_epoch; NULL on the eval split */
+    int64_t *order;      /* train, small splits: permutation of order_epoch; else NULL */
+    uint64_t order_key;  /* train, large splits: vt_rng_permute key of order_epoch */
     int order_epoch;
     int epoch;
     int64_t batch;       /* next batch of the epoch (consumer position) */
@@ -171,18 +176,21 @@ const vt_dataset_kind *vt_dataset_kind_of(vt_data_kind k) {
 }
 
 static void build_order(vt_loader *L, int epoch) {
-    if (!L->order || L->order_epoch == epoch) return;
+    if (L->split != VT_SPLIT_TRAIN || L->order_epoch == epoch) return;
+    uint64_t key = vt_rng_derive(L->seed, (uint64_t)epoch, VT_LOADER_TAG_PERM);
+    L->order_key = key;
+    L->order_epoch = epoch;
+    if (!L->order) return;
     int64_t n = L->ds->size;
     for (int64_t i = 0; i < n; i++) L->order[i] = i;
     vt_rng r;
-    vt_rng_seed(&r, vt_rng_derive(L->seed, (uint64_t)epoch, VT_LOADER_TAG_PERM));
+    vt_rng_seed(&r, key);
     for (int64_t i = n - 1; i > 0; i--) {
         int64_t j = (int64_t)vt_rng_below(&r, (uint64_t)i + 1);
         int64_t t = L->order[i];
         L->order[i] = L->order[j];
         L->order[j] = t;
     }
-    L->order_epoch = epoch;
 }
 
 /* Samples of this rank's shard. */
@@ -258,12 +266,12 @@ vt_status vt_loader_open_dataset(vt_loader **out, vt_dataset *ds, const vt_data_
     pthread_mutex_init(&L->mu, NULL);
     pthread_cond_init(&L->cv_work, NULL);
     pthread_cond_init(&L->cv_ready, NULL);
-    if (train) {
+    if (train && ds->size <= VT_LOADER_MAX_STORED_ORDER) {
         L->order = malloc(sizeof(int64_t) * (size_t)ds->size);
         if (!L->order) {
+            long long n = (long long)ds->size; /* vt_loader_close frees ds */
             vt_loader_close(L);
-            return vt_fail(VT_ERR_RUNTIME, "out of memory for the order of %lld samples",
-                           (long long)ds->size);
+            return vt_fail(VT_ERR_RUNTIME, "out of memory for the order of %lld samples", n);
         }
     }
     build_order(L, 0);
@@ -536,12 +544,14 @@ static void mix_batch(const vt_loader *L, int epoch, int64_t batch, float *image
     }
 }
 
-/* Dataset index of shard position p (0-based within this rank's share) of the epoch
- * the order was built for. */
-static int64_t index_at(const vt_loader *L, int64_t p) {
-    int64_t pos = p * L->world + L->rank;
-    return L->order ? L->order[pos] : pos;
+/* Dataset index at global position pos of the epoch the order was built for. */
+static int64_t order_at(const vt_loader *L, int64_t pos) {
+    if (L->order) return L->order[pos];
+    return L->split == VT_SPLIT_TRAIN ? vt_rng_permute(L->order_key, L->ds->size, pos) : pos;
 }
+
+/* Dataset index of shard position p (0-based within this rank's share). */
+static int64_t index_at(const vt_loader *L, int64_t p) { return order_at(L, p * L->world + L->rank); }
 
 const char *vt_loader_sample_path(const vt_loader *L, int64_t p, char *buf, size_t len) {
     VT_ASSERT(L->split == VT_SPLIT_VAL && p >= 0 && p < L->ds->size, "sample path %lld", (long long)p);
@@ -554,7 +564,7 @@ const char *vt_loader_class_name(const vt_loader *L, int k) { return vt_imagefol
  * batch position g = i world + rank pairs with B - 1 - g). */
 static int64_t partner_index(const vt_loader *L, int64_t b, int i) {
     int64_t B = (int64_t)L->batch_size * L->world, g = (int64_t)i * L->world + L->rank;
-    return L->order[b * B + B - 1 - g];
+    return order_at(L, b * B + B - 1 - g);
 }
 
 /* Samples in batch b of this shard. */
