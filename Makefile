@@ -111,6 +111,15 @@ $(BUILD)/src/dist.o: $(BUILD)/version.h
 $(BUILD)/src/dist.o: CFLAGS += -I$(BUILD)
 FORCE:
 
+# src/image.c includes libstb-dev's stb_image.h with upstream 2.28's entropy-decoder
+# guards added (scripts/stb_image_patch.sh says which and why).
+STB_HEADER = $(shell pkg-config --variable=includedir stb)/stb_image.h
+$(BUILD)/gen/stb_image_fixed.h: scripts/stb_image_patch.sh
+	@mkdir -p $(dir $@)
+	scripts/stb_image_patch.sh $(STB_HEADER) $@
+$(BUILD)/src/image.o: $(BUILD)/gen/stb_image_fixed.h
+$(BUILD)/src/image.o: CFLAGS += -I$(BUILD)/gen
+
 $(BUILD)/tests/%: tests/%.c $(BUILD)/libvitrain.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libvitrain.a $(LDLIBS)

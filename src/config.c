@@ -260,6 +260,10 @@ static const key_row schema[] = {
           "CPUs, at most 8)."),
     K_ENUM("data.on_error", data.on_error, ch_on_error, VT_ONERR_FAIL, NULL,
            "A corrupt or unreadable sample: fail the run, or skip it (and count it)."),
+    K_I64("data.max_image_pixels", data.max_image_pixels, 178956970, 1, 4294967296.0,
+          "imagefolder: largest image accepted, width x height pixels (Pillow's decompression-"
+          "bomb limit); a larger one, or one whose declared size its file's bytes cannot hold, "
+          "is a bad sample (data.on_error)."),
     K_STR("data.class_list", data.class_list, "",
           "imagefolder: text file with one class folder name per line, giving the class "
           "indices in line order (folders not listed are ignored); empty = every train "

@@ -102,6 +102,7 @@ typedef struct {
     double mean[3], std[3];
     int workers;
     vt_on_error on_error;
+    long long max_image_pixels; /* imagefolder: largest decoded image (width x height) */
     char class_list[VT_STR]; /* imagefolder: file naming the classes in index order; "" = folders */
     char label[16];         /* cifar100: fine | coarse */
     int train_size, val_size; /* synthetic dataset sizes */

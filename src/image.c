@@ -5,7 +5,18 @@
  * decodes as PNG. Before stb_image decodes a JPEG, jpeg_check_markers walks the marker
  * segments to the end-of-image marker: stb_image silently fills a truncated scan with
  * zeros, so truncation is detected here instead; the walk also rejects Huffman tables
- * that would overflow stb_image 2.27's (it does not bound their code count).
+ * that would overflow stb_image 2.27's (it does not bound their code count). stb_image
+ * itself is libstb-dev's header with upstream 2.28's entropy-decoder guards added at
+ * build time (scripts/stb_image_patch.sh: a scan that ends inside a code otherwise
+ * shifts by 32 or more, undefined behaviour).
+ *
+ * Bounded work: before any pixel buffer exists, the declared size must be one the file's
+ * bytes can hold and at most max_pixels (data.max_image_pixels). A JPEG codes each 8 x 8
+ * block of its full-resolution component with at least one bit (the DC code), so no
+ * conforming file holds more than 512 pixels per byte; we accept up to 1024. A PNG's
+ * filtered rows (one filter byte per row, then the packed samples; Adam7 counted per
+ * pass) come from deflate, which expands at most 1032:1, so they must fit in 1032 times
+ * the file size. Decoding cost is then linear in the file's size.
  */
 #include "image.h"
 
@@ -32,8 +43,12 @@
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
 #pragma GCC diagnostic ignored "-Wmisleading-indentation"
-#include "stb_image.h"
+#include "stb_image_fixed.h" /* generated from stb_image.h by scripts/stb_image_patch.sh */
 #pragma GCC diagnostic pop
+
+#define JPEG_MAX_PIXELS_PER_BYTE 1024 /* twice the densest conforming JPEG (see above) */
+#define DEFLATE_MAX_RATIO 1032        /* deflate's largest expansion: 258 bytes per 2 bits */
+#define MAX_SIDE 65536                /* decoders' limit per side (STBI_MAX_DIMENSIONS, libpng) */
 
 static const uint8_t png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 
@@ -52,13 +67,28 @@ const char *vt_image_format_name(vt_image_format f) {
     return "unknown";
 }
 
-/* Make room for h * w * c bytes in *buf; checks the size limit. */
+/* The declared size against the decoders' side limit and data.max_image_pixels. */
+static vt_status check_pixels(const char *name, const char *fmt, uint64_t w, uint64_t h,
+                              int64_t max_pixels) {
+    if (w == 0 || h == 0)
+        return vt_fail(VT_ERR_RUNTIME, "%s: corrupt %s: declares %llu x %llu pixels", name, fmt,
+                       (unsigned long long)w, (unsigned long long)h);
+    if (w > MAX_SIDE || h > MAX_SIDE)
+        return vt_fail(VT_ERR_RUNTIME, "%s: %s of %llu x %llu pixels: a side longer than %d pixels "
+                       "is not supported", name, fmt, (unsigned long long)w, (unsigned long long)h,
+                       MAX_SIDE);
+    if (w * h > (uint64_t)max_pixels)
+        return vt_fail(VT_ERR_RUNTIME, "%s: %s of %llu x %llu = %llu pixels exceeds "
+                       "data.max_image_pixels = %lld (raise it to decode such images)", name, fmt,
+                       (unsigned long long)w, (unsigned long long)h,
+                       (unsigned long long)(w * h), (long long)max_pixels);
+    return VT_OK;
+}
+
+/* Make room for h * w * c bytes in *buf (sizes already checked by check_pixels). */
 static vt_status reserve(const char *name, uint8_t **buf, size_t *cap, int h, int w, int c) {
-    size_t bytes = (size_t)h * (size_t)w * (size_t)c;
     if (h <= 0 || w <= 0) return vt_fail(VT_ERR_RUNTIME, "%s: invalid image size %d x %d", name, w, h);
-    if (bytes > VT_IMAGE_MAX_BYTES || bytes / (size_t)h / (size_t)w != (size_t)c)
-        return vt_fail(VT_ERR_RUNTIME, "%s: image too large: %d x %d x %d exceeds %zu bytes", name,
-                       w, h, c, VT_IMAGE_MAX_BYTES);
+    size_t bytes = (size_t)h * (size_t)w * (size_t)c;
     if (bytes <= *cap) return VT_OK;
     uint8_t *p = realloc(*buf, bytes);
     if (!p) return vt_fail(VT_ERR_RUNTIME, "%s: out of memory for a %zu-byte image", name, bytes);
@@ -123,8 +153,8 @@ static vt_status jpeg_check_markers(const uint8_t *d, size_t len, const char *na
                    "end-of-image marker (FF D9)", name, len);
 }
 
-static vt_status decode_jpeg(const uint8_t *data, size_t len, const char *name, uint8_t **buf,
-                             size_t *cap, int *h, int *w, int *c) {
+static vt_status decode_jpeg(const uint8_t *data, size_t len, const char *name, int64_t max_pixels,
+                             uint8_t **buf, size_t *cap, int *h, int *w, int *c) {
     if (len > INT_MAX)
         return vt_fail(VT_ERR_RUNTIME, "%s: JPEG of %zu bytes: the decoder reads at most %d bytes",
                        name, len, INT_MAX);
@@ -133,6 +163,12 @@ static vt_status decode_jpeg(const uint8_t *data, size_t len, const char *name, 
     int iw, ih, comp;
     if (!stbi_info_from_memory(data, (int)len, &iw, &ih, &comp))
         return vt_fail(VT_ERR_RUNTIME, "%s: corrupt JPEG: %s", name, stbi_failure_reason());
+    uint64_t px = (uint64_t)iw * (uint64_t)ih;
+    if (px > (uint64_t)len * JPEG_MAX_PIXELS_PER_BYTE)
+        return vt_fail(VT_ERR_RUNTIME, "%s: corrupt JPEG: declares %d x %d = %llu pixels, more than "
+                       "its %zu bytes can hold (a JPEG codes each 8 x 8 block with at least one "
+                       "bit): a crafted or truncated file", name, iw, ih, (unsigned long long)px, len);
+    if ((s = check_pixels(name, "JPEG", (uint64_t)iw, (uint64_t)ih, max_pixels))) return s;
     int want = comp == 1 ? 1 : 3;
     if ((s = reserve(name, buf, cap, ih, iw, want))) return s;
     int gw, gh, gc;
@@ -160,18 +196,68 @@ typedef struct {
     size_t len, pos;
     const char *name;
     char msg[512];   /* the libpng error or our truncation message */
+    char warn[256];  /* libpng's warnings so far: its reasons behind a generic error */
     jmp_buf jmp;
 } png_src;
 
 static void png_on_error(png_structp png, png_const_charp msg) {
     png_src *src = png_get_error_ptr(png);
-    if (src->msg[0] == '\0') snprintf(src->msg, sizeof src->msg, "corrupt PNG: %s", msg);
+    if (src->msg[0] == '\0') {
+        if (src->warn[0])
+            snprintf(src->msg, sizeof src->msg, "corrupt PNG: %s (libpng: %s)", msg, src->warn);
+        else
+            snprintf(src->msg, sizeof src->msg, "corrupt PNG: %s", msg);
+    }
     longjmp(src->jmp, 1);
 }
 
+/* Warnings are kept, not printed: libpng states the reason for an error such as "Invalid
+ * IHDR data" only as warnings before it. */
 static void png_on_warning(png_structp png, png_const_charp msg) {
-    (void)png;
-    (void)msg;
+    png_src *src = png_get_error_ptr(png);
+    size_t n = strlen(src->warn);
+    if (n + 3 < sizeof src->warn)
+        snprintf(src->warn + n, sizeof src->warn - n, "%s%s", n ? "; " : "", msg);
+}
+
+static uint32_t be32(const uint8_t *b) {
+    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+/* Bytes of filtered rows of a w x h PNG of bpp bits per pixel: per row a filter byte
+ * and the packed samples; Adam7 (interlace 1) row by row of each pass. */
+static uint64_t png_raw_bytes(uint64_t w, uint64_t h, uint64_t bpp, int interlace) {
+    static const int pass[7][4] = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4},
+                                   {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}};
+    if (!interlace) return h * (1 + (w * bpp + 7) / 8);
+    uint64_t raw = 0;
+    for (int p = 0; p < 7; p++) {
+        uint64_t x0 = (uint64_t)pass[p][0], y0 = (uint64_t)pass[p][1];
+        uint64_t cols = w > x0 ? (w - x0 + (uint64_t)pass[p][2] - 1) / (uint64_t)pass[p][2] : 0;
+        uint64_t rows = h > y0 ? (h - y0 + (uint64_t)pass[p][3] - 1) / (uint64_t)pass[p][3] : 0;
+        if (cols && rows) raw += rows * (1 + (cols * bpp + 7) / 8);
+    }
+    return raw;
+}
+
+/* The IHDR's declared size against the file's bytes and the limits, before libpng
+ * allocates anything. A file without a well-formed IHDR first is left to libpng. */
+static vt_status png_check_size(const uint8_t *d, size_t len, const char *name, int64_t max_pixels) {
+    if (len < 33 || be32(d + 8) != 13 || memcmp(d + 12, "IHDR", 4) != 0) return VT_OK;
+    uint64_t w = be32(d + 16), h = be32(d + 20);
+    int depth = d[24], color = d[25], interlace = d[28];
+    int ch = color == 0 ? 1 : color == 2 ? 3 : color == 3 ? 1 : color == 4 ? 2 : color == 6 ? 4 : 0;
+    if (w == 0 || h == 0 || ch == 0 || depth == 0 || depth > 16 || interlace > 1)
+        return VT_OK; /* libpng names these */
+    if (w <= MAX_SIDE && h <= MAX_SIDE) {
+        uint64_t raw = png_raw_bytes(w, h, (uint64_t)depth * (uint64_t)ch, interlace);
+        if (raw > (uint64_t)len * DEFLATE_MAX_RATIO)
+            return vt_fail(VT_ERR_RUNTIME, "%s: corrupt PNG: declares %llu x %llu pixels (%llu bytes "
+                           "of rows), more than its %zu bytes can hold (deflate expands at most "
+                           "%d:1): a crafted or truncated file", name, (unsigned long long)w,
+                           (unsigned long long)h, (unsigned long long)raw, len, DEFLATE_MAX_RATIO);
+    }
+    return check_pixels(name, "PNG", w, h, max_pixels);
 }
 
 static void png_read_mem(png_structp png, png_bytep out, png_size_t n) {
@@ -185,8 +271,10 @@ static void png_read_mem(png_structp png, png_bytep out, png_size_t n) {
     src->pos += n;
 }
 
-static vt_status decode_png(const uint8_t *data, size_t len, const char *name, uint8_t **buf,
-                            size_t *cap, int *h, int *w, int *c) {
+static vt_status decode_png(const uint8_t *data, size_t len, const char *name, int64_t max_pixels,
+                            uint8_t **buf, size_t *cap, int *h, int *w, int *c) {
+    vt_status s = png_check_size(data, len, name, max_pixels);
+    if (s) return s;
     png_src src = {.data = data, .len = len, .pos = 0, .name = name};
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, png_on_error, png_on_warning);
     if (!png) return vt_fail(VT_ERR_RUNTIME, "%s: out of memory creating the PNG decoder", name);
@@ -238,13 +326,14 @@ static vt_status decode_png(const uint8_t *data, size_t len, const char *name, u
 
 /* ---- entry points -------------------------------------------------------------------- */
 
-vt_status vt_image_decode(const uint8_t *data, size_t len, const char *name, uint8_t **buf,
-                          size_t *cap, int *h, int *w, int *c) {
+vt_status vt_image_decode(const uint8_t *data, size_t len, const char *name, int64_t max_pixels,
+                          uint8_t **buf, size_t *cap, int *h, int *w, int *c) {
     *h = *w = *c = 0;
+    VT_ASSERT(max_pixels > 0, "vt_image_decode: max_pixels %lld", (long long)max_pixels);
     if (len == 0) return vt_fail(VT_ERR_RUNTIME, "%s: empty file (0 bytes), expected a JPEG or PNG image", name);
     switch (vt_image_sniff(data, len)) {
-    case VT_IMAGE_JPEG: return decode_jpeg(data, len, name, buf, cap, h, w, c);
-    case VT_IMAGE_PNG: return decode_png(data, len, name, buf, cap, h, w, c);
+    case VT_IMAGE_JPEG: return decode_jpeg(data, len, name, max_pixels, buf, cap, h, w, c);
+    case VT_IMAGE_PNG: return decode_png(data, len, name, max_pixels, buf, cap, h, w, c);
     case VT_IMAGE_UNKNOWN: break;
     }
     char shown[64];
@@ -258,7 +347,8 @@ vt_status vt_image_decode(const uint8_t *data, size_t len, const char *name, uin
                    "expected JPEG (FF D8 FF) or PNG (89 50 4E 47 0D 0A 1A 0A)", name, len, shown, text);
 }
 
-vt_status vt_image_load(const char *path, uint8_t **buf, size_t *cap, int *h, int *w, int *c) {
+vt_status vt_image_load(const char *path, int64_t max_pixels, uint8_t **buf, size_t *cap, int *h,
+                        int *w, int *c) {
     *h = *w = *c = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return vt_fail(VT_ERR_RUNTIME, "%s: cannot open: %s", path, strerror(errno));
@@ -281,7 +371,7 @@ vt_status vt_image_load(const char *path, uint8_t **buf, size_t *cap, int *h, in
     int e = errno;
     close(fd);
     if (map == MAP_FAILED) return vt_fail(VT_ERR_RUNTIME, "%s: cannot map %zu bytes: %s", path, len, strerror(e));
-    vt_status s = vt_image_decode(map, len, path, buf, cap, h, w, c);
+    vt_status s = vt_image_decode(map, len, path, max_pixels, buf, cap, h, w, c);
     munmap(map, len);
     return s;
 }

@@ -376,9 +376,26 @@ static void test_bad_files_fail(void) {
               "%s: message \"%s\" should name the file, \"%s\" and the skip hint", bad[i].file, msg,
               bad[i].reason);
     }
-    vt_sample_free(&sm);
     CHECK(vt_dataset_skipped(ds) == 0, "fail mode skips nothing");
     ds->ops->close(ds);
+
+    /* data.max_image_pixels reaches the decoder: the 8 x 8 JPEG (index 6) is over 63. */
+    c.data.max_image_pixels = 63;
+    s = vt_dataset_imagefolder.open(&ds, &c, VT_SPLIT_TRAIN);
+    CHECK(s == VT_OK, "open: %s", vt_last_error());
+    if (s) return;
+    int label = -1;
+    s = ds->ops->read(ds, 6, &sm, &label);
+    CHECK(s == VT_ERR_RUNTIME && has(vt_last_error(), "4_good.jpg") &&
+              has(vt_last_error(), "exceeds data.max_image_pixels = 63"),
+          "pixel limit: %s", vt_last_error());
+    c.data.max_image_pixels = 64;
+    ds->ops->close(ds);
+    s = vt_dataset_imagefolder.open(&ds, &c, VT_SPLIT_TRAIN);
+    CHECK(s == VT_OK && ds->ops->read(ds, 6, &sm, &label) == VT_OK, "at the limit: %s",
+          vt_last_error());
+    vt_sample_free(&sm);
+    if (s == VT_OK) ds->ops->close(ds);
 
     /* Through the loader: the first bad file of the batch stops it, with its name. */
     strcpy(c.data.val_split, "train");

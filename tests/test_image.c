@@ -9,6 +9,10 @@
  * reused, and every error with its message (missing file, directory, zero-byte file,
  * text named .jpg, truncated JPEG and PNG, corrupt PNG), an Adobe CMYK JPEG converted
  * to RGB, and 300 randomly mutated files that must fail cleanly or decode to a sane size.
+ * Bounds: declared sizes the file's bytes cannot hold (JPEG, PNG), the 65536 side limit,
+ * data.max_image_pixels, libpng's warnings behind "Invalid IHDR data", and a crafted
+ * CMYK JPEG whose scan ends inside a code, cut at every byte (undefined behaviour in
+ * stb_image 2.27 that the patched header removes; caught under `make san`).
  */
 #include <ftw.h>
 #include <math.h>
@@ -18,11 +22,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "harness.h"
 #include "image.h"
 #include "image_fixtures.h"
 
 static char tmpdir[256];
+
+/* data.max_image_pixels's default (Pillow's decompression-bomb limit). */
+#define MAXPX ((int64_t)178956970)
 
 static char *path_of(char *buf, const char *name) {
     snprintf(buf, 1024, "%s/%s", tmpdir, name);
@@ -42,7 +51,7 @@ static size_t cap;
 
 static vt_status load(const char *name, int *h, int *w, int *c) {
     char p[1024];
-    return vt_image_load(path_of(p, name), &buf, &cap, h, w, c);
+    return vt_image_load(path_of(p, name), MAXPX, &buf, &cap, h, w, c);
 }
 
 /* Count of pixels differing from want (c channels, n pixels). */
@@ -232,9 +241,9 @@ static void test_jpeg(void) {
     uint8_t *enc = fx_read_file(path_of(p, "color.jpg"), &len);
     uint8_t *b2 = NULL;
     size_t c2 = 0;
-    CHECK(vt_image_decode(enc, len, "mem", &b2, &c2, &gh, &gw, &gc) == VT_OK, "decode: %s", vt_last_error());
+    CHECK(vt_image_decode(enc, len, "mem", MAXPX, &b2, &c2, &gh, &gw, &gc) == VT_OK, "decode: %s", vt_last_error());
     CHECK(gh == 21 && gw == 37 && gc == 3 && c2 >= 37 * 21 * 3, "memory decode size");
-    CHECK(vt_image_load(path_of(p, "color.jpg"), &buf, &cap, &gh, &gw, &gc) == VT_OK, "reload");
+    CHECK(vt_image_load(path_of(p, "color.jpg"), MAXPX, &buf, &cap, &gh, &gw, &gc) == VT_OK, "reload");
     CHECK(b2 && memcmp(b2, buf, 37 * 21 * 3) == 0, "memory and file decodes agree");
     free(b2);
     free(enc);
@@ -347,7 +356,7 @@ static void test_mutations(void) {
                 m[at] = (uint8_t)(state >> 13);
             }
             int gh, gw, gc;
-            vt_status s = vt_image_decode(m, len, "mutant", &buf, &cap, &gh, &gw, &gc);
+            vt_status s = vt_image_decode(m, len, "mutant", MAXPX, &buf, &cap, &gh, &gw, &gc);
             if (s) {
                 failed++;
                 bad_msg += !has(vt_last_error(), "mutant");
@@ -365,6 +374,125 @@ static void test_mutations(void) {
     CHECK(failed > 0, "some mutations are detected (%d)", failed);
 }
 
+/* A PNG from raw chunk payloads: the signature, then each (type, data, len) chunk with
+ * its length and CRC. Returns the byte count written to out. */
+static size_t png_bytes(uint8_t *out, const char *const *types, const uint8_t *const *data,
+                        const size_t *lens, int n) {
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    size_t o = 8;
+    memcpy(out, sig, 8);
+    for (int i = 0; i < n; i++) {
+        uint32_t l = (uint32_t)lens[i];
+        uint8_t be[4] = {(uint8_t)(l >> 24), (uint8_t)(l >> 16), (uint8_t)(l >> 8), (uint8_t)l};
+        memcpy(out + o, be, 4);
+        memcpy(out + o + 4, types[i], 4);
+        if (l) memcpy(out + o + 8, data[i], l);
+        uint32_t crc = (uint32_t)crc32(0, out + o + 4, 4 + l);
+        uint8_t cb[4] = {(uint8_t)(crc >> 24), (uint8_t)(crc >> 16), (uint8_t)(crc >> 8), (uint8_t)crc};
+        memcpy(out + o + 8 + l, cb, 4);
+        o += 12 + l;
+    }
+    return o;
+}
+
+/* A PNG with this IHDR (w, h, bit depth, color type), a tiny IDAT and IEND. */
+static size_t png_with_ihdr(uint8_t *out, uint32_t w, uint32_t h, int depth, int color) {
+    uint8_t ihdr[13] = {(uint8_t)(w >> 24), (uint8_t)(w >> 16), (uint8_t)(w >> 8), (uint8_t)w,
+                        (uint8_t)(h >> 24), (uint8_t)(h >> 16), (uint8_t)(h >> 8), (uint8_t)h,
+                        (uint8_t)depth, (uint8_t)color, 0, 0, 0};
+    static const uint8_t idat[11] = {0x78, 0x9c, 0x63, 0x60, 0x00, 0x00, 0x00, 0x02, 0x00, 0x01, 0};
+    const char *types[3] = {"IHDR", "IDAT", "IEND"};
+    const uint8_t *data[3] = {ihdr, idat, NULL};
+    size_t lens[3] = {13, 10, 0};
+    return png_bytes(out, types, data, lens, 3);
+}
+
+static void expect_decode_error(const uint8_t *d, size_t len, int64_t max_px, const char *w1,
+                                const char *w2, const char *what) {
+    int gh, gw, gc;
+    vt_status s = vt_image_decode(d, len, "crafted", max_px, &buf, &cap, &gh, &gw, &gc);
+    const char *msg = vt_last_error();
+    CHECK(s == VT_ERR_RUNTIME && has(msg, "crafted") && has(msg, w1) && (!w2 || has(msg, w2)),
+          "%s: status %d, message: %s", what, s, msg);
+}
+
+/* Declared sizes a file cannot hold, the side and pixel limits, libpng's reasons behind
+ * "Invalid IHDR data", and a crafted CMYK JPEG whose scan ends inside a code (stb_image
+ * 2.27 then shifts by 32 or more: undefined behaviour, which `make san` stops on). */
+static void test_bounds(void) {
+    char p[1024];
+    size_t len;
+
+    /* A small JPEG whose frame header claims 18000 x 18000 (972 MB of pixels). */
+    fx_jpeg_pattern(path_of(p, "small.jpg"), 16, 16, 3, 50);
+    uint8_t *j = fx_read_file(p, &len);
+    size_t sof = 2;
+    while (sof + 9 < len && !(j[sof] == 0xFF && j[sof + 1] == 0xC0)) sof++;
+    CHECK(sof + 9 < len, "SOF0 found");
+    int gh, gw, gc;
+    CHECK(vt_image_decode(j, len, "small", 256, &buf, &cap, &gh, &gw, &gc) == VT_OK && gh == 16,
+          "the 16 x 16 JPEG decodes within 256 pixels: %s", vt_last_error());
+    expect_decode_error(j, len, 255, "16 x 16 = 256 pixels exceeds data.max_image_pixels = 255",
+                        NULL, "JPEG over the pixel limit");
+    j[sof + 5] = j[sof + 7] = 0x46;
+    j[sof + 6] = j[sof + 8] = 0x50; /* 0x4650 = 18000 */
+    expect_decode_error(j, len, MAXPX, "corrupt JPEG: declares 18000 x 18000", "bytes can hold",
+                        "JPEG claiming 18000 x 18000");
+    free(j);
+
+    /* PNGs: a claim the file cannot hold, a side over 65536, the pixel limit. */
+    uint8_t png[256];
+    len = png_with_ihdr(png, 20000, 20000, 8, 0);
+    expect_decode_error(png, len, MAXPX, "corrupt PNG: declares 20000 x 20000", "deflate",
+                        "PNG claiming 20000 x 20000");
+    len = png_with_ihdr(png, 70000, 1, 8, 0);
+    expect_decode_error(png, len, MAXPX, "70000 x 1", "longer than 65536",
+                        "PNG wider than libpng's limit");
+    fx_png_pattern(path_of(p, "px.png"), 40, 30, 3);
+    uint8_t *q = fx_read_file(p, &len);
+    expect_decode_error(q, len, 1199, "40 x 30 = 1200 pixels exceeds data.max_image_pixels = 1199",
+                        NULL, "PNG over the pixel limit");
+    free(q);
+    /* libpng's reason for "Invalid IHDR data" comes only as a warning before the error. */
+    len = png_with_ihdr(png, 4, 4, 3, 0);
+    expect_decode_error(png, len, MAXPX, "Invalid IHDR data", "libpng: Invalid bit depth",
+                        "PNG with bit depth 3");
+
+    /* An Adobe CMYK JPEG of noise at quality 100, its scan cut after k bytes and closed
+     * with EOI, for every k: each decode fails with a message or decodes at 16 x 16. */
+    uint8_t noise[16 * 16 * 4];
+    unsigned r = 1;
+    for (int i = 0; i < 16 * 16 * 4; i++) {
+        r = r * 1103515245u + 12345u;
+        noise[i] = (r >> 16) & 1 ? 255 : 0;
+    }
+    CHECK(fx_write_jpeg(path_of(p, "noise.jpg"), 16, 16, 4, noise, 100) == 0, "write noise.jpg");
+    uint8_t *n = fx_read_file(p, &len);
+    size_t sos = 2;
+    while (sos + 4 < len && !(n[sos] == 0xFF && n[sos + 1] == 0xDA)) sos++;
+    size_t start = sos + 2 + ((size_t)n[sos + 2] << 8 | n[sos + 3]), end = len - 2;
+    CHECK(start < end && n[end] == 0xFF && n[end + 1] == 0xD9, "scan found");
+    uint8_t *cut = malloc(len);
+    int ok = 0, failed = 0, bad = 0;
+    for (size_t k = 1; start < end && k < end - start; k++) {
+        memcpy(cut, n, start + k);
+        cut[start + k] = 0xFF;
+        cut[start + k + 1] = 0xD9;
+        vt_status s = vt_image_decode(cut, start + k + 2, "cut", MAXPX, &buf, &cap, &gh, &gw, &gc);
+        if (s) {
+            failed++;
+            bad += !has(vt_last_error(), "cut");
+        } else {
+            ok++;
+            bad += !(gh == 16 && gw == 16 && gc == 3);
+        }
+    }
+    CHECK(ok + failed > 1000 && bad == 0, "cut CMYK scans: %d decoded, %d failed, %d bad", ok,
+          failed, bad);
+    free(cut);
+    free(n);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/vt_test_image_XXXXXX");
     if (!mkdtemp(tmpdir)) {
@@ -380,6 +508,7 @@ int main(void) {
     test_buffer_reuse();
     test_errors();
     test_mutations();
+    test_bounds();
     free(buf);
     nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
     return test_summary();

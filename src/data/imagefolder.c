@@ -53,6 +53,7 @@ typedef struct {
     char **classes;            /* num_classes sorted names */
     int nclasses;
     int skip;                  /* data.on_error = skip */
+    int64_t max_pixels;        /* data.max_image_pixels */
     atomic_uchar *bad;         /* sample -> 1 once its file failed to decode */
     atomic_llong skipped;      /* distinct bad files so far */
     int64_t ignored;           /* files not indexed */
@@ -166,7 +167,7 @@ static vt_status if_read(const vt_dataset *ds, int64_t index, vt_sample *s, int 
         int64_t i = (index + k) % n;
         if (atomic_load_explicit(&im->bad[i], memory_order_relaxed)) continue;
         vt_imagefolder_path(ds, i, path, sizeof path);
-        st = vt_image_load(path, &s->pixels, &s->cap, &s->h, &s->w, &s->c);
+        st = vt_image_load(path, im->max_pixels, &s->pixels, &s->cap, &s->h, &s->w, &s->c);
         if (st == VT_OK) {
             *label = im->label[i];
             return VT_OK;
@@ -406,6 +407,7 @@ static vt_status if_open(vt_dataset **out, const vt_data_spec *spec, vt_split sp
     im->classes = classes.v;
     im->nclasses = (int)classes.n;
     im->skip = d->on_error == VT_ONERR_SKIP;
+    im->max_pixels = d->max_image_pixels;
     im->bad = vt_xcalloc(n, sizeof *im->bad);
     atomic_init(&im->skipped, 0);
     im->ignored = ignored;
