@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -526,6 +527,66 @@ static void test_bad_inputs(void) {
     idx_cfg(&c, dir, 4, 1, 3);
     expect_error("too long", &c, VT_SPLIT_TRAIN,
                  (const char *const[]){p, "longer than its header", "expected 76", "found 96", NULL});
+
+    /* A header claiming 50000 images of 256 x 256 (3.3 GB) in a 96-byte file, raw and
+     * gzip: rejected from the file size before any allocation (under an address-space
+     * limit of 1 GB above the current size outside sanitizer builds, so an allocation of
+     * the claimed size would fail with "out of memory" instead). */
+    uint32_t huge[3] = {50000, 256, 256};
+#if !defined(__SANITIZE_ADDRESS__)
+    struct rlimit old_as, lim;
+    getrlimit(RLIMIT_AS, &old_as);
+    long long vm_pages = 0;
+    FILE *sf = fopen("/proc/self/statm", "r");
+    if (sf) {
+        if (fscanf(sf, "%lld", &vm_pages) != 1) vm_pages = 0;
+        fclose(sf);
+    }
+    lim = old_as;
+    lim.rlim_cur = (rlim_t)(vm_pages * 4096 + (1LL << 30));
+    setrlimit(RLIMIT_AS, &lim);
+#endif
+    for (int gz = 0; gz < 2; gz++) {
+        make_dir(dir, gz ? "huge_gz" : "huge");
+        write_split(dir, "train", N, H, W, img, lab, gz);
+        write_idx(mkpath(p, dir, gz ? "train-images-idx3-ubyte.gz" : "train-images-idx3-ubyte"),
+                  0x803, 3, huge, img, sizeof img, gz, -1);
+        idx_cfg(&c, dir, 4, 1, 3);
+        if (gz)
+            expect_error("huge header, gzip", &c, VT_SPLIT_TRAIN,
+                         (const char *const[]){p, "declares 3276800000 data bytes", "can hold", NULL});
+        else
+            expect_error("huge header", &c, VT_SPLIT_TRAIN,
+                         (const char *const[]){p, "truncated", "expected 3276800016", "found 96", NULL});
+    }
+#if !defined(__SANITIZE_ADDRESS__)
+    setrlimit(RLIMIT_AS, &old_as);
+#endif
+    /* Gzip payloads over the first 1 MB buffer: 2000 images of 28 x 28 noise load whole
+     * (the buffer grows), and the same header over 100 images is truncated. */
+    {
+        enum { BN = 2000, BS = 28 };
+        uint8_t *big = malloc((size_t)BN * BS * BS), blab[BN];
+        uint64_t r = 7;
+        for (size_t i = 0; i < (size_t)BN * BS * BS; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            big[i] = (uint8_t)(r >> 56);
+        }
+        for (int i = 0; i < BN; i++) blab[i] = (uint8_t)(i % 3);
+        make_dir(dir, "big_gz");
+        write_split(dir, "train", BN, BS, BS, big, blab, 1);
+        idx_cfg(&c, dir, BS, 1, 3);
+        vt_loader *L = NULL;
+        vt_status bs = vt_loader_open(&L, &c, VT_SPLIT_TRAIN, BS);
+        CHECK(bs == VT_OK && vt_loader_size(L) == BN, "1.5 MB gzip payload: %s", vt_last_error());
+        if (bs == VT_OK) vt_loader_close(L);
+        uint32_t bdims[3] = {BN, BS, BS};
+        write_idx(mkpath(p, dir, "train-images-idx3-ubyte.gz"), 0x803, 3, bdims, big,
+                  (size_t)100 * BS * BS, 1, -1);
+        expect_error("truncated big gzip", &c, VT_SPLIT_TRAIN,
+                     (const char *const[]){p, "truncated", "expected 1568016", "found 78416", NULL});
+        free(big);
+    }
 
     /* count mismatch */
     make_dir(dir, "count");

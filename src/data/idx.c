@@ -13,6 +13,12 @@
  * equal to the header-implied size, every label < model.num_classes. After open the
  * dataset is read-only, so read() is thread-safe.
  *
+ * Memory is bounded by the files' bytes, whatever the header claims: a raw file's size
+ * must equal the header's before anything is allocated; a gzip file must be able to hold
+ * the payload (deflate expands at most 1032:1), and its payload buffer grows with the
+ * data actually decompressed, so a truncated or lying file costs at most twice its
+ * contents.
+ *
  * Samples are h x w x 1 (gray). IDX files carry no class count: num_classes is
  * model.num_classes, against which the labels are validated.
  */
@@ -28,6 +34,8 @@
 
 #define IDX_MAGIC_IMAGES 0x00000803u
 #define IDX_MAGIC_LABELS 0x00000801u
+#define DEFLATE_MAX_RATIO 1032 /* deflate's largest expansion: 258 bytes per 2 bits */
+#define GZ_FIRST_CHUNK ((size_t)1 << 20)
 
 typedef struct {
     uint8_t *images; /* count x h x w */
@@ -105,20 +113,56 @@ static vt_status idx_load_file(const char *path, uint32_t magic, int ndims, uint
                            "not an IDX %s file?", path, what);
         }
     }
-    uint8_t *data = malloc(payload ? (size_t)payload : 1);
+    /* The file's size against the header, before any allocation. */
+    struct stat sb;
+    int64_t fsize = stat(path, &sb) == 0 ? (int64_t)sb.st_size : -1;
+    if (raw && fsize >= 0 && (uint64_t)fsize != header + payload) {
+        gzclose(f);
+        if ((uint64_t)fsize < header + payload)
+            return vt_fail(VT_ERR_RUNTIME, "%s: truncated file: expected %llu bytes (%zu header + "
+                           "%llu data, as its header says), found %lld", path,
+                           (unsigned long long)(header + payload), header,
+                           (unsigned long long)payload, (long long)fsize);
+        return vt_fail(VT_ERR_RUNTIME, "%s: file longer than its header says: expected %llu bytes, "
+                       "found %lld", path, (unsigned long long)(header + payload), (long long)fsize);
+    }
+    if (!raw && fsize >= 0 && payload > (uint64_t)fsize * DEFLATE_MAX_RATIO) {
+        gzclose(f);
+        return vt_fail(VT_ERR_RUNTIME, "%s: the header declares %llu data bytes, more than the "
+                       "%lld-byte gzip file can hold (deflate expands at most %d:1): a corrupt "
+                       "header or a truncated file", path, (unsigned long long)payload,
+                       (long long)fsize, DEFLATE_MAX_RATIO);
+    }
+    /* Raw: exactly the payload. Gzip: a buffer that grows with the data decompressed. */
+    size_t cap = raw || payload <= GZ_FIRST_CHUNK ? (size_t)payload : GZ_FIRST_CHUNK;
+    uint8_t *data = malloc(cap ? cap : 1);
     if (!data) {
         gzclose(f);
-        return vt_fail(VT_ERR_RUNTIME, "%s: out of memory allocating %llu bytes", path,
-                       (unsigned long long)payload);
+        return vt_fail(VT_ERR_RUNTIME, "%s: out of memory allocating %zu bytes", path, cap);
     }
-    got = gz_read_all(f, path, data, (size_t)payload);
-    if (got < 0) { free(data); gzclose(f); return VT_ERR_RUNTIME; }
-    if ((uint64_t)got < payload) {
+    uint64_t have = 0;
+    for (;;) {
+        got = gz_read_all(f, path, data + have, cap - (size_t)have);
+        if (got < 0) { free(data); gzclose(f); return VT_ERR_RUNTIME; }
+        have += (uint64_t)got;
+        if (have < cap || cap == payload) break;
+        size_t next = cap > payload / 2 ? (size_t)payload : 2 * cap;
+        uint8_t *grown = realloc(data, next);
+        if (!grown) {
+            free(data);
+            gzclose(f);
+            return vt_fail(VT_ERR_RUNTIME, "%s: out of memory growing the data buffer to %zu bytes",
+                           path, next);
+        }
+        data = grown;
+        cap = next;
+    }
+    if (have < payload) {
         free(data);
         gzclose(f);
         return vt_fail(VT_ERR_RUNTIME, "%s: truncated file: expected %llu %s (%zu header + %llu "
                        "data), found %llu", path, (unsigned long long)(header + payload), unit,
-                       header, (unsigned long long)payload, (unsigned long long)(header + got));
+                       header, (unsigned long long)payload, (unsigned long long)(header + have));
     }
     uint8_t extra[4096];
     uint64_t more = 0;
