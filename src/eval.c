@@ -50,9 +50,12 @@ vt_status vt_eval_open(vt_evaluator *ev, const vt_config *cfg, int img_size) {
     ev->perm = vt_aligned_alloc((size_t)grid * grid * sizeof(int));
     ev->scratch = vt_aligned_alloc((size_t)ev->in_chans * img_size * img_size * sizeof(float));
     if (!ev->images || !ev->labels || !ev->soft || !ev->perm || !ev->scratch) {
+        int bs = ev->batch_size, C = ev->in_chans; /* vt_eval_close clears ev */
         vt_eval_close(ev);
-        return vt_fail(VT_ERR_RUNTIME, "out of memory: evaluation batch of %d images at %dx%d",
-                       ev->batch_size, img_size, img_size);
+        return vt_fail(VT_ERR_RUNTIME, "out of memory: an evaluation batch of %d images at %dx%d "
+                       "with %d channels needs %.1f GiB of pixels (lower eval.batch_size or the "
+                       "resolution)", bs, img_size, img_size, C,
+                       (double)img_floats * sizeof(float) / (1 << 30));
     }
     vt_arena_init(&ev->arena, img_floats * sizeof(float));
     vt_tape_init(&ev->tape, &ev->arena);

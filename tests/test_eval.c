@@ -7,13 +7,15 @@
  *   - evaluation at other image sizes (smaller and larger grids) runs for every PE kind,
  *     gives finite logits for every val sample, and the own-size evaluation at another
  *     batch size equals the first one
- *   - a size that is not a multiple of the patch is a usage error (resolve.h's rule)
+ *   - a size that is not a multiple of the patch is a usage error (resolve.h's rule); a
+ *     batch that does not fit in memory an error naming its size
  * Accuracy at another size on a trained model is covered by tests/e2e_reproduce.c.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "harness.h"
 
@@ -199,6 +201,37 @@ static void test_resolutions(void) {
           "16 is a size for patch 4, 0 is not");
 }
 
+/* An evaluation batch that does not fit in memory (16384 px, 8 images, 8 GiB) is an error
+ * naming the batch, the size and the memory; the message was printed from the cleared
+ * evaluator ("batch of 0 images"). The address space is limited to 2 GiB above the
+ * current size so the allocation fails (not in sanitizer builds, whose allocator reserves
+ * more). */
+static void test_out_of_memory(void) {
+#if !defined(__SANITIZE_ADDRESS__)
+    vt_config cfg;
+    vt_status st = vt_resolve_json(&cfg, BASE, "test_eval");
+    CHECK(st == VT_OK, "config: %s", vt_last_error());
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_AS, &old);
+    long long vm_pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%lld", &vm_pages) != 1) vm_pages = 0;
+        fclose(f);
+    }
+    lim = old;
+    lim.rlim_cur = (rlim_t)(vm_pages * 4096 + (2LL << 30));
+    CHECK(setrlimit(RLIMIT_AS, &lim) == 0, "address-space limit");
+    vt_evaluator ev;
+    if (st == VT_OK) st = vt_eval_open(&ev, &cfg, 16384);
+    setrlimit(RLIMIT_AS, &old);
+    CHECK(st == VT_ERR_RUNTIME && strstr(vt_last_error(), "batch of 8 images at 16384x16384") &&
+              strstr(vt_last_error(), "8.0 GiB") && strstr(vt_last_error(), "eval.batch_size"),
+          "16384 px batch: %s", vt_last_error());
+    if (st == VT_OK) vt_eval_close(&ev);
+#endif
+}
+
 int main(void) {
     char err[256];
     if (vt_kernels_init(err, sizeof err)) {
@@ -208,5 +241,6 @@ int main(void) {
     test_permutation();
     test_shuffle();
     test_resolutions();
+    test_out_of_memory();
     return test_summary();
 }
