@@ -1,5 +1,6 @@
 # vitrain build. `make` builds ./vitrain, `make test` builds and runs the test suite,
 # `make san` runs the unit tests under AddressSanitizer + UndefinedBehaviorSanitizer,
+# `make fuzz` runs the libFuzzer harnesses of tests/fuzz/ (FUZZ_TIME seconds each),
 # `make emu` runs the tests on the kernel levels this CPU lacks (avx512, avx512bf16, amx),
 # emulated on AVX2, `make bench` prints benchmark JSON. Sources are found by wildcard:
 # adding a file under src/, kernels/ or tests/ needs no Makefile edit.
@@ -34,7 +35,7 @@ EMU_KERNELS := $(if $(filter amx_tile,$(shell grep -m1 '^flags' /proc/cpuinfo 2>
 PKG_MODULES := libcjson libpng zlib stb ompi-c
 deb_of = $(if $(filter libcjson,$(1)),libcjson-dev,$(if $(filter libpng,$(1)),libpng-dev,$(if $(filter zlib,$(1)),zlib1g-dev,$(if $(filter ompi-c,$(1)),libopenmpi-dev,libstb-dev))))
 
-NEEDS_LIBS := $(filter-out clean help run test san emu,$(or $(MAKECMDGOALS),all))
+NEEDS_LIBS := $(filter-out clean help run test san emu fuzz,$(or $(MAKECMDGOALS),all))
 ifneq ($(NEEDS_LIBS),)
   ifeq ($(shell command -v pkg-config),)
     $(error pkg-config not found. Install it with: sudo apt-get install pkg-config   (or run scripts/deps.sh))
@@ -67,7 +68,7 @@ LIB_OBJ := $(call obj,$(SRC_LIB)) $(KERN_OBJ)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all test check san san-check emu emu-check bench run clean help FORCE
+.PHONY: all test check san san-check emu emu-check bench run clean help fuzz FORCE
 all: $(BIN)
 
 $(BIN): $(call obj,$(SRC_MAIN)) $(BUILD)/libvitrain.a
@@ -176,6 +177,12 @@ emu-check:
 	$(EMU_MAKE) $(EMU_BUILD)/vitrain $(patsubst $(BUILD)/%,$(EMU_BUILD)/%,$(filter $(BUILD)/tests/test_%,$(TEST_BIN))) $(EMU_E2E:%=$(EMU_BUILD)/tests/%)
 	@BUILD=$(EMU_BUILD) VT_BIN=$(abspath $(EMU_BUILD)/vitrain) VT_TEST_ISAS=lacking VT_TEST_E2E="$(EMU_E2E)" scripts/run_tests.sh
 
+# The libFuzzer harnesses of tests/fuzz/ (clang, ASan + UBSan, build-fuzz/), each for
+# FUZZ_TIME seconds; findings land in tests/fuzz/regressions/, which `make test` replays.
+FUZZ_TIME ?= 60
+fuzz:
+	@scripts/fuzz.sh $(FUZZ_TIME)
+
 bench: $(BIN) $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do $$b || exit 1; done
 
@@ -186,9 +193,9 @@ run:
 	./vitrain configs/default.json
 
 clean:
-	rm -rf build build-san $(EMU_BUILD) vitrain
+	rm -rf build build-san build-fuzz $(EMU_BUILD) vitrain
 
 help:
-	@echo "targets: all (./vitrain), run (default training job), test (deps + build + suite), check (suite only), san, emu (the kernel levels this CPU lacks, emulated on AVX2), bench, clean"
+	@echo "targets: all (./vitrain), run (default training job), test (deps + build + suite), check (suite only), san, emu (the kernel levels this CPU lacks, emulated on AVX2), fuzz (FUZZ_TIME=seconds per target), bench, clean"
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

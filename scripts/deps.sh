@@ -3,10 +3,12 @@
 # (no apt at all) when everything is present. Uses sudo only when not root.
 #   scripts/deps.sh           build + run + test dependencies
 #   scripts/deps.sh --torch   also python3-torch (only to regenerate test fixtures)
+#   scripts/deps.sh --fuzz    also clang, libFuzzer and LLVM's OpenMP (make fuzz)
 set -euo pipefail
 pkgs=(gcc make pkg-config libcjson-dev libstb-dev libpng-dev zlib1g-dev libsimde-dev
       libopenmpi-dev openmpi-bin dataset-fashion-mnist python3-matplotlib python3-numpy)
 if [[ ${1:-} == --torch ]]; then pkgs+=(python3-torch); fi
+if [[ ${1:-} == --fuzz ]]; then pkgs+=(clang libclang-rt-dev libomp-dev); fi
 
 missing=()
 for p in "${pkgs[@]}"; do

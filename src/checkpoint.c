@@ -515,6 +515,8 @@ static vt_status st_parse_header(const char *path, const cJSON *root, int64_t da
         if (strcmp(it->string, "__metadata__") == 0) continue;
         const char *name = it->string;
         vt_st_tensor *t = &out->tensors[i];
+        if (name[0] == '\0')
+            return vt_fail(VT_ERR_RUNTIME, "%s: a tensor has an empty name", path);
         if (strlen(name) >= sizeof t->name)
             return vt_fail(VT_ERR_RUNTIME, "%s: tensor name \"%.60s...\" is %zu bytes, at most %zu "
                            "are supported", path, name, strlen(name), sizeof t->name - 1);
