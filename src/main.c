@@ -11,6 +11,7 @@
  * Flags take their value as the next argument or after '=' (--threads=2).
  * Under mpirun (dist.h) every rank runs the same command line; rank 0 prints.
  */
+#include <malloc.h>
 #include <math.h>
 #include <omp.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 #include "data/loader.h"
 #include "dist.h"
 #include "eval.h"
+#include "footprint.h"
 #include "kernels.h"
 #include "npz.h"
 #include "resolve.h"
@@ -90,8 +92,9 @@ static const char *USAGE_EVAL =
     "  --threads N        OpenMP threads (default train.threads; 0 = all cores)\n";
 static const char *USAGE_INFO =
     "usage: vitrain info CONFIG [--set k=v ...]\n"
-    "Parameter count, forward FLOPs per image, training-step FLOPs and a memory estimate\n"
-    "for the model of CONFIG, readable and as a JSON line.\n";
+    "Parameter count, forward FLOPs per image, training-step FLOPs and an estimate of the\n"
+    "peak memory of training CONFIG, readable and as a JSON line, from the config alone\n"
+    "(no model is allocated, no data read but file sizes).\n";
 static const char *USAGE_HELPCFG =
     "usage: vitrain help-config [--markdown]\n"
     "Every config key with its type, default, allowed values and meaning\n"
@@ -541,18 +544,21 @@ static int cmd_info(const cli_args *a) {
         fprintf(stderr, "vitrain: %s\n", err);
         return 2;
     }
+    /* The model's plan, not the model: sizes of any magnitude answer at once. */
     vt_vit m;
-    vt_status st = vt_vit_init(&m, &cfg, (uint64_t)cfg.train.seed);
+    vt_status st = vt_vit_plan(&m, &cfg);
     if (st != VT_OK) return fail_exit(st);
+    vt_footprint fp;
+    st = vt_footprint_estimate(&cfg, vt_footprint_resident(), &fp);
+    if (st != VT_OK) {
+        vt_vit_free(&m);
+        return fail_exit(st);
+    }
     const int S = cfg.model.img_size;
     const int64_t gb = (int64_t)cfg.train.batch_size * (cfg.train.accum_steps > 0 ? cfg.train.accum_steps : 1);
     double fwd = vt_vit_flops(&m, S);
     double step_flops = 3.0 * fwd * (double)gb;
-    double pbytes = 4.0 * (double)m.n_params;
-    double state_bytes = 4.0 * pbytes; /* params + grads + 2 moments */
-    double grad_floats, act_floats = vt_vit_activation_floats(&m, S, &grad_floats);
-    double act_bytes = 4.0 * (act_floats + grad_floats) * cfg.train.batch_size;
-    double total = state_bytes + act_bytes;
+    const double MiB = 1048576.0;
     printf("model: width %d, depth %d, heads %d, patch %d, image %dx%d, %d classes, pe %s\n",
            cfg.model.width, cfg.model.depth, cfg.model.heads, cfg.model.patch_size, S, S,
            cfg.model.num_classes, vt_pe_kind_name(cfg.pe.kind));
@@ -560,13 +566,19 @@ static int cmd_info(const cli_args *a) {
     printf("forward FLOPs per image: %.4g G\n", fwd / 1e9);
     printf("training step FLOPs: %.4g G (3 x forward x global batch %lld)\n", step_flops / 1e9,
            (long long)gb);
-    printf("memory estimate: %.1f MiB = params + grads + 2 AdamW moments %.1f MiB + activations "
-           "(batch %d) %.1f MiB\n", total / 1048576.0, state_bytes / 1048576.0, cfg.train.batch_size,
-           act_bytes / 1048576.0);
+    printf("memory estimate (peak resident set of training): %.1f MiB = model and optimizer %.1f "
+           "+ activations (batch %d) %.1f + evaluation %.1f + data loaders %.1f + dataset %.1f + "
+           "scratch %.1f + process %.1f MiB; --resume peaks at %.1f MiB while loading\n",
+           fp.total / MiB, fp.model / MiB, cfg.train.batch_size, fp.activations / MiB, fp.eval / MiB,
+           fp.loader / MiB, fp.dataset / MiB, fp.scratch / MiB, fp.baseline / MiB,
+           fp.resume_peak / MiB);
     printf("{\"params\":%lld,\"forward_flops_per_image\":%.6g,\"train_step_flops\":%.6g,"
            "\"global_batch\":%lld,\"memory_bytes\":%.0f,\"param_state_bytes\":%.0f,"
-           "\"activation_bytes\":%.0f,\"img_size\":%d}\n", (long long)m.n_params, fwd, step_flops,
-           (long long)gb, total, state_bytes, act_bytes, S);
+           "\"activation_bytes\":%.0f,\"eval_bytes\":%.0f,\"loader_bytes\":%.0f,"
+           "\"dataset_bytes\":%.0f,\"scratch_bytes\":%.0f,\"process_bytes\":%.0f,"
+           "\"resume_peak_bytes\":%.0f,\"img_size\":%d}\n", (long long)m.n_params, fwd, step_flops,
+           (long long)gb, fp.total, fp.model, fp.activations, fp.eval, fp.loader, fp.dataset,
+           fp.scratch, fp.baseline, fp.resume_peak, S);
     vt_vit_free(&m);
     return 0;
 }
@@ -619,6 +631,12 @@ static int run(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    /* Buffers of 1 MiB or more (model, optimizer, arenas, batches) are mappings of their
+     * own, given back to the system when freed: glibc would raise its mmap threshold at
+     * the first such free and then keep later large buffers, once freed, resident in its
+     * heap (the first step's arena blocks), which the memory estimate of `info` and the
+     * peak resident set of a run would both pay for. */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
     vt_dist_init(&argc, &argv);
     return vt_dist_exit(run(argc, argv));
 }

@@ -161,8 +161,12 @@ static void assert_model_config(const vt_config *cfg) {
               "performer.features %d", cfg->performer.features);
 }
 
-vt_status vt_vit_init(vt_vit *m, const vt_config *cfg, uint64_t seed) {
+/* Dimensions, position encoding and parameter layout of cfg's model (m->p, n_params,
+ * the Performer sizes), without parameter memory; *init receives each parameter's
+ * initialisation (malloc'd). */
+static vt_status plan(vt_vit *m, const vt_config *cfg, init_kind **init) {
     memset(m, 0, sizeof *m);
+    *init = NULL;
     assert_model_config(cfg);
     m->cfg = *cfg;
     const vt_model_config *mc = &cfg->model;
@@ -187,11 +191,32 @@ vt_status vt_vit_init(vt_vit *m, const vt_config *cfg, uint64_t seed) {
     m->p = l.p;
     m->n_p = l.n;
     m->n_params = l.total;
-    size_t bytes = (size_t)l.total * sizeof(float);
+    if (mc->attention == VT_ATTN_PERFORMER) {
+        m->performer_m = cfg->performer.features;
+        m->performer_kernel = strcmp(cfg->performer.kernel, "relu") == 0 ? VT_PERFORMER_RELU
+                                                                          : VT_PERFORMER_POSITIVE;
+    }
+    *init = l.init;
+    return VT_OK;
+}
+
+vt_status vt_vit_plan(vt_vit *m, const vt_config *cfg) {
+    init_kind *init;
+    vt_status st = plan(m, cfg, &init);
+    free(init);
+    return st;
+}
+
+vt_status vt_vit_init(vt_vit *m, const vt_config *cfg, uint64_t seed) {
+    layout l = {0};
+    vt_status st = plan(m, cfg, &l.init);
+    if (st != VT_OK) return st;
+    const vt_model_config *mc = &cfg->model;
+    size_t bytes = (size_t)m->n_params * sizeof(float);
     m->params = vt_aligned_alloc(bytes);
     /* calloc: zero without touching the pages (large blocks are fresh mappings), so a
      * model that only evaluates keeps no gradient memory resident. */
-    m->grads = calloc((size_t)l.total, sizeof(float));
+    m->grads = calloc((size_t)m->n_params, sizeof(float));
     if (!m->params || !m->grads) {
         free(l.init);
         vt_vit_free(m);
@@ -204,10 +229,7 @@ vt_status vt_vit_init(vt_vit *m, const vt_config *cfg, uint64_t seed) {
     }
 
     m->seed = seed;
-    if (mc->attention == VT_ATTN_PERFORMER) {
-        m->performer_m = cfg->performer.features;
-        m->performer_kernel = strcmp(cfg->performer.kernel, "relu") == 0 ? VT_PERFORMER_RELU
-                                                                          : VT_PERFORMER_POSITIVE;
+    if (m->performer_m > 0) {
         size_t fb = (size_t)m->L * m->H * m->performer_m * m->hd * sizeof(float);
         m->performer_w = vt_aligned_alloc(fb);
         if (!m->performer_w) {
@@ -261,14 +283,21 @@ static int mlp_dropout_active(const vt_vit *m, const vt_tape *t) {
 
 /* Whether block_forward splits qkv into q, k, v tensors (Performer, or a position
  * encoding that transforms q and k); else attention reads qkv in place. */
-static int splits_qkv(const vt_vit *m) { return m->performer_w || vt_pe_transforms_qk(m->pe); }
+static int splits_qkv(const vt_vit *m) { return m->performer_m > 0 || vt_pe_transforms_qk(m->pe); }
 
-/* Per image, the floats of one block's gradients inside its grad scope (its kept
- * activations but the block output and the attention state; see below): 10 N D (11
- * with Performer, 7 without the split) and fc1's output, with MLP dropout also gelu's. */
-static double block_scope_grad_floats(const vt_vit *m, double N, int mlp_dropout) {
-    double per_nd = m->performer_w ? 11.0 : splits_qkv(m) ? 10.0 : 7.0;
-    return per_nd * N * m->D + (mlp_dropout ? 2.0 : 1.0) * N * m->mlp_hidden;
+/* Per image, the floats of the tensors one block creates inside its grad scope (their
+ * gradients share the grad region; see below): qkv 3 N D, the split q/k/v 3 N D (with a
+ * PE that transforms q and k, or Performer), the attention output N D (Performer: and
+ * its merged copy), proj N D, after proj and after fc2 one N D for each active dropout,
+ * LayerScale and DropPath, the residual sum N D, fc1's output N Dh (with MLP dropout also
+ * gelu's and its dropout's) and fc2's output N D. `training`: dropout and DropPath run. */
+static double block_scope_grad_floats(const vt_vit *m, double N, int training) {
+    const vt_model_config *mc = &m->cfg.model;
+    int drop = training && mc->drop_rate > 0, ls = mc->layer_scale > 0;
+    int dp = training && mc->drop_path > 0 && m->L > 1;
+    double nd = 3.0 + (splits_qkv(m) ? 3.0 : 0.0) + 1.0 + (m->performer_m > 0 ? 1.0 : 0.0) + 3.0 +
+                2.0 * (drop + ls + dp);
+    return nd * N * m->D + (drop ? 3.0 : 1.0) * N * m->mlp_hidden;
 }
 
 /* One pre-norm block (see the file header). Everything but the block's output is
@@ -347,7 +376,7 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {
     x = vt_op_dropout(t, x, (float)m->cfg.model.drop_rate);
     if (t->grad_enabled) {
         double N = 1.0 + (double)grid * grid;
-        double floats = (double)B * block_scope_grad_floats(m, N, mlp_dropout_active(m, t));
+        double floats = (double)B * block_scope_grad_floats(m, N, t->training);
         size_t bytes = (size_t)(floats * sizeof(float));
         vt_tape_scope_reserve(t, bytes + 16 * 64); /* + each tensor's rounding to 64 bytes */
     }
@@ -369,30 +398,51 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {
  * active also gelu's, 2 N Dh) and the attention state: softmax keeps the probabilities
  * H N N (and with attention dropout a byte mask, H N N / 4 in floats) when
  * vt_attention_keep_probs says so, else nothing N x N; Performer keeps phi(Q) and phi(K),
- * (H, N, m) each. Plus patch embedding, CLS concat and position add (3 N D) and the
- * image. Gradient buffers: a block's internal ones live only during its backward (grad
- * scopes, tape.h), so one block's worth (the block's activations but its output and the
- * attention state) plus the block outputs (L N D) and the first 3 N D. The dataset, the
- * evaluation buffers, the backward's partial sums and per-row statistics are not
- * included (bench_train's arena_mb + grad_region_mb is what a step uses). */
-double vt_vit_activation_floats(const vt_vit *m, int S, double *grad_floats) {
+ * (H, N, m) each, and per head KV (m, hd), z (m) and den (N). Plus patch embedding, CLS
+ * concat and position add (3 N D), the image's columns and the head (pooled features and
+ * their norm, 2 D, and the logits, K). Gradient buffers: a block's internal ones live only
+ * during its backward in the grad region (grad scopes, tape.h): one block's worth (the
+ * block's activations but its output and the attention state), returned in
+ * *region_floats; the others (the block outputs, L N D, the first 3 N D and the head's
+ * 2 D + K) are in the arena with the activations and counted in the result. The dataset
+ * and the evaluation buffers are not included (footprint.c adds them;
+ * tests/e2e_info_memory.c checks the sum against real runs). */
+double vt_vit_activation_floats(const vt_vit *m, int S, double *region_floats) {
     const vt_model_config *mc = &m->cfg.model;
-    double N = 1.0 + (double)(S / m->P) * (S / m->P), D = m->D, H = m->H;
-    int performer = m->performer_w != NULL;
-    double attn = performer ? 2.0 * H * N * m->performer_m
-                  : vt_attention_keep_probs((int)N, m->hd, m->cfg.train.precision == VT_PRECISION_BF16)
-                      ? H * N * N * (mc->attn_drop_rate > 0 ? 1.25 : 1.0)
+    double N = 1.0 + (double)(S / m->P) * (S / m->P), D = m->D, H = m->H, K = m->num_classes;
+    int performer = m->performer_m > 0;
+    double pm = m->performer_m;
+    int bf16 = m->cfg.train.precision == VT_PRECISION_BF16;
+    double attn = performer ? H * (2.0 * N * pm + pm * m->hd + pm + N) /* Qf, Kf, KV, z, den */
+                  : vt_attention_keep_probs((int)N, m->hd, bf16) ? H * N * N * (mc->attn_drop_rate > 0 ? 1.25 : 1.0)
                   : 0.0;
-    double scoped = block_scope_grad_floats(m, N, mc->drop_rate > 0); /* a training step's */
-    *grad_floats = scoped + m->L * N * D + 3.0 * N * D;
-    return m->L * (scoped + N * D + attn) + 3.0 * N * D + (double)m->in_chans * S * S;
+    double scoped = block_scope_grad_floats(m, N, 1); /* a training step's */
+    /* dropout's byte masks: per block after proj, gelu and fc2; once after the position add */
+    double masks = mc->drop_rate > 0 ? (m->L * (2.0 * N * D + N * m->mlp_hidden) + N * D) / 4.0 : 0.0;
+    *region_floats = scoped;
+    double grads = m->L * N * D + 3.0 * N * D + 2.0 * D + K; /* outside the scopes */
+    double pre = (mc->drop_rate > 0 ? 4.0 : 3.0) * N * D; /* patch embedding, CLS, position add, dropout */
+    return m->L * (scoped + N * D + attn) + pre + (double)m->in_chans * S * S + 2.0 * D + K + masks +
+           grads;
+}
+
+/* Evaluation memory per image (no gradients), in floats: block_forward's scopes give each
+ * block's intermediates back once its output exists, so the arena holds the patch
+ * embedding's input columns and output, the CLS concat and position add (3 N D), every
+ * block's output (L N D), the intermediates of the block being computed (its scoped
+ * floats and its output; Performer's feature maps are per-thread scratch without
+ * gradients) and the head (pooled features, norm, logits). */
+double vt_vit_eval_floats(const vt_vit *m, int S) {
+    double N = 1.0 + (double)(S / m->P) * (S / m->P), D = m->D;
+    double span = block_scope_grad_floats(m, N, 0) + N * D;
+    return (double)m->in_chans * S * S + 3.0 * N * D + m->L * N * D + span + 2.0 * D + m->num_classes;
 }
 
 double vt_vit_flops(const vt_vit *m, int S) {
     double D = m->D, Np = (double)(S / m->P) * (S / m->P), N = Np + 1;
     double f = 2.0 * Np * D * m->embed_chans * m->P * m->P;       /* patch embedding */
     double block = 2.0 * N * D * 3 * D                             /* qkv */
-                   + (m->performer_w ? 2.0 * 4.0 * N * m->performer_m * D /* phi(q), phi(k), KV, out */
+                   + (m->performer_m > 0 ? 2.0 * 4.0 * N * m->performer_m * D /* phi(q), phi(k), KV, out */
                                      : 2.0 * 2.0 * N * N * D)      /* q k^T and attn v */
                    + 2.0 * N * D * D                               /* proj */
                    + 2.0 * 2.0 * N * D * m->mlp_hidden;            /* fc1, fc2 */

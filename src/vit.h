@@ -65,7 +65,7 @@ typedef struct vt_vit {
      * "pe.performer_w". Not a parameter: outside the flat buffers, no gradient, no decay,
      * never touched by the optimizer. NULL with softmax attention. */
     float *performer_w;
-    int performer_m;      /* performer.features */
+    int performer_m;      /* performer.features; 0 with softmax attention */
     int performer_kernel; /* vt_performer_kernel (ops.h) */
     uint64_t seed;        /* the init seed; feature redraws derive from (seed, redraw index) */
 } vt_vit;
@@ -75,6 +75,11 @@ typedef struct vt_vit {
  * 1e-6, PE inits per position-encodings.md), drawing from a stream seeded by seed. */
 vt_status vt_vit_init(vt_vit *m, const vt_config *cfg, uint64_t seed);
 void vt_vit_free(vt_vit *m);
+/* The model of cfg without its memory: dimensions, position encoding, the parameter
+ * layout (m->p names and shapes, no data) and n_params, all vt_vit_flops and
+ * vt_vit_activation_floats need; for `vitrain info` on models too large to allocate.
+ * Errors as vt_vit_init's config checks; release with vt_vit_free. */
+vt_status vt_vit_plan(vt_vit *m, const vt_config *cfg);
 
 /* Forward: images (B, in_chans, S, S) with S % P == 0 (S may differ from the training
  * size: positions/APE follow cfg.pe.positions and APE resampling). Returns logits
@@ -85,10 +90,13 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images);
 /* Forward FLOPs per image at image size S (multiply-add = 2 FLOPs; GEMMs and attention
  * products only). Training step FLOPs are taken as 3x this. */
 double vt_vit_flops(const vt_vit *m, int S);
-/* Training memory per image at image size S, in floats (analytic, vit.c): the
- * activations kept for backward (returned) and the gradient buffers alive at once
- * (*grad_floats). For `vitrain info`. */
-double vt_vit_activation_floats(const vt_vit *m, int S, double *grad_floats);
+/* Training memory per image at image size S, in floats (analytic, vit.c): the step's
+ * arena (activations kept for backward and the gradients outside grad scopes; returned)
+ * and its grad region (*region_floats). For `vitrain info`. */
+double vt_vit_activation_floats(const vt_vit *m, int S, double *region_floats);
+/* Evaluation memory per image at image size S, in floats (analytic, vit.c): what a
+ * forward without gradients holds at its peak. For `vitrain info`. */
+double vt_vit_eval_floats(const vt_vit *m, int S);
 
 /* Performer feature redraw hook, called by the training loop before optimizer step
  * `step` (0-based) runs: when performer.redraw_every = R > 0, step > 0 and R | step, the

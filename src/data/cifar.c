@@ -93,38 +93,48 @@ static vt_status load_file(const char *path, size_t size, const char *kind, int 
     return VT_OK;
 }
 
+/* The files of a split (names[0..*nfiles)) and the directory holding them: root, or the
+ * folder the archive extracts to when the first file is there. */
+static void split_files(const vt_data_config *d, vt_split split, int cifar100, const char **names,
+                        int *nfiles, char *dir, size_t dir_len) {
+    static const char *const names10[5] = {"data_batch_1.bin", "data_batch_2.bin",
+                                           "data_batch_3.bin", "data_batch_4.bin",
+                                           "data_batch_5.bin"};
+    const char *root = d->root;
+    if (split == VT_SPLIT_TRAIN && !cifar100) {
+        *nfiles = 5;
+        for (int i = 0; i < 5; i++) names[i] = names10[i];
+    } else {
+        *nfiles = 1;
+        names[0] = split == VT_SPLIT_TRAIN ? "train.bin" : cifar100 ? "test.bin" : "test_batch.bin";
+    }
+    char path[VT_STR + 128];
+    snprintf(dir, dir_len, "%s", root);
+    snprintf(path, sizeof path, "%s/%s", root, names[0]);
+    if (!is_file(path)) {
+        snprintf(path, sizeof path, "%s/%s/%s", root, cifar100 ? "cifar-100-binary" : "cifar-10-batches-bin",
+                 names[0]);
+        if (is_file(path)) snprintf(dir, dir_len, "%s/%s", root, cifar100 ? "cifar-100-binary"
+                                                                             : "cifar-10-batches-bin");
+    }
+}
+
 /* Open cifar10 (cifar100 = 0) or cifar100 for a split. */
 static vt_status cifar_open(vt_dataset **out, const vt_data_spec *spec, vt_split split, int cifar100) {
     *out = NULL;
     const char *kind = cifar100 ? "cifar100" : "cifar10";
     const char *root = spec->data.root;
     const char *subdir = cifar100 ? "cifar-100-binary" : "cifar-10-batches-bin";
-    const char *names10[5] = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
-                              "data_batch_4.bin", "data_batch_5.bin"};
-    const char *test10 = "test_batch.bin", *train100 = "train.bin", *test100 = "test.bin";
-    const char *names[5];
-    int nfiles;
-    if (split == VT_SPLIT_TRAIN && !cifar100) {
-        nfiles = 5;
-        memcpy(names, names10, sizeof names);
-    } else {
-        nfiles = 1;
-        names[0] = split == VT_SPLIT_TRAIN ? train100 : cifar100 ? test100 : test10;
-    }
     struct stat rst;
     if (stat(root, &rst) != 0 || !S_ISDIR(rst.st_mode))
         return vt_fail(VT_ERR_RUNTIME, "data.root = %s: %s; data.kind=%s expects a directory holding "
                        "the CIFAR binary files (%s)", root,
                        stat(root, &rst) != 0 ? strerror(errno) : "not a directory", kind,
                        cifar100 ? "train.bin, test.bin" : "data_batch_1..5.bin, test_batch.bin");
-    /* The files live in root, or in the folder the archive extracts to. */
+    const char *names[5];
+    int nfiles;
     char dir[VT_STR + 64], path[VT_STR + 128];
-    snprintf(dir, sizeof dir, "%s", root);
-    snprintf(path, sizeof path, "%s/%s", root, names[0]);
-    if (!is_file(path)) {
-        snprintf(path, sizeof path, "%s/%s/%s", root, subdir, names[0]);
-        if (is_file(path)) snprintf(dir, sizeof dir, "%s/%s", root, subdir);
-    }
+    split_files(&spec->data, split, cifar100, names, &nfiles, dir, sizeof dir);
     int rec = CIFAR_PIXELS + (cifar100 ? 2 : 1);
     size_t sizes[5], total = 0;
     for (int i = 0; i < nfiles; i++) {
@@ -184,6 +194,22 @@ static vt_status cifar100_open(vt_dataset **out, const vt_data_spec *spec, vt_sp
     return cifar_open(out, spec, split, 1);
 }
 
+/* The split's files are held whole once open: their bytes, and records in *samples. */
+static int64_t cifar_memory(const vt_data_spec *spec, vt_split split, int64_t *samples) {
+    const char *names[5];
+    int nfiles, cifar100 = spec->data.kind == VT_DATA_CIFAR100;
+    char dir[VT_STR + 64], path[VT_STR + 128];
+    split_files(&spec->data, split, cifar100, names, &nfiles, dir, sizeof dir);
+    int64_t total = 0;
+    for (int i = 0; i < nfiles; i++) {
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) total += (int64_t)st.st_size;
+    }
+    *samples = total / (CIFAR_PIXELS + (cifar100 ? 2 : 1));
+    return total;
+}
+
 static int cifar10_classes(const vt_data_config *d) {
     (void)d;
     return 10;
@@ -212,6 +238,7 @@ const vt_dataset_kind vt_dataset_cifar10 = {
     .classes = cifar10_classes,
     .check = cifar_check,
     .open = cifar10_open,
+    .memory = cifar_memory,
     .classes_doc = "10",
     .rules_doc = "model.num_classes = 10",
 };
@@ -223,6 +250,7 @@ const vt_dataset_kind vt_dataset_cifar100 = {
     .classes = cifar100_classes,
     .check = cifar_check,
     .open = cifar100_open,
+    .memory = cifar_memory,
     .classes_doc = "100 (data.label = fine) or 20 (coarse)",
     .rules_doc = "model.num_classes = the classes",
 };

@@ -114,6 +114,11 @@ typedef struct {
     vt_status (*check)(const vt_data_spec *s, int64_t step_samples, const char *src);
     /* Open a split of a resolved spec; errors name the path and reason. */
     vt_status (*open)(vt_dataset **out, const vt_data_spec *s, vt_split split);
+    /* Bytes a split holds in memory once open, and in *samples its sample count, from the
+     * spec and the files' sizes alone (`vitrain info`); missing files count 0 bytes and
+     * 0 samples. NULL: unknown without reading the data (the loader counts no bytes and
+     * samples -1). */
+    int64_t (*memory)(const vt_data_spec *s, vt_split split, int64_t *samples);
     /* Its classes and rules in words (the Dataset formats table of configs/README.md). */
     const char *classes_doc, *rules_doc;
 } vt_dataset_kind;

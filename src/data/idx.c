@@ -317,11 +317,49 @@ static vt_status idx_open(vt_dataset **out, const vt_data_spec *spec, vt_split s
     return VT_OK;
 }
 
+/* Bytes the file at path holds uncompressed: its size, or a gzip file's size trailer
+ * (ISIZE: the uncompressed size mod 2^32, exact below 4 GB). */
+static int64_t uncompressed_bytes(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return 0;
+    size_t n = strlen(path);
+    if (n < 3 || strcmp(path + n - 3, ".gz") != 0 || st.st_size < 4) return (int64_t)st.st_size;
+    FILE *f = fopen(path, "rb");
+    unsigned char b[4] = {0};
+    int ok = f && fseek(f, -4, SEEK_END) == 0 && fread(b, 1, 4, f) == 4;
+    if (f) fclose(f);
+    return ok ? (int64_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24)
+              : (int64_t)st.st_size;
+}
+
+/* The split's payloads are held whole once open: their bytes, and in *samples the
+ * labels file's count. */
+static int64_t idx_memory(const vt_data_spec *spec, vt_split split, int64_t *samples) {
+    *samples = 0;
+    const char *root = spec->data.root;
+    const char *name = split == VT_SPLIT_TRAIN ? spec->data.train_split : spec->data.val_split;
+    char img[VT_STR + 128], lbl[VT_STR + 128];
+    const char *used = name;
+    if (!find_file(img, sizeof img, root, name, "images-idx3-ubyte")) {
+        if (strcmp(name, "val") != 0 || !find_file(img, sizeof img, root, "t10k", "images-idx3-ubyte"))
+            return 0;
+        used = "t10k";
+    }
+    int64_t total = uncompressed_bytes(img);
+    if (find_file(lbl, sizeof lbl, root, used, "labels-idx1-ubyte")) {
+        int64_t labels = uncompressed_bytes(lbl);
+        total += labels;
+        *samples = labels > 8 ? labels - 8 : 0; /* one byte per sample after the 8-byte header */
+    }
+    return total;
+}
+
 const vt_dataset_kind vt_dataset_idx = {
     .kind = VT_DATA_IDX,
     .fixed_size = 1,
     .needs_root = 1,
     .open = idx_open,
+    .memory = idx_memory,
     .classes_doc = "model.num_classes (labels must be below it)",
     .rules_doc = "-",
 };

@@ -787,3 +787,28 @@ vt_status vt_loader_next(vt_loader *L, float *images, int *labels, float *soft, 
     *soft_used = L->mix_on;
     return VT_OK;
 }
+
+int64_t vt_loader_memory_estimate(const vt_data_spec *spec, vt_split split, int img_size,
+                                  int batch_size, int soft, int64_t *dataset_bytes, int64_t *samples) {
+    const vt_data_config *d = &spec->data;
+    const vt_dataset_kind *kind = vt_dataset_kind_of(d->kind);
+    *samples = -1;
+    *dataset_bytes = kind->memory ? kind->memory(spec, split, samples) : 0;
+    /* a split smaller than the batch fills only its samples' part of each slot */
+    if (*samples >= 0 && *samples < batch_size) batch_size = (int)*samples;
+    int64_t S = img_size, C = spec->in_chans, K = spec->num_classes;
+    /* the prefetch slots: images (huge pages from 1 MiB, vt_aligned_alloc), indices and
+     * labels, and soft targets when they are written */
+    int64_t img = C * S * S * batch_size * (int64_t)sizeof(float), page = (int64_t)2 << 20;
+    if (img >= page / 2) img = (img + page - 1) / page * page;
+    int64_t bytes = VT_LOADER_DEPTH * (img + (int64_t)batch_size *
+                    ((soft ? K * (int64_t)sizeof(float) : 0) + (int64_t)(sizeof(int64_t) + sizeof(int))));
+    /* per worker: the decoded sample, its float copy, the working and augmentation images
+     * and the resampling scratch, for a native size taken as the output's (CIFAR: 32) */
+    int64_t side = d->kind == VT_DATA_CIFAR10 || d->kind == VT_DATA_CIFAR100 ? 32 : S;
+    int64_t native = side * side * C, square = S * S * C, big = native > square ? native : square;
+    int64_t per_worker = native * (1 + (int64_t)sizeof(float)) + 2 * big +
+                         2 * S * (side > S ? side : S) * C * (int64_t)sizeof(float);
+    int workers = d->workers > 0 ? d->workers : auto_workers();
+    return bytes + workers * per_worker;
+}

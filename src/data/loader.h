@@ -79,6 +79,15 @@ void vt_loader_set_shard(vt_loader *L, int rank, int world);
 void vt_loader_set_workers(vt_loader *L, int workers);
 int vt_loader_workers(const vt_loader *L);
 
+/* Bytes a loader of this split would hold at img_size with batches of batch_size
+ * (prefetch slots, their soft targets when soft is set: the train split with mixup or
+ * cutmix; per-worker buffers), in *dataset_bytes what its dataset holds and in *samples
+ * its sample count (dataset.h's descriptors' memory(); an imagefolder's index is not
+ * counted and its count is -1, unknown), without opening anything: the memory estimate of
+ * `vitrain info`. */
+int64_t vt_loader_memory_estimate(const vt_data_spec *spec, vt_split split, int img_size,
+                                  int batch_size, int soft, int64_t *dataset_bytes, int64_t *samples);
+
 /* Open a loader over a dataset the caller built (the dataset.h vtable; tests and benches
  * use it for datasets that are not a data.kind). Takes ownership of ds, also on error.
  * spec supplies everything else as for vt_loader_open (its data.kind only names the

@@ -224,11 +224,20 @@ static vt_status syn_open(vt_dataset **out, const vt_data_spec *spec, vt_split s
     return VT_OK;
 }
 
+/* The class patterns are all a split holds: their bytes, and its size in *samples. */
+static int64_t syn_memory(const vt_data_spec *spec, vt_split split, int64_t *samples) {
+    int64_t n = split == VT_SPLIT_TRAIN ? spec->data.train_size : spec->data.val_size;
+    *samples = n;
+    int c = spec->in_chans, rgb = c == 4 ? 3 : c;
+    return (int64_t)sizeof(float) * SYN_GRID * SYN_GRID * spec->num_classes * rgb;
+}
+
 const vt_dataset_kind vt_dataset_synthetic = {
     .kind = VT_DATA_SYNTHETIC,
     .fixed_size = 1,
     .check = syn_check,
     .open = syn_open,
+    .memory = syn_memory,
     .classes_doc = "model.num_classes",
     .rules_doc = "data.train_size >= train.batch_size * train.accum_steps; model.img_size >= 2",
 };
