@@ -51,6 +51,7 @@ for t in "${targets[@]}"; do
     before=$(ls tests/fuzz/regressions/$t | wc -l)
     log=$B/fuzz/fuzz_$t.log
     rc=0
+    start=$SECONDS
     $B/fuzz/fuzz_$t -max_total_time="$secs" -timeout="${FUZZ_TIMEOUT:-30}" -rss_limit_mb=2048 \
         -malloc_limit_mb=2048 -report_slow_units=100000000 -print_final_stats=1 \
         -artifact_prefix=tests/fuzz/regressions/$t/ ${FUZZ_FLAGS:-} \
@@ -58,7 +59,7 @@ for t in "${targets[@]}"; do
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
     new=$(( $(ls tests/fuzz/regressions/$t | wc -l) - before ))
     corpus=$(ls $B/corpus/$t | wc -l)
-    echo "fuzz_$t: ${execs:-?} executions in ${secs} s, corpus $corpus, $new new reproducer(s), exit $rc"
+    echo "fuzz_$t: ${execs:-?} executions in $((SECONDS - start)) s, corpus $corpus, $new new reproducer(s), exit $rc"
     if [[ $rc -ne 0 || $new -ne 0 ]]; then
         found=1
         grep -E 'ERROR|SUMMARY|fuzz property|runtime error|Test unit written' "$log" | head -20
