@@ -3,7 +3,8 @@
  * replay test read them). Small valid inputs of each format, so the fuzzers start deep
  * inside the parsers instead of at their first check:
  *   safetensors  a tiny model's checkpoint (FUZZ_MODEL_JSON, with checksums), the same
- *                layout without checksums (as Python's safetensors writes), an empty file
+ *                layout without checksums (as Python's safetensors writes), BF16 and F16
+ *                tensors, an empty file
  *   config       configs/synthetic_tiny.json's text, the defaults as printed, a config
  *                followed by --set assignments
  *   image        JPEGs (gray, color, Adobe CMYK, a CMYK scan cut inside a code) and PNGs
@@ -55,6 +56,16 @@ static void seeds_safetensors(void) {
     memcpy(file + 152, data, 16);
     put_bytes("safetensors", "python_layout.safetensors", file, sizeof file);
     put_bytes("safetensors", "empty.safetensors", "\x08\0\0\0\0\0\0\0{}      ", 16);
+    /* BF16 and F16 tensors (the reader widens them to float32) */
+    static const char half[] =
+        "{\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]},"
+        "\"h\":{\"dtype\":\"F16\",\"shape\":[1,2],\"data_offsets\":[4,8]}}  ";
+    uint8_t hf[8 + 112 + 8] = {112};
+    FUZZ_CHECK(sizeof half - 1 == 112, "half header %zu bytes", sizeof half - 1);
+    memcpy(hf + 8, half, 112);
+    static const uint8_t hd[8] = {0x80, 0x3f, 0x00, 0xc0, 0x00, 0x3c, 0x01, 0x00}; /* 1, -2; 1, 2^-24 */
+    memcpy(hf + 120, hd, 8);
+    put_bytes("safetensors", "half.safetensors", hf, sizeof hf);
 }
 
 static void seeds_config(void) {
