@@ -5,7 +5,8 @@
  * decodes as PNG. Before stb_image decodes a JPEG, jpeg_check_markers walks the marker
  * segments to the end-of-image marker: stb_image silently fills a truncated scan with
  * zeros, so truncation is detected here instead; the walk also rejects Huffman tables
- * that would overflow stb_image 2.27's (it does not bound their code count). stb_image
+ * that would overflow stb_image 2.27's (it does not bound their code count) and scans
+ * that use a Huffman table no DHT defined (stb_image reads its memory as is). stb_image
  * itself is libstb-dev's header with upstream 2.28's entropy-decoder guards added at
  * build time (scripts/stb_image_patch.sh: a scan that ends inside a code otherwise
  * shifts by 32 or more, undefined behaviour).
@@ -102,8 +103,10 @@ static vt_status reserve(const char *name, uint8_t **buf, size_t *cap, int h, in
 /* Validate the Huffman tables of one DHT segment (payload p, n bytes, at file offset at):
  * class <= 1, id <= 3, at most 256 codes, and the code values inside the segment.
  * stb_image 2.27 does not check the code count and writes past its tables on such a
- * file, so it must never see one. */
-static vt_status jpeg_check_dht(const uint8_t *p, size_t n, size_t at, const char *name) {
+ * file, so it must never see one. Each table it defines sets bit class * 4 + id of
+ * *defined. */
+static vt_status jpeg_check_dht(const uint8_t *p, size_t n, size_t at, const char *name,
+                                unsigned *defined) {
     size_t i = 0;
     while (i < n) {
         if (n - i < 17 || (p[i] >> 4) > 1 || (p[i] & 15) > 3)
@@ -114,7 +117,32 @@ static vt_status jpeg_check_dht(const uint8_t *p, size_t n, size_t at, const cha
         if (codes > 256 || n - i - 17 < codes)
             return vt_fail(VT_ERR_RUNTIME, "%s: corrupt JPEG: Huffman table with %zu codes (DHT at "
                            "offset %zu; at most 256, within the segment)", name, codes, at);
+        *defined |= 1u << ((p[i] >> 4) * 4 + (p[i] & 15));
         i += 17 + codes;
+    }
+    return VT_OK;
+}
+
+/* The scan header of one SOS segment (payload p, n bytes, at file offset at) may only name
+ * Huffman tables that a DHT before it defined (bits of defined as in jpeg_check_dht):
+ * stb_image 2.27 decodes with whatever its table memory holds otherwise (uninitialised
+ * memory; a shift by 32 in its decoder). A baseline scan decodes DC and AC; a progressive
+ * one the DC table in a first DC scan (Ss = 0, Ah = 0) and the AC table in an AC scan
+ * (Ss > 0). A malformed header is left to stb_image, which rejects it. */
+static vt_status jpeg_check_sos(const uint8_t *p, size_t n, size_t at, int progressive,
+                                unsigned defined, const char *name) {
+    if (n < 1 || n != 4 + 2 * (size_t)p[0]) return VT_OK;
+    int ss = p[n - 3], ah = p[n - 1] >> 4;
+    int need_dc = !progressive || (ss == 0 && ah == 0), need_ac = !progressive || ss > 0;
+    for (int i = 0; i < p[0]; i++) {
+        int dc = p[2 + 2 * i] >> 4, ac = p[2 + 2 * i] & 15;
+        int miss_dc = need_dc && dc <= 3 && !(defined >> dc & 1);
+        int miss_ac = need_ac && ac <= 3 && !(defined >> (4 + ac) & 1);
+        if (miss_dc || miss_ac)
+            return vt_fail(VT_ERR_RUNTIME, "%s: corrupt JPEG: the scan at offset %zu decodes "
+                           "component %d with %s Huffman table %d, which no DHT segment before "
+                           "it defines", name, at, p[1 + 2 * i], miss_dc ? "DC" : "AC",
+                           miss_dc ? dc : ac);
     }
     return VT_OK;
 }
@@ -125,6 +153,8 @@ static vt_status jpeg_check_dht(const uint8_t *p, size_t n, size_t at, const cha
 static vt_status jpeg_check_markers(const uint8_t *d, size_t len, const char *name) {
     size_t pos = 2;
     vt_status s;
+    unsigned huff_defined = 0;
+    int progressive = 0;
     for (;;) {
         while (pos < len && d[pos] != 0xFF) pos++;
         while (pos < len && d[pos] == 0xFF) pos++;
@@ -138,7 +168,12 @@ static vt_status jpeg_check_markers(const uint8_t *d, size_t len, const char *na
             return vt_fail(VT_ERR_RUNTIME, "%s: corrupt JPEG: segment FF %02X at offset %zu has "
                            "length %zu, expected >= 2", name, m, pos - 2, seg);
         if (pos + seg > len) break;
-        if (m == 0xC4 && (s = jpeg_check_dht(d + pos + 2, seg - 2, pos - 2, name))) return s;
+        if (m == 0xC4 && (s = jpeg_check_dht(d + pos + 2, seg - 2, pos - 2, name, &huff_defined)))
+            return s;
+        if (m == 0xC2) progressive = 1;
+        if (m == 0xDA && (s = jpeg_check_sos(d + pos + 2, seg - 2, pos - 2, progressive,
+                                             huff_defined, name)))
+            return s;
         pos += seg;
         if (m != 0xDA) continue;
         /* Entropy-coded data: ends at the first FF not followed by 00 (stuffing) or RSTn. */

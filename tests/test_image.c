@@ -493,6 +493,39 @@ static void test_bounds(void) {
     free(n);
 }
 
+/* A scan naming a Huffman table no DHT segment defined: stb_image 2.27 decodes it with
+ * its table memory as found (uninitialised; UBSan "shift exponent 32" in
+ * stbi__jpeg_huff_decode), so the marker walk rejects it. Baseline: a component's
+ * selectors changed to the undefined tables DC 2 / AC 2. Progressive: the fuzzer's
+ * reproducer, whose AC scan uses AC table 1 of a file that defines only DC 0 and AC 0. */
+static void test_undefined_huffman_table(void) {
+    char p[1024];
+    size_t len;
+    fx_jpeg_pattern(path_of(p, "tables.jpg"), 16, 16, 3, 90);
+    uint8_t *j = fx_read_file(p, &len);
+    size_t sos = 2;
+    while (sos + 6 < len && !(j[sos] == 0xFF && j[sos + 1] == 0xDA)) sos++;
+    CHECK(sos + 6 < len && j[sos + 4] == 3, "SOS with 3 components found");
+    int gh, gw, gc;
+    CHECK(vt_image_decode(j, len, "crafted", MAXPX, &buf, &cap, &gh, &gw, &gc) == VT_OK,
+          "the unmodified JPEG decodes: %s", vt_last_error());
+    uint8_t tables1 = j[sos + 6]; /* component 1's selectors, both defined */
+    j[sos + 8] = 0x20 | (tables1 & 15); /* component 2: DC table 2 */
+    expect_decode_error(j, len, MAXPX, "decodes component 2 with DC Huffman table 2",
+                        "no DHT segment before it defines", "baseline scan, undefined DC table");
+    j[sos + 8] = (tables1 & 0xF0) | 2; /* component 2: AC table 2 */
+    expect_decode_error(j, len, MAXPX, "with AC Huffman table 2", "no DHT", "undefined AC table");
+    free(j);
+    uint8_t *r = fx_read_file("tests/fuzz/regressions/image/"
+                              "crash-4b020b681018f7bf29724bd352b5ef75f52bbe72", &len);
+    CHECK(r != NULL, "fuzz reproducer present (run from the repository root)");
+    if (r) {
+        expect_decode_error(r, len, MAXPX, "with AC Huffman table 1", "no DHT",
+                            "progressive AC scan, undefined AC table");
+        free(r);
+    }
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/vt_test_image_XXXXXX");
     if (!mkdtemp(tmpdir)) {
@@ -509,6 +542,7 @@ int main(void) {
     test_errors();
     test_mutations();
     test_bounds();
+    test_undefined_huffman_table();
     free(buf);
     nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
     return test_summary();
