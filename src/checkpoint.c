@@ -125,6 +125,13 @@ static int ck_rename(const char *from, const char *to) {
 
 static int ck_link(const char *from, const char *to) {
     FAULT("link", to);
+#ifdef VT_FAULT_INJECTION
+    const char *no_link = getenv("VT_FAULT_NO_LINK");
+    if (no_link && strcmp(no_link, "1") == 0) { /* a file system without hard links */
+        errno = EXDEV;
+        return -1;
+    }
+#endif
     return link(from, to);
 }
 
@@ -841,7 +848,9 @@ static vt_status prune(const char *dir, int64_t current, int keep) {
                         strcmp(e->d_name, CKPT_LAST ".tmp") == 0;
         /* The older layout's state file is superseded once `latest` exists. */
         int legacy = strcmp(e->d_name, CKPT_LEGACY_STATE) == 0;
-        if (tmp || other_tmp || legacy) { /* a killed save's leftover: never part of a pair */
+        /* A killed save's leftover, never part of a pair: a failure to remove it is
+         * harmless (the next tidy tries again), so it is not an error. */
+        if (tmp || other_tmp || legacy) {
             path_join(path, sizeof path, dir, e->d_name);
             if (ck_unlink(path) == 0) removed++;
             continue;
@@ -920,7 +929,9 @@ static vt_status copy_file(const char *src, const char *dst) {
     return s;
 }
 
-/* Step 4: last.safetensors becomes (a link to) the current weights. */
+/* Step 4: last.safetensors becomes (a link to) the current weights. When it already is
+ * that file (a resume's tidy), rename(2) of one hard link over another of the same file
+ * does nothing and leaves the .tmp name, which prune removes. */
 static vt_status relink_last(const char *dir, const char *weights) {
     char last[VT_CKPT_PATH], tmp[VT_CKPT_PATH];
     path_join(last, sizeof last, dir, CKPT_LAST);

@@ -56,6 +56,8 @@
  *   VT_FAULT_TRACE=FILE      append "N op path" per event to FILE
  *   VT_FAULT_KILL_AT=N       SIGKILL the process just before event N
  *   VT_FAULT_ENOSPC_AT=N     event N fails with ENOSPC instead of running
+ *   VT_FAULT_NO_LINK=1       every link fails with EXDEV, as on a file system without
+ *                            hard links (last.safetensors is then a copy)
  * The normal build has none of this (tests/e2e_checkpoint_faults.c uses it).
  */
 #ifndef VT_CHECKPOINT_H

@@ -12,6 +12,11 @@
  *   - for every event N: the operation fails with ENOSPC: exit 1, the message names the
  *     file and "No space left on device"; the invariant above holds, no temporary file
  *     is left, and --resume finishes with the reference weights
+ *   - the same at every event of step 4's copy where hard links fail (VT_FAULT_NO_LINK:
+ *     last.safetensors becomes a copy of the weights, written like any other file)
+ *   - a kill, then an ENOSPC, at each event of the tidy a resume does first (after a
+ *     kill just before the second commit), then --resume again: the reference weights
+ *     (an ENOSPC removing a leftover .tmp file does not stop the resume)
  *   - a real full disk: a tmpfs sized for one pair and a half (mounted in a user and
  *     mount namespace with unshare) makes the second save fail; the first pair stays,
  *     alone and named by `latest`; after the tmpfs grows, --resume finishes with the
@@ -81,11 +86,12 @@ static int pair_state(const char *dir, int64_t *step) {
 }
 
 /* Finish the run in dir: --resume, or a fresh run when it has no checkpoint yet (which
- * --resume must report with exit 2). Returns 1 if the final weights equal ref. */
-static int finish_and_compare(const char *dir, int has_pair, const char *ref) {
+ * --resume must report with exit 2), with env (variable assignments) before each command.
+ * Returns 1 if the final weights equal ref. */
+static int finish_and_compare(const char *dir, const char *env, int has_pair, const char *ref) {
     char log[600];
     snprintf(log, sizeof log, "%s.resume.log", dir);
-    int rc = run("%s " CFG " " SETS " --resume %s 2>%s", bin, dir, log);
+    int rc = run("%s%s " CFG " " SETS " --resume %s 2>%s", env, bin, dir, log);
     if (!has_pair) {
         char *t = slurp(log, NULL);
         int said = rc == 2 && t && strstr(t, "holds no checkpoint to resume from");
@@ -94,7 +100,7 @@ static int finish_and_compare(const char *dir, int has_pair, const char *ref) {
             fprintf(stderr, "%s: --resume without a checkpoint: exit %d\n", dir, rc);
             return 0;
         }
-        rc = run("%s " CFG " " SETS " --run-dir %s 2>%s", bin, dir, log);
+        rc = run("%s%s " CFG " " SETS " --run-dir %s 2>%s", env, bin, dir, log);
     }
     if (rc != 0) {
         fprintf(stderr, "%s: finishing the run: exit %d (log %s)\n", dir, rc, log);
@@ -134,54 +140,62 @@ static void event_path(const char *ref_dir, int i, const char *dir, char *out, s
     else snprintf(out, len, "%.600s", p);
 }
 
-static void test_kills_and_enospc(void) {
-    char ref_dir[512], ref[600], trace[600];
-    snprintf(ref_dir, sizeof ref_dir, "%s/ref", tmp);
-    snprintf(ref, sizeof ref, "%s/last.safetensors", ref_dir);
-    snprintf(trace, sizeof trace, "%s/trace.txt", tmp);
-    int rc = run("VT_FAULT_TRACE=%s %s " CFG " " SETS " --run-dir %s 2>%s.log", trace, bin,
-                 ref_dir, ref_dir);
-    CHECK(rc == 0, "reference run exit %d", rc);
+/* Kill, then ENOSPC, at each event of the run traced in `trace` (environment env for
+ * every run: "" or "VT_FAULT_NO_LINK=1 "), or, with copy_only, at the events of
+ * last.safetensors's copy (link, and the file last.safetensors.tmp). ref_dir is the
+ * traced run's directory, ref the reference weights; mode names the figures printed. */
+static void fault_points(const char *mode, const char *env, int copy_only, const char *trace,
+                         const char *ref_dir, const char *ref) {
     int n = read_trace(trace, ops, paths, MAX_EVENTS);
-    int saves = 0, commits = 0;
+    int saves = 0, commits = 0, copies = 0;
     for (int i = 0; i < n; i++) {
         saves += !strcmp(ops[i], "create") && strstr(paths[i], ".state.safetensors.tmp");
         commits += !strcmp(ops[i], "rename") && strstr(paths[i], "/latest");
+        copies += !strcmp(ops[i], "create") && strstr(paths[i], "/last.safetensors.tmp");
     }
-    CHECK(n > 60 && saves == 3 && commits == 3, "trace of %d events, %d state files, %d commits",
-          n, saves, commits);
+    CHECK(n > 60 && saves == 3 && commits == 3 && copies == (copy_only ? 3 : 0),
+          "%s: trace of %d events, %d state files, %d commits, %d copies", mode, n, saves,
+          commits, copies);
 
-    int killed = 0, matched = 0, before_commit = 0, broken = 0;
+    int points = 0, killed = 0, matched = 0, before_commit = 0, broken = 0;
     for (int i = 0; i < n; i++) {
+        if (copy_only && strcmp(ops[i], "link") && !strstr(paths[i], "/last.safetensors.tmp"))
+            continue;
+        points++;
         char dir[600];
-        snprintf(dir, sizeof dir, "%s/kill%03d", tmp, i + 1);
-        rc = run("VT_FAULT_KILL_AT=%d %s " CFG " " SETS " --run-dir %s 2>/dev/null", i + 1, bin,
-                 dir);
+        snprintf(dir, sizeof dir, "%s/%s-kill%03d", tmp, mode, i + 1);
+        int rc = run("%sVT_FAULT_KILL_AT=%d %s " CFG " " SETS " --run-dir %s 2>/dev/null", env,
+                     i + 1, bin, dir);
         killed += rc == -1 || rc == 137;
         int64_t step = -1;
         int ps = pair_state(dir, &step);
         broken += ps < 0;
         before_commit += ps == 0;
-        int ok = ps >= 0 && finish_and_compare(dir, ps == 1, ref);
+        int ok = ps >= 0 && finish_and_compare(dir, env, ps == 1, ref);
         matched += ok;
         if (!ok || !(rc == -1 || rc == 137))
-            fprintf(stderr, "kill before event %d (%s %s): exit %d, pair %d (step %lld)%s\n", i + 1,
-                    ops[i], paths[i], rc, ps, (long long)step, ok ? "" : ", final weights differ");
+            fprintf(stderr, "%s: kill before event %d (%s %s): exit %d, pair %d (step %lld)%s\n",
+                    mode, i + 1, ops[i], paths[i], rc, ps, (long long)step,
+                    ok ? "" : ", final weights differ");
         else run("rm -rf %s %s.resume.log", dir, dir);
     }
-    printf("kill points: %d of %d killed, %d resumed to the reference weights (%d before the "
-           "first commit), %d left a broken pair\n", killed, n, matched, before_commit, broken);
-    CHECK(killed == n && matched == n && broken == 0,
-          "kills %d, matched %d, broken %d of %d events", killed, matched, broken, n);
+    printf("%s kill points: %d of %d killed, %d resumed to the reference weights (%d before the "
+           "first commit), %d left a broken pair\n", mode, killed, points, matched, before_commit,
+           broken);
+    CHECK(points > 0 && killed == points && matched == points && broken == 0,
+          "%s: kills %d, matched %d, broken %d of %d events", mode, killed, matched, broken,
+          points);
 
     int failed = 0, named = 0, clean = 0;
     matched = broken = 0;
     for (int i = 0; i < n; i++) {
+        if (copy_only && strcmp(ops[i], "link") && !strstr(paths[i], "/last.safetensors.tmp"))
+            continue;
         char dir[600], log[700], want[1400];
-        snprintf(dir, sizeof dir, "%s/nospc%03d", tmp, i + 1);
+        snprintf(dir, sizeof dir, "%s/%s-nospc%03d", tmp, mode, i + 1);
         snprintf(log, sizeof log, "%s.log", dir);
-        rc = run("VT_FAULT_ENOSPC_AT=%d %s " CFG " " SETS " --run-dir %s 2>%s", i + 1, bin, dir,
-                 log);
+        int rc = run("%sVT_FAULT_ENOSPC_AT=%d %s " CFG " " SETS " --run-dir %s 2>%s", env, i + 1,
+                     bin, dir, log);
         failed += rc == 1;
         char *t = slurp(log, NULL);
         event_path(ref_dir, i, dir, want, sizeof want);
@@ -192,20 +206,103 @@ static void test_kills_and_enospc(void) {
         int64_t step = -1;
         int ps = pair_state(dir, &step);
         broken += ps < 0;
-        int ok = ps >= 0 && finish_and_compare(dir, ps == 1, ref);
+        int ok = ps >= 0 && finish_and_compare(dir, env, ps == 1, ref);
         matched += ok;
         if (!ok || rc != 1 || !says)
-            fprintf(stderr, "ENOSPC at event %d (%s %s): exit %d, message %s, pair %d%s\n", i + 1,
-                    ops[i], want, rc, says ? "ok" : "lacks the file or the reason", ps,
-                    ok ? "" : ", final weights differ");
+            fprintf(stderr, "%s: ENOSPC at event %d (%s %s): exit %d, message %s, pair %d%s\n",
+                    mode, i + 1, ops[i], want, rc, says ? "ok" : "lacks the file or the reason",
+                    ps, ok ? "" : ", final weights differ");
         else run("rm -rf %s %s %s.resume.log", dir, log, dir);
     }
-    printf("ENOSPC points: %d of %d failed with exit 1, %d named the file and the reason, %d "
-           "left no temporary file, %d resumed to the reference weights\n", failed, n, named,
-           clean, matched);
-    CHECK(failed == n && named == n && clean == n && matched == n && broken == 0,
-          "ENOSPC: failed %d, named %d, clean %d, matched %d, broken %d of %d", failed, named,
-          clean, matched, broken, n);
+    printf("%s ENOSPC points: %d of %d failed with exit 1, %d named the file and the reason, %d "
+           "left no temporary file, %d resumed to the reference weights\n", mode, failed, points,
+           named, clean, matched);
+    CHECK(failed == points && named == points && clean == points && matched == points &&
+              broken == 0,
+          "%s ENOSPC: failed %d, named %d, clean %d, matched %d, broken %d of %d", mode, failed,
+          named, clean, matched, broken, points);
+}
+
+/* Every event of a normal run; then, where hard links fail (VT_FAULT_NO_LINK: step 4
+ * copies the weights to last.safetensors), the events of that copy. */
+static void test_kills_and_enospc(void) {
+    char ref_dir[512], ref[600], trace[600];
+    snprintf(ref_dir, sizeof ref_dir, "%s/ref", tmp);
+    snprintf(ref, sizeof ref, "%s/last.safetensors", ref_dir);
+    snprintf(trace, sizeof trace, "%s/trace.txt", tmp);
+    int rc = run("VT_FAULT_TRACE=%s %s " CFG " " SETS " --run-dir %s 2>%s.log", trace, bin,
+                 ref_dir, ref_dir);
+    CHECK(rc == 0, "reference run exit %d", rc);
+    fault_points("linked", "", 0, trace, ref_dir, ref);
+
+    char copy_dir[512], copy_trace[600], copy_last[600];
+    snprintf(copy_dir, sizeof copy_dir, "%s/ref-copy", tmp);
+    snprintf(copy_trace, sizeof copy_trace, "%s/trace-copy.txt", tmp);
+    snprintf(copy_last, sizeof copy_last, "%s/last.safetensors", copy_dir);
+    rc = run("VT_FAULT_NO_LINK=1 VT_FAULT_TRACE=%s %s " CFG " " SETS " --run-dir %s 2>%s.log",
+             copy_trace, bin, copy_dir, copy_dir);
+    CHECK(rc == 0 && same_bytes(copy_last, ref), "run without hard links: exit %d, "
+          "last.safetensors a copy of the reference weights", rc);
+    fault_points("copied", "VT_FAULT_NO_LINK=1 ", 1, copy_trace, copy_dir, ref);
+}
+
+/* The resume after a kill just before the second commit (`latest` still names step 4;
+ * step 8's pair and latest.tmp are left over) finishes that save's tidy (relink
+ * last.safetensors, remove the leftovers) before training: a kill, then an ENOSPC, at
+ * each of those events of the resume, then another --resume, must end at the reference
+ * weights with the step-4 pair intact in between. A leftover .tmp file that cannot be
+ * removed does not stop the resume, which then finishes at the reference weights. */
+static void test_resume_tidy(void) {
+    char ref[600], trace[600];
+    snprintf(ref, sizeof ref, "%s/ref/last.safetensors", tmp);
+    snprintf(trace, sizeof trace, "%s/trace.txt", tmp);
+    int n = read_trace(trace, ops, paths, MAX_EVENTS), commit = 0, seen = 0;
+    for (int i = 0; i < n && !commit; i++)
+        if (!strcmp(ops[i], "rename") && strstr(paths[i], "/latest") && ++seen == 2) commit = i + 1;
+    CHECK(commit > 0, "second commit found in the trace");
+    if (!commit) return;
+    char base[600], tr2[600];
+    snprintf(base, sizeof base, "%s/tidy-base", tmp);
+    snprintf(tr2, sizeof tr2, "%s/trace-resume.txt", tmp);
+    run("VT_FAULT_KILL_AT=%d %s " CFG " " SETS " --run-dir %s 2>/dev/null", commit, bin, base);
+    int rc = run("cp -a %s %s.t && VT_FAULT_TRACE=%s %s " CFG " " SETS " --resume %s.t "
+                 "2>/dev/null", base, base, tr2, bin, base);
+    CHECK(rc == 0, "traced resume exit %d", rc);
+    static char rops[MAX_EVENTS][16], rpaths[MAX_EVENTS][600];
+    int rn = read_trace(tr2, rops, rpaths, MAX_EVENTS), k = 0;
+    while (k < rn && strcmp(rops[k], "create") != 0) k++; /* the tidy: events before the next save */
+    CHECK(k >= 6, "the resume's tidy has %d events (link, rename, removals, directory fsyncs)", k);
+    int matched = 0, intact = 0, failed = 0;
+    for (int kind = 0; kind < 2; kind++) {
+        for (int i = 1; i <= k; i++) {
+            char dir[600];
+            snprintf(dir, sizeof dir, "%s/tidy-%s%02d", tmp, kind ? "nospc" : "kill", i);
+            rc = run("cp -a %s %s && VT_FAULT_%s_AT=%d %s " CFG " " SETS " --resume %s 2>%s.log",
+                     base, dir, kind ? "ENOSPC" : "KILL", i, bin, dir, dir);
+            /* A leftover .tmp that cannot be removed is harmless: the resume goes on. */
+            int leftover = kind && !strcmp(rops[i - 1], "unlink") &&
+                           strstr(rpaths[i - 1], ".tmp") == rpaths[i - 1] + strlen(rpaths[i - 1]) - 4;
+            failed += leftover ? rc == 0 : kind ? rc == 1 : (rc == -1 || rc == 137);
+            int64_t step = -1;
+            int ps = pair_state(dir, &step);
+            int want_step = leftover ? 12 : 4;
+            intact += ps == 1 && step == want_step;
+            char last[700];
+            snprintf(last, sizeof last, "%s/last.safetensors", dir);
+            int ok = ps == 1 && (leftover ? same_bytes(last, ref) : finish_and_compare(dir, "", 1, ref));
+            matched += ok;
+            if (!ok || step != want_step)
+                fprintf(stderr, "resume tidy: %s at event %d (%s %s): exit %d, pair %d step %lld%s\n",
+                        kind ? "ENOSPC" : "kill", i, rops[i - 1], rpaths[i - 1], rc, ps,
+                        (long long)step, ok ? "" : ", final weights differ");
+            else run("rm -rf %s %s.log %s.resume.log", dir, dir, dir);
+        }
+    }
+    printf("resume tidy points: %d kills + %d ENOSPC, %d stopped the resume (or, removing a "
+           "leftover .tmp, let it finish), %d left the step-4 pair (or finished), %d ended at "
+           "the reference weights\n", k, k, failed, intact, matched);
+    CHECK(failed == 2 * k && intact == 2 * k && matched == 2 * k,
+          "resume tidy: stopped %d, intact %d, matched %d of %d", failed, intact, matched, 2 * k);
 }
 
 /* A real full disk on a tmpfs: room for the first pair and half the second. */
@@ -278,6 +375,7 @@ int main(void) {
         return 1;
     }
     test_kills_and_enospc();
+    test_resume_tidy();
     test_tmpfs_full();
     int rc = test_summary();
     if (rc == 0) run("rm -rf %s", tmp);
