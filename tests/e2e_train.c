@@ -7,9 +7,9 @@
  *     the same top-1
  *   - exact resume: stop mid-epoch, resume, per-step losses equal the straight run's bit
  *     for bit (with dropout on), and so do the final weights; in fp32 and in bf16
- *   - a NaN in the saved AdamW moment is refused on resume; a NaN loss (a huge saved
- *     moment overflows the update) stops with exit 1 and a message, leaving
- *     last.safetensors intact
+ *   - a NaN in the saved AdamW moment, or a flipped bit in the state or the weights, is
+ *     refused on resume; a NaN loss (a huge saved moment overflows the update) stops
+ *     with exit 1 and a message, leaving last.safetensors intact
  *   - usage and config errors exit 2 with a message naming the problem
  *   - gradient accumulation equals one big batch; step-based evaluation cadence
  *   - `vitrain info` reports the parameter count of the model
@@ -280,12 +280,38 @@ static void test_nan_stop(void) {
     char want[700];
     snprintf(want, sizeof want, "last good checkpoint: %s", last);
     CHECK(file_contains(log, want), "message names the last good checkpoint");
+    char good_state[700];
+    snprintf(good_state, sizeof good_state, "%s.good", state);
+    run("cp %s %s", state, good_state);
     CHECK(poke_state(state, "optim.m", NAN), "NaN put into %s: %s", state, vt_last_error());
     rc = run("%s " CFG " %s --threads 1 --resume %s 2>%s", bin, sets, d, log);
     CHECK(rc == 1, "a NaN moment is refused with exit 1, got %d", rc);
     snprintf(want, sizeof want, "%s: tensor \"optim.m\" holds NaN at element 0", state);
     CHECK(file_contains(log, want), "message names the state file, the tensor and the element");
     CHECK(same_bytes(last, keep), "last.safetensors left intact");
+
+    /* One flipped bit (the mantissa's lowest of the last value) in the state file, then
+     * (the state restored) in the weights of the pair: --resume refuses each, naming the
+     * file and a checksum mismatch. */
+    char weights[600];
+    snprintf(weights, sizeof weights, "%s/step_00000008.safetensors", d);
+    const char *files[2] = {state, weights};
+    for (int i = 0; i < 2; i++) {
+        run("cp %s %s", good_state, state);
+        size_t n = 0;
+        char *b = slurp(files[i], &n);
+        CHECK(b && n > 8, "read %s", files[i]);
+        if (!b || n <= 8) continue;
+        b[n - 4] ^= 1;
+        FILE *f = fopen(files[i], "wb");
+        CHECK(f && fwrite(b, 1, n, f) == n && fclose(f) == 0, "rewrite %s", files[i]);
+        free(b);
+        rc = run("%s " CFG " %s --threads 1 --resume %s 2>%s", bin, sets, d, log);
+        snprintf(want, sizeof want, "%s: tensor \"", files[i]);
+        CHECK(rc == 1 && file_contains(log, want) && file_contains(log, "data checksum mismatch"),
+              "a flipped bit in %s: exit %d, message names the file and the checksum", files[i],
+              rc);
+    }
 }
 
 /* Gradient accumulation averages: 2 micro-batches of 16 give the losses and gradient
