@@ -9,6 +9,10 @@
 #   - the fast AC paths: a combined code + magnitude longer than the bits available is an
 #     error ("bad huffman code"), for the same reason.
 #   - stbi__jpeg_huff_decode: a symbol index outside the 256-entry table is an error.
+#   - a DHT table of more than 256 codes is an error ("bad DHT header"): v2.27 writes
+#     past its 257-entry size table (src/image.c's marker walk rejects such a table
+#     too, but stb_image must be safe on its own: it may split a file into segments
+#     differently).
 # and one of ours: the decoder state (stbi__jpeg: Huffman and quantisation tables) is
 # allocated zeroed (calloc; STBI_FREE is free), so a table the file never defines reads
 # as zeros, not as uninitialised memory (src/image.c rejects scans using an undefined
@@ -21,6 +25,7 @@ src=$1 dst=$2
 sed -e 's/^\(   if (j->code_bits < n) stbi__grow_buffer_unsafe(j);\)$/\1\n   if (j->code_bits < n) return 0; \/\/ vitrain: out of bits (upstream 2.28)/' \
     -e 's/^\(   if (j->code_bits < 1) stbi__grow_buffer_unsafe(j);\)$/\1\n   if (j->code_bits < 1) return 0; \/\/ vitrain: out of bits (upstream 2.28)/' \
     -e 's/^\( *\)\(s = r & 15; \/\/ combined length\)$/\1\2\n\1if (s > j->code_bits) return stbi__err("bad huffman code", "Combined length longer than code bits available"); \/\/ vitrain (upstream 2.28)/' \
+    -e 's/^\( *\)\(L -= 17;\)$/\1if (n > 256) return stbi__err("bad DHT header", "Corrupt JPEG"); \/\/ vitrain (upstream 2.28)\n\1\2/' \
     -e 's/stbi__malloc(sizeof(stbi__jpeg))/calloc(1, sizeof(stbi__jpeg)) \/* vitrain: zeroed tables *\//' \
     -e 's/^\(   c = ((j->code_buffer >> (32 - k)) & stbi__bmask\[k\]) + h->delta\[k\];\)$/\1\n   if (c < 0 || c >= 256) return -1; \/\/ vitrain: symbol id out of bounds (upstream 2.28)/' \
     "$src" > "$dst.tmp"
@@ -31,6 +36,7 @@ ok=1
 [[ $(count 'Combined length longer than code bits available"); // vitrain') -eq 2 ]] || ok=0
 [[ $(count 'if (c < 0 || c >= 256) return -1; // vitrain') -eq 1 ]] || ok=0
 [[ $(count 'calloc(1, sizeof(stbi__jpeg)) /* vitrain: zeroed tables */') -eq 3 ]] || ok=0
+[[ $(count 'if (n > 256) return stbi__err("bad DHT header", "Corrupt JPEG"); // vitrain') -eq 1 ]] || ok=0
 if [[ $ok -ne 1 ]]; then
     rm -f "$dst.tmp"
     echo "stb_image_patch.sh: $src is not the stb_image v2.27 text the guards are written for;" \

@@ -176,11 +176,22 @@ static vt_status jpeg_check_markers(const uint8_t *d, size_t len, const char *na
             return s;
         pos += seg;
         if (m != 0xDA) continue;
-        /* Entropy-coded data: ends at the first FF not followed by 00 (stuffing) or RSTn. */
+        /* Entropy-coded data: ends at a marker, an FF, after any FF fill bytes, followed by
+         * a byte other than 00 (a stuffed FF) or RSTn. Decoders (stb_image, libjpeg) read
+         * FF FF ... FF 00 as a stuffed FF too, so the scan goes on past it. */
         while (pos + 1 < len) {
-            if (d[pos] == 0xFF && d[pos + 1] != 0x00 && !(d[pos + 1] >= 0xD0 && d[pos + 1] <= 0xD7))
-                break;
-            pos++;
+            if (d[pos] != 0xFF) {
+                pos++;
+                continue;
+            }
+            size_t q = pos + 1;
+            while (q < len && d[q] == 0xFF) q++;
+            if (q < len && (d[q] == 0x00 || (d[q] >= 0xD0 && d[q] <= 0xD7))) {
+                pos = q + 1;
+                continue;
+            }
+            if (q >= len) pos = len;
+            break;
         }
         if (pos + 1 >= len) break;
     }

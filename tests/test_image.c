@@ -526,6 +526,24 @@ static void test_undefined_huffman_table(void) {
     }
 }
 
+/* Scan data holding FF FF ... FF 00: decoders read it as a stuffed FF and the scan goes
+ * on, so the marker walk must too. The fuzzer's reproducer hides, behind such bytes, a
+ * DHT segment whose length runs past the end of the file (stb_image 2.27 then builds a
+ * table of more than 256 codes: UBSan "index 257 out of bounds"); the walk, which used
+ * to end the scan at FF FF and skip that DHT, now reaches it and calls the file
+ * truncated. */
+static void test_fill_bytes_in_scan(void) {
+    size_t len;
+    uint8_t *r = fx_read_file("tests/fuzz/regressions/image/"
+                              "crash-33ffed1a16d0669171bbb3f8b7020760e7f7f188", &len);
+    CHECK(r != NULL, "fuzz reproducer present (run from the repository root)");
+    if (r) {
+        expect_decode_error(r, len, MAXPX, "truncated JPEG", "before the end-of-image marker",
+                            "DHT behind FF FF 00 in a scan");
+        free(r);
+    }
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/vt_test_image_XXXXXX");
     if (!mkdtemp(tmpdir)) {
@@ -543,6 +561,7 @@ int main(void) {
     test_mutations();
     test_bounds();
     test_undefined_huffman_table();
+    test_fill_bytes_in_scan();
     free(buf);
     nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
     return test_summary();
