@@ -405,7 +405,7 @@ static void test_kill(void) {
     char d[512], log[600], state[600], last[600];
     snprintf(d, sizeof d, "%s/kill", tmp);
     snprintf(log, sizeof log, "%s.log", d);
-    snprintf(state, sizeof state, "%s/last.state.safetensors", d);
+    snprintf(state, sizeof state, "%s/latest", d); /* moves at each checkpoint (checkpoint.h) */
     snprintf(last, sizeof last, "%s/last.safetensors", d);
     /* epochs of 4096 steps (seconds), a checkpoint after each: the kill comes right after
      * one, so rank 0 is not writing the next */
@@ -455,8 +455,9 @@ static void test_kill(void) {
     int rc = run("%s eval " CFG " --checkpoint %s --threads 1 >%s 2>&1", bin, last, e);
     CHECK(rc == 0, "the last checkpoint evaluates (exit %d)", rc);
     vt_safetensors s;
+    vt_ckpt_pair p;
     long long step = -1;
-    if (vt_st_read(state, &s) == VT_OK) {
+    if (vt_ckpt_current(d, &p) == VT_OK && vt_st_read(p.state, &s) == VT_OK) {
         const char *v = vt_st_meta(&s, "step");
         if (v) step = atoll(v);
         vt_st_free(&s);
