@@ -1,7 +1,8 @@
 /* bench_kernels.c - GEMM benchmark (`make bench`). Not a test: prints figures only.
  *
  * stdout: one JSON object per line, each naming the CPU ("cpu": /proc/cpuinfo's model
- * name, family and model) and the kernel level ("isa"); stderr: a readable table.
+ * name, family and model) and the kernel level ("isa"), the GEMM rows also the blocking
+ * context ("gemm_ctx": vt_gemm_ctx.name); stderr: a readable table.
  *  (a) "fma_peak": FMA throughput of this machine on 1 and 2 threads (bench/fma_peak.h:
  *      16 AVX-512 chains, or 12 AVX2 chains on a CPU without AVX-512), and "bf16_peak",
  *      VDPBF16PS throughput where the CPU has AVX512-BF16, each measured at the start and
@@ -408,8 +409,8 @@ int main(int argc, char **argv) {
         peak_start[0][ti] = fma_peak_gflops(avx512, threads[ti]);
         if (has_bf16) peak_start[1][ti] = bf16_peak_gflops(threads[ti]);
     }
-    fprintf(stderr, "%s, kernels %s\nFMA peak at the start: %.1f GFLOP/s on 1 thread, %.1f on 2", cpu, vt_k.name,
-            peak_start[0][0], peak_start[0][1]);
+    fprintf(stderr, "%s, kernels %s, GEMM context %s\nFMA peak at the start: %.1f GFLOP/s on 1 thread, %.1f on 2",
+            cpu, vt_k.name, vt_gemm_ctx.name, peak_start[0][0], peak_start[0][1]);
     if (has_bf16) fprintf(stderr, "; bf16 (VDPBF16PS) peak %.1f and %.1f", peak_start[1][0], peak_start[1][1]);
     fputc('\n', stderr);
 
@@ -495,9 +496,9 @@ int main(int argc, char **argv) {
                 const double *g = gf[pr][si][ti];
                 double pct = peak[pr][nt] > 0 ? 100.0 * g[0] / peak[pr][nt] : 0;
                 char pb[32];
-                printf("{\"bench\":\"gemm\",\"cpu\":\"%s\",\"isa\":\"%s\",\"precision\":\"%s\",\"shape\":\"%s\","
+                printf("{\"bench\":\"gemm\",\"cpu\":\"%s\",\"isa\":\"%s\",\"gemm_ctx\":\"%s\",\"precision\":\"%s\",\"shape\":\"%s\","
                        "\"ta\":%d,\"tb\":%d,\"M\":%d,\"N\":%d,\"K\":%d,\"threads\":%d,\"gflops\":%.1f,"
-                       "\"pct_peak\":%s}\n", cpu, vt_k.name, pn, s->name, s->ta, s->tb, s->M, s->N, s->K, nt, g[0],
+                       "\"pct_peak\":%s}\n", cpu, vt_k.name, vt_gemm_ctx.name, pn, s->name, s->ta, s->tb, s->M, s->N, s->K, nt, g[0],
                        num_or_null(pct, pb, sizeof pb));
                 fprintf(stderr, " %8.1f%%", pct);
                 if (pct < pct_min[ti][s->model]) pct_min[ti][s->model] = pct;
@@ -528,9 +529,9 @@ int main(int argc, char **argv) {
                 if (!n_pct[ti][m]) continue;
                 double mean = pct_sum[ti][m] / n_pct[ti][m];
                 char a[32], b[32];
-                printf("{\"bench\":\"gemm_summary\",\"cpu\":\"%s\",\"isa\":\"%s\",\"precision\":\"%s\",\"lib\":\"ours\","
+                printf("{\"bench\":\"gemm_summary\",\"cpu\":\"%s\",\"isa\":\"%s\",\"gemm_ctx\":\"%s\",\"precision\":\"%s\",\"lib\":\"ours\","
                        "\"threads\":%d,\"model\":\"%s\",\"shapes\":%d,\"min_pct_peak\":%s,\"mean_pct_peak\":%s}\n",
-                       cpu, vt_k.name, pn, nt, models[m].model, n_pct[ti][m],
+                       cpu, vt_k.name, vt_gemm_ctx.name, pn, nt, models[m].model, n_pct[ti][m],
                        num_or_null(pct_min[ti][m], a, sizeof a), num_or_null(mean, b, sizeof b));
                 fprintf(stderr, "  %d thread%s %-7s ours %% of peak: min %.1f%%, mean %.1f%% (%d shapes)\n", nt,
                         nt > 1 ? "s" : " ", models[m].model, pct_min[ti][m], mean, n_pct[ti][m]);
@@ -538,10 +539,10 @@ int main(int argc, char **argv) {
             for (int l = 1; l < N_LIBS; l++) {
                 if (!n_ratio[ti][l]) continue;
                 double geo = exp(log_ratio[ti][l] / n_ratio[ti][l]);
-                printf("{\"bench\":\"gemm_summary\",\"cpu\":\"%s\",\"isa\":\"%s\",\"precision\":\"%s\",\"lib\":\"%s\","
+                printf("{\"bench\":\"gemm_summary\",\"cpu\":\"%s\",\"isa\":\"%s\",\"gemm_ctx\":\"%s\",\"precision\":\"%s\",\"lib\":\"%s\","
                        "\"threads\":%d,\"shapes\":%d,\"ours_at_least\":%d,\"min_ratio\":%.3f,\"min_ratio_shape\":\"%s\","
                        "\"geomean_ratio\":%.3f}\n",
-                       cpu, vt_k.name, pn, libs[pr][l].lib, nt, n_ratio[ti][l], n_match[ti][l], min_ratio[ti][l],
+                       cpu, vt_k.name, vt_gemm_ctx.name, pn, libs[pr][l].lib, nt, n_ratio[ti][l], n_match[ti][l], min_ratio[ti][l],
                        min_shape[ti][l], geo);
                 fprintf(stderr, "  %d thread%s ours / %-8s: min %.2f (%s), geomean %.2f, ours >= theirs on %d of %d\n",
                         nt, nt > 1 ? "s" : " ", libs[pr][l].lib, min_ratio[ti][l], min_shape[ti][l], geo,
@@ -573,9 +574,9 @@ int main(int argc, char **argv) {
                 time_shape(only_ours, pr, s, 1, g1, d1);
                 double pct = peak[pr][1] > 0 ? 100.0 * g1[0] / peak[pr][1] : 0;
                 char pb[32];
-                printf("{\"bench\":\"gemm\",\"cpu\":\"%s\",\"isa\":\"%s\",\"precision\":\"%s\",\"shape\":\"%s\","
+                printf("{\"bench\":\"gemm\",\"cpu\":\"%s\",\"isa\":\"%s\",\"gemm_ctx\":\"%s\",\"precision\":\"%s\",\"shape\":\"%s\","
                        "\"ta\":%d,\"tb\":%d,\"M\":%d,\"N\":%d,\"K\":%d,\"threads\":1,\"gflops\":%.1f,"
-                       "\"pct_peak\":%s}\n", cpu, vt_k.name, pn, s->name, s->ta, s->tb, s->M, s->N, s->K, g1[0],
+                       "\"pct_peak\":%s}\n", cpu, vt_k.name, vt_gemm_ctx.name, pn, s->name, s->ta, s->tb, s->M, s->N, s->K, g1[0],
                        num_or_null(pct, pb, sizeof pb));
                 fprintf(stderr, "%-7s %-16s %8.1f %5.1f%%\n", vt_k.name, s->name, g1[0], pct);
             }

@@ -207,9 +207,9 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
     char cpu[192];
     bench_cpu(cpu, sizeof cpu);
     printf("{\"bench\":\"%s\",\"cpu\":\"%s\",\"model\":\"%s\",\"precision\":\"%s\",\"img\":%d,\"batch\":%d,"
-           "\"threads\":%d,\"isa\":\"%s\",\"img_per_s\":%.3f,\"step_s\":%.4f,\"gflop_per_img\":%.3f,\"mfu\":%.4f,"
+           "\"threads\":%d,\"isa\":\"%s\",\"gemm_ctx\":\"%s\",\"img_per_s\":%.3f,\"step_s\":%.4f,\"gflop_per_img\":%.3f,\"mfu\":%.4f,"
            "\"loss\":%.4f,\"page_faults_per_step\":%ld,\"arena_mb\":%.1f,\"grad_region_mb\":%.1f",
-           mc->train ? "train" : "infer", cpu, mc->name, mc->bf16 ? "bf16" : "fp32", S, B, nt, vt_k.name, ips,
+           mc->train ? "train" : "infer", cpu, mc->name, mc->bf16 ? "bf16" : "fp32", S, B, nt, vt_k.name, vt_gemm_ctx.name, ips,
            t_total / timed, flops * 1e-9, mfu, loss, faults / timed, arena_mb, (double)tape.region_cap / 1048576.0);
     fflush(stdout);
     vt_tape_free(&tape);
@@ -291,9 +291,9 @@ int main(int argc, char **argv) {
                 refresh_peak(&peak[pr][nt], avx512, pr, nt);
                 double gf = bench_attention(BH, N, 64, nt, quick ? 1 : 5, pr);
                 printf("{\"bench\":\"attention\",\"cpu\":\"%s\",\"precision\":\"%s\",\"tokens\":%d,\"hd\":64,"
-                       "\"blocks\":%d,\"threads\":%d,\"isa\":\"%s\",\"gflops\":%.2f,\"pct_peak\":%.1f,"
+                       "\"blocks\":%d,\"threads\":%d,\"isa\":\"%s\",\"gemm_ctx\":\"%s\",\"gflops\":%.2f,\"pct_peak\":%.1f,"
                        "\"peak_gflops\":%.1f}\n",
-                       cpu, pr ? "bf16" : "fp32", N, BH, nt, vt_k.name, gf, 100.0 * gf / peak[pr][nt], peak[pr][nt]);
+                       cpu, pr ? "bf16" : "fp32", N, BH, nt, vt_k.name, vt_gemm_ctx.name, gf, 100.0 * gf / peak[pr][nt], peak[pr][nt]);
                 fprintf(stderr, "  N %4d, %3d blocks            %-9s %d    %8.1f   %5.1f%%\n", N, BH,
                         pr ? "bf16" : "fp32", nt, gf, 100.0 * gf / peak[pr][nt]);
             }

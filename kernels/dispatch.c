@@ -1,7 +1,8 @@
 /* dispatch.c - CPU probe (CPUID + XGETBV) and the active kernel table.
  * The table is filled scalar-first, then each level up to the chosen one overrides
  * the entries it implements (levels[] below: one row per level). VT_ISA forces a level;
- * asking for one the CPU or OS lacks is an error, never a silent downgrade. Built with
+ * asking for one the CPU or OS lacks is an error, never a silent downgrade. It also sets
+ * the GEMMs' blocking context for the CPU (gemm_context.c; VT_GEMM_CONTEXT overrides). Built with
  * VT_AVX512_EMULATED (the test lane `make emu`), the levels above avx2 are emulated
  * (kernels/avx512/emulated.h) and need only AVX2 + FMA. */
 #include <cpuid.h>
@@ -144,6 +145,12 @@ int vt_kernels_init(char *err, size_t errlen) {
             return -1;
         }
     }
+    /* the GEMMs' blocking for this CPU (gemm_context.c), then VT_GEMM_CONTEXT's changes */
+    const vt_gemm_context *ctx = vt_gemm_context_detect();
+    vt_gemm_context chosen = *ctx;
+    const char *genv = getenv("VT_GEMM_CONTEXT");
+    if (genv && *genv && vt_gemm_context_parse(genv, ctx, &chosen, err, errlen)) return -1;
+    vt_gemm_context_set(&chosen);
     vt_kernels_table(isa, &vt_k);
     done = 1;
     return 0;

@@ -15,6 +15,7 @@
 
 static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 static inline int imin(int a, int b) { return a < b ? a : b; }
+static inline int imax(int a, int b) { return a > b ? a : b; }
 
 /* Register tile MR x NR and cache blocks MC x KC (packed A; MC a multiple of MR, the
  * largest M block) and KC x NC (packed B), KC at most kc when ta = 0 and kc_t when

@@ -6,7 +6,8 @@
  * each higher level (kernels/<level>/) overrides the entries it lists. At start-up
  * vt_kernels_init() probes CPUID/XGETBV, fills the table scalar-first and overrides
  * level by level up to the chosen one; VT_ISA=<level> forces a level (an error if the
- * CPU or OS lacks it).
+ * CPU or OS lacks it). It also picks the GEMMs' blocking for the CPU (vt_gemm_context,
+ * below); VT_GEMM_CONTEXT overrides it.
  *
  * bf16 numerics (train.precision = bf16: the entries gemm_bf16 and bf16_round).
  * - bf16 is the upper half of a float32: sign, 8 exponent bits, 7 mantissa bits (vt_bf16).
@@ -73,8 +74,49 @@ typedef struct vt_kernels {
 /* The active table (valid after vt_kernels_init). */
 extern vt_kernels vt_k;
 
-/* Probe the CPU, honour VT_ISA, fill vt_k. Returns 0, or -1 with a message in
- * err (VT_ISA unknown or not supported by this CPU/OS). Idempotent. */
+/* The GEMMs' cache blocking for one CPU, BLIS's per-CPU context (kernels/gemm_context.c
+ * holds the table and each value's rationale). Fields per GEMM kernel: K blocks of at
+ * most kc steps (kc_t: with ta = 1), M blocks of at most mc rows, N blocks of at most nc
+ * columns; the fp32 kernels run K blocks outermost (the one-pass order) for
+ * M <= m_one_pass and N > one_pass_min_n, in N blocks of nc_one_pass. */
+typedef struct {
+    int kc, kc_t, mc, nc, m_one_pass, nc_one_pass, one_pass_min_n;
+} vt_gemm_blocking_f32;
+typedef struct {
+    int kc, mc, nc;
+} vt_gemm_blocking_bf16;
+typedef struct {
+    char name[96]; /* the table entry's name, then any VT_GEMM_CONTEXT overrides */
+    vt_gemm_blocking_f32 avx2, avx512;
+    vt_gemm_blocking_bf16 avx512bf16, amx;
+} vt_gemm_context;
+
+/* The active context: read by the GEMM kernels (and their work-space sizes) at every
+ * call. vt_kernels_init sets it once (the table's entry for this CPU, then
+ * VT_GEMM_CONTEXT); before that it is the default entry. */
+extern vt_gemm_context vt_gemm_ctx;
+/* The table: entry i (0 <= i < vt_gemm_context_count(); entry 0 is "default"). */
+int vt_gemm_context_count(void);
+const vt_gemm_context *vt_gemm_context_at(int i);
+/* The entry for a CPU by CPUID vendor string, family and model (display values: base +
+ * extended); the default entry for a CPU the table does not list. */
+const vt_gemm_context *vt_gemm_context_for_cpu(const char *vendor, int family, int model);
+/* The entry for the CPU running this. */
+const vt_gemm_context *vt_gemm_context_detect(void);
+/* *out = base changed by spec, VT_GEMM_CONTEXT's syntax: comma-separated items, the first
+ * optionally an entry's name (replacing base), the others level.field=value (e.g.
+ * "zen4,avx512.kc=768,amx.mc=128"). Returns 0, or -1 with a message in err naming the
+ * item and what is wrong (unknown name or field, not a number, a value that breaks a
+ * rule of the kernel: multiples of its tile, mc <= m_one_pass, ...). */
+int vt_gemm_context_parse(const char *spec, const vt_gemm_context *base, vt_gemm_context *out, char *err,
+                          size_t errlen);
+/* Make c (valid: from the table or vt_gemm_context_parse) the active context; between
+ * GEMM calls only (tests running the kernels under each context). */
+void vt_gemm_context_set(const vt_gemm_context *c);
+
+/* Probe the CPU, honour VT_ISA, fill vt_k, set vt_gemm_ctx (honouring VT_GEMM_CONTEXT).
+ * Returns 0, or -1 with a message in err (VT_ISA unknown or not supported by this
+ * CPU/OS, VT_GEMM_CONTEXT malformed). Idempotent. */
 int vt_kernels_init(char *err, size_t errlen);
 /* Highest level this CPU and OS support. */
 vt_isa vt_kernels_best_isa(void);

@@ -281,8 +281,8 @@ static int start_runtime(const vt_config *cfg, const cli_args *a) {
     if (n == 0) n = omp_get_num_procs();
     omp_set_num_threads(n);
     if (vt_dist_root())
-        fprintf(stderr, "vitrain: kernels %s, %d thread%s%s\n", vt_k.name, n, n == 1 ? "" : "s",
-                vt_dist_size() > 1 ? " per rank" : "");
+        fprintf(stderr, "vitrain: kernels %s, GEMM context %s, %d thread%s%s\n", vt_k.name, vt_gemm_ctx.name, n,
+                n == 1 ? "" : "s", vt_dist_size() > 1 ? " per rank" : "");
     if (vt_dist_size() > 1 && vt_dist_root())
         fprintf(stderr, "vitrain: %d ranks (MPI)\n", vt_dist_size());
     vt_dist_check_placement(n);

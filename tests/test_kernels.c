@@ -35,7 +35,11 @@
  *   gelu bwd        against double precision: |dx - dx*| <= 4e-7 |dy| + 2.4e-7 |dx*|.
  * Also: vt_kernels_init rejects an unknown VT_ISA with a message naming it, and a
  * level above the CPU's best with one naming both levels and what is missing; every
- * level's table is complete (no NULL entry).
+ * level's table is complete (no NULL entry). The GEMM tests run under the active
+ * blocking context, then under every other context of the table and a tiny one (many
+ * blocks in every loop) wherever a level's blocking differs; the table picks the
+ * context by CPU (the default for one it does not list) and every malformed
+ * VT_GEMM_CONTEXT item is rejected with a message naming it.
  */
 #include <float.h>
 #include <math.h>
@@ -987,6 +991,140 @@ static void test_gemm_short_rows(const vt_kernels *t) {
             }
 }
 
+/* ---------------------------------------------------------------- blocking contexts */
+
+/* The context table's keys, the rules VT_GEMM_CONTEXT's overrides are checked against,
+ * and the names overrides give. */
+static void test_gemm_context_table(void) {
+    static const struct {
+        const char *vendor;
+        int family, model;
+        const char *want;
+    } cpus[] = {
+        {"AuthenticAMD", 25, 0x01, "zen3"},   {"AuthenticAMD", 25, 0x21, "zen3"},
+        {"AuthenticAMD", 25, 0x50, "zen3"},   {"AuthenticAMD", 25, 0x11, "zen4"},
+        {"AuthenticAMD", 25, 0x61, "zen4"},   {"AuthenticAMD", 25, 0xA0, "zen4"},
+        {"AuthenticAMD", 26, 0x02, "zen5"},   {"AuthenticAMD", 26, 0x44, "zen5"},
+        {"GenuineIntel", 6, 143, "spr"},      {"GenuineIntel", 6, 207, "spr"},
+        {"GenuineIntel", 6, 85, "default"},   {"GenuineIntel", 6, 173, "default"},
+        {"AuthenticAMD", 23, 0x31, "default"}, {"AuthenticAMD", 26, 0x50, "default"},
+        {"HygonGenuine", 24, 0x00, "default"}, {"", 0, 0, "default"},
+    };
+    for (size_t i = 0; i < sizeof cpus / sizeof cpus[0]; i++) {
+        const vt_gemm_context *c = vt_gemm_context_for_cpu(cpus[i].vendor, cpus[i].family, cpus[i].model);
+        CHECK(!strcmp(c->name, cpus[i].want), "%s family %d model %#x: context %s, want %s", cpus[i].vendor,
+              cpus[i].family, cpus[i].model, c->name, cpus[i].want);
+    }
+    CHECK(!strcmp(vt_gemm_context_at(0)->name, "default"), "entry 0 is %s", vt_gemm_context_at(0)->name);
+    const vt_gemm_context *mine = vt_gemm_context_detect();
+    int listed = 0;
+    char err[512];
+    for (int i = 0; i < vt_gemm_context_count(); i++) {
+        const vt_gemm_context *c = vt_gemm_context_at(i);
+        listed |= c == mine;
+        vt_gemm_context p;
+        /* every entry keeps the rules (parse checks the whole context) and is found by name */
+        int rc = vt_gemm_context_parse(c->name, vt_gemm_context_at(0), &p, err, sizeof err);
+        CHECK(rc == 0 && !memcmp(&p, c, sizeof p), "entry %s: %s", c->name, rc ? err : "parse gave other values");
+    }
+    CHECK(listed, "vt_gemm_context_detect() gave %s, not an entry of the table", mine->name);
+
+    const vt_gemm_context *zen4 = vt_gemm_context_for_cpu("AuthenticAMD", 25, 0x11);
+    vt_gemm_context p = *vt_gemm_context_at(0);
+    int rc = vt_gemm_context_parse("zen4,avx512.kc=768,amx.mc=128", vt_gemm_context_at(0), &p, err, sizeof err);
+    CHECK(rc == 0, "parse: %s", err);
+    CHECK(!strcmp(p.name, "zen4+avx512.kc=768,amx.mc=128"), "name %s", p.name);
+    CHECK(p.avx512.kc == 768 && p.amx.mc == 128 && p.avx512.mc == zen4->avx512.mc && p.avx2.kc == zen4->avx2.kc,
+          "values kc %d mc %d", p.avx512.kc, p.amx.mc);
+    rc = vt_gemm_context_parse("avx2.kc=512", zen4, &p, err, sizeof err); /* no name: the base */
+    CHECK(rc == 0 && p.avx2.kc == 512 && !strcmp(p.name, "zen4+avx2.kc=512"), "%s", rc ? err : p.name);
+
+    static const struct {
+        const char *spec, *says;
+    } bad[] = {
+        {"zen9", "\"zen9\" is not a context"},
+        {"avx512.kc=768,zen4", "may only come first"},
+        {"avx512.kx=768", "\"avx512.kx\" is not a field"},
+        {"sse.kc=768", "is not a field"},
+        {"avx512.kc=", "is not a whole number"},
+        {"avx512.kc=7x", "is not a whole number"},
+        {"avx512.kc=99999999999", "is not a whole number"},
+        {"avx512.kc=100", "avx512.kc=100 must be a multiple of 16"},
+        {"avx512.kc=0", "avx512.kc=0 must be a multiple of 16"},
+        {"avx512.mc=15", "avx512.mc=15 must be a multiple of 14"},
+        {"avx2.nc=40", "avx2.nc=40 must be a multiple of 16"},
+        {"avx512bf16.kc=33", "avx512bf16.kc=33 must be a multiple of 2"},
+        {"amx.kc=48", "amx.kc=48 must be a multiple of 32"},
+        {"amx.mc=-32", "amx.mc=-32 must be"},
+        {"avx512.mc=420", "avx512.mc = 420 exceeds avx512.m_one_pass"},
+        {"avx512.nc=128", "avx512.nc_one_pass = 256 exceeds avx512.nc = 128"},
+        {"avx2.one_pass_min_n=100", "avx2.one_pass_min_n = 100 is below"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        vt_gemm_context q = *zen4;
+        err[0] = '\0';
+        rc = vt_gemm_context_parse(bad[i].spec, zen4, &q, err, sizeof err);
+        CHECK(rc == -1 && strstr(err, bad[i].says) && !memcmp(&q, zen4, sizeof q),
+              "VT_GEMM_CONTEXT=%s: rc %d, message \"%s\", want one saying \"%s\", output untouched", bad[i].spec, rc,
+              err, bad[i].says);
+    }
+}
+
+/* Which context fields level l's two GEMMs read: its fp32 gemm's blocking and its
+ * gemm_bf16's (avx2 and avx512 run gemm_bf16 through their fp32 gemm). */
+static void level_blocking(const vt_gemm_context *c, vt_isa l, const void **f32, const void **bf16,
+                           size_t *bf16_size) {
+    *f32 = l == VT_ISA_AVX2 ? (const void *)&c->avx2 : (const void *)&c->avx512;
+    *bf16 = l == VT_ISA_AMX ? (const void *)&c->amx : l == VT_ISA_AVX512BF16 ? (const void *)&c->avx512bf16 : *f32;
+    *bf16_size = l >= VT_ISA_AVX512BF16 ? sizeof(vt_gemm_blocking_bf16) : sizeof(vt_gemm_blocking_f32);
+}
+
+/* The GEMM tests of every level this CPU has under every context of the table, and a
+ * tiny one that splits the test shapes into many blocks in every loop (the one-pass
+ * order included); a level runs them again only under blocking it has not yet run
+ * (main runs them under the active context first). */
+static void test_gemm_contexts(const vt_kernels *s) {
+    const vt_gemm_context active = vt_gemm_ctx;
+    vt_gemm_context ctx[16];
+    int n = 0;
+    ctx[n++] = active;
+    for (int i = 0; i < vt_gemm_context_count() && n < 15; i++) ctx[n++] = *vt_gemm_context_at(i);
+    char err[512];
+    int rc = vt_gemm_context_parse("default,avx2.kc=32,avx2.kc_t=16,avx2.mc=18,avx2.nc=48,avx2.m_one_pass=60,"
+                                   "avx2.nc_one_pass=32,avx2.one_pass_min_n=40,avx512.kc=32,avx512.kc_t=48,"
+                                   "avx512.mc=28,avx512.nc=96,avx512.m_one_pass=70,avx512.nc_one_pass=64,"
+                                   "avx512.one_pass_min_n=64,avx512bf16.kc=34,avx512bf16.mc=28,avx512bf16.nc=64,"
+                                   "amx.kc=64,amx.mc=64,amx.nc=64",
+                                   &active, &ctx[n], err, sizeof err);
+    CHECK(rc == 0, "the tiny context: %s", err);
+    if (rc == 0) n++;
+    for (int l = VT_ISA_AVX2; l < VT_ISA_COUNT; l++) {
+        vt_kernels t;
+        if (vt_kernels_table((vt_isa)l, &t) != 0) continue;
+        for (int i = 0; i < n; i++) {
+            const void *f32, *bf16;
+            size_t bsz;
+            level_blocking(&ctx[i], (vt_isa)l, &f32, &bf16, &bsz);
+            int seen = 0;
+            for (int j = 0; j < i && !seen; j++) {
+                const void *f32j, *bf16j;
+                level_blocking(&ctx[j], (vt_isa)l, &f32j, &bf16j, &bsz);
+                seen = !memcmp(f32, f32j, sizeof(vt_gemm_blocking_f32)) && !memcmp(bf16, bf16j, bsz);
+            }
+            if (seen || i == 0) continue; /* ctx[0], the active one: main's run */
+            vt_gemm_context_set(&ctx[i]);
+            int failed = test_failed_count;
+            test_gemm(&t, s);
+            test_work_monotone(&t, t.gemm_work_floats, "gemm_work_floats");
+            test_gemm_bf16(&t, s);
+            test_work_monotone(&t, t.gemm_bf16_work_floats, "gemm_bf16_work_floats");
+            if (test_failed_count > failed)
+                fprintf(stderr, "  (the failures above: %s under the GEMM context %s)\n", t.name, ctx[i].name);
+        }
+    }
+    vt_gemm_context_set(&active);
+}
+
 int main(void) {
     test_init();
     vt_kernels s;
@@ -1027,5 +1165,7 @@ int main(void) {
     vt_kernels a2, a5;
     if (vt_kernels_table(VT_ISA_AVX2, &a2) == 0 && vt_kernels_table(VT_ISA_AVX512, &a5) == 0)
         test_gelu_isas_agree(&a2, &a5);
+    test_gemm_context_table();
+    test_gemm_contexts(&s);
     return test_summary();
 }

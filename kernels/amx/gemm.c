@@ -20,11 +20,13 @@
  * work: vt_amx_gemm_bf16_work_floats(M, N, K) floats, 64-byte aligned. */
 #include "amx.h"
 
-#define MR 32          /* two 16-row A tiles */
-#define NR VT_BF16_NR  /* two 16-column B tiles */
-#define KC 1024        /* steps per K block: a B micro-panel of 64 KB streams from L2 */
-#define MC 256         /* a packed A block (256 x 1024 bf16, 512 KB) stays in L2 */
-#define NC 1536        /* a packed B block (1024 x 1536 bf16, 3 MB) in L2 / L3 */
+#define MR VT_AMX_MR  /* two 16-row A tiles */
+#define NR VT_BF16_NR /* two 16-column B tiles */
+/* K blocks of at most KC steps (a multiple of 32), M blocks of MC rows, N blocks of NC
+ * columns: this CPU's context's (../gemm_context.c). */
+#define KC (vt_gemm_ctx.amx.kc)
+#define MC (vt_gemm_ctx.amx.mc)
+#define NC (vt_gemm_ctx.amx.nc)
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }

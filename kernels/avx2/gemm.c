@@ -29,17 +29,20 @@
  * work: vt_avx2_gemm_work_floats(M, N, K) floats, 64-byte aligned. */
 #include "avx2.h"
 #include "../gemm_driver.h"
+#include "../gemm_tiles.h"
 
-/* Register tile MR x NR (12 ymm accumulators); cache blocks: a packed A block (MC x KC,
- * 192 KB) and the next block's source stay in L2, a B micro-panel (KC x NR, 16 KB) in
- * L1; MC >= 192 keeps the ViT-Ti weight-gradient products in one M block. */
-#define MR 6
-#define NR 16
-#define KC 256
-#define MC 192
-#define NC 1536
-#define M_ONE_PASS 384 /* K blocks outermost for M <= 384 (gemm_blocked): 384 KB of */
-#define NC_ONE_PASS 256 /* packed A, 256 KB of packed B */
+/* Register tile MR x NR (12 ymm accumulators). The cache blocks (KC for both ta, MC,
+ * NC) and the one-pass bounds (K blocks outermost for M <= M_ONE_PASS and N >
+ * ONE_PASS_MIN_N, N blocks of NC_ONE_PASS) are this CPU's context's (../gemm_context.c). */
+#define MR VT_AVX2_MR
+#define NR VT_AVX2_NR
+#define KC (vt_gemm_ctx.avx2.kc)
+#define KC_T (vt_gemm_ctx.avx2.kc_t)
+#define MC (vt_gemm_ctx.avx2.mc)
+#define NC (vt_gemm_ctx.avx2.nc)
+#define M_ONE_PASS (vt_gemm_ctx.avx2.m_one_pass)
+#define NC_ONE_PASS (vt_gemm_ctx.avx2.nc_one_pass)
+#define ONE_PASS_MIN_N (vt_gemm_ctx.avx2.one_pass_min_n)
 
 /* Floats of the packed-A region: mc x kc plus the 8-float spill of full-vector stores,
  * rounded to 64 bytes so the B panels that follow stay aligned. */
@@ -52,7 +55,7 @@ static inline size_t a_rows(int M) { return round_up((size_t)imin(M, M_ONE_PASS)
 
 size_t vt_avx2_gemm_work_floats(int M, int N, int K) {
     if (M <= 0 || N <= 0 || K <= 0) return 0;
-    size_t mc = a_rows(M), kc = (size_t)imin(K, KC);
+    size_t mc = a_rows(M), kc = (size_t)imin(K, imax(KC, KC_T)); /* the longer K block */
     size_t nc = round_up((size_t)imin(N, NC), NR);
     return a_floats(mc, kc) + kc * nc;
 }
@@ -261,9 +264,9 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
     /* no quarter, narrow, short-row or in-place kernels (NULL / 0: never chosen) */
     static const gemm_kernels kn = {.pack_a = pack_a, .pack_b = pack_b, .full = kernel_6x16, .half = kernel_6x8,
                                     .add_bias = add_bias};
-    gemm_blocking bl = {.mr = MR, .nr = NR, .kc = KC, .kc_t = KC, .mc = MC, .nc = NC, .m_one_pass = M_ONE_PASS,
-                        .one_pass_min_n = NC_ONE_PASS, .nc_one_pass = NC_ONE_PASS};
-    float *pb = work + a_floats(a_rows(M), (size_t)imin(K, KC));
+    gemm_blocking bl = {.mr = MR, .nr = NR, .kc = KC, .kc_t = KC_T, .mc = MC, .nc = NC, .m_one_pass = M_ONE_PASS,
+                        .one_pass_min_n = ONE_PASS_MIN_N, .nc_one_pass = NC_ONE_PASS};
+    float *pb = work + a_floats(a_rows(M), (size_t)imin(K, imax(KC, KC_T)));
     gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb, next);
 }
 

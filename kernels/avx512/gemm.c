@@ -42,22 +42,20 @@
 
 #include "avx512.h"
 #include "../gemm_driver.h"
+#include "../gemm_tiles.h"
 
 /* Register tile MR x NR: 28 accumulators + 2 B vectors + a broadcast fill the 32 zmm. */
-#define MR 14
-#define NR 32
-/* K blocks of at most KC steps (ta = 0), KC_T (ta = 1): a B micro-panel streams from L2. */
-#define KC 384
-#define KC_T 256
-/* A packed A block (MC x KC, up to 420 KB) and the next block's source stay in a 1 MB L2;
- * MC >= 192 keeps ViT-Ti's weight-gradient products in one M block. */
-#define MC 280
-#define NC 1536
-/* The one-pass order (K blocks outermost) for M <= M_ONE_PASS (392 KB of packed A) and
- * N > ONE_PASS_MIN_N, in N blocks of NC_ONE_PASS (256 KB of packed B): both stay in L2. */
-#define M_ONE_PASS 392
-#define NC_ONE_PASS 256
-#define ONE_PASS_MIN_N 384
+#define MR VT_AVX512_MR
+#define NR VT_AVX512_NR
+/* The cache blocks (KC, KC_T, MC, NC) and the one-pass bounds (M_ONE_PASS, NC_ONE_PASS,
+ * ONE_PASS_MIN_N) are this CPU's context's (../gemm_context.c). */
+#define KC (vt_gemm_ctx.avx512.kc)
+#define KC_T (vt_gemm_ctx.avx512.kc_t)
+#define MC (vt_gemm_ctx.avx512.mc)
+#define NC (vt_gemm_ctx.avx512.nc)
+#define M_ONE_PASS (vt_gemm_ctx.avx512.m_one_pass)
+#define NC_ONE_PASS (vt_gemm_ctx.avx512.nc_one_pass)
+#define ONE_PASS_MIN_N (vt_gemm_ctx.avx512.one_pass_min_n)
 #define SHORT_MR 4 /* last panels of <= 4 rows use kernel_short_x32 with 4-row FMAs, */
 #define SHORT_FULL_MR 12 /* and those of <= 12 rows with more than 16 columns */
 #define NARROW_NR 4 /* last panels of <= 4 columns use kernel_14xn */
@@ -76,7 +74,7 @@ static inline size_t a_rows(int M) { return round_up((size_t)imin(M, M_ONE_PASS)
 
 size_t vt_avx512_gemm_work_floats(int M, int N, int K) {
     if (M <= 0 || N <= 0 || K <= 0) return 0;
-    size_t mc = a_rows(M), kc = (size_t)imin(K, KC); /* KC >= KC_T: the longer K block */
+    size_t mc = a_rows(M), kc = (size_t)imin(K, imax(KC, KC_T)); /* the longer K block */
     size_t nc = round_up((size_t)imin(N, NC), NR);
     return a_floats(mc, kc) + kc * nc;
 }
@@ -438,7 +436,7 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
                         .m_one_pass = M_ONE_PASS,
                         .one_pass_min_n = ONE_PASS_MIN_N,
                         .nc_one_pass = NC_ONE_PASS};
-    float *pb = work + a_floats(a_rows(M), (size_t)imin(K, KC));
+    float *pb = work + a_floats(a_rows(M), (size_t)imin(K, imax(KC, KC_T)));
     gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb, next);
 }
 

@@ -19,6 +19,7 @@
 
 #include "../avx512/avx512.h"
 #include "../bf16.h"
+#include "../gemm_tiles.h" /* VT_BF16_NR */
 
 #define VT_AVX512BF16_ENTRIES(X) X(avx512bf16, gemm_bf16) X(avx512bf16, gemm_bf16_work_floats) X(avx512bf16, bf16_round)
 VT_AVX512BF16_ENTRIES(VT_LEVEL_PROTOTYPE)
@@ -92,7 +93,6 @@ static inline void vt_storeu_bf16(vt_bf16 *p, __mmask16 k, __m256i v) {
  * VT_BF16_NR columns; panel q's pair p, column j is the word (B'[2p][j], B'[2p + 1][j]) at
  * dst[q NR kc2p + p NR + j] (low half the even step), for p < kc2p pairs, kc2p >=
  * (kc + 1) / 2, the pairs past K zero. dst 64-byte aligned. */
-#define VT_BF16_NR 32
 void vt_avx512bf16_pack_b(int tb, const float *B, const vt_bf16 *B16, int ldb, int p0, int j0, int kc, int nc,
                           int kc2p, uint32_t *dst);
 /* The 16-bit permutation index giving the words (x[i], x[hi_base + i]) for i < 16. */

@@ -26,11 +26,13 @@
  * work: vt_avx512bf16_gemm_bf16_work_floats(M, N, K) floats, 64-byte aligned. */
 #include "avx512bf16.h"
 
-#define MR 14   /* 28 accumulators + 2 B vectors fill 30 of the 32 zmm */
+#define MR VT_AVX512BF16_MR /* 28 accumulators + 2 B vectors fill 30 of the 32 zmm */
 #define NR VT_BF16_NR
-#define KC 1024 /* steps per K block (even): one C pass for K <= 1024; B micro-panels stream from L2 */
-#define MC 280  /* a packed A block (280 x 1024 bf16, 560 KB) stays in L2 */
-#define NC 1536 /* a packed B block of 3 MB (KC x NC bf16) in L3 */
+/* K blocks of at most KC steps (even), M blocks of MC rows, N blocks of NC columns: this
+ * CPU's context's (../gemm_context.c). */
+#define KC (vt_gemm_ctx.avx512bf16.kc)
+#define MC (vt_gemm_ctx.avx512bf16.mc)
+#define NC (vt_gemm_ctx.avx512bf16.nc)
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }

@@ -1,0 +1,244 @@
+/* gemm_context.c - the GEMMs' per-CPU blocking contexts (as BLIS's per-CPU contexts):
+ * the table keyed by CPUID vendor, family and model, the pick for the running CPU, the
+ * VT_GEMM_CONTEXT overrides and the rules every context keeps. It owns the blocking
+ * values and their rationale (one line each; measurements and dead ends: TUNING.md);
+ * the register tiles are gemm_tiles.h's, the loops gemm_driver.h's and the level files'.
+ * Built for baseline x86-64 (it runs before any level is chosen); kernels/dispatch.c
+ * calls it from vt_kernels_init. */
+#include <cpuid.h>
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm_tiles.h"
+#include "kernels.h"
+
+/* The values the fp32 and bf16 kernels were tuned with on Zen 4 (1 MB L2, 32 KB L1d). */
+#define ZEN4_AVX512                                                                                  \
+    {                                                                                                \
+        .kc = 384,             /* ta = 0: K > 256 ran 0-4% faster than with 256 (Zen 4) */          \
+        .kc_t = 256,           /* ta = 1: 384 no faster, ViT-Ti's weight gradient 3% slower */      \
+        .mc = 280,             /* 280 x 384 packed A (420 KB) + the next block's source in L2 */    \
+        .nc = 1536,            /* ViT-B's widest N = 1536 in one block, 384 x 1536 packed B in L3 */ \
+        .m_one_pass = 392,     /* one-pass packed A up to 392 KB (M <= 392: the weight gradients) */ \
+        .nc_one_pass = 256,    /* + 256 KB of packed B: both in L2 */                               \
+        .one_pass_min_n = 384, /* at 384 x 384 x 12608 the BLIS order was 1.5% faster */            \
+    }
+#define ZEN4_AVX2                                                                                    \
+    {                                                                                                \
+        .kc = 256,            /* a 256 x 16 B micro-panel (16 KB) stays in a 32 KB L1 */            \
+        .kc_t = 256,          /* (the same for ta = 1) */                                           \
+        .mc = 192,            /* 192 x 256 packed A (192 KB) in L2; ViT-Ti's 192 rows one block */  \
+        .nc = 1536,           /* ViT-B's widest N in one block */                                    \
+        .m_one_pass = 384,    /* 384 KB of one-pass packed A */                                     \
+        .nc_one_pass = 256,   /* + 256 KB of packed B in L2 */                                      \
+        .one_pass_min_n = 256, /* every N above one block */                                        \
+    }
+#define ZEN5_BF16                                                                                    \
+    {                                                                                                \
+        .kc = 1024, /* K <= 1024 in one pass over C; 768-2048 within 1% of each other (Zen 5) */    \
+        .mc = 280,  /* 280 x 1024 bf16 packed A (560 KB) in a 1 MB L2; 168 and 420 no better */     \
+        .nc = 1536, /* 3072 cost the weight gradients 10-15% (Zen 5) */                             \
+    }
+#define AMX_BF16                                                                                     \
+    {                                                                                                \
+        .kc = 1024, /* 32 x 1024 bf16 B micro-panels (64 KB) stream from L2 */                      \
+        .mc = 256,  /* 256 x 1024 bf16 packed A (512 KB) in L2 */                                   \
+        .nc = 1536, /* 1024 x 1536 bf16 packed B (3 MB) in L2 / L3 */                               \
+    }
+
+/* A CPU the table lists: vendor, family, models [lo, hi], the context's index. */
+typedef struct {
+    const char *vendor;
+    int family, model_lo, model_hi, ctx;
+} cpu_key;
+
+/* Entry 0 is the default: Zen 4's values, the CPU the kernels were first tuned on. */
+static const vt_gemm_context contexts[] = {
+    {.name = "default", .avx2 = ZEN4_AVX2, .avx512 = ZEN4_AVX512, .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16},
+    /* Zen 3: AVX2 only (the avx2 fields); its 512 KB L2 holds the default's blocks but
+     * for the one-pass order, halved to 192 KB of packed A + 256 KB of packed B. */
+    {.name = "zen3",
+     .avx2 = {.kc = 256, .kc_t = 256, .mc = 192, .nc = 1536, .m_one_pass = 192, .nc_one_pass = 256,
+              .one_pass_min_n = 256},
+     .avx512 = ZEN4_AVX512, .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16},
+    {.name = "zen4", .avx2 = ZEN4_AVX2, .avx512 = ZEN4_AVX512, .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16},
+    /* Zen 5: 1 MB L2, 48 KB L1d, two 512-bit FMA pipes (TUNING.md: what was measured). */
+    {.name = "zen5", .avx2 = ZEN4_AVX2, .avx512 = ZEN4_AVX512, .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16},
+    /* Sapphire / Emerald Rapids: a 2 MB L2 holds the one-pass order's packed A for the
+     * ViT-B weight gradients' M = 768 (784 x 256 floats, 784 KB, + 256 KB of packed B). */
+    {.name = "spr",
+     .avx2 = ZEN4_AVX2,
+     .avx512 = {.kc = 384, .kc_t = 256, .mc = 280, .nc = 1536, .m_one_pass = 784, .nc_one_pass = 256,
+                .one_pass_min_n = 384},
+     .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16},
+};
+#define N_CONTEXTS (int)(sizeof contexts / sizeof contexts[0])
+
+static const cpu_key cpus[] = {
+    {"AuthenticAMD", 25, 0x00, 0x0F, 1}, /* Zen 3: Milan */
+    {"AuthenticAMD", 25, 0x20, 0x2F, 1}, /* Vermeer */
+    {"AuthenticAMD", 25, 0x40, 0x5F, 1}, /* Rembrandt, Cezanne */
+    {"AuthenticAMD", 25, 0x10, 0x1F, 2}, /* Zen 4: Genoa */
+    {"AuthenticAMD", 25, 0x60, 0x7F, 2}, /* Raphael, Phoenix */
+    {"AuthenticAMD", 25, 0xA0, 0xAF, 2}, /* Bergamo, Siena */
+    {"AuthenticAMD", 26, 0x00, 0x4F, 3}, /* Zen 5: Turin, Strix, Granite Ridge */
+    {"GenuineIntel", 6, 143, 143, 4},    /* Sapphire Rapids */
+    {"GenuineIntel", 6, 207, 207, 4},    /* Emerald Rapids */
+};
+
+vt_gemm_context vt_gemm_ctx = {.name = "default", .avx2 = ZEN4_AVX2, .avx512 = ZEN4_AVX512,
+                               .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16};
+
+int vt_gemm_context_count(void) { return N_CONTEXTS; }
+
+const vt_gemm_context *vt_gemm_context_at(int i) { return i >= 0 && i < N_CONTEXTS ? &contexts[i] : NULL; }
+
+const vt_gemm_context *vt_gemm_context_for_cpu(const char *vendor, int family, int model) {
+    for (size_t i = 0; i < sizeof cpus / sizeof cpus[0]; i++)
+        if (!strcmp(vendor, cpus[i].vendor) && family == cpus[i].family && model >= cpus[i].model_lo &&
+            model <= cpus[i].model_hi)
+            return &contexts[cpus[i].ctx];
+    return &contexts[0];
+}
+
+const vt_gemm_context *vt_gemm_context_detect(void) {
+    unsigned int a, b, c, d;
+    char vendor[13] = "";
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return &contexts[0];
+    memcpy(vendor, &b, 4);
+    memcpy(vendor + 4, &d, 4);
+    memcpy(vendor + 8, &c, 4);
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return &contexts[0];
+    int family = (a >> 8) & 0xF, model = (a >> 4) & 0xF;
+    if (family == 0xF) family += (a >> 20) & 0xFF;
+    if (family == 0x6 || family >= 0xF) model += ((a >> 16) & 0xF) << 4;
+    return vt_gemm_context_for_cpu(vendor, family, model);
+}
+
+/* A field VT_GEMM_CONTEXT may set: its name, where it is, and its rule: a multiple of
+ * `multiple`, in [lo, hi]. */
+typedef struct {
+    const char *key;
+    size_t offset;
+    int multiple, lo, hi;
+} field_rule;
+
+#define RULE(level, f, mult, lo, hi) {#level "." #f, offsetof(vt_gemm_context, level.f), mult, lo, hi}
+static const field_rule rules[] = {
+    /* K blocks: the fp32 kernels' transposing pack takes 16 steps at a time (k_block) */
+    RULE(avx2, kc, 16, 16, 8192), RULE(avx2, kc_t, 16, 16, 8192), RULE(avx2, mc, VT_AVX2_MR, VT_AVX2_MR, 8192),
+    RULE(avx2, nc, VT_AVX2_NR, VT_AVX2_NR, 1 << 16), RULE(avx2, m_one_pass, 1, 0, 8192),
+    RULE(avx2, nc_one_pass, VT_AVX2_NR, VT_AVX2_NR, 1 << 16), RULE(avx2, one_pass_min_n, 1, 0, 1 << 16),
+    RULE(avx512, kc, 16, 16, 8192), RULE(avx512, kc_t, 16, 16, 8192),
+    RULE(avx512, mc, VT_AVX512_MR, VT_AVX512_MR, 8192), RULE(avx512, nc, VT_AVX512_NR, VT_AVX512_NR, 1 << 16),
+    RULE(avx512, m_one_pass, 1, 0, 8192), RULE(avx512, nc_one_pass, VT_AVX512_NR, VT_AVX512_NR, 1 << 16),
+    RULE(avx512, one_pass_min_n, 1, 0, 1 << 16),
+    /* bf16: whole pairs of steps (VDPBF16PS), whole 32-step tiles (AMX) */
+    RULE(avx512bf16, kc, 2, 2, 16384), RULE(avx512bf16, mc, VT_AVX512BF16_MR, VT_AVX512BF16_MR, 8192),
+    RULE(avx512bf16, nc, VT_BF16_NR, VT_BF16_NR, 1 << 16), RULE(amx, kc, 32, 32, 16384),
+    RULE(amx, mc, VT_AMX_MR, VT_AMX_MR, 8192), RULE(amx, nc, VT_BF16_NR, VT_BF16_NR, 1 << 16),
+};
+#define N_RULES (int)(sizeof rules / sizeof rules[0])
+
+static int *field(vt_gemm_context *c, const field_rule *r) { return (int *)((char *)c + r->offset); }
+
+/* The rules between fields of one fp32 kernel: the packed-A region holds
+ * min(M, m_one_pass) rows (so an M block, mc rows, must fit in it), the packed-B region
+ * min(N, nc) columns (so a one-pass N block must fit), and one-pass N > its N block. */
+static int check_f32(const vt_gemm_blocking_f32 *b, const char *level, char *err, size_t errlen) {
+    if (b->mc > b->m_one_pass) {
+        snprintf(err, errlen,
+                 "VT_GEMM_CONTEXT: %s.mc = %d exceeds %s.m_one_pass = %d (an M block must fit the packed-A "
+                 "region)",
+                 level, b->mc, level, b->m_one_pass);
+        return -1;
+    }
+    if (b->nc_one_pass > b->nc) {
+        snprintf(err, errlen,
+                 "VT_GEMM_CONTEXT: %s.nc_one_pass = %d exceeds %s.nc = %d (a one-pass N block must fit the "
+                 "packed-B region)",
+                 level, b->nc_one_pass, level, b->nc);
+        return -1;
+    }
+    if (b->one_pass_min_n < b->nc_one_pass) {
+        snprintf(err, errlen, "VT_GEMM_CONTEXT: %s.one_pass_min_n = %d is below %s.nc_one_pass = %d", level,
+                 b->one_pass_min_n, level, b->nc_one_pass);
+        return -1;
+    }
+    return 0;
+}
+
+int vt_gemm_context_parse(const char *spec, const vt_gemm_context *base, vt_gemm_context *out, char *err,
+                          size_t errlen) {
+    vt_gemm_context c = *base;
+    char buf[512];
+    if (strlen(spec) >= sizeof buf) {
+        snprintf(err, errlen, "VT_GEMM_CONTEXT is longer than %zu characters", sizeof buf - 1);
+        return -1;
+    }
+    strcpy(buf, spec);
+    char *save = NULL, *item = strtok_r(buf, ",", &save);
+    int first = 1;
+    size_t overrides = 0; /* where the name's override suffix starts (0: none yet) */
+    for (; item; item = strtok_r(NULL, ",", &save), first = 0) {
+        char *eq = strchr(item, '=');
+        if (!eq) {
+            const vt_gemm_context *named = NULL;
+            for (int i = 0; i < N_CONTEXTS; i++)
+                if (!strcmp(item, contexts[i].name)) named = &contexts[i];
+            if (!named || !first) {
+                char names[128] = "";
+                for (int i = 0; i < N_CONTEXTS; i++)
+                    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%.16s", i ? ", " : "",
+                             contexts[i].name);
+                snprintf(err, errlen,
+                         named ? "VT_GEMM_CONTEXT: \"%.64s\": a context's name may only come first"
+                               : "VT_GEMM_CONTEXT: \"%.64s\" is not a context (use one of %s, then "
+                                 "level.field=value items)",
+                         item, names);
+                return -1;
+            }
+            c = *named;
+            continue;
+        }
+        *eq = '\0';
+        const field_rule *r = NULL;
+        for (int i = 0; i < N_RULES; i++)
+            if (!strcmp(item, rules[i].key)) r = &rules[i];
+        if (!r) {
+            snprintf(err, errlen,
+                     "VT_GEMM_CONTEXT: \"%.64s\" is not a field (avx2.* and avx512.*: kc, kc_t, mc, nc, m_one_pass, "
+                     "nc_one_pass, one_pass_min_n; avx512bf16.* and amx.*: kc, mc, nc)",
+                     item);
+            return -1;
+        }
+        char *end;
+        errno = 0;
+        long v = strtol(eq + 1, &end, 10);
+        if (end == eq + 1 || *end || errno || v < INT_MIN || v > INT_MAX) {
+            snprintf(err, errlen, "VT_GEMM_CONTEXT: %s=\"%.64s\" is not a whole number", item, eq + 1);
+            return -1;
+        }
+        *field(&c, r) = (int)v;
+        if (!overrides) overrides = strlen(c.name);
+        snprintf(c.name + strlen(c.name), sizeof c.name - strlen(c.name), "%s%s=%ld",
+                 strlen(c.name) == overrides ? "+" : ",", item, v);
+    }
+    for (int i = 0; i < N_RULES; i++) {
+        int v = *field(&c, &rules[i]);
+        if (v < rules[i].lo || v > rules[i].hi || v % rules[i].multiple) {
+            snprintf(err, errlen, "VT_GEMM_CONTEXT: %s=%d must be a multiple of %d in [%d, %d]", rules[i].key, v,
+                     rules[i].multiple, rules[i].lo, rules[i].hi);
+            return -1;
+        }
+    }
+    if (check_f32(&c.avx2, "avx2", err, errlen) || check_f32(&c.avx512, "avx512", err, errlen)) return -1;
+    *out = c;
+    return 0;
+}
+
+void vt_gemm_context_set(const vt_gemm_context *c) { vt_gemm_ctx = *c; }
