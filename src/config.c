@@ -396,6 +396,8 @@ static const key_row schema[] = {
           "Evaluation batch size; 0 = train.batch_size."),
     K_ILIST("eval.resolutions", eval.resolutions, eval.n_resolutions, 1, 16384,
             "Extra image sizes to evaluate at (multiples of patch_size), e.g. [160, 320]."),
+    K_INT("eval.max_samples", eval.max_samples, 0, 0, INT_MAX, NULL,
+          "Evaluate only the first this many samples of the validation split; 0 = all."),
 
     /* runtime */
     K_ENUM("runtime.progress", runtime.progress, ch_progress, VT_PROGRESS_AUTO, NULL,

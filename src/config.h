@@ -155,6 +155,7 @@ typedef struct {
     int batch_size;
     int resolutions[VT_MAX_RES]; /* extra evaluation image sizes; n_resolutions used */
     int n_resolutions;
+    int max_samples;             /* first samples of the val split evaluated; 0 = all */
 } vt_eval_config;
 
 typedef struct {

@@ -41,6 +41,11 @@ vt_status vt_eval_open(vt_evaluator *ev, const vt_config *cfg, int img_size) {
     vt_loader_set_shard(ev->loader, ev->rank, ev->ranks);
     ev->n = vt_loader_split_size(ev->loader);
     ev->n_local = vt_loader_size(ev->loader);
+    if (cfg->eval.max_samples > 0 && cfg->eval.max_samples < ev->n) {
+        /* the first max_samples of the split: this rank's are rank + k ranks < max_samples */
+        ev->n = cfg->eval.max_samples;
+        ev->n_local = ev->n > ev->rank ? (ev->n - ev->rank + ev->ranks - 1) / ev->ranks : 0;
+    }
     size_t img_floats = (size_t)ev->batch_size * ev->in_chans * img_size * img_size;
     ev->images = vt_aligned_alloc(img_floats * sizeof(float));
     ev->labels = vt_aligned_alloc((size_t)ev->batch_size * sizeof(int));
@@ -136,10 +141,11 @@ static vt_status eval_batches(vt_evaluator *ev, vt_vit *m, float *logits, vt_eva
         lab = lab ? ev->labels_local : NULL;
     }
     vt_loader_seek(ev->loader, 0, 0, ev->batch_size);
-    while (st == VT_OK) {
+    while (st == VT_OK && seen < ev->n_local) {
         int count = 0, soft_used = 0;
         st = vt_loader_next(ev->loader, ev->images, ev->labels, ev->soft, &soft_used, &count);
         if (st != VT_OK || count == 0) break;
+        if (count > ev->n_local - seen) count = (int)(ev->n_local - seen); /* eval.max_samples */
         for (int i = 0; i < count && st == VT_OK; i++)
             if (ev->labels[i] < 0 || ev->labels[i] >= K)
                 st = vt_fail(VT_ERR_RUNTIME, "validation sample %lld has label %d: expected 0..%d "

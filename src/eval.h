@@ -1,6 +1,7 @@
 /* eval.h - accuracy of a model on the validation split.
  *
- * Owns: batching over the val split (dataset order, the last partial batch kept), the
+ * Owns: batching over the val split (dataset order, the last partial batch kept; with
+ * eval.max_samples > 0 only that many samples from its start), the
  * eval-mode forward (gradients off, no dropout / drop-path), top-1 / top-5 counting and
  * the mean cross-entropy, and the patch-shuffle probe. Used by the training loop
  * (periodic and final evaluation) and by `vitrain eval` (which also evaluates at other
@@ -45,7 +46,7 @@ typedef struct {
 typedef struct {
     vt_loader *loader;
     int img_size, batch_size, in_chans, num_classes;
-    int64_t n;           /* samples in the split */
+    int64_t n;           /* samples evaluated: the split, or its first eval.max_samples */
     int rank, ranks;     /* data parallel: this rank evaluates samples rank, rank + ranks, ... */
     int64_t n_local;     /* of which this rank's */
     float *logits_local; /* this rank's logits rows and labels when gathering them */
@@ -75,12 +76,13 @@ typedef struct {
 vt_status vt_eval_open(vt_evaluator *ev, const vt_config *cfg, int img_size);
 void vt_eval_close(vt_evaluator *ev);
 
-/* Evaluate m over the whole split. logits: NULL, or ev->n * num_classes floats that
- * receive the logits, rows in dataset order (for `vitrain eval --logits`). With several
- * ranks, logits and ev->labels_out are gathered on rank 0: every rank passes them (or
- * none does), and the other ranks' pointers are only read as "wanted", never written.
- * The model's parameters are not modified. Errors (every rank returns the first failing
- * rank's): loader failures; a label outside [0, num_classes). */
+/* Evaluate m over the first ev->n samples of the split (all of it, or eval.max_samples).
+ * logits: NULL, or ev->n * num_classes floats that receive the logits, rows in dataset
+ * order (for `vitrain eval --logits`). With several ranks, logits and ev->labels_out are
+ * gathered on rank 0: every rank passes them (or none does), and the other ranks' pointers
+ * are only read as "wanted", never written. The model's parameters are not modified.
+ * Errors (every rank returns the first failing rank's): loader failures; a label outside
+ * [0, num_classes). */
 vt_status vt_eval_run(vt_evaluator *ev, vt_vit *m, float *logits, vt_eval_result *res);
 
 /* The patch permutation of dataset sample `index` under `seed`: perm[g] (n entries,

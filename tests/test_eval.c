@@ -9,6 +9,8 @@
  *     batch size equals the first one
  *   - a size that is not a multiple of the patch is a usage error (resolve.h's rule); a
  *     batch that does not fit in memory an error naming its size
+ *   - eval.max_samples N evaluates exactly the first N samples (equal to a split of N,
+ *     also when N ends inside a loader batch); 0 or N beyond the split evaluate it all
  * Accuracy at another size on a trained model is covered by tests/e2e_reproduce.c.
  */
 #include <math.h>
@@ -232,6 +234,41 @@ static void test_out_of_memory(void) {
 #endif
 }
 
+static void test_max_samples(void) {
+    static const char *sets[1] = {"pe.kind=rope_mixed"};
+    vt_config cfg;
+    vt_vit m;
+    if (!make_model(&cfg, &m, sets, 1)) return;
+    vt_eval_result all, lim, ref;
+    float *a = eval_logits(&cfg, &m, 20, 0, 0, 8, &all);
+    vt_config c = cfg;
+    c.eval.max_samples = 10; /* batches of 8: the second loader batch is cut after 2 */
+    float *l = eval_logits(&c, &m, 20, 0, 0, 8, &lim);
+    vt_config s = cfg;
+    s.data.val_size = 10;    /* synthetic sample i does not depend on the split size */
+    float *r = eval_logits(&s, &m, 20, 0, 0, 8, &ref);
+    if (a && l && r) {
+        CHECK(all.n == 24 && lim.n == 10 && ref.n == 10, "n: all %lld, max_samples 10 -> %lld, split of 10 %lld",
+              (long long)all.n, (long long)lim.n, (long long)ref.n);
+        CHECK(memcmp(l, r, 10 * 4 * sizeof(float)) == 0 && lim.top1 == ref.top1 && lim.top5 == ref.top5 &&
+              lim.loss == ref.loss, "max_samples 10 equals a split of 10: top-1 %g vs %g, loss %.9g vs %.9g",
+              lim.top1, ref.top1, lim.loss, ref.loss);
+        CHECK(max_abs_diff(a, l, 8 * 4) == 0 && max_abs_diff(a, l, 10 * 4) <= 1e-5 * fmax(max_abs(a, 40), 1.0),
+              "and its logits are the first 10 rows of the full evaluation (the first batch bitwise)");
+    }
+    free(a);
+    free(l);
+    free(r);
+    for (int i = 0; i < 2; i++) {
+        c.eval.max_samples = i ? 24 : 100;
+        a = eval_logits(&c, &m, 16, 0, 0, 8, &lim);
+        CHECK(a && lim.n == 24, "max_samples %d on a split of 24 evaluates %lld", c.eval.max_samples,
+              (long long)lim.n);
+        free(a);
+    }
+    vt_vit_free(&m);
+}
+
 int main(void) {
     char err[256];
     if (vt_kernels_init(err, sizeof err)) {
@@ -242,5 +279,6 @@ int main(void) {
     test_shuffle();
     test_resolutions();
     test_out_of_memory();
+    test_max_samples();
     return test_summary();
 }
