@@ -3,17 +3,23 @@
 
     build_results.py TABLE --runs DIR --out OUT --family F --seeds 0,1,2 --variants a,b,...
                      --command CMD --wall SECONDS --git REV --machine MODEL --cores N
-                     [--threads N]
+                     [--threads N] [--jobs N] [--eval-samples N]
 
 Reads DIR/VARIANT/seedN/{metrics.jsonl, config.json, eval_resolution.jsonl,
-eval_shuffle.jsonl} and writes
+eval_positions_*.jsonl, eval_shuffle.jsonl} and writes
   OUT/TABLE.md    the table: mean +- sample std (n - 1) over seeds, best mean in bold, and
                   the provenance (command, machine, cores, wall time, git revision)
   OUT/TABLE.json  the same numbers per seed, with the provenance
   OUT/*.png       classification: classification_curves.png (train loss and val top-1 per
                   PE, mean over seeds); resolution: resolution.png (val top-1 against the
-                  evaluation size per PE); shuffle: shuffle.png (top-1 before and after);
+                  evaluation size per PE); positions: positions.png (one panel per PE, a
+                  line per position mode); shuffle: shuffle.png (top-1 before and after);
                   sharing: sharing_curves.png
+Consistency checks (an error, not a warning: they fail only through a bug or a stale run
+directory): an evaluation of the whole val split at the training size equals the training's
+final evaluation; at the training size interpolate equals index, normalized to the evaluated
+grid equals normalized, and the interpolated sin-cos table equals the recomputed one (the
+same coordinates, so the same top-1 and loss to the last printed digit).
 The papers' own figures are not listed: their settings (ImageNet / CIFAR-100, ViT-B or
 ViT-S, hundreds of epochs) do not match the families reproduced here, and we quote no
 number we cannot check against the paper. Plots use matplotlib's Agg backend (no display).
@@ -32,8 +38,20 @@ import matplotlib.pyplot as plt  # noqa: E402  (after the backend choice)
 TITLES = {
     "classification": "Classification accuracy per position encoding",
     "resolution": "Accuracy at other evaluation resolutions (no fine-tuning)",
+    "positions": "Position modes at other evaluation resolutions (no fine-tuning)",
     "shuffle": "Patch shuffle: accuracy with each image's patches permuted",
     "sharing": "LieRE generator sharing",
+}
+ROTARY = ("rope_axial", "rope_mixed", "cayley", "circulant", "liere", "liere_commute")
+POS_MODES = ("index", "interpolate", "normalized")
+POS_LABELS = {
+    "index": "index",
+    "interpolate": "interpolate",
+    "normalized": "normalized",
+    "normalized_eval_grid": "normalized to the evaluated grid",
+    "learned_resampled": "learned, resampled",
+    "sincos_recomputed": "sin-cos, recomputed",
+    "sincos_interpolated": "sin-cos, interpolated",
 }
 SHARE_NAMES = {
     "liere_share_none": "per layer and head (share none)",
@@ -165,13 +183,15 @@ def table_classification(a, variants, labels):
 
 
 def table_resolution(a, variants):
-    rows, sizes, train_size = [], None, None
+    rows, sizes, train_size, n_eval = [], None, None, set()
     for v in variants:
         per = {}
         for s in a.seeds:
             evs = read_jsonl(os.path.join(run_dir(a, v, s), "eval_resolution.jsonl"))
             _, cfg = final_eval(a, v, s)
             train_size = cfg["model"]["img_size"]
+            check_own_size(a, v, s, "resolution", {e["resolution"]: e for e in evs})
+            n_eval.update(e["n"] for e in evs)
             for e in evs:
                 per.setdefault(e["resolution"], []).append(e["top1"])
         got = sorted(per)
@@ -186,7 +206,8 @@ def table_resolution(a, variants):
                      "top1_mean": {str(S): mean_std(per[S])[0] for S in sizes},
                      "top1_std": {str(S): mean_std(per[S])[1] for S in sizes}})
     best = {S: max(r["top1_mean"][str(S)] for r in rows) for S in sizes}
-    md = ["Val top-1 %% at each evaluation size (training size %dpx, marked *)." % train_size, "",
+    md = ["Val top-1 %% at each evaluation size (training size %dpx, marked *; %s validation images)."
+          % (train_size, "/".join(str(n) for n in sorted(n_eval))), "",
           "| PE | " + " | ".join("%d%s (%.2fx)" % (S, "*" if S == train_size else "", S / train_size)
                                  for S in sizes) + " |",
           "|---|" + "---|" * len(sizes)]
@@ -208,7 +229,124 @@ def table_resolution(a, variants):
     fig.tight_layout()
     fig.savefig(os.path.join(a.out, "resolution.png"), dpi=100)
     plt.close(fig)
-    return rows, md, {"train_size": train_size, "sizes": sizes}
+    return rows, md, {"train_size": train_size, "sizes": sizes, "eval_samples": sorted(n_eval)}
+
+
+def sweep(a, v, s, name):
+    """{size: eval line} of DIR/v/seed s/eval_NAME.jsonl."""
+    return {e["resolution"]: e for e in read_jsonl(os.path.join(run_dir(a, v, s), "eval_%s.jsonl" % name))}
+
+
+def check_own_size(a, v, s, name, lines):
+    """An evaluation of the whole split at the training size is the training's final one."""
+    fin, cfg = final_eval(a, v, s)
+    e = lines.get(cfg["model"]["img_size"])
+    if e is not None and e["n"] == fin.get("n", e["n"]) and abs(e["top1"] - fin["top1"]) > 1e-9:
+        fail("%s seed %d: eval_%s.jsonl at the training size %dpx gives top-1 %.4f, the training's "
+             "final evaluation %.4f (same checkpoint, same images)" % (v, s, name, cfg["model"]["img_size"],
+                                                                       e["top1"], fin["top1"]))
+
+
+def same_at(v, s, size, what, x, y):
+    """Two evaluations that must agree at the training size (equal coordinates there)."""
+    ex, ey = x.get(size), y.get(size)
+    if ex is None or ey is None:
+        fail("%s seed %d: no %dpx evaluation for the %s check" % (v, s, size, what))
+    if ex["top1"] != ey["top1"] or "%.9g" % ex["loss"] != "%.9g" % ey["loss"]:
+        fail("%s seed %d at the training size %dpx: %s differ (top-1 %.4f vs %.4f, loss %.9g vs %.9g)"
+             % (v, s, size, what, ex["top1"], ey["top1"], ex["loss"], ey["loss"]))
+
+
+def pos_entries(a, v):
+    """(mode, eval file name) rows of one variant, and the rotary PE's trained mode."""
+    if v == "ape":
+        return [("learned_resampled", "resolution")], None
+    if v == "ape_sincos":
+        return [("sincos_recomputed", "resolution"), ("sincos_interpolated", "positions_sincos_resampled")], None
+    if v not in ROTARY:
+        fail("positions: no position modes for variant '%s'" % v)
+    modes = set(final_eval(a, v, s)[1]["pe"]["positions"] for s in a.seeds)
+    if len(modes) != 1:
+        fail("%s: seeds trained with different pe.positions %s" % (v, sorted(modes)))
+    trained = modes.pop()
+    entries = [(m, "resolution" if m == trained else "positions_" + m) for m in POS_MODES]
+    if trained == "normalized":
+        entries.append(("normalized_eval_grid", "positions_normalized_eval_grid"))
+    return entries, trained
+
+
+def table_positions(a, variants):
+    """Rows (variant, mode) x evaluation sizes; a rotary PE's trained mode (and both APE
+    rows but the interpolated sin-cos) are its resolution evaluation."""
+    rows, sizes, train_size, n_eval = [], None, None, set()
+    for v in variants:
+        entries, trained = pos_entries(a, v)
+        per_seed = {mode: [sweep(a, v, s, name) for s in a.seeds] for mode, name in entries}
+        for i, s in enumerate(a.seeds):
+            train_size = final_eval(a, v, s)[1]["model"]["img_size"]
+            check_own_size(a, v, s, "resolution", sweep(a, v, s, "resolution"))
+            if trained:
+                same_at(v, s, train_size, "interpolate and index", per_seed["index"][i],
+                        per_seed["interpolate"][i])
+            if trained == "normalized":
+                same_at(v, s, train_size, "normalized and normalized to the evaluated grid",
+                        per_seed["normalized"][i], per_seed["normalized_eval_grid"][i])
+            if v == "ape_sincos":
+                same_at(v, s, train_size, "the recomputed and the interpolated sin-cos table",
+                        per_seed["sincos_recomputed"][i], per_seed["sincos_interpolated"][i])
+        for mode, _ in entries:
+            if sizes is None:
+                sizes = sorted(per_seed[mode][0])
+            for lines in per_seed[mode]:
+                if sorted(lines) != sizes:
+                    fail("%s (%s) was evaluated at %s, the other rows at %s" % (v, mode, sorted(lines), sizes))
+                n_eval.update(e["n"] for e in lines.values())
+            top1 = {str(S): [lines[S]["top1"] for lines in per_seed[mode]] for S in sizes}
+            rows.append({"variant": v, "positions": mode, "trained_positions": trained,
+                         "label": POS_LABELS[mode] + (" (trained)" if mode == trained else ""),
+                         "top1": top1, "top1_mean": {k: mean_std(x)[0] for k, x in top1.items()},
+                         "top1_std": {k: mean_std(x)[1] for k, x in top1.items()}})
+    best = {S: max(r["top1_mean"][str(S)] for r in rows) for S in sizes}
+    md = ["Val top-1 %% at each evaluation size (training size %dpx, marked *; %s validation images). "
+          "Rotary PEs: coordinates per `pe.positions`: index (the patch's column and row), interpolate "
+          "(index x n_train / n_eval: the grid stays in the trained range), normalized (index / "
+          "(n_train - 1): the training grid spans [0, 1], a larger one goes past 1), normalized to the "
+          "evaluated grid (`pe.train_img_size` = the evaluated size: index / (n_eval - 1), the grid spans "
+          "[0, 1] at every size). A mode other than the one the model was trained with (trained) changes "
+          "its coordinates at the training size as well, except interpolate after index. APE: the learned "
+          "table resampled bicubic; the sin-cos table recomputed on the new grid, or interpolated (its "
+          "training-grid table resampled bicubic as a learned one)."
+          % (train_size, "/".join(str(n) for n in sorted(n_eval))), "",
+          "| PE | positions | " + " | ".join("%d%s (%.2fx)" % (S, "*" if S == train_size else "", S / train_size)
+                                            for S in sizes) + " |",
+          "|---|---|" + "---|" * len(sizes)]
+    for r in rows:
+        md.append("| %s | %s | " % (r["variant"], r["label"]) + " | ".join(
+            fmt(r["top1"][str(S)], r["top1_mean"][str(S)] == best[S]) for S in sizes) + " |")
+    cols = (len(variants) + 1) // 2
+    fig, axes = plt.subplots(2, cols, figsize=(3.3 * cols, 6.6), sharey=True, squeeze=False)
+    for ax, v in zip(axes.flat, variants):
+        for r in (r for r in rows if r["variant"] == v):
+            ax.errorbar(sizes, [r["top1_mean"][str(S)] for S in sizes],
+                        yerr=[r["top1_std"][str(S)] for S in sizes], marker="o", markersize=3, capsize=2,
+                        linewidth=1.2, label=r["label"])
+        ax.axvline(train_size, color="gray", linestyle=":", linewidth=1)
+        ax.set_title(v, fontsize=9)
+        ax.set_xticks(sizes)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(variants):]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("val top-1 %")
+    for ax in axes[-1, :]:
+        ax.set_xlabel("evaluation image size (px)")
+    fig.suptitle("Position modes vs evaluation size (trained at %dpx; mean +- std over seeds)" % train_size)
+    fig.tight_layout()
+    fig.savefig(os.path.join(a.out, "positions.png"), dpi=100)
+    plt.close(fig)
+    return rows, md, {"train_size": train_size, "sizes": sizes, "eval_samples": sorted(n_eval)}
 
 
 def table_shuffle(a, variants):
@@ -257,6 +395,8 @@ def main():
               "cores"):
         p.add_argument("--" + k, required=True)
     p.add_argument("--threads", default="0")
+    p.add_argument("--jobs", default="1")
+    p.add_argument("--eval-samples", default="0")
     a = p.parse_args()
     a.seeds = [int(s) for s in a.seeds.split(",")]
     variants = a.variants.split(",")
@@ -275,11 +415,15 @@ def main():
     elif a.table == "resolution":
         rows, md, extra = table_resolution(a, variants)
         plots.append("resolution.png")
+    elif a.table == "positions":
+        rows, md, extra = table_positions(a, variants)
+        plots.append("positions.png")
     else:
         rows, md = table_shuffle(a, variants)
         plots.append("shuffle.png")
     meta = {"command": a.command, "machine": a.machine, "cores": int(a.cores),
-            "threads": int(a.threads), "wall_s": float(a.wall), "git_revision": a.git,
+            "threads": int(a.threads), "jobs": int(a.jobs), "eval_samples": int(a.eval_samples),
+            "wall_s": float(a.wall), "git_revision": a.git,
             "family": a.family, "seeds": a.seeds}
     doc = {"table": a.table, "meta": meta, "rows": rows, "plots": plots}
     doc.update(extra)
@@ -294,8 +438,9 @@ def main():
             "epochs) do not match this family." % ", ".join(map(str, a.seeds)), ""]
     tail = ["", "Plots: " + ", ".join("[%s](%s)" % (pl, pl) for pl in plots), "",
             "- command: `%s`" % a.command,
-            "- machine: %s, %s cores (vitrain threads: %s)" % (a.machine, a.cores,
-                                                              a.threads if a.threads != "0" else "all"),
+            "- machine: %s, %s cores (vitrain threads: %s%s)" % (
+                a.machine, a.cores, a.threads if a.threads != "0" else "all",
+                ", %s runs at once" % a.jobs if a.jobs != "1" else ""),
             "- wall time of this invocation: %.1f s (runs reused from earlier tables not included)"
             % float(a.wall),
             "- git revision: %s" % a.git]
