@@ -248,7 +248,8 @@ run_table() {
     local t1 rev dirty
     t1=$(date +%s.%N)
     rev=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-    dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | head -c1)
+    # uncommitted changes to anything but this study's own outputs (OUT/...)
+    dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | cut -c4- | { grep -v "^${OUT%/}/" || true; } | head -c1)
     "$PYTHON" scripts/build_results.py "$table" --runs "$RUNS" --out "$OUT" --family "$FAMILY" \
         --seeds "$SEEDS" --variants "$(IFS=,; echo "${variants[*]}")" \
         --command "$CMDLINE" --wall "$("$PYTHON" -c "print(round($t1 - $t0, 1))")" \
