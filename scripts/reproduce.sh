@@ -49,6 +49,7 @@ die() { echo "reproduce: $*" >&2; exit 2; }
 
 [[ $# -ge 1 ]] || usage 2
 TABLE=$1; shift
+CMDLINE="scripts/reproduce.sh $TABLE $*"
 case $TABLE in -h|--help) usage 0 ;; all) TABLE=classification,resolution,positions,shuffle,sharing ;; esac
 IFS=, read -r -a TABLES <<<"$TABLE"
 [[ ${#TABLES[@]} -gt 0 ]] || die "no table given"
@@ -57,7 +58,6 @@ for t in "${TABLES[@]}"; do
         *) die "unknown table '$t': expected classification, resolution, positions, shuffle, sharing or all (or a comma-separated list)" ;; esac
 done
 SEEDS=0,1,2 FAMILY=fmnist OUT=results QUICK=0 THREADS="" BIN=./vitrain RESOLUTIONS="" JOBS=1 EVAL_SAMPLES=0
-CMDLINE="scripts/reproduce.sh $TABLE $*"
 while [[ $# -gt 0 ]]; do
     case $1 in
         --seeds) [[ $# -ge 2 ]] || die "--seeds needs a value"; SEEDS=$2; shift 2 ;;

@@ -1,9 +1,10 @@
 /* e2e_reproduce.c - end-to-end test of the reproduction tooling: runs
- * `scripts/reproduce.sh all --quick --seeds 0,1` (every table's code path on synthetic data,
- * with the binary $VT_BIN, default ./vitrain; run from the repository root, as
- * scripts/run_tests.sh does) into a temporary directory, then checks
- *   - each TABLE.md has one row per PE (sharing: per share mode), mean +- std cells, one bold
- *     best entry, and the provenance lines (command, machine, wall time, git revision)
+ * `scripts/reproduce.sh all --quick --seeds 0,1 --jobs 2` (every table's code path on
+ * synthetic data, two runs at a time, with the binary $VT_BIN, default ./vitrain; run from
+ * the repository root, as scripts/run_tests.sh does) into a temporary directory, then checks
+ *   - each TABLE.md has one row per PE (sharing: per share mode; positions: per PE and
+ *     position mode), mean +- std cells, one bold best entry, and the provenance lines
+ *     (command, machine, wall time, git revision)
  *   - each TABLE.json names its table, holds one row per variant and the provenance
  *   - every PNG decodes with libpng, has a plot-sized image and is not blank
  *   - the numbers: the quick runs learn; `vitrain eval --resolutions` at the training size
@@ -13,8 +14,15 @@
  *   - `vitrain eval` on a quick run: the plain evaluation equals --resolutions at the training
  *     size, --patch-shuffle adds the shuffled fields, bad --resolutions / --seed / shuffle
  *     flags exit 2 naming the problem
+ *   - positions: at 2x the training size, positions kept in the trained range
+ *     (interpolate; LieRE kinds: normalized to the evaluated grid) beat the trained
+ *     extrapolating mode on average, and so does the interpolated sin-cos table; a stale
+ *     evaluation that contradicts another at the training size stops build_results
+ *   - --jobs 1 gives the same numbers as --jobs 2; a failing run stops the table (exit 1)
+ *   - the fmnist14 family through --quick with --eval-samples: the resolution evaluations
+ *     use that many images, the tables say so
  *   - a second invocation reuses the runs (no training) and a bad table name exits 2
- *   - every JSON file under configs/ loads, and within each family (fmnist, cifar100, in1k)
+ *   - every JSON file under configs/ loads, and within each family (fmnist, fmnist14, cifar100, in1k)
  *     the nine PE configs resolve to the same config apart from the pe section
  * Needs /usr/bin/python3 with matplotlib (scripts/deps.sh installs python3-matplotlib).
  */
@@ -170,15 +178,15 @@ static void check_numbers(void) {
 static void check_configs(void) {
     glob_t g;
     int rc = glob("configs/*.json", 0, NULL, &g);
-    CHECK(rc == 0 && g.gl_pathc >= 3 * N_PES, "configs/*.json: %zu files", rc == 0 ? g.gl_pathc : 0);
+    CHECK(rc == 0 && g.gl_pathc >= 4 * N_PES, "configs/*.json: %zu files", rc == 0 ? g.gl_pathc : 0);
     for (size_t i = 0; rc == 0 && i < g.gl_pathc; i++) {
         vt_config c;
         vt_status st = vt_resolve_file(&c, g.gl_pathv[i], NULL, 0);
         CHECK(st == VT_OK, "%s loads: %s", g.gl_pathv[i], st == VT_OK ? "" : vt_last_error());
     }
     if (rc == 0) globfree(&g);
-    static const char *fams[] = {"fmnist", "cifar100", "in1k"};
-    for (int f = 0; f < 3; f++) {
+    static const char *fams[] = {"fmnist", "fmnist14", "cifar100", "in1k"};
+    for (int f = 0; f < 4; f++) {
         vt_config ref;
         char path[256];
         snprintf(path, sizeof path, "configs/%s_%s.json", PES[0], fams[f]);
@@ -213,6 +221,140 @@ static const char *json_text(const char *line, const char *key, char *buf, size_
         snprintf(buf, len, "%.*s", (int)(n < len ? n : len - 1), p);
     }
     return buf;
+}
+
+/* Top-1 cells (mean) of one positions.md row "| pe | label | c1 | c2 | ... |". */
+static int md_row_means(const char *md, const char *pe, const char *label, double *means, int max) {
+    char head[128];
+    snprintf(head, sizeof head, "\n| %s | %s |", pe, label);
+    const char *p = md ? strstr(md, head) : NULL;
+    if (!p) return 0;
+    p += strlen(head);
+    int n = 0;
+    while (n < max && *p == ' ') {
+        while (*p == ' ' || *p == '*') p++;
+        means[n++] = atof(p);
+        p = strchr(p, '|');
+        if (!p || p[1] == '\n' || p[1] == '\0') break;
+        p++;
+    }
+    return n;
+}
+
+static const char *ROTARY[] = {"rope_axial", "rope_mixed", "cayley", "circulant", "liere", "liere_commute"};
+
+static void check_positions(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/positions.md", out);
+    char *md = slurp(path, NULL);
+    CHECK(md != NULL, "%s written", path);
+    if (!md) return;
+    CHECK(strstr(md, "| PE | positions | 12 (0.75x) | 16* (1.00x) | 20 (1.25x) | 24 (1.50x) | 28 (1.75x) | 32 (2.00x) |")
+          != NULL, "positions: the resolution table's columns");
+    int rows = 0;
+    for (const char *p = md; (p = strstr(p, "\n| ")); p++) rows++;
+    CHECK(rows == 1 + 3 + 6 * 3 + 2, "positions: header + 3 APE rows + 3 modes x 6 rotary PEs + 2 LieRE "
+          "evaluated-grid rows, found %d table lines", rows);
+    double gain = 0, m_trained[6], m_kept[6];
+    int n_kinds = 0;
+    for (int i = 0; i < 6; i++) {
+        int liere = !strncmp(ROTARY[i], "liere", 5);
+        int a = md_row_means(md, ROTARY[i], liere ? "normalized (trained)" : "index (trained)", m_trained, 6);
+        int b = md_row_means(md, ROTARY[i], liere ? "normalized to the evaluated grid" : "interpolate", m_kept, 6);
+        CHECK(a == 6 && b == 6, "positions: %s rows of 6 sizes (%d, %d)", ROTARY[i], a, b);
+        if (a == 6 && b == 6) {
+            CHECK(m_trained[1] == m_kept[1], "%s: the same top-1 at the training size (%g, %g)", ROTARY[i],
+                  m_trained[1], m_kept[1]);
+            gain += m_kept[5] - m_trained[5];
+            n_kinds++;
+        }
+    }
+    CHECK(n_kinds == 6 && gain / 6 > 10, "at 2x, positions kept in the trained range gain %.1f points on "
+          "average over extrapolating ones", n_kinds ? gain / n_kinds : 0.0);
+    int a = md_row_means(md, "ape_sincos", "sin-cos, recomputed", m_trained, 6);
+    int b = md_row_means(md, "ape_sincos", "sin-cos, interpolated", m_kept, 6);
+    CHECK(a == 6 && b == 6 && m_kept[1] == m_trained[1] && m_kept[5] > m_trained[5] + 10,
+          "sin-cos APE at 2x: interpolated %g vs recomputed %g", b == 6 ? m_kept[5] : -1.0, a == 6 ? m_trained[5] : -1.0);
+    CHECK(md_row_means(md, "ape", "learned, resampled", m_kept, 6) == 6, "positions: the learned APE row");
+    CHECK(strstr(md, "- command: `scripts/reproduce.sh all --quick") && strstr(md, "- machine: ") &&
+          strstr(md, "- wall time") && strstr(md, "- git revision: ") && count_of(md, "**") >= 2,
+          "positions.md: provenance lines and bold best entries");
+    free(md);
+    snprintf(path, sizeof path, "%s/positions.json", out);
+    char *js = slurp(path, NULL);
+    CHECK(js && strstr(js, "\"table\": \"positions\"") && count_of(js, "\"variant\":") == 23 &&
+          count_of(js, "\"positions\": \"interpolate\"") == 6 && strstr(js, "\"git_revision\":"),
+          "positions.json: 23 rows, one interpolate row per rotary PE, provenance");
+    free(js);
+
+    /* a stale evaluation contradicting the others at the training size stops the table */
+    char dir[384];
+    snprintf(dir, sizeof dir, "%s/runs/quick/circulant/seed1", out);
+    int rc = run("cp %s/eval_positions_interpolate.jsonl %s/keep.jsonl && "
+                 "sed -i 's/\"resolution\":16,\"top1\":[0-9.]*/\"resolution\":16,\"top1\":1.5/' "
+                 "%s/eval_positions_interpolate.jsonl && "
+                 "scripts/reproduce.sh positions --quick --seeds 0,1 --out %s --bin %s >/dev/null 2>%s.log4",
+                 dir, dir, dir, out, bin, out);
+    snprintf(path, sizeof path, "%s.log4", out);
+    char *log = slurp(path, NULL);
+    CHECK(rc == 1 && log && strstr(log, "circulant seed 1 at the training size 16px: interpolate and index differ"),
+          "build_results refuses a positions table whose interpolate row disagrees at the training size (exit %d)",
+          rc);
+    free(log);
+    run("mv %s/keep.jsonl %s/eval_positions_interpolate.jsonl", dir, dir);
+}
+
+/* --jobs 1 gives the numbers of --jobs 2; a failing run stops the table with exit 1. */
+static void check_jobs(void) {
+    char path[512];
+    int rc = run("scripts/reproduce.sh classification --quick --seeds 0,1 --jobs 1 --out %s/jobs1 --bin %s "
+                 ">/dev/null 2>%s.log5", out, bin, out);
+    CHECK(rc == 0, "classification --jobs 1 exit %d", rc);
+    rc = run("/usr/bin/python3 -c 'import json, sys; r = [[x[\"top1\"] for x in json.load(open(f))[\"rows\"]] "
+             "for f in sys.argv[1:]]; sys.exit(r[0] != r[1])' %s/classification.json %s/jobs1/classification.json",
+             out, out);
+    CHECK(rc == 0, "--jobs 1 and --jobs 2 give the same top-1 of every run");
+    snprintf(path, sizeof path, "%s/fail.sh", out);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs("#!/bin/sh\necho 'vitrain: simulated failure' >&2\nexit 3\n", f);
+        fclose(f);
+    }
+    rc = run("chmod +x %s/fail.sh && scripts/reproduce.sh classification --quick --seeds 0,1 --jobs 2 --out %s/failed "
+             "--bin %s/fail.sh >/dev/null 2>%s.log6", out, out, out, out);
+    snprintf(path, sizeof path, "%s.log6", out);
+    char *log = slurp(path, NULL);
+    snprintf(path, sizeof path, "%s/failed/classification.md", out);
+    CHECK(rc == 1 && log && strstr(log, "simulated failure") && strstr(log, "stopped after a failed run") &&
+          access(path, F_OK) != 0, "a failing run with --jobs 2: exit %d (want 1), its log shown, no table", rc);
+    free(log);
+}
+
+/* The fmnist14 configs through --quick (tiny model, synthetic data, their RandomResizedCrop)
+ * with the sweep on the first 64 of 128 validation images. */
+static void check_family14(void) {
+    char path[512];
+    int rc = run("scripts/reproduce.sh classification,resolution --quick --family fmnist14 --seeds 0,1 --jobs 2 "
+                 "--eval-samples 64 --out %s/f14 --bin %s >/dev/null 2>%s.log7", out, bin, out);
+    CHECK(rc == 0, "fmnist14 --quick --eval-samples 64: exit %d (log %s.log7)", rc, out);
+    snprintf(path, sizeof path, "%s/f14/resolution.md", out);
+    char *md = slurp(path, NULL);
+    CHECK(md && strstr(md, "(quick_fmnist14 family)") && strstr(md, "64 validation images") &&
+          strstr(md, "--eval-samples 64") && strstr(md, "2 runs at once"),
+          "fmnist14 resolution.md: family, evaluated images, command and jobs recorded");
+    free(md);
+    snprintf(path, sizeof path, "%s/f14/runs/quick_fmnist14/rope_mixed/seed0/eval_resolution.jsonl", out);
+    char *r20 = jsonl_line(path, "\"resolution\":20,");
+    CHECK(r20 && json_num(r20, "n") == 64, "the sweep evaluated 64 images (%s)", r20 ? r20 : "none");
+    free(r20);
+    snprintf(path, sizeof path, "%s/f14/runs/quick_fmnist14/rope_mixed/seed0/config.json", out);
+    char *cfg = slurp(path, NULL);
+    CHECK(cfg && strstr(cfg, "\"train_transform\": \"rrc\""), "fmnist14 trains with RandomResizedCrop");
+    free(cfg);
+    snprintf(path, sizeof path, "%s/f14/runs/quick_fmnist14/rope_mixed/seed0/metrics.jsonl", out);
+    char *fin = jsonl_line(path, "\"kind\":\"eval\"");
+    CHECK(fin && json_num(fin, "n") == 128, "training's own evaluation uses the whole split");
+    free(fin);
 }
 
 static void check_eval_cli(void) {
@@ -271,7 +413,7 @@ int main(void) {
         CHECK(0, "binary present");
         return test_summary();
     }
-    int rc = run("scripts/reproduce.sh all --quick --seeds 0,1 --out %s --bin %s 2>%s.log >/dev/null", out,
+    int rc = run("scripts/reproduce.sh all --quick --seeds 0,1 --jobs 2 --out %s --bin %s 2>%s.log >/dev/null", out,
                  bin, out);
     CHECK(rc == 0, "reproduce.sh all --quick exit %d (log %s.log)", rc, out);
     if (rc != 0) {
@@ -292,7 +434,11 @@ int main(void) {
     check_png("resolution.png");
     check_png("shuffle.png");
     check_png("sharing_curves.png");
+    check_png("positions.png");
     check_numbers();
+    check_positions();
+    check_jobs();
+    check_family14();
     check_eval_cli();
 
     rc = run("scripts/reproduce.sh shuffle --quick --seeds 0,1 --out %s --bin %s 2>%s.log2 >/dev/null", out,
@@ -307,6 +453,6 @@ int main(void) {
     log = slurp(path, NULL);
     CHECK(rc == 2 && log && strstr(log, "unknown table 'tables'"), "a bad table name exits 2 naming it");
     free(log);
-    if (test_failed_count == 0) run("rm -rf %s %s.log %s.log2 %s.log3", out, out, out, out);
+    if (test_failed_count == 0) run("rm -rf %s %s.log*", out, out);
     return test_summary();
 }
