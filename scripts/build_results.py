@@ -90,6 +90,107 @@ def mean_std(xs):
     return m, math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
 
 
+def betainc(a, b, x):
+    """Regularised incomplete beta I_x(a, b) (continued fraction, Numerical Recipes 6.4)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    if x > (a + 1.0) / (a + b + 2.0):
+        return 1.0 - betainc(b, a, 1.0 - x)
+    lbeta = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(1.0 - x)
+    tiny, c, d = 1e-300, 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return math.exp(lbeta) * h / a
+
+
+def t_pvalue(t, df):
+    """Two-sided p-value of Student's t with df degrees of freedom."""
+    if math.isinf(t):
+        return 0.0
+    return betainc(df / 2.0, 0.5, df / (df + t * t))
+
+
+def welch(xs, ys):
+    """Welch's t-test of mean(xs) - mean(ys): (difference, t, df, two-sided p)."""
+    (mx, sx), (my, sy) = mean_std(xs), mean_std(ys)
+    vx, vy = sx * sx / len(xs), sy * sy / len(ys)
+    d = mx - my
+    if vx + vy == 0.0:
+        return d, (math.inf if d else 0.0), float(len(xs) + len(ys) - 2), (0.0 if d else 1.0)
+    df = (vx + vy) ** 2 / (vx * vx / (len(xs) - 1) + vy * vy / (len(ys) - 1))
+    t = d / math.sqrt(vx + vy)
+    return d, t, df, t_pvalue(abs(t), df)
+
+
+def paired(xs, ys):
+    """Paired t-test of the per-seed differences xs - ys: (mean difference, t, df, p)."""
+    ds = [x - y for x, y in zip(xs, ys)]
+    m, sd = mean_std(ds)
+    if sd == 0.0:
+        return m, (math.inf if m else 0.0), float(len(ds) - 1), (0.0 if m else 1.0)
+    t = m / (sd / math.sqrt(len(ds)))
+    return m, t, float(len(ds) - 1), t_pvalue(abs(t), len(ds) - 1)
+
+
+def verdict(d, p, alpha=0.05):
+    """The claimed direction is d > 0."""
+    if p < alpha:
+        return "agree" if d > 0 else "disagree"
+    return "not resolved"
+
+
+def fmt_test(d, t, df, p):
+    return "%+.2f | %s | %.1f | %s" % (d, "inf" if math.isinf(t) else "%.2f" % t, df,
+                                       "<0.001" if p < 0.001 else "%.3f" % p)
+
+
+# The papers' resolution claims, as "A above B at sizes above the training size".
+CLAIMS = [
+    ("rope_mixed", "ape", "RoPE-ViT: RoPE-Mixed extrapolates better than APE"),
+    ("rope_axial", "ape", "RoPE-ViT: RoPE-Axial extrapolates better than APE"),
+    ("rope_mixed", "rope_axial", "RoPE-ViT: RoPE-Mixed above RoPE-Axial"),
+    ("cayley", "rope_mixed", "STRING: Cayley-STRING above RoPE (Mixed)"),
+    ("circulant", "rope_mixed", "STRING: Circulant-STRING above RoPE (Mixed)"),
+    ("liere", "rope_mixed", "LieRE: LieRE generalises to higher resolutions better than RoPE-Mixed"),
+    ("liere", "ape", "LieRE: LieRE above APE at higher resolutions"),
+    ("liere", "liere_commute", "LieRE: dense generators above commuting ones"),
+]
+
+
+def claims_md(rows, sizes, train_size):
+    """Welch tests (n = seeds per PE) of each claim at every size above the training size."""
+    by = {r["variant"]: r for r in rows}
+    md = ["", "## The papers' claims at larger sizes", "",
+          "Difference of the mean top-1 (first PE minus second, points), Welch's t-test over the seeds "
+          "of each PE (two-sided p). Verdict at p < 0.05: agree (difference in the claimed direction), "
+          "disagree (opposite direction), else not resolved. p-values are per cell, not corrected for "
+          "the number of cells.", "",
+          "| claim | size | difference | t | df | p | verdict |", "|---|---|---|---|---|---|---|"]
+    out = []
+    for a, b, claim in CLAIMS:
+        if a not in by or b not in by:
+            continue
+        for S in (S for S in sizes if S > train_size):
+            d, t, df, p = welch(by[a]["top1"][str(S)], by[b]["top1"][str(S)])
+            v = verdict(d, p)
+            md.append("| %s (%s vs %s) | %d | %s | %s |" % (claim, a, b, S, fmt_test(d, t, df, p), v))
+            out.append({"claim": claim, "a": a, "b": b, "size": S, "difference": d, "t": t, "df": df,
+                        "p": p, "verdict": v})
+    return md, out
+
+
 def fmt(xs, bold=False, digits=2):
     m, s = mean_std(xs)
     t = "%.*f +- %.*f" % (digits, m, digits, s)
@@ -229,7 +330,9 @@ def table_resolution(a, variants):
     fig.tight_layout()
     fig.savefig(os.path.join(a.out, "resolution.png"), dpi=100)
     plt.close(fig)
-    return rows, md, {"train_size": train_size, "sizes": sizes, "eval_samples": sorted(n_eval)}
+    cmd, tests = claims_md(rows, sizes, train_size)
+    return rows, md + cmd, {"train_size": train_size, "sizes": sizes, "eval_samples": sorted(n_eval),
+                            "claims": tests}
 
 
 def sweep(a, v, s, name):
@@ -346,7 +449,28 @@ def table_positions(a, variants):
     fig.tight_layout()
     fig.savefig(os.path.join(a.out, "positions.png"), dpi=100)
     plt.close(fig)
-    return rows, md, {"train_size": train_size, "sizes": sizes, "eval_samples": sorted(n_eval)}
+    # the same checkpoints with positions kept in the trained range vs extrapolated: paired by seed
+    md += ["", "## Positions kept in the trained range vs extrapolated (same checkpoints)", "",
+           "Per seed, top-1 with positions kept in the trained range (index-trained PEs: interpolate; "
+           "normalized-trained: normalized to the evaluated grid; sin-cos APE: interpolated) minus the "
+           "trained mode's (extrapolating) top-1; mean over seeds, paired t-test (df = seeds - 1).", "",
+           "| PE | kept in range | size | difference | t | df | p |", "|---|---|---|---|---|---|---|"]
+    tests = []
+    key = {"index": "interpolate", "normalized": "normalized_eval_grid"}
+    for v in variants:
+        vr = {r["positions"]: r for r in rows if r["variant"] == v}
+        trained = next(iter(vr.values()))["trained_positions"]
+        base, kept = ((trained, key.get(trained)) if trained else
+                      ("sincos_recomputed", "sincos_interpolated") if v == "ape_sincos" else (None, None))
+        if not kept or kept not in vr:
+            continue
+        for S in (S for S in sizes if S != train_size):
+            d, t, df, p = paired(vr[kept]["top1"][str(S)], vr[base]["top1"][str(S)])
+            md.append("| %s | %s | %d | %s |" % (v, POS_LABELS[kept], S, fmt_test(d, t, df, p)))
+            tests.append({"variant": v, "kept": kept, "extrapolated": base, "size": S, "difference": d,
+                          "t": t, "df": df, "p": p})
+    return rows, md, {"train_size": train_size, "sizes": sizes, "eval_samples": sorted(n_eval),
+                      "kept_vs_extrapolated": tests}
 
 
 def table_shuffle(a, variants):

@@ -18,6 +18,8 @@
  *     (interpolate; LieRE kinds: normalized to the evaluated grid) beat the trained
  *     extrapolating mode on average, and so does the interpolated sin-cos table; a stale
  *     evaluation that contradicts another at the training size stops build_results
+ *   - resolution.md tests the papers' claims (Welch t-tests, verdicts); the t-tests agree with
+ *     scipy's on fixed inputs
  *   - --jobs 1 gives the same numbers as --jobs 2; a failing run stops the table (exit 1)
  *   - the fmnist14 family through --quick with --eval-samples: the resolution evaluations
  *     use that many images, the tables say so
@@ -46,6 +48,14 @@ enum { N_PES = 9, N_SEEDS = 2 };
 static const char *SHARE_ROWS[] = {"share none", "share layers", "share heads", "share all"};
 
 static char bin[1024], out[256];
+
+/* Lines starting "| " between from (NULL: the start) and the next "\n## " heading. */
+static int table_lines(const char *md, const char *from) {
+    const char *p = from ? strstr(md, from) : md, *end = p ? strstr(p + 1, "\n## ") : NULL;
+    int n = 0;
+    for (; p && (p = strstr(p, "\n| ")) && (!end || p < end); p++) n++;
+    return n;
+}
 
 static int count_of(const char *s, const char *needle) {
     int n = 0;
@@ -86,8 +96,7 @@ static void check_md(const char *table, const char *const *rows, int n_rows, con
         snprintf(row, sizeof row, row_fmt, rows[i]);
         CHECK(count_of(md, row) == 1, "%s: one row '%s'", path, row);
     }
-    int lines = 0;
-    for (const char *p = md; (p = strstr(p, "\n| ")); p++) lines++;
+    int lines = table_lines(md, NULL);
     CHECK(lines == n_rows + 1, "%s: header + %d rows, found %d table lines", path, n_rows, lines);
     CHECK(count_of(md, " +- ") >= n_rows, "%s: mean +- std cells", path);
     CHECK(count_of(md, "**") >= 2, "%s: a best entry in bold", path);
@@ -251,8 +260,7 @@ static void check_positions(void) {
     if (!md) return;
     CHECK(strstr(md, "| PE | positions | 12 (0.75x) | 16* (1.00x) | 20 (1.25x) | 24 (1.50x) | 28 (1.75x) | 32 (2.00x) |")
           != NULL, "positions: the resolution table's columns");
-    int rows = 0;
-    for (const char *p = md; (p = strstr(p, "\n| ")); p++) rows++;
+    int rows = table_lines(md, NULL);
     CHECK(rows == 1 + 3 + 6 * 3 + 2, "positions: header + 3 APE rows + 3 modes x 6 rotary PEs + 2 LieRE "
           "evaluated-grid rows, found %d table lines", rows);
     double gain = 0, m_trained[6], m_kept[6];
@@ -276,13 +284,15 @@ static void check_positions(void) {
     CHECK(a == 6 && b == 6 && m_kept[1] == m_trained[1] && m_kept[5] > m_trained[5] + 10,
           "sin-cos APE at 2x: interpolated %g vs recomputed %g", b == 6 ? m_kept[5] : -1.0, a == 6 ? m_trained[5] : -1.0);
     CHECK(md_row_means(md, "ape", "learned, resampled", m_kept, 6) == 6, "positions: the learned APE row");
+    rows = table_lines(md, "\n## Positions kept in the trained range");
+    CHECK(rows == 1 + 7 * 5, "positions: paired tests of 7 PEs at the 5 other sizes, found %d lines", rows);
     CHECK(strstr(md, "- command: `scripts/reproduce.sh all --quick") && strstr(md, "- machine: ") &&
           strstr(md, "- wall time") && strstr(md, "- git revision: ") && count_of(md, "**") >= 2,
           "positions.md: provenance lines and bold best entries");
     free(md);
     snprintf(path, sizeof path, "%s/positions.json", out);
     char *js = slurp(path, NULL);
-    CHECK(js && strstr(js, "\"table\": \"positions\"") && count_of(js, "\"variant\":") == 23 &&
+    CHECK(js && strstr(js, "\"table\": \"positions\"") && count_of(js, "\"label\":") == 23 && count_of(js, "\"kept\":") == 35 &&
           count_of(js, "\"positions\": \"interpolate\"") == 6 && strstr(js, "\"git_revision\":"),
           "positions.json: 23 rows, one interpolate row per rotary PE, provenance");
     free(js);
@@ -302,6 +312,18 @@ static void check_positions(void) {
           rc);
     free(log);
     run("mv %s/keep.jsonl %s/eval_positions_interpolate.jsonl", dir, dir);
+}
+
+/* build_results' t-tests against values scipy 1.10.1 printed (stats.ttest_ind(equal_var=False),
+ * stats.ttest_rel) for the same inputs. */
+static void check_tests_stats(void) {
+    int rc = run("/usr/bin/python3 -c 'import sys; sys.path.insert(0, \"scripts\"); import build_results as b; "
+                 "d, t, df, p = b.welch([1, 2, 3], [4, 5, 7]); "
+                 "e, u, dg, q = b.paired([85.1, 86.0, 84.2], [80.3, 83.9, 81.0]); "
+                 "ok = abs(t + 3.1622776601683795) < 1e-9 and abs(p - 0.041914517471454) < 1e-9 and "
+                 "abs(u - 4.294956881181873) < 1e-9 and abs(q - 0.050166073734135265) < 1e-9 and dg == 2; "
+                 "sys.exit(0 if ok else 1)'");
+    CHECK(rc == 0, "Welch and paired t-tests of build_results.py match scipy's");
 }
 
 /* --jobs 1 gives the numbers of --jobs 2; a failing run stops the table with exit 1. */
@@ -429,6 +451,10 @@ int main(void) {
     char *md = slurp(path, NULL);
     CHECK(md && strstr(md, "| 12 (0.75x) | 16* (1.00x) | 20 (1.25x) | 24 (1.50x) | 28 (1.75x) | 32 (2.00x) |"),
           "resolution columns 0.75x .. 2x in multiples of the patch");
+    int claims = md ? table_lines(md, "\n## The papers' claims at larger sizes") : 0;
+    CHECK(claims == 1 + 8 * 4, "resolution.md: 8 claims tested at the 4 larger sizes, found %d lines", claims);
+    CHECK(md && count_of(md, "| agree |") + count_of(md, "| disagree |") + count_of(md, "| not resolved |") == 32,
+          "every claim row has a verdict");
     free(md);
     check_png("classification_curves.png");
     check_png("resolution.png");
@@ -437,6 +463,7 @@ int main(void) {
     check_png("positions.png");
     check_numbers();
     check_positions();
+    check_tests_stats();
     check_jobs();
     check_family14();
     check_eval_cli();
