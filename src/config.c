@@ -201,7 +201,8 @@ static const key_row schema[] = {
            "Rotary coordinates at another resolution: index (extrapolate), normalized (the "
            "training grid spans [0, 1]) or interpolate (index * n_train / n_eval); x and y "
            "only, never depth. With coord_dim = 1 the raster index r scales by token counts: "
-           "r / max(N_train - 1, 1) or r * N_train / N_eval.", MODEL_KEY),
+           "r / max(N_train - 1, 1) or r * N_train / N_eval. An evaluation may set another "
+           "mode than the checkpoint's (the positions study)."),
     K_ENUM("pe.share", pe.share, ch_share, VT_SHARE_NONE,
            "the pe.kind's (see PE kinds), else none",
            "Rotary parameter sharing: none (per layer and head), layers (per head), heads "
@@ -229,7 +230,8 @@ static const key_row schema[] = {
           "(init 1, also with depth_as_channel), else 0).", MODEL_KEY),
     K_INT("pe.train_img_size", pe.train_img_size, 0, 0, 16384, "model.img_size",
           "Training resolution the position grid is relative to (positions, APE resampling); "
-          "0 = model.img_size.", MODEL_KEY),
+          "0 = model.img_size. An evaluation may set another (normalized to the evaluated "
+          "grid)."),
 
     /* performer */
     K_INT("performer.features", performer.features, 256, 1, 65536, NULL,

@@ -14,7 +14,9 @@
  *     CONFIG reproduces the run's final accuracy (a RoPE-Axial run on synthetic data);
  *     a CONFIG or --set that changes a key defining the model or its PE (pe.kind, pe.theta,
  *     model.width) is a config error (exit 2) naming each key with both values, while data
- *     and eval keys may differ; a file without a stored config (timm's) needs a CONFIG.
+ *     and eval keys, pe.positions and pe.train_img_size (the resolution-change settings the
+ *     positions study varies) may differ; a file without a stored config (timm's) needs a
+ *     CONFIG.
  */
 #include <math.h>
 #include <stdio.h>
@@ -232,6 +234,14 @@ static void test_checkpoint_config(void) {
     rc = run("%s eval --checkpoint %s/last.safetensors --set data.val_size=100 --set eval.batch_size=9 "
              "--resolutions 16,20 --threads 1 >%s 2>%s", bin, run_dir, out, err);
     CHECK(rc == 0 && contains(out, "\"n\":100,\"resolution\":20"), "data and eval keys changed: exit %d", rc);
+    /* so may the position mode and the grid it is relative to, and they change the logits */
+    rc = run("%s eval --checkpoint %s/last.safetensors --set data.val_size=100 --set pe.positions=interpolate "
+             "--set pe.train_img_size=8 --set eval.batch_size=9 --resolutions 16,20 --threads 1 >%s.pos 2>%s",
+             bin, run_dir, out, err);
+    char pos[300];
+    snprintf(pos, sizeof pos, "%s.pos", out);
+    CHECK(rc == 0 && contains(pos, "\"n\":100,\"resolution\":20") && !same_bytes(out, pos),
+          "pe.positions and pe.train_img_size changed: exit %d, and the logits move", rc);
     /* a file without a config */
     rc = run("%s eval --checkpoint tests/fixtures/timm/vit_ape.safetensors >%s 2>%s", bin, out, err);
     CHECK(rc == 2 && contains(err, "has no __metadata__[\"config\"]") && contains(err, "give the CONFIG"),
