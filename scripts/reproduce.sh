@@ -87,7 +87,7 @@ if [[ $QUICK == 1 ]]; then
            --set data.synthetic_seed=7 --set 'data.mean=[0.5]' --set 'data.std=[0.25]'
            --set model.width=32 --set model.depth=2 --set model.heads=2 --set model.mlp_ratio=2
            --set model.img_size=16 --set model.patch_size=4 --set model.num_classes=4
-           --set train.epochs=4 --set train.batch_size=32 --set train.log_every=4
+           --set train.epochs=4 --set train.steps=0 --set train.batch_size=32 --set train.log_every=4
            --set train.eval_every=1 --set train.label_smoothing=0 --set optim.lr=0.003
            --set optim.warmup_steps=8 --set eval.batch_size=64)
 fi
