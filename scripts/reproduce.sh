@@ -5,7 +5,7 @@
 #
 #   scripts/reproduce.sh TABLE [--seeds 0,1,2] [--family fmnist] [--out results]
 #                        [--quick] [--threads N] [--jobs N] [--bin ./vitrain]
-#                        [--resolutions 24,28,...] [--eval-samples N]
+#                        [--resolutions 24,28,...] [--eval-samples N] [--pes ape,rope_mixed,...]
 #
 # TABLE:
 #   classification  every PE (configs/<pe>_<family>.json), top-1/top-5 at the training size
@@ -29,6 +29,9 @@
 #   thread count only, not on what runs beside it.
 # --eval-samples N: the resolution and positions evaluations use the first N validation
 #   images (eval.max_samples; default: all); training's own evaluations always use all.
+# --pes LIST: only these PE variants of the classification, resolution, positions and
+#   shuffle tables (default: all the table has); the claims of the papers that need a PE
+#   left out are not tested. The sharing table ignores it.
 # --quick: a seconds-long version on synthetic data (the family's configs with a tiny model
 #   and dataset through --set; family name "quick", or "quick_FAMILY" for another family
 #   than fmnist; one thread unless --threads is given: such tiny steps only lose to thread
@@ -57,7 +60,7 @@ for t in "${TABLES[@]}"; do
     case $t in classification|resolution|positions|shuffle|sharing) ;;
         *) die "unknown table '$t': expected classification, resolution, positions, shuffle, sharing or all (or a comma-separated list)" ;; esac
 done
-SEEDS=0,1,2 FAMILY=fmnist OUT=results QUICK=0 THREADS="" BIN=./vitrain RESOLUTIONS="" JOBS=1 EVAL_SAMPLES=0
+SEEDS=0,1,2 FAMILY=fmnist OUT=results QUICK=0 THREADS="" BIN=./vitrain RESOLUTIONS="" JOBS=1 EVAL_SAMPLES=0 ONLY=""
 while [[ $# -gt 0 ]]; do
     case $1 in
         --seeds) [[ $# -ge 2 ]] || die "--seeds needs a value"; SEEDS=$2; shift 2 ;;
@@ -68,6 +71,7 @@ while [[ $# -gt 0 ]]; do
         --resolutions) [[ $# -ge 2 ]] || die "--resolutions needs a value"; RESOLUTIONS=$2; shift 2 ;;
         --jobs) [[ $# -ge 2 ]] || die "--jobs needs a value"; JOBS=$2; shift 2 ;;
         --eval-samples) [[ $# -ge 2 ]] || die "--eval-samples needs a value"; EVAL_SAMPLES=$2; shift 2 ;;
+        --pes) [[ $# -ge 2 ]] || die "--pes needs a value"; ONLY=$2; shift 2 ;;
         --quick) QUICK=1; shift ;;
         -h|--help) usage 0 ;;
         *) die "unknown option '$1'" ;;
@@ -98,6 +102,14 @@ fi
 [[ $THREADS =~ ^[0-9]+$ ]] || die "--threads '$THREADS': expected a thread count (0 = all cores)"
 PES=(ape ape_sincos none rope_axial rope_mixed cayley circulant liere liere_commute)
 ROTARY=(rope_axial rope_mixed cayley circulant liere liere_commute)
+if [[ -n $ONLY ]]; then
+    IFS=, read -r -a ONLY_LIST <<<"$ONLY"
+    for pe in "${ONLY_LIST[@]}"; do
+        [[ " ${PES[*]} " == *" $pe "* ]] || die "--pes: unknown PE '$pe': expected some of ${PES[*]} (comma-separated)"
+    done
+fi
+# keep VARIANT...: the variants that --pes selects (all without it)
+keep() { local v; for v in "$@"; do [[ -z $ONLY || ",$ONLY," == *",$v,"* ]] && echo "$v"; done; return 0; }
 SWEEP=()  # the resolution and positions evaluations' subset of the val split
 (( EVAL_SAMPLES == 0 )) || SWEEP=(--set "eval.max_samples=$EVAL_SAMPLES")
 for pe in "${PES[@]}"; do
@@ -238,9 +250,10 @@ run_table() {
     t0=$(date +%s.%N)
     case $table in
         sharing) variants=(liere_share_none liere_share_layers liere_share_heads liere) ;;
-        positions) variants=(ape ape_sincos "${ROTARY[@]}") ;;
-        *) variants=("${PES[@]}") ;;
+        positions) mapfile -t variants < <(keep ape ape_sincos "${ROTARY[@]}") ;;
+        *) mapfile -t variants < <(keep "${PES[@]}") ;;
     esac
+    [[ ${#variants[@]} -gt 0 ]] || die "--pes '$ONLY' leaves no PE of the $table table"
     for v in "${variants[@]}"; do
         for s in "${SEED_LIST[@]}"; do spawn task "$table" "$v" "$s"; done
     done

@@ -23,6 +23,8 @@
  *   - --jobs 1 gives the same numbers as --jobs 2; a failing run stops the table (exit 1)
  *   - the fmnist14 family through --quick with --eval-samples: the resolution evaluations
  *     use that many images, the tables say so
+ *   - --pes: the positions table of two PEs reuses the runs and has only their rows; an
+ *     unknown PE exits 2 naming it
  *   - a second invocation reuses the runs (no training) and a bad table name exits 2
  *   - every JSON file under configs/ loads, and within each family (fmnist, fmnist14, cifar100, in1k)
  *     the nine PE configs resolve to the same config apart from the pe section
@@ -379,6 +381,30 @@ static void check_family14(void) {
     free(fin);
 }
 
+/* --pes restricts a table to some PEs (positions.md is rewritten with their rows only). */
+static void check_pes(void) {
+    char path[512];
+    int rc = run("scripts/reproduce.sh positions --quick --seeds 0,1 --pes ape,rope_axial --out %s --bin %s "
+                 ">/dev/null 2>%s.log8", out, bin, out);
+    snprintf(path, sizeof path, "%s.log8", out);
+    char *log = slurp(path, NULL);
+    CHECK(rc == 0 && log && !strstr(log, "training") && !strstr(log, "evaluating"),
+          "positions --pes ape,rope_axial reuses the runs and evaluations (exit %d)", rc);
+    free(log);
+    snprintf(path, sizeof path, "%s/positions.md", out);
+    char *md = slurp(path, NULL);
+    CHECK(md && table_lines(md, NULL) == 1 + 1 + 3 && strstr(md, "| rope_axial | interpolate |") &&
+              !strstr(md, "| rope_mixed |") && !strstr(md, "| ape_sincos |") && strstr(md, "--pes ape,rope_axial"),
+          "positions.md with --pes: the learned APE and RoPE-Axial's 3 modes only, and the command says so");
+    free(md);
+    rc = run("scripts/reproduce.sh positions --quick --pes ape,rope --out %s --bin %s >/dev/null 2>%s.log8", out,
+             bin, out);
+    snprintf(path, sizeof path, "%s.log8", out);
+    log = slurp(path, NULL);
+    CHECK(rc == 2 && log && strstr(log, "--pes: unknown PE 'rope'"), "--pes with an unknown PE exits 2 (exit %d)", rc);
+    free(log);
+}
+
 static void check_eval_cli(void) {
     char dir[384], path[512], a[64], b[64];
     snprintf(dir, sizeof dir, "%s/runs/quick/rope_mixed/seed1", out);
@@ -467,6 +493,7 @@ int main(void) {
     check_jobs();
     check_family14();
     check_eval_cli();
+    check_pes();
 
     rc = run("scripts/reproduce.sh shuffle --quick --seeds 0,1 --out %s --bin %s 2>%s.log2 >/dev/null", out,
              bin, out);
