@@ -8,7 +8,9 @@
 Reads DIR/VARIANT/seedN/{metrics.jsonl, config.json, eval_resolution.jsonl,
 eval_positions_*.jsonl, eval_shuffle.jsonl} and writes
   OUT/TABLE.md    the table: mean +- sample std (n - 1) over seeds, best mean in bold, and
-                  the provenance (command, machine, cores, wall time, git revision)
+                  the provenance (command, machine, cores, wall time, git revision of the
+                  tables and evaluations, and the revisions that trained the runs: each run's
+                  REVISION file, written by reproduce.sh)
   OUT/TABLE.json  the same numbers per seed, with the provenance
   OUT/*.png       classification: classification_curves.png (train loss and val top-1 per
                   PE, mean over seeds); resolution: resolution.png (val top-1 against the
@@ -199,6 +201,20 @@ def fmt(xs, bold=False, digits=2):
 
 def run_dir(a, v, s):
     return os.path.join(a.runs, v, "seed%d" % s)
+
+
+def training_revisions(a, variants):
+    """'N runs at REV' per revision that trained the table's runs (REVISION files)."""
+    count = {}
+    for v in variants:
+        for s in a.seeds:
+            path = os.path.join(run_dir(a, v, s), "REVISION")
+            rev = open(path).read().strip() if os.path.exists(path) else None
+            count[rev] = count.get(rev, 0) + 1
+    parts = ["%d at %s" % (n, rev) for rev, n in sorted((r, n) for r, n in count.items() if r)]
+    if None in count:
+        parts.append("%d with no REVISION file (trained by a reproduce.sh that did not record it)" % count[None])
+    return "; ".join(parts)
 
 
 def final_eval(a, v, s):
@@ -548,6 +564,7 @@ def main():
     meta = {"command": a.command, "machine": a.machine, "cores": int(a.cores),
             "threads": int(a.threads), "jobs": int(a.jobs), "eval_samples": int(a.eval_samples),
             "wall_s": float(a.wall), "git_revision": a.git,
+            "training_revisions": training_revisions(a, variants),
             "family": a.family, "seeds": a.seeds}
     doc = {"table": a.table, "meta": meta, "rows": rows, "plots": plots}
     doc.update(extra)
@@ -567,7 +584,8 @@ def main():
                 ", %s runs at once" % a.jobs if a.jobs != "1" else ""),
             "- wall time of this invocation: %.1f s (runs reused from earlier tables not included)"
             % float(a.wall),
-            "- git revision: %s" % a.git]
+            "- git revision: %s" % a.git,
+            "- training runs: %s" % meta["training_revisions"]]
     tmp = os.path.join(a.out, a.table + ".md.tmp")
     with open(tmp, "w") as f:
         f.write("\n".join(head + md + tail) + "\n")

@@ -125,7 +125,17 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 variant_cfg() { case $1 in liere_share_*) echo "configs/liere_${CFG_FAMILY}.json" ;; *) echo "configs/$1_${CFG_FAMILY}.json" ;; esac; }
 variant_sets() { case $1 in liere_share_*) echo "--set pe.share=${1#liere_share_}" ;; *) echo "" ;; esac; }
 
-# train VARIANT SEED: the run directory, reused when complete.
+# The checkout's revision, "(with uncommitted changes)" to anything but this study's outputs.
+revision() {
+    local rev dirty
+    rev=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+    dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | cut -c4- | { grep -v "^${OUT%/}/" || true; } | head -c1)
+    echo "$rev${dirty:+ (with uncommitted changes)}"
+}
+REVISION=$(revision)
+
+# train VARIANT SEED: the run directory (with the revision that trained it in REVISION),
+# reused when complete.
 train() {
     local v=$1 s=$2 dir=$RUNS/$1/seed$2
     [[ -f $dir/DONE ]] && return 0
@@ -139,6 +149,7 @@ train() {
         echo "reproduce: training $v seed $s failed (log: $dir/train.log)" >&2
         exit 1
     fi
+    echo "$REVISION" >"$dir/REVISION"
     printf '%q ' "${cmd[@]}" >"$dir/DONE"
 }
 
@@ -258,15 +269,12 @@ run_table() {
         for s in "${SEED_LIST[@]}"; do spawn task "$table" "$v" "$s"; done
     done
     drain
-    local t1 rev dirty
+    local t1
     t1=$(date +%s.%N)
-    rev=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-    # uncommitted changes to anything but this study's own outputs (OUT/...)
-    dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | cut -c4- | { grep -v "^${OUT%/}/" || true; } | head -c1)
     "$PYTHON" scripts/build_results.py "$table" --runs "$RUNS" --out "$OUT" --family "$FAMILY" \
         --seeds "$SEEDS" --variants "$(IFS=,; echo "${variants[*]}")" \
         --command "$CMDLINE" --wall "$("$PYTHON" -c "print(round($t1 - $t0, 1))")" \
-        --git "$rev${dirty:+ (with uncommitted changes)}" \
+        --git "$(revision)" \
         --machine "$(lscpu | sed -n 's/^Model name: *//p' | head -1)" --cores "$(nproc)" \
         --threads "$THREADS" --jobs "$JOBS" --eval-samples "$EVAL_SAMPLES"
 }

@@ -4,7 +4,7 @@
  * the repository root, as scripts/run_tests.sh does) into a temporary directory, then checks
  *   - each TABLE.md has one row per PE (sharing: per share mode; positions: per PE and
  *     position mode), mean +- std cells, one bold best entry, and the provenance lines
- *     (command, machine, wall time, git revision)
+ *     (command, machine, wall time, git revision, the revision that trained the runs)
  *   - each TABLE.json names its table, holds one row per variant and the provenance
  *   - every PNG decodes with libpng, has a plot-sized image and is not blank
  *   - the numbers: the quick runs learn; `vitrain eval --resolutions` at the training size
@@ -23,8 +23,8 @@
  *   - --jobs 1 gives the same numbers as --jobs 2; a failing run stops the table (exit 1)
  *   - the fmnist14 family through --quick with --eval-samples: the resolution evaluations
  *     use that many images, the tables say so
- *   - --pes: the positions table of two PEs reuses the runs and has only their rows; an
- *     unknown PE exits 2 naming it
+ *   - --pes: the positions table of two PEs reuses the runs and has only their rows, and
+ *     counts a run without a REVISION file as such; an unknown PE exits 2 naming it
  *   - a second invocation reuses the runs (no training) and a bad table name exits 2
  *   - every JSON file under configs/ loads, and within each family (fmnist, fmnist14, cifar100, in1k)
  *     the nine PE configs resolve to the same config apart from the pe section
@@ -105,6 +105,16 @@ static void check_md(const char *table, const char *const *rows, int n_rows, con
     CHECK(strstr(md, "- command: `scripts/reproduce.sh all --quick") && strstr(md, "- machine: ") &&
           strstr(md, "cores") && strstr(md, "- wall time") && strstr(md, "- git revision: "),
           "%s: command, machine, cores, wall time and git revision recorded", path);
+    /* every run of the table was trained by this invocation: one revision, n_rows x seeds runs */
+    char rev[96] = "", want_runs[160];
+    FILE *g = popen("git rev-parse HEAD 2>/dev/null", "r");
+    if (g) {
+        if (!fgets(rev, sizeof rev, g)) rev[0] = '\0';
+        pclose(g);
+    }
+    rev[strcspn(rev, "\n")] = '\0';
+    snprintf(want_runs, sizeof want_runs, "- training runs: %d at %s", n_rows * N_SEEDS, rev);
+    CHECK(rev[0] && strstr(md, want_runs) && !strstr(md, "no REVISION file"), "%s: '%s'", path, want_runs);
     free(md);
 
     snprintf(path, sizeof path, "%s/%s.json", out, table);
@@ -384,6 +394,7 @@ static void check_family14(void) {
 /* --pes restricts a table to some PEs (positions.md is rewritten with their rows only). */
 static void check_pes(void) {
     char path[512];
+    run("rm -f %s/runs/quick/rope_axial/seed1/REVISION", out); /* as a run of an older reproduce.sh */
     int rc = run("scripts/reproduce.sh positions --quick --seeds 0,1 --pes ape,rope_axial --out %s --bin %s "
                  ">/dev/null 2>%s.log8", out, bin, out);
     snprintf(path, sizeof path, "%s.log8", out);
@@ -396,6 +407,8 @@ static void check_pes(void) {
     CHECK(md && table_lines(md, NULL) == 1 + 1 + 3 && strstr(md, "| rope_axial | interpolate |") &&
               !strstr(md, "| rope_mixed |") && !strstr(md, "| ape_sincos |") && strstr(md, "--pes ape,rope_axial"),
           "positions.md with --pes: the learned APE and RoPE-Axial's 3 modes only, and the command says so");
+    CHECK(md && strstr(md, "- training runs: 3 at ") && strstr(md, "; 1 with no REVISION file"),
+          "positions.md: 3 runs with their training revision, one without");
     free(md);
     rc = run("scripts/reproduce.sh positions --quick --pes ape,rope --out %s --bin %s >/dev/null 2>%s.log8", out,
              bin, out);
