@@ -171,11 +171,11 @@ CLAIMS = [
 ]
 
 
-def claims_md(rows, sizes, train_size):
+def claims_md(rows, sizes, train_size, heading="The papers' claims at larger sizes", intro=""):
     """Welch tests (n = seeds per PE) of each claim at every size above the training size."""
     by = {r["variant"]: r for r in rows}
-    md = ["", "## The papers' claims at larger sizes", "",
-          "Difference of the mean top-1 (first PE minus second, points), Welch's t-test over the seeds "
+    md = ["", "## " + heading, "",
+          intro + "Difference of the mean top-1 (first PE minus second, points), Welch's t-test over the seeds "
           "of each PE (two-sided p). Verdict at p < 0.05: agree (difference in the claimed direction), "
           "disagree (opposite direction), else not resolved. p-values are per cell, not corrected for "
           "the number of cells.", "",
@@ -394,6 +394,10 @@ def pos_entries(a, v):
     return entries, trained
 
 
+# The APE rows whose table stays in the trained range at every size.
+KEPT_MODE = {"ape": "learned_resampled", "ape_sincos": "sincos_interpolated"}
+
+
 def table_positions(a, variants):
     """Rows (variant, mode) x evaluation sizes; a rotary PE's trained mode (and both APE
     rows but the interpolated sin-cos) are its resolution evaluation."""
@@ -485,8 +489,20 @@ def table_positions(a, variants):
             md.append("| %s | %s | %d | %s |" % (v, POS_LABELS[kept], S, fmt_test(d, t, df, p)))
             tests.append({"variant": v, "kept": kept, "extrapolated": base, "size": S, "difference": d,
                           "t": t, "df": df, "p": p})
+    # the papers' claims again, every PE with its positions kept in the trained range
+    kept_rows = []
+    for v in variants:
+        vr = {r["positions"]: r for r in rows if r["variant"] == v}
+        mode = KEPT_MODE.get(v) or key.get(next(iter(vr.values()))["trained_positions"])
+        if mode in vr:
+            kept_rows.append({"variant": v, "top1": vr[mode]["top1"]})
+    cmd, claims = claims_md(kept_rows, sizes, train_size, "The papers' claims with positions kept in the trained range",
+                            "Each PE in the mode that keeps its positions in the trained range (rotary PEs trained "
+                            "with index: interpolate; with normalized: normalized to the evaluated grid; learned "
+                            "APE: resampled; sin-cos APE: interpolated). ")
+    md += cmd
     return rows, md, {"train_size": train_size, "sizes": sizes, "eval_samples": sorted(n_eval),
-                      "kept_vs_extrapolated": tests}
+                      "kept_vs_extrapolated": tests, "claims_kept_in_range": claims}
 
 
 def table_shuffle(a, variants):

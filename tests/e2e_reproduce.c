@@ -16,7 +16,8 @@
  *     flags exit 2 naming the problem
  *   - positions: at 2x the training size, positions kept in the trained range
  *     (interpolate; LieRE kinds: normalized to the evaluated grid) beat the trained
- *     extrapolating mode on average, and so does the interpolated sin-cos table; a stale
+ *     extrapolating mode on average, and so does the interpolated sin-cos table; the
+ *     papers' claims are tested again on the kept-in-range rows; a stale
  *     evaluation that contradicts another at the training size stops build_results
  *   - resolution.md tests the papers' claims (Welch t-tests, verdicts); the t-tests agree with
  *     scipy's on fixed inputs
@@ -298,6 +299,8 @@ static void check_positions(void) {
     CHECK(md_row_means(md, "ape", "learned, resampled", m_kept, 6) == 6, "positions: the learned APE row");
     rows = table_lines(md, "\n## Positions kept in the trained range");
     CHECK(rows == 1 + 7 * 5, "positions: paired tests of 7 PEs at the 5 other sizes, found %d lines", rows);
+    rows = table_lines(md, "\n## The papers' claims with positions kept in the trained range");
+    CHECK(rows == 1 + 8 * 4, "positions: the 8 claims at the 4 larger sizes, positions kept in range (%d lines)", rows);
     CHECK(strstr(md, "- command: `scripts/reproduce.sh all --quick") && strstr(md, "- machine: ") &&
           strstr(md, "- wall time") && strstr(md, "- git revision: ") && count_of(md, "**") >= 2,
           "positions.md: provenance lines and bold best entries");
@@ -409,6 +412,8 @@ static void check_pes(void) {
           "positions.md with --pes: the learned APE and RoPE-Axial's 3 modes only, and the command says so");
     CHECK(md && strstr(md, "- training runs: 3 at ") && strstr(md, "; 1 with no REVISION file"),
           "positions.md: 3 runs with their training revision, one without");
+    CHECK(md && table_lines(md, "\n## The papers' claims with positions kept in the trained range") == 1 + 4,
+          "positions.md with --pes ape,rope_axial: the one claim between them at 4 sizes");
     free(md);
     rc = run("scripts/reproduce.sh positions --quick --pes ape,rope --out %s --bin %s >/dev/null 2>%s.log8", out,
              bin, out);
