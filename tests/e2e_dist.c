@@ -7,7 +7,8 @@
  *     order only); the same with the TCP transport alone (--mca btl tcp,self);
  *   - the same with gradient accumulation (batch 16 x 2 micro-batches);
  *   - 1 rank under mpirun equals no mpirun bit for bit (losses, weights);
- *   - `vitrain eval` sharded over 2 and 3 ranks: top-1, top-5, n and the patch-shuffled
+ *   - `vitrain eval` sharded over 2 and 3 ranks (and over 3 with eval.max_samples 101, not a
+ *     multiple of 3): top-1, top-5, n and the patch-shuffled
  *     top-1 equal one process's, and the gathered --logits file is the same bytes; the
  *     same on 2 ranks for an image folder (paths and class names in the archive);
  *   - resume across rank counts (2 -> 1 and 1 -> 2, stopped mid-epoch) continues the
@@ -277,6 +278,29 @@ static void test_eval(void) {
         free(y);
     }
     free(one);
+    /* eval.max_samples: the first 101 samples of the split, sharded 34 / 34 / 33 over 3 ranks */
+    snprintf(out, sizeof out, "%s/evalmax", tmp);
+    rc = run("%s eval " CFG " --checkpoint %s/last.safetensors --threads 1 --set eval.max_samples=101 --logits "
+             "%s1.npz >%s1.json 2>/dev/null && %s %s eval " CFG " --checkpoint %s/last.safetensors --threads 1 "
+             "--set eval.max_samples=101 --logits %s3.npz >%s3.json 2>/dev/null",
+             bin, ref_dir, out, out, mpirun(3, NULL), bin, ref_dir, out, out);
+    char p1[600], p3[600], t1[32] = "", t3[32] = "", m1[32] = "", m3[32] = "";
+    snprintf(p1, sizeof p1, "%s1.json", out);
+    snprintf(p3, sizeof p3, "%s3.json", out);
+    char *j1 = slurp(p1, NULL), *j3 = slurp(p3, NULL);
+    if (j1 && j3) {
+        json_num(j1, "top1", t1, sizeof t1);
+        json_num(j3, "top1", t3, sizeof t3);
+        json_num(j1, "n", m1, sizeof m1);
+        json_num(j3, "n", m3, sizeof m3);
+    }
+    CHECK(rc == 0 && !strcmp(m1, "101") && !strcmp(m3, "101") && *t1 && !strcmp(t1, t3),
+          "eval.max_samples 101: exit %d, n %s / %s, top-1 one process %s, 3 ranks %s", rc, m1, m3, t1, t3);
+    free(j1);
+    free(j3);
+    snprintf(p1, sizeof p1, "%s1.npz", out);
+    snprintf(p3, sizeof p3, "%s3.npz", out);
+    CHECK(same_bytes(p1, p3), "eval.max_samples 101: the logits of 3 ranks equal one process's bit for bit");
 
     /* an image folder: the archive also holds the file paths and class names (3 classes,
      * fewer than the model's 4; 7 images each, so the shards differ in size) */
