@@ -9,7 +9,8 @@ weights with the training-grid table *interpolated* instead (resampled bicubic o
 new grid, as a learned table is), this writes OUT = IN plus the tensor pos_embed
 (1, 1 + N, D): the training-grid table exactly as src/pe/ape.c's vt_pe_sincos_table
 computes it (float32, glibc powf / sinf / cosf called through ctypes, so the values are
-bitwise those vitrain adds), and the metadata config with pe.ape = "learned". Evaluate
+bitwise those vitrain adds), its CRC-32 beside the others' in __metadata__["tensor_crc32"],
+and the metadata config with pe.ape = "learned". Evaluate
 OUT with --set pe.ape=learned: at the training size it gives the sin-cos model's own
 logits; at other sizes the table is resampled (scripts/reproduce.sh, positions table).
 Needs numpy only.
@@ -19,6 +20,7 @@ import json
 import os
 import struct
 import sys
+import zlib
 
 import numpy as np
 
@@ -79,6 +81,11 @@ def main():
                            "data_offsets": [off, off + table.nbytes]}
     cfg["pe"]["ape"] = "learned"
     meta["config"] = json.dumps(cfg, indent=2)
+    table_bytes = table.astype("<f4").tobytes()
+    if "tensor_crc32" in meta:  # vitrain checks every tensor against it (src/checkpoint.h)
+        crcs = json.loads(meta["tensor_crc32"])
+        crcs["pos_embed"] = "%08x" % zlib.crc32(table_bytes)
+        meta["tensor_crc32"] = json.dumps(crcs, separators=(",", ":"))
     header["__metadata__"] = meta
     hb = json.dumps(header).encode()
     hb += b" " * (-len(hb) % 8)
@@ -87,7 +94,7 @@ def main():
         f.write(struct.pack("<Q", len(hb)))
         f.write(hb)
         f.write(data)
-        f.write(table.astype("<f4").tobytes())
+        f.write(table_bytes)
     os.replace(tmp, dst)
 
 
