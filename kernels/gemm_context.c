@@ -19,13 +19,13 @@
 /* The values the fp32 and bf16 kernels were tuned with on Zen 4 (1 MB L2, 32 KB L1d). */
 #define ZEN4_AVX512                                                                                  \
     {                                                                                                \
-        .kc = 384,             /* ta = 0: K > 256 ran 0-4% faster than with 256 (Zen 4) */          \
-        .kc_t = 256,           /* ta = 1: 384 no faster, ViT-Ti's weight gradient 3% slower */      \
+        .kc = 384,             /* ta = 0: longer K blocks, fewer passes over C */                   \
+        .kc_t = 256,           /* ta = 1: the transposed A packs best in 256-step blocks */         \
         .mc = 280,             /* 280 x 384 packed A (420 KB) + the next block's source in L2 */    \
         .nc = 1536,            /* ViT-B's widest N = 1536 in one block, 384 x 1536 packed B in L3 */ \
         .m_one_pass = 392,     /* one-pass packed A up to 392 KB (M <= 392: the weight gradients) */ \
         .nc_one_pass = 256,    /* + 256 KB of packed B: both in L2 */                               \
-        .one_pass_min_n = 384, /* at 384 x 384 x 12608 the BLIS order was 1.5% faster */            \
+        .one_pass_min_n = 384, /* narrower products keep the BLIS order (TUNING.md) */              \
     }
 #define ZEN4_AVX2                                                                                    \
     {                                                                                                \
@@ -39,9 +39,9 @@
     }
 #define ZEN5_BF16                                                                                    \
     {                                                                                                \
-        .kc = 1024, /* K <= 1024 in one pass over C; 768-2048 within 1% of each other (Zen 5) */    \
-        .mc = 280,  /* 280 x 1024 bf16 packed A (560 KB) in a 1 MB L2; 168 and 420 no better */     \
-        .nc = 1536, /* 3072 cost the weight gradients 10-15% (Zen 5) */                             \
+        .kc = 1024, /* K <= 1024 in one pass over C (ViT-B's K up to 3072: 3 passes) */             \
+        .mc = 280,  /* 280 x 1024 bf16 packed A (560 KB) in a 1 MB L2 */                            \
+        .nc = 1536, /* ViT-B's widest N in one block; wider cost the weight gradients */                             \
     }
 #define AMX_BF16                                                                                     \
     {                                                                                                \
