@@ -6,7 +6,9 @@
  * segments to the end-of-image marker: stb_image silently fills a truncated scan with
  * zeros, so truncation is detected here instead; the walk also rejects Huffman tables
  * that would overflow stb_image 2.27's (it does not bound their code count) and scans
- * that use a Huffman table no DHT defined (stb_image reads its memory as is). stb_image
+ * that use a Huffman table no DHT defined (stb_image reads its memory as is), and scans
+ * of a component whose quantisation table no DQT defined (stb_image would decode it as
+ * zeros; libjpeg rejects it). stb_image
  * itself is libstb-dev's header with upstream 2.28's entropy-decoder guards added at
  * build time (scripts/stb_image_patch.sh: a scan that ends inside a code otherwise
  * shifts by 32 or more, undefined behaviour).
@@ -147,14 +149,49 @@ static vt_status jpeg_check_sos(const uint8_t *p, size_t n, size_t at, int progr
     return VT_OK;
 }
 
+/* Record the quantisation tables one DQT segment (payload p, n bytes) defines: bit Tq of
+ * *defined per table. A malformed segment stops the walk and is left to stb_image, which
+ * rejects it. */
+static void jpeg_note_dqt(const uint8_t *p, size_t n, unsigned *defined) {
+    size_t i = 0;
+    while (i < n) {
+        int pq = p[i] >> 4, tq = p[i] & 15;
+        size_t size = 1 + 64 * (size_t)(pq + 1);
+        if (pq > 1 || tq > 3 || n - i < size) return;
+        *defined |= 1u << tq;
+        i += size;
+    }
+}
+
+/* Every component of the scan in one SOS segment (payload p, n bytes, at file offset at)
+ * must use a quantisation table that a DQT before it defined; frame (sof, sof_n bytes:
+ * precision, height, width, Nf, then Nf x {id, sampling, Tq}) names each component's
+ * table. Malformed headers are left to stb_image. */
+static vt_status jpeg_check_quant(const uint8_t *p, size_t n, size_t at, const uint8_t *sof,
+                                  size_t sof_n, unsigned defined, const char *name) {
+    if (!sof || sof_n < 6 || sof_n != 6 + 3 * (size_t)sof[5]) return VT_OK;
+    if (n < 1 || n != 4 + 2 * (size_t)p[0]) return VT_OK;
+    for (int i = 0; i < p[0]; i++)
+        for (int k = 0; k < sof[5]; k++) {
+            int tq = sof[6 + 3 * k + 2];
+            if (sof[6 + 3 * k] == p[1 + 2 * i] && tq <= 3 && !(defined >> tq & 1))
+                return vt_fail(VT_ERR_RUNTIME, "%s: corrupt JPEG: the scan at offset %zu decodes "
+                               "component %d with quantisation table %d, which no DQT segment "
+                               "before it defines", name, at, p[1 + 2 * i], tq);
+        }
+    return VT_OK;
+}
+
 /* Walk the JPEG marker segments from SOI to EOI (FF D9). Fill bytes and stray bytes
  * between segments are tolerated (libjpeg warns and continues on those); a file that
  * ends before EOI is truncated. */
 static vt_status jpeg_check_markers(const uint8_t *d, size_t len, const char *name) {
     size_t pos = 2;
     vt_status s;
-    unsigned huff_defined = 0;
+    unsigned huff_defined = 0, quant_defined = 0;
     int progressive = 0;
+    const uint8_t *sof = NULL; /* the frame header's payload, once seen */
+    size_t sof_n = 0;
     for (;;) {
         while (pos < len && d[pos] != 0xFF) pos++;
         while (pos < len && d[pos] == 0xFF) pos++;
@@ -170,9 +207,16 @@ static vt_status jpeg_check_markers(const uint8_t *d, size_t len, const char *na
         if (pos + seg > len) break;
         if (m == 0xC4 && (s = jpeg_check_dht(d + pos + 2, seg - 2, pos - 2, name, &huff_defined)))
             return s;
+        if (m == 0xDB) jpeg_note_dqt(d + pos + 2, seg - 2, &quant_defined);
+        if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
+            sof = d + pos + 2;
+            sof_n = seg - 2;
+        }
         if (m == 0xC2) progressive = 1;
-        if (m == 0xDA && (s = jpeg_check_sos(d + pos + 2, seg - 2, pos - 2, progressive,
-                                             huff_defined, name)))
+        if (m == 0xDA && ((s = jpeg_check_sos(d + pos + 2, seg - 2, pos - 2, progressive,
+                                              huff_defined, name)) ||
+                          (s = jpeg_check_quant(d + pos + 2, seg - 2, pos - 2, sof, sof_n,
+                                                quant_defined, name))))
             return s;
         pos += seg;
         if (m != 0xDA) continue;

@@ -526,6 +526,34 @@ static void test_undefined_huffman_table(void) {
     }
 }
 
+/* A component whose quantisation table no DQT segment defined: stb_image 2.27 decodes it
+ * with a table of zeros (a flat grey image, no error); libjpeg calls the file corrupt, and
+ * so does the marker walk. Two ways in: the frame points a component at table 3, and the
+ * file's DQT segment removed altogether. */
+static void test_undefined_quant_table(void) {
+    char p[1024];
+    size_t len;
+    fx_jpeg_pattern(path_of(p, "quant.jpg"), 16, 16, 3, 90);
+    uint8_t *j = fx_read_file(p, &len);
+    size_t sof = 2, dqt = 2;
+    while (sof + 10 < len && !(j[sof] == 0xFF && j[sof + 1] == 0xC0)) sof++;
+    while (dqt + 4 < len && !(j[dqt] == 0xFF && j[dqt + 1] == 0xDB)) dqt++;
+    CHECK(sof + 10 < len && j[sof + 9] == 3 && dqt + 4 < len, "SOF0 with 3 components and a DQT found");
+    int gh, gw, gc;
+    CHECK(vt_image_decode(j, len, "crafted", MAXPX, &buf, &cap, &gh, &gw, &gc) == VT_OK,
+          "the unmodified JPEG decodes: %s", vt_last_error());
+    uint8_t tq = j[sof + 15]; /* component 2's table */
+    j[sof + 15] = 3;
+    expect_decode_error(j, len, MAXPX, "decodes component 2 with quantisation table 3",
+                        "no DQT segment before it defines", "frame names undefined table 3");
+    j[sof + 15] = tq;
+    size_t seg = 2 + ((size_t)j[dqt + 2] << 8 | j[dqt + 3]);
+    memmove(j + dqt, j + dqt + seg, len - dqt - seg);
+    expect_decode_error(j, len - seg, MAXPX, "with quantisation table 0", "no DQT segment",
+                        "DQT segment removed");
+    free(j);
+}
+
 /* Scan data holding FF FF ... FF 00: decoders read it as a stuffed FF and the scan goes
  * on, so the marker walk must too. The fuzzer's reproducer hides, behind such bytes, a
  * DHT segment whose length runs past the end of the file (stb_image 2.27 then builds a
@@ -561,6 +589,7 @@ int main(void) {
     test_mutations();
     test_bounds();
     test_undefined_huffman_table();
+    test_undefined_quant_table();
     test_fill_bytes_in_scan();
     free(buf);
     nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
