@@ -191,7 +191,8 @@ static int bench_blocks(const char *filter, int quick, const char *isa) {
         if (vt_config_set(&cfg, sets[i]) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
     if (vt_resolve(&cfg) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
     vt_vit m;
-    if (vt_vit_init(&m, &cfg, 1) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
+    vt_model_spec ms;
+    if (vt_vit_init(&m, vt_resolve_model_spec(&cfg, &ms), 1) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
     const int B = quick ? 2 : 8, S = 224;
     vt_arena arena;
     vt_arena_init(&arena, (size_t)1 << 26);

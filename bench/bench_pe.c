@@ -80,6 +80,7 @@ typedef struct {
 } pe_run;
 
 static int setup(pe_run *r, const model_case *mc, const pe_case *pc) {
+    vt_model_spec ms;
     const char *sets[16];
     int n = 0;
     for (int i = 0; i < 6 && mc->sets[i]; i++) sets[n++] = mc->sets[i];
@@ -87,7 +88,7 @@ static int setup(pe_run *r, const model_case *mc, const pe_case *pc) {
     sets[n++] = "model.in_chans=3";
     sets[n++] = "data.kind=synthetic";
     if (vt_resolve_file(&r->cfg, NULL, sets, n) != VT_OK ||
-        vt_vit_init(&r->m, &r->cfg, 1) != VT_OK || vt_optim_init(&r->o, &r->cfg.optim, r->m.n_params) != VT_OK) {
+        vt_vit_init(&r->m, vt_resolve_model_spec(&r->cfg, &ms), 1) != VT_OK || vt_optim_init(&r->o, &r->cfg.optim, r->m.n_params) != VT_OK) {
         fprintf(stderr, "bench_pe: %s/%s: %s\n", mc->name, pc->name, vt_last_error());
         return 0;
     }

@@ -57,9 +57,10 @@ static result run_one(const char *attention, int patch, int depth, int timed) {
              " \"data\": {\"kind\": \"synthetic\"}}",
              depth, patch, attention);
     vt_config cfg;
+    vt_model_spec ms;
     vt_vit m;
     if (vt_resolve_json(&cfg, json, "bench_performer") != VT_OK || vt_resolve(&cfg) != VT_OK ||
-        vt_vit_init(&m, &cfg, 1) != VT_OK) {
+        vt_vit_init(&m, vt_resolve_model_spec(&cfg, &ms), 1) != VT_OK) {
         fprintf(stderr, "bench_performer: %s\n", vt_last_error());
         return res;
     }

@@ -144,7 +144,8 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
         if (vt_config_set(&cfg, s[i]) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
     if (vt_resolve(&cfg) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
     vt_vit m;
-    if (vt_vit_init(&m, &cfg, 1) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
+    vt_model_spec ms;
+    if (vt_vit_init(&m, vt_resolve_model_spec(&cfg, &ms), 1) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
     vt_optim opt; /* training rows only: an inference row's RSS holds no AdamW moments */
     if (mc->train && vt_optim_init(&opt, &cfg.optim, m.n_params) != VT_OK) {
         fprintf(stderr, "%s\n", vt_last_error());

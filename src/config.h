@@ -3,20 +3,22 @@
  * config.c is the only cJSON user: one schema table (name, type, default, range or
  * choices, help, whether the key defines the model) drives parsing, defaults, the per-key
  * checks, --set overrides, the JSON dump, `vitrain help-config` and configs/README.md.
- * Every field below has one row in that table under "section.key". Enumerations are
- * parsed from strings.
+ * Every field of the sections (below, and model, pe, performer in model_spec.h) has one
+ * row in that table under "section.key". Enumerations are parsed from strings.
  *
  * A config read here is not yet resolved: presets, kind-dependent defaults and the rules
  * between keys are resolve.h's (vt_resolve), which runs once after parsing and --set and
  * writes every resolved value into the config. Code below it reads values only.
  *
- * Sections: model, pe, performer, data, optim, train, eval, runtime.
+ * Sections: model, pe, performer (model_spec.h: what defines a model, the part of a config
+ * vit.h and pe/ receive), data, optim, train, eval, runtime.
  */
 #ifndef VT_CONFIG_H
 #define VT_CONFIG_H
 
 #include <stddef.h>
 
+#include "model_spec.h"
 #include "status.h"
 
 #define VT_STR 512
@@ -28,22 +30,6 @@
     X("vit_tiny", 192, 12, 3) X("vit_small", 384, 12, 6) X("vit_base", 768, 12, 12) \
     X("vit_large", 1024, 24, 16)
 
-typedef enum { VT_POOL_TOKEN = 0, VT_POOL_AVG } vt_pool;
-typedef enum { VT_ATTN_SOFTMAX = 0, VT_ATTN_PERFORMER } vt_attention_kind;
-/* Position-encoding kinds: the enum value and its pe.kind name. A kind's defaults, rules
- * and hooks are its entry in src/pe/<name>.c, listed in src/pe/kinds.h. */
-#define VT_PE_KINDS(X)                                                                \
-    X(VT_PE_NONE, "none") X(VT_PE_APE, "ape") X(VT_PE_ROPE_AXIAL, "rope_axial")     \
-    X(VT_PE_ROPE_MIXED, "rope_mixed") X(VT_PE_CAYLEY, "cayley")                     \
-    X(VT_PE_CIRCULANT, "circulant") X(VT_PE_LIERE, "liere")                         \
-    X(VT_PE_LIERE_COMMUTE, "liere_commute")
-#define VT_KIND_ENUM_(e, name) e,
-typedef enum { VT_PE_KINDS(VT_KIND_ENUM_) VT_PE_KIND_COUNT } vt_pe_kind;
-typedef enum { VT_APE_NONE = 0, VT_APE_LEARNED, VT_APE_SINCOS } vt_ape_kind;
-typedef enum { VT_POS_INDEX = 0, VT_POS_NORMALIZED, VT_POS_INTERPOLATE } vt_pos_mode;
-typedef enum { VT_SHARE_NONE = 0, VT_SHARE_LAYERS, VT_SHARE_HEADS, VT_SHARE_ALL } vt_share;
-typedef enum { VT_INNER_MIXED = 0, VT_INNER_AXIAL } vt_inner;
-typedef enum { VT_PEINIT_ROPE_MIXED = 0, VT_PEINIT_NORMAL } vt_pe_init;
 /* Dataset formats: the enum value and its data.kind name. A format's facts (fixed size,
  * classes, rules, open) are its descriptor in src/data/<file>.c, listed in
  * src/data/dataset.h. */
@@ -61,39 +47,6 @@ typedef enum { VT_OPT_ADAMW = 0, VT_OPT_SGD } vt_optim_name;
 typedef enum { VT_SCHED_COSINE = 0, VT_SCHED_CONSTANT } vt_schedule;
 typedef enum { VT_PROGRESS_AUTO = 0, VT_PROGRESS_ALWAYS, VT_PROGRESS_NEVER } vt_progress;
 typedef enum { VT_PRECISION_FP32 = 0, VT_PRECISION_BF16 } vt_precision;
-
-typedef struct {
-    char preset[64];        /* "" (custom) | vit_tiny | vit_small | vit_base | vit_large */
-    int width, depth, heads;
-    double mlp_ratio;
-    int patch_size, img_size, in_chans, num_classes;
-    vt_pool pool;
-    double drop_rate, attn_drop_rate, drop_path;
-    double layer_scale;     /* LayerScale init value; 0 = off */
-    int qkv_bias;
-    vt_attention_kind attention;
-    int depth_as_channel;
-} vt_model_config;
-
-typedef struct {
-    vt_pe_kind kind;
-    vt_ape_kind ape;        /* resolved: the kind's default unless given */
-    vt_pos_mode positions;
-    vt_share share;
-    double theta;           /* resolved: the kind's default when 0 (0 if the kind has none) */
-    vt_inner inner;
-    int block_size;         /* resolved: the kind's default when 0 (0 if the kind has none) */
-    vt_pe_init init;
-    double init_std, init_scale;
-    int coord_dim;
-    int train_img_size;     /* training resolution the grid is relative to (resolved) */
-} vt_pe_config;
-
-typedef struct {
-    int features;
-    int redraw_every;
-    char kernel[32];        /* positive | relu */
-} vt_performer_config;
 
 typedef struct {
     vt_data_kind kind;
@@ -223,8 +176,7 @@ char *vt_config_doc_markdown(void);
 /* Plain-text key list for --help (malloc'd). */
 char *vt_config_doc_text(void);
 
-/* Enum <-> string for messages and metadata. */
-const char *vt_pe_kind_name(vt_pe_kind k);
+/* Enum <-> string for messages and metadata (vt_pe_kind_name: model_spec.h). */
 const char *vt_data_kind_name(vt_data_kind k);
 
 #endif

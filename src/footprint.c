@@ -47,7 +47,8 @@ static double resident(double bytes, int huge, int thp) {
 vt_status vt_footprint_estimate(const vt_config *cfg, double baseline, vt_footprint *f) {
     memset(f, 0, sizeof *f);
     vt_vit m;
-    vt_status st = vt_vit_plan(&m, cfg);
+    vt_model_spec ms;
+    vt_status st = vt_vit_plan(&m, vt_resolve_model_spec(cfg, &ms));
     if (st != VT_OK) return st;
     const int S = cfg->model.img_size;
     const double B = cfg->train.batch_size;
@@ -71,7 +72,7 @@ vt_status vt_footprint_estimate(const vt_config *cfg, double baseline, vt_footpr
     f->model = (2 + moments) * resident(fl * P, 1, thp) + resident(fl * features, 1, thp);
     /* the step's arena (after its first reset: one block, touched to its high water) and
      * gradient region */
-    double region, arena = vt_vit_activation_floats(&m, S, &region);
+    double region, arena = vt_vit_activation_floats(&m, S, cfg->train.precision == VT_PRECISION_BF16, &region);
     f->activations = resident(fl * B * (arena + 2.0 * K), 1, thp) + resident(fl * B * region, 1, thp);
     /* each thread packs operands of the step's largest products (sizes past INT_MAX are
      * not runnable anyway; they only need an answer) */

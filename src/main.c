@@ -473,7 +473,8 @@ static int cmd_eval(const cli_args *a) {
         return rc;
     }
     vt_vit m;
-    st = vt_vit_init(&m, &cfg, (uint64_t)cfg.train.seed);
+    vt_model_spec ms;
+    st = vt_vit_init(&m, vt_resolve_model_spec(&cfg, &ms), (uint64_t)cfg.train.seed);
     if (st != VT_OK) {
         vt_st_free(&ckpt);
         return fail_exit(vt_dist_everywhere(st));
@@ -546,7 +547,8 @@ static int cmd_info(const cli_args *a) {
     }
     /* The model's plan, not the model: sizes of any magnitude answer at once. */
     vt_vit m;
-    vt_status st = vt_vit_plan(&m, &cfg);
+    vt_model_spec ms;
+    vt_status st = vt_vit_plan(&m, vt_resolve_model_spec(&cfg, &ms));
     if (st != VT_OK) return fail_exit(st);
     vt_footprint fp;
     st = vt_footprint_estimate(&cfg, vt_footprint_resident(), &fp);

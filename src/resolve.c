@@ -235,6 +235,14 @@ vt_status vt_resolve_file(vt_config *c, const char *path, const char *const *set
     return st;
 }
 
+const vt_model_spec *vt_resolve_model_spec(const vt_config *c, vt_model_spec *out) {
+    memset(out, 0, sizeof *out);
+    out->model = c->model;
+    out->pe = c->pe;
+    out->performer = c->performer;
+    return out;
+}
+
 void vt_resolve_data_spec(const vt_config *c, vt_data_spec *out) {
     memset(out, 0, sizeof *out);
     out->data = c->data;

@@ -6,8 +6,9 @@
  * descriptor, the rest here: pe.coord_dim, pe.train_img_size, eval.batch_size), and the
  * rules between keys (a PE kind's through its check hook, a format's through its
  * descriptor, the model's and the recipe's here), each with a user-facing message that
- * names the key. Also the view of a resolved config the data pipeline receives
- * (vt_data_spec) and the generated configuration reference with the kinds' defaults.
+ * names the key. Also the views of a resolved config the model (vt_model_spec) and the
+ * data pipeline (vt_data_spec) receive, and the generated configuration reference with
+ * the kinds' defaults.
  * Does not own: parsing and the per-key checks (config.c), what the values mean at run
  * time (vit.c, pe/, train.c, data/).
  *
@@ -52,6 +53,10 @@ vt_status vt_resolve_file(vt_config *c, const char *path, const char *const *set
  * VT_ERR_USAGE "<what> = S is not a multiple of model.patch_size = P" otherwise (what
  * names the value, with any source prefix). Code below asserts it. */
 vt_status vt_resolve_image_size(int S, int patch, const char *what);
+
+/* The model's view of a resolved config (model_spec.h): its model, pe and performer
+ * sections, what vt_vit_init / vt_vit_plan take. Fills *out and returns out. */
+const vt_model_spec *vt_resolve_model_spec(const vt_config *c, vt_model_spec *out);
 
 /* The data pipeline's view of a resolved config (dataset.h): the data section, the
  * parsed RandAugment policy, model.img_size / in_chans / num_classes, train.seed,

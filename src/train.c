@@ -138,18 +138,18 @@ static int64_t step_batch(const trainer *tr, int64_t s) { return (s % tr->spe) *
 static vt_status save_state_files(trainer *tr) {
     vt_ckpt_pair p;
     vt_ckpt_pair_of(tr->dir, tr->step, &p);
-    vt_status st = vt_vit_save(&tr->model, p.weights);
+    char *cfg_json = vt_config_to_json(tr->cfg);
+    vt_status st = vt_vit_save(&tr->model, p.weights, cfg_json);
     if (st == VT_OK) {
         vt_train_state s = {
             .step = tr->step, .epoch = step_epoch(tr, tr->step), .batch = step_batch(tr, tr->step),
             .optim_t = tr->opt.t, .best_top1 = tr->best_top1, .wall_s = wall(tr),
             .params_hash = vt_train_params_hash(tr->model.params, tr->model.n_params)};
         memcpy(s.rng, tr->drop_rng.s, sizeof s.rng);
-        char *cfg_json = vt_config_to_json(tr->cfg);
         st = vt_train_state_write(p.state, &s, tr->opt.m, tr->opt.v, tr->opt.n, cfg_json);
-        free(cfg_json);
         if (st != VT_OK) vt_ckpt_discard(&p);
     }
+    free(cfg_json);
     int committed = 0;
     if (st == VT_OK) st = vt_ckpt_publish(tr->dir, &p, tr->cfg->train.keep_checkpoints, &committed);
     if (committed) tr->saved_step = tr->step;
@@ -298,7 +298,9 @@ static vt_status evaluate_main(trainer *tr, vt_eval_result *r) {
     tr->last_eval_step = tr->step;
     if (r->top1 > tr->best_top1) {
         tr->best_top1 = r->top1;
-        st = vt_dist_agree(tr->root ? vt_vit_save(&tr->model, tr->best_path) : VT_OK);
+        char *cfg_json = tr->root ? vt_config_to_json(tr->cfg) : NULL;
+        st = vt_dist_agree(tr->root ? vt_vit_save(&tr->model, tr->best_path, cfg_json) : VT_OK);
+        free(cfg_json);
     }
     return st;
 }
@@ -375,7 +377,9 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
 
     if ((st = vt_eval_open(&tr->ev, cfg, S)) != VT_OK) return st;
     tr->ev_ok = 1;
-    if ((st = vt_vit_init(&tr->model, cfg, (uint64_t)cfg->train.seed)) != VT_OK) return st;
+    vt_model_spec ms;
+    if ((st = vt_vit_init(&tr->model, vt_resolve_model_spec(cfg, &ms), (uint64_t)cfg->train.seed)) != VT_OK)
+        return st;
     tr->model_ok = 1;
     if (cfg->train.init[0] && !opts->resume_dir) {
         vt_weights_opts wo = {1, cfg->train.init_allow_unexpected};

@@ -106,12 +106,12 @@ static void add_param(layout *l, vt_tensor **field, const char *name, int ndim, 
 static void declare_block(layout *l, const vt_vit *m, int i, vt_vit_block *b) {
     char nm[96];
     int64_t D = m->D, Hd = m->mlp_hidden;
-    int ls = m->cfg.model.layer_scale > 0;
+    int ls = m->spec.model.layer_scale > 0;
 #define NAME(s) (snprintf(nm, sizeof nm, "blocks.%d.%s", i, s), nm)
     add_param(l, &b->norm1_w, NAME("norm1.weight"), 1, SHAPE(D), 0, INIT_ONE);
     add_param(l, &b->norm1_b, NAME("norm1.bias"), 1, SHAPE(D), 0, INIT_ZERO);
     add_param(l, &b->qkv_w, NAME("attn.qkv.weight"), 2, SHAPE(3 * D, D), 1, INIT_TRUNC);
-    if (m->cfg.model.qkv_bias) add_param(l, &b->qkv_b, NAME("attn.qkv.bias"), 1, SHAPE(3 * D), 0, INIT_ZERO);
+    if (m->spec.model.qkv_bias) add_param(l, &b->qkv_b, NAME("attn.qkv.bias"), 1, SHAPE(3 * D), 0, INIT_ZERO);
     add_param(l, &b->proj_w, NAME("attn.proj.weight"), 2, SHAPE(D, D), 1, INIT_TRUNC);
     add_param(l, &b->proj_b, NAME("attn.proj.bias"), 1, SHAPE(D), 0, INIT_ZERO);
     if (ls) add_param(l, &b->ls1, NAME("ls1.gamma"), 1, SHAPE(D), 0, INIT_LAYER_SCALE);
@@ -138,16 +138,16 @@ static void declare_params(layout *l, vt_vit *m) {
     add_param(l, &m->patch_w, "patch_embed.proj.weight", 4, SHAPE(D, m->embed_chans, m->P, m->P), 1, INIT_CONV);
     add_param(l, &m->patch_b, "patch_embed.proj.bias", 1, SHAPE(D), 0, INIT_CONV);
     for (int i = 0; i < m->L; i++) declare_block(l, m, i, &m->blocks[i]);
-    int avg = m->cfg.model.pool == VT_POOL_AVG;
+    int avg = m->spec.model.pool == VT_POOL_AVG;
     add_param(l, &m->norm_w, avg ? "fc_norm.weight" : "norm.weight", 1, SHAPE(D), 0, INIT_ONE);
     add_param(l, &m->norm_b, avg ? "fc_norm.bias" : "norm.bias", 1, SHAPE(D), 0, INIT_ZERO);
     add_param(l, &m->head_w, "head.weight", 2, SHAPE(m->num_classes, D), 1, INIT_TRUNC);
     add_param(l, &m->head_b, "head.bias", 1, SHAPE(m->num_classes), 0, INIT_ZERO);
 }
 
-/* The model's rules are resolve's (resolve.c): a config reaching here satisfies them. */
-static void assert_model_config(const vt_config *cfg) {
-    const vt_model_config *mc = &cfg->model;
+/* The model's rules are resolve's (resolve.c): a spec reaching here satisfies them. */
+static void assert_model_spec(const vt_model_spec *spec) {
+    const vt_model_config *mc = &spec->model;
     VT_ASSERT(mc->width > 0 && mc->depth > 0 && mc->heads > 0 && mc->width % mc->heads == 0,
               "model width %d, depth %d, heads %d", mc->width, mc->depth, mc->heads);
     VT_ASSERT(mc->patch_size > 0 && mc->img_size > 0 && mc->img_size % mc->patch_size == 0,
@@ -157,19 +157,19 @@ static void assert_model_config(const vt_config *cfg) {
               mc->in_chans);
     VT_ASSERT(mc->num_classes > 0 && (int)(mc->width * mc->mlp_ratio) > 0,
               "model.num_classes %d, hidden width %g x %d", mc->num_classes, mc->mlp_ratio, mc->width);
-    VT_ASSERT(mc->attention != VT_ATTN_PERFORMER || cfg->performer.features > 0,
-              "performer.features %d", cfg->performer.features);
+    VT_ASSERT(mc->attention != VT_ATTN_PERFORMER || spec->performer.features > 0,
+              "performer.features %d", spec->performer.features);
 }
 
-/* Dimensions, position encoding and parameter layout of cfg's model (m->p, n_params,
+/* Dimensions, position encoding and parameter layout of spec's model (m->p, n_params,
  * the Performer sizes), without parameter memory; *init receives each parameter's
  * initialisation (malloc'd). */
-static vt_status plan(vt_vit *m, const vt_config *cfg, init_kind **init) {
+static vt_status plan(vt_vit *m, const vt_model_spec *spec, init_kind **init) {
     memset(m, 0, sizeof *m);
     *init = NULL;
-    assert_model_config(cfg);
-    m->cfg = *cfg;
-    const vt_model_config *mc = &cfg->model;
+    assert_model_spec(spec);
+    m->spec = *spec;
+    const vt_model_config *mc = &spec->model;
     m->D = mc->width;
     m->L = mc->depth;
     m->H = mc->heads;
@@ -181,7 +181,7 @@ static vt_status plan(vt_vit *m, const vt_config *cfg, init_kind **init) {
     m->img_size = mc->img_size;
     m->mlp_hidden = (int)(mc->mlp_ratio * m->D);
 
-    m->pe = vt_pe_create(cfg, m->D, m->L, m->H);
+    m->pe = vt_pe_create(&spec->pe, mc);
 
     layout l = {0};
     m->blocks = vt_xcalloc((size_t)m->L, sizeof *m->blocks);
@@ -192,26 +192,26 @@ static vt_status plan(vt_vit *m, const vt_config *cfg, init_kind **init) {
     m->n_p = l.n;
     m->n_params = l.total;
     if (mc->attention == VT_ATTN_PERFORMER) {
-        m->performer_m = cfg->performer.features;
-        m->performer_kernel = strcmp(cfg->performer.kernel, "relu") == 0 ? VT_PERFORMER_RELU
+        m->performer_m = spec->performer.features;
+        m->performer_kernel = strcmp(spec->performer.kernel, "relu") == 0 ? VT_PERFORMER_RELU
                                                                           : VT_PERFORMER_POSITIVE;
     }
     *init = l.init;
     return VT_OK;
 }
 
-vt_status vt_vit_plan(vt_vit *m, const vt_config *cfg) {
+vt_status vt_vit_plan(vt_vit *m, const vt_model_spec *spec) {
     init_kind *init;
-    vt_status st = plan(m, cfg, &init);
+    vt_status st = plan(m, spec, &init);
     free(init);
     return st;
 }
 
-vt_status vt_vit_init(vt_vit *m, const vt_config *cfg, uint64_t seed) {
+vt_status vt_vit_init(vt_vit *m, const vt_model_spec *spec, uint64_t seed) {
     layout l = {0};
-    vt_status st = plan(m, cfg, &l.init);
+    vt_status st = plan(m, spec, &l.init);
     if (st != VT_OK) return st;
-    const vt_model_config *mc = &cfg->model;
+    const vt_model_config *mc = &spec->model;
     size_t bytes = (size_t)m->n_params * sizeof(float);
     m->params = vt_aligned_alloc(bytes);
     /* calloc: zero without touching the pages (large blocks are fresh mappings), so a
@@ -278,7 +278,7 @@ void vt_vit_free(vt_vit *m) {
 /* Whether the MLP's dropout is active, so that gelu(fc1) is an activation of its own
  * (vt_op_gelu, then dropout, then fc2) instead of living inside vt_op_gelu_linear. */
 static int mlp_dropout_active(const vt_vit *m, const vt_tape *t) {
-    return t->training && m->cfg.model.drop_rate > 0;
+    return t->training && m->spec.model.drop_rate > 0;
 }
 
 /* Whether block_forward splits qkv into q, k, v tensors (Performer, or a position
@@ -292,7 +292,7 @@ static int splits_qkv(const vt_vit *m) { return m->performer_m > 0 || vt_pe_tran
  * LayerScale and DropPath, the residual sum N D, fc1's output N Dh (with MLP dropout also
  * gelu's and its dropout's) and fc2's output N D. `training`: dropout and DropPath run. */
 static double block_scope_grad_floats(const vt_vit *m, double N, int training) {
-    const vt_model_config *mc = &m->cfg.model;
+    const vt_model_config *mc = &m->spec.model;
     int drop = training && mc->drop_rate > 0, ls = mc->layer_scale > 0;
     int dp = training && mc->drop_path > 0 && m->L > 1;
     double nd = 3.0 + (splits_qkv(m) ? 3.0 : 0.0) + 1.0 + (m->performer_m > 0 ? 1.0 : 0.0) + 3.0 +
@@ -305,7 +305,7 @@ static double block_scope_grad_floats(const vt_vit *m, double N, int training) {
  * this block's backward and share one region with every other block's; without, the
  * block's intermediate activations are given back once its output is computed. */
 static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
-    const vt_model_config *mc = &m->cfg.model;
+    const vt_model_config *mc = &m->spec.model;
     const vt_vit_block *b = &m->blocks[i];
     float drop = (float)mc->drop_rate;
     float dpr = m->L > 1 ? (float)(mc->drop_path * i / (m->L - 1)) : 0.0f;
@@ -373,7 +373,7 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {
     int grid = (int)(S / m->P);
     vt_pe_prepare(m->pe, t, grid, grid, images);
     x = vt_pe_add_ape(m->pe, t, x);
-    x = vt_op_dropout(t, x, (float)m->cfg.model.drop_rate);
+    x = vt_op_dropout(t, x, (float)m->spec.model.drop_rate);
     if (t->grad_enabled) {
         double N = 1.0 + (double)grid * grid;
         double floats = (double)B * block_scope_grad_floats(m, N, t->training);
@@ -383,9 +383,9 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {
     for (int i = 0; i < m->L; i++) x = block_forward(m, t, i, x);
 
     vt_tape_mark_grads_final(t, m->norm_w->data - m->params);
-    vt_tensor *feat = m->cfg.model.pool == VT_POOL_AVG ? vt_op_mean_tokens(t, x, 1) : vt_op_select_token(t, x, 0);
+    vt_tensor *feat = m->spec.model.pool == VT_POOL_AVG ? vt_op_mean_tokens(t, x, 1) : vt_op_select_token(t, x, 0);
     feat = vt_op_layernorm(t, feat, m->norm_w, m->norm_b, LN_EPS);
-    feat = vt_op_dropout(t, feat, (float)m->cfg.model.drop_rate);
+    feat = vt_op_dropout(t, feat, (float)m->spec.model.drop_rate);
     return vt_op_linear(t, feat, m->head_w, m->head_b);
 }
 
@@ -407,12 +407,11 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {
  * 2 D + K) are in the arena with the activations and counted in the result. The dataset
  * and the evaluation buffers are not included (footprint.c adds them;
  * tests/e2e_info_memory.c checks the sum against real runs). */
-double vt_vit_activation_floats(const vt_vit *m, int S, double *region_floats) {
-    const vt_model_config *mc = &m->cfg.model;
+double vt_vit_activation_floats(const vt_vit *m, int S, int bf16, double *region_floats) {
+    const vt_model_config *mc = &m->spec.model;
     double N = 1.0 + (double)(S / m->P) * (S / m->P), D = m->D, H = m->H, K = m->num_classes;
     int performer = m->performer_m > 0;
     double pm = m->performer_m;
-    int bf16 = m->cfg.train.precision == VT_PRECISION_BF16;
     double attn = performer ? H * (2.0 * N * pm + pm * m->hd + pm + N) /* Qf, Kf, KV, z, den */
                   : vt_attention_keep_probs((int)N, m->hd, bf16) ? H * N * N * (mc->attn_drop_rate > 0 ? 1.25 : 1.0)
                   : 0.0;
@@ -452,7 +451,7 @@ double vt_vit_flops(const vt_vit *m, int S) {
 }
 
 int vt_vit_performer_step(vt_vit *m, int64_t step) {
-    int64_t R = m->cfg.performer.redraw_every;
+    int64_t R = m->spec.performer.redraw_every;
     if (!m->performer_w || R <= 0 || step <= 0 || step % R != 0) return 0;
     vt_performer_draw(m->performer_w, m->L, m->H, m->performer_m, m->hd, m->seed, step / R);
     return 1;
@@ -466,7 +465,7 @@ vt_param *vt_vit_find(vt_vit *m, const char *name) {
 
 void vt_vit_zero_grad(vt_vit *m) { memset(m->grads, 0, (size_t)m->n_params * sizeof(float)); }
 
-vt_status vt_vit_save(const vt_vit *m, const char *path) {
+vt_status vt_vit_save(const vt_vit *m, const char *path, const char *config_json) {
     int n = m->n_p + (m->performer_w ? 1 : 0);
     vt_st_tensor *ts = vt_xcalloc((size_t)n, sizeof *ts);
     for (int i = 0; i < m->n_p; i++) {
@@ -485,11 +484,9 @@ vt_status vt_vit_save(const vt_vit *m, const char *path) {
         f->size = shape[0] * shape[1] * shape[2] * shape[3];
         f->data = m->performer_w;
     }
-    char *json = vt_config_to_json(&m->cfg);
     const char *keys[1] = {"config"};
-    const char *vals[1] = {json};
-    vt_status st = vt_st_write(path, ts, n, keys, vals, 1);
-    free(json);
+    const char *vals[1] = {config_json};
+    vt_status st = vt_st_write(path, ts, n, keys, vals, config_json ? 1 : 0);
     free(ts);
     return st;
 }

@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "config.h"
+#include "model_spec.h"
 #include "status.h"
 #include "tape.h"
 #include "tensor.h"
@@ -43,7 +43,7 @@ typedef struct vt_vit_block {
 } vt_vit_block;
 
 typedef struct vt_vit {
-    vt_config cfg;       /* resolved config the model was built from */
+    vt_model_spec spec;  /* the resolved model, PE and Performer sections it was built from */
     int D, L, H, hd, P;  /* width, depth, heads, head dim, patch */
     int in_chans, embed_chans, num_classes;
     int img_size;        /* training resolution */
@@ -70,19 +70,20 @@ typedef struct vt_vit {
     uint64_t seed;        /* the init seed; feature redraws derive from (seed, redraw index) */
 } vt_vit;
 
-/* Build the model of cfg (validated) and initialise it as timm does (truncated normal
- * 0.02 for linear/conv weights and APE, zero biases, LayerNorm ones/zeros, CLS std
- * 1e-6, PE inits per position-encodings.md), drawing from a stream seeded by seed. */
-vt_status vt_vit_init(vt_vit *m, const vt_config *cfg, uint64_t seed);
+/* Build the model of spec (resolved: resolve.h's vt_resolve_model_spec of a config) and
+ * initialise it as timm does (truncated normal 0.02 for linear/conv weights and APE, zero
+ * biases, LayerNorm ones/zeros, CLS std 1e-6, PE inits per position-encodings.md), drawing
+ * from a stream seeded by seed. */
+vt_status vt_vit_init(vt_vit *m, const vt_model_spec *spec, uint64_t seed);
 void vt_vit_free(vt_vit *m);
-/* The model of cfg without its memory: dimensions, position encoding, the parameter
+/* The model of spec without its memory: dimensions, position encoding, the parameter
  * layout (m->p names and shapes, no data) and n_params, all vt_vit_flops and
  * vt_vit_activation_floats need; for `vitrain info` on models too large to allocate.
- * Errors as vt_vit_init's config checks; release with vt_vit_free. */
-vt_status vt_vit_plan(vt_vit *m, const vt_config *cfg);
+ * Errors as vt_vit_init's; release with vt_vit_free. */
+vt_status vt_vit_plan(vt_vit *m, const vt_model_spec *spec);
 
 /* Forward: images (B, in_chans, S, S) with S % P == 0 (S may differ from the training
- * size: positions/APE follow cfg.pe.positions and APE resampling). Returns logits
+ * size: positions/APE follow pe.positions and APE resampling). Returns logits
  * (B, num_classes). With t->grad_enabled the step is recorded for backward, and
  * parameter gradients accumulate into m->grads on vt_tape_backward. */
 vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images);
@@ -92,8 +93,9 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images);
 double vt_vit_flops(const vt_vit *m, int S);
 /* Training memory per image at image size S, in floats (analytic, vit.c): the step's
  * arena (activations kept for backward and the gradients outside grad scopes; returned)
- * and its grad region (*region_floats). For `vitrain info`. */
-double vt_vit_activation_floats(const vt_vit *m, int S, double *region_floats);
+ * and its grad region (*region_floats). bf16: the step runs with train.precision = bf16
+ * (attention keeps its probabilities in other cases). For `vitrain info`. */
+double vt_vit_activation_floats(const vt_vit *m, int S, int bf16, double *region_floats);
 /* Evaluation memory per image at image size S, in floats (analytic, vit.c): what a
  * forward without gradients holds at its peak. For `vitrain info`. */
 double vt_vit_eval_floats(const vt_vit *m, int S);
@@ -110,9 +112,10 @@ vt_param *vt_vit_find(vt_vit *m, const char *name);
 void vt_vit_zero_grad(vt_vit *m);
 
 /* Checkpoint: every parameter under its name as float32 safetensors (and the Performer
- * features as "pe.performer_w"), with __metadata__["config"] = the resolved config JSON.
- * Atomic (tmp + rename). */
-vt_status vt_vit_save(const vt_vit *m, const char *path);
+ * features as "pe.performer_w"), with __metadata__["config"] = config_json, the resolved
+ * config's JSON (vt_config_to_json) from the caller that owns the config; NULL writes no
+ * "config" entry. Atomic (tmp + rename). */
+vt_status vt_vit_save(const vt_vit *m, const char *path, const char *config_json);
 /* Load weights into an initialised model: every model tensor must be present with the
  * right shape (a learned pos_embed on another grid is resampled bicubic); unknown
  * tensors are errors; messages name the tensor. Reads our checkpoints and timm's layouts,

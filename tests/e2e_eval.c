@@ -33,6 +33,7 @@
 #include "resolve.h"
 #include "kernels.h"
 #include "vit.h"
+#include "vit_config.h"
 
 static char bin[1024];
 static char tmp[64];
@@ -158,8 +159,8 @@ static void test_no_train_split(const char *cfg, const char *ckpt) {
     vt_vit m4;
     snprintf(ckpt4, sizeof ckpt4, "%s/m4.safetensors", tmp);
     const char *set4[1] = {"model.num_classes=4"};
-    CHECK(vt_resolve_file(&c4, cfg, set4, 1) == VT_OK && vt_vit_init(&m4, &c4, 3) == VT_OK &&
-              vt_vit_save(&m4, ckpt4) == VT_OK,
+    CHECK(vt_resolve_file(&c4, cfg, set4, 1) == VT_OK && vit_init_config(&m4, &c4, 3) == VT_OK &&
+              vit_save_config(&m4, &c4, ckpt4) == VT_OK,
           "4-class checkpoint: %s", vt_last_error());
     vt_vit_free(&m4);
     rc = run("%s eval %s --checkpoint %s --set model.num_classes=4 >/dev/null 2>%s", bin, cfg, ckpt4, err);
@@ -272,7 +273,7 @@ int main(void) {
     vt_config c;
     vt_vit m;
     snprintf(ckpt, sizeof ckpt, "%s/m.safetensors", tmp);
-    CHECK(vt_resolve_file(&c, cfg_path, NULL, 0) == VT_OK && vt_vit_init(&m, &c, 3) == VT_OK && vt_vit_save(&m, ckpt) == VT_OK,
+    CHECK(vt_resolve_file(&c, cfg_path, NULL, 0) == VT_OK && vit_init_config(&m, &c, 3) == VT_OK && vit_save_config(&m, &c, ckpt) == VT_OK,
           "checkpoint: %s", vt_last_error());
     vt_vit_free(&m);
     test_logits(cfg_path, ckpt);

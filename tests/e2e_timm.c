@@ -32,6 +32,7 @@
 #include "kernels.h"
 #include "tape.h"
 #include "vit.h"
+#include "vit_config.h"
 
 static char py[256];
 static char tmp[64];
@@ -84,7 +85,7 @@ static int open_model(const char *path, vt_vit *m) {
     }
     const char *json = vt_st_meta(&st, "config");
     vt_config cfg;
-    int ok = json && vt_resolve_json(&cfg, json, path) == VT_OK && vt_vit_init(m, &cfg, 1) == VT_OK;
+    int ok = json && vt_resolve_json(&cfg, json, path) == VT_OK && vit_init_config(m, &cfg, 1) == VT_OK;
     CHECK(ok, "%s: config in the metadata builds a model: %s", path, json ? vt_last_error() : "no config");
     vt_st_free(&st);
     if (!ok) return 0;

@@ -32,6 +32,7 @@
 #include "kernels.h"
 #include "resolve.h"
 #include "vit.h"
+#include "vit_config.h"
 
 #define CFG "configs/synthetic_tiny.json"
 
@@ -403,7 +404,7 @@ static void test_info(void) {
     vt_config cfg;
     vt_config_defaults(&cfg);
     vt_vit m;
-    if (vt_resolve_file(&cfg, CFG, NULL, 0) == VT_OK && vt_vit_init(&m, &cfg, 1) == VT_OK) {
+    if (vt_resolve_file(&cfg, CFG, NULL, 0) == VT_OK && vit_init_config(&m, &cfg, 1) == VT_OK) {
         char want[64];
         snprintf(want, sizeof want, "\"params\":%lld,", (long long)m.n_params);
         CHECK(file_contains(o, want), "info reports %s", want);

@@ -27,6 +27,7 @@
 #include "tape.h"
 #include "tensor.h"
 #include "vit.h"
+#include "vit_config.h"
 
 /* Whether name is one of the fixture's non-parameter tensors (input.*, output.*, grad.*,
  * train.*). */
@@ -48,7 +49,7 @@ static int parity_open(const char *path, vt_safetensors *st, vt_config *cfg, vt_
     s = json ? vt_resolve_json(cfg, json, path) : VT_ERR_USAGE;
     CHECK(s == VT_OK, "%s: config does not parse: %s", path, vt_last_error());
     if (s == VT_OK) {
-        s = vt_vit_init(m, cfg, 1);
+        s = vit_init_config(m, cfg, 1);
         CHECK(s == VT_OK, "%s: model init: %s", path, vt_last_error());
     }
     if (s != VT_OK) {

@@ -37,6 +37,7 @@
 #include "tensor.h"
 #include "test_runtime.h"
 #include "vit.h"
+#include "vit_config.h"
 
 static vt_arena arena;
 static vt_tape tape;
@@ -136,7 +137,7 @@ static int fix_make(fix *f, const char *kind, int D, int H, int L, const char *c
         if (vt_config_set(&cfg, sets[i]) != VT_OK) return fprintf(stderr, "%s\n", vt_last_error()), 0;
     if (vt_resolve(&cfg) != VT_OK) return fprintf(stderr, "%s\n", vt_last_error()), 0;
     memset(f, 0, sizeof *f);
-    f->pe = vt_pe_create(&cfg, D, L, H);
+    f->pe = vt_pe_create(&cfg.pe, &cfg.model);
     for (int i = 0; i < f->pe->n_params; i++) f->total += f->pe->params[i].size;
     f->data = calloc((size_t)f->total + 1, sizeof(float));
     f->grad = calloc((size_t)f->total + 1, sizeof(float));
@@ -391,7 +392,7 @@ static void pe_model_check(const char *const *sets, int nsets, const char *pname
     ok &= vt_resolve(&cfg) == VT_OK;
     CHECK(ok, "model config: %s", vt_last_error());
     vt_vit m;
-    CHECK(vt_vit_init(&m, &cfg, 7) == VT_OK, "vit init: %s", vt_last_error());
+    CHECK(vit_init_config(&m, &cfg, 7) == VT_OK, "vit init: %s", vt_last_error());
     vt_param *p = vt_vit_find(&m, pname);
     char shape[96];
     int len = snprintf(shape, sizeof shape, "(");

@@ -62,7 +62,7 @@ typedef struct {
 static inline void box_make(box *b, const char *sets, uint64_t seed) {
     memset(b, 0, sizeof *b);
     vt_config c = cfg_of(sets);
-    b->pe = vt_pe_create(&c, c.model.width, c.model.depth, c.model.heads);
+    b->pe = vt_pe_create(&c.pe, &c.model);
     for (int i = 0; i < b->pe->n_params; i++) b->n += b->pe->params[i].size;
     b->data = calloc((size_t)b->n + 1, sizeof(float));
     b->grad = calloc((size_t)b->n + 1, sizeof(float));

@@ -22,6 +22,7 @@
 #include "kernels.h"
 #include "ops/ops.h"
 #include "vit.h"
+#include "vit_config.h"
 
 static vt_arena arena;
 
@@ -74,7 +75,7 @@ static void test_grad_marks(void) {
     for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
         vt_config c = model_cfg(sets[s]);
         vt_vit m;
-        if (vt_vit_init(&m, &c, 3) != VT_OK) {
+        if (vit_init_config(&m, &c, 3) != VT_OK) {
             CHECK(0, "init '%s': %s", sets[s], vt_last_error());
             continue;
         }
@@ -156,7 +157,7 @@ static void test_sample_independence(void) {
                  "model.drop_path=0.2;%s", sets[s]);
         vt_config c = model_cfg(all);
         vt_vit m;
-        if (vt_vit_init(&m, &c, 4) != VT_OK) {
+        if (vit_init_config(&m, &c, 4) != VT_OK) {
             CHECK(0, "init '%s': %s", all, vt_last_error());
             continue;
         }

@@ -26,6 +26,7 @@
 #include "kernels.h"
 #include "resolve.h"
 #include "vit.h"
+#include "vit_config.h"
 
 static const char *BASE =
     "{\"model\": {\"width\": 32, \"depth\": 2, \"heads\": 2, \"mlp_ratio\": 2, \"patch_size\": 4,"
@@ -38,7 +39,7 @@ static int make_model(vt_config *cfg, vt_vit *m, const char *const *sets, int n_
     vt_status st = vt_resolve_json(cfg, BASE, "test_eval");
     for (int i = 0; st == VT_OK && i < n_sets; i++) st = vt_config_set(cfg, sets[i]);
     if (st == VT_OK) st = vt_resolve(cfg);
-    if (st == VT_OK) st = vt_vit_init(m, cfg, 11);
+    if (st == VT_OK) st = vit_init_config(m, cfg, 11);
     CHECK(st == VT_OK, "config/model: %s", st == VT_OK ? "" : vt_last_error());
     return st == VT_OK;
 }

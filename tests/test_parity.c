@@ -29,6 +29,7 @@
 #include "tape.h"
 #include "tensor.h"
 #include "vit.h"
+#include "vit_config.h"
 
 #define ATOL 1e-5
 #define RTOL 1e-4
@@ -116,10 +117,10 @@ static void check_fixture(const char *path) {
     /* Save / load round trip of the weights under their timm names. */
     char tmp[64];
     snprintf(tmp, sizeof tmp, "/tmp/vt_parity_%ld.safetensors", (long)getpid());
-    vt_status s = vt_vit_save(&m, tmp);
+    vt_status s = vit_save_config(&m, &cfg, tmp);
     CHECK(s == VT_OK, "save: %s", vt_last_error());
     vt_vit m2;
-    if (s == VT_OK && vt_vit_init(&m2, &cfg, 2) == VT_OK) {
+    if (s == VT_OK && vit_init_config(&m2, &cfg, 2) == VT_OK) {
         s = vt_vit_load(&m2, tmp);
         CHECK(s == VT_OK, "load: %s", vt_last_error());
         CHECK(m2.n_params == m.n_params && s == VT_OK &&

@@ -26,13 +26,16 @@
 #include "pe_tiny_model.h"
 #include "resolve.h"
 #include "vit.h"
+#include "vit_config.h"
 
-static void model_of(vt_vit *m, const char *sets, uint64_t seed) {
+/* m = the tiny model with overrides sets; returns its config (for vit_save_config). */
+static vt_config model_of(vt_vit *m, const char *sets, uint64_t seed) {
     vt_config c = cfg_of(sets);
-    if (vt_vit_init(m, &c, seed) != VT_OK) {
+    if (vit_init_config(m, &c, seed) != VT_OK) {
         fprintf(stderr, "model %s: %s\n", sets, vt_last_error());
         abort();
     }
+    return c;
 }
 
 static void reset(int grad) {
@@ -188,23 +191,23 @@ static void shape_of(const vt_st_tensor *t, char *buf, size_t n) {
 
 static void ckpt_case(const char *sets, const char *path) {
     vt_vit m, m2;
-    model_of(&m, sets, 8);
+    vt_config cm = model_of(&m, sets, 8);
     vt_rng rng;
     vt_rng_seed(&rng, 9);
-    int hd = m.hd, C = m.cfg.pe.coord_dim;
-    vt_share sh = m.cfg.pe.share;
+    int hd = m.hd, C = m.spec.pe.coord_dim;
+    vt_share sh = m.spec.pe.share;
     int Lp = (sh == VT_SHARE_NONE || sh == VT_SHARE_HEADS) ? m.L : 1;
     int Hp = (sh == VT_SHARE_NONE || sh == VT_SHARE_LAYERS) ? m.H : 1;
     vt_param *u = vt_vit_find(&m, "pe.cayley_u");
     if (u)
         for (int64_t i = 0; i < u->t.size; i++)
             u->t.data[i] = (i / hd) % hd < i % hd ? (float)(0.2 * vt_rng_normal(&rng)) : 0.0f;
-    CHECK(vt_vit_save(&m, path) == VT_OK, "%s: save: %s", sets, vt_last_error());
+    CHECK(vit_save_config(&m, &cm, path) == VT_OK, "%s: save: %s", sets, vt_last_error());
     vt_safetensors st;
     CHECK(vt_st_read(path, &st) == VT_OK, "%s: read back: %s", sets, vt_last_error());
     char want[64], got[64];
     const vt_st_tensor *f = vt_st_find(&st, "pe.freqs");
-    int mixed = m.cfg.pe.kind == VT_PE_ROPE_MIXED || (m.cfg.pe.kind == VT_PE_CAYLEY && m.cfg.pe.inner == VT_INNER_MIXED);
+    int mixed = m.spec.pe.kind == VT_PE_ROPE_MIXED || (m.spec.pe.kind == VT_PE_CAYLEY && m.spec.pe.inner == VT_INNER_MIXED);
     snprintf(want, sizeof want, "(%d, %d, %d, %d)", Lp, Hp, hd / 2, C);
     if (f) shape_of(f, got, sizeof got);
     CHECK(mixed ? f && strcmp(got, want) == 0 : !f, "%s: pe.freqs %s (want %s)", sets, f ? got : "absent",
@@ -249,7 +252,7 @@ static void test_checkpoints(void) {
 
     /* junk below the diagonal of pe.cayley_u in a file is ignored on read */
     vt_vit a, b;
-    model_of(&a, "pe.kind=cayley", 10);
+    vt_config ca = model_of(&a, "pe.kind=cayley", 10);
     model_of(&b, "pe.kind=cayley", 10);
     vt_param *ua = vt_vit_find(&a, "pe.cayley_u"), *ub = vt_vit_find(&b, "pe.cayley_u");
     int hd = a.hd;
@@ -258,7 +261,7 @@ static void test_checkpoints(void) {
         ua->t.data[i] = upper ? (float)(0.01 * (i % 17)) : (float)(5 + i % 3);
         ub->t.data[i] = upper ? ua->t.data[i] : 0.0f;
     }
-    CHECK(vt_vit_save(&a, path) == VT_OK, "save with junk: %s", vt_last_error());
+    CHECK(vit_save_config(&a, &ca, path) == VT_OK, "save with junk: %s", vt_last_error());
     vt_vit c;
     model_of(&c, "pe.kind=cayley", 11);
     CHECK(vt_vit_load(&c, path) == VT_OK, "load with junk: %s", vt_last_error());
@@ -284,9 +287,9 @@ static void test_checkpoints(void) {
                                "pe.kind=cayley;pe.inner=axial;pe.share=heads", "pe.cayley_u"},
                               {"pe.kind=rope_mixed;pe.coord_dim=3", "pe.kind=rope_mixed", "pe.freqs"}};
     for (int i = 0; i < 3; i++) {
-        model_of(&a, mism[i][0], 1);
+        ca = model_of(&a, mism[i][0], 1);
         model_of(&b, mism[i][1], 1);
-        vt_vit_save(&a, path);
+        vit_save_config(&a, &ca, path);
         vt_status s = vt_vit_load(&b, path);
         CHECK(s == VT_ERR_RUNTIME && strstr(vt_last_error(), mism[i][2]) && strstr(vt_last_error(), "expected shape"),
               "%s -> %s: error naming %s: %s", mism[i][0], mism[i][1], mism[i][2], vt_last_error());
@@ -294,9 +297,9 @@ static void test_checkpoints(void) {
         vt_vit_free(&b);
     }
     /* a rotary checkpoint into an APE model: unknown pe.* tensor */
-    model_of(&a, "pe.kind=rope_mixed", 1);
+    ca = model_of(&a, "pe.kind=rope_mixed", 1);
     model_of(&b, "pe.kind=rope_axial", 1);
-    vt_vit_save(&a, path);
+    vit_save_config(&a, &ca, path);
     CHECK(vt_vit_load(&b, path) == VT_ERR_RUNTIME && strstr(vt_last_error(), "pe.freqs"),
           "rope_mixed checkpoint into a rope_axial model names pe.freqs: %s", vt_last_error());
     vt_vit_free(&a);

@@ -31,6 +31,7 @@
 #include "test_runtime.h"
 #include "train.h"
 #include "vit.h"
+#include "vit_config.h"
 
 static vt_arena arena;
 static vt_tape tape;
@@ -338,7 +339,7 @@ static vt_config tiny_cfg(const char *sets) {
 static void test_redraw_hook(void) {
     vt_config c = tiny_cfg("performer.redraw_every=3");
     vt_vit m;
-    CHECK(vt_vit_init(&m, &c, 5) == VT_OK, "init: %s", vt_last_error());
+    CHECK(vit_init_config(&m, &c, 5) == VT_OK, "init: %s", vt_last_error());
     size_t n = (size_t)m.L * m.H * m.performer_m * m.hd;
     float *want = vt_xmalloc(n * sizeof(float));
     vt_performer_draw(want, m.L, m.H, m.performer_m, m.hd, 5, 0);
@@ -366,11 +367,11 @@ static void test_redraw_hook(void) {
     CHECK(memcmp(want, m.performer_w, n * sizeof(float)) == 0, "evaluation does not redraw");
     vt_vit_free(&m);
     vt_config s = tiny_cfg("model.attention=softmax");
-    CHECK(vt_vit_init(&m, &s, 5) == VT_OK && m.performer_w == NULL && vt_vit_performer_step(&m, 20) == 0,
+    CHECK(vit_init_config(&m, &s, 5) == VT_OK && m.performer_w == NULL && vt_vit_performer_step(&m, 20) == 0,
           "softmax models have no features and never redraw");
     vt_vit_free(&m);
     vt_config z = tiny_cfg("performer.redraw_every=0");
-    CHECK(vt_vit_init(&m, &z, 5) == VT_OK && vt_vit_performer_step(&m, 20) == 0, "redraw_every 0: never");
+    CHECK(vit_init_config(&m, &z, 5) == VT_OK && vt_vit_performer_step(&m, 20) == 0, "redraw_every 0: never");
     vt_vit_free(&m);
     free(want);
 }
@@ -381,11 +382,11 @@ static void test_checkpoint(const char *dir) {
     snprintf(path2, sizeof path2, "%s/soft.safetensors", dir);
     vt_config c = tiny_cfg(NULL);
     vt_vit a, b;
-    CHECK(vt_vit_init(&a, &c, 1) == VT_OK && vt_vit_init(&b, &c, 2) == VT_OK, "init: %s", vt_last_error());
+    CHECK(vit_init_config(&a, &c, 1) == VT_OK && vit_init_config(&b, &c, 2) == VT_OK, "init: %s", vt_last_error());
     size_t n = (size_t)a.L * a.H * a.performer_m * a.hd;
     vt_vit_performer_step(&a, 40);
     CHECK(memcmp(a.performer_w, b.performer_w, n * sizeof(float)) != 0, "different seeds, different features");
-    CHECK(vt_vit_save(&a, path) == VT_OK, "save: %s", vt_last_error());
+    CHECK(vit_save_config(&a, &c, path) == VT_OK, "save: %s", vt_last_error());
     vt_safetensors st;
     CHECK(vt_st_read(path, &st) == VT_OK, "read: %s", vt_last_error());
     const vt_st_tensor *f = vt_st_find(&st, "pe.performer_w");
@@ -398,15 +399,15 @@ static void test_checkpoint(const char *dir) {
     /* A softmax checkpoint lacks the features; a softmax model rejects them. */
     vt_config sc = tiny_cfg("model.attention=softmax");
     vt_vit s;
-    CHECK(vt_vit_init(&s, &sc, 1) == VT_OK, "init softmax");
-    CHECK(vt_vit_save(&s, path2) == VT_OK, "save softmax");
+    CHECK(vit_init_config(&s, &sc, 1) == VT_OK, "init softmax");
+    CHECK(vit_save_config(&s, &sc, path2) == VT_OK, "save softmax");
     CHECK(vt_vit_load(&b, path2) == VT_ERR_RUNTIME && strstr(vt_last_error(), "missing tensor 'pe.performer_w'"),
           "performer model from a softmax checkpoint: %s", vt_last_error());
     CHECK(vt_vit_load(&s, path) == VT_ERR_RUNTIME && strstr(vt_last_error(), "unknown tensor 'pe.performer_w'"),
           "softmax model from a performer checkpoint: %s", vt_last_error());
     vt_config mc = tiny_cfg("performer.features=16");
     vt_vit d;
-    CHECK(vt_vit_init(&d, &mc, 1) == VT_OK, "init m 16");
+    CHECK(vit_init_config(&d, &mc, 1) == VT_OK, "init m 16");
     CHECK(vt_vit_load(&d, path) == VT_ERR_RUNTIME && strstr(vt_last_error(), "(2, 2, 16, 16)") &&
               strstr(vt_last_error(), "(2, 2, 64, 16)"),
           "feature count mismatch names both shapes: %s", vt_last_error());
@@ -420,7 +421,7 @@ static void test_checkpoint(const char *dir) {
 
 /* Features of the checkpoint `path` (a model of config c), or NULL after a failed CHECK. */
 static float *saved_features(const vt_config *c, const char *path, vt_vit *m) {
-    if (vt_vit_init(m, c, 999) != VT_OK || vt_vit_load(m, path) != VT_OK) {
+    if (vit_init_config(m, c, 999) != VT_OK || vt_vit_load(m, path) != VT_OK) {
         CHECK(0, "load %s: %s", path, vt_last_error());
         return NULL;
     }

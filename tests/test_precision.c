@@ -32,6 +32,7 @@
 #include "rng.h"
 #include "tape_fixture.h"
 #include "vit.h"
+#include "vit_config.h"
 
 /* ---------------------------------------------------------------- the reference table */
 
@@ -295,7 +296,7 @@ static run_result model_step(vt_vit *m, const float *img, int bf16) {
 static void test_model(void) {
     vt_config c = small_cfg();
     vt_vit m;
-    CHECK(vt_vit_init(&m, &c, 11) == VT_OK, "init: %s", vt_last_error());
+    CHECK(vit_init_config(&m, &c, 11) == VT_OK, "init: %s", vt_last_error());
     float img[2 * 3 * 8 * 8];
     vt_rng r;
     vt_rng_seed(&r, 3);

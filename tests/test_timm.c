@@ -25,6 +25,7 @@
 #include "tape.h"
 #include "tensor.h"
 #include "vit.h"
+#include "vit_config.h"
 
 #define DIR "tests/fixtures/timm/"
 #define ATOL 2e-5
@@ -111,7 +112,7 @@ static void check_fixture(const char *name, const char *want_dtype) {
     CHECK(cfg_json != NULL, "%s: reference names the vitrain config", name);
     vt_config cfg;
     vt_vit m;
-    if (cfg_json && vt_resolve_json(&cfg, cfg_json, rpath) == VT_OK && vt_vit_init(&m, &cfg, 1) == VT_OK) {
+    if (cfg_json && vt_resolve_json(&cfg, cfg_json, rpath) == VT_OK && vit_init_config(&m, &cfg, 1) == VT_OK) {
         vt_status s = vt_vit_load(&m, path);
         CHECK(s == VT_OK, "%s: timm file loads directly: %s", name, vt_last_error());
         if (s == VT_OK) compare_sizes(name, &m, &ref, 1);
@@ -131,7 +132,7 @@ static void check_ij_differs(const char *name, const char *config_json) {
     vt_config cfg;
     vt_vit m;
     if (vt_st_read(rpath, &ref) != VT_OK || vt_resolve_json(&cfg, config_json, name) != VT_OK ||
-        vt_vit_init(&m, &cfg, 1) != VT_OK) {
+        vit_init_config(&m, &cfg, 1) != VT_OK) {
         CHECK(0, "%s: %s", name, vt_last_error());
         return;
     }

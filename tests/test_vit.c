@@ -20,6 +20,7 @@
 #include "pe/pe.h"
 #include "resolve.h"
 #include "vit.h"
+#include "vit_config.h"
 
 static vt_arena arena;
 
@@ -90,7 +91,7 @@ static void test_shapes(void) {
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
         vt_config c = small_cfg(sets[i]);
         vt_vit m;
-        CHECK(vt_vit_init(&m, &c, 7) == VT_OK, "init '%s': %s", sets[i], vt_last_error());
+        CHECK(vit_init_config(&m, &c, 7) == VT_OK, "init '%s': %s", sets[i], vt_last_error());
         float out[3 * 5];
         int64_t sh[3];
         eval_logits(&m, 3, sizes[i], 11, out, sh);
@@ -154,7 +155,7 @@ static int named_fields_ok(vt_vit *m) {
 static void test_names(void) {
     vt_config c = (small_cfg("model.layer_scale=0.1"));
     vt_vit m;
-    CHECK(vt_vit_init(&m, &c, 1) == VT_OK, "init: %s", vt_last_error());
+    CHECK(vit_init_config(&m, &c, 1) == VT_OK, "init: %s", vt_last_error());
     /* timm VisionTransformer(embed_dim=8, depth=2, num_heads=2, patch_size=4, img_size=8,
      * num_classes=5, init_values=0.1).named_parameters(), in order. */
     const want_param want[] = {
@@ -234,7 +235,7 @@ static void test_names(void) {
 
     /* pool avg: fc_norm instead of norm; qkv_bias off: no qkv.bias; none: no pos_embed. */
     c = (small_cfg("model.pool=avg;model.qkv_bias=false;pe.kind=none"));
-    CHECK(vt_vit_init(&m, &c, 1) == VT_OK, "init avg: %s", vt_last_error());
+    CHECK(vit_init_config(&m, &c, 1) == VT_OK, "init avg: %s", vt_last_error());
     CHECK(vt_vit_find(&m, "fc_norm.weight") && vt_vit_find(&m, "fc_norm.bias"), "avg pool has fc_norm");
     CHECK(!vt_vit_find(&m, "norm.weight"), "avg pool has no final norm");
     CHECK(!vt_vit_find(&m, "blocks.0.attn.qkv.bias"), "qkv_bias false: no qkv bias");
@@ -258,7 +259,7 @@ static void test_tiny_count_and_init(void) {
     vt_config c = cfg_json("{\"model\": {\"preset\": \"vit_tiny\", \"patch_size\": 16, \"img_size\": 224, "
                            "\"num_classes\": 1000, \"in_chans\": 3}}");
     vt_vit m;
-    CHECK(vt_vit_init(&m, &c, 42) == VT_OK, "vit_tiny init: %s", vt_last_error());
+    CHECK(vit_init_config(&m, &c, 42) == VT_OK, "vit_tiny init: %s", vt_last_error());
     CHECK(m.n_params == 5717416, "vit_tiny parameters %lld, want 5717416 (timm)", (long long)m.n_params);
 
     /* FLOPs: an independent count of the same GEMMs (multiply-add = 2). */
@@ -326,7 +327,7 @@ static void test_tiny_count_and_init(void) {
 
     /* Same seed, same parameters; another seed, others. */
     vt_vit m2;
-    CHECK(vt_vit_init(&m2, &c, 42) == VT_OK, "second init");
+    CHECK(vit_init_config(&m2, &c, 42) == VT_OK, "second init");
     CHECK(memcmp(m.params, m2.params, (size_t)m.n_params * sizeof(float)) == 0, "init is deterministic");
     vt_vit_free(&m2);
     vt_vit_free(&m);
@@ -364,7 +365,7 @@ static double vit_loss(void *p) {
 static void grad_check(const char *json) {
     vt_config c = cfg_json(json);
     vt_vit m;
-    CHECK(vt_vit_init(&m, &c, 3) == VT_OK, "gradcheck init: %s", vt_last_error());
+    CHECK(vit_init_config(&m, &c, 3) == VT_OK, "gradcheck init: %s", vt_last_error());
     /* Larger random parameters than the init so every gradient is well above noise. */
     vt_rng r;
     vt_rng_seed(&r, 99);
@@ -511,7 +512,7 @@ static void test_grad_scopes(void) {
         snprintf(all, sizeof all, "model.depth=3;%s", sets[i].set);
         vt_config c = small_cfg(all);
         vt_vit m;
-        CHECK(vt_vit_init(&m, &c, 8) == VT_OK, "init '%s': %s", all, vt_last_error());
+        CHECK(vit_init_config(&m, &c, 8) == VT_OK, "init '%s': %s", all, vt_last_error());
         float *gs = malloc(2 * (size_t)m.n_params * sizeof(float)), *gp = malloc(2 * (size_t)m.n_params * sizeof(float));
         double ls[2], lp[2];
         size_t region, no_region, first_scoped, first_plain;
@@ -554,7 +555,7 @@ static void test_grad_scopes(void) {
 static void test_modes(void) {
     vt_config c = (small_cfg("model.layer_scale=0.3"));
     vt_vit m;
-    CHECK(vt_vit_init(&m, &c, 5) == VT_OK, "init: %s", vt_last_error());
+    CHECK(vit_init_config(&m, &c, 5) == VT_OK, "init: %s", vt_last_error());
     float ev[2 * 5], tr[2 * 5];
     eval_logits(&m, 2, 8, 77, ev, NULL);
     vt_arena_reset(&arena);
@@ -572,7 +573,7 @@ static void test_modes(void) {
     /* With dropout and drop-path active the training logits differ, evaluation does not. */
     vt_vit_free(&m);
     c = (small_cfg("model.layer_scale=0.3;model.drop_rate=0.5;model.attn_drop_rate=0.5;model.drop_path=0.5"));
-    CHECK(vt_vit_init(&m, &c, 5) == VT_OK, "init dropout: %s", vt_last_error());
+    CHECK(vit_init_config(&m, &c, 5) == VT_OK, "init dropout: %s", vt_last_error());
     float ev2[10];
     eval_logits(&m, 2, 8, 77, ev2, NULL);
     CHECK_ARRAY_CLOSE(ev2, ev, 10, 0, 0, "drop rates do not change evaluation (same seed, same params)");
@@ -667,7 +668,7 @@ static void test_bicubic(void) {
     /* Through the model: 2x2 training grid evaluated at 3x3 (12x12 images). */
     vt_config c = (small_cfg(""));
     vt_vit m;
-    CHECK(vt_vit_init(&m, &c, 9) == VT_OK, "init: %s", vt_last_error());
+    CHECK(vit_init_config(&m, &c, 9) == VT_OK, "init: %s", vt_last_error());
     vt_arena_reset(&arena);
     vt_tape t;
     vt_tape_init(&t, &arena);
@@ -721,7 +722,7 @@ static void test_sincos(void) {
 
     vt_config c = (small_cfg("pe.ape=sincos"));
     vt_vit m;
-    CHECK(vt_vit_init(&m, &c, 1) == VT_OK, "init sincos: %s", vt_last_error());
+    CHECK(vit_init_config(&m, &c, 1) == VT_OK, "init sincos: %s", vt_last_error());
     CHECK(!vt_vit_find(&m, "pos_embed"), "sincos is not a parameter");
     vt_arena_reset(&arena);
     vt_tape t;
@@ -747,15 +748,17 @@ static void test_checkpoint(void) {
 
     vt_config c = (small_cfg("model.layer_scale=0.1"));
     vt_vit a, b;
-    CHECK(vt_vit_init(&a, &c, 1) == VT_OK && vt_vit_init(&b, &c, 2) == VT_OK, "init");
+    CHECK(vit_init_config(&a, &c, 1) == VT_OK && vit_init_config(&b, &c, 2) == VT_OK, "init");
     CHECK(memcmp(a.params, b.params, (size_t)a.n_params * 4) != 0, "different seeds differ");
-    CHECK(vt_vit_save(&a, path) == VT_OK, "save: %s", vt_last_error());
+    CHECK(vit_save_config(&a, &c, path) == VT_OK, "save: %s", vt_last_error());
     CHECK(vt_vit_load(&b, path) == VT_OK, "load: %s", vt_last_error());
     CHECK(memcmp(a.params, b.params, (size_t)a.n_params * 4) == 0, "round trip is bitwise");
     vt_safetensors st;
     CHECK(vt_st_read(path, &st) == VT_OK, "read back");
     const char *meta = vt_st_meta(&st, "config");
-    CHECK(meta && strstr(meta, "\"layer_scale\"") != NULL, "metadata config holds the resolved config");
+    char *want_meta = vt_config_to_json(&c);
+    CHECK(meta && strcmp(meta, want_meta) == 0, "metadata config is the resolved config's JSON, byte for byte");
+    free(want_meta);
     const vt_st_tensor *qkv = vt_st_find(&st, "blocks.1.attn.qkv.weight");
     CHECK(qkv && qkv->ndim == 2 && qkv->shape[0] == 24 && qkv->shape[1] == 8 &&
               memcmp(qkv->data, vt_vit_find(&a, "blocks.1.attn.qkv.weight")->t.data, 24 * 8 * 4) == 0,
@@ -766,7 +769,7 @@ static void test_checkpoint(void) {
     /* Shape mismatch: 7 classes. */
     vt_vit w;
     vt_config c7 = (small_cfg("model.layer_scale=0.1;model.num_classes=7"));
-    CHECK(vt_vit_init(&w, &c7, 1) == VT_OK, "init 7 classes");
+    CHECK(vit_init_config(&w, &c7, 1) == VT_OK, "init 7 classes");
     float before = w.params[w.n_params - 1];
     CHECK(vt_vit_load(&w, path) != VT_OK, "mismatched head loads with an error");
     CHECK(strstr(vt_last_error(), "head.weight") && strstr(vt_last_error(), "(7, 8)") &&
@@ -778,11 +781,11 @@ static void test_checkpoint(void) {
 
     /* Unknown tensor (file has ls gammas, model does not) and missing tensor (reverse). */
     vt_config cn = (small_cfg(""));
-    CHECK(vt_vit_init(&w, &cn, 1) == VT_OK, "init no-ls");
+    CHECK(vit_init_config(&w, &cn, 1) == VT_OK, "init no-ls");
     CHECK(vt_vit_load(&w, path) != VT_OK && strstr(vt_last_error(), "unknown tensor") &&
               strstr(vt_last_error(), "ls1.gamma"),
           "unknown tensor named: %s", vt_last_error());
-    CHECK(vt_vit_save(&w, path2) == VT_OK, "save no-ls");
+    CHECK(vit_save_config(&w, &cn, path2) == VT_OK, "save no-ls");
     CHECK(vt_vit_load(&b, path2) != VT_OK && strstr(vt_last_error(), "missing tensor") &&
               strstr(vt_last_error(), "blocks.0.ls1.gamma"),
           "missing tensor named: %s", vt_last_error());
@@ -790,7 +793,7 @@ static void test_checkpoint(void) {
 
     /* A pos_embed of another grid is resampled: 2x2 (img 8) into 3x3 (img 12). */
     vt_config c12 = (small_cfg("model.layer_scale=0.1;model.img_size=12"));
-    CHECK(vt_vit_init(&w, &c12, 4) == VT_OK, "init img 12");
+    CHECK(vit_init_config(&w, &c12, 4) == VT_OK, "init img 12");
     CHECK(vt_vit_load(&w, path) == VT_OK, "load with resampling: %s", vt_last_error());
     const vt_param *pa = vt_vit_find(&a, "pos_embed"), *pw = vt_vit_find(&w, "pos_embed");
     float want[10 * 8];
@@ -814,7 +817,7 @@ static void test_rgbd_channels(void) {
     vt_config c3 = small_cfg(""), c4 = c3;
     c4.model.in_chans = 4;
     vt_vit m3, m4;
-    CHECK(vt_vit_init(&m3, &c3, 8) == VT_OK && vt_vit_init(&m4, &c4, 8) == VT_OK, "init: %s", vt_last_error());
+    CHECK(vit_init_config(&m3, &c3, 8) == VT_OK && vit_init_config(&m4, &c4, 8) == VT_OK, "init: %s", vt_last_error());
     const vt_param *w4 = vt_vit_find(&m4, "patch_embed.proj.weight");
     CHECK(m4.embed_chans == 3 && w4->t.shape[1] == 3, "in_chans 4: patch embedding over 3 channels");
     CHECK(m3.n_params == m4.n_params && memcmp(m3.params, m4.params, (size_t)m3.n_params * 4) == 0,
@@ -833,7 +836,7 @@ static void test_rgbd_channels(void) {
     vt_tape_free(&t);
     vt_vit_free(&m4);
     c4.model.depth_as_channel = 1;
-    CHECK(vt_vit_init(&m4, &c4, 8) == VT_OK, "init depth_as_channel");
+    CHECK(vit_init_config(&m4, &c4, 8) == VT_OK, "init depth_as_channel");
     w4 = vt_vit_find(&m4, "patch_embed.proj.weight");
     CHECK(m4.embed_chans == 4 && w4->t.shape[1] == 4 && w4->ckpt_shape[1] == 4,
           "depth_as_channel: weight (D, 4, P, P)");
@@ -844,7 +847,7 @@ static void test_rgbd_channels(void) {
 static void test_zero_grad(void) {
     vt_config c = small_cfg("");
     vt_vit m;
-    CHECK(vt_vit_init(&m, &c, 2) == VT_OK, "init");
+    CHECK(vit_init_config(&m, &c, 2) == VT_OK, "init");
     float img[2 * 3 * 64];
     fill_images(img, 2 * 3 * 64, 6);
     vt_tensor imt = vt_shape(4, (int64_t)2, (int64_t)3, (int64_t)8, (int64_t)8);

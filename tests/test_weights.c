@@ -28,6 +28,7 @@
 #include "kernels.h"
 #include "pe/pe.h"
 #include "vit.h"
+#include "vit_config.h"
 #include "weights.h"
 
 static char dir[64];
@@ -147,9 +148,11 @@ static vt_config tiny(const char *sets) {
                             "\"patch_size\": 4, \"img_size\": 8, \"num_classes\": 3, \"in_chans\": 3}}", sets);
 }
 
-static void model(vt_vit *m, const char *sets, uint64_t seed) {
+/* m = the tiny model with overrides sets; returns its config (for vit_save_config). */
+static vt_config model(vt_vit *m, const char *sets, uint64_t seed) {
     vt_config c = tiny(sets);
-    VT_ASSERT(vt_vit_init(m, &c, seed) == VT_OK, "init %s: %s", sets, vt_last_error());
+    VT_ASSERT(vit_init_config(m, &c, seed) == VT_OK, "init %s: %s", sets, vt_last_error());
+    return c;
 }
 
 /* Every parameter filled with distinct non-zero values (unused PE entries cleared). */
@@ -331,9 +334,9 @@ static void test_bad_layouts(void) {
 
 static void test_strict_errors(void) {
     vt_vit a, b;
-    model(&a, "", 1);
+    vt_config ca = model(&a, "", 1);
     const char *p = tmp_path("a.safetensors");
-    CHECK(vt_vit_save(&a, p) == VT_OK, "save");
+    CHECK(vit_save_config(&a, &ca, p) == VT_OK, "save");
     model(&b, "model.num_classes=10", 2);
     float before = param(&b, "cls_token")->t.data[0];
     vt_status s = vt_vit_load(&b, p);
@@ -378,10 +381,10 @@ static vt_status init_from(vt_vit *m, const char *path, int allow, vt_weights_re
 
 static void test_init_head(void) {
     vt_vit a, b, fresh;
-    model(&a, "model.layer_scale=0.1", 1);
+    vt_config ca = model(&a, "model.layer_scale=0.1", 1);
     scramble(&a, 0.3f);
     const char *p = tmp_path("three.safetensors");
-    CHECK(vt_vit_save(&a, p) == VT_OK, "save 3-class");
+    CHECK(vit_save_config(&a, &ca, p) == VT_OK, "save 3-class");
     model(&b, "model.layer_scale=0.1;model.num_classes=10", 7);
     model(&fresh, "model.layer_scale=0.1;model.num_classes=10", 7);
     vt_weights_report r;
@@ -409,10 +412,10 @@ static void test_init_head(void) {
 static void test_init_pe(void) {
     /* An APE checkpoint (16 px: 4 x 4 grid) into Cayley-STRING with a learned APE at 24 px. */
     vt_vit a, b, fresh;
-    model(&a, "pe.kind=ape;model.img_size=16", 1);
+    vt_config ca = model(&a, "pe.kind=ape;model.img_size=16", 1);
     scramble(&a, 0.3f);
     const char *p = tmp_path("ape.safetensors");
-    CHECK(vt_vit_save(&a, p) == VT_OK, "save ape");
+    CHECK(vit_save_config(&a, &ca, p) == VT_OK, "save ape");
     const char *cay = "pe.kind=cayley;pe.ape=learned;model.img_size=24";
     model(&b, cay, 5);
     model(&fresh, cay, 5);
@@ -460,9 +463,9 @@ static void test_init_pe(void) {
     vt_vit_free(&fresh);
 
     /* Shared PE tensors expand to a model with a set per layer and head. */
-    model(&a, "pe.kind=rope_mixed;pe.share=all", 1);
+    ca = model(&a, "pe.kind=rope_mixed;pe.share=all", 1);
     scramble(&a, 0.3f);
-    CHECK(vt_vit_save(&a, p) == VT_OK, "save shared");
+    CHECK(vit_save_config(&a, &ca, p) == VT_OK, "save shared");
     model(&b, "pe.kind=rope_mixed;pe.share=none", 2);
     CHECK(init_from(&b, p, 0, &r, &log) == VT_OK && r.expanded == 1, "shared into per-layer: %s", vt_last_error());
     const vt_param *fa = param(&a, "pe.freqs"), *fb = param(&b, "pe.freqs");
@@ -473,10 +476,10 @@ static void test_init_pe(void) {
     free(log);
     vt_vit_free(&b);
     /* ... but never collapse: a per-layer file into a shared model is an error. */
-    CHECK(vt_vit_save(&a, p) == VT_OK, "save");
-    model(&b, "pe.kind=rope_mixed;pe.share=none", 2);
+    CHECK(vit_save_config(&a, &ca, p) == VT_OK, "save");
+    vt_config cb = model(&b, "pe.kind=rope_mixed;pe.share=none", 2);
     const char *p2 = tmp_path("perlayer.safetensors");
-    CHECK(vt_vit_save(&b, p2) == VT_OK, "save per-layer");
+    CHECK(vit_save_config(&b, &cb, p2) == VT_OK, "save per-layer");
     vt_vit_free(&b);
     model(&b, "pe.kind=rope_mixed;pe.share=layers", 2);
     s = init_from(&b, p2, 0, &r, &log);
@@ -490,9 +493,9 @@ static void test_init_pe(void) {
 
 static void test_init_errors(void) {
     vt_vit a, b;
-    model(&a, "", 1);
+    vt_config ca = model(&a, "", 1);
     const char *p = tmp_path("w.safetensors");
-    CHECK(vt_vit_save(&a, p) == VT_OK, "save");
+    CHECK(vit_save_config(&a, &ca, p) == VT_OK, "save");
     vt_weights_report r;
     char *log;
     /* another width: the first differing block tensor is named with both shapes */

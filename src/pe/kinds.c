@@ -20,6 +20,6 @@ const vt_pe_kind_ops *vt_pe_kind_entry(vt_pe_kind k) {
     return e;
 }
 
-vt_pe *vt_pe_create(const vt_config *cfg, int D, int L, int H) {
-    return vt_pe_build(vt_pe_kind_entry(cfg->pe.kind), cfg, D, L, H);
+vt_pe *vt_pe_create(const vt_pe_config *pe, const vt_model_config *model) {
+    return vt_pe_build(vt_pe_kind_entry(pe->kind), pe, model);
 }

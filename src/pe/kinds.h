@@ -8,13 +8,13 @@
  * one row per value of vt_pe_kind, so a loop over [0, VT_PE_KIND_COUNT) sees every kind
  * (tests enumerate them that way).
  *
- * Adding a kind: its enum value and name in config.h's VT_PE_KINDS, its file
+ * Adding a kind: its enum value and name in model_spec.h's VT_PE_KINDS, its file
  * src/pe/<kind>.c defining its entry, its extern below and its row in kinds.c, its tests.
  */
 #ifndef VT_PE_KINDS_H
 #define VT_PE_KINDS_H
 
-#include "config.h"
+#include "model_spec.h"
 #include "pe.h"
 #include "status.h"
 
@@ -30,9 +30,9 @@ extern const vt_pe_kind_ops vt_pe_liere_commute_ops;  /* liere.c */
 /* The entry of kind k (0 <= k < VT_PE_KIND_COUNT, asserted). */
 const vt_pe_kind_ops *vt_pe_kind_entry(vt_pe_kind k);
 
-/* Build the PE of a resolved cfg (its pe.kind's entry) for a model of width D, depth L,
- * H heads. Infallible for a resolved config: the rules were resolve's. */
-vt_pe *vt_pe_create(const vt_config *cfg, int D, int L, int H);
+/* Build the PE of a resolved pe section (its pe.kind's entry, vt_pe_build) for the model
+ * section `model`. Infallible for a resolved config: the rules were resolve's. */
+vt_pe *vt_pe_create(const vt_pe_config *pe, const vt_model_config *model);
 
 /* The rule of the absolute part any kind may carry (ape.c): pe.ape = sincos needs
  * model.width (D) divisible by 4. VT_ERR_USAGE with src and the key otherwise. */

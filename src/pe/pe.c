@@ -27,17 +27,17 @@ const vt_pe_kind_ops vt_pe_none_ops = {
     .rules_doc = "pe.ape = none",
 };
 
-vt_pe *vt_pe_build(const vt_pe_kind_ops *kind, const vt_config *cfg, int D, int L, int H) {
-    VT_ASSERT(kind != NULL && kind->kind == cfg->pe.kind, "PE entry for another pe.kind");
-    int P = cfg->model.patch_size;
-    int train_img = cfg->pe.train_img_size;
+vt_pe *vt_pe_build(const vt_pe_kind_ops *kind, const vt_pe_config *pc, const vt_model_config *model) {
+    VT_ASSERT(kind != NULL && kind->kind == pc->kind, "PE entry for another pe.kind");
+    int D = model->width, L = model->depth, H = model->heads, P = model->patch_size;
+    int train_img = pc->train_img_size;
     VT_ASSERT(P > 0 && train_img > 0 && train_img % P == 0,
               "pe.train_img_size %d is not a positive multiple of model.patch_size %d (not resolved?)",
               train_img, P);
     VT_ASSERT(H > 0 && D % H == 0, "width %d not divisible by %d heads", D, H);
     vt_pe *pe = vt_xcalloc(1, sizeof *pe);
-    pe->cfg = cfg->pe;
-    pe->ape = cfg->pe.ape;
+    pe->cfg = *pc;
+    pe->ape = pc->ape;
     pe->D = D;
     pe->L = L;
     pe->H = H;
@@ -49,10 +49,10 @@ vt_pe *vt_pe_build(const vt_pe_kind_ops *kind, const vt_config *cfg, int D, int 
     pe->ape_param = -1;
     pe->depth_param = -1;
     pe->kind = kind;
-    pe->dot_only = cfg->model.attention == VT_ATTN_SOFTMAX;
+    pe->dot_only = model->attention == VT_ATTN_SOFTMAX;
     vt_ape_declare(pe);
     if (kind->create) kind->create(pe);
-    if (kind->rotary && cfg->model.in_chans == 4) {
+    if (kind->rotary && model->in_chans == 4) {
         /* RGB-D: depth positions the tokens through z = mean depth * pe.depth_scale. */
         int64_t one = 1;
         pe->depth_param = vt_pe_declare(pe, "pe.depth_scale", 1, &one);

@@ -7,7 +7,7 @@
  * the PE's parameters in them) nor the attention itself.
  *
  * Life cycle, as vit.c drives it:
- *   vt_pe_create(cfg, D, L, H)   (kinds.h) the PE declares its parameters (pe->params: names
+ *   vt_pe_create(pe, model)      (kinds.h) the PE declares its parameters (pe->params: names
  *                                "pos_embed" / "pe.*", checkpoint shapes; never decayed)
  *   the model binds each pe->params[i].t to a view into its flat params/grads buffers
  *   vt_pe_init_params(pe, rng)   draws the initial values (after binding)
@@ -35,7 +35,7 @@
  * its own file (none in pe.c, ape in ape.c, rotary kinds in src/pe/<kind>.c) with its
  * defaults (resolve) and rules (check), which resolve.c applies once per config, and the
  * hooks below. src/pe/kinds.h is the registry: it lists the entries and builds a PE of
- * any kind (vt_pe_create). Adding a kind: its enum value and name in config.h's
+ * any kind (vt_pe_create). Adding a kind: its enum value and name in model_spec.h's
  * VT_PE_KINDS, its file, one row in kinds.h / kinds.c. The model (vit.c) does not change.
  *
  * Grid: rows = cols = S / P for an S x S image (images are square). The training grid is
@@ -48,7 +48,7 @@
 
 #include <stdint.h>
 
-#include "config.h"
+#include "model_spec.h"
 #include "rng.h"
 #include "status.h"
 #include "tape.h"
@@ -132,10 +132,11 @@ typedef struct vt_pe {
     void *state;                   /* the kind's private state */
 } vt_pe;
 
-/* Build the PE of a resolved cfg with the entry `kind` of cfg->pe.kind for a model of
- * width D, depth L, H heads (kinds.h's vt_pe_create looks the entry up). The rules are
- * resolve's: here they are asserted. */
-vt_pe *vt_pe_build(const vt_pe_kind_ops *kind, const vt_config *cfg, int D, int L, int H);
+/* Build the PE of a resolved pe section with its entry `kind` (of pe->kind; kinds.h's
+ * vt_pe_create looks it up) for the model section `model`, of which it reads width D,
+ * depth L, heads H, patch_size P, in_chans (RGB-D) and attention (dot_only). The rules
+ * are resolve's: here they are asserted. */
+vt_pe *vt_pe_build(const vt_pe_kind_ops *kind, const vt_pe_config *pe, const vt_model_config *model);
 void vt_pe_free(vt_pe *pe);
 
 /* Declare one parameter (for kind create hooks): name, checkpoint shape. Returns its index. */

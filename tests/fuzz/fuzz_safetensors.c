@@ -13,6 +13,7 @@
 #include "fuzz_util.h"
 #include "resolve.h"
 #include "vit.h"
+#include "vit_config.h"
 
 static void st_round_trip(const char *path, const vt_safetensors *st) {
     char out[128];
@@ -46,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!model_ok) {
         vt_config cfg;
         FUZZ_CHECK(vt_resolve_json(&cfg, FUZZ_MODEL_JSON, "fuzz") == VT_OK, "%s", vt_last_error());
-        FUZZ_CHECK(vt_vit_init(&model, &cfg, 1) == VT_OK, "%s", vt_last_error());
+        FUZZ_CHECK(vit_init_config(&model, &cfg, 1) == VT_OK, "%s", vt_last_error());
         model_ok = 1;
     }
     const char *path = fuzz_memfile(data, size);

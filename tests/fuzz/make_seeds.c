@@ -23,6 +23,7 @@
 #include "resolve.h"
 #include "train_state.h"
 #include "vit.h"
+#include "vit_config.h"
 
 static char root[512];
 
@@ -42,8 +43,8 @@ static void seeds_safetensors(void) {
     vt_config cfg;
     vt_vit m;
     FUZZ_CHECK(vt_resolve_json(&cfg, FUZZ_MODEL_JSON, "seeds") == VT_OK, "%s", vt_last_error());
-    FUZZ_CHECK(vt_vit_init(&m, &cfg, 3) == VT_OK, "%s", vt_last_error());
-    FUZZ_CHECK(vt_vit_save(&m, seed_path("safetensors", "model.safetensors")) == VT_OK, "%s",
+    FUZZ_CHECK(vit_init_config(&m, &cfg, 3) == VT_OK, "%s", vt_last_error());
+    FUZZ_CHECK(vit_save_config(&m, &cfg, seed_path("safetensors", "model.safetensors")) == VT_OK, "%s",
                vt_last_error());
     vt_vit_free(&m);
     static const char json[] =
