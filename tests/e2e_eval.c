@@ -33,18 +33,10 @@
 #include "resolve.h"
 #include "kernels.h"
 #include "vit.h"
-#include "vit_config.h"
+#include "vit_fixture.h"
 
 static char bin[1024];
 static char tmp[64];
-
-static int contains(const char *path, const char *needle) {
-    char *s = slurp(path, NULL);
-    int r = s && strstr(s, needle) != NULL;
-    if (!r) fprintf(stderr, "--- %s does not contain '%s'; it reads:\n%s\n", path, needle, s ? s : "(missing)");
-    free(s);
-    return r;
-}
 
 /* root/<split>/<class>/<i>.png: 12 x 10 RGB images whose colour depends on the class. */
 static void make_folder(const char *root, const char *split, const char *const *classes, int nc, int per) {
@@ -130,7 +122,7 @@ static void test_logits(const char *cfg, const char *ckpt) {
     }
     rc = run("%s eval %s --checkpoint %s --logits %s/l.npy >/dev/null 2>%s.err", bin, cfg, ckpt, tmp, out);
     snprintf(npz, sizeof npz, "%s.err", out);
-    CHECK(rc == 2 && contains(npz, "expected a .npz path"), "--logits .npy: exit %d", rc);
+    CHECK(rc == 2 && file_contains(npz, "expected a .npz path"), "--logits .npy: exit %d", rc);
 }
 
 static void test_no_train_split(const char *cfg, const char *ckpt) {
@@ -142,7 +134,7 @@ static void test_no_train_split(const char *cfg, const char *ckpt) {
     snprintf(out, sizeof out, "%s/no_train.npz", tmp);
     snprintf(err, sizeof err, "%s/no_train.err", tmp);
     rc = run("%s eval %s --checkpoint %s --logits %s >/dev/null 2>%s", bin, cfg, ckpt, out, err);
-    CHECK(rc == 0 && contains(err, "no train split") && contains(err, "the val split's folders, sorted"),
+    CHECK(rc == 0 && file_contains(err, "no train split") && file_contains(err, "the val split's folders, sorted"),
           "eval without train split: exit %d", rc);
     size_t la, lb;
     unsigned char *a = npz_load(with_train, &la), *b = npz_load(out, &lb);
@@ -164,7 +156,7 @@ static void test_no_train_split(const char *cfg, const char *ckpt) {
           "4-class checkpoint: %s", vt_last_error());
     vt_vit_free(&m4);
     rc = run("%s eval %s --checkpoint %s --set model.num_classes=4 >/dev/null 2>%s", bin, cfg, ckpt4, err);
-    CHECK(rc != 0 && contains(err, "model.num_classes is 4") && contains(err, "data.class_list"),
+    CHECK(rc != 0 && file_contains(err, "model.num_classes is 4") && file_contains(err, "data.class_list"),
           "class count mismatch names data.class_list: exit %d", rc);
     /* data.class_list gives the order: reversed, the labels are reversed */
     char list[256];
@@ -174,7 +166,7 @@ static void test_no_train_split(const char *cfg, const char *ckpt) {
     fclose(f);
     rc = run("%s eval %s --checkpoint %s --set data.class_list=%s --logits %s >/dev/null 2>%s", bin, cfg, ckpt,
              list, out, err);
-    CHECK(rc == 0 && contains(err, "classes from " ), "eval with a class list: exit %d", rc);
+    CHECK(rc == 0 && file_contains(err, "classes from " ), "eval with a class list: exit %d", rc);
     b = npz_load(out, &lb);
     CHECK(b && npz_find(b, lb, "labels", &y) && npz_i64(&y, 0) == 2 && npz_i64(&y, 8) == 0,
           "class_list order gives the labels");
@@ -227,25 +219,25 @@ static void test_checkpoint_config(void) {
         snprintf(args, sizeof args, "%s", bad[i].args);
         if (!strncmp(args, "RUN/", 4)) snprintf(args, sizeof args, "%s/%s", run_dir, bad[i].args + 4);
         rc = run("%s eval %s --checkpoint %s/last.safetensors --threads 1 >%s 2>%s", bin, args, run_dir, out, err);
-        CHECK(rc == 2 && contains(err, "vitrain: config error: ") && contains(err, bad[i].want1) &&
-                  contains(err, bad[i].want2),
+        CHECK(rc == 2 && file_contains(err, "vitrain: config error: ") && file_contains(err, bad[i].want1) &&
+                  file_contains(err, bad[i].want2),
               "eval %s: exit %d", bad[i].args, rc);
     }
     /* data and eval keys may differ */
     rc = run("%s eval --checkpoint %s/last.safetensors --set data.val_size=100 --set eval.batch_size=9 "
              "--resolutions 16,20 --threads 1 >%s 2>%s", bin, run_dir, out, err);
-    CHECK(rc == 0 && contains(out, "\"n\":100,\"resolution\":20"), "data and eval keys changed: exit %d", rc);
+    CHECK(rc == 0 && file_contains(out, "\"n\":100,\"resolution\":20"), "data and eval keys changed: exit %d", rc);
     /* so may the position mode and the grid it is relative to, and they change the logits */
     rc = run("%s eval --checkpoint %s/last.safetensors --set data.val_size=100 --set pe.positions=interpolate "
              "--set pe.train_img_size=8 --set eval.batch_size=9 --resolutions 16,20 --threads 1 >%s.pos 2>%s",
              bin, run_dir, out, err);
     char pos[300];
     snprintf(pos, sizeof pos, "%s.pos", out);
-    CHECK(rc == 0 && contains(pos, "\"n\":100,\"resolution\":20") && !same_bytes(out, pos),
+    CHECK(rc == 0 && file_contains(pos, "\"n\":100,\"resolution\":20") && !same_bytes(out, pos),
           "pe.positions and pe.train_img_size changed: exit %d, and the logits move", rc);
     /* a file without a config */
     rc = run("%s eval --checkpoint tests/fixtures/timm/vit_ape.safetensors >%s 2>%s", bin, out, err);
-    CHECK(rc == 2 && contains(err, "has no __metadata__[\"config\"]") && contains(err, "give the CONFIG"),
+    CHECK(rc == 2 && file_contains(err, "has no __metadata__[\"config\"]") && file_contains(err, "give the CONFIG"),
           "timm file without CONFIG: exit %d", rc);
 }
 

@@ -25,14 +25,6 @@
 static char bin[1024];
 static char tmp[64];
 
-static int contains(const char *path, const char *needle) {
-    char *s = slurp(path, NULL);
-    int r = s && strstr(s, needle) != NULL;
-    if (!r) fprintf(stderr, "--- %s does not contain '%s'; it reads:\n%s\n", path, needle, s ? s : "(missing)");
-    free(s);
-    return r;
-}
-
 static double final_top1(const char *log) {
     char *s = slurp(log, NULL);
     const char *p = s ? strstr(s, "final: top-1 ") : NULL;
@@ -58,9 +50,9 @@ int main(void) {
     rc = run("%s " CFG " --set model.num_classes=10 --set train.epochs=2 --set train.init=%s/three/last.safetensors "
              "--run-dir %s/ten " QUIET " 2>%s", bin, tmp, tmp, log);
     CHECK(rc == 0, "10-class run from the 3-class checkpoint: exit %d", rc);
-    CHECK(contains(log, "re-initialised head.weight (10, 32): the file has (3, 32)") &&
-              contains(log, "re-initialised head.bias (10): the file has (3)") &&
-              contains(log, "30 of 32 model tensors loaded as stored"),
+    CHECK(file_contains(log, "re-initialised head.weight (10, 32): the file has (3, 32)") &&
+              file_contains(log, "re-initialised head.bias (10): the file has (3)") &&
+              file_contains(log, "30 of 32 model tensors loaded as stored"),
           "the log names the new head and counts the rest as loaded");
     double tuned = final_top1(log);
     char slog[256];
@@ -78,9 +70,9 @@ int main(void) {
     rc = run("%s " CFG " --set model.num_classes=3 --set pe.kind=cayley --set pe.ape=learned "
              "--set train.init=%s/three/last.safetensors --run-dir %s/cayley " QUIET " 2>%s", bin, tmp, tmp, log);
     CHECK(rc == 0, "cayley from the APE checkpoint: exit %d", rc);
-    CHECK(contains(log, "re-initialised pe.cayley_u (2, 2, 16, 16): not in the file (the kind's init)") &&
-              contains(log, "re-initialised pe.freqs (2, 2, 8, 2): not in the file") &&
-              contains(log, "32 of 34 model tensors loaded as stored"),
+    CHECK(file_contains(log, "re-initialised pe.cayley_u (2, 2, 16, 16): not in the file (the kind's init)") &&
+              file_contains(log, "re-initialised pe.freqs (2, 2, 8, 2): not in the file") &&
+              file_contains(log, "32 of 34 model tensors loaded as stored"),
           "the STRING parameters start at their init, every APE-model tensor loads");
     double cay = final_top1(log);
     CHECK(cay >= 70.0, "the Cayley run trains: top-1 %.2f%% (chance 33%%)", cay);
@@ -89,22 +81,22 @@ int main(void) {
     snprintf(log, sizeof log, "%s/unexpected.log", tmp);
     rc = run("%s " CFG " --set model.num_classes=3 --set pe.kind=cayley --set train.init=%s/three/last.safetensors "
              "--run-dir %s/unexpected " QUIET " 2>%s", bin, tmp, tmp, log);
-    CHECK(rc == 1 && contains(log, "vitrain: error: train.init: ") &&
-              contains(log, "unexpected tensor 'pos_embed' (1, 17, 32)") &&
-              contains(log, "train.init_allow_unexpected = true"),
+    CHECK(rc == 1 && file_contains(log, "vitrain: error: train.init: ") &&
+              file_contains(log, "unexpected tensor 'pos_embed' (1, 17, 32)") &&
+              file_contains(log, "train.init_allow_unexpected = true"),
           "unexpected pos_embed: exit %d", rc);
     rc = run("%s " CFG " --set model.num_classes=3 --set pe.kind=cayley --set train.init=%s/three/last.safetensors "
              "--set train.init_allow_unexpected=true --set train.steps=4 --run-dir %s/unexpected " QUIET " 2>%s",
              bin, tmp, tmp, log);
-    CHECK(rc == 0 && contains(log, "ignored 'pos_embed' (1, 17, 32)"), "allowed: ignored and logged (exit %d)", rc);
+    CHECK(rc == 0 && file_contains(log, "ignored 'pos_embed' (1, 17, 32)"), "allowed: ignored and logged (exit %d)", rc);
 
     /* Bad values. */
     snprintf(log, sizeof log, "%s/bad.log", tmp);
     rc = run("%s " CFG " --set train.init=%s/nope.safetensors --run-dir %s/bad " QUIET " 2>%s", bin, tmp, tmp, log);
-    CHECK(rc == 1 && contains(log, "train.init: ") && contains(log, "nope.safetensors: cannot open"),
+    CHECK(rc == 1 && file_contains(log, "train.init: ") && file_contains(log, "nope.safetensors: cannot open"),
           "missing file: exit %d", rc);
     rc = run("%s " CFG " --set train.init_allow_unexpected=maybe --run-dir %s/bad " QUIET " 2>%s", bin, tmp, log);
-    CHECK(rc == 2 && contains(log, "train.init_allow_unexpected"), "non-boolean allow key: exit %d", rc);
+    CHECK(rc == 2 && file_contains(log, "train.init_allow_unexpected"), "non-boolean allow key: exit %d", rc);
 
     /* Resume does not load the init file again. */
     snprintf(log, sizeof log, "%s/resume.log", tmp);

@@ -32,7 +32,7 @@
 #include "kernels.h"
 #include "tape.h"
 #include "vit.h"
-#include "vit_config.h"
+#include "vit_fixture.h"
 
 static char py[256];
 static char tmp[64];
@@ -47,23 +47,6 @@ static int find_python(void) {
         }
     }
     return 0;
-}
-
-static float *forward(vt_vit *m, const float *images, const int64_t *shape, int64_t *n_out) {
-    vt_arena arena;
-    vt_arena_init(&arena, 1 << 20);
-    vt_tape t;
-    vt_tape_init(&t, &arena);
-    t.grad_enabled = 0;
-    t.training = 0;
-    vt_tensor *x = vt_tensor_wrap(&arena, (float *)images, 4, shape);
-    vt_tensor *y = vt_vit_forward(m, &t, x);
-    float *out = malloc((size_t)y->size * sizeof(float));
-    memcpy(out, y->data, (size_t)y->size * sizeof(float));
-    *n_out = y->size;
-    vt_tape_free(&t);
-    vt_arena_free(&arena);
-    return out;
 }
 
 static double max_diff(const float *a, const float *b, int64_t n, double *scale) {
@@ -111,7 +94,7 @@ static void check_logits(const char *what, vt_vit *m, const vt_safetensors *ref,
         const vt_st_tensor *img = vt_st_find(ref, iname);
         if (!img) continue;
         int64_t n;
-        float *got = forward(m, img->data, img->shape, &n);
+        float *got = vit_infer(m, img->data, img->shape, &n);
         double scale, d = max_diff(got, ref->tensors[i].data, n, &scale);
         CHECK(n == ref->tensors[i].size && d <= tol * fmax(scale, 1.0),
               "%s at %d px: max |vitrain - timm| %.3g (max |logit| %.3g)", what, S, d, scale);
@@ -226,7 +209,7 @@ static void test_ours(const char *name, const char *want_arg) {
     const vt_st_tensor *img = vt_st_find(&st, "input.images"), *want = vt_st_find(&st, "output.logits");
     if (rc == 0 && img && want && open_model(back, &m)) {
         int64_t n;
-        float *got = forward(&m, img->data, img->shape, &n);
+        float *got = vit_infer(&m, img->data, img->shape, &n);
         double scale, d = max_diff(got, want->data, n, &scale);
         CHECK(n == want->size && d <= 2e-5 * fmax(scale, 1.0),
               "%s: vitrain -> timm -> vitrain logits differ from the reference by %.3g", name, d);

@@ -32,20 +32,12 @@
 #include "kernels.h"
 #include "resolve.h"
 #include "vit.h"
-#include "vit_config.h"
+#include "vit_fixture.h"
 
 #define CFG "configs/synthetic_tiny.json"
 
 static char bin[1024];
 static char tmp[256];
-
-static int file_contains(const char *path, const char *needle) {
-    char *s = slurp(path, NULL);
-    int r = s && strstr(s, needle) != NULL;
-    if (!r && s) fprintf(stderr, "--- %s does not contain '%s'; it reads:\n%s\n", path, needle, s);
-    free(s);
-    return r;
-}
 
 /* Raw text of "key": value in a JSON line (up to the next ',' or '}'), into out. */
 static int json_raw(const char *line, const char *key, char *out, size_t len) {

@@ -1,6 +1,6 @@
 /* e2e_util.h - test helpers shared by the end-to-end tests that drive the built binary
  * (header-only): run a formatted shell command line, read a whole file into memory,
- * compare two files.
+ * look for a text in a file, compare two files.
  */
 #ifndef VT_E2E_UTIL_H
 #define VT_E2E_UTIL_H
@@ -38,6 +38,16 @@ static char *slurp(const char *path, size_t *len) {
     b[got] = '\0';
     if (len) *len = got;
     return b;
+}
+
+/* 1 if the file at path contains needle; else 0, and the file (or that it is missing) is
+ * printed to stderr for the failure's diagnosis. */
+static inline int file_contains(const char *path, const char *needle) {
+    char *s = slurp(path, NULL);
+    int r = s && strstr(s, needle) != NULL;
+    if (!r) fprintf(stderr, "--- %s does not contain '%s'; it reads:\n%s\n", path, needle, s ? s : "(missing)");
+    free(s);
+    return r;
 }
 
 /* 1 if both files exist and hold the same bytes. */

@@ -27,7 +27,7 @@
 #include "tape.h"
 #include "tensor.h"
 #include "vit.h"
-#include "vit_config.h"
+#include "vit_fixture.h"
 
 /* Whether name is one of the fixture's non-parameter tensors (input.*, output.*, grad.*,
  * train.*). */

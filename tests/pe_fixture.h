@@ -31,13 +31,14 @@
 #include "ops/ops.h"
 #include "pe/kinds.h"
 #include "pe/pe.h"
+#include "pe_bind.h"
 #include "resolve.h"
 #include "rng.h"
 #include "tape.h"
 #include "tensor.h"
 #include "test_runtime.h"
 #include "vit.h"
-#include "vit_config.h"
+#include "vit_fixture.h"
 
 static vt_arena arena;
 static vt_tape tape;
@@ -109,8 +110,8 @@ static void expm_apply(const double *A, int n, const float *x, double *y) {
 
 /* ---------- PE fixtures ---------- */
 
-/* A PE and the buffers its parameters live in (data / grad, `total` floats, one 1-d view
- * per parameter); hd, H, L of the model it was made for. */
+/* A PE and the buffers its parameters live in (data / grad, `total` floats, one view
+ * per parameter with the model's shape, pe_bind.h); hd, H, L of the model it was made for. */
 typedef struct {
     vt_pe *pe;
     float *data, *grad;
@@ -138,22 +139,7 @@ static int fix_make(fix *f, const char *kind, int D, int H, int L, const char *c
     if (vt_resolve(&cfg) != VT_OK) return fprintf(stderr, "%s\n", vt_last_error()), 0;
     memset(f, 0, sizeof *f);
     f->pe = vt_pe_create(&cfg.pe, &cfg.model);
-    for (int i = 0; i < f->pe->n_params; i++) f->total += f->pe->params[i].size;
-    f->data = calloc((size_t)f->total + 1, sizeof(float));
-    f->grad = calloc((size_t)f->total + 1, sizeof(float));
-    int64_t off = 0;
-    for (int i = 0; i < f->pe->n_params; i++) {
-        vt_tensor *v = &f->views[i];
-        v->data = f->data + off;
-        v->grad = f->grad + off;
-        v->ndim = 1;
-        v->shape[0] = v->size = f->pe->params[i].size;
-        f->pe->params[i].t = v;
-        off += v->size;
-    }
-    vt_rng r;
-    vt_rng_seed(&r, seed);
-    vt_pe_init_params(f->pe, &r);
+    f->total = pe_bind_init(f->pe, f->views, &f->data, &f->grad, seed);
     f->hd = D / H;
     f->H = H;
     f->L = L;

@@ -19,6 +19,7 @@
 #include "config_overrides.h"
 #include "pe/kinds.h"
 #include "pe/pe.h"
+#include "pe_bind.h"
 #include "rng.h"
 #include "tape.h"
 #include "tensor.h"
@@ -63,27 +64,7 @@ static inline void box_make(box *b, const char *sets, uint64_t seed) {
     memset(b, 0, sizeof *b);
     vt_config c = cfg_of(sets);
     b->pe = vt_pe_create(&c.pe, &c.model);
-    for (int i = 0; i < b->pe->n_params; i++) b->n += b->pe->params[i].size;
-    b->data = calloc((size_t)b->n + 1, sizeof(float));
-    b->grad = calloc((size_t)b->n + 1, sizeof(float));
-    int64_t off = 0;
-    for (int i = 0; i < b->pe->n_params; i++) {
-        vt_pe_param *p = &b->pe->params[i];
-        vt_tensor *t = &b->t[i];
-        int lead = p->ndim > VT_MAX_DIMS ? p->ndim - VT_MAX_DIMS + 1 : 1;
-        t->ndim = p->ndim > VT_MAX_DIMS ? VT_MAX_DIMS : p->ndim;
-        t->shape[0] = 1;
-        for (int d = 0; d < lead; d++) t->shape[0] *= p->shape[d];
-        for (int d = 1; d < t->ndim; d++) t->shape[d] = p->shape[lead + d - 1];
-        t->size = p->size;
-        t->data = b->data + off;
-        t->grad = b->grad + off;
-        off += p->size;
-        p->t = t;
-    }
-    vt_rng rng;
-    vt_rng_seed(&rng, seed);
-    vt_pe_init_params(b->pe, &rng);
+    b->n = pe_bind_init(b->pe, b->t, &b->data, &b->grad, seed);
 }
 
 static inline void box_free(box *b) {

@@ -22,7 +22,7 @@
 #include "kernels.h"
 #include "ops/ops.h"
 #include "vit.h"
-#include "vit_config.h"
+#include "vit_fixture.h"
 
 static vt_arena arena;
 

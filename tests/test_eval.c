@@ -26,7 +26,7 @@
 #include "kernels.h"
 #include "resolve.h"
 #include "vit.h"
-#include "vit_config.h"
+#include "vit_fixture.h"
 
 static const char *BASE =
     "{\"model\": {\"width\": 32, \"depth\": 2, \"heads\": 2, \"mlp_ratio\": 2, \"patch_size\": 4,"

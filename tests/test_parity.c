@@ -29,7 +29,7 @@
 #include "tape.h"
 #include "tensor.h"
 #include "vit.h"
-#include "vit_config.h"
+#include "vit_fixture.h"
 
 #define ATOL 1e-5
 #define RTOL 1e-4

@@ -26,7 +26,7 @@
 #include "pe_tiny_model.h"
 #include "resolve.h"
 #include "vit.h"
-#include "vit_config.h"
+#include "vit_fixture.h"
 
 /* m = the tiny model with overrides sets; returns its config (for vit_save_config). */
 static vt_config model_of(vt_vit *m, const char *sets, uint64_t seed) {

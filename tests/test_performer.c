@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "config_overrides.h"
 #include "gradcheck.h"
 #include "harness.h"
 #include "kernels.h"
@@ -31,7 +32,7 @@
 #include "test_runtime.h"
 #include "train.h"
 #include "vit.h"
-#include "vit_config.h"
+#include "vit_fixture.h"
 
 static vt_arena arena;
 static vt_tape tape;
@@ -323,18 +324,7 @@ static const char *TINY =
     " \"log_every\": 1, \"label_smoothing\": 0}}";
 
 /* TINY with ';'-separated overrides. */
-static vt_config tiny_cfg(const char *sets) {
-    vt_config c;
-    int ok = vt_resolve_json(&c, TINY, "test_performer") == VT_OK;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", sets ? sets : "");
-    for (char *tok = strtok(buf, ";"); ok && tok; tok = strtok(NULL, ";")) ok = vt_config_set(&c, tok) == VT_OK;
-    if (!ok || vt_resolve(&c) != VT_OK) {
-        fprintf(stderr, "config: %s\n", vt_last_error());
-        abort();
-    }
-    return c;
-}
+static vt_config tiny_cfg(const char *sets) { return config_with_sets(TINY, sets ? sets : ""); }
 
 static void test_redraw_hook(void) {
     vt_config c = tiny_cfg("performer.redraw_every=3");

@@ -32,7 +32,7 @@
 #include "rng.h"
 #include "tape_fixture.h"
 #include "vit.h"
-#include "vit_config.h"
+#include "vit_fixture.h"
 
 /* ---------------------------------------------------------------- the reference table */
 

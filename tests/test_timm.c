@@ -25,7 +25,7 @@
 #include "tape.h"
 #include "tensor.h"
 #include "vit.h"
-#include "vit_config.h"
+#include "vit_fixture.h"
 
 #define DIR "tests/fixtures/timm/"
 #define ATOL 2e-5
@@ -45,22 +45,6 @@ static int close_all(const float *a, const float *b, int64_t n, double *maxd) {
     return ok;
 }
 
-static float *forward(vt_vit *m, const vt_st_tensor *images) {
-    vt_arena arena;
-    vt_arena_init(&arena, 1 << 20);
-    vt_tape t;
-    vt_tape_init(&t, &arena);
-    t.grad_enabled = 0;
-    t.training = 0;
-    vt_tensor *x = vt_tensor_wrap(&arena, images->data, 4, images->shape);
-    vt_tensor *y = vt_vit_forward(m, &t, x);
-    float *out = malloc((size_t)y->size * sizeof(float));
-    memcpy(out, y->data, (size_t)y->size * sizeof(float));
-    vt_tape_free(&t);
-    vt_arena_free(&arena);
-    return out;
-}
-
 /* Logits of m against every output.logits_S of ref; returns the max |diff| seen. */
 static double compare_sizes(const char *name, vt_vit *m, const vt_safetensors *ref, int expect_equal) {
     double worst = 0;
@@ -74,7 +58,7 @@ static double compare_sizes(const char *name, vt_vit *m, const vt_safetensors *r
         const vt_st_tensor *img = vt_st_find(ref, iname);
         CHECK(img && img->ndim == 4 && img->shape[3] == S, "%s: %s present", name, iname);
         if (!img) continue;
-        float *got = forward(m, img);
+        float *got = vit_infer(m, img->data, img->shape, NULL);
         double d;
         int ok = close_all(got, want->data, want->size, &d);
         double scale = 0;

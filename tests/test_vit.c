@@ -20,7 +20,7 @@
 #include "pe/pe.h"
 #include "resolve.h"
 #include "vit.h"
-#include "vit_config.h"
+#include "vit_fixture.h"
 
 static vt_arena arena;
 

@@ -28,7 +28,7 @@
 #include "kernels.h"
 #include "pe/pe.h"
 #include "vit.h"
-#include "vit_config.h"
+#include "vit_fixture.h"
 #include "weights.h"
 
 static char dir[64];

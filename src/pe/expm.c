@@ -61,22 +61,10 @@ static int ps_block(int m, double *coef) {
     return p;
 }
 
-/* T (+)= coef[base] I + sum_{i=1}^{cnt} coef[base + i] Pw[i]  (Pw[i] = X^i, i >= 1). */
-static void add_chunk(double *T, double *const *Pw, const double *coef, int base, int cnt, int n,
+/* L (+)= sum_{i=1}^{cnt} coef[base + i] Lw[i]: a chunk's terms without the identity (Lw[i]
+ * = X^i), or the derivative part of a chunk (Lw[i] = L_i). */
+static void add_terms(double *L, double *const *Lw, const double *coef, int base, int cnt, int n,
                       int acc) {
-    size_t nn = (size_t)n * n;
-    if (!acc) memset(T, 0, nn * sizeof(double));
-    for (int i = 0; i < n; i++) T[(size_t)i * n + i] += coef[base];
-    for (int i = 1; i <= cnt; i++) {
-        double c = coef[base + i];
-        const double *P = Pw[i];
-        for (size_t e = 0; e < nn; e++) T[e] += c * P[e];
-    }
-}
-
-/* L (+)= sum_{i=1}^{cnt} coef[base + i] Lw[i]  (the derivative part of the same chunk). */
-static void add_dchunk(double *L, double *const *Lw, const double *coef, int base, int cnt, int n,
-                       int acc) {
     size_t nn = (size_t)n * n;
     if (!acc) memset(L, 0, nn * sizeof(double));
     for (int i = 1; i <= cnt; i++) {
@@ -84,6 +72,20 @@ static void add_dchunk(double *L, double *const *Lw, const double *coef, int bas
         const double *P = Lw[i];
         for (size_t e = 0; e < nn; e++) L[e] += c * P[e];
     }
+}
+
+/* T (+)= coef[base] I + sum_{i=1}^{cnt} coef[base + i] Pw[i]  (Pw[i] = X^i, i >= 1). */
+static void add_chunk(double *T, double *const *Pw, const double *coef, int base, int cnt, int n,
+                      int acc) {
+    if (!acc) memset(T, 0, (size_t)n * n * sizeof(double));
+    for (int i = 0; i < n; i++) T[(size_t)i * n + i] += coef[base];
+    add_terms(T, Pw, coef, base, cnt, n, 1);
+}
+
+static void swap(double **a, double **b) {
+    double *t = *a;
+    *a = *b;
+    *b = t;
 }
 
 size_t vt_expm_work_doubles(int n) { return (EXPM_MAX_P + 2) * (size_t)n * n; }
@@ -104,16 +106,12 @@ void vt_expm(const double *A, int n, double *E, double *work) {
     add_chunk(T, Pw, coef, q * p, m - q * p, n, 0);
     for (int j = q - 1; j >= 0; j--) {
         vt_k.matmul_f64(n, T, Pw[p], tmp, 0);
-        double *sw = T;
-        T = tmp;
-        tmp = sw;
+        swap(&T, &tmp);
         add_chunk(T, Pw, coef, j * p, p - 1, n, 1);
     }
     for (int i = 0; i < s; i++) {
         vt_k.matmul_f64(n, T, T, tmp, 0);
-        double *sw = T;
-        T = tmp;
-        tmp = sw;
+        swap(&T, &tmp);
     }
     memcpy(E, T, nn * sizeof(double));
 }
@@ -145,31 +143,23 @@ void vt_expm_frechet(const double *A, const double *Edir, int n, double *Lout, d
     }
     /* Paterson-Stockmeyer on the block matrix: (T, L) <- (T X^p, T L_p + L X^p) + chunk. */
     add_chunk(T, Pw, coef, q * p, m - q * p, n, 0);
-    add_dchunk(Ls, Lw, coef, q * p, m - q * p, n, 0);
+    add_terms(Ls, Lw, coef, q * p, m - q * p, n, 0);
     for (int j = q - 1; j >= 0; j--) {
         vt_k.matmul_f64(n, T, Lw[p], t1, 0);
         vt_k.matmul_f64(n, Ls, Pw[p], t1, 1);
         vt_k.matmul_f64(n, T, Pw[p], t2, 0);
-        double *sw = T;
-        T = t2;
-        t2 = sw;
-        sw = Ls;
-        Ls = t1;
-        t1 = sw;
+        swap(&T, &t2);
+        swap(&Ls, &t1);
         add_chunk(T, Pw, coef, j * p, p - 1, n, 1);
-        add_dchunk(Ls, Lw, coef, j * p, p - 1, n, 1);
+        add_terms(Ls, Lw, coef, j * p, p - 1, n, 1);
     }
     /* exp(2M) = exp(M)^2: (T, L) -> (T T, T L + L T). */
     for (int i = 0; i < s; i++) {
         vt_k.matmul_f64(n, T, Ls, t1, 0);
         vt_k.matmul_f64(n, Ls, T, t1, 1);
         vt_k.matmul_f64(n, T, T, t2, 0);
-        double *sw = T;
-        T = t2;
-        t2 = sw;
-        sw = Ls;
-        Ls = t1;
-        t1 = sw;
+        swap(&T, &t2);
+        swap(&Ls, &t1);
     }
     memcpy(Lout, Ls, nn * sizeof(double));
     if (expA) memcpy(expA, T, nn * sizeof(double));

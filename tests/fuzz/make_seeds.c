@@ -23,7 +23,7 @@
 #include "resolve.h"
 #include "train_state.h"
 #include "vit.h"
-#include "vit_config.h"
+#include "vit_fixture.h"
 
 static char root[512];
 
