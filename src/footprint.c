@@ -52,7 +52,8 @@ vt_status vt_footprint_estimate(const vt_config *cfg, double baseline, vt_footpr
     if (st != VT_OK) return st;
     const int S = cfg->model.img_size;
     const double B = cfg->train.batch_size;
-    double Be = cfg->eval.batch_size > 0 ? cfg->eval.batch_size : cfg->train.batch_size;
+    double Be = cfg->eval.batch_size; /* resolved: train.batch_size unless given */
+    VT_ASSERT(Be > 0, "eval.batch_size %g (not resolved?)", Be);
     const double K = m.num_classes, C = m.in_chans, D = m.D, Dh = m.mlp_hidden;
     const double N = 1.0 + (double)(S / m.P) * (S / m.P), P = (double)m.n_params;
     const double fl = sizeof(float);

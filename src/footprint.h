@@ -35,7 +35,7 @@ typedef struct {
     double resume_peak;  /* bytes at the peak of loading a checkpoint pair on --resume */
 } vt_footprint;
 
-/* The estimate for cfg (validated) with the process's own baseline bytes. Errors: the
+/* The estimate for cfg (resolved) with the process's own baseline bytes. Errors: the
  * model's config checks (vt_vit_plan). */
 vt_status vt_footprint_estimate(const vt_config *cfg, double baseline, vt_footprint *out);
 

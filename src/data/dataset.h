@@ -105,6 +105,9 @@ typedef struct {
                             are train_transform simple and eval_transform resize (crop
                             with an explicit data.crop_pct); otherwise rrc and crop */
     int needs_root;      /* reads data.root (resolve: it must not be empty) */
+    int native_side;     /* every sample's side before the transforms when the format fixes
+                            it (CIFAR: 32), else 0 (taken as model.img_size's by the
+                            loader's memory estimate) */
     /* The classes it defines, known from the data section alone (model.num_classes'
      * default and rule), or NULL when only the files tell. */
     int (*classes)(const vt_data_config *d);

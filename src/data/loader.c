@@ -804,8 +804,8 @@ int64_t vt_loader_memory_estimate(const vt_data_spec *spec, vt_split split, int 
     int64_t bytes = VT_LOADER_DEPTH * (img + (int64_t)batch_size *
                     ((soft ? K * (int64_t)sizeof(float) : 0) + (int64_t)(sizeof(int64_t) + sizeof(int))));
     /* per worker: the decoded sample, its float copy, the working and augmentation images
-     * and the resampling scratch, for a native size taken as the output's (CIFAR: 32) */
-    int64_t side = d->kind == VT_DATA_CIFAR10 || d->kind == VT_DATA_CIFAR100 ? 32 : S;
+     * and the resampling scratch, for the format's native side (else the output's) */
+    int64_t side = kind->native_side > 0 ? kind->native_side : S;
     int64_t native = side * side * C, square = S * S * C, big = native > square ? native : square;
     int64_t per_worker = native * (1 + (int64_t)sizeof(float)) + 2 * big +
                          2 * S * (side > S ? side : S) * C * (int64_t)sizeof(float);

@@ -152,7 +152,7 @@ static vt_status cayley_check(const vt_pe_config *pe, int hd, const char *src) {
     vt_status st = vt_rot_check_pairs(pe, hd, src);
     if (st) return st;
     return pe->inner == VT_INNER_MIXED ? vt_rot_check_mixed_init(pe, hd, src)
-                                       : vt_rot_check_axial(pe, hd, src);
+                                       : vt_rot_check_axial(pe, hd, " (pe.inner = axial)", src);
 }
 
 static void cayley_create(vt_pe *pe) {

@@ -23,7 +23,7 @@ static void axial_resolve(const vt_pe_config *pe, int hd, vt_pe_config *def) {
 
 static vt_status axial_check(const vt_pe_config *pe, int hd, const char *src) {
     vt_status st = vt_rot_check_pairs(pe, hd, src);
-    return st ? st : vt_rot_check_axial(pe, hd, src);
+    return st ? st : vt_rot_check_axial(pe, hd, "", src);
 }
 
 static void axial_create(vt_pe *pe) {

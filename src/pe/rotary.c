@@ -422,12 +422,11 @@ vt_status vt_rot_check_pairs(const vt_pe_config *pe, int hd, const char *src) {
     return VT_OK;
 }
 
-vt_status vt_rot_check_axial(const vt_pe_config *pe, int hd, const char *src) {
+vt_status vt_rot_check_axial(const vt_pe_config *pe, int hd, const char *variant, const char *src) {
     if (hd < 2 * pe->coord_dim)
         return vt_fail(VT_ERR_USAGE, "%s: pe.kind = %s%s with pe.coord_dim = %d needs a head dim >= %d "
-                       "(one pair per axis); found %d", src, vt_pe_kind_name(pe->kind),
-                       pe->kind == VT_PE_CAYLEY ? " (pe.inner = axial)" : "", pe->coord_dim,
-                       2 * pe->coord_dim, hd);
+                       "(one pair per axis); found %d", src, vt_pe_kind_name(pe->kind), variant,
+                       pe->coord_dim, 2 * pe->coord_dim, hd);
     return VT_OK;
 }
 

@@ -148,8 +148,9 @@ vt_tensor *vt_op_cayley(vt_tape *t, vt_tensor *u);
 /* Every rotary kind: an even head dim (it rotates channel pairs). */
 vt_status vt_rot_check_pairs(const vt_pe_config *pe, int hd, const char *src);
 /* Frequencies from RoPE-Axial (rope_axial, cayley with inner = axial): a head dim of at
- * least 2 * pe.coord_dim (one pair per axis). */
-vt_status vt_rot_check_axial(const vt_pe_config *pe, int hd, const char *src);
+ * least 2 * pe.coord_dim (one pair per axis). variant follows the kind's name in the
+ * message ("" or e.g. " (pe.inner = axial)"). */
+vt_status vt_rot_check_axial(const vt_pe_config *pe, int hd, const char *variant, const char *src);
 /* Frequencies from RoPE-Mixed's init (rope_mixed, cayley with inner = mixed, circulant
  * with init = rope_mixed): a head dim >= 4, divisible by 4 when pe.coord_dim = 2. */
 vt_status vt_rot_check_mixed_init(const vt_pe_config *pe, int hd, const char *src);
