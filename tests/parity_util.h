@@ -8,7 +8,7 @@
  * tape recording gradients), parity_forward_backward (forward + cross-entropy + backward
  * on the fixture batch), parity_check_outputs (output.logits shape and values,
  * output.loss) and parity_main (kernel dispatch, then one check per fixture file under
- * VT_FIXTURE_DIR, default tests/fixtures). Every comparison counts as harness checks in
+ * VT_FIXTURE_DIR, default tests/fixtures, then the caller's closing checks). Every comparison counts as harness checks in
  * the calling binary.
  */
 #ifndef VT_TEST_PARITY_UTIL_H
@@ -115,7 +115,7 @@ static void parity_check_outputs(const char *path, const vt_tensor *logits, floa
 /* Initialise the kernels, then run check(path) for each "<dir>/<prefix><name>.safetensors"
  * (dir from VT_FIXTURE_DIR, default tests/fixtures); returns the binary's exit status. */
 static int parity_main(const char *prefix, const char *const *names, size_t n,
-                       void (*check)(const char *path)) {
+                       void (*check)(const char *path), void (*after)(void)) {
     char err[256];
     if (vt_kernels_init(err, sizeof err)) {
         fprintf(stderr, "kernels: %s\n", err);
@@ -128,6 +128,7 @@ static int parity_main(const char *prefix, const char *const *names, size_t n,
         snprintf(path, sizeof path, "%s/%s%s.safetensors", dir, prefix, names[i]);
         check(path);
     }
+    if (after) after();
     return test_summary();
 }
 

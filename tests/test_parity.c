@@ -158,5 +158,5 @@ static void check_fixture(const char *path) {
 
 int main(void) {
     static const char *const files[2] = {"vit_tiny", "vit_tiny_avg"};
-    return parity_main("", files, 2, check_fixture);
+    return parity_main("", files, 2, check_fixture, NULL);
 }

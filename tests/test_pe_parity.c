@@ -77,11 +77,15 @@ static int load_params(vt_vit *m, const vt_safetensors *st, const char *path) {
     return ok && n_fixture_params == m->n_p;
 }
 
+/* Kinds some fixture's config has. */
+static int kind_seen[VT_PE_KIND_COUNT];
+
 static void check_fixture(const char *path) {
     vt_safetensors st;
     vt_config cfg;
     vt_vit m;
     if (!parity_open(path, &st, &cfg, &m)) return;
+    kind_seen[cfg.pe.kind] = 1;
 
     const vt_st_tensor *images = vt_st_find(&st, "input.images");
     const vt_st_tensor *labels_f = vt_st_find(&st, "input.labels");
@@ -141,6 +145,15 @@ static void check_fixture(const char *path) {
     vt_st_free(&st);
 }
 
+/* Every kind of the registry has a fixture, so a kind added without one fails here; none
+ * adds nothing to the model (test_parity's vit_tiny fixtures check the rest of it). */
+static void check_kinds_covered(void) {
+    for (int k = 0; k < VT_PE_KIND_COUNT; k++)
+        CHECK(kind_seen[k] || k == VT_PE_NONE, "pe.kind %s has no parity fixture (scripts/make_fixtures.py)",
+              vt_pe_kind_name((vt_pe_kind)k));
+}
+
 int main(void) {
-    return parity_main("vit_pe_", fixtures, sizeof fixtures / sizeof fixtures[0], check_fixture);
+    return parity_main("vit_pe_", fixtures, sizeof fixtures / sizeof fixtures[0], check_fixture,
+                       check_kinds_covered);
 }
