@@ -93,8 +93,9 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images);
 double vt_vit_flops(const vt_vit *m, int S);
 /* Training memory per image at image size S, in floats (analytic, vit.c): the step's
  * arena (activations kept for backward and the gradients outside grad scopes; returned)
- * and its grad region (*region_floats). bf16: the step runs with train.precision = bf16
- * (attention keeps its probabilities in other cases). For `vitrain info`. */
+ * and its grad region (*region_floats). bf16: the step runs with train.precision = bf16,
+ * which decides whether attention keeps its probabilities (vt_attention_keep_probs). For
+ * `vitrain info`. */
 double vt_vit_activation_floats(const vt_vit *m, int S, int bf16, double *region_floats);
 /* Evaluation memory per image at image size S, in floats (analytic, vit.c): what a
  * forward without gradients holds at its peak. For `vitrain info`. */
