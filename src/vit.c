@@ -466,6 +466,7 @@ vt_param *vt_vit_find(vt_vit *m, const char *name) {
 void vt_vit_zero_grad(vt_vit *m) { memset(m->grads, 0, (size_t)m->n_params * sizeof(float)); }
 
 vt_status vt_vit_save(const vt_vit *m, const char *path, const char *config_json) {
+    VT_ASSERT(config_json != NULL, "vt_vit_save: no config JSON for %s", path);
     int n = m->n_p + (m->performer_w ? 1 : 0);
     vt_st_tensor *ts = vt_xcalloc((size_t)n, sizeof *ts);
     for (int i = 0; i < m->n_p; i++) {
@@ -486,7 +487,7 @@ vt_status vt_vit_save(const vt_vit *m, const char *path, const char *config_json
     }
     const char *keys[1] = {"config"};
     const char *vals[1] = {config_json};
-    vt_status st = vt_st_write(path, ts, n, keys, vals, config_json ? 1 : 0);
+    vt_status st = vt_st_write(path, ts, n, keys, vals, 1);
     free(ts);
     return st;
 }

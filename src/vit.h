@@ -114,8 +114,8 @@ void vt_vit_zero_grad(vt_vit *m);
 
 /* Checkpoint: every parameter under its name as float32 safetensors (and the Performer
  * features as "pe.performer_w"), with __metadata__["config"] = config_json, the resolved
- * config's JSON (vt_config_to_json) from the caller that owns the config; NULL writes no
- * "config" entry. Atomic (tmp + rename). */
+ * config's JSON (vt_config_to_json) from the caller that owns the config (not NULL).
+ * Atomic (tmp + rename). */
 vt_status vt_vit_save(const vt_vit *m, const char *path, const char *config_json);
 /* Load weights into an initialised model: every model tensor must be present with the
  * right shape (a learned pos_embed on another grid is resampled bicubic); unknown
