@@ -1,7 +1,9 @@
 /* avx2/gelu.c - AVX2 exact (erf) GELU forward, backward and both in one pass
  * (contracts in ../entries.def), on vt256_erf (|err| <= 5.9e-8 absolute, the interval
  * table of ../erf_table.h) and vt256_exp (relative error <= 1.2e-7).
- * Forward abs error <= 0.5 |x| 2e-7 + rounding; backward likewise per unit dy. */
+ * Forward abs error <= 0.5 |x| 2e-7 + rounding; backward likewise per unit dy.
+ * The passes over large arrays prefetch ahead of their streams (../prefetch.h). */
+#include "../prefetch.h"
 #include "avx2.h"
 
 /* The shared pieces (forward, backward and the fused entry give bitwise the same values):
@@ -22,6 +24,8 @@ static inline __m256 gelu_deriv(__m256 v, __m256 e) {
 void vt_avx2_gelu_fwd(const float *x, float *y, size_t n) {
     for (size_t i = 0; i < n; i += 8) {
         size_t k = n - i;
+        vt_prefetch_ahead(x + i);
+        vt_prefetch_ahead(y + i);
         __m256 v = vt256_load(k, x + i);
         vt256_store(k, y + i, gelu_value(v, gelu_erf(v)));
     }
@@ -30,6 +34,9 @@ void vt_avx2_gelu_fwd(const float *x, float *y, size_t n) {
 void vt_avx2_gelu_bwd(const float *x, const float *dy, float *dx, size_t n) {
     for (size_t i = 0; i < n; i += 8) {
         size_t k = n - i;
+        vt_prefetch_ahead(x + i);
+        vt_prefetch_ahead(dy + i);
+        vt_prefetch_ahead(dx + i);
         __m256 v = vt256_load(k, x + i);
         __m256 d = gelu_deriv(v, gelu_erf(v));
         vt256_store(k, dx + i, _mm256_fmadd_ps(vt256_load(k, dy + i), d, vt256_load(k, dx + i)));
@@ -39,6 +46,9 @@ void vt_avx2_gelu_bwd(const float *x, const float *dy, float *dx, size_t n) {
 void vt_avx2_gelu_bwd_fwd(const float *x, float *g, float *dx, size_t n, int add) {
     for (size_t i = 0; i < n; i += 8) {
         size_t k = n - i;
+        vt_prefetch_ahead(x + i);
+        vt_prefetch_ahead(g + i);
+        vt_prefetch_ahead(dx + i);
         __m256 v = vt256_load(k, x + i), e = gelu_erf(v);
         __m256 d = gelu_deriv(v, e), gv = vt256_load(k, g + i);
         vt256_store(k, dx + i, add ? _mm256_fmadd_ps(gv, d, vt256_load(k, dx + i)) : _mm256_mul_ps(gv, d));

@@ -2,9 +2,11 @@
  * in ../entries.def). The forward mean is accumulated in double lanes, so with a large
  * common offset (|mean| >> std) it is correctly rounded to float (the scalar
  * reference's sequential float sum is not: tests compare both with a double-precision
- * LayerNorm there); the variance and the backward row sums use 8 float lanes. */
+ * LayerNorm there); the variance and the backward row sums use 8 float lanes.
+ * The passes over large arrays prefetch ahead of their streams (../prefetch.h). */
 #include <math.h>
 
+#include "../prefetch.h"
 #include "avx2.h"
 
 void vt_avx2_layernorm_fwd(const float *x, const float *g, const float *b, float *y,
@@ -14,6 +16,8 @@ void vt_avx2_layernorm_fwd(const float *x, const float *g, const float *b, float
         float *yr = y + (size_t)r * D;
         __m256d m0 = _mm256_setzero_pd(), m1 = _mm256_setzero_pd();
         for (int i = 0; i < D; i += 8) {
+            vt_prefetch_ahead(xr + i);
+            vt_prefetch_ahead(yr + i);
             __m256 v = vt256_load((size_t)(D - i), xr + i);
             m0 = _mm256_add_pd(m0, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
             m1 = _mm256_add_pd(m1, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
@@ -58,6 +62,9 @@ void vt_avx2_layernorm_bwd(const float *dy, const float *x, const float *g,
         __m256 sa = _mm256_setzero_ps(), sb = _mm256_setzero_ps();
         for (int i = 0; i < D; i += 8) {
             size_t k = (size_t)(D - i);
+            vt_prefetch_ahead(dyr + i);
+            vt_prefetch_ahead(xr + i);
+            vt_prefetch_ahead(dxr + i);
             __m256 vdy = vt256_load(k, dyr + i);
             __m256 xh = _mm256_and_ps(_mm256_mul_ps(_mm256_sub_ps(vt256_load(k, xr + i), vm), vr),
                                       _mm256_castsi256_ps(vt256_tail(k)));

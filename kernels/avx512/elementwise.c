@@ -3,15 +3,20 @@
  * sum/dot accumulate in double lanes (each float widened, products formed exactly in
  * double): |err| <= n 2^-53 sum|terms|, the scalar reference's bound up to ordering.
  * AdamW evaluates the scalar expression in the same order with the same IEEE ops
- * (no FMA contraction), so it matches the reference to rounding of sqrt/div (exact). */
+ * (no FMA contraction), so it matches the reference to rounding of sqrt/div (exact).
+ * The passes over large arrays prefetch ahead of their streams (../prefetch.h). */
 #include <math.h>
 #include <stdint.h>
 
+#include "../prefetch.h"
 #include "avx512.h"
 
 void vt_avx512_add(const float *a, const float *b, float *y, size_t n) {
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = vt512_tail(n - i);
+        vt_prefetch_ahead(a + i);
+        vt_prefetch_ahead(b + i);
+        vt_prefetch_ahead(y + i);
         _mm512_mask_storeu_ps(y + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, a + i),
                                                       _mm512_maskz_loadu_ps(k, b + i)));
     }
@@ -21,6 +26,7 @@ void vt_avx512_scale(float *x, float s, size_t n) {
     __m512 vs = _mm512_set1_ps(s);
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = vt512_tail(n - i);
+        vt_prefetch_ahead(x + i);
         _mm512_mask_storeu_ps(x + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), vs));
     }
 }
@@ -41,7 +47,10 @@ void vt_avx512_copy_stream(const float *x, float *y, size_t n) {
     __mmask16 kh = vt512_tail(head);
     _mm512_mask_storeu_ps(y, kh, _mm512_maskz_loadu_ps(kh, x));
     size_t i = head;
-    for (; i + 16 <= n; i += 16) _mm512_stream_ps(y + i, _mm512_loadu_ps(x + i));
+    for (; i + 16 <= n; i += 16) {
+        vt_prefetch_ahead(x + i);
+        _mm512_stream_ps(y + i, _mm512_loadu_ps(x + i));
+    }
     _mm_sfence(); /* streaming stores are weakly ordered: visible before anything after */
     __mmask16 kt = vt512_tail(n - i);
     _mm512_mask_storeu_ps(y + i, kt, _mm512_maskz_loadu_ps(kt, x + i));
@@ -51,6 +60,8 @@ void vt_avx512_axpy(float a, const float *x, float *y, size_t n) {
     __m512 va = _mm512_set1_ps(a);
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = vt512_tail(n - i);
+        vt_prefetch_ahead(x + i);
+        vt_prefetch_ahead(y + i);
         __m512 p = _mm512_mul_ps(va, _mm512_maskz_loadu_ps(k, x + i));
         _mm512_mask_storeu_ps(y + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, y + i), p));
     }
@@ -59,6 +70,7 @@ void vt_avx512_axpy(float a, const float *x, float *y, size_t n) {
 double vt_avx512_sum(const float *x, size_t n) {
     __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
     for (size_t i = 0; i < n; i += 16) {
+        vt_prefetch_ahead(x + i);
         __m512 v = _mm512_maskz_loadu_ps(vt512_tail(n - i), x + i);
         s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
         s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
@@ -70,6 +82,8 @@ double vt_avx512_dot(const float *x, const float *y, size_t n) {
     __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = vt512_tail(n - i);
+        vt_prefetch_ahead(x + i);
+        if (y != x) vt_prefetch_ahead(y + i);
         __m512 a = _mm512_maskz_loadu_ps(k, x + i), b = _mm512_maskz_loadu_ps(k, y + i);
         s0 = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
                              _mm512_cvtps_pd(_mm512_castps512_ps256(b)), s0);
@@ -96,6 +110,10 @@ void vt_avx512_adamw(float *p, const float *g, float *m, float *v, size_t n,
                  vbc2 = _mm512_set1_ps(bc2), veps = _mm512_set1_ps(eps), vlr = _mm512_set1_ps(lr);
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = vt512_tail(n - i);
+        vt_prefetch_ahead(p + i);
+        vt_prefetch_ahead(g + i);
+        vt_prefetch_ahead(m + i);
+        vt_prefetch_ahead(v + i);
         __m512 pp = _mm512_maskz_loadu_ps(k, p + i), gg = _mm512_maskz_loadu_ps(k, g + i);
         __m512 mm = _mm512_maskz_loadu_ps(k, m + i), vv = _mm512_maskz_loadu_ps(k, v + i);
         pp = _mm512_sub_ps(pp, _mm512_mul_ps(vlrwd, pp));

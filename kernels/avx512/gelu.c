@@ -1,7 +1,9 @@
 /* avx512/gelu.c - AVX-512 exact (erf) GELU forward, backward and both in one pass
  * (contracts in ../entries.def), on vt512_erf (|err| <= 5.9e-8 absolute, the interval
  * table of ../erf_table.h) and vt512_exp (relative error <= 1.2e-7).
- * Forward abs error <= 0.5 |x| 2e-7 + rounding; backward likewise per unit dy. */
+ * Forward abs error <= 0.5 |x| 2e-7 + rounding; backward likewise per unit dy.
+ * The passes over large arrays prefetch ahead of their streams (../prefetch.h). */
+#include "../prefetch.h"
 #include "avx512.h"
 
 /* The shared pieces (forward, backward and the fused entry give bitwise the same values):
@@ -22,6 +24,8 @@ static inline __m512 gelu_deriv(__m512 v, __m512 e) {
 void vt_avx512_gelu_fwd(const float *x, float *y, size_t n) {
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = vt512_tail(n - i);
+        vt_prefetch_ahead(x + i);
+        vt_prefetch_ahead(y + i);
         __m512 v = _mm512_maskz_loadu_ps(k, x + i);
         _mm512_mask_storeu_ps(y + i, k, gelu_value(v, gelu_erf(v)));
     }
@@ -30,6 +34,9 @@ void vt_avx512_gelu_fwd(const float *x, float *y, size_t n) {
 void vt_avx512_gelu_bwd(const float *x, const float *dy, float *dx, size_t n) {
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = vt512_tail(n - i);
+        vt_prefetch_ahead(x + i);
+        vt_prefetch_ahead(dy + i);
+        vt_prefetch_ahead(dx + i);
         __m512 v = _mm512_maskz_loadu_ps(k, x + i);
         __m512 d = gelu_deriv(v, gelu_erf(v));
         __m512 dxv = _mm512_maskz_loadu_ps(k, dx + i);
@@ -40,6 +47,9 @@ void vt_avx512_gelu_bwd(const float *x, const float *dy, float *dx, size_t n) {
 void vt_avx512_gelu_bwd_fwd(const float *x, float *g, float *dx, size_t n, int add) {
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 k = vt512_tail(n - i);
+        vt_prefetch_ahead(x + i);
+        vt_prefetch_ahead(g + i);
+        vt_prefetch_ahead(dx + i);
         __m512 v = _mm512_maskz_loadu_ps(k, x + i), e = gelu_erf(v);
         __m512 d = gelu_deriv(v, e), gv = _mm512_maskz_loadu_ps(k, g + i);
         _mm512_mask_storeu_ps(dx + i, k,

@@ -2,9 +2,11 @@
  * (contracts in ../entries.def). The forward mean is accumulated in double lanes, so with a
  * large common offset (|mean| >> std) it is correctly rounded to float (the scalar
  * reference's sequential float sum is not: tests compare both with a double-precision
- * LayerNorm there); the variance and the backward row sums use 16 float lanes. */
+ * LayerNorm there); the variance and the backward row sums use 16 float lanes.
+ * The passes over large arrays prefetch ahead of their streams (../prefetch.h). */
 #include <math.h>
 
+#include "../prefetch.h"
 #include "avx512.h"
 
 static inline __m512 ld(__mmask16 k, const float *p) { return _mm512_maskz_loadu_ps(k, p); }
@@ -17,6 +19,8 @@ void vt_avx512_layernorm_fwd(const float *x, const float *g, const float *b, flo
         __m512d m0 = _mm512_setzero_pd(), m1 = _mm512_setzero_pd();
         int i;
         for (i = 0; i < D; i += 16) {
+            vt_prefetch_ahead(xr + i);
+            vt_prefetch_ahead(yr + i);
             __m512 v = ld(vt512_tail((size_t)(D - i)), xr + i);
             m0 = _mm512_add_pd(m0, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
             m1 = _mm512_add_pd(m1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
@@ -58,6 +62,9 @@ void vt_avx512_layernorm_bwd(const float *dy, const float *x, const float *g,
         __m512 sa = _mm512_setzero_ps(), sb = _mm512_setzero_ps();
         for (int i = 0; i < D; i += 16) {
             __mmask16 k = vt512_tail((size_t)(D - i));
+            vt_prefetch_ahead(dyr + i);
+            vt_prefetch_ahead(xr + i);
+            vt_prefetch_ahead(dxr + i);
             __m512 vdy = ld(k, dyr + i);
             __m512 xh = _mm512_mul_ps(_mm512_sub_ps(ld(k, xr + i), vm), vr);
             __m512 dxh = _mm512_mul_ps(vdy, ld(k, g + i));
