@@ -10,11 +10,14 @@
  * Both updates are elementwise, so splitting parameters over OpenMP threads does not
  * change any result. A parameter with a bf16 copy (train.precision = bf16, precision.h)
  * has it rounded again right after its update, while it is in cache: once per step.
+ * Clipping: each parameter's sum of squares on some thread (vt_k.dot), added in parameter
+ * order, so the norm is the same for any thread count; the scale is elementwise.
  * Does not own the moments' checkpointing (train.c saves o->m, o->v).
  */
 #include "optim.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -93,13 +96,24 @@ double vt_lr_at(const vt_optim_config *cfg, int64_t s, int64_t T, int64_t W) {
     return cfg->min_lr + (cfg->lr - cfg->min_lr) * 0.5 * (1.0 + cos(M_PI * frac));
 }
 
+#define CLIP_CHUNK 65536 /* floats per work item of the clipping scale */
+
 double vt_clip_grad_norm(vt_vit *m, double max_norm) {
-    double sq = 0.0;
-    for (int i = 0; i < m->n_p; i++) sq += vt_k.dot(m->p[i].t.grad, m->p[i].t.grad, (size_t)m->p[i].t.size);
-    double norm = sqrt(sq);
+    double *sq = vt_xmalloc((size_t)m->n_p * sizeof *sq);
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (int i = 0; i < m->n_p; i++) sq[i] = vt_k.dot(m->p[i].t.grad, m->p[i].t.grad, (size_t)m->p[i].t.size);
+    double sum = 0.0;
+    for (int i = 0; i < m->n_p; i++) sum += sq[i];
+    free(sq);
+    double norm = sqrt(sum);
     if (max_norm > 0 && norm > max_norm) {
         float coef = (float)(max_norm / (norm + 1e-6));
-        vt_k.scale(m->grads, coef, (size_t)m->n_params);
+        int64_t n = m->n_params, nc = (n + CLIP_CHUNK - 1) / CLIP_CHUNK;
+        #pragma omp parallel for schedule(static)
+        for (int64_t c = 0; c < nc; c++) {
+            int64_t s = c * CLIP_CHUNK, len = s + CLIP_CHUNK < n ? CLIP_CHUNK : n - s;
+            vt_k.scale(m->grads + s, coef, (size_t)len);
+        }
     }
     return norm;
 }
