@@ -1,8 +1,9 @@
 /* gemm_context.c - the GEMMs' per-CPU blocking contexts (as BLIS's per-CPU contexts):
  * the table keyed by CPUID vendor, family and model, the pick for the running CPU, the
  * VT_GEMM_CONTEXT overrides and the rules every context keeps. It owns the blocking
- * values and their rationale (one line each; measurements and dead ends: TUNING.md);
- * the register tiles are gemm_tiles.h's, the loops gemm_driver.h's and the level files'.
+ * values and their rationale (one line each; measurements and dead ends: TUNING.md),
+ * the fp32 register tile among them (mr x nr: which of the shapes gemm_tiles.h lists
+ * runs); the loops are gemm_driver.h's and the level files'.
  * Built for baseline x86-64 (it runs before any level is chosen); kernels/dispatch.c
  * calls it from vt_kernels_init. */
 #include <cpuid.h>
@@ -19,6 +20,7 @@
 /* The values the fp32 and bf16 kernels were tuned with on Zen 4 (1 MB L2, 32 KB L1d). */
 #define ZEN4_AVX512                                                                                  \
     {                                                                                                \
+        .mr = 14, .nr = 32,    /* 28 accumulators; ~97% of the FMA peak in cache on Zen 4 */        \
         .kc = 384,             /* ta = 0: longer K blocks, fewer passes over C */                   \
         .kc_t = 256,           /* ta = 1: the transposed A packs best in 256-step blocks */         \
         .mc = 280,             /* 280 x 384 packed A (420 KB) + the next block's source in L2 */    \
@@ -29,6 +31,7 @@
     }
 #define ZEN4_AVX2                                                                                    \
     {                                                                                                \
+        .mr = 6, .nr = 16,    /* the avx2 kernel's only shape: 12 ymm accumulators */               \
         .kc = 256,            /* a 256 x 16 B micro-panel (16 KB) stays in a 32 KB L1 */            \
         .kc_t = 256,          /* (the same for ta = 1) */                                           \
         .mc = 192,            /* 192 x 256 packed A (192 KB) in L2; ViT-Ti's 192 rows one block */  \
@@ -62,7 +65,7 @@ static const vt_gemm_context contexts[] = {
     /* Zen 3: AVX2 only (the avx2 fields); its 512 KB L2 holds the default's blocks but
      * for the one-pass order, halved to 192 KB of packed A + 256 KB of packed B. */
     {.name = "zen3",
-     .avx2 = {.kc = 256, .kc_t = 256, .mc = 192, .nc = 1536, .m_one_pass = 192, .nc_one_pass = 256,
+     .avx2 = {.mr = 6, .nr = 16, .kc = 256, .kc_t = 256, .mc = 192, .nc = 1536, .m_one_pass = 192, .nc_one_pass = 256,
               .one_pass_min_n = 256},
      .avx512 = ZEN4_AVX512, .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16},
     {.name = "zen4", .avx2 = ZEN4_AVX2, .avx512 = ZEN4_AVX512, .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16},
@@ -71,15 +74,15 @@ static const vt_gemm_context contexts[] = {
      * ViT-B weight gradients (M = 768). */
     {.name = "zen5",
      .avx2 = ZEN4_AVX2,
-     .avx512 = {.kc = 384, .kc_t = 256, .mc = 280, .nc = 1536, .m_one_pass = 784, .nc_one_pass = 128,
-                .one_pass_min_n = 384},
+     .avx512 = {.mr = 14, .nr = 32, .kc = 384, .kc_t = 256, .mc = 280, .nc = 1536, .m_one_pass = 784,
+                .nc_one_pass = 128, .one_pass_min_n = 384},
      .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16},
     /* Sapphire / Emerald Rapids: a 2 MB L2 holds the one-pass order's packed A for the
      * ViT-B weight gradients' M = 768 (784 x 256 floats, 784 KB, + 256 KB of packed B). */
     {.name = "spr",
      .avx2 = ZEN4_AVX2,
-     .avx512 = {.kc = 384, .kc_t = 256, .mc = 280, .nc = 1536, .m_one_pass = 784, .nc_one_pass = 256,
-                .one_pass_min_n = 384},
+     .avx512 = {.mr = 14, .nr = 32, .kc = 384, .kc_t = 256, .mc = 280, .nc = 1536, .m_one_pass = 784,
+                .nc_one_pass = 256, .one_pass_min_n = 384},
      .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16},
 };
 #define N_CONTEXTS (int)(sizeof contexts / sizeof contexts[0])
@@ -136,12 +139,16 @@ typedef struct {
 #define RULE(level, f, mult, lo, hi) {#level "." #f, offsetof(vt_gemm_context, level.f), mult, lo, hi}
 static const field_rule rules[] = {
     /* K blocks: the fp32 kernels' transposing pack takes 16 steps at a time (k_block) */
-    RULE(avx2, kc, 16, 16, 8192), RULE(avx2, kc_t, 16, 16, 8192), RULE(avx2, mc, VT_AVX2_MR, VT_AVX2_MR, 8192),
-    RULE(avx2, nc, VT_AVX2_NR, VT_AVX2_NR, 1 << 16), RULE(avx2, m_one_pass, 1, 0, 8192),
-    RULE(avx2, nc_one_pass, VT_AVX2_NR, VT_AVX2_NR, 1 << 16), RULE(avx2, one_pass_min_n, 1, 0, 1 << 16),
+    /* the register tile: one of the level's shapes (check_f32); mc, nc and nc_one_pass
+     * are multiples of it */
+    RULE(avx2, mr, 1, 1, 16), RULE(avx2, nr, 1, 1, 64),
+    RULE(avx2, kc, 16, 16, 8192), RULE(avx2, kc_t, 16, 16, 8192), RULE(avx2, mc, 1, 1, 8192),
+    RULE(avx2, nc, 1, 1, 1 << 16), RULE(avx2, m_one_pass, 1, 0, 8192),
+    RULE(avx2, nc_one_pass, 1, 1, 1 << 16), RULE(avx2, one_pass_min_n, 1, 0, 1 << 16),
+    RULE(avx512, mr, 1, 1, 16), RULE(avx512, nr, 1, 1, 64),
     RULE(avx512, kc, 16, 16, 8192), RULE(avx512, kc_t, 16, 16, 8192),
-    RULE(avx512, mc, VT_AVX512_MR, VT_AVX512_MR, 8192), RULE(avx512, nc, VT_AVX512_NR, VT_AVX512_NR, 1 << 16),
-    RULE(avx512, m_one_pass, 1, 0, 8192), RULE(avx512, nc_one_pass, VT_AVX512_NR, VT_AVX512_NR, 1 << 16),
+    RULE(avx512, mc, 1, 1, 8192), RULE(avx512, nc, 1, 1, 1 << 16),
+    RULE(avx512, m_one_pass, 1, 0, 8192), RULE(avx512, nc_one_pass, 1, 1, 1 << 16),
     RULE(avx512, one_pass_min_n, 1, 0, 1 << 16),
     /* bf16: whole pairs of steps (VDPBF16PS), whole 32-step tiles (AMX) */
     RULE(avx512bf16, kc, 2, 2, 16384), RULE(avx512bf16, mc, VT_AVX512BF16_MR, VT_AVX512BF16_MR, 8192),
@@ -152,10 +159,36 @@ static const field_rule rules[] = {
 
 static int *field(vt_gemm_context *c, const field_rule *r) { return (int *)((char *)c + r->offset); }
 
-/* The rules between fields of one fp32 kernel: the packed-A region holds
- * min(M, m_one_pass) rows (so an M block, mc rows, must fit in it), the packed-B region
- * min(N, nc) columns (so a one-pass N block must fit), and one-pass N > its N block. */
-static int check_f32(const vt_gemm_blocking_f32 *b, const char *level, char *err, size_t errlen) {
+/* The rules between fields of one fp32 kernel: mr x nr is one of the level's shapes
+ * (shapes: n pairs), mc a multiple of mr, nc and nc_one_pass of nr; the packed-A region
+ * holds min(M, m_one_pass) rows (so an M block, mc rows, must fit in it), the packed-B
+ * region min(N, nc) columns (so a one-pass N block must fit), and one-pass N > its N
+ * block. */
+static int check_f32(const vt_gemm_blocking_f32 *b, const char *level, const int (*shapes)[2], int n, char *err,
+                     size_t errlen) {
+    int known = 0;
+    char list[128] = "";
+    for (int i = 0; i < n; i++) {
+        known |= b->mr == shapes[i][0] && b->nr == shapes[i][1];
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%dx%d", i ? ", " : "", shapes[i][0],
+                 shapes[i][1]);
+    }
+    if (!known) {
+        snprintf(err, errlen, "VT_GEMM_CONTEXT: %s.mr x %s.nr = %d x %d is not a microkernel of %s (%s)", level,
+                 level, b->mr, b->nr, level, list);
+        return -1;
+    }
+    const struct {
+        const char *name;
+        int v, of;
+        const char *tile;
+    } mult[] = {{"mc", b->mc, b->mr, "mr"}, {"nc", b->nc, b->nr, "nr"}, {"nc_one_pass", b->nc_one_pass, b->nr, "nr"}};
+    for (int i = 0; i < 3; i++)
+        if (mult[i].v % mult[i].of) {
+            snprintf(err, errlen, "VT_GEMM_CONTEXT: %s.%s=%d must be a multiple of %s.%s = %d", level, mult[i].name,
+                     mult[i].v, level, mult[i].tile, mult[i].of);
+            return -1;
+        }
     if (b->mc > b->m_one_pass) {
         snprintf(err, errlen,
                  "VT_GEMM_CONTEXT: %s.mc = %d exceeds %s.m_one_pass = %d (an M block must fit the packed-A "
@@ -217,7 +250,7 @@ int vt_gemm_context_parse(const char *spec, const vt_gemm_context *base, vt_gemm
             if (!strcmp(item, rules[i].key)) r = &rules[i];
         if (!r) {
             snprintf(err, errlen,
-                     "VT_GEMM_CONTEXT: \"%.64s\" is not a field (avx2.* and avx512.*: kc, kc_t, mc, nc, m_one_pass, "
+                     "VT_GEMM_CONTEXT: \"%.64s\" is not a field (avx2.* and avx512.*: mr, nr, kc, kc_t, mc, nc, m_one_pass, "
                      "nc_one_pass, one_pass_min_n; avx512bf16.* and amx.*: kc, mc, nc)",
                      item);
             return -1;
@@ -242,7 +275,14 @@ int vt_gemm_context_parse(const char *spec, const vt_gemm_context *base, vt_gemm
             return -1;
         }
     }
-    if (check_f32(&c.avx2, "avx2", err, errlen) || check_f32(&c.avx512, "avx512", err, errlen)) return -1;
+    static const int avx2_shapes[][2] = {{VT_AVX2_MR, VT_AVX2_NR}};
+#define SHAPE_PAIR(mr, nv, nr) {mr, nr},
+    static const int avx512_shapes[][2] = {VT_AVX512_SHAPES(SHAPE_PAIR)};
+#undef SHAPE_PAIR
+    if (check_f32(&c.avx2, "avx2", avx2_shapes, 1, err, errlen) ||
+        check_f32(&c.avx512, "avx512", avx512_shapes, (int)(sizeof avx512_shapes / sizeof avx512_shapes[0]), err,
+                  errlen))
+        return -1;
     *out = c;
     return 0;
 }

@@ -22,8 +22,10 @@ static inline int imax(int a, int b) { return a > b ? a : b; }
  * ta = 1 (k_block; both multiples of 16);
  * short_mr: the most rows the `short_rows` microkernel takes whatever the columns (0:
  * there is none); short_full_mr: the most rows it takes in place of `full` (more than
- * NR / 2 columns; at least short_mr);
+ * half_nr columns; at least short_mr);
  * narrow_nr: the most columns the `narrow` microkernel takes (0: there is none);
+ * half_nr: the most columns the `half` microkernel takes (one vector; 0: NR / 2), and
+ * `quarter` half_nr / 2;
  * next_c: whether each call's prefetch list starts with the next call's C tile;
  * inplace_max_n: products with N up to this read op(A) in place (0: never);
  * inplace_rows_max_n (ta = 0), inplace_t_max_n (ta = 1): the same for A of at least
@@ -35,7 +37,7 @@ static inline int imax(int a, int b) { return a > b ? a : b; }
  * N > one_pass_min_n (>= nc_one_pass) run K blocks outermost, N blocks of nc_one_pass
  * inside, A packed (0: never; see gemm_blocked). */
 typedef struct {
-    int mr, nr, kc, kc_t, mc, nc, short_mr, short_full_mr, narrow_nr, next_c, inplace_max_n, inplace_rows_max_n,
+    int mr, nr, kc, kc_t, mc, nc, short_mr, short_full_mr, narrow_nr, half_nr, next_c, inplace_max_n, inplace_rows_max_n,
         inplace_t_max_n;
     size_t inplace_rows_min_a;
     int m_one_pass, one_pass_min_n, nc_one_pass;
@@ -46,7 +48,7 @@ typedef void (*gemm_pack_fn)(int trans, const float *X, int ldx, int r0, int c0,
                              float *dst);
 
 /* The cache lines one microkernel call prefetches into L2 while it runs: with next_c
- * the next call's C tile (first and last column of each row), then this call's share
+ * the next call's C tile (first and last column of each row, every 16th between), then this call's share
  * of what the next pack_a / pack_b will read. A microkernel issues them spread over
  * its loop (prefetch_step) or at its start (prefetch_all): a burst of a few dozen
  * prefetches can exceed a core's outstanding-miss buffers and stall it (../TUNING.md). */
@@ -91,7 +93,7 @@ typedef void (*gemm_inplace_fn)(int kc, const float *a, size_t rs, size_t ks, co
                                 int ldc, int nr, float alpha, float beta, const prefetch_list *pf);
 
 /* `full` and `inplace` for a panel's first call when op(B) is not transposed (tb = 0):
- * they read the panel's nr > NR / 2 columns from their source, op(B)[k][j] at
+ * they read the panel's nr > half_nr columns from their source, op(B)[k][j] at
  * bs[k ldbs + j], and store the packed panel to b as pack_b would, so the packing's copy
  * runs beside the FMAs instead of in a pass of its own (gemm_macro). */
 typedef void (*gemm_pack_b_fn)(int kc, const float *a, const float *bs, size_t ldbs, float *b, float *c,
@@ -140,6 +142,7 @@ static inline __attribute__((always_inline)) void call_prefetches(prefetch_list 
     pf->n = 0;
     for (int i = 0; c_next && i < bl.mr; i++) {
         prefetch_add(pf, c_next + (size_t)i * ldc);
+        for (int j = 16; j < bl.nr - 16; j += 16) prefetch_add(pf, c_next + (size_t)i * ldc + j);
         prefetch_add(pf, c_next + (size_t)i * ldc + bl.nr - 1);
     }
     if (na.rows) prefetch_part(pf, na.base, na.ld, na.rows, na.len, part, parts);
@@ -162,28 +165,28 @@ typedef struct {
  * packing sources na and nb. bias_k: added to each tile after its store (NULL: none).
  * bs (tb = 0 only; NULL: pb is already packed): op(B)[pc + k][jc + j] at bs[k ldb + j],
  * packed into pb here, panel by panel: by the panel's first call (full_pack_b /
- * inplace_pack_b) when it is a whole MR-row call over more than NR / 2 columns, else by
+ * inplace_pack_b) when it is a whole MR-row call over more than half_nr columns, else by
  * pack_b before it. */
 static inline __attribute__((always_inline)) void
 gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int lda, int ic, int mc,
            int whole, int pc, int kc, int jc, int nc, vt_region na, vt_region nb, float alpha, float bet,
            const float *bias_k, float *C, int ldc, const float *pa, float *pb, const float *bs, int ldb) {
-    const int MR = bl.mr, NR = bl.nr;
+    const int MR = bl.mr, NR = bl.nr, HALF = bl.half_nr ? bl.half_nr : NR / 2;
     const size_t rs = ta ? 1 : (size_t)lda, ks = ta ? (size_t)lda : 1; /* op(A)[i][k] = A[i rs + k ks] */
     int parts = ((nc + NR - 1) / NR) * ((mc + MR - 1) / MR), part = 0;
     for (int jr = 0; jr < nc; jr += NR) {
         int nr = imin(NR, nc - jr);
         float *b = pb + (size_t)jr * kc;
         /* whether the first call packs this panel (its rows: whole MR rows, so `full` or `inplace`) */
-        const int first_packs = bs && nr > NR / 2 && mc >= MR && MR > bl.short_full_mr;
+        const int first_packs = bs && nr > HALF && mc >= MR && MR > bl.short_full_mr;
         if (bs && !first_packs) kn->pack_b(0, bs + jr, ldb, 0, 0, kc, nr, b);
         for (int ir = 0; ir < mc; ir += MR, part++) {
             int mr = imin(MR, mc - ir);
             gemm_micro_fn kern = mr <= bl.short_mr                            ? kn->short_rows
                                  : nr <= bl.narrow_nr                         ? kn->narrow
-                                 : nr > NR / 2 && mr <= bl.short_full_mr      ? kn->short_rows
-                                 : nr > NR / 2                                ? kn->full
-                                 : kn->quarter && nr <= NR / 4                ? kn->quarter
+                                 : nr > HALF && mr <= bl.short_full_mr        ? kn->short_rows
+                                 : nr > HALF                                  ? kn->full
+                                 : kn->quarter && nr <= HALF / 2              ? kn->quarter
                                                                               : kn->half;
             float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
             /* the next call's tile in this block; for the block's last, its own */
@@ -233,8 +236,8 @@ static inline int rows_spread_in_l1(int mr, int lda) {
  * packed A at pa and packed B at pb (sized by the caller's work-space formula); the
  * last block's calls prefetch next[0] and next[1] (gemm_prefetch; next NULL: none). Last
  * panels with mr <= short_mr rows use `short_rows`, else those with nr <= narrow_nr columns
- * `narrow`, else those with nr <= NR / 4 columns `quarter` (when not NULL), else those
- * with nr <= NR / 2 columns `half`, else those with mr <= short_full_mr rows
+ * `narrow`, else those with nr <= half_nr / 2 columns `quarter` (when not NULL), else
+ * those with nr <= half_nr columns `half`, else those with mr <= short_full_mr rows
  * `short_rows`, the others `full`.
  * When N <= bl.inplace_max_n, each A block would be packed for at most a few B panels,
  * costing about as much as the FMAs it feeds save (attention's P v and dS k, 197 x 197

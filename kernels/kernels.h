@@ -75,12 +75,13 @@ typedef struct vt_kernels {
 extern vt_kernels vt_k;
 
 /* The GEMMs' cache blocking for one CPU, BLIS's per-CPU context (kernels/gemm_context.c
- * holds the table and each value's rationale). Fields per GEMM kernel: K blocks of at
+ * holds the table and each value's rationale). Fields per GEMM kernel: the fp32 kernels'
+ * register tile, mr x nr (one of the level's shapes, kernels/gemm_tiles.h); K blocks of at
  * most kc steps (kc_t: with ta = 1), M blocks of at most mc rows, N blocks of at most nc
  * columns; the fp32 kernels run K blocks outermost (the one-pass order) for
  * M <= m_one_pass and N > one_pass_min_n, in N blocks of nc_one_pass. */
 typedef struct {
-    int kc, kc_t, mc, nc, m_one_pass, nc_one_pass, one_pass_min_n;
+    int mr, nr, kc, kc_t, mc, nc, m_one_pass, nc_one_pass, one_pass_min_n;
 } vt_gemm_blocking_f32;
 typedef struct {
     int kc, mc, nc;

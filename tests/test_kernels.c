@@ -36,8 +36,9 @@
  * Also: vt_kernels_init rejects an unknown VT_ISA with a message naming it, and a
  * level above the CPU's best with one naming both levels and what is missing; every
  * level's table is complete (no NULL entry). The GEMM tests run under the active
- * blocking context, then under every other context of the table and a tiny one (many
- * blocks in every loop) wherever a level's blocking differs; the table picks the
+ * blocking context, then under every other context of the table, a tiny one (many
+ * blocks in every loop) and tiny ones with each avx512 register tile shape
+ * (VT_AVX512_SHAPES) wherever a level's blocking differs; the table picks the
  * context by CPU (the default for one it does not list) and every malformed
  * VT_GEMM_CONTEXT item is rejected with a message naming it.
  */
@@ -50,6 +51,7 @@
 
 #include "harness.h"
 #include "kernels.h"
+#include "gemm_tiles.h" /* VT_AVX512_SHAPES: every shape is tested */
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 
@@ -1051,14 +1053,18 @@ static void test_gemm_context_table(void) {
         {"avx512.kc=99999999999", "is not a whole number"},
         {"avx512.kc=100", "avx512.kc=100 must be a multiple of 16"},
         {"avx512.kc=0", "avx512.kc=0 must be a multiple of 16"},
-        {"avx512.mc=15", "avx512.mc=15 must be a multiple of 14"},
-        {"avx2.nc=40", "avx2.nc=40 must be a multiple of 16"},
+        {"avx512.mc=15", "avx512.mc=15 must be a multiple of avx512.mr = 14"},
+        {"avx2.nc=40", "avx2.nc=40 must be a multiple of avx2.nr = 16"},
         {"avx512bf16.kc=33", "avx512bf16.kc=33 must be a multiple of 2"},
         {"amx.kc=48", "amx.kc=48 must be a multiple of 32"},
         {"amx.mc=-32", "amx.mc=-32 must be"},
         {"avx512.mc=420", "avx512.mc = 420 exceeds avx512.m_one_pass"},
         {"avx512.nc=128", "avx512.nc_one_pass = 256 exceeds avx512.nc = 128"},
         {"avx2.one_pass_min_n=100", "avx2.one_pass_min_n = 100 is below"},
+        {"avx512.mr=13", "avx512.mr x avx512.nr = 13 x 32 is not a microkernel of avx512"},
+        {"avx2.nr=32", "avx2.mr x avx2.nr = 6 x 32 is not a microkernel of avx2"},
+        {"avx512.mr=12", "avx512.mc=280 must be a multiple of avx512.mr = 12"},
+        {"avx512.mr=9,avx512.nr=48,avx512.mc=279", "avx512.nc_one_pass=256 must be a multiple of avx512.nr = 48"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         vt_gemm_context q = *zen4;
@@ -1085,7 +1091,7 @@ static void level_blocking(const vt_gemm_context *c, vt_isa l, const void **f32,
  * (main runs them under the active context first). */
 static void test_gemm_contexts(const vt_kernels *s) {
     const vt_gemm_context active = vt_gemm_ctx;
-    vt_gemm_context ctx[16];
+    vt_gemm_context ctx[24];
     int n = 0;
     ctx[n++] = active;
     for (int i = 0; i < vt_gemm_context_count() && n < 15; i++) ctx[n++] = *vt_gemm_context_at(i);
@@ -1098,6 +1104,22 @@ static void test_gemm_contexts(const vt_kernels *s) {
                                    &active, &ctx[n], err, sizeof err);
     CHECK(rc == 0, "the tiny context: %s", err);
     if (rc == 0) n++;
+    /* every avx512 register tile shape, under blocks as tiny as the tiny context's (mc,
+     * nc and nc_one_pass multiples of the tile) */
+#define SHAPE_PAIR(mr, nv, nr) {mr, nr},
+    static const int shapes[][2] = {VT_AVX512_SHAPES(SHAPE_PAIR)};
+#undef SHAPE_PAIR
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int mr = shapes[i][0], nr = shapes[i][1];
+        char spec[256];
+        snprintf(spec, sizeof spec,
+                 "avx512.mr=%d,avx512.nr=%d,avx512.kc=32,avx512.kc_t=48,avx512.mc=%d,avx512.nc=%d,avx512.m_one_pass=%d,"
+                 "avx512.nc_one_pass=%d,avx512.one_pass_min_n=%d",
+                 mr, nr, 2 * mr, 3 * nr, 5 * mr, 2 * nr, 2 * nr);
+        rc = vt_gemm_context_parse(spec, &active, &ctx[n], err, sizeof err);
+        CHECK(rc == 0, "the tiny %d x %d shape: %s", mr, nr, err);
+        if (rc == 0) n++;
+    }
     for (int l = VT_ISA_AVX2; l < VT_ISA_COUNT; l++) {
         vt_kernels t;
         if (vt_kernels_table((vt_isa)l, &t) != 0) continue;
