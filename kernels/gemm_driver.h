@@ -335,4 +335,24 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
     }
 }
 
+/* The level's three GEMM entry points (../entries.def: vt_<level>_gemm_bias, _gemm,
+ * _gemm_prefetch), each a call of the including file's
+ *   gemm_all(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, next)
+ * (bias NULL: none; next NULL: nothing to prefetch in the last block). */
+#define GEMM_ENTRY_POINTS(level)                                                                              \
+    void vt_##level##_gemm_bias(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,     \
+                                const float *B, int ldb, float beta, const float *bias, float *C, int ldc,    \
+                                float *work) {                                                                \
+        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, NULL);                      \
+    }                                                                                                         \
+    void vt_##level##_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,         \
+                           const float *B, int ldb, float beta, float *C, int ldc, float *work) {            \
+        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, work, NULL);                      \
+    }                                                                                                         \
+    void vt_##level##_gemm_prefetch(int ta, int tb, int M, int N, int K, float alpha, const float *A,        \
+                                    int lda, const float *B, int ldb, float beta, float *C, int ldc,         \
+                                    float *work, const vt_region next[2]) {                                   \
+        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, work, next);                      \
+    }
+
 #endif

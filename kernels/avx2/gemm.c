@@ -251,7 +251,7 @@ static void scale_c(int M, int N, float beta, const float *bias, float *C, int l
     }
 }
 
-/* The three entry points: C = alpha op(A) op(B) + beta C (+ bias), the last block
+/* What the three entry points (GEMM_ENTRY_POINTS) call: C = alpha op(A) op(B) + beta C (+ bias), the last block
  * prefetching next (NULL: nothing). */
 static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
@@ -270,20 +270,4 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
     gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb, next);
 }
 
-void vt_avx2_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
-                       const float *A, int lda, const float *B, int ldb,
-                       float beta, const float *bias, float *C, int ldc, float *work) {
-    gemm_all(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, NULL);
-}
-
-void vt_avx2_gemm(int ta, int tb, int M, int N, int K, float alpha,
-                  const float *A, int lda, const float *B, int ldb,
-                  float beta, float *C, int ldc, float *work) {
-    gemm_all(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, work, NULL);
-}
-
-void vt_avx2_gemm_prefetch(int ta, int tb, int M, int N, int K, float alpha,
-                           const float *A, int lda, const float *B, int ldb,
-                           float beta, float *C, int ldc, float *work, const vt_region next[2]) {
-    gemm_all(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, work, next);
-}
+GEMM_ENTRY_POINTS(avx2)
