@@ -251,8 +251,8 @@ static void scale_c(int M, int N, float beta, const float *bias, float *C, int l
     }
 }
 
-/* What the three entry points (GEMM_ENTRY_POINTS) call: C = alpha op(A) op(B) + beta C (+ bias), the last block
- * prefetching next (NULL: nothing). */
+/* What the three entry points (GEMM_ENTRY_POINTS) call: C = alpha op(A) op(B) + beta C
+ * (+ bias), the last block prefetching next (NULL: nothing). */
 static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
                      const vt_region *next) {

@@ -150,7 +150,8 @@ static void SH(kernel_short)(int kc, const float *a, const float *b, float *c, i
         SH_ROWS_CASE(5); SH_ROWS_CASE(6); SH_ROWS_CASE(7); SH_ROWS_CASE(8); SH_ROWS_CASE(9);
         SH_ROWS_CASE(10); SH_ROWS_CASE(11); SH_ROWS_CASE(12); SH_ROWS_CASE(13);
     default:
-        if (mr <= 4) SH(kernel_rows)(kc, a, 1, SH_MR, b, c, ldc, mr, nr, alpha, beta, pf, imin(4, SH_MR), 0, NULL, 0, NULL);
+        if (mr <= 4)
+            SH(kernel_rows)(kc, a, 1, SH_MR, b, c, ldc, mr, nr, alpha, beta, pf, imin(4, SH_MR), 0, NULL, 0, NULL);
         else SH(kernel_rows)(kc, a, 1, SH_MR, b, c, ldc, mr, nr, alpha, beta, pf, SH_MR, 0, NULL, 0, NULL);
     }
 }
