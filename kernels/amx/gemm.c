@@ -1,51 +1,38 @@
 /* amx/gemm.c - the bf16 GEMM on AMX tiles (TDPBF16PS), BLIS-style (contract in
  * ../entries.def, numerics in ../kernels.h):
  *   C = alpha op(A') op(B') + beta C (+ bias), A', B' rounded to bf16, float32 sums.
- * Loops: jc over N in NC blocks -> pc over K in equal blocks of at most KC steps, each a
- * whole number of 32-step tiles but the last (pack op(B)'s block into NR-column panels,
- * avx512bf16's layout: ../avx512bf16/avx512bf16.h) -> ic over M in equal blocks of at
- * most MC rows (pack op(A)'s block into MR-row panels) -> jr over NR columns -> ir over MR
- * rows -> the 32 x 32 microkernel: four float32 C tiles (tmm0-3, 16 x 16 each) from zero,
- * per 32 steps two A tiles (tmm4-5: 16 rows x 16 pairs) and two B tiles (tmm6-7: 16 pairs
- * x 16 columns, the pair-interleaved rows TDPBF16PS reads) and four TDPBF16PS; then the
- * tiles stored to a 32 x 32 buffer and applied to C with AVX-512 (alpha, beta, bias,
- * masked to the valid rows and columns).
+ * The blocking loops and the C tile's epilogue are ../gemm_bf16_driver.h, packed B is
+ * avx512bf16's (../avx512bf16/avx512bf16.h), both shared with avx512bf16/gemm.c; this
+ * file holds the packing of op(A), K blocks of whole 32-step tiles and the 32 x 32
+ * microkernel: four float32 C tiles (tmm0-3, 16 x 16 each) from zero, per 32 steps two
+ * A tiles (tmm4-5: 16 rows x 16 pairs) and two B tiles (tmm6-7: 16 pairs x 16 columns,
+ * the pair-interleaved rows TDPBF16PS reads) and four TDPBF16PS; then the tiles stored
+ * to a 32 x 32 buffer and applied to C with AVX-512 (alpha, beta, bias, masked to the
+ * valid rows and columns).
  * Packed A panel: MR rows of kc2p words (pairs of steps, low half the even step), row i's
  * pair p at p + i kc2p, rows past M and pairs past K zero; kc2p is a multiple of 16 (a
  * tile's pairs), so a tile is 16 rows of 64 bytes at row stride 4 kc2p bytes.
- * alpha and beta are applied at the store of the first K block (later K blocks add with
- * beta = 1), the bias after the last; beta == 0 never reads C. K == 0 or alpha == 0
- * gives C = beta C (+ bias) without reading A or B. Each call loads the tile
- * configuration (palette 1, eight 16 x 64-byte tiles) and releases the tiles at its end.
+ * K == 0 or alpha == 0 gives C = beta C (+ bias) without reading A or B. Each other call
+ * loads the tile configuration (palette 1, eight 16 x 64-byte tiles) and releases the
+ * tiles at its end.
  * work: vt_amx_gemm_bf16_work_floats(M, N, K) floats, 64-byte aligned. */
 #include "amx.h"
+#include "../gemm_bf16_driver.h"
 
 #define MR VT_AMX_MR  /* two 16-row A tiles */
 #define NR VT_BF16_NR /* two 16-column B tiles */
-/* K blocks of at most KC steps (a multiple of 32), M blocks of MC rows, N blocks of NC
- * columns: this CPU's context's (../gemm_context.c). */
-#define KC (vt_gemm_ctx.amx.kc)
-#define MC (vt_gemm_ctx.amx.mc)
-#define NC (vt_gemm_ctx.amx.nc)
 
-static inline int imin(int a, int b) { return a < b ? a : b; }
-static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
-
-/* K in equal blocks of at most KC steps, each a multiple of 32 (the last one shorter). */
-static inline int k_block(int K) {
-    int blocks = (K + KC - 1) / KC;
-    return (int)round_up((size_t)((K + blocks - 1) / blocks), 32);
+/* K blocks of at most kc steps (whole 32-step tiles), packed rows of whole 16-pair tiles,
+ * M blocks of mc rows, N blocks of nc columns: this CPU's context's (../gemm_context.c). */
+static inline bf16_blocking blocking(void) {
+    bf16_blocking bl = {.mr = MR, .kc = vt_gemm_ctx.amx.kc, .mc = vt_gemm_ctx.amx.mc, .nc = vt_gemm_ctx.amx.nc,
+                        .k_step = 32, .pair_step = 16, .prefetch = 0};
+    return bl;
 }
 
-/* Pairs per packed row of a K block of kc steps: whole tiles of 16. */
-static inline int pairs_padded(int kc) { return (int)round_up((size_t)(kc + 1) / 2, 16); }
-
-static inline size_t a_words(int M, int kc) { return round_up((size_t)imin(M, MC), MR) * (size_t)pairs_padded(kc); }
-
 size_t vt_amx_gemm_bf16_work_floats(int M, int N, int K) {
-    if (M <= 0 || N <= 0 || K <= 0) return 0;
-    int kc = (int)round_up((size_t)imin(K, KC), 32);
-    return a_words(M, kc) + (size_t)pairs_padded(kc) * round_up((size_t)imin(N, NC), NR);
+    bf16_blocking bl = blocking();
+    return bf16_work_floats(&bl, M, N, K);
 }
 
 /* Pack rows [i0, i0 + mc) x steps [p0, p0 + kc) of op(A) (float32, rounded) into MR-row
@@ -87,9 +74,11 @@ static void pack_a(int ta, const float *A, int lda, int i0, int p0, int mc, int 
     }
 }
 
-/* c[0:mr, 0:nr] = alpha (A panel)(B panel) + beta c (+ bias) over kc2p pairs. */
+/* c[0:mr, 0:nr] = alpha (A panel)(B panel) + beta c (+ bias) over kc2p pairs
+ * (bf16_micro_fn; the tiles take no prefetch hint). */
 static void kernel_32x32(int kc2p, const uint32_t *a, const uint32_t *b, float *c, int ldc, int mr, int nr,
-                         float alpha, float beta, const float *bias) {
+                         float alpha, float beta, const float *bias, const float *c_next) {
+    (void)c_next;
     float t[MR * NR] __attribute__((aligned(64)));
     const size_t as = (size_t)kc2p * 4, bs = NR * 4; /* tile row strides in bytes */
     _tile_zero(0);
@@ -110,39 +99,9 @@ static void kernel_32x32(int kc2p, const uint32_t *a, const uint32_t *b, float *
     _tile_stored(1, t + 16, NR * 4);
     _tile_stored(2, t + 16 * NR, NR * 4);
     _tile_stored(3, t + 16 * NR + 16, NR * 4);
-    const __mmask16 k0 = vt512_tail((size_t)nr), k1 = vt512_tail((size_t)(nr > 16 ? nr - 16 : 0));
-    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-    const __m512 b0 = bias ? _mm512_maskz_loadu_ps(k0, bias) : _mm512_setzero_ps();
-    const __m512 b1 = bias ? _mm512_maskz_loadu_ps(k1, bias + 16) : _mm512_setzero_ps();
-    for (int i = 0; i < mr; i++) {
-        float *cr = c + (size_t)i * ldc;
-        __m512 x0 = _mm512_mul_ps(_mm512_load_ps(t + i * NR), va);
-        __m512 x1 = _mm512_mul_ps(_mm512_load_ps(t + i * NR + 16), va);
-        if (beta != 0.0f) {
-            x0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k0, cr), x0);
-            x1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k1, cr + 16), x1);
-        }
-        if (bias) {
-            x0 = _mm512_add_ps(x0, b0);
-            x1 = _mm512_add_ps(x1, b1);
-        }
-        _mm512_mask_storeu_ps(cr, k0, x0);
-        _mm512_mask_storeu_ps(cr + 16, k1, x1);
-    }
-}
-
-/* C = beta C (+ bias rows) over M x N (beta == 0: C = 0 without reading it). */
-static void scale_c(int M, int N, float beta, const float *bias, float *C, int ldc) {
-    for (int i = 0; i < M; i++) {
-        float *cr = C + (size_t)i * ldc;
-        for (int j = 0; j < N; j += 16) {
-            __mmask16 k = vt512_tail((size_t)(N - j));
-            __m512 v = beta == 0.0f ? _mm512_setzero_ps()
-                                    : _mm512_mul_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(k, cr + j));
-            if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, bias + j));
-            _mm512_mask_storeu_ps(cr + j, k, v);
-        }
-    }
+    const bf16_epilogue e = bf16_epilogue_of(nr, alpha, beta, bias, 2);
+    for (int i = 0; i < mr; i++)
+        bf16_store_row(&e, c + (size_t)i * ldc, _mm512_load_ps(t + i * NR), _mm512_load_ps(t + i * NR + 16), 2);
 }
 
 void vt_amx_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
@@ -151,7 +110,7 @@ void vt_amx_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const fl
     (void)next;
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) {
-        scale_c(M, N, beta, bias, C, ldc);
+        vt512_scale_c(M, N, beta, bias, C, ldc);
         return;
     }
     /* palette 1: tiles 0-7 of 16 rows x 64 bytes (colsb at byte 16 + 2 t, rows at 48 + t) */
@@ -159,28 +118,8 @@ void vt_amx_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const fl
     cfg[0] = 1;
     for (int t = 0; t < 8; t++) cfg[16 + 2 * t] = 64, cfg[48 + t] = 16;
     _tile_loadconfig(cfg);
-    const int KB = k_block(K);
-    const int mblocks = (M + MC - 1) / MC;
-    const int MB = (int)round_up((size_t)((M + mblocks - 1) / mblocks), MR);
-    uint32_t *pa = (uint32_t *)work, *pb = pa + a_words(M, KB);
-    for (int jc = 0; jc < N; jc += NC) {
-        int nc = imin(NC, N - jc);
-        for (int pc = 0; pc < K; pc += KB) {
-            int kc = imin(KB, K - pc), kc2p = pairs_padded(kc);
-            float bet = pc == 0 ? beta : 1.0f;
-            const float *bias_k = pc + kc == K ? bias : NULL;
-            vt_avx512bf16_pack_b(tb, B, B16, ldb, pc, jc, kc, nc, kc2p, pb);
-            for (int ic = 0; ic < M; ic += MB) {
-                int mc = imin(MB, M - ic);
-                pack_a(ta, A, lda, ic, pc, mc, kc, kc2p, pa);
-                for (int jr = 0; jr < nc; jr += NR) {
-                    const uint32_t *b = pb + (size_t)jr * kc2p;
-                    for (int ir = 0; ir < mc; ir += MR)
-                        kernel_32x32(kc2p, pa + (size_t)ir * kc2p, b, C + (size_t)(ic + ir) * ldc + jc + jr, ldc,
-                                     imin(MR, mc - ir), imin(NR, nc - jr), alpha, bet, bias_k ? bias_k + jc + jr : NULL);
-                }
-            }
-        }
-    }
+    const bf16_blocking bl = blocking();
+    gemm_bf16_blocked(&bl, pack_a, kernel_32x32, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc,
+                      work);
     _tile_release();
 }

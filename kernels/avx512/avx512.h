@@ -98,6 +98,22 @@ static inline __mmask16 vt512_tail(size_t n) {
     return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
 }
 
+/* C = beta C (+ bias on every row) over M x N, row stride ldc; beta == 0 never reads C:
+ * a GEMM with K == 0 or alpha == 0 (the BLAS convention of the GEMMs of this level and
+ * the bf16 levels above it). */
+static inline void vt512_scale_c(int M, int N, float beta, const float *bias, float *C, int ldc) {
+    for (int i = 0; i < M; i++) {
+        float *cr = C + (size_t)i * ldc;
+        for (int j = 0; j < N; j += 16) {
+            __mmask16 k = vt512_tail((size_t)(N - j));
+            __m512 v = beta == 0.0f ? _mm512_setzero_ps()
+                                    : _mm512_mul_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(k, cr + j));
+            if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, bias + j));
+            _mm512_mask_storeu_ps(cr + j, k, v);
+        }
+    }
+}
+
 #define VT_KERNEL(name, ret, params) VT_LEVEL_PROTOTYPE(avx512, name)
 #include "../entries.def"
 #undef VT_KERNEL

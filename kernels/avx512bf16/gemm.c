@@ -1,11 +1,11 @@
 /* avx512bf16/gemm.c - the bf16 GEMM on VDPBF16PS, BLIS-style (contract in ../entries.def,
  * numerics in ../kernels.h):
  *   C = alpha op(A') op(B') + beta C (+ bias), A', B' rounded to bf16, float32 sums.
- * Loops: jc over N in NC blocks -> pc over K in equal blocks of at most KC steps (pack
- * op(B)'s block into NR-column panels) -> ic over M in equal blocks of at most MC rows
- * (pack op(A)'s block into MR-row panels) -> jr over NR columns -> ir over MR rows -> the
- * MR x NR microkernel (MR = 14 rows x NR = 32 columns: 28 zmm accumulators, the panel's
- * two B vectors per pair of steps, A's pair broadcast from memory).
+ * The blocking loops, the prefetch of the next packing's source and the C tile's
+ * epilogue are ../gemm_bf16_driver.h (shared with amx/gemm.c); this file holds the
+ * packing of both operands (packed B is shared with amx/gemm.c) and the MR x NR
+ * microkernel (MR = 14 rows x NR = 32 columns: 28 zmm accumulators, the panel's two B
+ * vectors per pair of steps, A's pair broadcast from memory).
  * Packed layout, one 32-bit word per (row or column, pair of steps): a pair of steps
  * (2p, 2p + 1) of a row i of op(A) is the word (A'[i][2p], A'[i][2p + 1]) (the low half
  * the even step), and A panels hold pair p's MR words at p MR; B panels pair p's NR words
@@ -18,37 +18,28 @@
  * <= 4 or <= 8 rows run 4- or 8-row variants, of <= 16 columns a one-vector one; the
  * microkernel stores only the valid rows and columns (masked).
  * Latency hiding: each microkernel call brings the next call's C tile into L2 during
- * its first steps, and after it a share of what the next pack_a (and at the end of a K
- * block, pack_b) reads, so that packing reads from L2.
- * alpha and beta are applied at the store of the first K block (later K blocks add with
- * beta = 1), the bias after the last; beta == 0 never reads C. K == 0 or alpha == 0
- * gives C = beta C (+ bias) without reading A or B.
+ * its first steps; the driver adds after each call a share of what the next pack_a (and
+ * at the end of a K block, pack_b) reads, so that packing reads from L2.
+ * K == 0 or alpha == 0 gives C = beta C (+ bias) without reading A or B.
  * work: vt_avx512bf16_gemm_bf16_work_floats(M, N, K) floats, 64-byte aligned. */
 #include "avx512bf16.h"
 
+#include "../gemm_bf16_driver.h"
+
 #define MR VT_AVX512BF16_MR /* 28 accumulators + 2 B vectors fill 30 of the 32 zmm */
 #define NR VT_BF16_NR
-/* K blocks of at most KC steps (even), M blocks of MC rows, N blocks of NC columns: this
- * CPU's context's (../gemm_context.c). */
-#define KC (vt_gemm_ctx.avx512bf16.kc)
-#define MC (vt_gemm_ctx.avx512bf16.mc)
-#define NC (vt_gemm_ctx.avx512bf16.nc)
 
-static inline int imin(int a, int b) { return a < b ? a : b; }
-static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
-
-/* K in equal blocks of at most KC steps, each even (whole pairs). */
-static inline int k_block(int K) {
-    int blocks = (K + KC - 1) / KC;
-    return (int)round_up((size_t)((K + blocks - 1) / blocks), 2);
+/* K blocks of at most kc steps (even: whole pairs), M blocks of mc rows, N blocks of nc
+ * columns: this CPU's context's (../gemm_context.c). */
+static inline bf16_blocking blocking(void) {
+    bf16_blocking bl = {.mr = MR, .kc = vt_gemm_ctx.avx512bf16.kc, .mc = vt_gemm_ctx.avx512bf16.mc,
+                        .nc = vt_gemm_ctx.avx512bf16.nc, .k_step = 2, .pair_step = 1, .prefetch = 1};
+    return bl;
 }
 
-static inline size_t a_words(int M, int kc) { return round_up(round_up((size_t)imin(M, MC), MR) * (size_t)(kc / 2), 16); }
-
 size_t vt_avx512bf16_gemm_bf16_work_floats(int M, int N, int K) {
-    if (M <= 0 || N <= 0 || K <= 0) return 0;
-    int kc = (int)round_up((size_t)imin(K, KC), 2);
-    return a_words(M, kc) + (size_t)(kc / 2) * round_up((size_t)imin(N, NC), NR);
+    bf16_blocking bl = blocking();
+    return bf16_work_floats(&bl, M, N, K);
 }
 
 /* The 16-bit index that interleaves two 16-element halves: (lo[i], hi[i]) for i < 16,
@@ -60,9 +51,9 @@ __m512i vt_bf16_interleave_idx(int hi_base) {
 }
 
 /* Pack rows [i0, i0 + mc) x steps [p0, p0 + kc) of op(A) (float32, rounded) into MR-row
- * panels at dst: panel q's pair p, row i at dst[q MR kc2 + p MR + i]. */
-static void pack_a(int ta, const float *A, int lda, int i0, int p0, int mc, int kc, uint32_t *dst) {
-    const int kc2 = (kc + 1) / 2;
+ * panels at dst: panel q's pair p, row i at dst[q MR kc2 + p MR + i], kc2 = (kc + 1) / 2
+ * (bf16_pack_a_fn; pair_step 1: no padding pairs). */
+static void pack_a(int ta, const float *A, int lda, int i0, int p0, int mc, int kc, int kc2, uint32_t *dst) {
     const __mmask16 wmask = (__mmask16)((1u << MR) - 1u);
     if (ta) { /* A is K x M: steps 2p, 2p + 1 are two rows of A; each pair of rows is read
                * along its length, one panel's MR columns after the other (a panel at a time
@@ -186,23 +177,10 @@ void vt_avx512bf16_pack_b(int tb, const float *B, const vt_bf16 *B16, int ldb, i
         }                                                                         \
     } while (0)
 
-/* Row i's epilogue: alpha acc (+ beta C) (+ bias), stored under the column masks. */
-#define ROW_STORE(i)                                                                            \
-    do {                                                                                        \
-        if ((i) < R && (i) < mr) {                                                              \
-            float *cr = c + (size_t)(i) * ldc;                                                  \
-            __m512 x0 = _mm512_mul_ps(c##i##0, va), x1 = _mm512_mul_ps(c##i##1, va);            \
-            if (beta != 0.0f) {                                                                 \
-                x0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k0, cr), x0);                    \
-                if (NV == 2) x1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k1, cr + 16), x1);  \
-            }                                                                                   \
-            if (bias) {                                                                         \
-                x0 = _mm512_add_ps(x0, bias0);                                                  \
-                if (NV == 2) x1 = _mm512_add_ps(x1, bias1);                                     \
-            }                                                                                   \
-            _mm512_mask_storeu_ps(cr, k0, x0);                                                  \
-            if (NV == 2) _mm512_mask_storeu_ps(cr + 16, k1, x1);                                \
-        }                                                                                       \
+/* Row i's epilogue (bf16_store_row), for the tile's valid rows. */
+#define ROW_STORE(i)                                                                          \
+    do {                                                                                      \
+        if ((i) < R && (i) < mr) bf16_store_row(&e, c + (size_t)(i) * ldc, c##i##0, c##i##1, NV); \
     } while (0)
 
 /* c[0:mr, 0:nr] = alpha (A panel)(B panel) + beta c (+ bias) over kc2 pairs, mr <= R rows
@@ -224,13 +202,7 @@ static inline __attribute__((always_inline)) void kernel(int kc2, const uint32_t
         a += MR;
         b += NR;
     }
-    const __mmask16 k0 = vt512_tail((size_t)nr), k1 = vt512_tail((size_t)(nr > 16 ? nr - 16 : 0));
-    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-    __m512 bias0 = _mm512_setzero_ps(), bias1 = bias0;
-    if (bias) {
-        bias0 = _mm512_maskz_loadu_ps(k0, bias);
-        if (NV == 2) bias1 = _mm512_maskz_loadu_ps(k1, bias + 16);
-    }
+    const bf16_epilogue e = bf16_epilogue_of(nr, alpha, beta, bias, NV);
     FOR_14_ROWS(ROW_STORE);
 }
 
@@ -248,110 +220,15 @@ static void micro(int kc2, const uint32_t *a, const uint32_t *b, float *c, int l
     }
 }
 
-/* C = beta C (+ bias rows) over M x N (beta == 0: C = 0 without reading it). */
-static void scale_c(int M, int N, float beta, const float *bias, float *C, int ldc) {
-    for (int i = 0; i < M; i++) {
-        float *cr = C + (size_t)i * ldc;
-        for (int j = 0; j < N; j += 16) {
-            __mmask16 k = vt512_tail((size_t)(N - j));
-            __m512 v = beta == 0.0f ? _mm512_setzero_ps()
-                                    : _mm512_mul_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(k, cr + j));
-            if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, bias + j));
-            _mm512_mask_storeu_ps(cr + j, k, v);
-        }
-    }
-}
-
-/* The source of the next packing (a rows x len block of the caller's float32 or bf16
- * matrix, row stride ld bytes), brought into L2 a few lines after each microkernel call
- * of the current block, so that packing it reads from L2 instead of memory. */
-typedef struct {
-    const char *base;
-    size_t ld;
-    int rows, lines, r, l; /* lines per row; the next line: row r, line l */
-} pf_block;
-
-static inline pf_block pf_of(const void *base, size_t ld_bytes, int rows, int len_bytes) {
-    pf_block p = {base, ld_bytes, base ? rows : 0, (len_bytes + 63) / 64, 0, 0};
-    return p;
-}
-
-static inline int pf_lines(const pf_block *p) { return p->rows * p->lines; }
-
-static inline void pf_some(pf_block *p, int n) {
-    for (; n > 0 && p->r < p->rows; n--) {
-        _mm_prefetch(p->base + (size_t)p->r * p->ld + (size_t)p->l * 64, _MM_HINT_T1);
-        if (++p->l == p->lines) p->l = 0, p->r++;
-    }
-}
-
-/* op(A)'s block of rows [i0, i0 + mc) x steps [p0, p0 + kc) as pack_a reads it. */
-static inline pf_block pf_a(int ta, const float *A, int lda, int i0, int p0, int mc, int kc) {
-    return ta ? pf_of(A + (size_t)p0 * lda + i0, (size_t)lda * 4, kc, mc * 4)
-              : pf_of(A + (size_t)i0 * lda + p0, (size_t)lda * 4, mc, kc * 4);
-}
-
-/* op(B)'s block of steps [p0, p0 + kc) x columns [j0, j0 + nc) as pack_b reads it. */
-static inline pf_block pf_b(int tb, const float *B, const vt_bf16 *B16, int ldb, int p0, int j0, int kc, int nc) {
-    size_t es = B16 ? 2 : 4;
-    const char *base = B16 ? (const char *)B16 : (const char *)B;
-    return tb ? pf_of(base + ((size_t)j0 * ldb + p0) * es, (size_t)ldb * es, nc, kc * (int)es)
-              : pf_of(base + ((size_t)p0 * ldb + j0) * es, (size_t)ldb * es, kc, nc * (int)es);
-}
-
 void vt_avx512bf16_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                              const float *B, const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C,
                              int ldc, float *work, const vt_region next[2]) {
     (void)next;
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) {
-        scale_c(M, N, beta, bias, C, ldc);
+        vt512_scale_c(M, N, beta, bias, C, ldc);
         return;
     }
-    const int KB = k_block(K);
-    const int mblocks = (M + MC - 1) / MC;
-    const int MB = (int)round_up((size_t)((M + mblocks - 1) / mblocks), MR);
-    uint32_t *pa = (uint32_t *)work, *pb = pa + a_words(M, KB);
-    for (int jc = 0; jc < N; jc += NC) {
-        int nc = imin(NC, N - jc);
-        for (int pc = 0; pc < K; pc += KB) {
-            int kc = imin(KB, K - pc), kc2 = (kc + 1) / 2;
-            float bet = pc == 0 ? beta : 1.0f;
-            const float *bias_k = pc + kc == K ? bias : NULL;
-            vt_avx512bf16_pack_b(tb, B, B16, ldb, pc, jc, kc, nc, kc2, pb);
-            for (int ic = 0; ic < M; ic += MB) {
-                int mc = imin(MB, M - ic);
-                pack_a(ta, A, lda, ic, pc, mc, kc, pa);
-                /* what the next pack_a (and, after the last M block, pack_b) reads */
-                pf_block na = pf_of(NULL, 0, 0, 0), nb = na;
-                if (ic + MB < M) {
-                    na = pf_a(ta, A, lda, ic + MB, pc, imin(MB, M - ic - MB), kc);
-                } else if (pc + KB < K) {
-                    int kn = imin(KB, K - pc - KB);
-                    na = pf_a(ta, A, lda, 0, pc + KB, imin(MB, M), kn);
-                    nb = pf_b(tb, B, B16, ldb, pc + KB, jc, kn, nc);
-                } else if (jc + NC < N) {
-                    na = pf_a(ta, A, lda, 0, 0, imin(MB, M), KB);
-                    nb = pf_b(tb, B, B16, ldb, 0, jc + NC, KB, imin(NC, N - jc - NC));
-                }
-                int calls = ((nc + NR - 1) / NR) * ((mc + MR - 1) / MR);
-                int qa = (pf_lines(&na) + calls - 1) / calls, qb = (pf_lines(&nb) + calls - 1) / calls;
-                for (int jr = 0; jr < nc; jr += NR) {
-                    int nr = imin(NR, nc - jr);
-                    const uint32_t *b = pb + (size_t)jr * kc2;
-                    for (int ir = 0; ir < mc; ir += MR) {
-                        float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
-                        /* the next call's tile: the next rows, or the next columns' first rows */
-                        const float *cn = ir + MR < mc ? c + (size_t)MR * ldc
-                                          : jr + NR < nc ? C + (size_t)ic * ldc + jc + jr + NR
-                                                         : c;
-                        micro(kc2, pa + (size_t)ir * kc2, b, c, ldc, imin(MR, mc - ir), nr, alpha, bet,
-                              bias_k ? bias_k + jc + jr : NULL, cn);
-                        pf_some(&na, qa);
-                        pf_some(&nb, qb);
-                    }
-                }
-            }
-        }
-    }
+    const bf16_blocking bl = blocking();
+    gemm_bf16_blocked(&bl, pack_a, micro, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work);
 }

@@ -1,0 +1,212 @@
+/* gemm_bf16_driver.h - the half of the bf16 GEMMs in avx512bf16/gemm.c (VDPBF16PS) and
+ * amx/gemm.c (AMX tiles) that does not depend on the product unit: the work-space size,
+ * the NC / KC / MC blocking loops and their packing calls, the optional L2 prefetch of
+ * the next packing's source, and the C tile's epilogue (alpha, beta, bias under column
+ * masks). Private to those two files: each includes it after its own header and passes
+ * its blocking, its pack_a and its microkernel, so everything here is compiled (and,
+ * being always_inline with constant arguments, specialised) with that file's flags.
+ * Loops: jc over N in NC blocks -> pc over K in equal blocks of at most KC steps, each a
+ * whole number of k_step steps but the last (pack op(B)'s block into VT_BF16_NR-column
+ * panels, vt_avx512bf16_pack_b) -> ic over M in equal blocks of at most MC rows, whole
+ * MR panels (pack op(A)'s block into MR-row panels, the level's pack_a) -> jr over NR
+ * columns -> ir over MR rows -> the level's microkernel.
+ * Packed rows hold kc2p words (pairs of steps), kc2p = (kc + 1) / 2 rounded up to a
+ * multiple of pair_step; A panels are MR kc2p words apart, B panels NR kc2p.
+ * alpha and beta are applied at the store of the first K block (later K blocks add with
+ * beta = 1), the bias after the last; beta == 0 never reads C. Splitting M and N into
+ * blocks does not change any element's sums. */
+#ifndef VT_KERNELS_GEMM_BF16_DRIVER_H
+#define VT_KERNELS_GEMM_BF16_DRIVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gemm_tiles.h" /* VT_BF16_NR */
+
+static inline int imin(int a, int b) { return a < b ? a : b; }
+static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+/* A level's tile and blocking: MR rows per microkernel call and A panel; the context's
+ * cache blocks kc, mc, nc; K blocks a multiple of k_step steps (2: whole pairs; 32:
+ * whole AMX tiles); packed rows a multiple of pair_step pairs (16: whole tiles; 1);
+ * prefetch: whether each microkernel call brings a share of the next packing's source
+ * into L2 (bf16_pf_block). */
+typedef struct {
+    int mr, kc, mc, nc, k_step, pair_step, prefetch;
+} bf16_blocking;
+
+/* Pack rows [i0, i0 + mc) x steps [p0, p0 + kc) of op(A) (float32, rounded to bf16) into
+ * MR-row panels of kc2p words per row at dst. */
+typedef void (*bf16_pack_a_fn)(int ta, const float *A, int lda, int i0, int p0, int mc, int kc, int kc2p,
+                               uint32_t *dst);
+/* c[0:mr, 0:nr] = alpha (A panel)(B panel) + beta c (+ bias) over kc2p pairs; c_next:
+ * the next call's C tile (a prefetch hint). */
+typedef void (*bf16_micro_fn)(int kc2p, const uint32_t *a, const uint32_t *b, float *c, int ldc, int mr, int nr,
+                              float alpha, float beta, const float *bias, const float *c_next);
+
+/* The pairs of a packed row of a K block of kc steps. */
+static inline int bf16_pairs(const bf16_blocking *bl, int kc) {
+    return (int)round_up((size_t)(kc + 1) / 2, (size_t)bl->pair_step);
+}
+
+/* K in equal blocks of at most kc steps, each a multiple of k_step (the last shorter). */
+static inline int bf16_k_block(const bf16_blocking *bl, int K) {
+    int blocks = (K + bl->kc - 1) / bl->kc;
+    return (int)round_up((size_t)((K + blocks - 1) / blocks), (size_t)bl->k_step);
+}
+
+/* Words of packed A for a K block of kc steps, a multiple of 16 (packed B after it
+ * starts on a 64-byte line). */
+static inline size_t bf16_a_words(const bf16_blocking *bl, int M, int kc) {
+    return round_up(round_up((size_t)imin(M, bl->mc), (size_t)bl->mr) * (size_t)bf16_pairs(bl, kc), 16);
+}
+
+/* The work space in floats (= 32-bit words): packed A, then packed B. */
+static inline size_t bf16_work_floats(const bf16_blocking *bl, int M, int N, int K) {
+    if (M <= 0 || N <= 0 || K <= 0) return 0;
+    int kc = (int)round_up((size_t)imin(K, bl->kc), (size_t)bl->k_step);
+    return bf16_a_words(bl, M, kc) + (size_t)bf16_pairs(bl, kc) * round_up((size_t)imin(N, bl->nc), VT_BF16_NR);
+}
+
+/* The epilogue of a C tile of nr (<= 32) columns: alpha, beta, the column masks and the
+ * bias vectors (bias NULL: none), set once per tile. */
+typedef struct {
+    __mmask16 k0, k1;
+    __m512 va, vb, bias0, bias1;
+    float beta;
+    int has_bias;
+} bf16_epilogue;
+
+static inline __attribute__((always_inline)) bf16_epilogue bf16_epilogue_of(int nr, float alpha, float beta,
+                                                                             const float *bias, int nv) {
+    bf16_epilogue e;
+    e.k0 = vt512_tail((size_t)nr);
+    e.k1 = vt512_tail((size_t)(nr > 16 ? nr - 16 : 0));
+    e.va = _mm512_set1_ps(alpha);
+    e.vb = _mm512_set1_ps(beta);
+    e.beta = beta;
+    e.has_bias = bias != NULL;
+    e.bias0 = e.bias1 = _mm512_setzero_ps();
+    if (bias) {
+        e.bias0 = _mm512_maskz_loadu_ps(e.k0, bias);
+        if (nv == 2) e.bias1 = _mm512_maskz_loadu_ps(e.k1, bias + 16);
+    }
+    return e;
+}
+
+/* One row of the tile at cr from its sums x0 (columns 0..15) and, when nv == 2, x1
+ * (16..31): alpha x (+ beta C, read just before, when beta != 0) (+ bias), stored
+ * under the column masks. */
+static inline __attribute__((always_inline)) void bf16_store_row(const bf16_epilogue *e, float *cr, __m512 x0,
+                                                                 __m512 x1, int nv) {
+    x0 = _mm512_mul_ps(x0, e->va);
+    x1 = _mm512_mul_ps(x1, e->va);
+    if (e->beta != 0.0f) {
+        x0 = _mm512_fmadd_ps(e->vb, _mm512_maskz_loadu_ps(e->k0, cr), x0);
+        if (nv == 2) x1 = _mm512_fmadd_ps(e->vb, _mm512_maskz_loadu_ps(e->k1, cr + 16), x1);
+    }
+    if (e->has_bias) {
+        x0 = _mm512_add_ps(x0, e->bias0);
+        if (nv == 2) x1 = _mm512_add_ps(x1, e->bias1);
+    }
+    _mm512_mask_storeu_ps(cr, e->k0, x0);
+    if (nv == 2) _mm512_mask_storeu_ps(cr + 16, e->k1, x1);
+}
+
+/* The source of the next packing (a rows x len block of the caller's float32 or bf16
+ * matrix, row stride ld bytes), brought into L2 a few lines after each microkernel call
+ * of the current block, so that packing it reads from L2 instead of memory. */
+typedef struct {
+    const char *base;
+    size_t ld;
+    int rows, lines, r, l; /* lines per row; the next line: row r, line l */
+} bf16_pf_block;
+
+static inline bf16_pf_block bf16_pf_of(const void *base, size_t ld_bytes, int rows, int len_bytes) {
+    bf16_pf_block p = {base, ld_bytes, base ? rows : 0, (len_bytes + 63) / 64, 0, 0};
+    return p;
+}
+
+static inline int bf16_pf_lines(const bf16_pf_block *p) { return p->rows * p->lines; }
+
+/* always_inline: GCC deletes calls to a function whose only effect is prefetching. */
+static inline __attribute__((always_inline)) void bf16_pf_some(bf16_pf_block *p, int n) {
+    for (; n > 0 && p->r < p->rows; n--) {
+        _mm_prefetch(p->base + (size_t)p->r * p->ld + (size_t)p->l * 64, _MM_HINT_T1);
+        if (++p->l == p->lines) p->l = 0, p->r++;
+    }
+}
+
+/* op(A)'s block of rows [i0, i0 + mc) x steps [p0, p0 + kc) as pack_a reads it. */
+static inline bf16_pf_block bf16_pf_a(int ta, const float *A, int lda, int i0, int p0, int mc, int kc) {
+    return ta ? bf16_pf_of(A + (size_t)p0 * lda + i0, (size_t)lda * 4, kc, mc * 4)
+              : bf16_pf_of(A + (size_t)i0 * lda + p0, (size_t)lda * 4, mc, kc * 4);
+}
+
+/* op(B)'s block of steps [p0, p0 + kc) x columns [j0, j0 + nc) as pack_b reads it. */
+static inline bf16_pf_block bf16_pf_b(int tb, const float *B, const vt_bf16 *B16, int ldb, int p0, int j0, int kc,
+                                      int nc) {
+    size_t es = B16 ? 2 : 4;
+    const char *base = B16 ? (const char *)B16 : (const char *)B;
+    return tb ? bf16_pf_of(base + ((size_t)j0 * ldb + p0) * es, (size_t)ldb * es, nc, kc * (int)es)
+              : bf16_pf_of(base + ((size_t)p0 * ldb + j0) * es, (size_t)ldb * es, kc, nc * (int)es);
+}
+
+/* C = alpha op(A') op(B') + beta C (+ bias) for M, N, K > 0 and alpha != 0 (the callers
+ * handle the rest with vt512_scale_c), through the work space (bf16_work_floats). */
+static inline __attribute__((always_inline)) void
+gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_micro_fn micro, int ta, int tb, int M, int N,
+                  int K, float alpha, const float *A, int lda, const float *B, const vt_bf16 *B16, int ldb,
+                  float beta, const float *bias, float *C, int ldc, float *work) {
+    const int MR = bl->mr, NR = VT_BF16_NR, NC = bl->nc;
+    const int KB = bf16_k_block(bl, K);
+    const int mblocks = (M + bl->mc - 1) / bl->mc;
+    const int MB = (int)round_up((size_t)((M + mblocks - 1) / mblocks), (size_t)MR);
+    uint32_t *pa = (uint32_t *)work, *pb = pa + bf16_a_words(bl, M, KB);
+    for (int jc = 0; jc < N; jc += NC) {
+        int nc = imin(NC, N - jc);
+        for (int pc = 0; pc < K; pc += KB) {
+            int kc = imin(KB, K - pc), kc2p = bf16_pairs(bl, kc);
+            float bet = pc == 0 ? beta : 1.0f;
+            const float *bias_k = pc + kc == K ? bias : NULL;
+            vt_avx512bf16_pack_b(tb, B, B16, ldb, pc, jc, kc, nc, kc2p, pb);
+            for (int ic = 0; ic < M; ic += MB) {
+                int mc = imin(MB, M - ic);
+                pack_a(ta, A, lda, ic, pc, mc, kc, kc2p, pa);
+                /* what the next pack_a (and, after the last M block, pack_b) reads */
+                bf16_pf_block na = bf16_pf_of(NULL, 0, 0, 0), nb = na;
+                if (bl->prefetch) {
+                    if (ic + MB < M) {
+                        na = bf16_pf_a(ta, A, lda, ic + MB, pc, imin(MB, M - ic - MB), kc);
+                    } else if (pc + KB < K) {
+                        int kn = imin(KB, K - pc - KB);
+                        na = bf16_pf_a(ta, A, lda, 0, pc + KB, imin(MB, M), kn);
+                        nb = bf16_pf_b(tb, B, B16, ldb, pc + KB, jc, kn, nc);
+                    } else if (jc + NC < N) {
+                        na = bf16_pf_a(ta, A, lda, 0, 0, imin(MB, M), KB);
+                        nb = bf16_pf_b(tb, B, B16, ldb, 0, jc + NC, KB, imin(NC, N - jc - NC));
+                    }
+                }
+                int calls = ((nc + NR - 1) / NR) * ((mc + MR - 1) / MR);
+                int qa = (bf16_pf_lines(&na) + calls - 1) / calls, qb = (bf16_pf_lines(&nb) + calls - 1) / calls;
+                for (int jr = 0; jr < nc; jr += NR) {
+                    int nr = imin(NR, nc - jr);
+                    const uint32_t *b = pb + (size_t)jr * kc2p;
+                    for (int ir = 0; ir < mc; ir += MR) {
+                        float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
+                        /* the next call's tile: the next rows, or the next columns' first rows */
+                        const float *cn = ir + MR < mc ? c + (size_t)MR * ldc
+                                          : jr + NR < nc ? C + (size_t)ic * ldc + jc + jr + NR
+                                                         : c;
+                        micro(kc2p, pa + (size_t)ir * kc2p, b, c, ldc, imin(MR, mc - ir), nr, alpha, bet,
+                              bias_k ? bias_k + jc + jr : NULL, cn);
+                        bf16_pf_some(&na, qa);
+                        bf16_pf_some(&nb, qb);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#endif
