@@ -1,9 +1,12 @@
 /* bf16.h - private to kernels/: the scalar bf16 conversions every level's rounding is
  * defined by (kernels.h: bf16 numerics). vt_bf16_round is VCVTNEPS2BF16 element by
- * element; vt_bf16_float widens exactly. */
+ * element; vt_bf16_float widens exactly; vt_bf16_ftz is how the bf16 product
+ * instructions (VDPBF16PS, TDPBF16PS) treat denormals, for their emulations. */
 #ifndef VT_KERNELS_BF16_H
 #define VT_KERNELS_BF16_H
 
+#include <float.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -23,5 +26,9 @@ static inline float vt_bf16_float(vt_bf16 h) {
     memcpy(&x, &u, sizeof x);
     return x;
 }
+
+/* x, or a zero of its sign when x is denormal: the bf16 product instructions read
+ * denormal inputs as zero and flush denormal results to zero. */
+static inline float vt_bf16_ftz(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
 
 #endif

@@ -24,10 +24,10 @@
 #ifndef VT_KERNELS_AMX_EMULATED_H
 #define VT_KERNELS_AMX_EMULATED_H
 
-#include <float.h>
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "../bf16.h"
 
 typedef struct {
     int configured;
@@ -82,13 +82,11 @@ static inline void vt_emu_tile_zero(int t) {
     memset(vt_emu_tile_state.t[t], 0, sizeof vt_emu_tile_state.t[t]);
 }
 
-static inline float vt_emu_tile_ftz(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
-
+/* The bf16 element at p, as TDPBF16PS reads it (denormals as zero). */
 static inline float vt_emu_tile_bf16(const unsigned char *p) {
-    uint32_t u = (uint32_t)(p[0] | p[1] << 8) << 16;
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return vt_emu_tile_ftz(x);
+    vt_bf16 h;
+    memcpy(&h, p, sizeof h);
+    return vt_bf16_ftz(vt_bf16_float(h));
 }
 
 static inline void vt_emu_tile_dpbf16ps(int c, int a, int b) {
@@ -105,13 +103,13 @@ static inline void vt_emu_tile_dpbf16ps(int c, int a, int b) {
         for (int k = 0; k < K; k++)
             for (int n = 0; n < N; n++) {
                 const unsigned char *pa = s->t[a][m] + 4 * k, *pb = s->t[b][k] + 4 * n;
-                even[n] = vt_emu_tile_ftz(fmaf(vt_emu_tile_bf16(pa), vt_emu_tile_bf16(pb), even[n]));
-                odd[n] = vt_emu_tile_ftz(fmaf(vt_emu_tile_bf16(pa + 2), vt_emu_tile_bf16(pb + 2), odd[n]));
+                even[n] = vt_bf16_ftz(fmaf(vt_emu_tile_bf16(pa), vt_emu_tile_bf16(pb), even[n]));
+                odd[n] = vt_bf16_ftz(fmaf(vt_emu_tile_bf16(pa + 2), vt_emu_tile_bf16(pb + 2), odd[n]));
             }
         for (int n = 0; n < N; n++) {
             float acc;
             memcpy(&acc, s->t[c][m] + 4 * n, sizeof acc);
-            acc = vt_emu_tile_ftz(vt_emu_tile_ftz(acc) + vt_emu_tile_ftz(even[n] + odd[n]));
+            acc = vt_bf16_ftz(vt_bf16_ftz(acc) + vt_bf16_ftz(even[n] + odd[n]));
             memcpy(s->t[c][m] + 4 * n, &acc, sizeof acc);
         }
         memset(s->t[c][m] + s->colsb[c], 0, 64 - (size_t)s->colsb[c]); /* the row past colsb */

@@ -36,11 +36,6 @@ static inline void vt_storeu_bf16(vt_bf16 *p, __mmask16 k, __m256i v) { _mm256_m
 
 #else /* the emulation: the documented operations, element by element */
 
-#include <float.h>
-#include <math.h>
-
-static inline float vt_emu_ftz(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
-
 static inline __m512 vt_dpbf16(__m512 acc, __m512i a, __m512i b) {
     float c[16];
     vt_bf16 x[32], y[32];
@@ -48,9 +43,9 @@ static inline __m512 vt_dpbf16(__m512 acc, __m512i a, __m512i b) {
     _mm512_storeu_si512(x, a);
     _mm512_storeu_si512(y, b);
     for (int j = 0; j < 16; j++) {
-        float s = vt_emu_ftz(c[j]);
-        s = vt_emu_ftz(fmaf(vt_emu_ftz(vt_bf16_float(x[2 * j + 1])), vt_emu_ftz(vt_bf16_float(y[2 * j + 1])), s));
-        s = vt_emu_ftz(fmaf(vt_emu_ftz(vt_bf16_float(x[2 * j])), vt_emu_ftz(vt_bf16_float(y[2 * j])), s));
+        float s = vt_bf16_ftz(c[j]);
+        s = vt_bf16_ftz(fmaf(vt_bf16_ftz(vt_bf16_float(x[2 * j + 1])), vt_bf16_ftz(vt_bf16_float(y[2 * j + 1])), s));
+        s = vt_bf16_ftz(fmaf(vt_bf16_ftz(vt_bf16_float(x[2 * j])), vt_bf16_ftz(vt_bf16_float(y[2 * j])), s));
         c[j] = s;
     }
     return _mm512_loadu_ps(c);
