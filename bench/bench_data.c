@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench_args.h"
+#include "bench_util.h"
 #include "config.h"
 #include "data/dataset.h"
 #include "data/loader.h"
@@ -40,19 +40,6 @@
 #define IMG_H 375
 
 static char dir[256];
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* CPU time of the whole process (all threads): work done, whatever the machine's load. */
-static double cpu_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void file_path(char *out, size_t len, int64_t i) {
     snprintf(out, len, "%s/img%02d.jpg", dir, (int)(i % NFILES));
@@ -145,14 +132,14 @@ static int run_loader(const char *name, const vt_data_spec *cfg, vt_split split,
     int *lab = vt_xmalloc(sizeof(int) * (size_t)bs);
     int su, cnt, rc = 0;
     if (vt_loader_next(L, img, lab, soft, &su, &cnt) != VT_OK) rc = 1;
-    double t0 = now(), c0 = cpu_now();
+    double t0 = bench_now(), c0 = bench_cpu_now();
     int64_t done = 0;
     while (!rc && done < n) {
         if (vt_loader_next(L, img, lab, soft, &su, &cnt) != VT_OK) rc = 1;
         if (cnt == 0) break;
         done += cnt;
     }
-    double t = now() - t0, cpu = cpu_now() - c0;
+    double t = bench_now() - t0, cpu = bench_cpu_now() - c0;
     if (rc) fprintf(stderr, "bench_data: %s\n", vt_last_error());
     else report(name, workers, done, t, cpu);
     free(img);
@@ -184,14 +171,14 @@ int main(int argc, char **argv) {
         uint8_t *buf = NULL;
         size_t cap = 0;
         int h, w, c;
-        double t0 = now(), c0 = cpu_now();
+        double t0 = bench_now(), c0 = bench_cpu_now();
         for (int64_t i = 0; i < n && !rc; i++) {
             char p[512];
             file_path(p, sizeof p, i);
             if (vt_image_load(p, BENCH_MAX_PIXELS, &buf, &cap, &h, &w, &c) != VT_OK) rc = 1;
         }
         if (rc) fprintf(stderr, "bench_data: %s\n", vt_last_error());
-        else report("decode", 0, n, now() - t0, cpu_now() - c0);
+        else report("decode", 0, n, bench_now() - t0, bench_cpu_now() - c0);
         free(buf);
     }
     vt_data_spec cfg;

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "config.h"
 #include "kernels.h"
 #include "ops/ops.h"
@@ -33,45 +34,7 @@
 #include "tape.h"
 #include "vit.h"
 
-static char cpu[128] = "unknown", tmpdir[128];
-
-/* "model name (family F model M)" of the first CPU in /proc/cpuinfo. */
-static void read_cpu_model(void) {
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[256], name[96] = "unknown";
-    int family = -1, model = -1;
-    while (f && fgets(line, sizeof line, f) && strcmp(line, "\n")) {
-        const char *v = strchr(line, ':');
-        if (!v) continue;
-        if (!strncmp(line, "model name", 10)) {
-            snprintf(name, sizeof name, "%s", v + 2);
-            name[strcspn(name, "\n")] = '\0';
-        } else if (!strncmp(line, "cpu family", 10)) {
-            family = atoi(v + 1);
-        } else if (!strncmp(line, "model\t", 6)) {
-            model = atoi(v + 1);
-        }
-    }
-    if (f) fclose(f);
-    snprintf(cpu, sizeof cpu, "%s (family %d model %d)", name, family, model);
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    if (n <= 0) return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+static char cpu[192] = "unknown", tmpdir[128];
 
 /* ---- (a) vitrain under 1x1, 1x2, 2x1 ------------------------------------------------- */
 
@@ -131,8 +94,8 @@ static int run_layout(const char *bin, const model_case *mc, int ranks, int thre
     }
     if (f) fclose(f);
     if (n == 0) return 1;
-    *img_s = median(imgs, n);
-    *comm_s = median(comms, n);
+    *img_s = bench_median(imgs, n);
+    *comm_s = bench_median(comms, n);
     return 0;
 }
 
@@ -178,7 +141,7 @@ typedef struct {
 
 static void on_mark(void *ctx, int64_t from) {
     mark_times *m = ctx;
-    if (from >= 0 && m->n < 64) m->t[m->n++] = now_s();
+    if (from >= 0 && m->n < 64) m->t[m->n++] = bench_now();
 }
 
 static int bench_blocks(const char *filter, int quick, const char *isa) {
@@ -219,11 +182,11 @@ static int bench_blocks(const char *filter, int quick, const char *isa) {
             int64_t shape[4] = {B, 3, S, S};
             vt_tensor *x = vt_tensor_wrap(&arena, img, 4, shape);
             mt.n = 0;
-            double t0 = now_s();
+            double t0 = bench_now();
             vt_tensor *loss = vt_op_cross_entropy(&tape, vt_vit_forward(&m, &tape, x), labels, NULL, 0.0f);
-            double t1 = now_s();
+            double t1 = bench_now();
             vt_tape_backward(&tape, loss);
-            double t2 = now_s();
+            double t2 = bench_now();
             fwd = t1 - t0;
             bwd = t2 - t1;
             nm = mt.n;
@@ -263,7 +226,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
-    read_cpu_model();
+    bench_cpu(cpu, sizeof cpu);
     const char *b = getenv("VT_BIN");
     char bin[512];
     snprintf(bin, sizeof bin, "%s", b && *b ? b : "./vitrain");

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "config.h"
 #include "kernels.h"
 #include "ops/ops.h"
@@ -60,12 +61,6 @@ static const model_case models[] = {
                         "model.num_classes=10"}, 128},
 };
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* One model per kind; the step arena and tape are shared by all of them (each step
  * resets them), so memory holds one step's activations, not one per kind. */
 static vt_arena arena;
@@ -103,7 +98,7 @@ static void teardown(pe_run *r) {
 
 /* One training step on the given batch; returns its wall time. */
 static double step(pe_run *r, const float *images, const int *labels, int B) {
-    double t0 = now();
+    double t0 = bench_now();
     vt_arena_reset(&arena);
     vt_tape_clear(&tape);
     vt_vit_zero_grad(&r->m);
@@ -113,7 +108,7 @@ static double step(pe_run *r, const float *images, const int *labels, int B) {
     vt_tensor *loss = vt_op_cross_entropy(&tape, logits, labels, NULL, 0.1f);
     vt_tape_backward(&tape, loss);
     vt_optim_step(&r->o, &r->m, 1e-4f);
-    return now() - t0;
+    return bench_now() - t0;
 }
 
 /* Whether kind k runs under the command-line filter (NULL: all); none always does. */

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench_args.h"
+#include "bench_util.h"
 #include "config.h"
 #include "kernels.h"
 #include "ops/ops.h"
@@ -29,17 +29,6 @@
 #include "rng.h"
 #include "tape.h"
 #include "vit.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 typedef struct {
     double ms;
@@ -79,7 +68,7 @@ static result run_one(const char *attention, int patch, int depth, int timed) {
     int labels[1] = {3};
     double t[8];
     for (int s = 0; s <= timed; s++) {
-        double t0 = now();
+        double t0 = bench_now();
         vt_arena_reset(&arena);
         vt_tape_clear(&tape);
         vt_vit_zero_grad(&m);
@@ -88,10 +77,10 @@ static result run_one(const char *attention, int patch, int depth, int timed) {
         vt_tensor *logits = vt_vit_forward(&m, &tape, x);
         vt_tensor *loss = vt_op_cross_entropy(&tape, logits, labels, NULL, 0.0f);
         vt_tape_backward(&tape, loss);
-        if (s > 0) t[s - 1] = now() - t0; /* step 0 is the warm-up */
+        if (s > 0) t[s - 1] = bench_now() - t0; /* step 0 is the warm-up */
         res.arena_bytes = arena.total_used;
     }
-    qsort(t, (size_t)timed, sizeof t[0], cmp_double);
+    bench_sort(t, timed);
     res.ms = 1e3 * t[0];
     res.ok = 1;
     free(img);
