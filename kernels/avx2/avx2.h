@@ -1,10 +1,8 @@
 /* avx2/avx2.h - private to kernels/avx2/: the AVX2+FMA kernels, vt_avx2_<entry> for every
  * entry of ../entries.def (the contracts), and the vector helpers they share.
  *
- * vt256_exp(x): e^x for x in [-87.33, 88.0]; below -87.33 (incl. -inf) returns 0,
- *   above 88.0 returns e^88, NaN stays NaN. Cephes-style: n = round(x log2 e),
- *   r = x - n ln2 (two-part ln2), degree-5 polynomial, times 2^n. Max relative error
- *   1.2e-7 in range (measured on a dense grid of [-87, 0]).
+ * vt256_exp(x): e^x by ../exp_poly.h's approximation (range, error bound), bitwise
+ *   vt512_exp's values; 2^n built in the exponent field.
  * vt256_erf(x): vt512_erf's method and table (../erf_table.h), so bitwise its values:
  *   |x| < 4 in 16 intervals, each a degree-5 polynomial in u = 4 |x| - i - 1/2 whose
  *   coefficients two 8-entry permutes and a blend on bit 3 of i fetch; 1 for |x| >= 4;
@@ -19,6 +17,7 @@
 #include <stddef.h>
 
 #include "../erf_table.h"
+#include "../exp_poly.h"
 #include "../level.h"
 
 static inline __m256i vt256_tail(size_t n) {
@@ -56,19 +55,19 @@ static inline double vt256_hsum_pd(__m256d v) {
 }
 
 static inline __m256 vt256_exp(__m256 x) {
-    const __m256 hi = _mm256_set1_ps(88.0f), lo = _mm256_set1_ps(-87.33f);
+    const __m256 hi = _mm256_set1_ps(VT_EXP_HI), lo = _mm256_set1_ps(VT_EXP_LO);
     __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
     x = _mm256_max_ps(lo, _mm256_min_ps(hi, x)); /* operand order keeps NaN */
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(VT_EXP_LOG2E)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(VT_EXP_LN2_HI), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(VT_EXP_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(vt_exp_coef[0]);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(vt_exp_coef[1]));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(vt_exp_coef[2]));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(vt_exp_coef[3]));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(vt_exp_coef[4]));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(vt_exp_coef[5]));
     __m256 y = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));

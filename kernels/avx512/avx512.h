@@ -2,10 +2,8 @@
  * vt_avx512_<entry> for every entry of ../entries.def (the contracts), and the vector
  * exp/erf they share.
  *
- * vt512_exp(x): e^x for x in [-87.33, 88.0]; below -87.33 (incl. -inf) returns 0,
- *   above 88.0 returns e^88, NaN stays NaN. Cephes-style: n = round(x log2 e),
- *   r = x - n ln2 (two-part ln2), degree-5 polynomial, times 2^n. Max relative error
- *   1.2e-7 in range (measured on a dense grid of [-87, 0]).
+ * vt512_exp(x): e^x by ../exp_poly.h's approximation (range, error bound), bitwise
+ *   vt256_exp's values; 2^n by scalef.
  * vt512_erf(x): |x| < 4 in 16 intervals [i / 4, (i + 1) / 4): the interval's degree-5
  *   polynomial in u = 4 |x| - i - 1/2 (Chebyshev fits of erf, coefficients rounded to
  *   float, fetched for every lane at once by permutexvar from vt_erf_coef, the table of
@@ -26,22 +24,23 @@
 #include <stddef.h>
 
 #include "../erf_table.h"
+#include "../exp_poly.h"
 #include "../level.h"
 
 static inline __m512 vt512_exp(__m512 x) {
-    const __m512 hi = _mm512_set1_ps(88.0f), lo = _mm512_set1_ps(-87.33f);
+    const __m512 hi = _mm512_set1_ps(VT_EXP_HI), lo = _mm512_set1_ps(VT_EXP_LO);
     __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
     x = _mm512_max_ps(lo, _mm512_min_ps(hi, x)); /* operand order keeps NaN */
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(VT_EXP_LOG2E)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(VT_EXP_LN2_HI), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(VT_EXP_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(vt_exp_coef[0]);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(vt_exp_coef[1]));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(vt_exp_coef[2]));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(vt_exp_coef[3]));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(vt_exp_coef[4]));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(vt_exp_coef[5]));
     __m512 y = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     /* y 2^n: n is in [-126, 127] after the clamp, so scalef rounds exactly as a multiply
      * by the power of two built in the exponent field would (bitwise the same) */
