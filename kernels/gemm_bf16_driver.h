@@ -153,7 +153,7 @@ static inline bf16_pf_block bf16_pf_b(int tb, const float *B, const vt_bf16 *B16
 }
 
 /* C = alpha op(A') op(B') + beta C (+ bias) for M, N, K > 0 and alpha != 0 (the callers
- * handle the rest with vt512_scale_c), through the work space (bf16_work_floats). */
+ * handle the rest with vt512_gemm_no_product), through the work space (bf16_work_floats). */
 static inline __attribute__((always_inline)) void
 gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_micro_fn micro, int ta, int tb, int M, int N,
                   int K, float alpha, const float *A, int lda, const float *B, const vt_bf16 *B16, int ldb,

@@ -108,11 +108,7 @@ void vt_amx_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const fl
                       const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
                       const vt_region next[2]) {
     (void)next;
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0 || alpha == 0.0f) {
-        vt512_scale_c(M, N, beta, bias, C, ldc);
-        return;
-    }
+    if (vt512_gemm_no_product(M, N, K, alpha, beta, bias, C, ldc)) return;
     /* palette 1: tiles 0-7 of 16 rows x 64 bytes (colsb at byte 16 + 2 t, rows at 48 + t) */
     unsigned char cfg[64] __attribute__((aligned(64))) = {0};
     cfg[0] = 1;

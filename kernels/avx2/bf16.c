@@ -1,6 +1,7 @@
 /* avx2/bf16.c - bf16 at the AVX2 level, which has no bf16 instructions (kernels.h: bf16
- * numerics): bf16_round in integer arithmetic, bitwise the scalar rounding, 8 floats a
- * step; gemm_bf16 through the fp32 GEMM (../gemm_bf16_f32.h). */
+ * numerics): bf16_round in integer arithmetic, bitwise the scalar rounding (../bf16.h
+ * owns the rule; avx512/bf16.c restates it with mask registers), 8 floats a step, the
+ * three cases blended; gemm_bf16 through the fp32 GEMM (../gemm_bf16_f32.h). */
 #include "avx2.h"
 #include "../gemm_bf16_f32.h"
 

@@ -97,9 +97,7 @@ static inline __mmask16 vt512_tail(size_t n) {
     return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
 }
 
-/* C = beta C (+ bias on every row) over M x N, row stride ldc; beta == 0 never reads C:
- * a GEMM with K == 0 or alpha == 0 (the BLAS convention of the GEMMs of this level and
- * the bf16 levels above it). */
+/* C = beta C (+ bias on every row) over M x N, row stride ldc; beta == 0 never reads C. */
 static inline void vt512_scale_c(int M, int N, float beta, const float *bias, float *C, int ldc) {
     for (int i = 0; i < M; i++) {
         float *cr = C + (size_t)i * ldc;
@@ -111,6 +109,17 @@ static inline void vt512_scale_c(int M, int N, float beta, const float *bias, fl
             _mm512_mask_storeu_ps(cr + j, k, v);
         }
     }
+}
+
+/* A GEMM call without a product, the BLAS convention of the GEMMs of this level and the
+ * bf16 levels above it: M or N <= 0 does nothing; K <= 0 or alpha == 0 gives C = beta C
+ * (+ bias) without reading A or B. Returns 1 when the call is one of these (and done). */
+static inline int vt512_gemm_no_product(int M, int N, int K, float alpha, float beta, const float *bias, float *C,
+                                        int ldc) {
+    if (M <= 0 || N <= 0) return 1;
+    if (K > 0 && alpha != 0.0f) return 0;
+    vt512_scale_c(M, N, beta, bias, C, ldc);
+    return 1;
 }
 
 #define VT_KERNEL(name, ret, params) VT_LEVEL_PROTOTYPE(avx512, name)

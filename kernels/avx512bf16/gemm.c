@@ -224,11 +224,7 @@ void vt_avx512bf16_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, c
                              const float *B, const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C,
                              int ldc, float *work, const vt_region next[2]) {
     (void)next;
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0 || alpha == 0.0f) {
-        vt512_scale_c(M, N, beta, bias, C, ldc);
-        return;
-    }
+    if (vt512_gemm_no_product(M, N, K, alpha, beta, bias, C, ldc)) return;
     const bf16_blocking bl = blocking();
     gemm_bf16_blocked(&bl, pack_a, micro, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work);
 }
