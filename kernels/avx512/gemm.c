@@ -126,20 +126,6 @@ static void add_bias(float *c, int ldc, int mr, int nr, const float *bias) {
     }
 }
 
-/* C = beta C (+ bias rows) over M x N (beta == 0: C = 0 without reading it). */
-static void scale_c(int M, int N, float beta, const float *bias, float *C, int ldc) {
-    for (int i = 0; i < M; i++) {
-        float *cr = C + (size_t)i * ldc;
-        for (int j = 0; j < N; j += 16) {
-            __mmask16 k = vt512_tail((size_t)(N - j));
-            __m512 v = beta == 0.0f ? _mm512_setzero_ps()
-                                    : _mm512_mul_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(k, cr + j));
-            if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, bias + j));
-            _mm512_mask_storeu_ps(cr + j, k, v);
-        }
-    }
-}
-
 /* The packing and microkernels of each shape of VT_AVX512_SHAPES: kernels_14x32, ... */
 #define SH_MR 14
 #define SH_NV 2
@@ -182,11 +168,7 @@ static void scale_c(int M, int N, float beta, const float *bias, float *C, int l
 static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
                      const vt_region *next) {
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0 || alpha == 0.0f) {
-        scale_c(M, N, beta, bias, C, ldc);
-        return;
-    }
+    if (vt512_gemm_no_product(M, N, K, alpha, beta, bias, C, ldc)) return;
     gemm_blocking bl = {.mr = MR,
                         .nr = NR,
                         .kc = KC,
