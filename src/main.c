@@ -557,7 +557,7 @@ static int cmd_info(const cli_args *a) {
         return fail_exit(st);
     }
     const int S = cfg.model.img_size;
-    const int64_t gb = (int64_t)cfg.train.batch_size * (cfg.train.accum_steps > 0 ? cfg.train.accum_steps : 1);
+    const int64_t gb = (int64_t)cfg.train.batch_size * cfg.train.accum_steps;
     double fwd = vt_vit_flops(&m, S);
     double step_flops = 3.0 * fwd * (double)gb;
     const double MiB = 1048576.0;

@@ -344,7 +344,7 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     if (st != VT_OK) return st;
 
     tr->bs = cfg->train.batch_size;
-    tr->accum = cfg->train.accum_steps > 0 ? cfg->train.accum_steps : 1;
+    tr->accum = cfg->train.accum_steps; /* >= 1: the schema bounds it */
     const int S = cfg->model.img_size, C = cfg->model.in_chans, K = cfg->model.num_classes;
     vt_data_spec spec;
     vt_resolve_data_spec(cfg, &spec);
