@@ -20,7 +20,7 @@
 /* The values the fp32 and bf16 kernels were tuned with on Zen 4 (1 MB L2, 32 KB L1d). */
 #define ZEN4_AVX512                                                                                  \
     {                                                                                                \
-        .mr = 14, .nr = 32,    /* 28 accumulators; ~97% of the FMA peak in cache on Zen 4 */        \
+        .mr = 14, .nr = 32,    /* 28 zmm accumulators, 2 of B, A broadcast per row */               \
         .kc = 384,             /* ta = 0: longer K blocks, fewer passes over C */                   \
         .kc_t = 256,           /* ta = 1: the transposed A packs best in 256-step blocks */         \
         .mc = 280,             /* 280 x 384 packed A (420 KB) + the next block's source in L2 */    \
@@ -69,7 +69,7 @@ static const vt_gemm_context contexts[] = {
               .one_pass_min_n = 256},
      .avx512 = ZEN4_AVX512, .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16},
     {.name = "zen4", .avx2 = ZEN4_AVX2, .avx512 = ZEN4_AVX512, .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16},
-    /* Zen 5: 1 MB L2, 48 KB L1d, two 512-bit FMA pipes (TUNING.md: what was measured). The
+    /* Zen 5: 1 MB L2, 48 KB L1d, two 512-bit FMA pipes (TUNING.md: why these values). The
      * one-pass order up to M = 784 (784 KB of packed A + 128 KB of packed B in L2) takes the
      * ViT-B weight gradients (M = 768). */
     {.name = "zen5",
