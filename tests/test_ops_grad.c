@@ -263,33 +263,48 @@ static vt_tensor *fwd1(fwd_fn f, vt_tensor **in, const void *arg) {
 static void test_gemm(vt_rng *r) {
     /* Shapes large enough for vt_gemm to split C over threads, by rows and by columns,
      * and (K >= 4 max(M, N)) over K, with K cuts inside and at the end of a 64 block;
-     * vt_gemm_bias on the same splits (the K split adds the bias after the partials). */
+     * vt_gemm_bias on the same splits (the K split adds the bias after the partials).
+     * On 1, 2 and 3 threads (3: blocks of unequal size on a 2-core machine too), and
+     * each result again from the same inputs: bitwise the same for a fixed thread count. */
     const int shapes[5][3] = {{70, 33, 41}, {19, 90, 45}, {1, 300, 260}, {20, 17, 300}, {40, 64, 700}};
-    for (int s = 0; s < 5; s++)
-        for (int ta = 0; ta < 2; ta++)
-            for (int tb = 0; tb < 2; tb++) {
-                int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-                vt_tensor *A = input(r, -1, 1, 2, M, K, 0, 0), *B = input(r, -1, 1, 2, K, N, 0, 0);
-                vt_tensor *C = input(r, -1, 1, 2, M, N, 0, 0), *Cb = input(r, -1, 1, 2, M, N, 0, 0);
-                vt_tensor *bias = input(r, -1, 1, 1, N, 0, 0, 0);
-                memcpy(Cb->data, C->data, (size_t)M * N * sizeof(float));
-                double *ref = vt_arena_alloc(&store, (size_t)M * N * sizeof(double));
-                int lda = ta ? M : K, ldb = tb ? K : N;
-                for (int i = 0; i < M; i++)
-                    for (int j = 0; j < N; j++) {
-                        double acc = 0;
-                        for (int p = 0; p < K; p++)
-                            acc += (double)(ta ? A->data[p * lda + i] : A->data[i * lda + p]) *
-                                   (tb ? B->data[j * ldb + p] : B->data[p * ldb + j]);
-                        ref[i * N + j] = 0.5 * acc - 2.0 * C->data[i * N + j];
-                    }
-                vt_gemm(ta, tb, M, N, K, 0.5f, A->data, lda, B->data, ldb, -2.0f, C->data, N);
-                CHECK_ARRAY_CLOSE(C->data, ref, M * N, 1e-4, 1e-4, "vt_gemm %dx%dx%d ta=%d tb=%d", M, N, K, ta, tb);
-                vt_gemm_bias(ta, tb, M, N, K, 0.5f, A->data, lda, B->data, ldb, -2.0f, bias->data, Cb->data, N);
-                for (int e = 0; e < M * N; e++) ref[e] += bias->data[e % N];
-                CHECK_ARRAY_CLOSE(Cb->data, ref, M * N, 1e-4, 1e-4, "vt_gemm_bias %dx%dx%d ta=%d tb=%d", M, N, K, ta,
-                                  tb);
-            }
+    const int max_threads = omp_get_max_threads();
+    for (int nt = 1; nt <= 3; nt++) {
+        omp_set_num_threads(nt);
+        for (int s = 0; s < 5; s++)
+            for (int ta = 0; ta < 2; ta++)
+                for (int tb = 0; tb < 2; tb++) {
+                    int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+                    size_t bytes = (size_t)M * N * sizeof(float);
+                    vt_tensor *A = input(r, -1, 1, 2, M, K, 0, 0), *B = input(r, -1, 1, 2, K, N, 0, 0);
+                    vt_tensor *C = input(r, -1, 1, 2, M, N, 0, 0), *Cb = input(r, -1, 1, 2, M, N, 0, 0);
+                    vt_tensor *C0 = input(r, -1, 1, 2, M, N, 0, 0), *C1 = input(r, -1, 1, 2, M, N, 0, 0);
+                    vt_tensor *bias = input(r, -1, 1, 1, N, 0, 0, 0);
+                    memcpy(Cb->data, C->data, bytes);
+                    memcpy(C0->data, C->data, bytes);
+                    double *ref = vt_arena_alloc(&store, (size_t)M * N * sizeof(double));
+                    int lda = ta ? M : K, ldb = tb ? K : N;
+                    for (int i = 0; i < M; i++)
+                        for (int j = 0; j < N; j++) {
+                            double acc = 0;
+                            for (int p = 0; p < K; p++)
+                                acc += (double)(ta ? A->data[p * lda + i] : A->data[i * lda + p]) *
+                                       (tb ? B->data[j * ldb + p] : B->data[p * ldb + j]);
+                            ref[i * N + j] = 0.5 * acc - 2.0 * C->data[i * N + j];
+                        }
+                    vt_gemm(ta, tb, M, N, K, 0.5f, A->data, lda, B->data, ldb, -2.0f, C->data, N);
+                    CHECK_ARRAY_CLOSE(C->data, ref, M * N, 1e-4, 1e-4, "vt_gemm %dx%dx%d ta=%d tb=%d, %d threads", M, N,
+                                      K, ta, tb, nt);
+                    memcpy(C1->data, C0->data, bytes);
+                    vt_gemm(ta, tb, M, N, K, 0.5f, A->data, lda, B->data, ldb, -2.0f, C1->data, N);
+                    CHECK(memcmp(C1->data, C->data, bytes) == 0, "vt_gemm %dx%dx%d ta=%d tb=%d, %d threads: not bitwise "
+                          "the same when repeated", M, N, K, ta, tb, nt);
+                    vt_gemm_bias(ta, tb, M, N, K, 0.5f, A->data, lda, B->data, ldb, -2.0f, bias->data, Cb->data, N);
+                    for (int e = 0; e < M * N; e++) ref[e] += bias->data[e % N];
+                    CHECK_ARRAY_CLOSE(Cb->data, ref, M * N, 1e-4, 1e-4, "vt_gemm_bias %dx%dx%d ta=%d tb=%d, %d threads",
+                                      M, N, K, ta, tb, nt);
+                }
+    }
+    omp_set_num_threads(max_threads);
 }
 
 static void test_linear(vt_rng *r) {
