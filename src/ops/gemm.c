@@ -4,10 +4,12 @@
  * not own any tape or tensor logic.
  *
  * Split: C is cut into one block per thread, over rows when M >= N, over columns
- * otherwise; block edges are multiples of 16 (a whole number of microkernel tiles for
- * every register blocking we use) except the last. Each element of C is computed by
- * exactly one thread with the same kernel call shape for a fixed thread count, so the
- * result is deterministic and needs no cross-thread reduction.
+ * otherwise, so each thread packs the whole of the smaller operand (the one it does not
+ * split); block edges are multiples of 16 (whole 16-float vectors of a column cut; a row
+ * cut leaves at most one part-filled row panel per block, which the edge tiles take)
+ * except the last. Each element of C is computed by exactly one thread with the same
+ * kernel call shape for a fixed thread count, so the result is deterministic and needs
+ * no cross-thread reduction.
  * Products with a long K and a small C (the weight gradients: K = B N tokens) are cut
  * over K instead, only when op(A) is transposed (the weight gradients' form): with A as
  * stored every row of C stays a function of its row of A alone, so a sample's forward
