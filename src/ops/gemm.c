@@ -22,6 +22,7 @@
  * Small products (under VT_GEMM_PAR_FLOPS multiply-adds) run on the calling thread.
  * The split is static (measurements: kernels/TUNING.md). */
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "kernels.h"
@@ -39,9 +40,34 @@ typedef struct {
     size_t floats;
 } tls_buffer;
 
+/* A thread's two buffers: the kernels' packing workspace and the K split's partial C. */
+typedef struct {
+    tls_buffer work, partial;
+} tls_buffers;
+
+static _Thread_local tls_buffers tls;
+
+/* Freed when their thread exits: OpenMP ends a team's surplus threads when a later
+ * region asks for fewer, and their buffers would otherwise be lost. */
+static pthread_key_t tls_key;
+static pthread_once_t tls_key_once = PTHREAD_ONCE_INIT;
+
+static void tls_free(void *p) {
+    tls_buffers *t = p;
+    free(t->work.data);
+    free(t->partial.data);
+    *t = (tls_buffers){{NULL, 0}, {NULL, 0}};
+}
+
+static void tls_key_make(void) { VT_ASSERT(pthread_key_create(&tls_key, tls_free) == 0, "gemm: pthread_key_create"); }
+
 static float *tls_buffer_get(tls_buffer *b, size_t floats, const char *what) {
     if (floats == 0) floats = 16;
     if (floats > b->floats) {
+        if (b->data == NULL) { /* this thread's first buffer: free both at its exit */
+            pthread_once(&tls_key_once, tls_key_make);
+            VT_ASSERT(pthread_setspecific(tls_key, &tls) == 0, "gemm: pthread_setspecific");
+        }
         free(b->data);
         b->data = vt_aligned_alloc(floats * sizeof(float));
         VT_ASSERT(b->data != NULL, "out of memory: GEMM %s of %zu floats", what, floats);
@@ -50,9 +76,7 @@ static float *tls_buffer_get(tls_buffer *b, size_t floats, const char *what) {
     return b->data;
 }
 
-static _Thread_local tls_buffer tls_work, tls_partial;
-
-float *vt_gemm_workspace(size_t floats) { return tls_buffer_get(&tls_work, floats, "workspace"); }
+float *vt_gemm_workspace(size_t floats) { return tls_buffer_get(&tls.work, floats, "workspace"); }
 
 /* One product: C = alpha op(A) op(B) + beta C (+ bias), op(B) from B16 when bf16 and B16
  * is not NULL. */
@@ -110,7 +134,7 @@ static void gemm_split_k(const gemm_args *g, int M, int N, int K, int nblk) {
         if (t == 0) {
             kernel_call(g, 0, M, 0, N, s, e - s, g->beta, NULL, g->C, g->ldc);
         } else {
-            partial[t] = tls_buffer_get(&tls_partial, (size_t)M * N, "partial");
+            partial[t] = tls_buffer_get(&tls.partial, (size_t)M * N, "partial");
             kernel_call(g, 0, M, 0, N, s, e - s, 0.0f, NULL, partial[t], N);
         }
         #pragma omp barrier
