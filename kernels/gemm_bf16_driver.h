@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "gemm_tiles.h" /* VT_BF16_NR */
+#include "kernels.h"    /* vt_region */
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
@@ -152,12 +153,21 @@ static inline bf16_pf_block bf16_pf_b(int tb, const float *B, const vt_bf16 *B16
               : bf16_pf_of(base + ((size_t)p0 * ldb + j0) * es, (size_t)ldb * es, kc, nc * (int)es);
 }
 
+/* The caller's next[i] (a float32 region it reads right after this product), or
+ * nothing (next NULL, or the region empty). */
+static inline bf16_pf_block bf16_pf_next(const vt_region *next, int i) {
+    if (!next || !next[i].base || next[i].rows <= 0) return bf16_pf_of(NULL, 0, 0, 0);
+    return bf16_pf_of(next[i].base, next[i].ld * 4, next[i].rows, next[i].len * 4);
+}
+
 /* C = alpha op(A') op(B') + beta C (+ bias) for M, N, K > 0 and alpha != 0 (the callers
- * handle the rest with vt512_gemm_no_product), through the work space (bf16_work_floats). */
+ * handle the rest with vt512_gemm_no_product), through the work space (bf16_work_floats).
+ * next (NULL: none): what the caller reads right after, brought into L2 over the last
+ * M block's calls as the next packing's source is over the others'. */
 static inline __attribute__((always_inline)) void
 gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_micro_fn micro, int ta, int tb, int M, int N,
                   int K, float alpha, const float *A, int lda, const float *B, const vt_bf16 *B16, int ldb,
-                  float beta, const float *bias, float *C, int ldc, float *work) {
+                  float beta, const float *bias, float *C, int ldc, float *work, const vt_region *next) {
     const int MR = bl->mr, NR = VT_BF16_NR, NC = bl->nc;
     const int KB = bf16_k_block(bl, K);
     const int mblocks = (M + bl->mc - 1) / bl->mc;
@@ -185,6 +195,9 @@ gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_micro_fn 
                     } else if (jc + NC < N) {
                         na = bf16_pf_a(ta, A, lda, 0, 0, imin(MB, M), KB);
                         nb = bf16_pf_b(tb, B, B16, ldb, 0, jc + NC, KB, imin(NC, N - jc - NC));
+                    } else {
+                        na = bf16_pf_next(next, 0);
+                        nb = bf16_pf_next(next, 1);
                     }
                 }
                 int calls = ((nc + NR - 1) / NR) * ((mc + MR - 1) / MR);

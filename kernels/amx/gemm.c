@@ -107,7 +107,6 @@ static void kernel_32x32(int kc2p, const uint32_t *a, const uint32_t *b, float *
 void vt_amx_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                       const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
                       const vt_region next[2]) {
-    (void)next;
     if (vt512_gemm_no_product(M, N, K, alpha, beta, bias, C, ldc)) return;
     /* palette 1: tiles 0-7 of 16 rows x 64 bytes (colsb at byte 16 + 2 t, rows at 48 + t) */
     unsigned char cfg[64] __attribute__((aligned(64))) = {0};
@@ -116,6 +115,6 @@ void vt_amx_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const fl
     _tile_loadconfig(cfg);
     const bf16_blocking bl = blocking();
     gemm_bf16_blocked(&bl, pack_a, kernel_32x32, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc,
-                      work);
+                      work, next);
     _tile_release();
 }

@@ -19,7 +19,8 @@
  * microkernel stores only the valid rows and columns (masked).
  * Latency hiding: each microkernel call brings the next call's C tile into L2 during
  * its first steps; the driver adds after each call a share of what the next pack_a (and
- * at the end of a K block, pack_b) reads, so that packing reads from L2.
+ * at the end of a K block, pack_b) reads, so that packing reads from L2, and in the last
+ * M block a share of the caller's next regions (attention's chains of small products).
  * K == 0 or alpha == 0 gives C = beta C (+ bias) without reading A or B.
  * work: vt_avx512bf16_gemm_bf16_work_floats(M, N, K) floats, 64-byte aligned. */
 #include "avx512bf16.h"
@@ -223,8 +224,7 @@ static void micro(int kc2, const uint32_t *a, const uint32_t *b, float *c, int l
 void vt_avx512bf16_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                              const float *B, const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C,
                              int ldc, float *work, const vt_region next[2]) {
-    (void)next;
     if (vt512_gemm_no_product(M, N, K, alpha, beta, bias, C, ldc)) return;
     const bf16_blocking bl = blocking();
-    gemm_bf16_blocked(&bl, pack_a, micro, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work);
+    gemm_bf16_blocked(&bl, pack_a, micro, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, next);
 }
