@@ -1,7 +1,9 @@
 /* avx512/bf16.c - bf16 at the AVX-512 (F/BW/DQ/VL) level, which has no bf16 instructions
  * (kernels.h: bf16 numerics): bf16_round in integer arithmetic, bitwise the scalar
- * rounding, 16 floats a step; gemm_bf16 through the fp32 GEMM (../gemm_bf16_f32.h). */
+ * rounding, 16 floats a step, prefetching ahead (../prefetch.h); gemm_bf16 through the
+ * fp32 GEMM (../gemm_bf16_f32.h). */
 #include "avx512.h"
+#include "../prefetch.h"
 #include "../gemm_bf16_f32.h"
 
 void vt_avx512_bf16_round(const float *x, vt_bf16 *y, size_t n) {
@@ -12,6 +14,8 @@ void vt_avx512_bf16_round(const float *x, vt_bf16 *y, size_t n) {
                                                 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
+        vt_prefetch_ahead(x + i);
+        vt_prefetch_ahead(y + i);
         __m512i u = _mm512_castps_si512(_mm512_loadu_ps(x + i));
         __m512i hi = _mm512_srli_epi32(u, 16);
         __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(bias, _mm512_and_si512(hi, one))), 16);
