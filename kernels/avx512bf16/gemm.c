@@ -20,7 +20,8 @@
  * Latency hiding: each microkernel call brings the next call's C tile into L2 during
  * its first steps; the driver adds after each call a share of what the next pack_a (and
  * at the end of a K block, pack_b) reads, so that packing reads from L2, and in the last
- * M block a share of the caller's next regions (attention's chains of small products).
+ * M block a share of the caller's next regions (attention's chains of small products);
+ * the packings that step down a float32 source's rows prefetch PF_PAIRS pairs ahead.
  * K == 0 or alpha == 0 gives C = beta C (+ bias) without reading A or B.
  * work: vt_avx512bf16_gemm_bf16_work_floats(M, N, K) floats, 64-byte aligned. */
 #include "avx512bf16.h"
@@ -29,6 +30,12 @@
 
 #define MR VT_AVX512BF16_MR /* 28 accumulators + 2 B vectors fill 30 of the 32 zmm */
 #define NR VT_BF16_NR
+/* The packings that step down the rows of a float32 source (op(A) = A^T, op(B) = B)
+ * prefetch the pair of rows this many pairs ahead: the weight gradients' dY^T and X are
+ * activations read cold, a few lines per row at a large row stride, which the hardware
+ * prefetchers (and the driver's L2 prefetch, larger than L2 for these blocks) leave
+ * mostly to memory latency. */
+#define PF_PAIRS 8
 
 /* K blocks of at most kc steps (even: whole pairs), M blocks of mc rows, N blocks of nc
  * columns: this CPU's context's (../gemm_context.c). */
@@ -63,6 +70,10 @@ static void pack_a(int ta, const float *A, int lda, int i0, int p0, int mc, int 
         for (int p = 0; p < kc2; p++) {
             const float *s0 = A + (size_t)(p0 + 2 * p) * lda + i0, *s1 = s0 + lda;
             const int odd = 2 * p + 1 < kc;
+            for (int c = 0; c < mc; c += 16) { /* the pair PF_PAIRS ahead */
+                _mm_prefetch((const char *)(s0 + (size_t)(2 * PF_PAIRS) * lda + c), _MM_HINT_T0);
+                _mm_prefetch((const char *)(s1 + (size_t)(2 * PF_PAIRS) * lda + c), _MM_HINT_T0);
+            }
             for (int ir = 0; ir < mc; ir += MR) {
                 __mmask16 rm = vt512_tail((size_t)imin(MR, mc - ir));
                 __m512 r0 = _mm512_maskz_loadu_ps(rm, s0 + ir);
@@ -126,6 +137,11 @@ void vt_avx512bf16_pack_b(int tb, const float *B, const vt_bf16 *B16, int ldb, i
                 for (int p = 0; p < kc2; p++) {
                     const float *s0 = s + (size_t)(2 * p) * ldb, *s1 = s0 + ldb;
                     int odd = 2 * p + 1 < kc;
+                    const float *f0 = s0 + (size_t)(2 * PF_PAIRS) * ldb, *f1 = f0 + ldb; /* PF_PAIRS ahead */
+                    _mm_prefetch((const char *)f0, _MM_HINT_T0);
+                    _mm_prefetch((const char *)(f0 + 16), _MM_HINT_T0);
+                    _mm_prefetch((const char *)f1, _MM_HINT_T0);
+                    _mm_prefetch((const char *)(f1 + 16), _MM_HINT_T0);
                     __m512 a0 = _mm512_maskz_loadu_ps(m0, s0), a1 = _mm512_maskz_loadu_ps(m1, s0 + 16);
                     __m512 b0 = odd ? _mm512_maskz_loadu_ps(m0, s1) : _mm512_setzero_ps();
                     __m512 b1 = odd ? _mm512_maskz_loadu_ps(m1, s1 + 16) : _mm512_setzero_ps();
