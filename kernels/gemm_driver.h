@@ -149,19 +149,6 @@ static inline __attribute__((always_inline)) void call_prefetches(prefetch_list 
     if (nb.rows) prefetch_part(pf, nb.base, nb.ld, nb.rows, nb.len, part, parts);
 }
 
-/* One prefetch into the first line of each 4 KiB page the region r touches: its page
- * walks, issued back to back here, overlap one another. Issued by the microkernels
- * instead, among their FMAs, a prefetch whose page is in no TLB holds up retirement for
- * the walk (from memory, when the page tables are not cached), one walk at a time. The
- * driver calls it before each block for the C rows the block's calls prefetch and for
- * the packing sources they prefetch line by line (../TUNING.md). */
-static inline __attribute__((always_inline)) void touch_pages(vt_region r) {
-    for (int i = 0; i < r.rows; i++) {
-        const char *p = (const char *)(r.base + (size_t)i * r.ld), *end = p + (size_t)r.len * sizeof(float);
-        for (; p < end; p = (const char *)(((size_t)p + 4096) & ~(size_t)4095)) _mm_prefetch(p, _MM_HINT_T1);
-    }
-}
-
 /* The kernels of one ISA's GEMM (see gemm_blocked). */
 typedef struct {
     gemm_pack_fn pack_a, pack_b;
@@ -309,11 +296,6 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
                     na = last_a;
                     nb = last_b;
                 }
-                const vt_region c_block = {C + jc, (size_t)ldc, M, nc};
-                touch_pages(c_block);
-                if (fuse_b) touch_pages(b_source(tb, B, ldb, pc, jc, kc, nc));
-                touch_pages(na);
-                touch_pages(nb);
                 gemm_macro(bl, kn, ta, A, lda, 0, M, 0, pc, kc, jc, nc, na, nb, alpha, bet, bias_k, C, ldc, pa,
                            pb, fuse_b ? B + (size_t)pc * ldb + jc : NULL, ldb);
             }
@@ -346,11 +328,6 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
                     na = last_a;
                     nb = last_b;
                 }
-                const vt_region c_block = {C + (size_t)ic * ldc + jc, (size_t)ldc, mc, nc};
-                touch_pages(c_block);
-                if (fuse_b && ic == 0) touch_pages(b_source(tb, B, ldb, pc, jc, kc, nc));
-                touch_pages(na);
-                touch_pages(nb);
                 gemm_macro(bl, kn, ta, A, lda, ic, mc, whole, pc, kc, jc, nc, na, nb, alpha, bet, bias_k, C, ldc,
                            pa, pb, fuse_b && ic == 0 ? B + (size_t)pc * ldb + jc : NULL, ldb);
             }

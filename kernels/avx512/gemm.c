@@ -33,9 +33,7 @@
  * Latency hiding: each microkernel call prefetches into L2, a line every 2 steps of its
  * loop, the next call's C tile and its share of the source of the next pack_a (and, at
  * the end of a K block, of the next pack_b; in the last block, of what the caller of
- * gemm_prefetch reads next): see prefetch_list in ../gemm_driver.h. Before each block
- * the driver touches each 4 KiB page of the C rows and packing sources those lists
- * reach (touch_pages), so that no prefetch in a microkernel waits on a page walk.
+ * gemm_prefetch reads next): see prefetch_list in ../gemm_driver.h.
  * alpha and beta are applied at the store of the first K block (later K blocks add
  * with beta = 1); beta == 0 never reads C. K == 0 or alpha == 0 gives C = beta C
  * without reading A or B (BLAS convention).
