@@ -9,8 +9,8 @@
  *   float, fetched for every lane at once by permutexvar from vt_erf_coef, the table of
  *   ../erf_table.h that vt256_erf shares: the two agree bitwise); |x| >= 4
  *   gives 1 (erf(4) = 1 - 1.5e-8 rounds to 1 in float); sign(x) restored; NaN stays
- *   NaN. Max absolute error 5.9e-8 against double erf (../erf_table.h says how it is
- *   measured); tests/test_kernels.c enforces 2e-7 through GELU against double precision.
+ *   NaN. |error| <= 5.9e-8 absolute against double erf, the bound ../erf_table.h states;
+ *   tests/test_kernels.c enforces 2e-7 through GELU against double precision.
  */
 #ifndef VT_KERNELS_AVX512_H
 #define VT_KERNELS_AVX512_H
