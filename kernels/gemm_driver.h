@@ -10,6 +10,7 @@
 
 #include <immintrin.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kernels.h" /* vt_region */
 
@@ -26,7 +27,7 @@ static inline int imax(int a, int b) { return a > b ? a : b; }
  * narrow_nr: the most columns the `narrow` microkernel takes (0: there is none);
  * half_nr: the most columns the `half` microkernel takes (one vector; 0: NR / 2), and
  * `quarter` half_nr / 2;
- * next_c: whether each call's prefetch list starts with the next call's C tile;
+ * next_c: whether each call prefetches the next call's C tile;
  * inplace_max_n: products with N up to this read op(A) in place (0: never);
  * inplace_rows_max_n (ta = 0), inplace_t_max_n (ta = 1): the same for A of at least
  * inplace_rows_min_a floats (M K), which streams in place with no pass to skip (ta = 0:
@@ -47,21 +48,39 @@ typedef struct {
 typedef void (*gemm_pack_fn)(int trans, const float *X, int ldx, int r0, int c0, int rows, int cols,
                              float *dst);
 
-/* The cache lines one microkernel call prefetches into L2 while it runs: with next_c
- * the next call's C tile (first and last column of each row, every 16th between), then this call's share
- * of what the next pack_a / pack_b will read. A microkernel issues them spread over
- * its loop (prefetch_step) or at its start (prefetch_all): a burst of a few dozen
- * prefetches can exceed a core's outstanding-miss buffers and stall it (../TUNING.md). */
+/* The cache lines one microkernel call prefetches into L2 while it runs: the listed
+ * lines, this call's share of what the next pack_a / pack_b will read, and with next_c
+ * the next call's C tile, c_rows rows ldc_bytes apart of c_lines lines each (the lines
+ * at c + 64 j, the last one at c + c_last; c_rows 0: none). The C tile's addresses are
+ * computed as they are issued rather than listed, the first line of every row first:
+ * each row is a page of its own when ldc is 1024 floats or more, so its page walk
+ * starts early. A microkernel issues them spread over its loop (prefetch_step) or at
+ * its start (prefetch_all): a burst of a few dozen prefetches can exceed a core's
+ * outstanding-miss buffers and stall it (../TUNING.md). */
 #define PREFETCH_MAX 128
 typedef struct {
     const char *line[PREFETCH_MAX];
     int n;
+    const char *c;
+    size_t ldc_bytes;
+    int c_rows, c_lines, c_last;
 } prefetch_list;
+
+/* The i-th (< c_rows c_lines) line of pf's C tile: line i / c_rows of row i % c_rows. */
+static inline __attribute__((always_inline)) const char *prefetch_c_line(const prefetch_list *pf, int i) {
+    int j = 0;
+    while (i >= pf->c_rows) {
+        i -= pf->c_rows;
+        j++;
+    }
+    return pf->c + (size_t)i * pf->ldc_bytes + (j < pf->c_lines - 1 ? 64 * j : pf->c_last);
+}
 
 /* always_inline throughout: GCC deletes calls to a separate function whose only
  * effect is prefetching (it considers it pure). */
 static inline __attribute__((always_inline)) void prefetch_all(const prefetch_list *pf) {
     for (int i = 0; i < pf->n; i++) _mm_prefetch(pf->line[i], _MM_HINT_T1);
+    for (int i = 0; i < pf->c_rows * pf->c_lines; i++) _mm_prefetch(prefetch_c_line(pf, i), _MM_HINT_T1);
 }
 
 /* A full list is issued at once and emptied (blocks with few microkernel calls). */
@@ -73,13 +92,19 @@ static inline __attribute__((always_inline)) void prefetch_add(prefetch_list *pf
     pf->line[pf->n++] = (const char *)p;
 }
 
-/* Called at each step k of a microkernel's loop: every 2nd step issues the next line;
- * prefetch_rest after the loop issues what a short loop did not reach. */
+/* Called at each step k of a microkernel's loop: every even step issues the next listed
+ * line, every odd step the next line of the C tile, so that neither waits behind the
+ * other; prefetch_rest after the loop issues what a short loop did not reach. */
 static inline __attribute__((always_inline)) void prefetch_step(const prefetch_list *pf, int k) {
-    if (!(k & 1) && (k >> 1) < pf->n) _mm_prefetch(pf->line[k >> 1], _MM_HINT_T1);
+    if (!(k & 1)) {
+        if ((k >> 1) < pf->n) _mm_prefetch(pf->line[k >> 1], _MM_HINT_T1);
+    } else if ((k >> 1) < pf->c_rows * pf->c_lines) {
+        _mm_prefetch(prefetch_c_line(pf, k >> 1), _MM_HINT_T1);
+    }
 }
 static inline __attribute__((always_inline)) void prefetch_rest(const prefetch_list *pf, int kc) {
     for (int i = (kc + 1) >> 1; i < pf->n; i++) _mm_prefetch(pf->line[i], _MM_HINT_T1);
+    for (int i = kc >> 1; i < pf->c_rows * pf->c_lines; i++) _mm_prefetch(prefetch_c_line(pf, i), _MM_HINT_T1);
 }
 
 /* C (mr x nr valid, row stride ldc) = alpha a b + beta C over packed panels of depth kc,
@@ -132,19 +157,19 @@ static inline vt_region b_source(int tb, const float *B, int ldb, int p0, int j0
     return r;
 }
 
-/* The prefetch list of one microkernel call: the MR x NR C tile at c_next (NULL: none),
- * then the call's share (part of parts) of the next packing sources na and nb (in the
- * last block, the caller's next regions). */
+/* The prefetches of one microkernel call: the MR x NR C tile at c_next (NULL: none) and
+ * the call's share (part of parts) of the next packing sources na and nb (in the last
+ * block, the caller's next regions). */
 static inline __attribute__((always_inline)) void call_prefetches(prefetch_list *pf, gemm_blocking bl,
                                                                   const float *c_next, int ldc,
                                                                   vt_region na, vt_region nb, int part,
                                                                   int parts) {
     pf->n = 0;
-    for (int i = 0; c_next && i < bl.mr; i++) {
-        prefetch_add(pf, c_next + (size_t)i * ldc);
-        for (int j = 16; j < bl.nr - 16; j += 16) prefetch_add(pf, c_next + (size_t)i * ldc + j);
-        prefetch_add(pf, c_next + (size_t)i * ldc + bl.nr - 1);
-    }
+    pf->c_rows = c_next ? bl.mr : 0;
+    pf->c = (const char *)c_next;
+    pf->ldc_bytes = (size_t)ldc * sizeof(float);
+    pf->c_last = bl.nr * (int)sizeof(float) - 1;
+    pf->c_lines = (int)(((uintptr_t)c_next % 64 + (size_t)pf->c_last) / 64) + 1;
     if (na.rows) prefetch_part(pf, na.base, na.ld, na.rows, na.len, part, parts);
     if (nb.rows) prefetch_part(pf, nb.base, nb.ld, nb.rows, nb.len, part, parts);
 }

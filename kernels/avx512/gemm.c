@@ -30,8 +30,9 @@
  * gemm_blocked).
  * Edge tiles: packing zero-pads panels to MR/NR, the microkernel stores only the valid
  * rows, with masked column stores.
- * Latency hiding: each microkernel call prefetches into L2, a line every 2 steps of its
- * loop, the next call's C tile and its share of the source of the next pack_a (and, at
+ * Latency hiding: each microkernel call prefetches into L2, a line a step of its loop,
+ * the next call's C tile (odd steps) and its share of the source of the next pack_a
+ * (even steps; and, at
  * the end of a K block, of the next pack_b; in the last block, of what the caller of
  * gemm_prefetch reads next): see prefetch_list in ../gemm_driver.h.
  * alpha and beta are applied at the store of the first K block (later K blocks add
