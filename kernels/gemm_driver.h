@@ -139,9 +139,9 @@ static inline __attribute__((always_inline)) void prefetch_part(prefetch_list *p
                                                                 int parts) {
     int r0 = (int)((long)rows * part / parts), r1 = (int)((long)rows * (part + 1) / parts);
     for (int r = r0; r < r1; r++) {
-        const char *p = (const char *)(base + (size_t)r * ld);
-        for (int b = 0; b < len * 4; b += 64) prefetch_add(pf, p + b);
-        prefetch_add(pf, p + len * 4 - 4);
+        /* each 64-byte line the row's len floats touch, once */
+        uintptr_t p = (uintptr_t)(base + (size_t)r * ld), end = p + (size_t)len * 4;
+        for (p &= ~(uintptr_t)63; p < end; p += 64) prefetch_add(pf, (const void *)p);
     }
 }
 
@@ -220,6 +220,9 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
                                                  : c;
             prefetch_list pf;
             call_prefetches(&pf, bl, bl.next_c ? c_next : NULL, ldc, na, nb, part, parts);
+            /* where this block packs op(B), the next panel's source, over this panel's calls */
+            if (bs && jr + NR < nc)
+                prefetch_part(&pf, bs + jr + NR, (size_t)ldb, kc, imin(NR, nc - jr - NR), ir / MR, (mc + MR - 1) / MR);
             const float *a_in = A + (size_t)(ic + ir) * rs + (size_t)pc * ks;
             const float *pack_b_from = first_packs && ir == 0 ? bs + jr : NULL;
             if (pack_b_from && ir < whole)
@@ -328,6 +331,10 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
         return;
     }
     const int NC = bl.nc;
+    /* the next B block's columns a block prefetches: with fuse_b only its first panel's
+     * (a B block is larger than the L2; gemm_macro prefetches each next panel's source
+     * while the panel before it runs) */
+    const int nb_cols = fuse_b ? bl.nr : N;
     for (int jc = 0; jc < N; jc += NC) {
         int nc = imin(NC, N - jc);
         for (int pc = 0; pc < K; pc += KC) {
@@ -345,10 +352,10 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
                     na = a_source(ta, A, lda, ic + MC, pc, imin(MC, M - ic - MC), kc);
                 } else if (pc + KC < K) {
                     na = a_source(ta, A, lda, 0, pc + KC, imin(MC, M), imin(KC, K - pc - KC));
-                    nb = b_source(tb, B, ldb, pc + KC, jc, imin(KC, K - pc - KC), nc);
+                    nb = b_source(tb, B, ldb, pc + KC, jc, imin(KC, K - pc - KC), imin(nb_cols, nc));
                 } else if (jc + NC < N) {
                     na = a_source(ta, A, lda, 0, 0, imin(MC, M), imin(KC, K));
-                    nb = b_source(tb, B, ldb, 0, jc + NC, imin(KC, K), imin(NC, N - jc - NC));
+                    nb = b_source(tb, B, ldb, 0, jc + NC, imin(KC, K), imin(nb_cols, imin(NC, N - jc - NC)));
                 } else {
                     na = last_a;
                     nb = last_b;
