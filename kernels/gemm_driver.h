@@ -36,12 +36,14 @@ static inline int imax(int a, int b) { return a > b ? a : b; }
  * read faster;
  * m_one_pass, one_pass_min_n, nc_one_pass: products with M <= m_one_pass and
  * N > one_pass_min_n (>= nc_one_pass) run K blocks outermost, N blocks of nc_one_pass
- * inside, A packed (0: never; see gemm_blocked). */
+ * inside, A packed (0: never; see gemm_blocked);
+ * src_lines: in the BLIS order, the next block's packing sources are prefetched by the
+ * block's last calls, about src_lines lines each (0: by all its calls; gemm_macro). */
 typedef struct {
     int mr, nr, kc, kc_t, mc, nc, short_mr, short_full_mr, narrow_nr, half_nr, next_c, inplace_max_n, inplace_rows_max_n,
         inplace_t_max_n;
     size_t inplace_rows_min_a;
-    int m_one_pass, one_pass_min_n, nc_one_pass;
+    int m_one_pass, one_pass_min_n, nc_one_pass, src_lines;
 } gemm_blocking;
 
 /* Pack the rows x cols block of op(X) at (r0, c0) into dst (pack_a / pack_b). */
@@ -145,6 +147,9 @@ static inline __attribute__((always_inline)) void prefetch_part(prefetch_list *p
     }
 }
 
+/* At most how many 64-byte lines the rows x len floats of r touch. */
+static inline long region_lines(vt_region r) { return (long)r.rows * ((r.len * 4 + 63) / 64 + 1); }
+
 static inline vt_region a_source(int ta, const float *A, int lda, int i0, int p0, int mc, int kc) {
     vt_region r = {ta ? A + (size_t)p0 * lda + i0 : A + (size_t)i0 * lda + p0, (size_t)lda,
                     ta ? kc : mc, ta ? mc : kc};
@@ -195,10 +200,17 @@ typedef struct {
 static inline __attribute__((always_inline)) void
 gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int lda, int ic, int mc,
            int whole, int pc, int kc, int jc, int nc, vt_region na, vt_region nb, float alpha, float bet,
-           const float *bias_k, float *C, int ldc, const float *pa, float *pb, const float *bs, int ldb) {
+           const float *bias_k, float *C, int ldc, const float *pa, float *pb, const float *bs, int ldb,
+           int src_lines) {
     const int MR = bl.mr, NR = bl.nr, HALF = bl.half_nr ? bl.half_nr : NR / 2;
     const size_t rs = ta ? 1 : (size_t)lda, ks = ta ? (size_t)lda : 1; /* op(A)[i][k] = A[i rs + k ks] */
     int parts = ((nc + NR - 1) / NR) * ((mc + MR - 1) / MR), part = 0;
+    /* the calls from first_src on prefetch the next packing sources, src_lines lines each
+     * (0: all calls); lines prefetched earlier in the block are evicted again by the time
+     * they are packed, where the packed A block and the next source nearly fill the L2 */
+    const long src_calls = src_lines ? (region_lines(na) + region_lines(nb) + src_lines - 1) / src_lines : parts;
+    const int first_src = src_calls < parts ? parts - (int)src_calls : 0;
+    const vt_region none = {NULL, 0, 0, 0};
     for (int jr = 0; jr < nc; jr += NR) {
         int nr = imin(NR, nc - jr);
         float *b = pb + (size_t)jr * kc;
@@ -219,7 +231,8 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
                                   : jr + NR < nc ? C + (size_t)ic * ldc + jc + jr + NR
                                                  : c;
             prefetch_list pf;
-            call_prefetches(&pf, bl, bl.next_c ? c_next : NULL, ldc, na, nb, part, parts);
+            call_prefetches(&pf, bl, bl.next_c ? c_next : NULL, ldc, part < first_src ? none : na,
+                            part < first_src ? none : nb, part - first_src, parts - first_src);
             /* where this block packs op(B), the next panel's source, over this panel's calls */
             if (bs && jr + NR < nc)
                 prefetch_part(&pf, bs + jr + NR, (size_t)ldb, kc, imin(NR, nc - jr - NR), ir / MR, (mc + MR - 1) / MR);
@@ -325,7 +338,7 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
                     nb = last_b;
                 }
                 gemm_macro(bl, kn, ta, A, lda, 0, M, 0, pc, kc, jc, nc, na, nb, alpha, bet, bias_k, C, ldc, pa,
-                           pb, fuse_b ? B + (size_t)pc * ldb + jc : NULL, ldb);
+                           pb, fuse_b ? B + (size_t)pc * ldb + jc : NULL, ldb, 0);
             }
         }
         return;
@@ -361,7 +374,7 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
                     nb = last_b;
                 }
                 gemm_macro(bl, kn, ta, A, lda, ic, mc, whole, pc, kc, jc, nc, na, nb, alpha, bet, bias_k, C, ldc,
-                           pa, pb, fuse_b && ic == 0 ? B + (size_t)pc * ldb + jc : NULL, ldb);
+                           pa, pb, fuse_b && ic == 0 ? B + (size_t)pc * ldb + jc : NULL, ldb, bl.src_lines);
             }
         }
     }

@@ -187,7 +187,8 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
                         .inplace_rows_min_a = INPLACE_ROWS_MIN_A,
                         .m_one_pass = M_ONE_PASS,
                         .one_pass_min_n = ONE_PASS_MIN_N,
-                        .nc_one_pass = NC_ONE_PASS};
+                        .nc_one_pass = NC_ONE_PASS,
+                        .src_lines = 64};
     float *pb = work + a_floats(a_rows(M), (size_t)imin(K, imax(KC, KC_T)));
     /* one inlined copy of the loops per shape, each calling its own kernels directly */
 #define SHAPE_CASE(mr_, nv_, nr_)                                                                           \
