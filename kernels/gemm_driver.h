@@ -191,12 +191,13 @@ typedef struct {
 
 /* One packed block's microkernel calls: C[ic : ic + mc, jc : jc + nc] = alpha op(A) op(B)
  * + bet C over K block [pc, pc + kc), op(A)'s first `whole` rows of the block read in
- * place, the others from pa, op(B) from pb; each call prefetches its share of the next
- * packing sources na and nb. bias_k: added to each tile after its store (NULL: none).
+ * place, the others from pa, op(B) from pb; the block's last calls (src_lines lines
+ * each; 0: all its calls) prefetch their shares of the next packing sources na and nb.
+ * bias_k: added to each tile after its store (NULL: none).
  * bs (tb = 0 only; NULL: pb is already packed): op(B)[pc + k][jc + j] at bs[k ldb + j],
  * packed into pb here, panel by panel: by the panel's first call (full_pack_b /
  * inplace_pack_b) when it is a whole MR-row call over more than half_nr columns, else by
- * pack_b before it. */
+ * pack_b before it; each panel's calls prefetch the next panel's source. */
 static inline __attribute__((always_inline)) void
 gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int lda, int ic, int mc,
            int whole, int pc, int kc, int jc, int nc, vt_region na, vt_region nb, float alpha, float bet,

@@ -31,10 +31,11 @@
  * Edge tiles: packing zero-pads panels to MR/NR, the microkernel stores only the valid
  * rows, with masked column stores.
  * Latency hiding: each microkernel call prefetches into L2, a line a step of its loop,
- * the next call's C tile (odd steps) and its share of the source of the next pack_a
- * (even steps; and, at
- * the end of a K block, of the next pack_b; in the last block, of what the caller of
- * gemm_prefetch reads next): see prefetch_list in ../gemm_driver.h.
+ * the next call's C tile (odd steps) and, in a block's last calls, its share of the
+ * source of the next pack_a (even steps; and, at the end of a K block, of the next
+ * pack_b; in the last block, of what the caller of gemm_prefetch reads next); where the
+ * calls pack op(B), each panel's calls also prefetch the next panel's source: see
+ * prefetch_list and gemm_macro in ../gemm_driver.h.
  * alpha and beta are applied at the store of the first K block (later K blocks add
  * with beta = 1); beta == 0 never reads C. K == 0 or alpha == 0 gives C = beta C
  * without reading A or B (BLAS convention).
