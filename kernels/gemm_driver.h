@@ -80,15 +80,19 @@ static inline __attribute__((always_inline)) const char *prefetch_c_line(const p
 
 /* always_inline throughout: GCC deletes calls to a separate function whose only
  * effect is prefetching (it considers it pure). */
-static inline __attribute__((always_inline)) void prefetch_all(const prefetch_list *pf) {
+static inline __attribute__((always_inline)) void prefetch_listed(const prefetch_list *pf) {
     for (int i = 0; i < pf->n; i++) _mm_prefetch(pf->line[i], _MM_HINT_T1);
+}
+static inline __attribute__((always_inline)) void prefetch_all(const prefetch_list *pf) {
+    prefetch_listed(pf);
     for (int i = 0; i < pf->c_rows * pf->c_lines; i++) _mm_prefetch(prefetch_c_line(pf, i), _MM_HINT_T1);
 }
 
-/* A full list is issued at once and emptied (blocks with few microkernel calls). */
+/* A full list's lines are issued at once and the list emptied (blocks with few
+ * microkernel calls); the C tile stays for the microkernel to issue once. */
 static inline __attribute__((always_inline)) void prefetch_add(prefetch_list *pf, const void *p) {
     if (pf->n == PREFETCH_MAX) {
-        prefetch_all(pf);
+        prefetch_listed(pf);
         pf->n = 0;
     }
     pf->line[pf->n++] = (const char *)p;

@@ -237,7 +237,8 @@ static void test_gemm(const vt_kernels *t, const vt_kernels *s) {
         gemm_case(t, s, ta, tb, 197, 576, 192, 1.0f, 0.0f, 0);     /* ViT-S qkv-like, beta 0 */
         gemm_case(t, s, ta, tb, 37, 45, 600, -0.7f, 1.0f, 3);      /* K > KC */
         gemm_case(t, s, ta, tb, 30, 40, 785, 1.0f, 0.5f, 2);       /* K in several blocks, the last shorter */
-        gemm_case(t, s, ta, tb, 30, 40, 768, -1.0f, 1.0f, 1);      /* K = 2 x 384 (AVX-512 KC): blocks <= KC */
+        gemm_case(t, s, ta, tb, 30, 40, 768, -1.0f, 1.0f, 1);      /* K = 2 x 384 (zen4's AVX-512 KC): blocks <= KC */
+        gemm_case(t, s, ta, tb, 20, 36, 2100, 0.5f, 1.0f, 3);      /* K in several blocks of every context's KC (zen5: 1024) */
         gemm_case(t, s, ta, tb, 350, 40, 20, 2.5f, 0.5f, 1);       /* M > MC */
         gemm_case(t, s, ta, tb, 400, 1600, 12, 1.0f, 1.0f, 2);     /* N > NC (M > M_ONE_PASS) */
         gemm_case(t, s, ta, tb, 300, 700, 600, -0.5f, 0.5f, 4);    /* K blocks outermost, 3 N blocks */
