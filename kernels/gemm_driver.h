@@ -9,6 +9,7 @@
 #define VT_KERNELS_GEMM_DRIVER_H
 
 #include <immintrin.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,8 @@ static inline int imax(int a, int b) { return a > b ? a : b; }
  * half_nr: the most columns the `half` microkernel takes (one vector; 0: NR / 2), and
  * `quarter` half_nr / 2;
  * next_c: whether each call prefetches the next call's C tile;
+ * own_c: with next_c, each call of MR rows also prefetches its own C tile into L1 on
+ * the odd steps of its last own_c (>= 2 MR lines) steps (0: not);
  * inplace_max_n: products with N up to this read op(A) in place (0: never);
  * inplace_rows_max_n (ta = 0), inplace_t_max_n (ta = 1): the same for A of at least
  * inplace_rows_min_a floats (M K), which streams in place with no pass to skip (ta = 0:
@@ -40,8 +43,8 @@ static inline int imax(int a, int b) { return a > b ? a : b; }
  * src_lines: in the BLIS order, the next block's packing sources are prefetched by the
  * block's last calls, about src_lines lines each (0: by all its calls; gemm_macro). */
 typedef struct {
-    int mr, nr, kc, kc_t, mc, nc, short_mr, short_full_mr, narrow_nr, half_nr, next_c, inplace_max_n, inplace_rows_max_n,
-        inplace_t_max_n;
+    int mr, nr, kc, kc_t, mc, nc, short_mr, short_full_mr, narrow_nr, half_nr, next_c, own_c, inplace_max_n,
+        inplace_rows_max_n, inplace_t_max_n;
     size_t inplace_rows_min_a;
     int m_one_pass, one_pass_min_n, nc_one_pass, src_lines;
 } gemm_blocking;
@@ -56,26 +59,31 @@ typedef void (*gemm_pack_fn)(int trans, const float *X, int ldx, int r0, int c0,
  * at c + 64 j, the last one at c + c_last; c_rows 0: none). The C tile's addresses are
  * computed as they are issued rather than listed, the first line of every row first:
  * each row is a page of its own when ldc is 1024 floats or more, so its page walk
- * starts early. A microkernel issues them spread over its loop (prefetch_step) or at
- * its start (prefetch_all): a burst of a few dozen prefetches can exceed a core's
+ * starts early. prefetch_step also issues, from step own_from on, the lines of the
+ * call's own C tile (own_lines a row) into L1: the next-C prefetch of the call before
+ * brought them to L2, and the epilogue's loads and stores then hit L1. A microkernel
+ * issues the lines spread over its loop (prefetch_step) or at its start (prefetch_all,
+ * without the own tile): a burst of a few dozen prefetches can exceed a core's
  * outstanding-miss buffers and stall it (../TUNING.md). */
 #define PREFETCH_MAX 128
 typedef struct {
     const char *line[PREFETCH_MAX];
     int n;
-    const char *c;
+    const char *c, *own;
     size_t ldc_bytes;
-    int c_rows, c_lines, c_last;
+    int c_rows, c_lines, c_last, own_lines, own_from;
 } prefetch_list;
 
-/* The i-th (< c_rows c_lines) line of pf's C tile: line i / c_rows of row i % c_rows. */
-static inline __attribute__((always_inline)) const char *prefetch_c_line(const prefetch_list *pf, int i) {
+/* The i-th (< c_rows lines) line of the C tile at c (pf's next tile, lines = c_lines, or
+ * its own, own_lines): line i / c_rows of row i % c_rows. */
+static inline __attribute__((always_inline)) const char *prefetch_c_line(const prefetch_list *pf, const char *c,
+                                                                         int lines, int i) {
     int j = 0;
     while (i >= pf->c_rows) {
         i -= pf->c_rows;
         j++;
     }
-    return pf->c + (size_t)i * pf->ldc_bytes + (j < pf->c_lines - 1 ? 64 * j : pf->c_last);
+    return c + (size_t)i * pf->ldc_bytes + (j < lines - 1 ? 64 * j : pf->c_last);
 }
 
 /* always_inline throughout: GCC deletes calls to a separate function whose only
@@ -85,7 +93,8 @@ static inline __attribute__((always_inline)) void prefetch_listed(const prefetch
 }
 static inline __attribute__((always_inline)) void prefetch_all(const prefetch_list *pf) {
     prefetch_listed(pf);
-    for (int i = 0; i < pf->c_rows * pf->c_lines; i++) _mm_prefetch(prefetch_c_line(pf, i), _MM_HINT_T1);
+    for (int i = 0; i < pf->c_rows * pf->c_lines; i++)
+        _mm_prefetch(prefetch_c_line(pf, pf->c, pf->c_lines, i), _MM_HINT_T1);
 }
 
 /* A full list's lines are issued at once and the list emptied (blocks with few
@@ -99,18 +108,23 @@ static inline __attribute__((always_inline)) void prefetch_add(prefetch_list *pf
 }
 
 /* Called at each step k of a microkernel's loop: every even step issues the next listed
- * line, every odd step the next line of the C tile, so that neither waits behind the
- * other; prefetch_rest after the loop issues what a short loop did not reach. */
+ * line, every odd step the next line of the next C tile, so that neither waits behind
+ * the other, then from own_from on the next line of the call's own tile;
+ * prefetch_rest after the loop issues what a short loop did not reach of the first two
+ * (the own tile's lines would arrive after the epilogue). */
 static inline __attribute__((always_inline)) void prefetch_step(const prefetch_list *pf, int k) {
     if (!(k & 1)) {
         if ((k >> 1) < pf->n) _mm_prefetch(pf->line[k >> 1], _MM_HINT_T1);
     } else if ((k >> 1) < pf->c_rows * pf->c_lines) {
-        _mm_prefetch(prefetch_c_line(pf, k >> 1), _MM_HINT_T1);
+        _mm_prefetch(prefetch_c_line(pf, pf->c, pf->c_lines, k >> 1), _MM_HINT_T1);
+    } else if (k >= pf->own_from && ((k - pf->own_from) >> 1) < pf->c_rows * pf->own_lines) {
+        _mm_prefetch(prefetch_c_line(pf, pf->own, pf->own_lines, (k - pf->own_from) >> 1), _MM_HINT_T0);
     }
 }
 static inline __attribute__((always_inline)) void prefetch_rest(const prefetch_list *pf, int kc) {
     for (int i = (kc + 1) >> 1; i < pf->n; i++) _mm_prefetch(pf->line[i], _MM_HINT_T1);
-    for (int i = kc >> 1; i < pf->c_rows * pf->c_lines; i++) _mm_prefetch(prefetch_c_line(pf, i), _MM_HINT_T1);
+    for (int i = kc >> 1; i < pf->c_rows * pf->c_lines; i++)
+        _mm_prefetch(prefetch_c_line(pf, pf->c, pf->c_lines, i), _MM_HINT_T1);
 }
 
 /* C (mr x nr valid, row stride ldc) = alpha a b + beta C over packed panels of depth kc,
@@ -166,10 +180,12 @@ static inline vt_region b_source(int tb, const float *B, int ldb, int p0, int j0
     return r;
 }
 
-/* The prefetches of one microkernel call: the MR x NR C tile at c_next (NULL: none) and
- * the call's share (part of parts) of the next packing sources na and nb (in the last
- * block, the caller's next regions). */
-static inline __attribute__((always_inline)) void call_prefetches(prefetch_list *pf, gemm_blocking bl,
+/* The prefetches of one microkernel call on the kc-step tile at c (own: whether it has
+ * MR rows): the MR x NR C tile at c_next (NULL: none), with bl.own_c its own tile late
+ * (an own tile of fewer rows is not prefetched) and the call's share (part of parts) of
+ * the next packing sources na and nb (in the last block, the caller's next regions). */
+static inline __attribute__((always_inline)) void call_prefetches(prefetch_list *pf, gemm_blocking bl, int kc,
+                                                                  const float *c, int own,
                                                                   const float *c_next, int ldc,
                                                                   vt_region na, vt_region nb, int part,
                                                                   int parts) {
@@ -179,6 +195,9 @@ static inline __attribute__((always_inline)) void call_prefetches(prefetch_list 
     pf->ldc_bytes = (size_t)ldc * sizeof(float);
     pf->c_last = bl.nr * (int)sizeof(float) - 1;
     pf->c_lines = (int)(((uintptr_t)c_next % 64 + (size_t)pf->c_last) / 64) + 1;
+    pf->own = (const char *)c;
+    pf->own_lines = (int)(((uintptr_t)c % 64 + (size_t)pf->c_last) / 64) + 1;
+    pf->own_from = own && bl.own_c ? kc - bl.own_c : INT_MAX;
     if (na.rows) prefetch_part(pf, na.base, na.ld, na.rows, na.len, part, parts);
     if (nb.rows) prefetch_part(pf, nb.base, nb.ld, nb.rows, nb.len, part, parts);
 }
@@ -236,7 +255,7 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
                                   : jr + NR < nc ? C + (size_t)ic * ldc + jc + jr + NR
                                                  : c;
             prefetch_list pf;
-            call_prefetches(&pf, bl, bl.next_c ? c_next : NULL, ldc, part < first_src ? none : na,
+            call_prefetches(&pf, bl, kc, c, mr == MR, bl.next_c ? c_next : NULL, ldc, part < first_src ? none : na,
                             part < first_src ? none : nb, part - first_src, parts - first_src);
             /* where this block packs op(B), the next panel's source, over this panel's calls */
             if (bs && jr + NR < nc)

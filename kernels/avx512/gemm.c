@@ -182,6 +182,7 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
                         .narrow_nr = NARROW_NR,
                         .half_nr = 16,
                         .next_c = 1,
+                        .own_c = 72, /* 28 lines of the 14 x 32 tile on odd steps, done 16 steps before its end */
                         .inplace_max_n = 64,
                         .inplace_rows_max_n = 1536,
                         .inplace_t_max_n = 768,
