@@ -65,7 +65,10 @@ typedef void (*gemm_pack_fn)(int trans, const float *X, int ldx, int r0, int c0,
  * issues the lines spread over its loop (prefetch_step) or at its start (prefetch_all,
  * without the own tile): a burst of a few dozen prefetches can exceed a core's
  * outstanding-miss buffers and stall it (../TUNING.md). */
-#define PREFETCH_MAX 128
+/* 512: with K blocks of 1024 a call's lines (its share of the next B panel's source,
+ * 2-3 lines a row over a panel's 8 calls, and of the next packing sources) fit the
+ * loop's 512 even steps, rather than overflowing in bursts of PREFETCH_MAX */
+#define PREFETCH_MAX 512
 typedef struct {
     const char *line[PREFETCH_MAX];
     int n;
