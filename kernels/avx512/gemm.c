@@ -34,8 +34,9 @@
  * the next call's C tile (odd steps) and, in a block's last calls, its share of the
  * source of the next pack_a (even steps; and, at the end of a K block, of the next
  * pack_b; in the last block, of what the caller of gemm_prefetch reads next); where the
- * calls pack op(B), each panel's calls also prefetch the next panel's source: see
- * prefetch_list and gemm_macro in ../gemm_driver.h.
+ * calls pack op(B), each panel's calls also prefetch the next panel's source; over its
+ * last OWN_C steps (odd ones) a call also prefetches its own C tile into L1 for its
+ * epilogue: see prefetch_list and gemm_macro in ../gemm_driver.h.
  * alpha and beta are applied at the store of the first K block (later K blocks add
  * with beta = 1); beta == 0 never reads C. K == 0 or alpha == 0 gives C = beta C
  * without reading A or B (BLAS convention).
@@ -67,6 +68,7 @@
 #define ONE_PASS_MIN_N (vt_gemm_ctx.avx512.one_pass_min_n)
 #define SHORT_MR 4 /* last panels of <= 4 rows use kernel_short with 4-row FMAs, */
 #define NARROW_NR 4 /* last panels of <= 4 columns use kernel_narrow */
+#define OWN_C 72    /* a 14 x 32 C tile's 28 lines, one per odd step, all out 16 steps before the epilogue */
 /* A (N <= 1536 with ta = 0, N <= 768 with ta = 1) of at least this many floats is read
  * in place: a smaller one is packed from cache at little cost and reads faster packed. */
 #define INPLACE_ROWS_MIN_A ((size_t)1 << 16)
@@ -182,7 +184,7 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
                         .narrow_nr = NARROW_NR,
                         .half_nr = 16,
                         .next_c = 1,
-                        .own_c = 72, /* 28 lines of the 14 x 32 tile on odd steps, done 16 steps before its end */
+                        .own_c = OWN_C,
                         .inplace_max_n = 64,
                         .inplace_rows_max_n = 1536,
                         .inplace_t_max_n = 768,
