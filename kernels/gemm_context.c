@@ -72,9 +72,9 @@ static const vt_gemm_context contexts[] = {
     /* Zen 5: 1 MB L2, 48 KB L1d, two 512-bit FMA pipes (TUNING.md: why these values). K
      * blocks of up to 1024 (ta = 0) pass over C at most 3 times for ViT-B's K <= 3072, with
      * 112 x 1024 floats of packed A (448 KB) in L2. The one-pass order only up to M = 392:
-     * the ViT-B weight gradients with M = 768 run faster in the BLIS order, whose last
-     * calls prefetch the next block's sources (768 KB of one-pass packed A leaves the L2
-     * too little room for them). */
+     * larger M (the ViT-B weight gradients, M = 768) take the BLIS order, whose last calls
+     * prefetch the next block's sources into an L2 that 768 KB of one-pass packed A would
+     * fill. */
     {.name = "zen5",
      .avx2 = ZEN4_AVX2,
      .avx512 = {.mr = 14, .nr = 32, .kc = 1024, .kc_t = 256, .mc = 112, .nc = 1536, .m_one_pass = 392,

@@ -183,6 +183,9 @@ static inline vt_region b_source(int tb, const float *B, int ldb, int p0, int j0
     return r;
 }
 
+/* The cache lines a C tile row spans: bytes p to p + last. */
+static inline int row_lines(const void *p, int last) { return (int)(((uintptr_t)p % 64 + (size_t)last) / 64) + 1; }
+
 /* The prefetches of one microkernel call on the kc-step tile at c (own: whether it has
  * MR rows): the MR x NR C tile at c_next (NULL: none), with bl.own_c its own tile late
  * (an own tile of fewer rows is not prefetched) and the call's share (part of parts) of
@@ -197,9 +200,9 @@ static inline __attribute__((always_inline)) void call_prefetches(prefetch_list 
     pf->c = (const char *)c_next;
     pf->ldc_bytes = (size_t)ldc * sizeof(float);
     pf->c_last = bl.nr * (int)sizeof(float) - 1;
-    pf->c_lines = (int)(((uintptr_t)c_next % 64 + (size_t)pf->c_last) / 64) + 1;
+    pf->c_lines = row_lines(c_next, pf->c_last);
     pf->own = (const char *)c;
-    pf->own_lines = (int)(((uintptr_t)c % 64 + (size_t)pf->c_last) / 64) + 1;
+    pf->own_lines = row_lines(c, pf->c_last);
     pf->own_from = own && bl.own_c ? kc - bl.own_c : INT_MAX;
     if (na.rows) prefetch_part(pf, na.base, na.ld, na.rows, na.len, part, parts);
     if (nb.rows) prefetch_part(pf, nb.base, nb.ld, nb.rows, nb.len, part, parts);
