@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "data/loader.h"
 #include "dist.h"

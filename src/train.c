@@ -13,6 +13,7 @@
 #include "checkpoint.h"
 #include "data/loader.h"
 #include "dist.h"
+#include "durable.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "optim.h"
@@ -48,24 +49,9 @@ vt_status vt_mkdir_p(const char *path) {
     return VT_OK;
 }
 
-/* Write text to path via path.tmp + rename. */
+/* Replace path's contents with text (durable.h). */
 static vt_status write_text_atomic(const char *path, const char *text) {
-    char tmp[VT_STR + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return vt_fail(VT_ERR_RUNTIME, "cannot write '%s': %s", tmp, strerror(errno));
-    size_t n = strlen(text);
-    int ok = fwrite(text, 1, n, f) == n;
-    ok = (fflush(f) == 0) && ok;
-    ok = (fsync(fileno(f)) == 0) && ok;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok) {
-        remove(tmp);
-        return vt_fail(VT_ERR_RUNTIME, "cannot write '%s': %s", tmp, strerror(errno));
-    }
-    if (rename(tmp, path) != 0)
-        return vt_fail(VT_ERR_RUNTIME, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-    return VT_OK;
+    return vt_durable_write_file(path, text, strlen(text));
 }
 
 static int file_exists(const char *path) {

@@ -25,7 +25,7 @@
 #include "harness.h"
 #include "npz_read.h"
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "data/loader.h"
 #include "eval.h"

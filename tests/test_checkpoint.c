@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "npz.h"
+#include "safetensors.h"
 #include "harness.h"
 
 static char dir[64];
