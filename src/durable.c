@@ -265,3 +265,19 @@ void vt_durable_log_close(vt_durable_log *log) {
     if (log->fd >= 0) close(log->fd);
     log->fd = -1;
 }
+
+/* ---------------------------------------------------------------- files rewritten in place */
+
+int vt_durable_open_in_place(const char *path) {
+    FAULT("create", path);
+    return open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+}
+
+vt_status vt_durable_rewrite_in_place(int fd, const char *path, const void *data, size_t bytes) {
+    const char *step = NULL;
+    if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0) step = "truncating";
+    else if (fs_write(fd, data, bytes, path) != 0) step = "writing";
+    else if (fs_fsync(fd, path) != 0) step = "fsync of";
+    if (step) return vt_fail(VT_ERR_RUNTIME, "%s: %s it failed: %s", path, step, strerror(errno));
+    return VT_OK;
+}

@@ -72,6 +72,14 @@ vt_status vt_durable_log_sync(vt_durable_log *log);
 /* Close (fd -1: nothing to do). */
 void vt_durable_log_close(vt_durable_log *log);
 
+/* A small file rewritten in place, never replaced (the run directory's lock, whose
+ * inode carries the flock): opened read-write, created if missing, never through a
+ * symbolic link. Returns the descriptor, or -1 with errno. */
+int vt_durable_open_in_place(const char *path);
+/* Replace the contents of the file open at fd (named path, for messages) with data and
+ * fsync it. */
+vt_status vt_durable_rewrite_in_place(int fd, const char *path, const void *data, size_t bytes);
+
 /* The single operations the checkpoint protocol is made of: each is one fault event and
  * returns 0, or -1 with errno. */
 int vt_durable_link(const char *from, const char *to);   /* hard link (EXDEV etc. where none) */

@@ -134,8 +134,9 @@ out:
     return s;
 }
 
-/* The first element of t that is NaN or infinite, as an error naming it. */
-vt_status vt_st_check_finite(const char *path, const vt_st_tensor *t) {
+/* The first element of t that is NaN or infinite, as an error naming path, the tensor
+ * and the element, followed by why it matters to the caller (`why`). */
+static vt_status check_finite(const char *path, const vt_st_tensor *t, const char *why) {
     const uint32_t *u = (const uint32_t *)(const void *)t->data;
     const int64_t block = 4096;
     for (int64_t b0 = 0; b0 < t->size; b0 += block) {
@@ -160,9 +161,8 @@ vt_status vt_st_check_finite(const char *path, const vt_st_tensor *t) {
             if (off < sizeof idx) snprintf(idx + off, sizeof idx - off, "]");
             float v = t->data[i];
             return vt_fail(VT_ERR_RUNTIME, "%s: tensor \"%s\" holds %s at element %lld (index "
-                           "%s): a checkpoint must hold finite values (the run that wrote it "
-                           "diverged, or the file is corrupt)", path, t->name,
-                           isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf", (long long)i, idx);
+                           "%s): %s", path, t->name, isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf",
+                           (long long)i, idx, why);
         }
     }
     return VT_OK;
@@ -227,6 +227,12 @@ static char *st_header_json(const vt_st_tensor *tensors, int n, const char *cons
 vt_status vt_st_write(const char *path, const vt_st_tensor *tensors, int n,
                       const char *const *meta_keys, const char *const *meta_values, int n_meta) {
     VT_ASSERT(path && n >= 0 && n_meta >= 0 && (n == 0 || tensors), "vt_st_write: bad arguments");
+    /* What the reader would refuse is never written: the file at path stays as it was. */
+    for (int i = 0; i < n; i++) {
+        vt_status s = check_finite(path, &tensors[i], "not written, since a file holding it "
+                                   "would not load (the values diverged)");
+        if (s != VT_OK) return s;
+    }
     /* The caller's metadata plus the checksums (st_header_json rejects a duplicate key);
      * a file without tensors has nothing to check. */
     const char **keys = vt_xcalloc((size_t)n_meta + 1, sizeof *keys);
@@ -552,7 +558,9 @@ vt_status vt_st_read(const char *path, vt_safetensors *out) {
     /* the checksums cover the bytes as stored; the finite check the float32 values */
     s = st_verify_crc(path, out, begins);
     if (s == VT_OK) s = bind_float32(out, begins, path);
-    for (int i = 0; s == VT_OK && i < out->n; i++) s = vt_st_check_finite(path, &out->tensors[i]);
+    for (int i = 0; s == VT_OK && i < out->n; i++)
+        s = check_finite(path, &out->tensors[i], "a checkpoint must hold finite values (the run "
+                         "that wrote it diverged, or the file is corrupt)");
 done:
     cJSON_Delete(root);
     free(header);

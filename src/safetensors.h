@@ -17,9 +17,9 @@
  * (timm's, PyTorch's) load unchecked.
  * The key is consumed by the check: it is not among the metadata vt_st_read returns.
  * Independently, a NaN or infinity in any tensor's data is an error naming the file,
- * the tensor and the element (a diverged run or a corrupt file must not load silently);
- * vt_st_check_finite is that check, for a writer that must not publish what would not
- * load.
+ * the tensor and the element (a diverged run or a corrupt file must not load silently),
+ * and vt_st_write refuses to write such a tensor the same way: nothing it writes fails
+ * to load.
  */
 #ifndef VT_SAFETENSORS_H
 #define VT_SAFETENSORS_H
@@ -48,7 +48,9 @@ typedef struct {
 } vt_safetensors;
 
 /* Write n tensors plus metadata (n_meta key/value strings; may be 0) and the
- * tensor_crc32 entry. Atomic and durable (durable.h). */
+ * tensor_crc32 entry. Atomic and durable (durable.h). A NaN or infinity in a tensor is
+ * an error (VT_ERR_RUNTIME naming path, the tensor and the element) and nothing is
+ * written. */
 vt_status vt_st_write(const char *path, const vt_st_tensor *tensors, int n,
                       const char *const *meta_keys, const char *const *meta_values, int n_meta);
 /* Read, validate and verify a whole file (checksums when present, finite values).
@@ -59,10 +61,6 @@ void vt_st_free(vt_safetensors *st);
 const vt_st_tensor *vt_st_find(const vt_safetensors *st, const char *name);
 /* Metadata value by key, or NULL. */
 const char *vt_st_meta(const vt_safetensors *st, const char *key);
-/* The check vt_st_read makes of every tensor: VT_OK, or VT_ERR_RUNTIME naming `where`,
- * the tensor and its first NaN or infinite element. */
-vt_status vt_st_check_finite(const char *where, const vt_st_tensor *t);
-
 /* CRC-32 (zlib.crc32) of n bytes. */
 uint32_t vt_crc32(const void *data, size_t n);
 
