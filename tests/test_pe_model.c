@@ -19,10 +19,12 @@
 
 #include "checkpoint.h"
 #include "data/dataset.h"
+#include "data/formats.h"
 #include "harness.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "pe/pe.h"
+#include "pe/kinds.h"
 #include "pe_tiny_model.h"
 #include "resolve.h"
 #include "vit.h"

@@ -18,6 +18,7 @@
 #include "kernels.h"
 #include "ops/ops.h"
 #include "pe/pe.h"
+#include "pe/kinds.h"
 #include "resolve.h"
 #include "vit.h"
 #include "vit_fixture.h"

@@ -34,9 +34,9 @@
  * Kinds: every pe.kind (none and ape included) is one entry, a vt_pe_kind_ops defined in
  * its own file (none in pe.c, ape in ape.c, rotary kinds in src/pe/<kind>.c) with its
  * defaults (resolve) and rules (check), which resolve.c applies once per config, and the
- * hooks below. src/pe/kinds.h is the registry: it lists the entries and builds a PE of
- * any kind (vt_pe_create). Adding a kind: its enum value and name in model_spec.h's
- * VT_PE_KINDS, its file, one row in kinds.h / kinds.c. The model (vit.c) does not change.
+ * hooks below. src/pe/kinds.h is the registry: it lists the entries, names them and
+ * builds a PE of any kind (vt_pe_create); "Adding a kind" is there. The model (vit.c)
+ * does not change.
  *
  * Grid: rows = cols = S / P for an S x S image (images are square). The training grid is
  * pe.train_img_size (or model.img_size) / P; a learned APE at another grid is resampled

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "kinds.h"
 #include "ops/ops.h"
 
 /* Loops over fewer elements than this run on one thread: an OpenMP region costs more
