@@ -23,6 +23,7 @@
 #include "harness.h"
 #include "kernels.h"
 #include "ops/ops.h"
+#include "ops/par.h"
 #include "rng.h"
 #include "status.h"
 #include "tape.h"
@@ -548,7 +549,7 @@ static void test_gelu_linear(vt_rng *r) {
     vt_tensor *big[3] = {input(r, -3, 3, 2, M, Din, 0, 0), input(r, -0.5f, 0.5f, 2, Dout, Din, 0, 0),
                          input(r, -1, 1, 1, Dout, 0, 0, 0)};
     check_fused_memory("gelu_linear", f_gelu_linear, f_gelu_then_linear, big, 3, M, Din,
-                       (size_t)VT_OPS_MAX_CHUNKS * Dout, 0, fused, pair);
+                       (size_t)VT_PAR_MAX_CHUNKS * Dout, 0, fused, pair);
 }
 
 static void test_layernorm_linear(vt_rng *r) {
@@ -620,7 +621,7 @@ static void test_layernorm_linear(vt_rng *r) {
                          input(r, -1, 1, 1, D, 0, 0, 0), input(r, -0.5f, 0.5f, 2, Dout, D, 0, 0),
                          input(r, -1, 1, 1, Dout, 0, 0, 0)};
     check_fused_memory("layernorm_linear", f_layernorm_linear, f_layernorm_then_linear, big, 5, M, D,
-                       (size_t)2 * M + (size_t)VT_OPS_MAX_CHUNKS * (Dout + 2 * D), (size_t)2 * M, fused, pair);
+                       (size_t)2 * M + (size_t)VT_PAR_MAX_CHUNKS * (Dout + 2 * D), (size_t)2 * M, fused, pair);
 }
 
 static void test_softmax(vt_rng *r) {

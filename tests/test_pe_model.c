@@ -28,6 +28,7 @@
 #include "pe_tiny_model.h"
 #include "resolve.h"
 #include "vit.h"
+#include "weights.h"
 #include "vit_fixture.h"
 
 /* m = the tiny model with overrides sets; returns its config (for vit_save_config). */

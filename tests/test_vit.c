@@ -21,6 +21,7 @@
 #include "pe/kinds.h"
 #include "resolve.h"
 #include "vit.h"
+#include "weights.h"
 #include "vit_fixture.h"
 
 static vt_arena arena;

@@ -1,12 +1,11 @@
 /* loader.c - the shared batching pipeline over every dataset kind (loader.h contract).
  *
- * Owns: opening the format of a spec's data.kind (formats.h), the sample order (train: a permutation per epoch keyed by
- * vt_rng_derive(train.seed, epoch, VT_LOADER_TAG_PERM): Fisher-Yates into an array for
- * splits of up to VT_LOADER_MAX_STORED_ORDER samples, as vitrain has always ordered them;
+ * Owns: opening the format of a spec's data.kind (formats.h), the sample order (train: a
+ * permutation per epoch keyed by vt_rng_derive(train.seed, epoch, VT_LOADER_TAG_PERM):
+ * Fisher-Yates into an array for splits of up to VT_LOADER_MAX_STORED_ORDER samples;
  * beyond that vt_rng_permute, computed per position, so the order of a split of 10^9
  * synthetic samples costs no memory; eval: dataset order), the rank/world shard of that
- * order, batching (train drops the last
- * partial batch, eval keeps it), the per-sample transform pipeline, batch mixup/cutmix,
+ * order, batching (train drops the last partial batch, eval keeps it), the per-sample transform pipeline, batch mixup/cutmix,
  * and the worker threads that prefetch batches.
  * Shards (data parallelism): rank r of R reads positions r, r + R, ... of the order, so
  * with batches of batch_size / R per rank, batch b of the ranks together is batch b of

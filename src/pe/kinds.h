@@ -39,8 +39,4 @@ const vt_pe_kind_ops *vt_pe_kind_entry(vt_pe_kind k);
  * section `model`. Infallible for a resolved config: the rules were resolve's. */
 vt_pe *vt_pe_create(const vt_pe_config *pe, const vt_model_config *model);
 
-/* The rule of the absolute part any kind may carry (ape.c): pe.ape = sincos needs
- * model.width (D) divisible by 4. VT_ERR_USAGE with src and the key otherwise. */
-vt_status vt_ape_check(const vt_pe_config *pe, int D, const char *src);
-
 #endif

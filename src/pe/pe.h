@@ -201,5 +201,8 @@ void vt_pe_sincos_table(float *out, int rows, int cols, int D);
 void vt_ape_declare(vt_pe *pe);
 void vt_ape_init(vt_pe *pe, vt_rng *rng);
 void vt_ape_prepare(vt_pe *pe, vt_tape *t);
+/* The rule of the absolute part any kind may carry (ape.c): pe.ape = sincos needs
+ * model.width (D) divisible by 4. VT_ERR_USAGE with src and the key otherwise. */
+vt_status vt_ape_check(const vt_pe_config *pe, int D, const char *src);
 
 #endif
