@@ -1,7 +1,9 @@
 /* ops.h - the differentiable ops (vt_op_*). One file per op under src/ops/ holds its
  * forward, its backward and its tape record; tests/test_ops_grad.c checks each backward
  * against central differences. Their arithmetic on raw arrays, where ops share it, is
- * par.h's (vt_par_*, vt_gemm*): loops that record nothing.
+ * par.h's (vt_par_*, vt_gemm*): loops that record nothing. The ops only the rotary PE
+ * kinds use (angles, cos/sin, pair rotation, per-head matrices, the fused q/k split and
+ * fold, Cayley) live beside them, in src/pe/rotary.h; test_ops_grad checks them the same.
  *
  * Every op: takes the tape (arena, training flag, grad switch), validates shapes
  * with VT_ASSERT (a shape mismatch is a bug), returns a new tensor from the arena.
