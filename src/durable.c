@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------ fault injection */
@@ -118,6 +119,22 @@ int vt_durable_fsync_dir(const char *dir) {
     close(fd);
     errno = e;
     return rc;
+}
+
+/* Open an existing or new file that must be a regular one: O_NONBLOCK, so a FIFO or a
+ * device at path never blocks the open, then fstat. -1 with errno (EINVAL for a file
+ * that is not regular). */
+static int open_regular(const char *path, int flags) {
+    int fd = open(path, flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == ENXIO) errno = EINVAL; /* a FIFO without a reader */
+    if (fd < 0) return -1;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    return fd;
 }
 
 /* The directory part of path ("." when it has none) into out. */
@@ -237,13 +254,13 @@ vt_status vt_durable_copy(const char *src, const char *dst) {
 vt_status vt_durable_log_open(vt_durable_log *log, const char *path, int truncate) {
     snprintf(log->path, sizeof log->path, "%s", path);
     log->fd = -1;
-    const int how = O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | (truncate ? O_TRUNC : 0);
     int e = fault_event("create", path);
-    int fd = e ? -1 : open(path, how, 0666);
+    int fd = e ? -1 : open_regular(path, O_WRONLY | O_CREAT | O_APPEND | (truncate ? O_TRUNC : 0));
     if (e) errno = e;
     if (fd < 0)
-        return vt_fail(VT_ERR_RUNTIME, "%s: cannot open for appending: %s%s", path,
-                       strerror(errno), errno == ELOOP ? " (it is a symbolic link)" : "");
+        return vt_fail(VT_ERR_RUNTIME, "%s: cannot open for appending: %s", path,
+                       errno == ELOOP ? "it is a symbolic link" : errno == EINVAL ?
+                       "not a regular file" : strerror(errno));
     log->fd = fd;
     return VT_OK;
 }
@@ -270,7 +287,7 @@ void vt_durable_log_close(vt_durable_log *log) {
 
 int vt_durable_open_in_place(const char *path) {
     FAULT("create", path);
-    return open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    return open_regular(path, O_RDWR | O_CREAT);
 }
 
 vt_status vt_durable_rewrite_in_place(int fd, const char *path, const void *data, size_t bytes) {
