@@ -53,9 +53,9 @@ static inline int fault_event(const char *op, const char *path) {
 /* A new file at path, never through a symbolic link: a leftover of that name (a killed
  * writer's temporary file, or a planted link) is removed first; if something appears
  * there again before the create, the create fails with EEXIST. */
-static int fs_create(const char *path, int flags) {
+static int fs_create(const char *path) {
     FAULT("create", path);
-    const int how = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | flags;
+    const int how = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
     int fd = open(path, how, 0666);
     if (fd < 0 && errno == EEXIST && unlink(path) == 0) fd = open(path, how, 0666);
     return fd;
@@ -154,7 +154,7 @@ vt_status vt_durable_open(vt_durable_file *f, const char *path) {
     f->tmp = vt_xmalloc(len + 5);
     memcpy(f->tmp, path, len);
     memcpy(f->tmp + len, ".tmp", 5);
-    f->fd = fs_create(f->tmp, O_TRUNC);
+    f->fd = fs_create(f->tmp);
     if (f->fd < 0) {
         vt_status s = vt_fail(VT_ERR_RUNTIME, "%s: cannot create temporary file '%s': %s",
                               path, f->tmp, strerror(errno));
@@ -219,7 +219,7 @@ vt_status vt_durable_write_file(const char *path, const void *data, size_t bytes
 vt_status vt_durable_copy(const char *src, const char *dst) {
     int in = open(src, O_RDONLY | O_CLOEXEC);
     if (in < 0) return vt_fail(VT_ERR_RUNTIME, "%s: cannot open: %s", src, strerror(errno));
-    int out = fs_create(dst, O_TRUNC);
+    int out = fs_create(dst);
     if (out < 0) {
         vt_status s = vt_fail(VT_ERR_RUNTIME, "%s: cannot create: %s", dst, strerror(errno));
         close(in);
