@@ -317,7 +317,8 @@ static int cmd_train(const cli_args *a) {
     char *json = vt_config_to_json(&cfg);
     if (vt_dist_root()) fprintf(stderr, "vitrain: resolved config:\n%s\n", json);
     free(json);
-    vt_train_opts opts = {a->run_dir, a->resume, a->stop_after, a->start_over};
+    vt_train_opts opts = {.run_dir = a->run_dir, .resume_dir = a->resume,
+                          .stop_after = a->stop_after, .start_over = a->start_over};
     vt_train_result res;
     vt_status st = vt_train_run(&cfg, &opts, &res);
     if (st != VT_OK) return fail_exit(st);

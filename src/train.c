@@ -50,11 +50,6 @@ vt_status vt_mkdir_p(const char *path) {
     return VT_OK;
 }
 
-/* Replace path's contents with text (durable.h). */
-static vt_status write_text_atomic(const char *path, const char *text) {
-    return vt_durable_write_file(path, text, strlen(text));
-}
-
 static int file_exists(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
@@ -238,7 +233,7 @@ static vt_status trim_metrics(const char *path, int64_t step) {
         line += len;
     }
     out[o] = '\0';
-    vt_status st = write_text_atomic(path, out);
+    vt_status st = vt_durable_write_file(path, out, o);
     free(buf);
     free(out);
     return st;
@@ -360,7 +355,7 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     char cpath[VT_STR + 32];
     snprintf(cpath, sizeof cpath, "%s/config.json", tr->dir);
     char *json = vt_config_to_json(cfg);
-    st = tr->root ? write_text_atomic(cpath, json) : VT_OK;
+    st = tr->root ? vt_durable_write_file(cpath, json, strlen(json)) : VT_OK;
     free(json);
     if (st != VT_OK) return st;
 

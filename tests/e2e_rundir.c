@@ -15,7 +15,8 @@
  *     train.init, optim.clip_grad 0: AdamW's second moment overflows) stops with exit 1
  *     naming the tensor and the step, and publishes no pair; a resumed run whose weights
  *     overflow at step 9 refuses that pair, and `latest` keeps naming step 8's, intact
- *   - temporary files never follow a symbolic link planted at their name
+ *   - temporary files never follow a symbolic link planted at their name; a FIFO where
+ *     the lock or the metrics go is an error, not a hang
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -259,6 +260,19 @@ static void test_symlinked_temporaries(void) {
         regular &= lstat(p, &sb) == 0 && S_ISREG(sb.st_mode);
     }
     CHECK(regular && pair_ok(d, 8), "the run's files are regular files, the pair whole");
+
+    /* A FIFO where the lock or the metrics go is refused at once, not waited on. */
+    const char *fifos[] = {"lock", "metrics.jsonl"};
+    for (int i = 0; i < 2; i++) {
+        char f[512];
+        snprintf(f, sizeof f, "%s/fifo%d", tmp, i);
+        rc = run("mkdir -p %s && mkfifo %s/%s && timeout 60 %s " CFG " " SETS " --run-dir %s 2>%s",
+                 f, f, fifos[i], bin, f, log);
+        char want[700];
+        snprintf(want, sizeof want, "%s/%s: cannot open", f, fifos[i]);
+        CHECK(rc == 1 && file_contains(log, want) && file_contains(log, "not a regular file"),
+              "a FIFO as %s: exit %d", fifos[i], rc);
+    }
 }
 
 int main(void) {
