@@ -152,7 +152,7 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
         return 1;
     }
     uint16_t *w16 = NULL; /* bf16: the weights' copies, as training keeps them */
-    if (mc->bf16 && vt_bf16_weights_attach(&m, &w16) != VT_OK) {
+    if (mc->bf16 && (vt_precision_select(VT_PRECISION_BF16) != VT_OK || vt_bf16_weights_attach(&m, &w16) != VT_OK)) {
         fprintf(stderr, "%s\n", vt_last_error());
         return 1;
     }
@@ -208,10 +208,10 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
     char cpu[192];
     bench_cpu(cpu, sizeof cpu);
     printf("{\"bench\":\"%s\",\"cpu\":\"%s\",\"model\":\"%s\",\"precision\":\"%s\",\"img\":%d,\"batch\":%d,"
-           "\"threads\":%d,\"isa\":\"%s\",\"gemm_ctx\":\"%s\",\"img_per_s\":%.3f,\"step_s\":%.4f,\"gflop_per_img\":%.3f,\"mfu\":%.4f,"
+           "\"threads\":%d,\"isa\":\"%s\",\"bf16_path\":\"%s\",\"gemm_ctx\":\"%s\",\"img_per_s\":%.3f,\"step_s\":%.4f,\"gflop_per_img\":%.3f,\"mfu\":%.4f,"
            "\"loss\":%.4f,\"page_faults_per_step\":%ld,\"arena_mb\":%.1f,\"grad_region_mb\":%.1f",
-           mc->train ? "train" : "infer", cpu, mc->name, mc->bf16 ? "bf16" : "fp32", S, B, nt, vt_k.name, vt_gemm_ctx.name, ips,
-           t_total / timed, flops * 1e-9, mfu, loss, faults / timed, arena_mb, (double)tape.region_cap / 1048576.0);
+           mc->train ? "train" : "infer", cpu, mc->name, mc->bf16 ? "bf16" : "fp32", S, B, nt, vt_k.name,
+           mc->bf16 ? vt_bf16_path_name((vt_bf16_path)vt_kernels_bf16_path()) : "-", vt_gemm_ctx.name, ips, t_total / timed, flops * 1e-9, mfu, loss, faults / timed, arena_mb, (double)tape.region_cap / 1048576.0);
     fflush(stdout);
     vt_tape_free(&tape);
     vt_arena_free(&arena);

@@ -430,7 +430,7 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     if (cfg->train.precision == VT_PRECISION_BF16) { /* after any resume load: copies of those weights */
         if ((st = vt_bf16_weights_attach(&tr->model, &tr->w16)) != VT_OK) return st;
         tr->tape.bf16 = 1;
-        vt_precision_note(cfg->train.precision);
+        if ((st = vt_precision_select(cfg->train.precision)) != VT_OK) return st;
     }
 
     int tty = isatty(fileno(stderr));
