@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "status.h"
 

@@ -66,6 +66,9 @@ typedef struct {
     int64_t stop_after;      /* > 0: stop once this many optimizer steps are done (in
                                 total, counting resumed ones), writing the checkpoint pair
                                 an interrupted run would be resumed from */
+    int start_over;          /* a new run in a directory holding another run's checkpoint
+                                moves that run aside to DIR.old-N (rundir.h) instead of
+                                failing */
 } vt_train_opts;
 
 typedef struct {

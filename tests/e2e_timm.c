@@ -26,14 +26,14 @@
 #include "e2e_util.h"
 #include "harness.h"
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "resolve.h"
 #include "kernels.h"
 #include "tape.h"
 #include "vit.h"
-#include "weights.h"
 #include "vit_fixture.h"
+#include "weights.h"
 
 static char py[256];
 static char tmp[64];

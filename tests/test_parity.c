@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "harness.h"
 #include "kernels.h"
@@ -29,8 +29,8 @@
 #include "tape.h"
 #include "tensor.h"
 #include "vit.h"
-#include "weights.h"
 #include "vit_fixture.h"
+#include "weights.h"
 
 #define ATOL 1e-5
 #define RTOL 1e-4

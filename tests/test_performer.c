@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config_overrides.h"
 #include "gradcheck.h"
 #include "harness.h"
@@ -33,8 +33,8 @@
 #include "test_runtime.h"
 #include "train.h"
 #include "vit.h"
-#include "weights.h"
 #include "vit_fixture.h"
+#include "weights.h"
 
 static vt_arena arena;
 static vt_tape tape;

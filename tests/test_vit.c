@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config_overrides.h"
 #include "gradcheck.h"
 #include "harness.h"
@@ -22,8 +22,8 @@
 #include "pe/kinds.h"
 #include "resolve.h"
 #include "vit.h"
-#include "weights.h"
 #include "vit_fixture.h"
+#include "weights.h"
 
 static vt_arena arena;
 
