@@ -36,9 +36,9 @@
 
 enum { F_SET = 1, F_THREADS = 2, F_RESUME = 4, F_RUNDIR = 8, F_CKPT = 16, F_LOGITS = 32,
        F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024, F_PRECISION = 2048,
-       F_START_OVER = 4096, F_ROTARY = 8192, F_DATA = 16384 };
+       F_ROTARY = 4096, F_DATA = 8192, F_START_OVER = 16384 };
 /* The flags that take no value. */
-enum { F_SWITCHES = F_MARKDOWN | F_SHUFFLE | F_START_OVER | F_ROTARY | F_DATA };
+enum { F_SWITCHES = F_MARKDOWN | F_SHUFFLE | F_ROTARY | F_DATA | F_START_OVER };
 
 typedef struct {
     const char *cmd;
@@ -153,7 +153,7 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         {"--run-dir", F_RUNDIR}, {"--checkpoint", F_CKPT}, {"--logits", F_LOGITS},
         {"--markdown", F_MARKDOWN}, {"--stop-after", F_STOP}, {"--resolutions", F_RES},
         {"--patch-shuffle", F_SHUFFLE}, {"--seed", F_SEED}, {"--precision", F_PRECISION},
-        {"--start-over", F_START_OVER}, {"--rotary", F_ROTARY}, {"--data", F_DATA}};
+        {"--rotary", F_ROTARY}, {"--data", F_DATA}, {"--start-over", F_START_OVER}};
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->threads = -1;
@@ -176,7 +176,7 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         if (flag & F_SWITCHES) {
             if (eq) return usage_error(cmd, "option %.*s takes no value", (int)nlen, arg);
             *(flag == F_MARKDOWN ? &a->markdown : flag == F_SHUFFLE ? &a->patch_shuffle
-              : flag == F_START_OVER ? &a->start_over : flag == F_ROTARY ? &a->rotary : &a->data) = 1;
+              : flag == F_ROTARY ? &a->rotary : flag == F_DATA ? &a->data : &a->start_over) = 1;
             continue;
         }
         const char *val;
