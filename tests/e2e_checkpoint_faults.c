@@ -383,16 +383,12 @@ int main(void) {
         CHECK(0, "fault-injection binary %s", bin);
         return test_summary();
     }
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_faults_XXXXXX");
-    if (!mkdtemp(tmp)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (test_tmpdir(tmp, sizeof tmp, "e2e_faults")) return 1;
     test_kills_and_enospc();
     test_resume_tidy();
     test_tmpfs_full();
     int rc = test_summary();
-    if (rc == 0) run("rm -rf %s", tmp);
+    if (rc == 0) test_rm_rf(tmp);
     else fprintf(stderr, "run directories kept in %s\n", tmp);
     return rc;
 }

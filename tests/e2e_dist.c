@@ -763,11 +763,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "mpirun not found: install openmpi-bin (scripts/deps.sh)\n");
         return 1;
     }
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_dist_XXXXXX");
-    if (!mkdtemp(tmp)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (test_tmpdir(tmp, sizeof tmp, "e2e_dist")) return 1;
     test_collectives();
     test_parity();
     test_eval();
@@ -776,6 +772,6 @@ int main(int argc, char **argv) {
     test_bad_inputs();
     test_kill();
     int rc = test_summary();
-    if (rc == 0 && !getenv("VT_KEEP")) run("rm -rf %s", tmp);
+    if (rc == 0 && !getenv("VT_KEEP")) test_rm_rf(tmp);
     return rc;
 }

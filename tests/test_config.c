@@ -14,6 +14,7 @@
 #include "config.h"
 #include "data/formats.h"
 #include "harness.h"
+#include "test_util.h"
 #include "pe/kinds.h"
 #include "resolve.h"
 
@@ -724,18 +725,8 @@ static void test_docs(void) {
     CHECK(strstr(md, "\n## optim\n") != NULL && strncmp(md, "# vitrain configuration", 23) == 0,
           "markdown sections");
 
-    FILE *fp = fopen("configs/README.md", "rb");
-    char *committed = NULL;
     size_t len = 0;
-    if (fp) {
-        fseek(fp, 0, SEEK_END);
-        long n = ftell(fp);
-        fseek(fp, 0, SEEK_SET);
-        committed = malloc((size_t)n + 1);
-        len = fread(committed, 1, (size_t)n, fp);
-        committed[len] = '\0';
-        fclose(fp);
-    }
+    char *committed = test_read_file("configs/README.md", &len);
     CHECK(committed && len == strlen(md) && memcmp(committed, md, len) == 0,
           "configs/README.md is stale: run `./vitrain help-config --markdown > configs/README.md`");
     free(committed);

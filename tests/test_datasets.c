@@ -876,7 +876,7 @@ static void test_shards_every_kind(void) {
 }
 
 int main(void) {
-    if (data_tmpdir_create("/tmp", "vt_test_datasets") != 0) return 1;
+    if (data_tmpdir_create("test_datasets") != 0) return 1;
     int threads = omp_get_max_threads();
     test_imagefolder_index();
     test_class_list();

@@ -25,6 +25,7 @@
 #include <zlib.h>
 
 #include "harness.h"
+#include "test_util.h"
 #include "image.h"
 #include "image_fixtures.h"
 
@@ -36,11 +37,6 @@ static char tmpdir[256];
 static char *path_of(char *buf, const char *name) {
     snprintf(buf, 1024, "%s/%s", tmpdir, name);
     return buf;
-}
-
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(path);
 }
 
 static int has(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
@@ -573,11 +569,7 @@ static void test_fill_bytes_in_scan(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/vt_test_image_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (test_tmpdir(tmpdir, sizeof tmpdir, "test_image")) return 1;
     test_sniff();
     test_png_8bit();
     test_png_16bit();
@@ -592,6 +584,6 @@ int main(void) {
     test_undefined_quant_table();
     test_fill_bytes_in_scan();
     free(buf);
-    nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    test_rm_rf(tmpdir);
     return test_summary();
 }

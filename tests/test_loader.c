@@ -29,6 +29,7 @@
 #include "data/loader.h"
 #include "data/transform.h"
 #include "harness.h"
+#include "test_util.h"
 #include "resolve.h"
 #include "rng.h"
 
@@ -528,17 +529,8 @@ static void test_order_bounded(void) {
     vt_data_spec c;
     vt_resolve_data_spec(&cfg, &c);
 #ifdef COUNT_ALLOCS
-    struct rlimit old, lim;
-    getrlimit(RLIMIT_AS, &old);
-    FILE *f = fopen("/proc/self/statm", "r");
-    long long vm = 0;
-    if (f) {
-        if (fscanf(f, "%lld", &vm) != 1) vm = 0;
-        fclose(f);
-    }
-    lim = old;
-    lim.rlim_cur = (rlim_t)(vm * 4096 + (2LL << 30));
-    CHECK(vm > 0 && setrlimit(RLIMIT_AS, &lim) == 0, "address-space limit set");
+    struct rlimit old;
+    CHECK(test_cap_address_space(2ULL << 30, &old) == 0, "address-space limit set");
 #endif
     long long before = rss_bytes();
     static float img[8 * 3 * 16 * 16];

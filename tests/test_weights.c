@@ -25,6 +25,7 @@
 #include "checkpoint_timm.h"
 #include "config_overrides.h"
 #include "harness.h"
+#include "test_util.h"
 #include "kernels.h"
 #include "pe/pe.h"
 #include "vit.h"
@@ -33,13 +34,8 @@
 
 static char dir[64];
 
-static const char *tmp_path(const char *name) {
-    static char buf[4][256];
-    static int k = 0;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
+/* A path in this test's directory (test_path's rotating buffers). */
+static const char *tmp_path(const char *name) { return test_path(dir, name); }
 
 static uint32_t float_bits(float f) {
     uint32_t u;
@@ -532,13 +528,8 @@ static void test_init_errors(void) {
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
-    snprintf(dir, sizeof dir, "/tmp/vt_weights_XXXXXX");
-    if (!mkdtemp(dir)) return 1;
+    if (test_kernels_init()) return 1;
+    if (test_tmpdir(dir, sizeof dir, "weights")) return 1;
     test_widen();
     test_mixed_dtypes();
     test_timm_layouts();
@@ -547,8 +538,6 @@ int main(void) {
     test_init_head();
     test_init_pe();
     test_init_errors();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    test_rm_rf(dir);
     return test_summary();
 }

@@ -60,8 +60,7 @@ static void cifar_close(vt_dataset *ds) {
     free(ds);
 }
 
-static const vt_dataset_ops cifar10_ops = {.kind = "cifar10", .read = cifar_read, .close = cifar_close};
-static const vt_dataset_ops cifar100_ops = {.kind = "cifar100", .read = cifar_read, .close = cifar_close};
+static const vt_dataset_ops cifar_ops = {.read = cifar_read, .close = cifar_close};
 
 static int is_file(const char *path) {
     struct stat st;
@@ -177,7 +176,7 @@ static vt_status cifar_open(vt_dataset **out, const vt_data_spec *spec, vt_split
     int fine = cifar100 && strcmp(spec->data.label, "coarse") != 0;
     im->label_off = fine ? 1 : 0;
     vt_dataset *ds = vt_xcalloc(1, sizeof *ds);
-    ds->ops = cifar100 ? &cifar100_ops : &cifar10_ops;
+    ds->ops = &cifar_ops;
     ds->size = (int64_t)(total / (size_t)rec);
     ds->num_classes = cifar100 ? (fine ? 100 : 20) : 10;
     ds->channels = 3;

@@ -150,7 +150,7 @@ static vt_status if_read(const vt_dataset *ds, int64_t index, vt_sample *s, int 
 static int64_t if_skipped(const vt_dataset *ds);
 static const char *if_path(const vt_dataset *ds, int64_t index, char *buf, size_t len);
 static const char *if_class_name(const vt_dataset *ds, int k);
-static const vt_dataset_ops if_ops = {.kind = "imagefolder", .read = if_read, .close = if_close, .skipped = if_skipped,
+static const vt_dataset_ops if_ops = {.read = if_read, .close = if_close, .skipped = if_skipped,
                                       .sample_path = if_path, .class_name = if_class_name};
 
 static const char *if_path(const vt_dataset *ds, int64_t index, char *buf, size_t len) {
