@@ -147,7 +147,8 @@ static vt_status save_state_files(trainer *tr) {
                                "before it)", (long long)tr->step);
     if (st != VT_OK)
         return vt_fail_context(st, "checkpoint at step %lld (not saved; the previous checkpoint "
-                               "is intact)", (long long)tr->step);
+                               "is intact: step %lld, which --resume %s continues from)",
+                               (long long)tr->step, (long long)tr->saved_step, tr->dir);
     return VT_OK;
 }
 
