@@ -73,6 +73,12 @@ typedef struct vt_model_spec {
     vt_performer_config performer;
 } vt_model_spec;
 
+/* The MLP hidden width: int(width * mlp_ratio), truncated as timm does. resolve.c
+ * rejects a config where it is below 1. */
+static inline int vt_model_mlp_hidden(const vt_model_config *m) {
+    return (int)(m->width * m->mlp_ratio);
+}
+
 /* pe.kind's name ("rope_mixed"); k in [0, VT_PE_KIND_COUNT) (asserted). */
 const char *vt_pe_kind_name(vt_pe_kind k);
 
