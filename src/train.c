@@ -13,6 +13,7 @@
 #include "checkpoint.h"
 #include "data/loader.h"
 #include "dist.h"
+#include "input_file.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "optim.h"
@@ -223,15 +224,10 @@ out:
 
 /* Keep the metrics records up to step `step` (the ones the saved state has seen). */
 static vt_status trim_metrics(const char *path, int64_t step) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return VT_OK;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = vt_xmalloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    fclose(f);
-    buf[got] = '\0';
+    char *buf;
+    size_t got;
+    vt_status read = vt_input_read(path, "metrics file", INT64_MAX, &buf, &got);
+    if (read != VT_OK) return errno == ENOENT ? VT_OK : read;
     char *out = vt_xmalloc(got + 1);
     size_t o = 0;
     for (char *line = buf; *line;) {
