@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "data/loader.h"
 #include "dist.h"
@@ -37,7 +37,8 @@
 #define MAX_SETS 256
 
 enum { F_SET = 1, F_THREADS = 2, F_RESUME = 4, F_RUNDIR = 8, F_CKPT = 16, F_LOGITS = 32,
-       F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024, F_PRECISION = 2048 };
+       F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024, F_PRECISION = 2048,
+       F_START_OVER = 4096 };
 
 typedef struct {
     const char *cmd;
@@ -50,6 +51,7 @@ typedef struct {
     int markdown, help;
     int resolutions[VT_MAX_RES], n_resolutions; /* --resolutions; 0 = not given */
     int patch_shuffle;
+    int start_over;
     int seed_given;
     unsigned long long seed; /* --seed: patch-shuffle permutations */
     char precision_set[32];  /* --precision P as the override train.precision=P */
@@ -58,15 +60,19 @@ typedef struct {
 static const char *USAGE_TRAIN =
     "usage: vitrain [train] CONFIG [--set section.key=value ...] [--threads N]\n"
     "                      [--resume RUN_DIR] [--run-dir DIR] [--stop-after STEPS]\n"
+    "                      [--start-over]\n"
     "Train the model of CONFIG (JSON). The run directory (default train.run_dir, else\n"
     "runs/<config stem>) receives config.json, metrics.jsonl, the checkpoint pairs\n"
     "step_N.safetensors + step_N.state.safetensors (`latest` names the newest),\n"
-    "last.safetensors (the newest weights) and best.safetensors.\n"
+    "last.safetensors (the newest weights) and best.safetensors. One process owns a run\n"
+    "directory at a time (DIR/lock), and a new run never overwrites another's checkpoints.\n"
     "  --set k=v         override one config key (repeatable; value parsed as JSON if it parses)\n"
     "  --threads N       OpenMP threads (default train.threads; 0 = all cores)\n"
     "  --resume RUN_DIR  continue the run saved in RUN_DIR exactly where it stopped\n"
     "  --run-dir DIR     write the run to DIR\n"
-    "  --stop-after N    stop after optimizer step N (checkpoint + state written, resumable)\n";
+    "  --stop-after N    stop after optimizer step N (checkpoint + state written, resumable)\n"
+    "  --start-over      move a run already in the run directory aside to DIR.old-N and\n"
+    "                    start a new one there (nothing is deleted)\n";
 static const char *USAGE_EVAL =
     "usage: vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle]\n"
     "                    [--seed N] [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...]\n"
@@ -138,7 +144,8 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         {"--set", F_SET}, {"--threads", F_THREADS}, {"--resume", F_RESUME},
         {"--run-dir", F_RUNDIR}, {"--checkpoint", F_CKPT}, {"--logits", F_LOGITS},
         {"--markdown", F_MARKDOWN}, {"--stop-after", F_STOP}, {"--resolutions", F_RES},
-        {"--patch-shuffle", F_SHUFFLE}, {"--seed", F_SEED}, {"--precision", F_PRECISION}};
+        {"--patch-shuffle", F_SHUFFLE}, {"--seed", F_SEED}, {"--precision", F_PRECISION},
+        {"--start-over", F_START_OVER}};
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->threads = -1;
@@ -166,6 +173,11 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         if (flag == F_SHUFFLE) {
             if (eq) return usage_error(cmd, "option --patch-shuffle takes no value");
             a->patch_shuffle = 1;
+            continue;
+        }
+        if (flag == F_START_OVER) {
+            if (eq) return usage_error(cmd, "option --start-over takes no value");
+            a->start_over = 1;
             continue;
         }
         const char *val;
@@ -293,6 +305,9 @@ static int cmd_train(const cli_args *a) {
     if (a->resume && a->run_dir && strcmp(a->resume, a->run_dir) != 0)
         return usage_error("train", "--resume %s and --run-dir %s name different directories",
                            a->resume, a->run_dir);
+    if (a->resume && a->start_over)
+        return usage_error("train", "--resume continues the run in %s, --start-over moves it "
+                           "aside: give one of them", a->resume);
     vt_config cfg;
     int rc = start_job(load_config(&cfg, a), a, &cfg);
     if (rc) return rc;
@@ -300,7 +315,7 @@ static int cmd_train(const cli_args *a) {
     char *json = vt_config_to_json(&cfg);
     if (vt_dist_root()) fprintf(stderr, "vitrain: resolved config:\n%s\n", json);
     free(json);
-    vt_train_opts opts = {a->run_dir, a->resume, a->stop_after};
+    vt_train_opts opts = {a->run_dir, a->resume, a->stop_after, a->start_over};
     vt_train_result res;
     vt_status st = vt_train_run(&cfg, &opts, &res);
     if (st != VT_OK) return fail_exit(st);
@@ -606,7 +621,7 @@ static int run(int argc, char **argv) {
         return 0;
     }
     static const struct { const char *name; int flags; int (*run)(const cli_args *); } cmds[] = {
-        {"train", F_SET | F_THREADS | F_RESUME | F_RUNDIR | F_STOP, cmd_train},
+        {"train", F_SET | F_THREADS | F_RESUME | F_RUNDIR | F_STOP | F_START_OVER, cmd_train},
         {"eval", F_SET | F_THREADS | F_CKPT | F_LOGITS | F_RES | F_SHUFFLE | F_SEED | F_PRECISION, cmd_eval},
         {"info", F_SET, cmd_info},
         {"help-config", F_MARKDOWN, cmd_help_config}};

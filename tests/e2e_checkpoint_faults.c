@@ -3,8 +3,10 @@
  * $VT_FAULT_BIN) on configs/synthetic_tiny.json (128 samples, 4 steps per epoch, 3
  * epochs, depth 1, train.keep_checkpoints 1: pairs saved at steps 4, 8 and 12, the
  * second and third save prune the previous pair; best.safetensors at the end):
- *   - a traced uninterrupted run numbers every file operation (event) of the run; its
- *     final last.safetensors is the reference
+ *   - a traced uninterrupted run numbers every file operation (event) of the run (the
+ *     lock, config.json, metrics.jsonl, best.safetensors and the pairs, `latest` and
+ *     last.safetensors: every file a run writes); its final last.safetensors is the
+ *     reference
  *   - for every event N: SIGKILL just before it. At that instant the run directory
  *     holds a complete pair named by `latest` (both files read and verify), or, before
  *     the first commit, none, and --resume says so (exit 2). --resume (or, with no pair, a
@@ -33,6 +35,7 @@
 #include "harness.h"
 
 #include "checkpoint.h"
+#include "safetensors.h"
 
 #define CFG "configs/synthetic_tiny.json"
 #define SETS                                                                              \
@@ -156,6 +159,15 @@ static void fault_points(const char *mode, const char *env, int copy_only, const
     CHECK(n > 60 && saves == 3 && commits == 3 && copies == (copy_only ? 3 : 0),
           "%s: trace of %d events, %d state files, %d commits, %d copies", mode, n, saves,
           commits, copies);
+    /* every file a run writes goes through the injected operations */
+    static const char *const files[] = {"/lock", "/config.json", "/metrics.jsonl",
+                                        "/best.safetensors", "/latest", "/last.safetensors",
+                                        ".state.safetensors"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        int seen = 0;
+        for (int i = 0; i < n && !seen; i++) seen = strstr(paths[i], files[f]) != NULL;
+        CHECK(seen, "%s: the trace has events of %s", mode, files[f]);
+    }
 
     int points = 0, killed = 0, matched = 0, before_commit = 0, broken = 0;
     for (int i = 0; i < n; i++) {
@@ -269,12 +281,14 @@ static void test_resume_tidy(void) {
                  "2>/dev/null", base, base, tr2, bin, base);
     CHECK(rc == 0, "traced resume exit %d", rc);
     static char rops[MAX_EVENTS][16], rpaths[MAX_EVENTS][600];
-    int rn = read_trace(tr2, rops, rpaths, MAX_EVENTS), k = 0;
-    while (k < rn && strcmp(rops[k], "create") != 0) k++; /* the tidy: events before the next save */
+    /* the tidy: from its link of last.safetensors to the next file created */
+    int rn = read_trace(tr2, rops, rpaths, MAX_EVENTS), t0 = 0, k = 0;
+    while (t0 < rn && strcmp(rops[t0], "link") != 0) t0++;
+    while (t0 + k < rn && strcmp(rops[t0 + k], "create") != 0) k++;
     CHECK(k >= 6, "the resume's tidy has %d events (link, rename, removals, directory fsyncs)", k);
     int matched = 0, intact = 0, failed = 0;
     for (int kind = 0; kind < 2; kind++) {
-        for (int i = 1; i <= k; i++) {
+        for (int i = t0 + 1; i <= t0 + k; i++) {
             char dir[600];
             snprintf(dir, sizeof dir, "%s/tidy-%s%02d", tmp, kind ? "nospc" : "kill", i);
             rc = run("cp -a %s %s && VT_FAULT_%s_AT=%d %s " CFG " " SETS " --resume %s 2>%s.log",

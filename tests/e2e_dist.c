@@ -13,6 +13,9 @@
  *     same on 2 ranks for an image folder (paths and class names in the archive);
  *   - resume across rank counts (2 -> 1 and 1 -> 2, stopped mid-epoch) continues the
  *     uninterrupted run within the same tolerances;
+ *   - only rank 0 writes the run directory, on --resume too: repeated resumes of 3 ranks
+ *     on one shared directory succeed, and so do a run and its resume where the other
+ *     ranks see the directory read-only (a read-only bind mount of their own);
  *   - a rank killed with SIGKILL ends the job: mpirun exits non-zero within 30 s naming
  *     the rank, the last checkpoint evaluates and --resume continues from it;
  *   - bad inputs: a batch the ranks do not divide, ranks given different configs or
@@ -36,6 +39,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "safetensors.h"
 #include "dist.h"
 #include "e2e_util.h"
 #include "harness.h"
@@ -365,6 +369,59 @@ static void test_resume(void) {
         CHECK(rc == 0, "%s: resumed part exit %d", what, rc);
         check_same_run(ref_dir, d, what);
     }
+}
+
+/* Only rank 0 writes the run directory, on --resume too: resumes of 3 ranks on one
+ * shared directory, one after another (each finishes the previous save's tidy), all
+ * succeed; where the other ranks see the directory read-only (a read-only bind mount in
+ * their own mount namespace, as NFS with root_squash would give them), a new run and its
+ * resume succeed and leave a whole pair. */
+static void test_rank0_writes(void) {
+    const char *sets = "--set data.train_size=256 --set train.epochs=2 "
+                       "--set train.keep_checkpoints=1 --threads 1";
+    char d[512];
+    snprintf(d, sizeof d, "%s/shared", tmp);
+    int rc = run("%s %s " CFG " %s --stop-after 2 --run-dir %s 2>%s.log", mpirun(3, NULL), bin, sets,
+                 d, d);
+    CHECK(rc == 0, "3 ranks to step 2: exit %d", rc);
+    int ok = 0;
+    for (int i = 0; i < 6; i++) {
+        rc = run("%s %s " CFG " %s --stop-after %d --resume %s 2>%s.log", mpirun(3, NULL), bin, sets,
+                 3 + i, d, d);
+        ok += rc == 0;
+        if (rc != 0) fprintf(stderr, "shared resume %d: exit %d (log %s.log)\n", i, rc, d);
+    }
+    CHECK(ok == 6, "%d of 6 resumes of 3 ranks on a shared directory succeeded", ok);
+
+    char ro[512], wrap[600];
+    snprintf(ro, sizeof ro, "%s/rank0-only", tmp);
+    snprintf(wrap, sizeof wrap, "%s/read_only_beyond_rank0.sh", tmp);
+    FILE *f = fopen(wrap, "w");
+    CHECK(f != NULL, "write %s", wrap);
+    if (!f) return;
+    fputs("#!/bin/sh\n# DIR CMD...: ranks other than 0 run CMD seeing DIR read-only\n"
+          "d=$1; shift\n[ \"${OMPI_COMM_WORLD_RANK:-0}\" = 0 ] && exec \"$@\"\n"
+          "exec unshare -m sh -c 'mount --bind \"$0\" \"$0\" && mount -o remount,bind,ro \"$0\" "
+          "&& exec \"$@\"' \"$d\" \"$@\"\n", f);
+    fclose(f);
+    mkdir(ro, 0777);
+    if (run("unshare -m sh -c 'mount --bind %s %s && mount -o remount,bind,ro %s && "
+            "! touch %s/probe' 2>/dev/null", ro, ro, ro, ro) != 0) {
+        printf("note: the rank-0-only directory test skipped: unshare -m cannot bind-mount a "
+               "directory read-only here (needs root)\n");
+        return;
+    }
+    rc = run("%s sh %s %s %s " CFG " %s --stop-after 4 --run-dir %s 2>%s.log", mpirun(2, NULL), wrap,
+             ro, bin, sets, ro, ro);
+    CHECK(rc == 0, "2 ranks, rank 1 seeing the run directory read-only: new run exit %d", rc);
+    rc = run("%s sh %s %s %s " CFG " %s --stop-after 8 --resume %s 2>%s.log", mpirun(2, NULL), wrap,
+             ro, bin, sets, ro, ro);
+    CHECK(rc == 0, "the same: --resume exit %d", rc);
+    vt_ckpt_pair p;
+    vt_safetensors w;
+    int whole = vt_ckpt_current(ro, &p) == VT_OK && p.step == 8 && vt_st_read(p.weights, &w) == VT_OK;
+    if (whole) vt_st_free(&w);
+    CHECK(whole, "latest names step 8's pair, whole");
 }
 
 /* ---- a killed rank ---------------------------------------------------------------------- */
@@ -699,6 +756,7 @@ int main(int argc, char **argv) {
     test_parity();
     test_eval();
     test_resume();
+    test_rank0_writes();
     test_bad_inputs();
     test_kill();
     int rc = test_summary();
