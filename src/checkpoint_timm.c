@@ -2,6 +2,7 @@
  * checkpoint_timm.h). */
 #include "checkpoint_timm.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,11 +20,19 @@ static int is_square(int64_t n) {
     return s * s == n;
 }
 
-/* "blocks.<i>.<rest>" with rest == want: the block index, else -1. */
+/* "blocks.<i>.<rest>" with rest == want and <i> written as the model writes it (decimal
+ * digits without a sign or leading zero, so "blocks.00.attn.v_bias" is not block 0's but a
+ * tensor of its own name): the block index, else -1. */
 static int block_suffix(const char *name, const char *want) {
-    int i, used = 0;
-    if (sscanf(name, "blocks.%d.%n", &i, &used) != 1 || used == 0 || i < 0) return -1;
-    return strcmp(name + used, want) == 0 ? i : -1;
+    const char *p = name + strlen("blocks.");
+    if (strncmp(name, "blocks.", strlen("blocks.")) != 0 || *p < '0' || *p > '9') return -1;
+    if (p[0] == '0' && p[1] != '.') return -1;
+    int i = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (i > (INT_MAX - 9) / 10) return -1;
+        i = i * 10 + (*p - '0');
+    }
+    return *p == '.' && strcmp(p + 1, want) == 0 ? i : -1;
 }
 
 static vt_wtensor from_file(const vt_st_tensor *f) {
@@ -121,6 +130,14 @@ static vt_status convert(const vt_safetensors *st, const vt_st_tensor *f, const 
     return VT_OK;
 }
 
+/* qsort_r comparator of indices into the tensors ctx by vitrain name, then file order. */
+static int index_by_name_cmp(const void *a, const void *b, void *ctx) {
+    const vt_wtensor *t = ctx;
+    int x = *(const int *)a, y = *(const int *)b;
+    int c = strcmp(t[x].name, t[y].name);
+    return c ? c : x - y;
+}
+
 vt_status vt_wfile_from_st(const vt_safetensors *st, const char *path, vt_wfile *out) {
     memset(out, 0, sizeof *out);
     out->t = vt_xcalloc((size_t)st->n + 1, sizeof *out->t);
@@ -133,15 +150,22 @@ vt_status vt_wfile_from_st(const vt_safetensors *st, const char *path, vt_wfile 
             return s;
         }
         if (skip) continue;
-        const vt_wtensor *dup = vt_wfile_find(out, w.name);
-        if (dup) {
-            s = vt_fail(VT_ERR_RUNTIME, "%s: tensors '%s' and '%s' are both '%s' (one layout or the "
-                        "other, not both)", path, dup->file_name, w.file_name, w.name);
-            free(w.owned);
+        out->t[out->n++] = w;
+    }
+    /* Sorted by name (the index vt_wfile_find searches), two tensors landing on one name
+     * are neighbours. */
+    out->by_name = vt_xcalloc((size_t)out->n + 1, sizeof *out->by_name);
+    for (int i = 0; i < out->n; i++) out->by_name[i] = i;
+    qsort_r(out->by_name, (size_t)out->n, sizeof *out->by_name, index_by_name_cmp, out->t);
+    for (int i = 1; i < out->n; i++) {
+        const vt_wtensor *a = &out->t[out->by_name[i - 1]], *b = &out->t[out->by_name[i]];
+        if (strcmp(a->name, b->name) == 0) {
+            vt_status s = vt_fail(VT_ERR_RUNTIME, "%s: tensors '%s' and '%s' are both '%s' (one "
+                                  "layout or the other, not both)", path, a->file_name,
+                                  b->file_name, a->name);
             vt_wfile_free(out);
             return s;
         }
-        out->t[out->n++] = w;
     }
     return VT_OK;
 }
@@ -149,11 +173,18 @@ vt_status vt_wfile_from_st(const vt_safetensors *st, const char *path, vt_wfile 
 void vt_wfile_free(vt_wfile *f) {
     for (int i = 0; i < f->n; i++) free(f->t[i].owned);
     free(f->t);
+    free(f->by_name);
     memset(f, 0, sizeof *f);
 }
 
 const vt_wtensor *vt_wfile_find(const vt_wfile *f, const char *name) {
-    for (int i = 0; i < f->n; i++)
-        if (strcmp(f->t[i].name, name) == 0) return &f->t[i];
+    int lo = 0, hi = f->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        int c = strcmp(f->t[f->by_name[mid]].name, name);
+        if (c == 0) return &f->t[f->by_name[mid]];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return NULL;
 }

@@ -43,6 +43,7 @@ typedef struct {
 typedef struct {
     vt_wtensor *t;
     int n;
+    int *by_name;          /* indices into t sorted by name (vt_wfile_find's index) */
 } vt_wfile;
 
 /* Translate the tensors of st (read from path) into out, in file order (a merged tensor
@@ -52,7 +53,7 @@ typedef struct {
  * square. out is valid until vt_wfile_free and st must outlive it. */
 vt_status vt_wfile_from_st(const vt_safetensors *st, const char *path, vt_wfile *out);
 void vt_wfile_free(vt_wfile *f);
-/* Tensor by vitrain name, or NULL. */
+/* Tensor by vitrain name, or NULL (a binary search). */
 const vt_wtensor *vt_wfile_find(const vt_wfile *f, const char *name);
 
 /* "(2, 3, 4)" into buf. */

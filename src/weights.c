@@ -180,11 +180,16 @@ vt_status vt_weights_apply(vt_vit *m, const vt_safetensors *st, const char *path
     plan *pl = vt_xcalloc((size_t)nt + 1, sizeof *pl);
     float **staged = vt_xcalloc((size_t)nt + 1, sizeof *staged);
 
-    /* File tensors the model has no tensor for. */
+    /* File tensors the model has no tensor for, in file order: each model tensor marks
+     * the file's tensor of its name (a binary search). */
+    char *known = vt_xcalloc((size_t)wf.n + 1, 1);
+    for (int i = 0; i < nt; i++) {
+        const vt_wtensor *f = vt_wfile_find(&wf, target_of(m, i).name);
+        if (f) known[f - wf.t] = 1;
+    }
     for (int k = 0; k < wf.n && s == VT_OK; k++) {
         const vt_wtensor *f = &wf.t[k];
-        int known = vt_vit_find(m, f->name) != NULL || (m->performer_w && strcmp(f->name, PERFORMER_W) == 0);
-        if (known) continue;
+        if (known[k]) continue;
         char fname[400], sh[96];
         file_name_of(f, fname, sizeof fname);
         vt_shape_format(f->ndim, f->shape, sh, sizeof sh);
@@ -256,6 +261,7 @@ vt_status vt_weights_apply(vt_vit *m, const vt_safetensors *st, const char *path
                     r.expanded, r.reinit, r.ignored);
     }
     for (int i = 0; i < nt; i++) free(staged[i]);
+    free(known);
     free(staged);
     free(pl);
     vt_wfile_free(&wf);

@@ -531,6 +531,44 @@ static void test_init_errors(void) {
     vt_vit_free(&b);
 }
 
+/* A timm Eva file with "blocks.00.attn.v_bias" beside "blocks.0.attn.v_bias": the extra
+ * tensor is not block 0's bias (the model writes no leading zeros) but a tensor of its own
+ * name, so a strict load names it as unknown and a fine-tuning start that allows
+ * unexpected tensors counts it and names it in the log; it is never silently dropped. */
+static void test_padded_block_index(void) {
+    const char *sets = "pe.kind=rope_mixed;pe.ape=learned;model.layer_scale=0.1";
+    vt_vit a, b;
+    model(&a, sets, 1);
+    const char *p = tmp_path("eva.safetensors"), *q = tmp_path("eva00.safetensors");
+    save_timm_layout(&a, p, 15);
+    vt_safetensors st;
+    CHECK(vt_st_read(p, &st) == VT_OK, "read: %s", vt_last_error());
+    vt_st_tensor *ts = calloc((size_t)st.n + 1, sizeof *ts);
+    memcpy(ts, st.tensors, (size_t)st.n * sizeof *ts);
+    const vt_st_tensor *vb = vt_st_find(&st, "blocks.0.attn.v_bias");
+    CHECK(vb != NULL, "the Eva file has blocks.0.attn.v_bias");
+    if (vb) {
+        ts[st.n] = *vb;
+        snprintf(ts[st.n].name, sizeof ts[st.n].name, "blocks.00.attn.v_bias");
+    }
+    CHECK(vt_st_write(q, ts, st.n + 1, NULL, NULL, 0) == VT_OK, "write: %s", vt_last_error());
+    free(ts);
+    vt_st_free(&st);
+    model(&b, sets, 2);
+    CHECK(vt_vit_load(&b, q) == VT_ERR_RUNTIME &&
+              strstr(vt_last_error(), "unknown tensor 'blocks.00.attn.v_bias'"),
+          "strict: %s", vt_last_error());
+    vt_weights_report r;
+    char *log = NULL;
+    CHECK(init_from(&b, q, 1, &r, &log) == VT_OK, "init: %s", vt_last_error());
+    CHECK(r.ignored == 1 && log && strstr(log, "ignored 'blocks.00.attn.v_bias'") &&
+              strstr(log, "1 file tensors ignored"),
+          "init: %d ignored, log: %s", r.ignored, log ? log : "");
+    free(log);
+    vt_vit_free(&b);
+    vt_vit_free(&a);
+}
+
 int main(void) {
     char err[256];
     if (vt_kernels_init(err, sizeof err)) {
@@ -547,6 +585,7 @@ int main(void) {
     test_init_head();
     test_init_pe();
     test_init_errors();
+    test_padded_block_index();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
