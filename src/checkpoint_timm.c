@@ -41,8 +41,9 @@ static vt_wtensor from_file(const vt_st_tensor *f) {
     snprintf(w.name, sizeof w.name, "%s", f->name);
     snprintf(w.file_name, sizeof w.file_name, "%s", f->name);
     w.dtype = f->dtype[0] ? f->dtype : "F32";
-    w.ndim = f->ndim;
+    w.ndim = w.file_ndim = f->ndim;
     memcpy(w.shape, f->shape, sizeof w.shape);
+    memcpy(w.file_shape, f->shape, sizeof w.file_shape);
     w.size = f->size;
     w.data = f->data;
     return w;

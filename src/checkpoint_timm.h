@@ -36,6 +36,8 @@ typedef struct {
     int ndim;
     int64_t shape[8];
     int64_t size;
+    int file_ndim;         /* the shape as stored (differs from shape when converted) */
+    int64_t file_shape[8];
     const float *data;     /* into the vt_safetensors buffer, or owned */
     float *owned;
 } vt_wtensor;

@@ -192,10 +192,11 @@ static vt_status load_state(trainer *tr) {
     }
     uint64_t have = vt_train_params_hash(tr->model.params, tr->model.n_params);
     if (s.params_hash != have) {
-        st = vt_fail(VT_ERR_RUNTIME, "%s was written for other weights than %s (params_hash "
-                     "%016llx, the weights hash to %016llx): the two files are from different "
-                     "steps", path, p.weights, (unsigned long long)s.params_hash,
-                     (unsigned long long)have);
+        st = vt_fail(VT_ERR_RUNTIME, "%s was written for other weights than %s holds "
+                     "(params_hash %016llx, the weights hash to %016llx): the two files were not "
+                     "written by one save (two processes writing this run directory at once, or "
+                     "a file replaced or copied from elsewhere)", path, p.weights,
+                     (unsigned long long)s.params_hash, (unsigned long long)have);
         goto out;
     }
     char *cur = vt_config_to_json(tr->cfg);

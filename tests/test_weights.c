@@ -569,6 +569,26 @@ static void test_padded_block_index(void) {
     vt_vit_free(&a);
 }
 
+/* A (1, 1, D) pos_embed (a 1 x 1 grid without class-token row) is logged as resampled from
+ * the shape the file holds, with the row the conversion added said apart. */
+static void test_nocls_resample_log(void) {
+    vt_vit a, b;
+    model(&a, "model.img_size=4", 1);
+    const char *p = tmp_path("grid1.safetensors");
+    save_timm_layout(&a, p, TIMM_NOCLS);
+    model(&b, "model.img_size=16", 2);
+    vt_weights_report r;
+    char *log = NULL;
+    CHECK(init_from(&b, p, 0, &r, &log) == VT_OK, "1 x 1 grid into 4 x 4: %s", vt_last_error());
+    CHECK(r.resampled == 1 && log &&
+              strstr(log, "resampled pos_embed (1, 17, 16) from (1, 1, 16) as stored (read as "
+                          "(1, 2, 16): no class-token row"),
+          "log: %s", log ? log : "");
+    free(log);
+    vt_vit_free(&a);
+    vt_vit_free(&b);
+}
+
 int main(void) {
     char err[256];
     if (vt_kernels_init(err, sizeof err)) {
@@ -586,6 +606,7 @@ int main(void) {
     test_init_pe();
     test_init_errors();
     test_padded_block_index();
+    test_nocls_resample_log();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
