@@ -158,7 +158,7 @@ static const key_row schema[] = {
     K_INT("model.heads", model.heads, 12, 1, 1024, "12, or the preset's",
           "Attention heads H; must divide width (head dim hd = width / heads).", MODEL_KEY),
     K_FLT("model.mlp_ratio", model.mlp_ratio, 4, 0, 64, LO_OPEN, NULL,
-          "MLP hidden width = int(width * mlp_ratio) (timm).", MODEL_KEY),
+          "MLP hidden width = int(width * mlp_ratio) (timm), at least 1.", MODEL_KEY),
     K_INT("model.patch_size", model.patch_size, 16, 1, 1024, NULL,
           "Patch side P in pixels; must divide img_size and pe.train_img_size.", MODEL_KEY),
     K_INT("model.img_size", model.img_size, 224, 1, 16384, NULL,
