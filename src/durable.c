@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------ fault injection */
@@ -237,13 +238,25 @@ vt_status vt_durable_copy(const char *src, const char *dst) {
 vt_status vt_durable_log_open(vt_durable_log *log, const char *path, int truncate) {
     snprintf(log->path, sizeof log->path, "%s", path);
     log->fd = -1;
-    const int how = O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | (truncate ? O_TRUNC : 0);
+    /* O_NONBLOCK: a FIFO planted in the log's place fails the open (no reader) or the
+     * regular-file check below, rather than blocking until a reader comes */
+    const int how = O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+                    (truncate ? O_TRUNC : 0);
     int e = fault_event("create", path);
     int fd = e ? -1 : open(path, how, 0666);
     if (e) errno = e;
     if (fd < 0)
         return vt_fail(VT_ERR_RUNTIME, "%s: cannot open for appending: %s%s", path,
-                       strerror(errno), errno == ELOOP ? " (it is a symbolic link)" : "");
+                       strerror(errno), errno == ELOOP ? " (it is a symbolic link)"
+                                        : errno == ENXIO ? " (it is a FIFO, not a regular file)"
+                                                         : "");
+    struct stat sb;
+    int regular = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+    if (!regular || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+        close(fd);
+        return vt_fail(VT_ERR_RUNTIME, "%s: cannot open for appending: %s", path,
+                       regular ? strerror(errno) : "not a regular file");
+    }
     log->fd = fd;
     return VT_OK;
 }

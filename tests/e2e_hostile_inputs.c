@@ -2,7 +2,8 @@
  * inputs that must cost what they weigh and fail with a message that says what is wrong.
  *
  * Covers (issue 38 items 5, 7, 9, 10):
- *   - a FIFO as CONFIG, --checkpoint, train.init and the run directory's `latest`: an
+ *   - a FIFO as CONFIG, --checkpoint, train.init, the run directory's `latest` and a new
+ *     run's metrics.jsonl: an
  *     error naming the FIFO, never a hang (each command runs under `timeout`, whose exit
  *     status 124 fails the check);
  *   - CONFIG = /dev/zero under a 1 GiB address-space limit: an error at once, not a read
@@ -70,6 +71,14 @@ static void test_fifos(void) {
     rc = run_logged("fifo_init", cmd);
     CHECK(rc == 1 && log_has("fifo_init", "is a FIFO (named pipe), not a regular file"),
           "train.init FIFO: exit %d (124: it hung)", rc);
+
+    /* a FIFO where a new run's metrics.jsonl goes: refused, not opened for writing */
+    snprintf(cmd, sizeof cmd, "mkdir %s/metrics_run && mkfifo %s/metrics_run/metrics.jsonl && %s " TINY
+             " --stop-after 1 --run-dir %s/metrics_run", tmp, tmp, bin, tmp);
+    rc = run_logged("fifo_metrics", cmd);
+    CHECK(rc == 1 && log_has("fifo_metrics", "metrics.jsonl: cannot open for appending") &&
+              log_has("fifo_metrics", "FIFO"),
+          "metrics.jsonl FIFO: exit %d (124: it hung)", rc);
 
     /* a finished pair, then `latest` replaced by a FIFO */
     snprintf(cmd, sizeof cmd, "%s " TINY " --stop-after 2 --run-dir %s/latest_run", bin, tmp);
