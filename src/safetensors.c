@@ -101,13 +101,16 @@ static vt_status st_verify_crc(const char *path, vt_safetensors *st, const int64
     for (int i = 0; i < st->n_meta; i++)
         if (strcmp(st->meta_keys[i], ST_CRC_KEY) == 0) k = i;
     if (k < 0) return VT_OK;
-    cJSON *o = cJSON_Parse(st->meta_values[k]);
+    const char *text = st->meta_values[k];
+    cJSON *o = vt_json_escaped_nul(text, strlen(text)) < 0 ? cJSON_Parse(text) : NULL;
     vt_status s = VT_OK;
     crc_entry *entries = NULL;
     int n_entries = 0;
     if (!cJSON_IsObject(o)) {
         s = vt_fail(VT_ERR_RUNTIME, "%s: __metadata__[\"" ST_CRC_KEY "\"] is not a JSON object "
-                    "mapping tensor names to CRC-32 hex strings", path);
+                    "mapping tensor names to CRC-32 hex strings%s", path,
+                    vt_json_escaped_nul(text, strlen(text)) >= 0
+                        ? " (it holds an escaped NUL, \\u0000, which no name may contain)" : "");
         goto out;
     }
     entries = vt_xcalloc((size_t)cJSON_GetArraySize(o) + 1, sizeof *entries);

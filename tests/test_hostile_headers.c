@@ -169,10 +169,13 @@ static void test_escaped_nul(void) {
         "{\"head.bias\\u0000evil\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
         "{\"__metadata__\":{\"config\\u0000x\":\"{}\"},\"x\":{\"dtype\":\"F32\",\"shape\":[1],"
         "\"data_offsets\":[0,4]}}",
+        /* inside the checksum object, a JSON text in a metadata string */
+        "{\"__metadata__\":{\"tensor_crc32\":\"{\\\"x\\\\u0000y\\\":\\\"00000000\\\"}\"},"
+        "\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
     };
     char path[128];
     snprintf(path, sizeof path, "%s/nul.safetensors", dir);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         buf b = {0};
         put(&b, headers[i]);
         write_file(path, &b, 4);
@@ -180,7 +183,8 @@ static void test_escaped_nul(void) {
         vt_safetensors st;
         vt_status s = vt_st_read(path, &st);
         CHECK(s == VT_ERR_RUNTIME && strstr(vt_last_error(), path) &&
-                  strstr(vt_last_error(), "escaped NUL (\\u0000) at offset"),
+                  strstr(vt_last_error(), i < 2 ? "escaped NUL (\\u0000) at offset"
+                                                : "holds an escaped NUL, \\u0000, which no name"),
               "header %d: %s", i, vt_last_error());
         if (s == VT_OK) vt_st_free(&st);
     }
