@@ -1,6 +1,7 @@
 /* checkpoint_timm.c - timm's tensor layouts read into ours (contract in
  * checkpoint_timm.h). */
 #include "checkpoint_timm.h"
+#include "name_index.h"
 
 #include <limits.h>
 #include <math.h>
@@ -131,13 +132,7 @@ static vt_status convert(const vt_safetensors *st, const vt_st_tensor *f, const 
     return VT_OK;
 }
 
-/* qsort_r comparator of indices into the tensors ctx by vitrain name, then file order. */
-static int index_by_name_cmp(const void *a, const void *b, void *ctx) {
-    const vt_wtensor *t = ctx;
-    int x = *(const int *)a, y = *(const int *)b;
-    int c = strcmp(t[x].name, t[y].name);
-    return c ? c : x - y;
-}
+_Static_assert(offsetof(vt_wtensor, name) == 0, "name_index.h reads a record's name first");
 
 vt_status vt_wfile_from_st(const vt_safetensors *st, const char *path, vt_wfile *out) {
     memset(out, 0, sizeof *out);
@@ -155,18 +150,15 @@ vt_status vt_wfile_from_st(const vt_safetensors *st, const char *path, vt_wfile 
     }
     /* Sorted by name (the index vt_wfile_find searches), two tensors landing on one name
      * are neighbours. */
-    out->by_name = vt_xcalloc((size_t)out->n + 1, sizeof *out->by_name);
-    for (int i = 0; i < out->n; i++) out->by_name[i] = i;
-    qsort_r(out->by_name, (size_t)out->n, sizeof *out->by_name, index_by_name_cmp, out->t);
-    for (int i = 1; i < out->n; i++) {
-        const vt_wtensor *a = &out->t[out->by_name[i - 1]], *b = &out->t[out->by_name[i]];
-        if (strcmp(a->name, b->name) == 0) {
-            vt_status s = vt_fail(VT_ERR_RUNTIME, "%s: tensors '%s' and '%s' are both '%s' (one "
-                                  "layout or the other, not both)", path, a->file_name,
-                                  b->file_name, a->name);
-            vt_wfile_free(out);
-            return s;
-        }
+    out->by_name = vt_name_index_build(out->t, sizeof *out->t, out->n);
+    int dup = vt_name_index_duplicate(out->t, sizeof *out->t, out->by_name, out->n);
+    if (dup >= 0) {
+        const vt_wtensor *a = &out->t[out->by_name[dup - 1]], *b = &out->t[out->by_name[dup]];
+        vt_status s = vt_fail(VT_ERR_RUNTIME, "%s: tensors '%s' and '%s' are both '%s' (one "
+                              "layout or the other, not both)", path, a->file_name, b->file_name,
+                              a->name);
+        vt_wfile_free(out);
+        return s;
     }
     return VT_OK;
 }
@@ -179,13 +171,6 @@ void vt_wfile_free(vt_wfile *f) {
 }
 
 const vt_wtensor *vt_wfile_find(const vt_wfile *f, const char *name) {
-    int lo = 0, hi = f->n;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        int c = strcmp(f->t[f->by_name[mid]].name, name);
-        if (c == 0) return &f->t[f->by_name[mid]];
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
-    }
-    return NULL;
+    int i = vt_name_index_find(f->t, sizeof *f->t, f->by_name, f->n, name);
+    return i >= 0 ? &f->t[i] : NULL;
 }

@@ -29,7 +29,7 @@
 
 /* One tensor of a weights file under its vitrain name. */
 typedef struct {
-    char name[160];        /* vitrain name */
+    char name[160];        /* vitrain name; first: the name index (name_index.h) reads it there */
     char file_name[160];   /* name in the file ("rope.freqs"; q_bias for a merged qkv.bias) */
     const char *dtype;     /* as stored: "F32", "BF16", "F16" */
     const char *layout;    /* NULL: stored as is; else how it was converted (for logs) */

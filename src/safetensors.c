@@ -29,6 +29,7 @@
 #include "durable.h"
 #include "input_file.h"
 #include "json_nul.h"
+#include "name_index.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -326,18 +327,11 @@ static int span_cmp(const void *a, const void *b) {
     return x->index - y->index;
 }
 
-/* qsort_r comparator of tensor indices by name (ctx: the tensors); equal names keep
- * file order, so a duplicate is reported after its first occurrence. */
-static int index_by_name_cmp(const void *a, const void *b, void *ctx) {
-    const vt_st_tensor *t = ctx;
-    int x = *(const int *)a, y = *(const int *)b;
-    int c = strcmp(t[x].name, t[y].name);
-    return c ? c : x - y;
-}
-
 static int str_ptr_cmp(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
+
+_Static_assert(offsetof(vt_st_tensor, name) == 0, "name_index.h reads a record's name first");
 
 /* Fill out from the parsed header; data offsets are validated against data_bytes. */
 static vt_status st_parse_header(const char *path, const cJSON *root, int64_t data_bytes,
@@ -446,13 +440,11 @@ static vt_status st_parse_header(const char *path, const cJSON *root, int64_t da
         out->n = ++i;
     }
     /* Unique names, and the index vt_st_find searches. */
-    out->by_name = vt_xcalloc((size_t)n + 1, sizeof *out->by_name);
-    for (int k = 0; k < n; k++) out->by_name[k] = k;
-    qsort_r(out->by_name, (size_t)n, sizeof *out->by_name, index_by_name_cmp, out->tensors);
-    for (int k = 1; k < n; k++)
-        if (strcmp(out->tensors[out->by_name[k]].name, out->tensors[out->by_name[k - 1]].name) == 0)
-            return vt_fail(VT_ERR_RUNTIME, "%s: duplicate tensor name \"%s\"", path,
-                           out->tensors[out->by_name[k]].name);
+    out->by_name = vt_name_index_build(out->tensors, sizeof *out->tensors, n);
+    int dup = vt_name_index_duplicate(out->tensors, sizeof *out->tensors, out->by_name, n);
+    if (dup >= 0)
+        return vt_fail(VT_ERR_RUNTIME, "%s: duplicate tensor name \"%s\"", path,
+                       out->tensors[out->by_name[dup]].name);
     /* Exact coverage of the data section: sorted spans must be contiguous from 0. */
     st_span *spans = vt_xcalloc((size_t)n + 1, sizeof *spans);
     for (int k = 0; k < n; k++)
@@ -636,15 +628,8 @@ const vt_st_tensor *vt_st_find(const vt_safetensors *st, const char *name) {
             if (strcmp(st->tensors[i].name, name) == 0) return &st->tensors[i];
         return NULL;
     }
-    int lo = 0, hi = st->n;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        int c = strcmp(st->tensors[st->by_name[mid]].name, name);
-        if (c == 0) return &st->tensors[st->by_name[mid]];
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
-    }
-    return NULL;
+    int i = vt_name_index_find(st->tensors, sizeof *st->tensors, st->by_name, st->n, name);
+    return i >= 0 ? &st->tensors[i] : NULL;
 }
 
 const char *vt_st_meta(const vt_safetensors *st, const char *key) {

@@ -32,7 +32,7 @@
 #include "status.h"
 
 typedef struct {
-    char name[160];
+    char name[160];        /* first: the name index (name_index.h) reads it there */
     int ndim;
     int64_t shape[8];
     int64_t size;          /* elements */

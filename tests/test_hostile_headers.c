@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "as_limit.h"
 #include "harness.h"
 #include "safetensors.h"
 
@@ -97,19 +98,11 @@ static double cpu_seconds(void) {
 
 /* Read path under the address-space limit; *seconds the CPU time it took. */
 static vt_status read_bounded(const char *path, size_t file_bytes, double *seconds) {
-    struct rlimit old, lim;
+    struct rlimit old;
     getrlimit(RLIMIT_AS, &old);
 #if !defined(__SANITIZE_ADDRESS__)
-    long long vm_pages = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f) {
-        if (fscanf(f, "%lld", &vm_pages) != 1) vm_pages = 0;
-        fclose(f);
-    }
-    lim = old;
-    lim.rlim_cur = (rlim_t)(vm_pages * 4096 + 64 * (long long)file_bytes + (256LL << 20));
-    if (lim.rlim_cur > old.rlim_max) lim.rlim_cur = old.rlim_max;
-    CHECK(vm_pages > 0 && setrlimit(RLIMIT_AS, &lim) == 0, "address-space limit set");
+    CHECK(as_limit_above(64 * (long long)file_bytes + (256LL << 20), &old) == 0,
+          "address-space limit set");
 #endif
     vt_safetensors st;
     double t0 = cpu_seconds();
