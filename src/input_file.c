@@ -37,9 +37,10 @@ vt_status vt_input_open(const char *path, const char *what, int *fd, int64_t *si
     }
     if (!S_ISREG(sb.st_mode)) {
         close(f);
-        errno = S_ISDIR(sb.st_mode) ? EISDIR : EINVAL;
-        return vt_fail(VT_ERR_RUNTIME, "%s: the %s is %s, not a regular file", path, what,
-                       file_type(sb.st_mode));
+        vt_status s = vt_fail(VT_ERR_RUNTIME, "%s: the %s is %s, not a regular file", path, what,
+                              file_type(sb.st_mode));
+        errno = S_ISDIR(sb.st_mode) ? EISDIR : EINVAL; /* not ENOENT: callers test for that */
+        return s;
     }
     int flags = fcntl(f, F_GETFL);
     if (flags < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0) {

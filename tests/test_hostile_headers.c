@@ -3,11 +3,11 @@
  *
  * Covers: many metadata keys, many zero-size tensors, many tensor_crc32 entries, and the
  * same with a duplicate as the last entry (the check that finds it must not cost n^2).
- * Each family is read at two sizes, n and 16n: linear or n log n work grows about 16-30
- * times (caches and page faults add to the count), quadratic work 256 times; the test
- * asserts the CPU-time ratio stays below 80 (a generous multiple of linear, far below
- * quadratic), each time the fastest of a few reads, and only when the large read takes
- * more than 50 ms (below that, noise rules). Every read runs under an
+ * Each family is read at two sizes, n and 16n: linear work grows 16 times (n log n a
+ * little more, and caches and page faults add their part), quadratic work 256 times; the
+ * test asserts the CPU-time ratio stays below 80, a generous multiple of linear and far
+ * below quadratic, each time the fastest of a few reads, and only when the large read
+ * takes more than 50 ms (below that, noise rules). Every read runs under an
  * address-space limit of the process's current size plus 64 times the file plus 256 MiB
  * (not in sanitizer builds, whose allocator reserves more), so memory grows with the
  * file, never faster. Also: an escaped NUL in a tensor name or metadata key is an error,
