@@ -14,6 +14,7 @@
 #include "data/loader.h"
 #include "dist.h"
 #include "durable.h"
+#include "input_file.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "optim.h"
@@ -187,10 +188,11 @@ static vt_status load_state(trainer *tr) {
     }
     uint64_t have = vt_train_params_hash(tr->model.params, tr->model.n_params);
     if (s.params_hash != have) {
-        st = vt_fail(VT_ERR_RUNTIME, "%s was written for other weights than %s (params_hash "
-                     "%016llx, the weights hash to %016llx): the two files are from different "
-                     "steps", path, p.weights, (unsigned long long)s.params_hash,
-                     (unsigned long long)have);
+        st = vt_fail(VT_ERR_RUNTIME, "%s was written for other weights than %s holds "
+                     "(params_hash %016llx, the weights hash to %016llx): the two files were not "
+                     "written by one save (two processes writing this run directory at once, or "
+                     "a file replaced or copied from elsewhere)", path, p.weights,
+                     (unsigned long long)s.params_hash, (unsigned long long)have);
         goto out;
     }
     char *cur = vt_config_to_json(tr->cfg);
@@ -214,15 +216,10 @@ out:
 
 /* Keep the metrics records up to step `step` (the ones the saved state has seen). */
 static vt_status trim_metrics(const char *path, int64_t step) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return VT_OK;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = vt_xmalloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    fclose(f);
-    buf[got] = '\0';
+    char *buf;
+    size_t got;
+    vt_status read = vt_input_read(path, "metrics file", INT64_MAX, &buf, &got);
+    if (read != VT_OK) return errno == ENOENT ? VT_OK : read;
     char *out = vt_xmalloc(got + 1);
     size_t o = 0;
     for (char *line = buf; *line;) {

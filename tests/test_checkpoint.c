@@ -358,7 +358,7 @@ static void test_corrupt(void) {
 
     expect_bad(tmp_path("does_not_exist.safetensors"), "cannot open", NULL, "missing file");
     /* A directory given as a checkpoint (it opens, and used to report its size as 2^63 - 1). */
-    expect_bad(dir, "is a directory", "expected a .safetensors file", "a directory");
+    expect_bad(dir, "is a directory", "checkpoint (.safetensors file)", "not a regular file");
 }
 
 /* Write tensors a (2 x 2) and b (3) to path with vt_st_write. */

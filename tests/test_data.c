@@ -613,6 +613,17 @@ static void test_bad_inputs(void) {
     idx_cfg(&c, dir, 4, 4, 3);
     expect_error("in_chans 4", &c, VT_SPLIT_TRAIN,
                  (const char *const[]){"model.in_chans = 4", "1-channel", NULL});
+
+    /* a FIFO in a file's place is named as what it is, without waiting for a writer */
+    make_dir(dir, "fifo");
+    write_split(dir, "train", N, H, W, img, lab, 0);
+    unlink(mkpath(p, dir, "train-images-idx3-ubyte"));
+    CHECK(mkfifo(p, 0600) == 0, "mkfifo %s", p);
+    idx_cfg(&c, dir, 4, 1, 3);
+    expect_error("images FIFO", &c, VT_SPLIT_TRAIN,
+                 (const char *const[]){p, "the IDX images file is a FIFO (named pipe), not a regular "
+                                       "file", NULL});
+    CHECK(!contains(vt_last_error(), "neither"), "FIFO reported as missing: %s", vt_last_error());
 }
 
 static void syn_cfg(vt_data_spec *c, int chans) {

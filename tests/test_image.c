@@ -286,7 +286,9 @@ static void test_errors(void) {
     char p[1024];
     expect_error("missing.jpg", "cannot open", "No such file");
     mkdir(path_of(p, "adir.jpg"), 0755);
-    expect_error("adir.jpg", "not a regular file", NULL);
+    expect_error("adir.jpg", "the image is a directory, not a regular file", NULL);
+    CHECK(mkfifo(path_of(p, "fifo.jpg"), 0600) == 0, "mkfifo %s", p);
+    expect_error("fifo.jpg", "the image is a FIFO (named pipe), not a regular file", NULL);
     fx_write_bytes(path_of(p, "empty.jpg"), "", 0);
     expect_error("empty.jpg", "empty file (0 bytes)", NULL);
     const char text[] = "this is a text file, not a JPEG\n";

@@ -553,6 +553,26 @@ static void test_order_bounded(void) {
     setrlimit(RLIMIT_AS, &old);
 #endif
 
+    /* eval.batch_size = 2^20 (its documented maximum) on an 8-sample val split with a
+     * worker: the prefetch slots hold the split's 8 samples, not 2^20 (4 slots of 1 GiB
+     * each aborted with an internal error under the limit) */
+#ifdef COUNT_ALLOCS
+    CHECK(setrlimit(RLIMIT_AS, &lim) == 0, "address-space limit set again");
+#endif
+    c.eval_batch = 1 << 20;
+    st = vt_loader_open(&L, &c, VT_SPLIT_VAL, 16);
+    CHECK(st == VT_OK, "open the val split: %s", vt_last_error());
+    if (st == VT_OK) {
+        float *big = malloc(sizeof(float) * 8 * 3 * 16 * 16);
+        st = vt_loader_next(L, big, lab, NULL, &su, &cnt);
+        CHECK(st == VT_OK && cnt == 8, "a batch of 2^20 from 8 samples: %d (%s)", cnt, vt_last_error());
+        free(big);
+        vt_loader_close(L);
+    }
+#ifdef COUNT_ALLOCS
+    setrlimit(RLIMIT_AS, &old);
+#endif
+
     static unsigned char hit[1000000];
     int bijective = 1, differ = 0;
     for (int64_t n = 1; n <= 300; n++)

@@ -43,6 +43,7 @@
 #include <sys/stat.h>
 
 #include "data/dataset.h"
+#include "input_file.h"
 #include "image.h"
 
 typedef struct {
@@ -218,8 +219,12 @@ static int cmp_key(const void *a, const void *b) {
  * and appear once. */
 static vt_status read_class_list(const char *path, const name_list *folders, const char *train_dir,
                                  name_list *out) {
-    FILE *f = fopen(path, "r");
-    if (!f) return vt_fail(VT_ERR_RUNTIME, "data.class_list: cannot open %s: %s", path, strerror(errno));
+    int fd;
+    int64_t size;
+    vt_status opened = vt_input_open(path, "data.class_list", &fd, &size);
+    if (opened != VT_OK) return opened;
+    FILE *f = fdopen(fd, "r");
+    VT_ASSERT(f != NULL, "fdopen of an open descriptor failed");
     char *line = NULL;
     size_t cap = 0;
     ssize_t got;
