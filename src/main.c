@@ -359,9 +359,10 @@ static void report_stop(const cli_args *a, const vt_train_result *res) {
             (long long)res->steps, (long long)res->total_steps, p.weights, p.state);
     char cmd[8192];
     continue_command(a, res->run_dir, cmd, sizeof cmd);
-    fprintf(stderr, "vitrain: continue with: %s%s\n", cmd,
-            vt_dist_size() > 1 ? "   (under the same launcher, e.g. mpirun, with a rank count "
-                                 "that divides train.batch_size)" : "");
+    fprintf(stderr, "vitrain: continue with: %s\n", cmd);
+    if (vt_dist_size() > 1)
+        fprintf(stderr, "vitrain: (run it under the same launcher, e.g. mpirun, with a rank count "
+                "that divides train.batch_size)\n");
 }
 
 static int cmd_train(const cli_args *a) {

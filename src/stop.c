@@ -9,9 +9,14 @@
 static const int stop_signals[] = {SIGINT, SIGTERM, SIGUSR1};
 #define N_STOP (int)(sizeof stop_signals / sizeof stop_signals[0])
 
+static const char *const acks[] = {
+    "\nvitrain: SIGINT: stopping after the current step with a checkpoint (a second SIGINT "
+    "exits at once without one)\n",
+    "\nvitrain: SIGTERM: stopping after the current step with a checkpoint\n",
+    "\nvitrain: SIGUSR1: stopping after the current step with a checkpoint\n"};
+
 static volatile sig_atomic_t requested; /* the first stop signal, 0: none */
-static struct sigaction previous[N_STOP];
-static int installed;
+static int announce;
 
 /* Async-signal-safe: only sig_atomic_t stores, write(2) and _exit. */
 static void on_signal(int sig) {
@@ -22,24 +27,24 @@ static void on_signal(int sig) {
         (void)w;
         _exit(128 + SIGINT);
     }
-    if (!requested) requested = sig;
+    if (requested) return;
+    requested = sig;
+    for (int i = 0; i < N_STOP && announce; i++)
+        if (stop_signals[i] == sig) {
+            ssize_t w = write(STDERR_FILENO, acks[i], strlen(acks[i]));
+            (void)w;
+        }
 }
 
-void vt_stop_install(void) {
+void vt_stop_install(int announce_signals) {
     requested = 0;
+    announce = announce_signals;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    for (int i = 0; i < N_STOP; i++) sigaction(stop_signals[i], &sa, &previous[i]);
-    installed = 1;
-}
-
-void vt_stop_uninstall(void) {
-    if (!installed) return;
-    for (int i = 0; i < N_STOP; i++) sigaction(stop_signals[i], &previous[i], NULL);
-    installed = 0;
+    for (int i = 0; i < N_STOP; i++) sigaction(stop_signals[i], &sa, NULL);
 }
 
 int vt_stop_signal(void) { return requested; }

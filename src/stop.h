@@ -8,7 +8,8 @@
  *
  * The handlers are installed explicitly, whatever this process inherited: a signal
  * inherited as ignored (a job started with `&` from a non-interactive shell ignores
- * SIGINT) is handled too. A handler only records the first signal. A second SIGINT after
+ * SIGINT) is handled too. A handler records the first signal (and acknowledges it, see
+ * vt_stop_install); later SIGTERM and SIGUSR1 change nothing. A second SIGINT after
  * a stop was requested ends the process at once (exit status 130, 128 + SIGINT) without
  * writing anything more: the run directory keeps its last complete pair (checkpoint.h).
  * SA_RESTART: a system call the signal interrupts (a read of the loader threads, a
@@ -22,10 +23,12 @@
  * or config error) and 128 + N (killed by signal N). */
 #define VT_EXIT_STOPPED 75
 
-/* Install the handlers (saving the previous dispositions) and clear any earlier request. */
-void vt_stop_install(void);
-/* Put back the dispositions vt_stop_install found. */
-void vt_stop_uninstall(void);
+/* Install the handlers and clear any earlier request. They stay for the rest of the
+ * process: a signal after the last step or during the final evaluation is recorded and
+ * changes nothing, so a run that finished exits 0 rather than dying on the signal.
+ * announce_signals: the first signal is acknowledged on stderr at once ("stopping after
+ * the current step"), so a user at a terminal sees it was received (rank 0 announces). */
+void vt_stop_install(int announce_signals);
 /* The signal number of the first stop request since vt_stop_install, or 0. */
 int vt_stop_signal(void);
 /* "SIGINT", "SIGTERM", "SIGUSR1" or "signal N". */

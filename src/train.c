@@ -217,8 +217,9 @@ static vt_status load_state(trainer *tr) {
     tr->opt.t = s.optim_t;
     tr->step = s.step;
     tr->saved_step = s.step;
-    /* A kill after the commit point of a save left it unfinished: finish it. */
-    if (p.step >= 0) st = vt_ckpt_tidy(tr->dir, &p, tr->cfg->train.keep_checkpoints);
+    /* A kill after the commit point of a save left it unfinished: finish it. Rank 0
+     * writes (vt_train_run agrees on setup's outcome). */
+    if (p.step >= 0 && tr->root) st = vt_ckpt_tidy(tr->dir, &p, tr->cfg->train.keep_checkpoints);
 out:
     free(s.config);
     return st;
@@ -663,7 +664,7 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts_in, vt_tr
     vt_train_run_dir(cfg, o.resume_dir ? o.resume_dir : o.run_dir, tr.dir, sizeof tr.dir);
     snprintf(res->run_dir, sizeof res->run_dir, "%s", tr.dir);
     tr.t_start = now_s();
-    vt_stop_install();
+    vt_stop_install(vt_dist_root());
     vt_status st = VT_OK;
     if (o.resume_or_start && !o.resume_dir) {
         int resume = 0;
@@ -684,6 +685,5 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts_in, vt_tr
         fprintf(stderr, "final: top-1 %.2f%% top-5 %.2f%% (val, %lld images) in %.1f s\n",
                 res->final.top1, res->final.top5, (long long)res->final.n, res->wall_s);
     teardown(&tr);
-    vt_stop_uninstall();
     return st;
 }
