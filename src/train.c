@@ -684,7 +684,6 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts_in, vt_tr
         st = find_resume_point(tr.dir, &resume);
         if (resume) o.resume_dir = tr.dir;
     }
-    res->resumed = o.resume_dir != NULL;
     if (st == VT_OK) st = vt_dist_agree(setup(&tr, opts));
     if (st == VT_OK) st = setup_ranks(&tr, opts);
     if (st == VT_OK) {

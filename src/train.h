@@ -89,8 +89,6 @@ typedef struct {
     int64_t total_steps;     /* T */
     int stopped;             /* 1: ended before T by stop_after, or by a signal */
     int stop_signal;         /* the signal that stopped it (any rank's), 0: none */
-    int resumed;             /* 1: continued a saved run (--resume, or resume_or_start
-                                found a pair) */
     vt_eval_result final;    /* last evaluation at the training resolution (n = 0 if none) */
     double best_top1;
     double wall_s;           /* training wall time, including earlier resumed parts */
