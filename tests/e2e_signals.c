@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "e2e_util.h"
 #include "harness.h"
 #include "mpi_launch.h"
@@ -151,7 +151,7 @@ static int same_tensors(const char *a, const char *b) {
  * the final weights bit for bit. */
 static void check_same_as(const char *a, const char *b, const char *what) {
     int na = 0, nb = 0;
-    char *ra = train_records(a, &na), *rb = train_records(b, &nb);
+    char *ra = train_records_text(a, &na), *rb = train_records_text(b, &nb);
     CHECK(na == T_STEPS && nb == T_STEPS, "%s: %d steps logged (reference %d, this %d)", what, T_STEPS, na, nb);
     int same = ra && rb && strcmp(ra, rb) == 0;
     CHECK(same, "%s: every step's loss and gradient norm equal the uninterrupted run's bit for bit", what);
@@ -367,9 +367,9 @@ static void test_resume_or_start_errors(void) {
     int rc = run("%s " CFG " " RECIPE " --threads 1 --resume-or-start --run-dir %s 2>%s", bin, dir, log);
     CHECK(rc == 1 && file_contains(log, "latest") && file_contains(log, "is missing"),
           "--resume-or-start: a `latest` naming no pair is an error (exit %d)", rc);
-    char cfgp[600];
-    snprintf(cfgp, sizeof cfgp, "%s/config.json", dir);
-    CHECK(!exists(cfgp), "--resume-or-start: nothing started in the broken directory");
+    char mp[600];
+    snprintf(mp, sizeof mp, "%s/metrics.jsonl", dir);
+    CHECK(!exists(mp), "--resume-or-start: no run started in the broken directory");
     rc = run("%s " CFG " --resume %s --resume-or-start 2>%s", bin, dir, log);
     CHECK(rc == 2 && file_contains(log, "--resume-or-start"), "--resume with --resume-or-start: usage "
           "error (exit %d)", rc);
