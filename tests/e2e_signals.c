@@ -17,7 +17,7 @@
  *     still bounds them; a run resumed from a mid-epoch step pair ends bit-identical;
  *     train.ckpt_every_minutes writes pairs between the epoch boundaries;
  *   - --resume-or-start on a run directory whose `latest` names no pair is an error, not a
- *     restart; --resume with --resume-or-start is a usage error.
+ *     restart; --resume or --start-over with --resume-or-start is a usage error.
  * The random moments come from VT_TEST_SEED (default: the clock), printed for a rerun.
  * mpirun gets --oversubscribe (2 cores here) and --allow-run-as-root when run as root. */
 #include <signal.h>
@@ -373,6 +373,9 @@ static void test_resume_or_start_errors(void) {
     rc = run("%s " CFG " --resume %s --resume-or-start 2>%s", bin, dir, log);
     CHECK(rc == 2 && file_contains(log, "--resume-or-start"), "--resume with --resume-or-start: usage "
           "error (exit %d)", rc);
+    rc = run("%s " CFG " --start-over --resume-or-start 2>%s", bin, log);
+    CHECK(rc == 2 && file_contains(log, "--start-over and --resume-or-start"), "--start-over with "
+          "--resume-or-start: usage error (exit %d)", rc);
     rc = run("%s " CFG " --resume-or-start=yes 2>%s", bin, log);
     CHECK(rc == 2 && file_contains(log, "takes no value"), "--resume-or-start=yes: usage error (exit %d)", rc);
 }
