@@ -12,7 +12,8 @@
  *     sent to mpirun (which forwards it), against an uninterrupted 2-rank run;
  *   - a second SIGINT exits at once (130) without writing a pair; the run directory then
  *     still resumes from its last pair to the same final weights;
- *   - SIGINT inherited as ignored (`trap '' INT`) still stops the run with a checkpoint;
+ *   - SIGINT inherited as ignored (`trap '' INT`), and SIGTERM inherited as blocked, still
+ *     stop the run with a checkpoint;
  *   - train.ckpt_every_steps writes pairs every N steps (mid-epoch) and keep_checkpoints
  *     still bounds them; a run resumed from a mid-epoch step pair ends bit-identical;
  *     train.ckpt_every_minutes writes pairs between the epoch boundaries;
@@ -61,16 +62,27 @@ static int exists(const char *path) {
 }
 
 /* Start `cmd` (stderr to log) and return its PID: /bin/sh -c "exec cmd" (a `prefix` of
- * shell commands runs first). */
-static pid_t start(const char *prefix, const char *cmd, const char *log) {
+ * shell commands runs first), with signal `blocked` (0: none) blocked in the mask it
+ * inherits. */
+static pid_t start_blocked(const char *prefix, const char *cmd, const char *log, int blocked) {
     char line[8192 + 1024];
     snprintf(line, sizeof line, "%s exec %s 2>%s", prefix ? prefix : "", cmd, log);
     pid_t pid = fork();
     if (pid == 0) {
+        if (blocked) {
+            sigset_t set;
+            sigemptyset(&set);
+            sigaddset(&set, blocked);
+            sigprocmask(SIG_BLOCK, &set, NULL);
+        }
         execl("/bin/sh", "sh", "-c", line, (char *)NULL);
         _exit(127);
     }
     return pid;
+}
+
+static pid_t start(const char *prefix, const char *cmd, const char *log) {
+    return start_blocked(prefix, cmd, log, 0);
 }
 
 /* Wait for pid (at most `limit` s, then SIGKILL); its exit code, 128 + N if signal N
@@ -285,8 +297,8 @@ static void test_second_sigint(const char *ref) {
     check_same_as(ref, dir, "twice");
 }
 
-/* Started with SIGINT ignored (as `&` in a non-interactive shell leaves it), the run
- * still stops on SIGINT with a checkpoint. */
+/* Started with SIGINT ignored (as `&` in a non-interactive shell leaves it), or with
+ * SIGTERM blocked, the run still stops on that signal with a checkpoint. */
 static void test_inherited_ignore(void) {
     char dir[512], log[600], cmd[4096];
     snprintf(dir, sizeof dir, "%s/ignored", tmp);
@@ -299,6 +311,18 @@ static void test_inherited_ignore(void) {
     CHECK(ready && rc == VT_EXIT_STOPPED, "ignored: SIGINT inherited as ignored still stops the run "
           "(exit %d, want %d)", rc, VT_EXIT_STOPPED);
     CHECK(stopped_step(log, "SIGINT") > 0, "ignored: the stop names SIGINT and a step");
+
+    /* the same for SIGTERM blocked in the inherited signal mask */
+    snprintf(dir, sizeof dir, "%s/blocked", tmp);
+    snprintf(log, sizeof log, "%s.log", dir);
+    snprintf(cmd, sizeof cmd, "%s " CFG " " RECIPE " --threads 1 --run-dir %s", bin, dir);
+    pid = start_blocked(NULL, cmd, log, SIGTERM);
+    ready = wait_for_text(log, " step ", pid, 120);
+    if (ready) kill(pid, SIGTERM);
+    rc = finish(pid, 120);
+    CHECK(ready && rc == VT_EXIT_STOPPED, "blocked: SIGTERM blocked in the inherited mask still stops the "
+          "run (exit %d, want %d)", rc, VT_EXIT_STOPPED);
+    CHECK(stopped_step(log, "SIGTERM") > 0, "blocked: the stop names SIGTERM and a step");
 }
 
 static int count_pairs(const char *dir, char *list, size_t len) {
