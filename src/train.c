@@ -654,11 +654,14 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
         res->stop_signal = stop_signal;
         return VT_OK;
     }
+    /* The last pair before the final evaluation: a kill during that evaluation (a long
+     * one, or a scheduler's SIGKILL after its warning signal, which the loop no longer
+     * acts on) loses no training; a resume repeats the evaluation. */
+    if ((st = save_state(tr)) != VT_OK) return st;
     if (tr->last_eval_step != tr->step) {
         if ((st = evaluate_main(tr, &r)) != VT_OK) return st;
         res->final = r;
     }
-    if ((st = save_state(tr)) != VT_OK) return st;
     for (int i = 0; i < cfg->eval.n_resolutions; i++) {
         int S = cfg->eval.resolutions[i];
         if (S == cfg->model.img_size) continue;

@@ -56,7 +56,9 @@
  * reduction per step, which also carries rank 0's verdict on ckpt_every_minutes), the
  * pair of that step is written, and vt_train_run returns VT_OK with stopped = 1 and
  * stop_signal set. A signal after the last step stops before the final evaluation,
- * which the resumed run then does.
+ * which the resumed run then does. The last step's pair is written before the final
+ * evaluation, so a kill during it loses no training; a signal then is recorded and the
+ * run finishes normally.
  *
  * Exact resume: for the same thread count a resumed run's per-step losses equal the
  * uninterrupted run's bit for bit (data order from (seed, epoch) via vt_loader_seek,
