@@ -200,6 +200,11 @@ vt_status vt_dist_everywhere(vt_status st) {
     return st;
 }
 
+int vt_dist_exit_everywhere(int rc) {
+    D.agreed = 1;
+    return rc;
+}
+
 int vt_dist_reports_error(void) { return !multi() || !D.agreed || D.rank == 0; }
 
 const char *vt_dist_who(void) {
@@ -257,6 +262,13 @@ void vt_dist_sum_i64(int64_t *v, int n) {
     if (!multi()) return;
     double t = now();
     MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    D.comm_s += now() - t;
+}
+
+void vt_dist_max_int(int *v, int n) {
+    if (!multi()) return;
+    double t = now();
+    MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     D.comm_s += now() - t;
 }
 
