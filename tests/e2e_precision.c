@@ -92,13 +92,20 @@ static void test_bf16_run(void) {
           "a bad --precision is a usage error (exit %d)", rc);
 }
 
+/* A short bf16 training run under the environment settings env, in run directory
+ * tmp/name, its stderr to log (tmp/name.log); its exit code. */
+static int short_bf16_run(const char *env, const char *name, char *log, size_t loglen) {
+    char d[512];
+    snprintf(d, sizeof d, "%s/%s", tmp, name);
+    snprintf(log, loglen, "%s.log", d);
+    return run("%s %s " CFG " --set train.precision=bf16 --set train.steps=2 --threads 1 --run-dir %s 2>%s", env, bin,
+               d, log);
+}
+
 /* On a level without bf16 instructions: the note says so, once. */
 static void test_note_without_bf16(void) {
-    char d[512], l[600];
-    snprintf(d, sizeof d, "%s/avx2", tmp);
-    snprintf(l, sizeof l, "%s.log", d);
-    int rc = run("VT_ISA=avx2 %s " CFG " --set train.precision=bf16 --set train.steps=4 --threads 1 --run-dir %s "
-                 "2>%s", bin, d, l);
+    char l[600];
+    int rc = short_bf16_run("VT_ISA=avx2", "avx2", l, sizeof l);
     if (rc != 0 && count_in(l, "supports at most") > 0) {
         fprintf(stderr, "e2e_precision: this CPU lacks avx2; the note on a level without bf16 is not tested\n");
         return;
@@ -111,22 +118,16 @@ static void test_note_without_bf16(void) {
 /* VT_BF16_PATH: a name that is no path, and a path the level lacks, are usage errors
  * saying so; a path it has runs and is said to be the override's. */
 static void test_path_override(void) {
-    char d[512], l[600];
-    snprintf(d, sizeof d, "%s/path", tmp);
-    snprintf(l, sizeof l, "%s.log", d);
-    int rc = run("VT_BF16_PATH=tiles %s " CFG " --set train.precision=bf16 --set train.steps=2 --threads 1 "
-                 "--run-dir %s 2>%s", bin, d, l);
+    char l[600];
+    int rc = short_bf16_run("VT_BF16_PATH=tiles", "path", l, sizeof l);
     CHECK(rc == 2 && count_in(l, "VT_BF16_PATH=tiles is not a bf16 path (use amx, dpbf16 or fma)") == 1,
           "an unknown VT_BF16_PATH is a usage error (exit %d, log %s)", rc, l);
-    rc = run("VT_ISA=avx2 VT_BF16_PATH=dpbf16 %s " CFG " --set train.precision=bf16 --set train.steps=2 --threads 1 "
-             "--run-dir %s 2>%s", bin, d, l);
+    rc = short_bf16_run("VT_ISA=avx2 VT_BF16_PATH=dpbf16", "path", l, sizeof l);
     if (count_in(l, "supports at most") == 0)
         CHECK(rc == 2 && count_in(l, "VT_BF16_PATH=dpbf16 cannot run here: the dpbf16 path (VDPBF16PS) needs the "
                                      "avx512bf16 level") == 1,
               "a path above the level is a usage error naming it (exit %d, log %s)", rc, l);
-    snprintf(d, sizeof d, "%s/path_fma", tmp);
-    rc = run("VT_BF16_PATH=fma %s " CFG " --set train.precision=bf16 --set train.steps=2 --threads 1 --run-dir %s "
-             "2>%s", bin, d, l);
+    rc = short_bf16_run("VT_BF16_PATH=fma", "path_fma", l, sizeof l);
     if (count_in(l, "supports at most") == 0)
         CHECK(rc == 0 && count_in(l, "bf16 products on the fma path") == 1 && count_in(l, "as VT_BF16_PATH asks") == 1,
               "VT_BF16_PATH=fma trains on the fma path (exit %d, log %s)", rc, l);
