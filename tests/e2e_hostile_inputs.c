@@ -10,6 +10,7 @@
  *     that grows until the limit;
  *   - model.mlp_ratio = 0.01 (inside its documented range, hidden width 0) in info, train
  *     and eval: a config error (exit 2), never the internal-error abort (exit 134);
+ *   - `vitrain info` on a circulant model of head dim 32768 under a 1 GiB limit;
  *   - `vitrain eval` without CONFIG on a 700-byte file whose config declares width 4096:
  *     refused under a 256 MiB address-space limit, before the model is built;
  *   - a checkpoint pair whose weights come from another run's save of the same step: the
@@ -120,6 +121,17 @@ static void test_mlp_ratio(void) {
     CHECK(rc == 2 && log_has("mlp_eval", need), "eval: exit %d (134: the abort)", rc);
 }
 
+/* `vitrain info` allocates no model: a circulant PE of head dim 32768 (width 65536, the
+ * documented maximum, over 2 heads) is planned under a 1 GiB limit; its fused basis of
+ * hd^2 floats (4 GiB) was built when the PE was created and aborted there. */
+static void test_info_circulant(void) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "ulimit -v 1048576; %s info configs/synthetic_tiny.json --set "
+             "pe.kind=circulant --set model.width=65536", bin);
+    int rc = run_logged("info_circulant", cmd);
+    CHECK(rc == 0 && log_has("info_circulant", "\"params\":"), "info, circulant, width 65536: exit %d", rc);
+}
+
 /* A safetensors file of one float whose __metadata__ config declares a model of width
  * 4096 (1.6e9 parameters): refused before that model exists. */
 static void test_eval_declared_model(void) {
@@ -201,6 +213,7 @@ int main(void) {
     test_dev_zero();
     test_mlp_ratio();
     test_eval_declared_model();
+    test_info_circulant();
     test_mixed_pair();
     test_binding_warning();
     int rc = test_summary();
