@@ -557,7 +557,7 @@ static void test_order_bounded(void) {
      * worker: the prefetch slots hold the split's 8 samples, not 2^20 (4 slots of 1 GiB
      * each aborted with an internal error under the limit) */
 #ifdef COUNT_ALLOCS
-    CHECK(setrlimit(RLIMIT_AS, &lim) == 0, "address-space limit set again");
+    CHECK(test_cap_address_space(2ULL << 30, &old) == 0, "address-space limit set again");
 #endif
     c.eval_batch = 1 << 20;
     st = vt_loader_open(&L, &c, VT_SPLIT_VAL, 16);
