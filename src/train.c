@@ -19,6 +19,7 @@
 #include "precision.h"
 #include "resolve.h"
 #include "rng.h"
+#include "run_log.h"
 #include "tape.h"
 #include "train_state.h"
 #include "vit.h"
@@ -94,7 +95,6 @@ typedef struct {
     const vt_config *cfg;
     char dir[VT_STR];
     char last_path[VT_STR + 32], best_path[VT_STR + 32];
-    char metrics_path[VT_STR + 32];
     vt_vit model;
     int model_ok;
     vt_optim opt;
@@ -111,13 +111,16 @@ typedef struct {
     vt_dist_grads *dg;       /* the gradient exchange, NULL with one rank */
     float *images, *soft;
     int *labels;
-    FILE *metrics;
+    vt_run_log log;          /* rank 0: metrics.jsonl, event files, summary.csv */
+    int log_ok;
+    vt_epoch_stats ep;       /* the current epoch's running sums */
     int live;                /* redraw a progress line with \r */
     int line_open;           /* a live line is on screen (newline before other output) */
     int64_t spe, T, W, step; /* steps per epoch, total, warmup, steps done */
     int64_t saved_step;      /* step of the checkpoint pair `latest` names; -1: none */
     int accum, bs;
     double best_top1;
+    int64_t best_step;       /* step of best_top1; -1: none (or unknown, resumed from an older state) */
     double wall_offset, t_start;
     int64_t last_eval_step;
 } trainer;
@@ -144,7 +147,8 @@ static vt_status save_state_files(trainer *tr) {
         vt_train_state s = {
             .step = tr->step, .epoch = step_epoch(tr, tr->step), .batch = step_batch(tr, tr->step),
             .optim_t = tr->opt.t, .best_top1 = tr->best_top1, .wall_s = wall(tr),
-            .params_hash = vt_train_params_hash(tr->model.params, tr->model.n_params)};
+            .params_hash = vt_train_params_hash(tr->model.params, tr->model.n_params),
+            .best_step = tr->best_step, .epoch_stats = tr->ep};
         memcpy(s.rng, tr->drop_rng.s, sizeof s.rng);
         st = vt_train_state_write(p.state, &s, tr->opt.m, tr->opt.v, tr->opt.n, cfg_json);
         if (st != VT_OK) vt_ckpt_discard(&p);
@@ -210,6 +214,8 @@ static vt_status load_state(trainer *tr) {
     free(cur);
     memcpy(tr->drop_rng.s, s.rng, sizeof s.rng);
     tr->best_top1 = s.best_top1;
+    tr->best_step = s.best_step;
+    tr->ep = s.epoch_stats;
     tr->wall_offset = s.wall_s;
     tr->opt.t = s.optim_t;
     tr->step = s.step;
@@ -218,34 +224,6 @@ static vt_status load_state(trainer *tr) {
     if (p.step >= 0) st = vt_ckpt_tidy(tr->dir, &p, tr->cfg->train.keep_checkpoints);
 out:
     free(s.config);
-    return st;
-}
-
-/* Keep the metrics records up to step `step` (the ones the saved state has seen). */
-static vt_status trim_metrics(const char *path, int64_t step) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return VT_OK;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = vt_xmalloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    fclose(f);
-    buf[got] = '\0';
-    char *out = vt_xmalloc(got + 1);
-    size_t o = 0;
-    for (char *line = buf; *line;) {
-        char *nl = strchr(line, '\n');
-        size_t len = nl ? (size_t)(nl - line) + 1 : strlen(line);
-        const char *sp = strstr(line, "\"step\":");
-        int keep = sp && (!nl || sp < nl) && strtoll(sp + 7, NULL, 10) <= step;
-        if (keep && nl) { memcpy(out + o, line, len); o += len; }
-        line += len;
-    }
-    out[o] = '\0';
-    vt_status st = write_text_atomic(path, out);
-    free(buf);
-    free(out);
     return st;
 }
 
@@ -284,11 +262,7 @@ static vt_status evaluate(trainer *tr, vt_evaluator *ev, vt_eval_result *r) {
     fprintf(stderr, "eval  epoch %lld step %lld: top-1 %.2f%% top-5 %.2f%% loss %.4f (%lld images, "
             "%dpx)\n", (long long)ep, (long long)tr->step, r->top1, r->top5, r->loss, (long long)r->n,
             r->img_size);
-    fprintf(tr->metrics, "{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"top1\":%.4f,\"top5\":%.4f,"
-            "\"loss\":%.9g,\"resolution\":%d,\"n\":%lld,\"wall_s\":%.3f}\n", (long long)tr->step,
-            (long long)ep, r->top1, r->top5, r->loss, r->img_size, (long long)r->n, wall(tr));
-    fflush(tr->metrics);
-    return VT_OK;
+    return vt_run_log_eval(&tr->log, tr->step, ep, r, wall(tr));
 }
 
 /* Evaluate at the training resolution, update best.safetensors. */
@@ -298,6 +272,7 @@ static vt_status evaluate_main(trainer *tr, vt_eval_result *r) {
     tr->last_eval_step = tr->step;
     if (r->top1 > tr->best_top1) {
         tr->best_top1 = r->top1;
+        tr->best_step = tr->step;
         char *cfg_json = tr->root ? vt_config_to_json(tr->cfg) : NULL;
         st = vt_dist_agree(tr->root ? vt_vit_save(&tr->model, tr->best_path, cfg_json) : VT_OK);
         free(cfg_json);
@@ -335,7 +310,6 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     }
     snprintf(tr->last_path, sizeof tr->last_path, "%s/last.safetensors", tr->dir);
     snprintf(tr->best_path, sizeof tr->best_path, "%s/best.safetensors", tr->dir);
-    snprintf(tr->metrics_path, sizeof tr->metrics_path, "%s/metrics.jsonl", tr->dir);
     char cpath[VT_STR + 32];
     snprintf(cpath, sizeof cpath, "%s/config.json", tr->dir);
     char *json = vt_config_to_json(cfg);
@@ -390,20 +364,22 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     tr->opt_ok = 1;
     vt_rng_seed(&tr->drop_rng, vt_rng_derive((uint64_t)cfg->train.seed, 0xd50u, 0));
     tr->best_top1 = -1.0;
+    tr->best_step = -1;
     tr->last_eval_step = -1;
     tr->saved_step = -1;
 
     if (opts->resume_dir) {
         if ((st = load_state(tr)) != VT_OK) return st;
-        if (tr->root && (st = trim_metrics(tr->metrics_path, tr->step)) != VT_OK) return st;
         if (tr->root)
             fprintf(stderr, "vitrain: resuming %s at step %lld (epoch %lld, micro-batch %lld)\n",
                     tr->dir, (long long)tr->step, (long long)step_epoch(tr, tr->step) + 1,
                     (long long)step_batch(tr, tr->step));
     }
-    tr->metrics = tr->root ? fopen(tr->metrics_path, opts->resume_dir ? "ab" : "wb") : NULL;
-    if (tr->root && !tr->metrics)
-        return vt_fail(VT_ERR_RUNTIME, "cannot open '%s': %s", tr->metrics_path, strerror(errno));
+    if (tr->root) {
+        if ((st = vt_run_log_open(&tr->log, tr->dir, S, opts->resume_dir ? tr->step : -1)) != VT_OK)
+            return st;
+        tr->log_ok = 1;
+    }
 
     vt_arena_init(&tr->arena, (size_t)1 << 20);
     vt_tape_init(&tr->tape, &tr->arena);
@@ -450,7 +426,7 @@ static vt_status setup_ranks(trainer *tr, const vt_train_opts *opts) {
 
 static void teardown(trainer *tr) {
     end_live_line(tr);
-    if (tr->metrics) fclose(tr->metrics);
+    if (tr->log_ok) vt_run_log_close(&tr->log);
     if (tr->arena_ok) { vt_tape_free(&tr->tape); vt_arena_free(&tr->arena); }
     if (tr->opt_ok) vt_optim_free(&tr->opt);
     if (tr->w16) vt_bf16_weights_detach(&tr->model, tr->w16);
@@ -473,16 +449,31 @@ static vt_status check_labels(const trainer *tr, int count) {
     return VT_OK;
 }
 
+/* Samples of a hard-label batch whose largest logit (the first, on ties) is their label. */
+static int64_t count_correct(const float *logits, const int *labels, int count, int K) {
+    int64_t correct = 0;
+    for (int i = 0; i < count; i++) {
+        const float *row = logits + (size_t)i * K;
+        int best = 0;
+        for (int k = 1; k < K; k++)
+            if (row[k] > row[best]) best = k;
+        correct += best == labels[i];
+    }
+    return correct;
+}
+
 /* One optimizer step: accum micro-batches, averaged gradients, clip, update. With R
  * ranks each micro-batch is this rank's local_bs samples; the last micro-batch's backward
  * sums the gradients over the ranks (dist.h buckets), so the mean over the global batch
- * is the sum / (accum R), and every rank steps identically. */
-static vt_status train_step(trainer *tr, float *loss_out, double *gn_out, double lr) {
+ * is the sum / (accum R), and every rank steps identically. *correct and *counted: the
+ * step's training top-1 over its hard-labelled samples (all ranks). */
+static vt_status train_step(trainer *tr, float *loss_out, double *gn_out, double lr,
+                            int64_t *correct, int64_t *counted) {
     const vt_config *cfg = tr->cfg;
     const int S = cfg->model.img_size, C = cfg->model.in_chans;
     vt_vit *m = &tr->model;
     vt_vit_zero_grad(m);
-    double loss_sum = 0.0;
+    double sums[3] = {0.0, 0.0, 0.0}; /* loss, correct, counted */
     for (int a = 0; a < tr->accum; a++) {
         int count = 0, soft_used = 0;
         vt_status st = vt_loader_next(tr->loader, tr->images, tr->labels, tr->soft, &soft_used, &count);
@@ -500,14 +491,18 @@ static vt_status train_step(trainer *tr, float *loss_out, double *gn_out, double
             : vt_op_cross_entropy(&tr->tape, logits, tr->labels, NULL,
                                   (float)cfg->train.label_smoothing);
         float lv = loss->data[0];
+        if (!soft_used) {
+            sums[1] += (double)count_correct(logits->data, tr->labels, count, m->num_classes);
+            sums[2] += count;
+        }
         if (tr->dg && a == tr->accum - 1) vt_dist_grads_begin(tr->dg);
         vt_tape_backward(&tr->tape, loss);
         if (tr->dg && a == tr->accum - 1) vt_dist_grads_finish(tr->dg);
-        loss_sum += lv;
+        sums[0] += lv;
     }
     /* the loss and its check after the exchange: every rank decides alike */
-    vt_dist_sum_f64(&loss_sum, 1);
-    loss_sum /= tr->ranks;
+    vt_dist_sum_f64(sums, 3);
+    double loss_sum = sums[0] / tr->ranks;
     if (!isfinite(loss_sum)) return nonfinite_stop(tr, "loss", loss_sum);
     int div = tr->accum * tr->ranks;
     if (div > 1) vt_k.scale(m->grads, 1.0f / (float)div, (size_t)m->n_params);
@@ -516,7 +511,18 @@ static vt_status train_step(trainer *tr, float *loss_out, double *gn_out, double
     vt_optim_step(&tr->opt, m, (float)lr);
     *loss_out = (float)(loss_sum / tr->accum);
     *gn_out = gn;
+    *correct = (int64_t)sums[1];
+    *counted = (int64_t)sums[2];
     return VT_OK;
+}
+
+/* The record of the epoch the last step ended (rank 0), then a fresh epoch's sums. */
+static vt_status log_epoch(trainer *tr, double lr) {
+    vt_status st = VT_OK;
+    if (tr->root)
+        st = vt_run_log_epoch(&tr->log, tr->step, step_epoch(tr, tr->step - 1) + 1, &tr->ep, lr, wall(tr));
+    memset(&tr->ep, 0, sizeof tr->ep);
+    return st;
 }
 
 static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_result *res) {
@@ -535,6 +541,7 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
     memset(&res->final, 0, sizeof res->final);
 
     while (tr->step < stop) {
+        double t_step = now_s();
         int64_t s = tr->step;
         int64_t ep = step_epoch(tr, s);
         if (ep != cur_epoch) {
@@ -545,25 +552,31 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
         vt_vit_performer_step(&tr->model, s); /* Performer feature redraw (every redraw_every) */
         float loss = 0.0f;
         double gn = 0.0;
-        if ((st = train_step(tr, &loss, &gn, lr)) != VT_OK) return st;
+        int64_t correct = 0, counted = 0;
+        if ((st = train_step(tr, &loss, &gn, lr, &correct, &counted)) != VT_OK) return st;
         tr->step++;
 
         double t = now_s();
+        tr->ep.loss_sum += loss;
+        tr->ep.steps++;
+        tr->ep.correct += correct;
+        tr->ep.counted += counted;
+        tr->ep.seconds += t - t_step;
+        tr->ep.images += gbatch;
         double sec_per_step = (t - t_loop) / (double)(tr->step - step0);
         if (tr->root && (tr->step % log_every == 0 || tr->step == stop)) {
-            double img_s = (double)(gbatch * (tr->step - log_from)) / fmax(t - t_log, 1e-9);
-            fprintf(tr->metrics, "{\"kind\":\"train\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,"
-                    "\"lr\":%.9g,\"grad_norm\":%.9g,\"img_per_s\":%.2f,\"wall_s\":%.3f",
-                    (long long)tr->step, (long long)ep + 1, loss, lr, gn, img_s, wall(tr));
+            vt_log_train rec = {
+                .step = tr->step, .epoch = ep + 1, .loss = loss, .lr = lr, .grad_norm = gn,
+                .img_per_s = (double)(gbatch * (tr->step - log_from)) / fmax(t - t_log, 1e-9),
+                .wall_s = wall(tr), .top1 = counted == gbatch ? 100.0 * (double)correct / (double)gbatch : NAN,
+                .ranks = tr->ranks};
             if (tr->ranks > 1) { /* per step: rank 0's time in MPI calls, not overlapped */
                 double c = vt_dist_comm_seconds();
-                fprintf(tr->metrics, ",\"ranks\":%d,\"comm_s\":%.6f", tr->ranks,
-                        (c - comm_from) / (double)(tr->step - log_from));
+                rec.comm_s = (c - comm_from) / (double)(tr->step - log_from);
                 comm_from = c;
             }
-            fputs("}\n", tr->metrics);
-            fflush(tr->metrics);
-            if (!tr->live) show_progress(tr, loss, lr, img_s, sec_per_step, 1);
+            if ((st = vt_run_log_train(&tr->log, &rec)) != VT_OK) return st;
+            if (!tr->live) show_progress(tr, loss, lr, rec.img_per_s, sec_per_step, 1);
             t_log = t;
             log_from = tr->step;
         }
@@ -580,6 +593,7 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
             if ((st = evaluate_main(tr, &r)) != VT_OK) return st;
             res->final = r;
         }
+        if (epoch_end && tr->step < tr->T && (st = log_epoch(tr, lr)) != VT_OK) return st;
         if (epoch_end && cfg->train.ckpt_every > 0 && ep_done % cfg->train.ckpt_every == 0 &&
             tr->step < stop)
             if ((st = save_state(tr)) != VT_OK) return st;
@@ -598,6 +612,8 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
         if ((st = evaluate_main(tr, &r)) != VT_OK) return st;
         res->final = r;
     }
+    if (tr->ep.steps > 0 && (st = log_epoch(tr, vt_lr_at(&cfg->optim, tr->step - 1, tr->T, tr->W))) != VT_OK)
+        return st;
     if ((st = save_state(tr)) != VT_OK) return st;
     for (int i = 0; i < cfg->eval.n_resolutions; i++) {
         int S = cfg->eval.resolutions[i];
