@@ -2,7 +2,7 @@
  * exit() of the program (exit codes: 0 ok, 2 usage or config error, 1 runtime failure).
  *
  *   vitrain [train] CONFIG [--set k=v ...] [--threads N] [--resume RUN_DIR] [--run-dir DIR]
- *                          [--stop-after STEPS]
+ *                          [--stop-after STEPS] [--verbose]
  *   vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle] [--seed N]
  *                       [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...] [--threads N]
  *   vitrain info CONFIG [--set k=v ...]
@@ -37,7 +37,8 @@
 #define MAX_SETS 256
 
 enum { F_SET = 1, F_THREADS = 2, F_RESUME = 4, F_RUNDIR = 8, F_CKPT = 16, F_LOGITS = 32,
-       F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024, F_PRECISION = 2048 };
+       F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024, F_PRECISION = 2048,
+       F_VERBOSE = 4096 };
 
 typedef struct {
     const char *cmd;
@@ -47,7 +48,7 @@ typedef struct {
     int threads;            /* -1: not given */
     const char *resume, *run_dir, *checkpoint, *logits;
     long long stop_after;
-    int markdown, help;
+    int markdown, help, verbose;
     int resolutions[VT_MAX_RES], n_resolutions; /* --resolutions; 0 = not given */
     int patch_shuffle;
     int seed_given;
@@ -57,16 +58,18 @@ typedef struct {
 
 static const char *USAGE_TRAIN =
     "usage: vitrain [train] CONFIG [--set section.key=value ...] [--threads N]\n"
-    "                      [--resume RUN_DIR] [--run-dir DIR] [--stop-after STEPS]\n"
+    "                      [--resume RUN_DIR] [--run-dir DIR] [--stop-after STEPS] [--verbose]\n"
     "Train the model of CONFIG (JSON). The run directory (default train.run_dir, else\n"
-    "runs/<config stem>) receives config.json, metrics.jsonl, the checkpoint pairs\n"
+    "runs/<config stem>) receives config.json, metrics.jsonl, summary.csv (per epoch),\n"
+    "TensorBoard event files (tensorboard --logdir DIR), the checkpoint pairs\n"
     "step_N.safetensors + step_N.state.safetensors (`latest` names the newest),\n"
     "last.safetensors (the newest weights) and best.safetensors.\n"
     "  --set k=v         override one config key (repeatable; value parsed as JSON if it parses)\n"
     "  --threads N       OpenMP threads (default train.threads; 0 = all cores)\n"
     "  --resume RUN_DIR  continue the run saved in RUN_DIR exactly where it stopped\n"
     "  --run-dir DIR     write the run to DIR\n"
-    "  --stop-after N    stop after optimizer step N (checkpoint + state written, resumable)\n";
+    "  --stop-after N    stop after optimizer step N (checkpoint + state written, resumable)\n"
+    "  --verbose         also print the resolved config at start (saved as DIR/config.json)\n";
 static const char *USAGE_EVAL =
     "usage: vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle]\n"
     "                    [--seed N] [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...]\n"
@@ -138,7 +141,8 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         {"--set", F_SET}, {"--threads", F_THREADS}, {"--resume", F_RESUME},
         {"--run-dir", F_RUNDIR}, {"--checkpoint", F_CKPT}, {"--logits", F_LOGITS},
         {"--markdown", F_MARKDOWN}, {"--stop-after", F_STOP}, {"--resolutions", F_RES},
-        {"--patch-shuffle", F_SHUFFLE}, {"--seed", F_SEED}, {"--precision", F_PRECISION}};
+        {"--patch-shuffle", F_SHUFFLE}, {"--seed", F_SEED}, {"--precision", F_PRECISION},
+        {"--verbose", F_VERBOSE}};
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->threads = -1;
@@ -166,6 +170,11 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         if (flag == F_SHUFFLE) {
             if (eq) return usage_error(cmd, "option --patch-shuffle takes no value");
             a->patch_shuffle = 1;
+            continue;
+        }
+        if (flag == F_VERBOSE) {
+            if (eq) return usage_error(cmd, "option --verbose takes no value");
+            a->verbose = 1;
             continue;
         }
         const char *val;
@@ -269,7 +278,7 @@ static int start_job(int rc, const cli_args *a, const vt_config *cfg) {
     return rc;
 }
 
-/* Kernel table and thread count; logs the choice once. */
+/* Kernel table and thread count; logs the choice once (train does in its start summary). */
 static int start_runtime(const vt_config *cfg, const cli_args *a) {
     char err[256];
     int bad = vt_kernels_init(err, sizeof err);
@@ -280,10 +289,11 @@ static int start_runtime(const vt_config *cfg, const cli_args *a) {
     int n = a->threads >= 0 ? a->threads : cfg->train.threads;
     if (n == 0) n = omp_get_num_procs();
     omp_set_num_threads(n);
-    if (vt_dist_root())
+    int logs = vt_dist_root() && strcmp(a->cmd, "train") != 0;
+    if (logs)
         fprintf(stderr, "vitrain: kernels %s, GEMM context %s, %d thread%s%s\n", vt_k.name, vt_gemm_ctx.name, n,
                 n == 1 ? "" : "s", vt_dist_size() > 1 ? " per rank" : "");
-    if (vt_dist_size() > 1 && vt_dist_root())
+    if (vt_dist_size() > 1 && logs)
         fprintf(stderr, "vitrain: %d ranks (MPI)\n", vt_dist_size());
     vt_dist_check_placement(n);
     return 0;
@@ -297,10 +307,7 @@ static int cmd_train(const cli_args *a) {
     int rc = start_job(load_config(&cfg, a), a, &cfg);
     if (rc) return rc;
     if ((rc = start_runtime(&cfg, a))) return rc;
-    char *json = vt_config_to_json(&cfg);
-    if (vt_dist_root()) fprintf(stderr, "vitrain: resolved config:\n%s\n", json);
-    free(json);
-    vt_train_opts opts = {a->run_dir, a->resume, a->stop_after};
+    vt_train_opts opts = {a->run_dir, a->resume, a->stop_after, a->verbose};
     vt_train_result res;
     vt_status st = vt_train_run(&cfg, &opts, &res);
     if (st != VT_OK) return fail_exit(st);
@@ -606,7 +613,7 @@ static int run(int argc, char **argv) {
         return 0;
     }
     static const struct { const char *name; int flags; int (*run)(const cli_args *); } cmds[] = {
-        {"train", F_SET | F_THREADS | F_RESUME | F_RUNDIR | F_STOP, cmd_train},
+        {"train", F_SET | F_THREADS | F_RESUME | F_RUNDIR | F_STOP | F_VERBOSE, cmd_train},
         {"eval", F_SET | F_THREADS | F_CKPT | F_LOGITS | F_RES | F_SHUFFLE | F_SEED | F_PRECISION, cmd_eval},
         {"info", F_SET, cmd_info},
         {"help-config", F_MARKDOWN, cmd_help_config}};

@@ -21,6 +21,7 @@
 #include "rng.h"
 #include "run_log.h"
 #include "tape.h"
+#include "train_report.h"
 #include "train_state.h"
 #include "vit.h"
 #include "weights.h"
@@ -114,6 +115,9 @@ typedef struct {
     vt_run_log log;          /* rank 0: metrics.jsonl, event files, summary.csv */
     int log_ok;
     vt_epoch_stats ep;       /* the current epoch's running sums */
+    int64_t train_n;         /* samples of the train split (all ranks) */
+    double step_seconds;     /* this process's time in optimizer steps, and their images */
+    int64_t step_images;
     int live;                /* redraw a progress line with \r */
     int line_open;           /* a live line is on screen (newline before other output) */
     int64_t spe, T, W, step; /* steps per epoch, total, warmup, steps done */
@@ -339,6 +343,7 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
                                         : llround(cfg->optim.warmup_epochs * (double)tr->spe);
     /* this rank's local_bs of every global batch; the steps per epoch stay the same:
      * floor(floor(n / R) / (B / R)) = floor(n / B) */
+    tr->train_n = vt_loader_size(tr->loader);
     vt_loader_set_shard(tr->loader, vt_dist_rank(), tr->ranks);
 
     size_t img_floats = (size_t)tr->local_bs * C * S * S;
@@ -563,6 +568,8 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
         tr->ep.counted += counted;
         tr->ep.seconds += t - t_step;
         tr->ep.images += gbatch;
+        tr->step_seconds += t - t_step;
+        tr->step_images += gbatch;
         double sec_per_step = (t - t_loop) / (double)(tr->step - step0);
         if (tr->root && (tr->step % log_every == 0 || tr->step == stop)) {
             vt_log_train rec = {
@@ -631,6 +638,36 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
     return VT_OK;
 }
 
+/* The start summary (train_report.h), and with opts->verbose the resolved config. */
+static void print_start(trainer *tr, const vt_train_opts *opts) {
+    end_live_line(tr);
+    if (opts->verbose) {
+        char *json = vt_config_to_json(tr->cfg);
+        fprintf(stderr, "vitrain: resolved config:\n%s\n", json);
+        free(json);
+    }
+    vt_report_start r = {
+        .cfg = tr->cfg, .run_dir = tr->dir, .params = tr->model.n_params,
+        .forward_flops = vt_vit_flops(&tr->model, tr->cfg->model.img_size), .train_n = tr->train_n,
+        .val_n = tr->ev.n, .classes = vt_loader_num_classes(tr->loader), .steps_per_epoch = tr->spe,
+        .total_steps = tr->T, .resume_step = opts->resume_dir ? tr->step : -1,
+        .threads = omp_get_max_threads(), .ranks = tr->ranks, .kernels = vt_k.name,
+        .gemm_context = vt_gemm_ctx.name};
+    vt_report_print_start(stderr, &r);
+}
+
+/* The end summary of a run that reached its last step. */
+static void print_end(trainer *tr, const vt_train_result *res) {
+    end_live_line(tr);
+    vt_report_end r = {
+        .final = res->final, .final_step = tr->last_eval_step,
+        .final_epoch = step_epoch(tr, tr->last_eval_step - 1) + 1, .best_top1 = tr->best_top1,
+        .best_step = tr->best_step, .best_epoch = step_epoch(tr, tr->best_step - 1) + 1,
+        .wall_s = res->wall_s, .img_per_s = tr->step_images / fmax(tr->step_seconds, 1e-9),
+        .peak_mib = vt_report_peak_mib(), .last_path = tr->last_path, .best_path = tr->best_path};
+    vt_report_print_end(stderr, &r);
+}
+
 vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts, vt_train_result *res) {
     memset(res, 0, sizeof *res);
     trainer tr;
@@ -642,15 +679,14 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts, vt_train
     vt_status st = vt_dist_agree(setup(&tr, opts));
     if (st == VT_OK) st = setup_ranks(&tr, opts);
     if (st == VT_OK) {
+        if (tr.root) print_start(&tr, opts);
         res->total_steps = tr.T;
         st = run_loop(&tr, opts, res);
     }
     res->steps = tr.step;
     res->best_top1 = tr.best_top1;
     res->wall_s = wall(&tr);
-    if (st == VT_OK && !res->stopped && tr.root)
-        fprintf(stderr, "final: top-1 %.2f%% top-5 %.2f%% (val, %lld images) in %.1f s\n",
-                res->final.top1, res->final.top5, (long long)res->final.n, res->wall_s);
+    if (st == VT_OK && !res->stopped && tr.root) print_end(&tr, res);
     teardown(&tr);
     return st;
 }

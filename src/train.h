@@ -66,6 +66,8 @@ typedef struct {
     int64_t stop_after;      /* > 0: stop once this many optimizer steps are done (in
                                 total, counting resumed ones), writing the checkpoint pair
                                 an interrupted run would be resumed from */
+    int verbose;             /* print the resolved config at start (it is always saved as
+                                RUN_DIR/config.json) */
 } vt_train_opts;
 
 typedef struct {
