@@ -18,12 +18,8 @@
  *
  * Run directory files:
  *   config.json                the resolved config
- *   metrics.jsonl              {"kind":"train","step","epoch","loss","lr","grad_norm",
- *                              "img_per_s","wall_s"} every log_every steps (step counts
- *                              completed optimizer steps, 1-based; loss is that step's
- *                              mean over its global batch) and {"kind":"eval","step",
- *                              "epoch","top1","top5","loss","resolution","n","wall_s"} per
- *                              evaluation
+ *   metrics.jsonl, summary.csv, the run's logs (run_log.h): train records every log_every
+ *   events.out.tfevents.*      steps, evaluations, per-epoch means; TensorBoard scalars
  *   step_N.safetensors,        a checkpoint pair (checkpoint.h): the model (vt_vit_save)
  *   step_N.state.safetensors   and the resume state (train_state.h), written every
  *                              ckpt_every epochs, at the end and when stopped early
@@ -43,13 +39,16 @@
  * run directory, metrics and progress (images/s of the global batch); every rank reads
  * the run directory on --resume (so it must be on a file system they all see), and a
  * run resumed with another rank count continues the same recipe. Train records with
- * R > 1 also carry "ranks" and "comm_s": rank 0's seconds per step spent in MPI calls
- * (the gradient exchange and the small reductions, what backward did not hide).
+ * R > 1 also carry rank 0's seconds per step spent in MPI calls (run_log.h).
  *
  * Exact resume: for the same thread count a resumed run's per-step losses equal the
  * uninterrupted run's bit for bit (data order from (seed, epoch) via vt_loader_seek,
  * the dropout stream restored, moments and parameters restored exactly). On resume,
- * metrics.jsonl keeps only the records up to the saved step.
+ * the logs keep only the records up to the saved step (run_log.h), and the epoch's
+ * running means continue from the resume state.
+ *
+ * Terminal: the start and end summaries (train_report.h), a progress line, one line per
+ * evaluation.
  */
 #ifndef VT_TRAIN_H
 #define VT_TRAIN_H
