@@ -258,15 +258,19 @@ static void show_progress(trainer *tr, float loss, double lr, double img_s, doub
     fflush(stderr);
 }
 
+/* Evaluate with ev; rank 0 prints and logs the result (a failure to log stops every rank). */
 static vt_status evaluate(trainer *tr, vt_evaluator *ev, vt_eval_result *r) {
     vt_status st = vt_eval_run(ev, &tr->model, NULL, r);
-    if (st != VT_OK || !tr->root) return st;
+    if (st != VT_OK) return st;
     int64_t ep = tr->step > 0 ? step_epoch(tr, tr->step - 1) + 1 : 0;
-    end_live_line(tr);
-    fprintf(stderr, "eval  epoch %lld step %lld: top-1 %.2f%% top-5 %.2f%% loss %.4f (%lld images, "
-            "%dpx)\n", (long long)ep, (long long)tr->step, r->top1, r->top5, r->loss, (long long)r->n,
-            r->img_size);
-    return vt_run_log_eval(&tr->log, tr->step, ep, r, wall(tr));
+    if (tr->root) {
+        end_live_line(tr);
+        fprintf(stderr, "eval  epoch %lld step %lld: top-1 %.2f%% top-5 %.2f%% loss %.4f (%lld images, "
+                "%dpx)\n", (long long)ep, (long long)tr->step, r->top1, r->top5, r->loss, (long long)r->n,
+                r->img_size);
+        st = vt_run_log_eval(&tr->log, tr->step, ep, r, wall(tr));
+    }
+    return vt_dist_agree(st);
 }
 
 /* Evaluate at the training resolution, update best.safetensors. */
@@ -521,13 +525,14 @@ static vt_status train_step(trainer *tr, float *loss_out, double *gn_out, double
     return VT_OK;
 }
 
-/* The record of the epoch the last step ended (rank 0), then a fresh epoch's sums. */
+/* The record of the epoch the last step ended (rank 0 writes; a failure stops every
+ * rank), then a fresh epoch's sums. */
 static vt_status log_epoch(trainer *tr, double lr) {
     vt_status st = VT_OK;
     if (tr->root)
         st = vt_run_log_epoch(&tr->log, tr->step, step_epoch(tr, tr->step - 1) + 1, &tr->ep, lr, wall(tr));
     memset(&tr->ep, 0, sizeof tr->ep);
-    return st;
+    return vt_dist_agree(st);
 }
 
 static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_result *res) {
@@ -571,7 +576,7 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
         tr->step_seconds += t - t_step;
         tr->step_images += gbatch;
         double sec_per_step = (t - t_loop) / (double)(tr->step - step0);
-        if (tr->root && (tr->step % log_every == 0 || tr->step == stop)) {
+        if (tr->step % log_every == 0 || tr->step == stop) { /* rank 0 logs; every rank agrees */
             vt_log_train rec = {
                 .step = tr->step, .epoch = ep + 1, .loss = loss, .lr = lr, .grad_norm = gn,
                 .img_per_s = (double)(gbatch * (tr->step - log_from)) / fmax(t - t_log, 1e-9),
@@ -582,8 +587,8 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
                 rec.comm_s = (c - comm_from) / (double)(tr->step - log_from);
                 comm_from = c;
             }
-            if ((st = vt_run_log_train(&tr->log, &rec)) != VT_OK) return st;
-            if (!tr->live) show_progress(tr, loss, lr, rec.img_per_s, sec_per_step, 1);
+            if ((st = vt_dist_agree(tr->root ? vt_run_log_train(&tr->log, &rec) : VT_OK)) != VT_OK) return st;
+            if (tr->root && !tr->live) show_progress(tr, loss, lr, rec.img_per_s, sec_per_step, 1);
             t_log = t;
             log_from = tr->step;
         }
