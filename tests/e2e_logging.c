@@ -13,6 +13,8 @@
  *     (tests/tensorboard_check.py with the python of scripts/tensorboard_venv.sh:
  *     $VT_TB_PYTHON, else .venv-tensorboard/bin/python; skipped with a line when neither
  *     has tensorboard) finds every scalar once per step, equal to metrics.jsonl
+ *   - two ranks (mpirun): the start summary counts them, and rank 0's exposed
+ *     communication time per step is the train/comm_s scalar
  *   - scripts/plot_runs.py draws both runs into a PNG, and refuses a directory that is
  *     not a run (skipped without /usr/bin/python3 and matplotlib)
  */
@@ -25,6 +27,7 @@
 
 #include "e2e_util.h"
 #include "harness.h"
+#include "tfevents_read.h"
 
 #include "config.h"
 #include "kernels.h"
@@ -242,16 +245,34 @@ static void test_resume_and_tensorboard(const char *straight, const char *dir) {
     snprintf(log2, sizeof log2, "%s.2", log);
     check_line(log2, "vitrain: schedule 2 epochs of 32 steps = 40 steps (global batch 32), resumed at step 32");
 
-    const char *names[] = {"metrics.jsonl", "summary.csv"};
+    const char *logs[] = {"metrics.jsonl", "summary.csv"};
     for (int i = 0; i < 2; i++) {
         char a[600], b[600];
-        snprintf(a, sizeof a, "%s/%s", straight, names[i]);
-        snprintf(b, sizeof b, "%s/%s", dir, names[i]);
+        snprintf(a, sizeof a, "%s/%s", straight, logs[i]);
+        snprintf(b, sizeof b, "%s/%s", dir, logs[i]);
         char *x = untimed(a), *y = untimed(b);
         CHECK(x && y && !strcmp(x, y), "%s of the resumed run equals the uninterrupted run's but for "
-              "timings:\n%s\nvs\n%s", names[i], y ? y : "(missing)", x ? x : "(missing)");
+              "timings:\n%s\nvs\n%s", logs[i], y ? y : "(missing)", x ? x : "(missing)");
         free(x);
         free(y);
+    }
+
+    /* the event files themselves: the first kept steps <= 32, the second starts at 33 */
+    char names[4][256], ev[900];
+    int nf = event_files(dir, names), clean, start;
+    static int64_t steps[2048];
+    CHECK(nf == 2, "%s: 2 event files after the resume, found %d", dir, nf);
+    if (nf == 2) {
+        snprintf(ev, sizeof ev, "%s/%s", dir, names[0]);
+        int k = file_steps(ev, steps, 2048, &clean, &start);
+        int64_t top = 0;
+        for (int i = 0; i < k; i++) top = steps[i] > top ? steps[i] : top;
+        CHECK(clean && k > 100 && top == 32, "%s: %d records up to step %lld, expected up to 32", ev, k,
+              (long long)top);
+        snprintf(ev, sizeof ev, "%s/%s", dir, names[1]);
+        k = file_steps(ev, steps, 2048, &clean, &start);
+        CHECK(clean && k > 2 && start == 1 && steps[1] == 33 && steps[k - 1] == 40, "%s: version, START at "
+              "33, records to step 40: %d records, START at %d", ev, k, start);
     }
 
     const char *py = tensorboard_python();
@@ -269,6 +290,29 @@ static void test_resume_and_tensorboard(const char *straight, const char *dir) {
         CHECK(rc == 0 && file_contains(out, ", ok"), "TensorBoard reads %s as metrics.jsonl says (exit %d, "
               "output %s)", dirs[i], rc, out);
     }
+}
+
+static void test_two_ranks(void) {
+    char dir[600], log[620];
+    snprintf(dir, sizeof dir, "%s/ranks", tmp);
+    snprintf(log, sizeof log, "%s.log", dir);
+    int rc = run("mpirun -np 2 --oversubscribe%s %s " CFG " --set train.steps=8 --set train.log_every=4 "
+                 "--threads 1 --run-dir %s 2>%s", geteuid() == 0 ? " --allow-run-as-root" : "", bin, dir, log);
+    CHECK(rc == 0, "2 ranks: exit %d (log %s)", rc, log);
+    char want[256];
+    snprintf(want, sizeof want, "vitrain: compute  fp32, kernels %s (GEMM context %s), 1 thread x 2 ranks",
+             vt_k.name, vt_gemm_ctx.name);
+    check_line(log, want);
+    char path[640];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    CHECK(file_contains(path, "\"ranks\":2,\"comm_s\":"), "train records carry comm_s");
+    const char *py = tensorboard_python();
+    if (!py) return; /* reported by test_resume_and_tensorboard */
+    char out[640];
+    snprintf(out, sizeof out, "%s.tb", dir);
+    rc = run("%s tests/tensorboard_check.py %s >%s 2>&1", py, dir, out);
+    CHECK(rc == 0 && file_contains(out, "12 tags") && file_contains(out, ", ok"),
+          "TensorBoard reads the 2-rank run, train/comm_s included (exit %d, output %s)", rc, out);
 }
 
 static void test_plot(const char *a, const char *b) {
@@ -304,6 +348,7 @@ int main(void) {
     snprintf(c, sizeof c, "%s/resumed", tmp);
     test_summaries(a);
     test_resume_and_tensorboard(a, c);
+    test_two_ranks();
     test_plot(a, c);
     int rc = test_failed_count ? 1 : 0;
     if (skipped) printf("%d passed, %d failed, %d skipped\n", test_passed_count, test_failed_count, skipped);

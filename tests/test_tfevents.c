@@ -18,6 +18,7 @@
 
 #include "e2e_util.h"
 #include "harness.h"
+#include "tfevents_read.h"
 
 #include "run_log.h"
 #include "tfevents.h"
@@ -113,42 +114,6 @@ static void test_events(void) {
     CHECK(vt_tfevents_event_step(bad, 2) == -1, "a cut varint is not an Event");
 }
 
-/* Records of one event file: their steps into steps[] (up to max), the count returned;
- * *clean: the file ended at a record's end. */
-static int file_steps(const char *path, int64_t *steps, int max, int *clean) {
-    size_t len;
-    char *b = slurp(path, &len);
-    int k = 0, r = -1;
-    if (b) {
-        size_t pos = 0, dn;
-        const uint8_t *d;
-        while ((r = vt_tfevents_next((uint8_t *)b, len, &pos, &d, &dn)) == 1 && k < max)
-            steps[k++] = vt_tfevents_event_step(d, dn);
-    }
-    *clean = r == 0;
-    free(b);
-    return k;
-}
-
-/* Names of the event files in dir, sorted (at most 4). */
-static int event_files(const char *dir, char names[][256]) {
-    DIR *d = opendir(dir);
-    int n = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d)) && n < 4)
-        if (!strncmp(e->d_name, "events.out.tfevents.", 20)) snprintf(names[n++], 256, "%s", e->d_name);
-    if (d) closedir(d);
-    for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++)
-            if (strcmp(names[j], names[i]) < 0) {
-                char t[256];
-                memcpy(t, names[i], 256);
-                memcpy(names[i], names[j], 256);
-                memcpy(names[j], t, 256);
-            }
-    return n;
-}
-
 static int count_lines(const char *path) {
     char *s = slurp(path, NULL);
     int n = 0;
@@ -194,7 +159,7 @@ static void test_run_log(void) {
     int64_t steps[64];
     int clean;
     snprintf(path, sizeof path, "%s/%s", dir, names[0]);
-    int k = file_steps(path, steps, 64, &clean);
+    int k = file_steps(path, steps, 64, &clean, NULL);
     /* file_version, 10 x (loss top1 lr grad_norm img_per_s), 2 x (3 eval + 3 epoch) */
     CHECK(clean && k == 1 + 50 + 12, "event records: %d (clean %d)", k, clean);
 
@@ -205,15 +170,16 @@ static void test_run_log(void) {
     CHECK(vt_run_log_open(&l, dir, 16, 5) == VT_OK, "resume open: %s", vt_last_error());
     log_steps(&l, 6, 7);
     vt_run_log_close(&l);
-    k = file_steps(path, steps, 64, &clean);
+    k = file_steps(path, steps, 64, &clean, NULL);
     CHECK(clean && k == 1 + 25 + 6 && steps[k - 1] == 5, "first file kept steps <= 5: %d records, "
           "last step %lld", k, (long long)steps[k - 1]);
     nf = event_files(dir, names);
     CHECK(nf == 2, "a second event file, found %d", nf);
     snprintf(path, sizeof path, "%s/%s", dir, names[1]);
-    k = file_steps(path, steps, 64, &clean);
-    CHECK(clean && k == 2 + 10 && steps[1] == 6 && steps[2] == 6, "second file: version, START at 6, "
-          "steps 6 and 7: %d records", k);
+    int start;
+    k = file_steps(path, steps, 64, &clean, &start);
+    CHECK(clean && k == 2 + 10 && start == 1 && steps[1] == 6 && steps[2] == 6, "second file: version, "
+          "START at 6, steps 6 and 7: %d records, START at record %d", k, start);
     snprintf(path, sizeof path, "%s/summary.csv", dir);
     CHECK(count_lines(path) == 2, "summary.csv trimmed to the row of step 5");
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
