@@ -36,8 +36,10 @@
  * name sorts after the earlier ones (T is its start time in seconds, later than theirs),
  * starting with a SessionLog START at step s + 1. TensorBoard reads a directory's event
  * files in name order, so a fresh `tensorboard --logdir` shows the same curves as an
- * uninterrupted run; one already watching drops the points after s that it had read when
- * the START record arrives (its purge of orphaned data).
+ * uninterrupted run. One already watching replaces the points after s it had read with
+ * the resumed run's: its data server drops a tag's points at and after a step that comes
+ * again, and its Python loader (--load_fast=false) drops every point at and after the
+ * START record's step (its purge of orphaned data).
  */
 #ifndef VT_RUN_LOG_H
 #define VT_RUN_LOG_H
