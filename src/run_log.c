@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -165,69 +166,81 @@ static vt_status each_events_file(const char *dir, int64_t step, long long *late
 
 /* ---- writing --------------------------------------------------------------------------- */
 
-static vt_status open_text(FILE **f, const char *dir, const char *name, int append) {
-    char path[4096 + 64];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    *f = fopen(path, append ? "ab" : "wb");
-    if (!*f) return vt_fail(VT_ERR_RUNTIME, "cannot open '%s': %s", path, strerror(errno));
+/* Open path for appending: created if missing (O_EXCL too with create_new), emptied
+ * first with truncate. */
+static vt_status lf_open(vt_log_file *f, const char *path, int truncate, int create_new) {
+    snprintf(f->path, sizeof f->path, "%s", path);
+    int flags = O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | (truncate ? O_TRUNC : 0) |
+                (create_new ? O_EXCL : 0);
+    f->fd = open(path, flags, 0666);
+    if (f->fd < 0) return vt_fail(VT_ERR_RUNTIME, "cannot open '%s': %s", path, strerror(errno));
     return VT_OK;
 }
 
-/* Flush what f holds; the error names the file. */
-static vt_status flushed(FILE *f, const char *dir, const char *name) {
-    if (fflush(f) != 0 || ferror(f))
-        return vt_fail(VT_ERR_RUNTIME, "cannot write '%s/%s': %s", dir, name, strerror(errno));
+static vt_status lf_write(vt_log_file *f, const void *data, size_t n) {
+    const char *p = data;
+    while (n > 0) {
+        ssize_t w = write(f->fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return vt_fail(VT_ERR_RUNTIME, "cannot write '%s': %s", f->path, strerror(errno));
+        p += w;
+        n -= (size_t)w;
+    }
     return VT_OK;
 }
 
-static vt_status events_write(vt_run_log *l, const uint8_t *rec, size_t n) {
-    if (fwrite(rec, 1, n, l->events) != n)
-        return vt_fail(VT_ERR_RUNTIME, "cannot write '%s': %s", l->events_path, strerror(errno));
-    return VT_OK;
+static vt_status lf_printf(vt_log_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static vt_status lf_printf(vt_log_file *f, const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    VT_ASSERT(n > 0 && n < (int)sizeof buf, "log record of %d bytes", n);
+    return lf_write(f, buf, (size_t)n);
 }
 
-/* Scalars of one step, then one flush: TensorBoard sees them together. */
+static void lf_close(vt_log_file *f) {
+    if (f->fd >= 0) close(f->fd);
+    f->fd = -1;
+}
+
+/* Scalars of one step, written together. */
 typedef struct {
     const char *tag;
     double value;          /* NaN: not logged */
 } scalar;
 
 static vt_status events_scalars(vt_run_log *l, int64_t step, const scalar *s, int n) {
-    uint8_t rec[VT_TFEVENTS_RECORD_MAX];
+    uint8_t rec[8 * VT_TFEVENTS_RECORD_MAX];
+    VT_ASSERT(n <= 8, "%d scalars in one write", n);
     double t = unix_time();
-    vt_status st = VT_OK;
-    for (int i = 0; i < n && st == VT_OK; i++)
-        if (!isnan(s[i].value))
-            st = events_write(l, rec, vt_tfevents_scalar(rec, t, step, s[i].tag, (float)s[i].value));
-    if (st == VT_OK && fflush(l->events) != 0)
-        st = vt_fail(VT_ERR_RUNTIME, "cannot write '%s': %s", l->events_path, strerror(errno));
-    return st;
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        if (!isnan(s[i].value)) len += vt_tfevents_scalar(rec + len, t, step, s[i].tag, (float)s[i].value);
+    return lf_write(&l->events, rec, len);
 }
 
+/* A new event file named after the later of now and the latest earlier one's time + 1:
+ * its file_version record, and after a resume at resume_step, START at resume_step + 1. */
 static vt_status open_events(vt_run_log *l, long long after, int64_t resume_step) {
     double now = unix_time();
     long long t = (long long)now > after ? (long long)now : after + 1;
-    char host[256] = "localhost";
+    char host[256] = "localhost", path[sizeof l->events.path];
     if (gethostname(host, sizeof host - 1) != 0 || !host[0]) snprintf(host, sizeof host, "localhost");
     for (char *c = host; *c; c++)
         if (*c == '/') *c = '_';
-    snprintf(l->events_path, sizeof l->events_path, "%s/" EVENTS_PREFIX "%010lld.%s", l->dir, t, host);
-    int fd = open(l->events_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND, 0666);
-    if (fd < 0 || !(l->events = fdopen(fd, "ab"))) {
-        if (fd >= 0) close(fd);
-        return vt_fail(VT_ERR_RUNTIME, "cannot create '%s': %s", l->events_path, strerror(errno));
-    }
-    uint8_t rec[VT_TFEVENTS_RECORD_MAX];
-    vt_status st = events_write(l, rec, vt_tfevents_file_version(rec, now));
-    if (st == VT_OK && resume_step >= 0)
-        st = events_write(l, rec, vt_tfevents_session_start(rec, now, resume_step + 1));
-    if (st == VT_OK && fflush(l->events) != 0)
-        st = vt_fail(VT_ERR_RUNTIME, "cannot write '%s': %s", l->events_path, strerror(errno));
-    return st;
+    snprintf(path, sizeof path, "%s/" EVENTS_PREFIX "%010lld.%s", l->dir, t, host);
+    vt_status st = lf_open(&l->events, path, 0, 1);
+    uint8_t rec[2 * VT_TFEVENTS_RECORD_MAX];
+    size_t len = st == VT_OK ? vt_tfevents_file_version(rec, now) : 0;
+    if (resume_step >= 0) len += vt_tfevents_session_start(rec + len, now, resume_step + 1);
+    return st == VT_OK ? lf_write(&l->events, rec, len) : st;
 }
 
 vt_status vt_run_log_open(vt_run_log *l, const char *dir, int train_size, int64_t resume_step) {
     memset(l, 0, sizeof *l);
+    l->metrics.fd = l->summary.fd = l->events.fd = -1;
     snprintf(l->dir, sizeof l->dir, "%s", dir);
     l->train_size = train_size;
     l->last_eval_step = -1;
@@ -242,32 +255,32 @@ vt_status vt_run_log_open(vt_run_log *l, const char *dir, int train_size, int64_
     }
     long long latest = 0;
     if (st == VT_OK) st = each_events_file(dir, resume ? resume_step : -1, &latest);
-    if (st == VT_OK) st = open_text(&l->metrics, dir, "metrics.jsonl", resume);
-    if (st == VT_OK) st = open_text(&l->summary, dir, "summary.csv", resume);
-    if (st == VT_OK && ftell(l->summary) == 0) { /* a fresh file, or one a crash left empty */
-        fputs(SUMMARY_HEADER, l->summary);
-        st = flushed(l->summary, dir, "summary.csv");
-    }
+    char path[4096 + 64];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    if (st == VT_OK) st = lf_open(&l->metrics, path, !resume, 0);
+    snprintf(path, sizeof path, "%s/summary.csv", dir);
+    if (st == VT_OK) st = lf_open(&l->summary, path, !resume, 0);
+    if (st == VT_OK && lseek(l->summary.fd, 0, SEEK_END) == 0) /* new, or a crash left it empty */
+        st = lf_write(&l->summary, SUMMARY_HEADER, strlen(SUMMARY_HEADER));
     if (st == VT_OK) st = open_events(l, latest, resume_step);
     if (st != VT_OK) vt_run_log_close(l);
     return st;
 }
 
 void vt_run_log_close(vt_run_log *l) {
-    if (l->metrics) fclose(l->metrics);
-    if (l->summary) fclose(l->summary);
-    if (l->events) fclose(l->events);
-    l->metrics = l->summary = l->events = NULL;
+    lf_close(&l->metrics);
+    lf_close(&l->summary);
+    lf_close(&l->events);
 }
 
 vt_status vt_run_log_train(vt_run_log *l, const vt_log_train *r) {
-    fprintf(l->metrics, "{\"kind\":\"train\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,\"lr\":%.9g,"
-            "\"grad_norm\":%.9g,\"img_per_s\":%.2f,\"wall_s\":%.3f", (long long)r->step,
-            (long long)r->epoch, r->loss, r->lr, r->grad_norm, r->img_per_s, r->wall_s);
-    if (!isnan(r->top1)) fprintf(l->metrics, ",\"top1\":%.4f", r->top1);
-    if (r->ranks > 1) fprintf(l->metrics, ",\"ranks\":%d,\"comm_s\":%.6f", r->ranks, r->comm_s);
-    fputs("}\n", l->metrics);
-    vt_status st = flushed(l->metrics, l->dir, "metrics.jsonl");
+    char top1[40] = "", comm[64] = "";
+    if (!isnan(r->top1)) snprintf(top1, sizeof top1, ",\"top1\":%.4f", r->top1);
+    if (r->ranks > 1) snprintf(comm, sizeof comm, ",\"ranks\":%d,\"comm_s\":%.6f", r->ranks, r->comm_s);
+    vt_status st = lf_printf(&l->metrics, "{\"kind\":\"train\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,"
+                             "\"lr\":%.9g,\"grad_norm\":%.9g,\"img_per_s\":%.2f,\"wall_s\":%.3f%s%s}\n",
+                             (long long)r->step, (long long)r->epoch, r->loss, r->lr, r->grad_norm,
+                             r->img_per_s, r->wall_s, top1, comm);
     scalar s[] = {{"train/loss", r->loss}, {"train/top1", r->top1}, {"train/lr", r->lr},
                   {"train/grad_norm", r->grad_norm}, {"train/img_per_s", r->img_per_s},
                   {"train/comm_s", r->ranks > 1 ? r->comm_s : NAN}};
@@ -277,10 +290,10 @@ vt_status vt_run_log_train(vt_run_log *l, const vt_log_train *r) {
 
 vt_status vt_run_log_eval(vt_run_log *l, int64_t step, int64_t epoch, const vt_eval_result *r,
                           double wall_s) {
-    fprintf(l->metrics, "{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"top1\":%.4f,\"top5\":%.4f,"
-            "\"loss\":%.9g,\"resolution\":%d,\"n\":%lld,\"wall_s\":%.3f}\n", (long long)step,
-            (long long)epoch, r->top1, r->top5, r->loss, r->img_size, (long long)r->n, wall_s);
-    vt_status st = flushed(l->metrics, l->dir, "metrics.jsonl");
+    vt_status st = lf_printf(&l->metrics, "{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"top1\":%.4f,"
+                             "\"top5\":%.4f,\"loss\":%.9g,\"resolution\":%d,\"n\":%lld,\"wall_s\":%.3f}\n",
+                             (long long)step, (long long)epoch, r->top1, r->top5, r->loss, r->img_size,
+                             (long long)r->n, wall_s);
     char group[32], t1[48], t5[48], tl[48];
     if (r->img_size == l->train_size) {
         snprintf(group, sizeof group, "eval");
@@ -317,21 +330,19 @@ vt_status vt_run_log_epoch(vt_run_log *l, int64_t step, int64_t epoch, const vt_
     double loss = vt_epoch_stats_loss(e), top1 = vt_epoch_stats_top1(e);
     double img_s = e->seconds > 0 ? (double)e->images / e->seconds : NAN;
     char a[40], b[40], c[40], d[40], f[40], g[40];
-    fprintf(l->metrics, "{\"kind\":\"epoch\",\"step\":%lld,\"epoch\":%lld,\"loss\":%s,\"top1\":%s,"
-            "\"lr\":%.9g,\"img_per_s\":%s,\"wall_s\":%.3f}\n", (long long)step, (long long)epoch,
-            num(a, sizeof a, "%.9g", loss, "null"), num(b, sizeof b, "%.4f", top1, "null"), lr,
-            num(c, sizeof c, "%.2f", img_s, "null"), wall_s);
-    vt_status st = flushed(l->metrics, l->dir, "metrics.jsonl");
+    vt_status st = lf_printf(&l->metrics, "{\"kind\":\"epoch\",\"step\":%lld,\"epoch\":%lld,\"loss\":%s,"
+                             "\"top1\":%s,\"lr\":%.9g,\"img_per_s\":%s,\"wall_s\":%.3f}\n", (long long)step,
+                             (long long)epoch, num(a, sizeof a, "%.9g", loss, "null"),
+                             num(b, sizeof b, "%.4f", top1, "null"), lr,
+                             num(c, sizeof c, "%.2f", img_s, "null"), wall_s);
     int ev = l->last_eval_step == step;
-    if (st == VT_OK) {
-        fprintf(l->summary, "%lld,%lld,%s,%s,%s,%s,%s,%.9g,%s,%.3f\n", (long long)epoch,
-                (long long)step, num(a, sizeof a, "%.9g", loss, ""), num(b, sizeof b, "%.4f", top1, ""),
-                num(d, sizeof d, "%.9g", ev ? l->last_eval.loss : NAN, ""),
-                num(f, sizeof f, "%.4f", ev ? l->last_eval.top1 : NAN, ""),
-                num(g, sizeof g, "%.4f", ev ? l->last_eval.top5 : NAN, ""), lr,
-                num(c, sizeof c, "%.2f", img_s, ""), wall_s);
-        st = flushed(l->summary, l->dir, "summary.csv");
-    }
+    if (st == VT_OK)
+        st = lf_printf(&l->summary, "%lld,%lld,%s,%s,%s,%s,%s,%.9g,%s,%.3f\n", (long long)epoch,
+                       (long long)step, num(a, sizeof a, "%.9g", loss, ""), num(b, sizeof b, "%.4f", top1, ""),
+                       num(d, sizeof d, "%.9g", ev ? l->last_eval.loss : NAN, ""),
+                       num(f, sizeof f, "%.4f", ev ? l->last_eval.top1 : NAN, ""),
+                       num(g, sizeof g, "%.4f", ev ? l->last_eval.top5 : NAN, ""), lr,
+                       num(c, sizeof c, "%.2f", img_s, ""), wall_s);
     scalar s[] = {{"train/loss_epoch", loss}, {"train/top1_epoch", top1},
                   {"train/img_per_s_epoch", img_s}};
     if (st == VT_OK) st = events_scalars(l, step, s, 3);

@@ -45,7 +45,6 @@
 #define VT_RUN_LOG_H
 
 #include <stdint.h>
-#include <stdio.h>
 
 #include "eval.h"
 #include "status.h"
@@ -69,12 +68,18 @@ typedef struct {
     int64_t images;        /* images those seconds trained */
 } vt_epoch_stats;
 
+/* One append-only file of the log: each record goes out in one write(2), so a reader
+ * (TensorBoard, tail -f) sees whole records. */
+typedef struct {
+    char path[4096 + 320];
+    int fd;                /* -1: closed */
+} vt_log_file;
+
 /* The log of a run directory. */
 typedef struct {
     char dir[4096];
     int train_size;        /* model.img_size: evaluations at it are the eval/ tags */
-    FILE *metrics, *summary, *events;
-    char events_path[4096 + 320];
+    vt_log_file metrics, summary, events;
     vt_eval_result last_eval; /* last evaluation at the training size, and its step */
     int64_t last_eval_step;
 } vt_run_log;
