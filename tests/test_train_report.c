@@ -13,20 +13,13 @@
 #include "resolve.h"
 #include "train_report.h"
 
-static char *capture_start(const vt_report_start *r) {
+/* What the start (s) or end (e) summary prints, as a malloc'd string. */
+static char *capture(const vt_report_start *s, const vt_report_end *e) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    vt_report_print_start(f, r);
-    fclose(f);
-    return buf;
-}
-
-static char *capture_end(const vt_report_end *r) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    vt_report_print_end(f, r);
+    if (s) vt_report_print_start(f, s);
+    if (e) vt_report_print_end(f, e);
     fclose(f);
     return buf;
 }
@@ -40,7 +33,7 @@ int main(void) {
                          .train_n = 1281167, .val_n = 50000, .classes = 1000, .steps_per_epoch = 312,
                          .total_steps = 93600, .resume_step = 6240, .threads = 1, .ranks = 4,
                          .kernels = "amx", .gemm_context = "spr"};
-    char *got = capture_start(&s);
+    char *got = capture(&s, NULL);
     char want[2048];
     snprintf(want, sizeof want,
              "vitrain: model    vit_base: width 768, depth 12, heads 12, patch 16, image 224, 1000 classes, "
@@ -58,7 +51,7 @@ int main(void) {
     s.ranks = 1;
     s.threads = 8;
     s.total_steps = 100; /* ends inside the first epoch */
-    got = capture_start(&s);
+    got = capture(&s, NULL);
     CHECK(got && strstr(got, "; 812 parameters, ") && strstr(got, "8 threads x 1 rank\n") &&
               strstr(got, "schedule 1 epoch of 312 steps = 100 steps (global batch 4096)\nvitrain: run"),
           "small counts and singulars:\n%s", got);
@@ -68,7 +61,7 @@ int main(void) {
                        .final_step = 93600, .best_top1 = 81.5, .best_epoch = 290, .best_step = 90480,
                        .wall_s = 123456.78, .img_per_s = 2345.6, .peak_mib = 20480.4,
                        .last_path = "runs/in1k/last.safetensors", .best_path = "runs/in1k/best.safetensors"};
-    got = capture_end(&e);
+    got = capture(NULL, &e);
     const char *want_end =
         "final: top-1 81.23% top-5 95.50% (val, 50000 images) at epoch 300, step 93600\n"
         "best:  top-1 81.50% at epoch 290, step 90480\n"
@@ -77,7 +70,7 @@ int main(void) {
     CHECK(got && !strcmp(got, want_end), "end summary:\n%s\nexpected\n%s", got, want_end);
     free(got);
     e.best_step = e.best_epoch = -1;
-    got = capture_end(&e);
+    got = capture(NULL, &e);
     CHECK(got && strstr(got, "best:  top-1 81.50% (its epoch is not recorded in the older state this run "
                              "resumed from)\n"), "best of an older state:\n%s", got);
     free(got);
