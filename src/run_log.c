@@ -267,6 +267,14 @@ vt_status vt_run_log_open(vt_run_log *l, const char *dir, int train_size, int64_
     return st;
 }
 
+vt_status vt_run_log_sync(vt_run_log *l) {
+    vt_log_file *files[] = {&l->metrics, &l->summary, &l->events};
+    for (int i = 0; i < 3; i++)
+        if (files[i]->fd >= 0 && fsync(files[i]->fd) != 0)
+            return vt_fail(VT_ERR_RUNTIME, "%s: fsync failed: %s", files[i]->path, strerror(errno));
+    return VT_OK;
+}
+
 void vt_run_log_close(vt_run_log *l) {
     lf_close(&l->metrics);
     lf_close(&l->summary);

@@ -89,6 +89,9 @@ typedef struct {
  * resume_step (trimmed as above). Errors name the file. */
 vt_status vt_run_log_open(vt_run_log *l, const char *dir, int train_size, int64_t resume_step);
 void vt_run_log_close(vt_run_log *l);
+/* Make the three files durable (fsync): before a checkpoint pair is written, so the
+ * records a checkpoint has seen survive a power cut with it. */
+vt_status vt_run_log_sync(vt_run_log *l);
 
 vt_status vt_run_log_train(vt_run_log *l, const vt_log_train *r);
 vt_status vt_run_log_eval(vt_run_log *l, int64_t step, int64_t epoch, const vt_eval_result *r,

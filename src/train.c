@@ -145,8 +145,11 @@ static int64_t step_batch(const trainer *tr, int64_t s) { return (s % tr->spe) *
 static vt_status save_state_files(trainer *tr) {
     vt_ckpt_pair p;
     vt_ckpt_pair_of(tr->dir, tr->step, &p);
+    /* the records up to this step are durable before the pair that has seen them */
+    vt_status st = vt_run_log_sync(&tr->log);
+    if (st != VT_OK) return st;
     char *cfg_json = vt_config_to_json(tr->cfg);
-    vt_status st = vt_vit_save(&tr->model, p.weights, cfg_json);
+    st = vt_vit_save(&tr->model, p.weights, cfg_json);
     if (st == VT_OK) {
         vt_train_state s = {
             .step = tr->step, .epoch = step_epoch(tr, tr->step), .batch = step_batch(tr, tr->step),
