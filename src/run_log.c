@@ -53,25 +53,6 @@ static vt_status read_whole(const char *path, char **buf, size_t *len) {
     return VT_OK;
 }
 
-/* Replace path with n bytes: path.tmp, flushed, fsynced, renamed over path. */
-static vt_status write_whole(const char *path, const void *data, size_t n) {
-    char tmp[4096 + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return vt_fail(VT_ERR_RUNTIME, "cannot write '%s': %s", tmp, strerror(errno));
-    int ok = fwrite(data, 1, n, f) == n;
-    ok = (fflush(f) == 0) && ok;
-    ok = (fsync(fileno(f)) == 0) && ok;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok) {
-        remove(tmp);
-        return vt_fail(VT_ERR_RUNTIME, "cannot write '%s': %s", tmp, strerror(errno));
-    }
-    if (rename(tmp, path) != 0)
-        return vt_fail(VT_ERR_RUNTIME, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-    return VT_OK;
-}
-
 /* ---- trimming on resume ------------------------------------------------------------------ */
 
 /* The step of a text record: metrics.jsonl's "step": value, or summary.csv's second
@@ -108,7 +89,7 @@ static vt_status trim_text(const char *path, int64_t step, line_step_fn step_of)
         }
         i += len;
     }
-    if (o != n) st = write_whole(path, out, o);
+    if (o != n) st = vt_durable_write_file(path, out, o);
     free(buf);
     free(out);
     return st;
@@ -133,7 +114,7 @@ static vt_status trim_events(const char *path, int64_t step) {
         }
         start = pos;
     }
-    if (o != n) st = write_whole(path, out, o);
+    if (o != n) st = vt_durable_write_file(path, out, o);
     free(buf);
     free(out);
     return st;
@@ -156,7 +137,7 @@ static vt_status each_events_file(const char *dir, int64_t step, long long *late
         char path[4096 + 256];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (step >= 0) st = trim_events(path, step);
-        else if (unlink(path) != 0)
+        else if (vt_durable_unlink(path) != 0)
             st = vt_fail(VT_ERR_RUNTIME, "cannot remove the earlier event file '%s': %s", path,
                          strerror(errno));
     }
@@ -166,43 +147,16 @@ static vt_status each_events_file(const char *dir, int64_t step, long long *late
 
 /* ---- writing --------------------------------------------------------------------------- */
 
-/* Open path for appending: created if missing (O_EXCL too with create_new), emptied
- * first with truncate. */
-static vt_status lf_open(vt_log_file *f, const char *path, int truncate, int create_new) {
-    snprintf(f->path, sizeof f->path, "%s", path);
-    int flags = O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | (truncate ? O_TRUNC : 0) |
-                (create_new ? O_EXCL : 0);
-    f->fd = open(path, flags, 0666);
-    if (f->fd < 0) return vt_fail(VT_ERR_RUNTIME, "cannot open '%s': %s", path, strerror(errno));
-    return VT_OK;
-}
-
-static vt_status lf_write(vt_log_file *f, const void *data, size_t n) {
-    const char *p = data;
-    while (n > 0) {
-        ssize_t w = write(f->fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return vt_fail(VT_ERR_RUNTIME, "cannot write '%s': %s", f->path, strerror(errno));
-        p += w;
-        n -= (size_t)w;
-    }
-    return VT_OK;
-}
-
-static vt_status lf_printf(vt_log_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static vt_status lf_printf(vt_log_file *f, const char *fmt, ...) {
+/* One record, formatted, in one write. */
+static vt_status log_printf(vt_durable_log *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static vt_status log_printf(vt_durable_log *f, const char *fmt, ...) {
     char buf[1024];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     VT_ASSERT(n > 0 && n < (int)sizeof buf, "log record of %d bytes", n);
-    return lf_write(f, buf, (size_t)n);
-}
-
-static void lf_close(vt_log_file *f) {
-    if (f->fd >= 0) close(f->fd);
-    f->fd = -1;
+    return vt_durable_log_write(f, buf, (size_t)n);
 }
 
 /* Scalars of one step, written together. */
@@ -218,7 +172,7 @@ static vt_status events_scalars(vt_run_log *l, int64_t step, const scalar *s, in
     size_t len = 0;
     for (int i = 0; i < n; i++)
         if (!isnan(s[i].value)) len += vt_tfevents_scalar(rec + len, t, step, s[i].tag, (float)s[i].value);
-    return lf_write(&l->events, rec, len);
+    return vt_durable_log_write(&l->events, rec, len);
 }
 
 /* A new event file named after the later of now and the latest earlier one's time + 1:
@@ -231,16 +185,17 @@ static vt_status open_events(vt_run_log *l, long long after, int64_t resume_step
     for (char *c = host; *c; c++)
         if (*c == '/') *c = '_';
     snprintf(path, sizeof path, "%s/" EVENTS_PREFIX "%010lld.%s", l->dir, t, host);
-    vt_status st = lf_open(&l->events, path, 0, 1);
+    vt_status st = vt_durable_log_open(&l->events, path, 0);
     uint8_t rec[2 * VT_TFEVENTS_RECORD_MAX];
     size_t len = st == VT_OK ? vt_tfevents_file_version(rec, now) : 0;
     if (resume_step >= 0) len += vt_tfevents_session_start(rec + len, now, resume_step + 1);
-    return st == VT_OK ? lf_write(&l->events, rec, len) : st;
+    return st == VT_OK ? vt_durable_log_write(&l->events, rec, len) : st;
 }
 
 vt_status vt_run_log_open(vt_run_log *l, const char *dir, int train_size, int64_t resume_step) {
     memset(l, 0, sizeof *l);
     l->metrics.fd = l->summary.fd = l->events.fd = -1;
+    VT_ASSERT(strlen(dir) < sizeof l->dir, "run directory name of %zu bytes", strlen(dir));
     snprintf(l->dir, sizeof l->dir, "%s", dir);
     l->train_size = train_size;
     l->last_eval_step = -1;
@@ -257,35 +212,35 @@ vt_status vt_run_log_open(vt_run_log *l, const char *dir, int train_size, int64_
     if (st == VT_OK) st = each_events_file(dir, resume ? resume_step : -1, &latest);
     char path[4096 + 64];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    if (st == VT_OK) st = lf_open(&l->metrics, path, !resume, 0);
+    if (st == VT_OK) st = vt_durable_log_open(&l->metrics, path, !resume);
     snprintf(path, sizeof path, "%s/summary.csv", dir);
-    if (st == VT_OK) st = lf_open(&l->summary, path, !resume, 0);
+    if (st == VT_OK) st = vt_durable_log_open(&l->summary, path, !resume);
     if (st == VT_OK && lseek(l->summary.fd, 0, SEEK_END) == 0) /* new, or a crash left it empty */
-        st = lf_write(&l->summary, SUMMARY_HEADER, strlen(SUMMARY_HEADER));
+        st = vt_durable_log_write(&l->summary, SUMMARY_HEADER, strlen(SUMMARY_HEADER));
     if (st == VT_OK) st = open_events(l, latest, resume_step);
     if (st != VT_OK) vt_run_log_close(l);
     return st;
 }
 
 vt_status vt_run_log_sync(vt_run_log *l) {
-    vt_log_file *files[] = {&l->metrics, &l->summary, &l->events};
-    for (int i = 0; i < 3; i++)
-        if (files[i]->fd >= 0 && fsync(files[i]->fd) != 0)
-            return vt_fail(VT_ERR_RUNTIME, "%s: fsync failed: %s", files[i]->path, strerror(errno));
-    return VT_OK;
+    vt_durable_log *files[] = {&l->metrics, &l->summary, &l->events};
+    vt_status st = VT_OK;
+    for (int i = 0; i < 3 && st == VT_OK; i++)
+        if (files[i]->fd >= 0) st = vt_durable_log_sync(files[i]);
+    return st;
 }
 
 void vt_run_log_close(vt_run_log *l) {
-    lf_close(&l->metrics);
-    lf_close(&l->summary);
-    lf_close(&l->events);
+    vt_durable_log_close(&l->metrics);
+    vt_durable_log_close(&l->summary);
+    vt_durable_log_close(&l->events);
 }
 
 vt_status vt_run_log_train(vt_run_log *l, const vt_log_train *r) {
     char top1[40] = "", comm[64] = "";
     if (!isnan(r->top1)) snprintf(top1, sizeof top1, ",\"top1\":%.4f", r->top1);
     if (r->ranks > 1) snprintf(comm, sizeof comm, ",\"ranks\":%d,\"comm_s\":%.6f", r->ranks, r->comm_s);
-    vt_status st = lf_printf(&l->metrics, "{\"kind\":\"train\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,"
+    vt_status st = log_printf(&l->metrics, "{\"kind\":\"train\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,"
                              "\"lr\":%.9g,\"grad_norm\":%.9g,\"img_per_s\":%.2f,\"wall_s\":%.3f%s%s}\n",
                              (long long)r->step, (long long)r->epoch, r->loss, r->lr, r->grad_norm,
                              r->img_per_s, r->wall_s, top1, comm);
@@ -298,7 +253,7 @@ vt_status vt_run_log_train(vt_run_log *l, const vt_log_train *r) {
 
 vt_status vt_run_log_eval(vt_run_log *l, int64_t step, int64_t epoch, const vt_eval_result *r,
                           double wall_s) {
-    vt_status st = lf_printf(&l->metrics, "{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"top1\":%.4f,"
+    vt_status st = log_printf(&l->metrics, "{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"top1\":%.4f,"
                              "\"top5\":%.4f,\"loss\":%.9g,\"resolution\":%d,\"n\":%lld,\"wall_s\":%.3f}\n",
                              (long long)step, (long long)epoch, r->top1, r->top5, r->loss, r->img_size,
                              (long long)r->n, wall_s);
@@ -338,14 +293,14 @@ vt_status vt_run_log_epoch(vt_run_log *l, int64_t step, int64_t epoch, const vt_
     double loss = vt_epoch_stats_loss(e), top1 = vt_epoch_stats_top1(e);
     double img_s = e->seconds > 0 ? (double)e->images / e->seconds : NAN;
     char a[40], b[40], c[40], d[40], f[40], g[40];
-    vt_status st = lf_printf(&l->metrics, "{\"kind\":\"epoch\",\"step\":%lld,\"epoch\":%lld,\"loss\":%s,"
+    vt_status st = log_printf(&l->metrics, "{\"kind\":\"epoch\",\"step\":%lld,\"epoch\":%lld,\"loss\":%s,"
                              "\"top1\":%s,\"lr\":%.9g,\"img_per_s\":%s,\"wall_s\":%.3f}\n", (long long)step,
                              (long long)epoch, num(a, sizeof a, "%.9g", loss, "null"),
                              num(b, sizeof b, "%.4f", top1, "null"), lr,
                              num(c, sizeof c, "%.2f", img_s, "null"), wall_s);
     int ev = l->last_eval_step == step;
     if (st == VT_OK)
-        st = lf_printf(&l->summary, "%lld,%lld,%s,%s,%s,%s,%s,%.9g,%s,%.3f\n", (long long)epoch,
+        st = log_printf(&l->summary, "%lld,%lld,%s,%s,%s,%s,%s,%.9g,%s,%.3f\n", (long long)epoch,
                        (long long)step, num(a, sizeof a, "%.9g", loss, ""), num(b, sizeof b, "%.4f", top1, ""),
                        num(d, sizeof d, "%.9g", ev ? l->last_eval.loss : NAN, ""),
                        num(f, sizeof f, "%.4f", ev ? l->last_eval.top1 : NAN, ""),

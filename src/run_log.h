@@ -2,8 +2,8 @@
  * metrics.jsonl, TensorBoard event files and summary.csv.
  *
  * Owns the three files' names, formats, tags and columns, and what a resume does to them.
- * Does not own when records are made (train.c), the event record bytes (tfevents.h) or
- * the checkpoints. Only rank 0 keeps a log.
+ * Does not own when records are made (train.c), the event record bytes (tfevents.h),
+ * how files are written (durable.h) or the checkpoints. Only rank 0 keeps a log.
  *
  * metrics.jsonl, one JSON object per line:
  *   {"kind":"train","step","epoch","loss","lr","grad_norm","img_per_s","wall_s"} every
@@ -46,6 +46,7 @@
 
 #include <stdint.h>
 
+#include "durable.h"
 #include "eval.h"
 #include "status.h"
 
@@ -68,18 +69,12 @@ typedef struct {
     int64_t images;        /* images those seconds trained */
 } vt_epoch_stats;
 
-/* One append-only file of the log: each record goes out in one write(2), so a reader
- * (TensorBoard, tail -f) sees whole records. */
-typedef struct {
-    char path[4096 + 320];
-    int fd;                /* -1: closed */
-} vt_log_file;
-
 /* The log of a run directory. */
 typedef struct {
-    char dir[4096];
+    char dir[1024];
     int train_size;        /* model.img_size: evaluations at it are the eval/ tags */
-    vt_log_file metrics, summary, events;
+    vt_durable_log metrics, summary, events; /* each record goes out in one write(2), so a
+                                                 reader (TensorBoard, tail -f) sees whole ones */
     vt_eval_result last_eval; /* last evaluation at the training size, and its step */
     int64_t last_eval_step;
 } vt_run_log;

@@ -13,11 +13,13 @@
 #include "checkpoint.h"
 #include "data/loader.h"
 #include "dist.h"
+#include "durable.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "optim.h"
 #include "precision.h"
 #include "resolve.h"
+#include "rundir.h"
 #include "rng.h"
 #include "run_log.h"
 #include "tape.h"
@@ -50,24 +52,9 @@ vt_status vt_mkdir_p(const char *path) {
     return VT_OK;
 }
 
-/* Write text to path via path.tmp + rename. */
+/* Replace path's contents with text (durable.h). */
 static vt_status write_text_atomic(const char *path, const char *text) {
-    char tmp[VT_STR + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return vt_fail(VT_ERR_RUNTIME, "cannot write '%s': %s", tmp, strerror(errno));
-    size_t n = strlen(text);
-    int ok = fwrite(text, 1, n, f) == n;
-    ok = (fflush(f) == 0) && ok;
-    ok = (fsync(fileno(f)) == 0) && ok;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok) {
-        remove(tmp);
-        return vt_fail(VT_ERR_RUNTIME, "cannot write '%s': %s", tmp, strerror(errno));
-    }
-    if (rename(tmp, path) != 0)
-        return vt_fail(VT_ERR_RUNTIME, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-    return VT_OK;
+    return vt_durable_write_file(path, text, strlen(text));
 }
 
 static int file_exists(const char *path) {
@@ -112,6 +99,7 @@ typedef struct {
     vt_dist_grads *dg;       /* the gradient exchange, NULL with one rank */
     float *images, *soft;
     int *labels;
+    vt_rundir_lock lock;     /* rank 0: the run directory's lock, held for the whole run */
     vt_run_log log;          /* rank 0: metrics.jsonl, event files, summary.csv */
     int log_ok;
     vt_epoch_stats ep;       /* the current epoch's running sums */
@@ -167,6 +155,9 @@ static vt_status save_state_files(trainer *tr) {
     if (st != VT_OK && committed)
         return vt_fail_context(st, "checkpoint at step %lld (saved and current; the run stops "
                                "on this error)", (long long)tr->step);
+    if (st != VT_OK && tr->saved_step < 0)
+        return vt_fail_context(st, "checkpoint at step %lld (not saved; no checkpoint was saved "
+                               "before it)", (long long)tr->step);
     if (st != VT_OK)
         return vt_fail_context(st, "checkpoint at step %lld (not saved; the previous checkpoint "
                                "is intact)", (long long)tr->step);
@@ -227,8 +218,9 @@ static vt_status load_state(trainer *tr) {
     tr->opt.t = s.optim_t;
     tr->step = s.step;
     tr->saved_step = s.step;
-    /* A kill after the commit point of a save left it unfinished: finish it. */
-    if (p.step >= 0) st = vt_ckpt_tidy(tr->dir, &p, tr->cfg->train.keep_checkpoints);
+    /* A kill after the commit point of a save left it unfinished: rank 0 finishes it (the
+     * other ranks only read the run directory). */
+    if (p.step >= 0 && tr->root) st = vt_ckpt_tidy(tr->dir, &p, tr->cfg->train.keep_checkpoints);
 out:
     free(s.config);
     return st;
@@ -303,6 +295,30 @@ static vt_status nonfinite_stop(trainer *tr, const char *what, double value) {
                                       (long long)step_epoch(tr, tr->step) + 1, hint));
 }
 
+/* Rank 0 makes the run directory this run's own: its lock, then, for a new run, a
+ * directory that holds no other run (rundir.h), or, with start_over, one whose old run
+ * was moved aside. */
+static vt_status claim_run_dir(trainer *tr, const vt_train_opts *opts) {
+    vt_status st = vt_rundir_lock_take(&tr->lock, tr->dir);
+    if (st != VT_OK || opts->resume_dir) return st;
+    char what[1024];
+    if (vt_rundir_inspect(tr->dir, what, sizeof what) != VT_RUNDIR_RUN) return VT_OK;
+    if (!opts->start_over)
+        return vt_fail(VT_ERR_USAGE, "%s holds another run (%s); a new run there would overwrite "
+                       "it. To continue it: --resume %s; to keep it and start elsewhere: "
+                       "--run-dir OTHER_DIR; to move it aside to %s.old-N and start here: "
+                       "--start-over", tr->dir, what, tr->dir, tr->dir);
+    char moved[VT_STR + 32];
+    if ((st = vt_rundir_move_aside(tr->dir, moved, sizeof moved)) != VT_OK) return st;
+    vt_rundir_lock old = tr->lock;
+    st = vt_rundir_lock_take(&tr->lock, tr->dir);
+    vt_rundir_lock_release(&old);
+    if (st == VT_OK)
+        fprintf(stderr, "vitrain: --start-over: moved the run in %s (%s) to %s\n", tr->dir, what,
+                moved);
+    return st;
+}
+
 /* Everything but communication (vt_train_run agrees on the outcome across ranks, then
  * runs setup_ranks). */
 static vt_status setup(trainer *tr, const vt_train_opts *opts) {
@@ -319,6 +335,7 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     } else if (tr->root && (st = vt_mkdir_p(tr->dir)) != VT_OK) {
         return st;
     }
+    if (tr->root && (st = claim_run_dir(tr, opts)) != VT_OK) return st;
     snprintf(tr->last_path, sizeof tr->last_path, "%s/last.safetensors", tr->dir);
     snprintf(tr->best_path, sizeof tr->best_path, "%s/best.safetensors", tr->dir);
     char cpath[VT_STR + 32];
@@ -681,6 +698,7 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts, vt_train
     trainer tr;
     memset(&tr, 0, sizeof tr);
     tr.cfg = cfg;
+    tr.lock.fd = -1;
     vt_train_run_dir(cfg, opts->resume_dir ? opts->resume_dir : opts->run_dir, tr.dir, sizeof tr.dir);
     snprintf(res->run_dir, sizeof res->run_dir, "%s", tr.dir);
     tr.t_start = now_s();
@@ -696,5 +714,6 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts, vt_train
     res->wall_s = wall(&tr);
     if (st == VT_OK && !res->stopped && tr.root) print_end(&tr, res);
     teardown(&tr);
+    vt_rundir_lock_release(&tr.lock); /* last: the run directory is complete */
     return st;
 }

@@ -65,6 +65,9 @@ typedef struct {
     int64_t stop_after;      /* > 0: stop once this many optimizer steps are done (in
                                 total, counting resumed ones), writing the checkpoint pair
                                 an interrupted run would be resumed from */
+    int start_over;          /* a new run in a directory holding another run's checkpoint
+                                moves that run aside to DIR.old-N (rundir.h) instead of
+                                failing */
     int verbose;             /* print the resolved config at start (it is always saved as
                                 RUN_DIR/config.json) */
 } vt_train_opts;

@@ -11,7 +11,7 @@
 #include "e2e_util.h"
 #include "harness.h"
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "train_state.h"
 
 #define N 5
