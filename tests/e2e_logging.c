@@ -336,13 +336,9 @@ static void test_plot(const char *a, const char *b) {
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    if (!b || !*b) b = "vitrain";
-    snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
     char err[256];
     if (vt_kernels_init(err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_logging_XXXXXX");
-    if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
+    if (e2e_start("e2e_logging", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     char a[300], c[300];
     snprintf(a, sizeof a, "%s/straight", tmp);
     snprintf(c, sizeof c, "%s/resumed", tmp);

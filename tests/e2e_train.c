@@ -395,13 +395,9 @@ static void test_rank_ties(void) {
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    if (!b || !*b) b = "vitrain";
-    snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
     char err[256];
     if (vt_kernels_init(err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_train_XXXXXX");
-    if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
+    if (e2e_start("e2e_train", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     test_rank_ties();
     test_usage_errors();
     test_info();

@@ -1,6 +1,6 @@
 /* e2e_util.h - test helpers shared by the end-to-end tests that drive the built binary
  * (header-only): run a formatted shell command line, read a whole file into memory,
- * look for a text in a file, compare two files.
+ * look for a text in a file, compare two files, the binary and scratch directory of a test.
  */
 #ifndef VT_E2E_UTIL_H
 #define VT_E2E_UTIL_H
@@ -48,6 +48,20 @@ static inline int file_contains(const char *path, const char *needle) {
     if (!r) fprintf(stderr, "--- %s does not contain '%s'; it reads:\n%s\n", path, needle, s ? s : "(missing)");
     free(s);
     return r;
+}
+
+/* The binary under test ($VT_BIN, default ./vitrain; a bare name gets "./") into bin and a
+ * new scratch directory /tmp/vt_<name>_XXXXXX into tmp. 0, or 1 with the reason printed. */
+static inline int e2e_start(const char *name, char *bin, size_t bin_len, char *tmp, size_t tmp_len) {
+    const char *b = getenv("VT_BIN");
+    if (!b || !*b) b = "vitrain";
+    snprintf(bin, bin_len, "%s%s", strchr(b, '/') ? "" : "./", b);
+    snprintf(tmp, tmp_len, "/tmp/vt_%s_XXXXXX", name);
+    if (!mkdtemp(tmp)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    return 0;
 }
 
 /* 1 if both files exist and hold the same bytes. */
