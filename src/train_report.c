@@ -4,6 +4,8 @@
 #include <sys/resource.h>
 
 #include "config.h"
+#include "data/formats.h"
+#include "pe/kinds.h"
 
 /* 5720000 -> "5.72 M", 52100 -> "52.1 k", 812 -> "812". */
 static const char *count_str(char *buf, size_t len, int64_t n) {

@@ -10,6 +10,7 @@
 #include "harness.h"
 
 #include "config.h"
+#include "pe/kinds.h"
 #include "resolve.h"
 #include "train_report.h"
 
