@@ -273,6 +273,12 @@ vt_status vt_run_log_eval(vt_run_log *l, int64_t step, int64_t epoch, const vt_e
     return st;
 }
 
+vt_status vt_run_log_checkpoint(vt_run_log *l, int64_t step, long long bytes, double seconds,
+                                double wall_s) {
+    return log_printf(&l->metrics, "{\"kind\":\"checkpoint\",\"step\":%lld,\"bytes\":%lld,\"seconds\":%.3f,"
+                      "\"wall_s\":%.3f}\n", (long long)step, bytes, seconds, wall_s);
+}
+
 double vt_epoch_stats_loss(const vt_epoch_stats *e) {
     return e->steps > 0 ? e->loss_sum / (double)e->steps : NAN;
 }

@@ -13,6 +13,8 @@
  *     "comm_s" (rank 0's seconds per step in MPI calls: what backward did not hide)
  *   {"kind":"eval","step","epoch","top1","top5","loss","resolution","n","wall_s"} per
  *     evaluation
+ *   {"kind":"checkpoint","step","bytes","seconds","wall_s"} per checkpoint pair written (its
+ *     two files' bytes and the seconds the save took)
  *   {"kind":"epoch","step","epoch","loss","top1","lr","img_per_s","wall_s"} at the end of
  *     each epoch (and of a run that ends inside one): the mean loss over the epoch's steps,
  *     the training top-1 over its hard-labelled samples (null when it had none: mixup or
@@ -91,6 +93,10 @@ vt_status vt_run_log_sync(vt_run_log *l);
 vt_status vt_run_log_train(vt_run_log *l, const vt_log_train *r);
 vt_status vt_run_log_eval(vt_run_log *l, int64_t step, int64_t epoch, const vt_eval_result *r,
                           double wall_s);
+/* The record of the checkpoint pair written at step: its two files' bytes (-1 if unknown)
+ * and the seconds the save took. */
+vt_status vt_run_log_checkpoint(vt_run_log *l, int64_t step, long long bytes, double seconds,
+                                double wall_s);
 /* The record of epoch `epoch` (1-based) ending at step `step`, from its stats and the
  * lr of its last step. */
 vt_status vt_run_log_epoch(vt_run_log *l, int64_t step, int64_t epoch, const vt_epoch_stats *e,

@@ -27,6 +27,7 @@
 
 #include "e2e_util.h"
 #include "harness.h"
+#include "test_util.h"
 #include "tfevents_read.h"
 
 #include "config.h"
@@ -125,7 +126,7 @@ static void drop_field(char *line, const char *key) {
 }
 
 /* A file's lines with the columns/fields of timing removed: summary.csv's last two
- * columns, metrics.jsonl's img_per_s and wall_s. */
+ * columns, metrics.jsonl's img_per_s, wall_s and seconds. */
 static char *untimed(const char *path) {
     char *s = slurp(path, NULL);
     if (!s) return NULL;
@@ -135,6 +136,7 @@ static char *untimed(const char *path) {
         if (strchr(line, '{')) {
             drop_field(line, "img_per_s");
             drop_field(line, "wall_s");
+            drop_field(line, "seconds");
         } else { /* csv: drop the last two cells */
             for (int k = 0; k < 2; k++) {
                 char *c = strrchr(line, ',');
@@ -336,9 +338,11 @@ static void test_plot(const char *a, const char *b) {
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
-    if (e2e_start("e2e_logging", bin, sizeof bin, tmp, sizeof tmp)) return 1;
+    const char *b = getenv("VT_BIN");
+    if (!b || !*b) b = "vitrain";
+    snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
+    if (test_kernels_init()) return 1;
+    if (test_tmpdir(tmp, sizeof tmp, "e2e_logging")) return 1;
     char a[300], c[300];
     snprintf(a, sizeof a, "%s/straight", tmp);
     snprintf(c, sizeof c, "%s/resumed", tmp);
