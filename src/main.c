@@ -6,7 +6,7 @@
  * ended it at once.
  *
  *   vitrain [train] CONFIG [--set k=v ...] [--threads N] [--resume RUN_DIR] [--run-dir DIR]
- *                          [--resume-or-start] [--stop-after STEPS]
+ *                          [--resume-or-start] [--stop-after STEPS] [--verbose]
  *   vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle] [--seed N]
  *                       [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...] [--threads N]
  *   vitrain info CONFIG [--set k=v ...]
@@ -42,9 +42,11 @@
 
 enum { F_SET = 1, F_THREADS = 2, F_RESUME = 4, F_RUNDIR = 8, F_CKPT = 16, F_LOGITS = 32,
        F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024, F_PRECISION = 2048,
-       F_ROTARY = 4096, F_DATA = 8192, F_START_OVER = 16384, F_RESUME_OR_START = 32768 };
+       F_ROTARY = 4096, F_DATA = 8192, F_START_OVER = 16384, F_RESUME_OR_START = 32768,
+       F_VERBOSE = 65536 };
 /* The flags that take no value. */
-enum { F_SWITCHES = F_MARKDOWN | F_SHUFFLE | F_ROTARY | F_DATA | F_START_OVER | F_RESUME_OR_START };
+enum { F_SWITCHES = F_MARKDOWN | F_SHUFFLE | F_ROTARY | F_DATA | F_START_OVER | F_RESUME_OR_START |
+                    F_VERBOSE };
 
 typedef struct {
     const char *cmd;
@@ -54,7 +56,7 @@ typedef struct {
     int threads;            /* -1: not given */
     const char *resume, *run_dir, *checkpoint, *logits;
     long long stop_after;
-    int markdown, help;
+    int markdown, help, verbose;
     int rotary, data;       /* kinds --rotary, --data */
     int resume_or_start;    /* --resume-or-start */
     int argc;               /* the command line as given (the command to continue a run) */
@@ -70,9 +72,10 @@ typedef struct {
 static const char *USAGE_TRAIN =
     "usage: vitrain [train] CONFIG [--set section.key=value ...] [--threads N]\n"
     "                      [--resume RUN_DIR] [--run-dir DIR] [--stop-after STEPS]\n"
-    "                      [--start-over | --resume-or-start]\n"
+    "                      [--start-over | --resume-or-start] [--verbose]\n"
     "Train the model of CONFIG (JSON). The run directory (default train.run_dir, else\n"
-    "runs/<config stem>) receives config.json, metrics.jsonl, the checkpoint pairs\n"
+    "runs/<config stem>) receives config.json, metrics.jsonl, summary.csv (per epoch),\n"
+    "TensorBoard event files (tensorboard --logdir DIR), the checkpoint pairs\n"
     "step_N.safetensors + step_N.state.safetensors (`latest` names the newest),\n"
     "last.safetensors (the newest weights) and best.safetensors. One process owns a run\n"
     "directory at a time (DIR/lock), and a new run never overwrites another's checkpoints.\n"
@@ -85,6 +88,7 @@ static const char *USAGE_TRAIN =
     "                    start a new one there (nothing is deleted)\n"
     "  --resume-or-start continue the run in the run directory if it holds a checkpoint,\n"
     "                    else start it there (one command for a job that may be requeued)\n"
+    "  --verbose         also print the resolved config at start (saved as DIR/config.json)\n"
     "SIGINT, SIGTERM or SIGUSR1 stop training after the current step: a checkpoint pair is\n"
     "written, the command to continue printed, and the exit status is 75 (a second SIGINT\n"
     "exits at once, status 130, writing nothing).\n";
@@ -168,7 +172,7 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         {"--markdown", F_MARKDOWN}, {"--stop-after", F_STOP}, {"--resolutions", F_RES},
         {"--patch-shuffle", F_SHUFFLE}, {"--seed", F_SEED}, {"--precision", F_PRECISION},
         {"--rotary", F_ROTARY}, {"--data", F_DATA}, {"--start-over", F_START_OVER},
-        {"--resume-or-start", F_RESUME_OR_START}};
+        {"--resume-or-start", F_RESUME_OR_START}, {"--verbose", F_VERBOSE}};
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->threads = -1;
@@ -194,7 +198,8 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
             if (eq) return usage_error(cmd, "option %.*s takes no value", (int)nlen, arg);
             *(flag == F_MARKDOWN ? &a->markdown : flag == F_SHUFFLE ? &a->patch_shuffle
               : flag == F_ROTARY ? &a->rotary : flag == F_DATA ? &a->data
-              : flag == F_START_OVER ? &a->start_over : &a->resume_or_start) = 1;
+              : flag == F_START_OVER ? &a->start_over : flag == F_RESUME_OR_START ? &a->resume_or_start
+              : &a->verbose) = 1;
             continue;
         }
         const char *val;
@@ -302,7 +307,7 @@ static int start_job(int rc, const cli_args *a, const vt_config *cfg) {
     return rc;
 }
 
-/* Kernel table and thread count; logs the choice once. */
+/* Kernel table and thread count; logs the choice once (train does in its start summary). */
 static int start_runtime(const vt_config *cfg, const cli_args *a) {
     char err[256];
     int bad = vt_kernels_init(err, sizeof err);
@@ -313,10 +318,11 @@ static int start_runtime(const vt_config *cfg, const cli_args *a) {
     int n = a->threads >= 0 ? a->threads : cfg->train.threads;
     if (n == 0) n = omp_get_num_procs();
     omp_set_num_threads(n);
-    if (vt_dist_root())
+    int logs = vt_dist_root() && strcmp(a->cmd, "train") != 0;
+    if (logs)
         fprintf(stderr, "vitrain: kernels %s, GEMM context %s, %d thread%s%s\n", vt_k.name, vt_gemm_ctx.name, n,
                 n == 1 ? "" : "s", vt_dist_size() > 1 ? " per rank" : "");
-    if (vt_dist_size() > 1 && vt_dist_root())
+    if (vt_dist_size() > 1 && logs)
         fprintf(stderr, "vitrain: %d ranks (MPI)\n", vt_dist_size());
     vt_dist_check_placement(n);
     return 0;
@@ -397,11 +403,9 @@ static int cmd_train(const cli_args *a) {
     int rc = start_job(load_config(&cfg, a), a, &cfg);
     if (rc) return rc;
     if ((rc = start_runtime(&cfg, a))) return rc;
-    char *json = vt_config_to_json(&cfg);
-    if (vt_dist_root()) fprintf(stderr, "vitrain: resolved config:\n%s\n", json);
-    free(json);
     vt_train_opts opts = {.run_dir = a->run_dir, .resume_dir = a->resume, .stop_after = a->stop_after,
-                          .start_over = a->start_over, .resume_or_start = a->resume_or_start};
+                          .start_over = a->start_over, .resume_or_start = a->resume_or_start,
+                          .verbose = a->verbose};
     vt_train_result res;
     vt_status st = vt_train_run(&cfg, &opts, &res);
     if (st != VT_OK) return fail_exit(st);
@@ -521,8 +525,8 @@ static int run(int argc, char **argv) {
         return 0;
     }
     static const struct { const char *name; int flags; int (*run)(const cli_args *); } cmds[] = {
-        {"train", F_SET | F_THREADS | F_RESUME | F_RUNDIR | F_STOP | F_START_OVER | F_RESUME_OR_START,
-         cmd_train},
+        {"train", F_SET | F_THREADS | F_RESUME | F_RUNDIR | F_STOP | F_START_OVER | F_RESUME_OR_START |
+                      F_VERBOSE, cmd_train},
         {"eval", F_SET | F_THREADS | F_CKPT | F_LOGITS | F_RES | F_SHUFFLE | F_SEED | F_PRECISION, cmd_eval},
         {"info", F_SET, cmd_info},
         {"help-config", F_MARKDOWN, cmd_help_config},
