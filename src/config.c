@@ -165,7 +165,8 @@ static const key_row schema[] = {
           "Input channels: 1 (grayscale), 3 (RGB) or 4 (RGB-D: depth positions tokens through "
           "a rotary PE with pe.coord_dim = 3).", MODEL_KEY),
     K_INT("model.num_classes", model.num_classes, 1000, 1, 1000000,
-          "the classes data.kind defines (see Dataset formats), else 1000",
+          "the classes data.kind defines (see Dataset formats: an image folder's class folders), "
+          "else 1000",
           "Classifier outputs K.", MODEL_KEY),
     K_ENUM("model.pool", model.pool, ch_pool, VT_POOL_TOKEN, NULL,
            "Classifier input: the CLS token after the final norm (token), or the mean of the "

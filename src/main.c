@@ -564,6 +564,8 @@ static int cmd_info(const cli_args *a) {
     printf("model: width %d, depth %d, heads %d, patch %d, image %dx%d, %d classes, pe %s\n",
            cfg.model.width, cfg.model.depth, cfg.model.heads, cfg.model.patch_size, S, S,
            cfg.model.num_classes, vt_pe_kind_name(cfg.pe.kind));
+    char origin[VT_STR + 128];
+    printf("classes: %d (%s)\n", cfg.model.num_classes, vt_resolve_classes_origin(&cfg, origin, sizeof origin));
     printf("parameters: %lld (%.2f M)\n", (long long)m.n_params, m.n_params / 1e6);
     printf("forward FLOPs per image: %.4g G\n", fwd / 1e9);
     printf("training step FLOPs: %.4g G (3 x forward x global batch %lld)\n", step_flops / 1e9,

@@ -60,13 +60,29 @@ static void resolve_data(vt_config *c) {
     const vt_dataset_kind *k = vt_dataset_kind_of(d->kind);
     if (!given(c, "model.num_classes")) {
         vt_config_restore_default(c, "model.num_classes");
-        if (k->classes) c->model.num_classes = k->classes(d);
+        int n = k->classes ? k->classes(d) : 0;
+        if (n > 0) c->model.num_classes = n;
     }
     if (!given(c, "data.train_transform") || d->train_transform == VT_TT_AUTO)
         d->train_transform = k->fixed_size ? VT_TT_SIMPLE : VT_TT_RRC;
     if (!given(c, "data.eval_transform") || d->eval_transform == VT_ET_AUTO)
         d->eval_transform = k->fixed_size && !given(c, "data.crop_pct") ? VT_ET_RESIZE
                                                                       : VT_ET_CENTER_CROP;
+}
+
+const char *vt_resolve_classes_origin(const vt_config *c, char *buf, size_t len) {
+    const vt_dataset_kind *k = vt_dataset_kind_of(c->data.kind);
+    const char *kind = vt_data_kind_name(c->data.kind);
+    if (given(c, "model.num_classes")) snprintf(buf, len, "given: model.num_classes");
+    else if (k->classes && k->classes(&c->data) > 0)
+        snprintf(buf, len, "from the data: data.kind = %s, %s%s", kind,
+                 k->needs_root ? "data.root = " : "", k->needs_root ? c->data.root : "its fixed classes");
+    else if (k->classes)
+        snprintf(buf, len, "model.num_classes' default: the classes of data.root = %s could not be read",
+                 c->data.root);
+    else
+        snprintf(buf, len, "model.num_classes' default (data.kind = %s takes the model's)", kind);
+    return buf;
 }
 
 /* The PE kind's defaults (its entry's resolve hook over the neutral schema defaults),
@@ -278,9 +294,10 @@ char *vt_resolve_doc_markdown(void) {
                 e->rotary ? "yes" : "no", e->defaults_doc, e->rules_doc);
     }
     fprintf(t, "\n## Dataset formats\n\nWhat each `data.kind` is (its descriptor in "
-               "`src/data/`): the classes it defines (when the config alone fixes them, as for "
-               "CIFAR, they are `model.num_classes`'s default; otherwise the default is 1000 "
-               "and the labels must be below it), its default train and eval geometry, and the "
+               "`src/data/`): the classes it defines (when the config or the files it names fix "
+               "them, as for CIFAR and image folders, they are `model.num_classes`'s default, and "
+               "training with another count is an error; otherwise the default is 1000 and the "
+               "labels must be below it), its default train and eval geometry, and the "
                "rules it adds. `data/README.md` shows where each format's files go.\n\n"
                "| kind | classes | data.train_transform, data.eval_transform | reads data.root "
                "| rules |\n|---|---|---|---|---|\n");

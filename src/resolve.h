@@ -63,6 +63,11 @@ const vt_model_spec *vt_resolve_model_spec(const vt_config *c, vt_model_spec *ou
  * train.label_smoothing, train.batch_size and eval.batch_size. */
 void vt_resolve_data_spec(const vt_config *c, vt_data_spec *out);
 
+/* Where model.num_classes of resolved c comes from, in words, into buf (len bytes):
+ * "given", "from the data (...)" when the format's files or the config fix them, or the
+ * schema default and why (`vitrain info`). Returns buf. */
+const char *vt_resolve_classes_origin(const vt_config *c, char *buf, size_t len);
+
 /* configs/README.md: config.h's key reference followed by the defaults and rules of
  * every PE kind and dataset format (malloc'd). */
 char *vt_resolve_doc_markdown(void);

@@ -350,10 +350,12 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     vt_resolve_data_spec(cfg, &spec);
     spec.quiet = !vt_dist_root();
     if ((st = vt_loader_open(&tr->loader, &spec, VT_SPLIT_TRAIN, S)) != VT_OK) return st;
+    /* The head trains on exactly the data's classes (evaluation may see fewer). */
     int dk = vt_loader_num_classes(tr->loader);
-    if (dk > K)
-        return vt_fail(VT_ERR_USAGE, "data split '%s' has %d classes but model.num_classes is %d",
-                       cfg->data.train_split, dk, K);
+    if (dk != K)
+        return vt_fail(VT_ERR_USAGE, "data split '%s' has %d classes but model.num_classes is %d: "
+                       "leave model.num_classes out to take the data's count, or set it to %d",
+                       cfg->data.train_split, dk, K, dk);
     int64_t nb = vt_loader_batches(tr->loader, tr->bs);
     tr->spe = nb / tr->accum;
     if (tr->spe <= 0)
