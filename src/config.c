@@ -712,6 +712,11 @@ int vt_config_is_set(const vt_config *c, const char *key) {
     return i < 0 ? -1 : c->set[i] != 0;
 }
 
+int vt_config_origin(const vt_config *c, const char *key) {
+    int i = row_index(key);
+    return i < 0 ? -1 : c->set[i];
+}
+
 void vt_config_restore_default(vt_config *c, const char *key) {
     apply_default(c, &schema[row_of(key)]);
 }
@@ -966,6 +971,7 @@ static vt_status set_one(vt_config *c, const char *assignment) {
     }
     vt_status st = assign(c, ri, v, src);
     cJSON_Delete(v);
+    if (st == VT_OK) c->set[ri] = 2;
     return st;
 }
 
@@ -1312,17 +1318,23 @@ char *vt_config_doc_markdown(void) {
     return b.p;
 }
 
-char *vt_config_doc_text(void) {
+/* The text of vt_config_doc_text for every key (only NULL), one section or one key. */
+static char *doc_text(const char *only) {
     vt_config d;
     vt_config_defaults(&d);
     sbuf b = { 0 };
-    sb_putf(&b, "Configuration keys (a JSON object with these sections; override any key with\n"
-                "--set section.key=value; configs/README.md has the full reference).\n");
+    if (!only)
+        sb_putf(&b, "Configuration keys (a JSON object with these sections; override any key with\n"
+                    "--set section.key=value; configs/README.md has the full reference).\n");
     for (int s = 0; s < N_SECTIONS; s++) {
-        sb_putf(&b, "\n%s\n", sections[s].name);
+        int whole = !only || strcmp(only, sections[s].name) == 0;
+        if (!whole && (strncmp(only, sections[s].name, strlen(sections[s].name)) != 0 ||
+                       only[strlen(sections[s].name)] != '.'))
+            continue;
+        sb_putf(&b, "%s%s\n", b.p ? "\n" : "", sections[s].name);
         for (int i = 0; i < N_KEYS; i++) {
             const key_row *r = &schema[i];
-            if (!in_section(r, sections[s].name)) continue;
+            if (!in_section(r, sections[s].name) || (!whole && strcmp(r->path, only) != 0)) continue;
             char tb[32];
             sb_putf(&b, "  %-26s %-8s default ", r->path, type_name(r, tb, sizeof tb));
             if (r->auto_doc) sb_putf(&b, "%s", r->auto_doc);
@@ -1333,4 +1345,24 @@ char *vt_config_doc_text(void) {
         }
     }
     return b.p;
+}
+
+char *vt_config_doc_text(void) { return doc_text(NULL); }
+
+vt_status vt_config_doc_one(const char *name, char **out) {
+    *out = NULL;
+    if (section_index(name, strlen(name)) < 0 && row_index(name) < 0) {
+        if (!strchr(name, '.')) {
+            const char *hint = nearest_name(name, 1);
+            char list[256] = "";
+            for (int s = 0; s < N_SECTIONS; s++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", s ? ", " : "", sections[s].name);
+            if (hint) return vt_fail(VT_ERR_USAGE, "help-config: unknown section \"%s\"; did you mean \"%s\"? "
+                                     "(sections: %s)", name, hint, list);
+            return vt_fail(VT_ERR_USAGE, "help-config: unknown section \"%s\" (sections: %s)", name, list);
+        }
+        return unknown_key("help-config", name);
+    }
+    *out = doc_text(name);
+    return VT_OK;
 }

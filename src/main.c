@@ -96,14 +96,14 @@ static const char *USAGE_INFO =
     "peak memory of training CONFIG, readable and as a JSON line, from the config alone\n"
     "(no model is allocated, no data read but file sizes).\n";
 static const char *USAGE_HELPCFG =
-    "usage: vitrain help-config [--markdown]\n"
-    "Every config key with its type, default, allowed values and meaning\n"
-    "(--markdown: the text of configs/README.md).\n";
+    "usage: vitrain help-config [SECTION | SECTION.KEY] [--markdown]\n"
+    "Every config key with its type, default, allowed values and meaning, or those of one\n"
+    "section (optim) or key (optim.lr) (--markdown: the text of configs/README.md).\n";
 static const char *USAGE_MAIN =
     "usage: vitrain [train] CONFIG [options]     train (see vitrain train --help)\n"
     "       vitrain eval [CONFIG] --checkpoint FILE evaluate a checkpoint\n"
     "       vitrain info CONFIG                   model size, FLOPs and memory\n"
-    "       vitrain help-config [--markdown]      every config key\n"
+    "       vitrain help-config [KEY|SECTION]     every config key, or one\n"
     "Environment: VT_ISA=LEVEL forces a kernel level (an unknown LEVEL lists them).\n";
 
 static const char *usage_of(const char *cmd) {
@@ -121,7 +121,7 @@ static int usage_error(const char *cmd, const char *fmt, ...) {
     fputs("vitrain: ", vt_dist_msg());
     vfprintf(vt_dist_msg(), fmt, ap);
     va_end(ap);
-    fprintf(vt_dist_msg(), "\n%s", usage_of(cmd));
+    fprintf(vt_dist_msg(), "\n(vitrain %s%s--help lists the options)\n", cmd, cmd[0] ? " " : "");
     return 2;
 }
 
@@ -146,8 +146,7 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) { a->help = 1; return 0; }
         if (arg[0] != '-' || arg[1] == '\0') {
-            if (a->config || !strcmp(cmd, "help-config"))
-                return usage_error(cmd, "unexpected argument '%s'", arg);
+            if (a->config) return usage_error(cmd, "unexpected argument '%s'", arg);
             a->config = arg;
             continue;
         }
@@ -588,7 +587,13 @@ static int cmd_info(const cli_args *a) {
 }
 
 static int cmd_help_config(const cli_args *a) {
-    char *text = a->markdown ? vt_resolve_doc_markdown() : vt_config_doc_text();
+    if (a->config && a->markdown) return usage_error("help-config", "--markdown prints every key; give no KEY");
+    char *text = NULL;
+    if (a->config && vt_config_doc_one(a->config, &text) != VT_OK) {
+        fprintf(stderr, "vitrain: %s\n", vt_last_error());
+        return 2;
+    }
+    if (!text) text = a->markdown ? vt_resolve_doc_markdown() : vt_config_doc_text();
     fputs(text, stdout);
     free(text);
     return 0;
@@ -601,7 +606,10 @@ static int looks_like_config(const char *arg) {
 }
 
 static int run(int argc, char **argv) {
-    if (argc < 2) return usage_error("", "missing subcommand or CONFIG");
+    if (argc < 2) {
+        fprintf(stderr, "vitrain: missing subcommand or CONFIG\n%s", USAGE_MAIN);
+        return 2;
+    }
     const char *first = argv[1];
     if (!strcmp(first, "--help") || !strcmp(first, "-h") || !strcmp(first, "help")) {
         fputs(USAGE_MAIN, stdout);

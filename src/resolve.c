@@ -114,17 +114,44 @@ static void resolve_defaults(vt_config *c) {
 
 /* ---------------------------------------------------------------- rules */
 
-vt_status vt_resolve_image_size(int S, int patch, const char *what) {
-    if (patch < 1 || S < 1 || S % patch != 0)
-        BAD("%s = %d is not a multiple of model.patch_size = %d", what, S, patch);
-    return VT_OK;
+/* "the nearest valid sizes are 16 and 32" for an image size S that patch does not divide. */
+static void valid_sizes(int S, int patch, char *buf, size_t len) {
+    int lo = patch > 0 ? S / patch * patch : 0;
+    if (patch < 1) snprintf(buf, len, "model.patch_size must be positive");
+    else if (lo < patch) snprintf(buf, len, "the smallest valid size is %d", patch);
+    else snprintf(buf, len, "the nearest valid sizes are %d and %d", lo, lo + patch);
 }
 
-/* vt_resolve_image_size with "src: key" as the name. */
-static vt_status image_size_rule(const char *src, const char *key, int S, int patch) {
-    char what[VT_STR + 64];
-    snprintf(what, sizeof what, "%s: %s", src, key);
-    return vt_resolve_image_size(S, patch, what);
+vt_status vt_resolve_image_size(int S, int patch, const char *what) {
+    if (patch >= 1 && S >= 1 && S % patch == 0) return VT_OK;
+    char near[96];
+    valid_sizes(S, patch, near, sizeof near);
+    BAD("%s = %d is not a multiple of model.patch_size = %d; %s", what, S, patch, near);
+}
+
+/* " (--set)" after a value a --set gave, when the message names the file. */
+static const char *by_set(const vt_config *c, const char *key) {
+    return vt_config_origin(c, key) == 2 ? " (--set)" : "";
+}
+
+/* The source a message about keys a and b names: "--set" when the --sets gave every one
+ * of them that was given, else the config's source (values from --set marked as such). */
+static const char *rule_source(const vt_config *c, const char *src, const char *a, const char *b) {
+    int oa = vt_config_origin(c, a), ob = vt_config_origin(c, b);
+    return (oa == 2 || ob == 2) && oa != 1 && ob != 1 ? "--set" : src;
+}
+
+/* The image-size rule for key (schema row row_key) of c, naming where each value came
+ * from and the nearest valid sizes. */
+static vt_status image_size_rule(const vt_config *c, const char *src, const char *key, const char *row_key,
+                                 int S, int patch) {
+    if (patch >= 1 && S >= 1 && S % patch == 0) return VT_OK;
+    const char *from = rule_source(c, src, row_key, "model.patch_size");
+    int set = strcmp(from, "--set") == 0;
+    char near[96];
+    valid_sizes(S, patch, near, sizeof near);
+    BAD("%s: %s = %d%s is not a multiple of model.patch_size = %d%s; %s", from, key, S,
+        set ? "" : by_set(c, row_key), patch, set ? "" : by_set(c, "model.patch_size"), near);
 }
 
 /* "rope_axial, rope_mixed, ..." from the registry. */
@@ -141,15 +168,22 @@ static vt_status check_model(const vt_config *c, const char *src) {
     const vt_model_config *m = &c->model;
     const vt_pe_config *pe = &c->pe;
     vt_status st;
-    if (m->width % m->heads != 0)
-        BAD("%s: model.heads = %d does not divide model.width = %d", src, m->heads, m->width);
-    if ((st = image_size_rule(src, "model.img_size", m->img_size, m->patch_size))) return st;
-    if ((st = image_size_rule(src, "pe.train_img_size", pe->train_img_size, m->patch_size)))
+    if (m->width % m->heads != 0) {
+        const char *from = rule_source(c, src, "model.heads", "model.width");
+        int set = strcmp(from, "--set") == 0;
+        BAD("%s: model.heads = %d%s does not divide model.width = %d%s", from, m->heads,
+            set ? "" : by_set(c, "model.heads"), m->width, set ? "" : by_set(c, "model.width"));
+    }
+    if ((st = image_size_rule(c, src, "model.img_size", "model.img_size", m->img_size, m->patch_size)))
+        return st;
+    if ((st = image_size_rule(c, src, "pe.train_img_size", "pe.train_img_size", pe->train_img_size,
+                              m->patch_size)))
         return st;
     for (int i = 0; i < c->eval.n_resolutions; i++) {
         char key[48];
         snprintf(key, sizeof key, "eval.resolutions[%d]", i);
-        if ((st = image_size_rule(src, key, c->eval.resolutions[i], m->patch_size))) return st;
+        if ((st = image_size_rule(c, src, key, "eval.resolutions", c->eval.resolutions[i], m->patch_size)))
+            return st;
     }
     if (m->in_chans != 1 && m->in_chans != 3 && m->in_chans != 4)
         BAD("%s: model.in_chans = %d is not supported; expected 1 (grayscale), 3 (RGB) or 4 "

@@ -50,8 +50,11 @@ vt_status vt_resolve_file(vt_config *c, const char *path, const char *const *set
 
 /* The rule for any image size the model sees (model.img_size, pe.train_img_size,
  * eval.resolutions, `vitrain eval --resolutions`): a positive multiple of patch.
- * VT_ERR_USAGE "<what> = S is not a multiple of model.patch_size = P" otherwise (what
- * names the value, with any source prefix). Code below asserts it. */
+ * VT_ERR_USAGE "<what> = S is not a multiple of model.patch_size = P; the nearest valid
+ * sizes are A and B" otherwise (what names the value, with any source prefix). The config's
+ * own sizes are checked by vt_resolve, whose message marks a value given by --set as such
+ * (and names --set, not the file, when the --sets gave every value involved). Code below
+ * asserts it. */
 vt_status vt_resolve_image_size(int S, int patch, const char *what);
 
 /* The model's view of a resolved config (model_spec.h): its model, pe and performer

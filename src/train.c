@@ -365,6 +365,20 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     tr->T = cfg->train.steps > 0 ? cfg->train.steps : (int64_t)cfg->train.epochs * tr->spe;
     tr->W = cfg->optim.warmup_steps > 0 ? cfg->optim.warmup_steps
                                         : llround(cfg->optim.warmup_epochs * (double)tr->spe);
+    if (tr->T < tr->W && tr->root) {
+        char t_from[96], w_from[96];
+        if (cfg->train.steps > 0) snprintf(t_from, sizeof t_from, "train.steps = %d", cfg->train.steps);
+        else snprintf(t_from, sizeof t_from, "train.epochs = %d x %lld steps per epoch", cfg->train.epochs,
+                      (long long)tr->spe);
+        if (cfg->optim.warmup_steps > 0) snprintf(w_from, sizeof w_from, "optim.warmup_steps = %d",
+                                                  cfg->optim.warmup_steps);
+        else snprintf(w_from, sizeof w_from, "optim.warmup_epochs = %g x %lld steps per epoch",
+                      cfg->optim.warmup_epochs, (long long)tr->spe);
+        fprintf(stderr, "vitrain: warning: the run ends inside the warm-up: %lld optimizer steps (%s) but "
+                "%lld warm-up steps (%s); the learning rate rises to %.3g, never reaching optim.lr = %g, "
+                "and never decays\n", (long long)tr->T, t_from, (long long)tr->W, w_from,
+                vt_lr_at(&cfg->optim, tr->T - 1, tr->T, tr->W), cfg->optim.lr);
+    }
     /* this rank's local_bs of every global batch; the steps per epoch stay the same:
      * floor(floor(n / R) / (B / R)) = floor(n / B) */
     vt_loader_set_shard(tr->loader, vt_dist_rank(), tr->ranks);
