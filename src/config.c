@@ -66,6 +66,7 @@ typedef struct {
     const char *auto_doc;       /* non-NULL: resolved from other keys when unset (doc text) */
     const char *help;
     int model;                  /* 1: defines the model or its PE (vt_config_model_key) */
+    int run_only;               /* 1: changes how a run goes, not what it computes */
 } key_row;
 
 #define OFF(f) offsetof(vt_config, f)
@@ -75,6 +76,9 @@ typedef struct {
 /* Row macros; extra designators may follow the help text: MODEL_KEY marks a key that
  * defines the model or its PE. */
 #define MODEL_KEY .model = 1
+/* RUN_ONLY marks a key that changes how a run goes (threads, logging, checkpoint cadence,
+ * where it is written) but not what it computes (vt_config_changes). */
+#define RUN_ONLY .run_only = 1
 #define K_INT(p, f, d, l, h, a, hp, ...) \
     { .path = p, .type = KT_INT, .offset = OFF(f), .size = SZ(f), .lo = l, .hi = h, \
       .def = d, .auto_doc = a, .help = hp, __VA_ARGS__ }
@@ -260,7 +264,7 @@ static const key_row schema[] = {
     K_INT("data.workers", data.workers, 0, 0, 256, NULL,
           "Loader threads that decode and augment batches ahead of the training step "
           "(3 batches prefetched; batches are identical for any count); 0 = auto (online "
-          "CPUs, at most 8)."),
+          "CPUs, at most 8).", RUN_ONLY),
     K_ENUM("data.on_error", data.on_error, ch_on_error, VT_ONERR_FAIL, NULL,
            "A corrupt or unreadable sample: fail the run, or skip it (and count it)."),
     K_I64("data.max_image_pixels", data.max_image_pixels, 178956970, 1, 4294967296.0,
@@ -364,25 +368,25 @@ static const key_row schema[] = {
           "Label smoothing of the cross-entropy targets."),
     K_I64("train.seed", train.seed, 0, 0, SEED_MAX,
           "Seed of initialisation, data order and augmentation."),
-    K_INT("train.threads", train.threads, 0, 0, 4096, NULL, "OpenMP threads; 0 = all cores."),
+    K_INT("train.threads", train.threads, 0, 0, 4096, NULL, "OpenMP threads; 0 = all cores.", RUN_ONLY),
     K_INT("train.eval_every", train.eval_every, 1, 0, 1000000, NULL,
           "Evaluate every this many epochs; 0 = only at the end."),
     K_INT("train.eval_every_steps", train.eval_every_steps, 0, 0, INT_MAX, NULL,
           "Also evaluate every this many optimizer steps; 0 = off."),
     K_INT("train.ckpt_every", train.ckpt_every, 1, 0, 1000000, NULL,
-          "Checkpoint every this many epochs; 0 = only at the end."),
+          "Checkpoint every this many epochs; 0 = only at the end.", RUN_ONLY),
     K_INT("train.keep_checkpoints", train.keep_checkpoints, 1, 1, 1000000, NULL,
           "Checkpoint pairs (step_N.safetensors + step_N.state.safetensors) kept in the run "
           "directory, newest first; a save keeps the previous pair until the new one is "
-          "complete, so a kill or a full disk never leaves the run without one."),
+          "complete, so a kill or a full disk never leaves the run without one.", RUN_ONLY),
     K_ENUM("train.precision", train.precision, ch_precision, VT_PRECISION_FP32, NULL,
            "GEMM precision: fp32, or bf16 (every GEMM's and attention product's operands rounded "
            "to bfloat16, float32 sums; weights, gradients, optimizer state, norms, softmax, GELU "
            "and position encodings float32; on AVX512-BF16 / AMX hardware, faster)."),
     K_INT("train.log_every", train.log_every, 50, 1, INT_MAX, NULL,
-          "Optimizer steps between metric lines."),
+          "Optimizer steps between metric lines.", RUN_ONLY),
     K_STR("train.run_dir", train.run_dir, "",
-          "Run directory (metrics, checkpoints, resolved config); \"\" = runs/<config file stem>."),
+          "Run directory (metrics, checkpoints, resolved config); \"\" = runs/<config file stem>.", RUN_ONLY),
     K_STR("train.init", train.init, "",
           "Start from the weights of this safetensors file (a vitrain or timm checkpoint, F32, "
           "BF16 or F16): tensors whose name and shape match load as stored, pos_embed is "
@@ -404,7 +408,7 @@ static const key_row schema[] = {
 
     /* runtime */
     K_ENUM("runtime.progress", runtime.progress, ch_progress, VT_PROGRESS_AUTO, NULL,
-           "Live progress line: auto (when stderr is a terminal), always, never."),
+           "Live progress line: auto (when stderr is a terminal), always, never.", RUN_ONLY),
 };
 
 #define N_KEYS ((int)(sizeof schema / sizeof schema[0]))
@@ -1176,6 +1180,29 @@ int vt_config_model_keys_differ(const vt_config *a, const vt_config *b, char *re
             if (report && used < len)
                 used += (size_t)snprintf(report + used, len - used, "%s%s: %s vs %s", n ? "; " : "",
                                          r->path, va.p, vb.p);
+            n++;
+        }
+        free(va.p);
+        free(vb.p);
+    }
+    return n;
+}
+
+int vt_config_changes(const vt_config *a, const vt_config *b, vt_config_change *out, int max) {
+    int n = 0;
+    for (int i = 0; i < N_KEYS; i++) {
+        const key_row *r = &schema[i];
+        sbuf va = { 0 }, vb = { 0 };
+        sb_value(&va, a, r);
+        sb_value(&vb, b, r);
+        if (strcmp(va.p, vb.p) != 0) {
+            if (n < max) {
+                vt_config_change *c = &out[n];
+                c->key = r->path;
+                snprintf(c->a, sizeof c->a, "%s", va.p);
+                snprintf(c->b, sizeof c->b, "%s", vb.p);
+                c->run_only = r->run_only;
+            }
             n++;
         }
         free(va.p);

@@ -169,6 +169,18 @@ void vt_config_restore_default(vt_config *c, const char *key);
 int vt_config_model_key(const char *key);
 int vt_config_model_keys_differ(const vt_config *a, const vt_config *b, char *report, size_t len);
 
+/* One key whose value differs between two configs: its value in each (as JSON, cut to
+ * the buffer) and whether it only changes how a run goes (threads, logging, progress,
+ * checkpoint cadence and count, the run directory, loader threads), not what it computes. */
+typedef struct {
+    const char *key;
+    char a[160], b[160];
+    int run_only;
+} vt_config_change;
+/* Compare every key of a and b (schema order): the number that differ; the first max of
+ * them into out. */
+int vt_config_changes(const vt_config *a, const vt_config *b, vt_config_change *out, int max);
+
 /* The config as pretty JSON (malloc'd; caller frees): every key, in schema order. Read
  * back with vt_config_read_json it gives the same values (numbers are printed in the
  * shortest form strtod reads back exactly). */

@@ -3,6 +3,7 @@
  *
  *   vitrain [train] CONFIG [--set k=v ...] [--threads N] [--resume RUN_DIR] [--run-dir DIR]
  *                          [--stop-after STEPS]
+ *   vitrain --resume RUN_DIR [CONFIG] [--set k=v ...] [--threads N] [--stop-after STEPS]
  *   vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle] [--seed N]
  *                       [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...] [--threads N]
  *   vitrain info CONFIG [--set k=v ...]
@@ -29,6 +30,7 @@
 #include "kernels.h"
 #include "npz.h"
 #include "resolve.h"
+#include "resume.h"
 #include "status.h"
 #include "train.h"
 #include "vit.h"
@@ -40,6 +42,7 @@ enum { F_SET = 1, F_THREADS = 2, F_RESUME = 4, F_RUNDIR = 8, F_CKPT = 16, F_LOGI
        F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024, F_PRECISION = 2048 };
 
 typedef struct {
+    const char *prog;       /* argv[0] */
     const char *cmd;
     const char *config;
     const char *sets[MAX_SETS];
@@ -58,13 +61,17 @@ typedef struct {
 static const char *USAGE_TRAIN =
     "usage: vitrain [train] CONFIG [--set section.key=value ...] [--threads N]\n"
     "                      [--resume RUN_DIR] [--run-dir DIR] [--stop-after STEPS]\n"
+    "       vitrain --resume RUN_DIR [CONFIG] [--set ...] [--threads N] [--stop-after STEPS]\n"
     "Train the model of CONFIG (JSON). The run directory (default train.run_dir, else\n"
     "runs/<config stem>) receives config.json, metrics.jsonl, the checkpoint pairs\n"
     "step_N.safetensors + step_N.state.safetensors (`latest` names the newest),\n"
     "last.safetensors (the newest weights) and best.safetensors.\n"
     "  --set k=v         override one config key (repeatable; value parsed as JSON if it parses)\n"
     "  --threads N       OpenMP threads (default train.threads; 0 = all cores)\n"
-    "  --resume RUN_DIR  continue the run saved in RUN_DIR exactly where it stopped\n"
+    "  --resume RUN_DIR  continue the run saved in RUN_DIR exactly where it stopped, with its\n"
+    "                    own config (RUN_DIR/config.json); a CONFIG or --set given as well may\n"
+    "                    change only threads, logging, progress, checkpointing and extend\n"
+    "                    train.epochs / train.steps (each difference is named)\n"
     "  --run-dir DIR     write the run to DIR\n"
     "  --stop-after N    stop after optimizer step N (checkpoint + state written, resumable)\n";
 static const char *USAGE_EVAL =
@@ -101,6 +108,7 @@ static const char *USAGE_HELPCFG =
     "section (optim) or key (optim.lr) (--markdown: the text of configs/README.md).\n";
 static const char *USAGE_MAIN =
     "usage: vitrain [train] CONFIG [options]     train (see vitrain train --help)\n"
+    "       vitrain --resume RUN_DIR              continue a stopped run\n"
     "       vitrain eval [CONFIG] --checkpoint FILE evaluate a checkpoint\n"
     "       vitrain info CONFIG                   model size, FLOPs and memory\n"
     "       vitrain help-config [KEY|SECTION]     every config key, or one\n"
@@ -288,18 +296,27 @@ static int start_runtime(const vt_config *cfg, const cli_args *a) {
     return 0;
 }
 
+/* The config of `--resume DIR` (resume.h): the run's own, or CONFIG / --set compared
+ * with it. Returns 0 or the exit code. */
+static int resume_config(vt_config *cfg, const cli_args *a) {
+    vt_status st = vt_resume_config(cfg, a->resume, a->config, (const char *const *)a->sets, a->n_sets);
+    if (st == VT_OK) return 0;
+    fprintf(vt_dist_msg(), "vitrain: config error: %s\n", vt_last_error());
+    return 2;
+}
+
 static int cmd_train(const cli_args *a) {
     if (a->resume && a->run_dir && strcmp(a->resume, a->run_dir) != 0)
         return usage_error("train", "--resume %s and --run-dir %s name different directories",
                            a->resume, a->run_dir);
     vt_config cfg;
-    int rc = start_job(load_config(&cfg, a), a, &cfg);
+    int rc = start_job(a->resume ? resume_config(&cfg, a) : load_config(&cfg, a), a, &cfg);
     if (rc) return rc;
     if ((rc = start_runtime(&cfg, a))) return rc;
     char *json = vt_config_to_json(&cfg);
     if (vt_dist_root()) fprintf(stderr, "vitrain: resolved config:\n%s\n", json);
     free(json);
-    vt_train_opts opts = {a->run_dir, a->resume, a->stop_after};
+    vt_train_opts opts = {a->run_dir, a->resume, a->stop_after, a->prog};
     vt_train_result res;
     vt_status st = vt_train_run(&cfg, &opts, &res);
     if (st != VT_OK) return fail_exit(st);
@@ -623,6 +640,10 @@ static int run(int argc, char **argv) {
     int ci = -1, argi = 2;
     for (int k = 0; k < 4; k++)
         if (!strcmp(first, cmds[k].name)) ci = k;
+    if (ci < 0 && !strncmp(first, "--resume", 8) && (first[8] == '\0' || first[8] == '=')) {
+        ci = 0; /* vitrain --resume DIR: train, continuing that run */
+        argi = 1;
+    }
     if (ci < 0) {
         if (first[0] == '-') return usage_error("", "unknown option '%s' (expected a subcommand or CONFIG first)", first);
         if (!looks_like_config(first))
@@ -634,6 +655,7 @@ static int run(int argc, char **argv) {
     cli_args a;
     int rc = parse_args(&a, cmds[ci].name, argc, argv, argi, cmds[ci].flags);
     if (rc) return rc;
+    a.prog = argv[0];
     if (a.help) {
         fputs(usage_of(cmds[ci].name), stdout);
         return 0;

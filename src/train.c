@@ -203,11 +203,6 @@ static vt_status load_state(trainer *tr) {
                      (unsigned long long)have);
         goto out;
     }
-    char *cur = vt_config_to_json(tr->cfg);
-    if (s.config && strcmp(s.config, cur) != 0 && tr->root)
-        fprintf(stderr, "vitrain: warning: the config differs from the one saved in %s; the "
-                "resumed run will not match an uninterrupted run of either config\n", path);
-    free(cur);
     memcpy(tr->drop_rng.s, s.rng, sizeof s.rng);
     tr->best_top1 = s.best_top1;
     tr->wall_offset = s.wall_s;
@@ -338,7 +333,10 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     snprintf(tr->metrics_path, sizeof tr->metrics_path, "%s/metrics.jsonl", tr->dir);
     char cpath[VT_STR + 32];
     snprintf(cpath, sizeof cpath, "%s/config.json", tr->dir);
-    char *json = vt_config_to_json(cfg);
+    /* config.json records the directory the run is in: `vitrain --resume DIR` reads it */
+    vt_config recorded = *cfg;
+    snprintf(recorded.train.run_dir, sizeof recorded.train.run_dir, "%s", tr->dir);
+    char *json = vt_config_to_json(&recorded);
     st = tr->root ? write_text_atomic(cpath, json) : VT_OK;
     free(json);
     if (st != VT_OK) return st;
@@ -605,8 +603,8 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
         if ((st = save_state(tr)) != VT_OK) return st;
         end_live_line(tr);
         if (tr->root)
-            fprintf(stderr, "vitrain: stopped after step %lld of %lld; continue with --resume %s\n",
-                    (long long)tr->step, (long long)tr->T, tr->dir);
+            fprintf(stderr, "vitrain: stopped after step %lld of %lld; continue with: %s --resume %s\n",
+                    (long long)tr->step, (long long)tr->T, opts->prog ? opts->prog : "vitrain", tr->dir);
         res->stopped = 1;
         return VT_OK;
     }
@@ -635,8 +633,12 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts, vt_train
     memset(res, 0, sizeof *res);
     trainer tr;
     memset(&tr, 0, sizeof tr);
-    tr.cfg = cfg;
     vt_train_run_dir(cfg, opts->resume_dir ? opts->resume_dir : opts->run_dir, tr.dir, sizeof tr.dir);
+    /* The config the checkpoints carry: without the run directory, which is where the
+     * files are, not what they hold (config.json records it). */
+    vt_config own = *cfg;
+    own.train.run_dir[0] = '\0';
+    tr.cfg = &own;
     snprintf(res->run_dir, sizeof res->run_dir, "%s", tr.dir);
     tr.t_start = now_s();
     vt_status st = vt_dist_agree(setup(&tr, opts));

@@ -17,7 +17,10 @@
  * summed and scaled by 1 / accum_steps: the mean over the global batch.
  *
  * Run directory files:
- *   config.json                the resolved config
+ *   config.json                the resolved config (every --set applied) with
+ *                              train.run_dir = this directory: what `vitrain --resume DIR`
+ *                              continues with (resume.h); the checkpoints' metadata holds
+ *                              the same config without the run directory
  *   metrics.jsonl              {"kind":"train","step","epoch","loss","lr","grad_norm",
  *                              "img_per_s","wall_s"} every log_every steps (step counts
  *                              completed optimizer steps, 1-based; loss is that step's
@@ -66,6 +69,8 @@ typedef struct {
     int64_t stop_after;      /* > 0: stop once this many optimizer steps are done (in
                                 total, counting resumed ones), writing the checkpoint pair
                                 an interrupted run would be resumed from */
+    const char *prog;        /* the program as invoked (argv[0]), for the command that
+                                continues a stopped run; NULL: "vitrain" */
 } vt_train_opts;
 
 typedef struct {

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""timm_name_reference.py - a timm model built by its name, its state dict and its logits,
+for the round trip of tests/e2e_timm.c through `timm_convert.py from-timm --model NAME`.
+
+Needs pip's torch, timm and safetensors (scripts/timm_venv.sh makes such a venv):
+
+    VENV/bin/python scripts/timm_name_reference.py OUTDIR NAME... [--num-classes K]
+
+For each NAME builds timm.create_model(NAME, img_size=S, num_classes=K) with S = 3 patches
+(the name's architecture: width, depth, heads, PE; a small image and head keep it quick),
+makes every parameter random (seeded, so the logits depend on each tensor, the per-head
+layouts included), and writes
+    OUTDIR/NAME.safetensors      the state dict as safetensors.torch.save_file writes it
+    OUTDIR/NAME.ref.safetensors  input.images_S (2, 3, S, S), output.logits_S (2, K)
+"""
+import argparse
+import os
+
+import safetensors.torch
+import timm
+import torch
+
+
+def randomize(m, gen):
+    """Every parameter random, magnitudes that keep the activations O(1) at any depth."""
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            n = torch.randn(p.shape, generator=gen)
+            if name == "rope.freqs":
+                p.mul_(1 + 0.1 * n)
+            elif name.endswith(("norm1.weight", "norm2.weight", "norm.weight")):
+                p.copy_(1 + 0.2 * n)
+            elif "gamma" in name:
+                p.copy_(0.1 + 0.05 * n)
+            elif name.endswith("weight") and p.ndim >= 2:
+                p.copy_(n * (1.0 / p[0].numel()) ** 0.5)
+            else:
+                p.copy_(0.2 * n)
+
+
+def make(name, outdir, K):
+    patch = int(name.split("_patch")[1].split("_")[0])
+    S = 3 * patch
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(0)
+    m = timm.create_model(name, pretrained=False, img_size=S, num_classes=K).eval()
+    randomize(m, gen)
+    sd = {k: v.detach().contiguous() for k, v in m.state_dict().items()}
+    safetensors.torch.save_file(sd, os.path.join(outdir, name + ".safetensors"))
+    x = torch.randn((2, 3, S, S), generator=gen)
+    with torch.no_grad():
+        y = m(x).float()
+    safetensors.torch.save_file({f"input.images_{S}": x, f"output.logits_{S}": y},
+                                os.path.join(outdir, name + ".ref.safetensors"),
+                                metadata={"timm_version": timm.__version__})
+    print(f"{name}: {len(sd)} tensors, {S} px, logits {tuple(y.shape)} max |{y.abs().max().item():.3g}|",
+          flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("outdir")
+    ap.add_argument("names", nargs="+")
+    ap.add_argument("--num-classes", type=int, default=5)
+    a = ap.parse_args()
+    for name in a.names:
+        make(name, a.outdir, a.num_classes)
+
+
+if __name__ == "__main__":
+    main()
