@@ -15,27 +15,14 @@ layouts included), and writes
 """
 import argparse
 import os
+import sys
 
 import safetensors.torch
 import timm
 import torch
 
-
-def randomize(m, gen):
-    """Every parameter random, magnitudes that keep the activations O(1) at any depth."""
-    with torch.no_grad():
-        for name, p in m.named_parameters():
-            n = torch.randn(p.shape, generator=gen)
-            if name == "rope.freqs":
-                p.mul_(1 + 0.1 * n)
-            elif name.endswith(("norm1.weight", "norm2.weight", "norm.weight")):
-                p.copy_(1 + 0.2 * n)
-            elif "gamma" in name:
-                p.copy_(0.1 + 0.05 * n)
-            elif name.endswith("weight") and p.ndim >= 2:
-                p.copy_(n * (1.0 / p[0].numel()) ** 0.5)
-            else:
-                p.copy_(0.2 * n)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_timm_fixtures import randomize  # noqa: E402  every parameter random, activations O(1)
 
 
 def make(name, outdir, K):
