@@ -9,6 +9,7 @@
 #include "resolve.h"
 
 #define MAX_CHANGES 64
+#define EXACT "the run continues exactly (an uninterrupted run's steps, bit for bit at the same thread count)"
 
 /* A longer run of the same kind: train.epochs raised with train.steps 0 in both, or
  * train.steps raised. *what receives the schedule's meaning. */
@@ -54,6 +55,11 @@ static vt_status compare(const vt_config *run, const vt_config *now, const char 
                        "`vitrain --resume %s` alone takes it (threads, logging, progress, checkpoint cadence "
                        "and a longer train.epochs or train.steps may differ); another recipe needs a new run "
                        "directory", dir, src, dir, n_bad, n_bad == 1 ? "" : "s", n_bad == 1 ? "s" : "", bad, dir);
+    int exact = 1;
+    for (int i = 0; i < n; i++) exact &= ch[i].run_only;
+    if (exact && vt_dist_root())
+        fprintf(stderr, "vitrain: --resume %s: %s agrees with the run's config (%s/config.json)%s; %s\n", dir, src,
+                dir, n > 1 || (n == 1 && strcmp(ch[0].key, "train.run_dir")) ? " in what it computes" : "", EXACT);
     for (int i = 0; i < n && vt_dist_root(); i++) {
         const vt_config_change *c = &ch[i];
         if (!strcmp(c->key, "train.run_dir")) continue;
@@ -92,7 +98,7 @@ vt_status vt_resume_config(vt_config *out, const char *dir, const char *config_p
         snprintf(src, sizeof src, "%s", config_path ? config_path : "--set");
         if ((st = compare(&run, &now, dir, src)) != VT_OK) return st;
     } else if (vt_dist_root()) {
-        fprintf(stderr, "vitrain: --resume %s: the run's own config (%s)\n", dir, path);
+        fprintf(stderr, "vitrain: --resume %s: the run's own config (%s); %s\n", dir, path, EXACT);
     }
     snprintf(now.train.run_dir, sizeof now.train.run_dir, "%s", dir);
     *out = now;

@@ -3,8 +3,9 @@
  *   - a stopped run prints the exact command that continues it, and its config.json
  *     records the run directory it was written to (not the config's train.run_dir);
  *   - `vitrain --resume DIR` alone continues with the run's own config (every --set of
- *     the first start included) and gives the uninterrupted run's per-step losses, gradient
- *     norms and final weights bit for bit;
+ *     the first start included), and so does DIR/config.json given as CONFIG (which says
+ *     so): together the uninterrupted run's per-step losses, gradient norms, learning rates
+ *     and final weights bit for bit;
  *   - with the original CONFIG but without one of its --set, every key that differs is
  *     named with both values (exit 2), not a tensor shape;
  *   - keys that do not change what is computed (logging, progress, threads) may differ and
@@ -99,8 +100,10 @@ static void test_resume_alone(void) {
     /* the run's own config, twice: the straight run bit for bit */
     rc = run("%s --resume %s --threads 1 --stop-after 14 2>%s", bin, b, log);
     CHECK(rc == 0 && file_contains(log, "the run's own config"), "vitrain --resume DIR alone: exit %d", rc);
-    rc = run("%s --resume %s --threads 1 2>%s", bin, b, log);
-    CHECK(rc == 0, "vitrain --resume DIR again: exit %d", rc);
+    rc = run("%s --resume %s %s/config.json --threads 1 2>%s", bin, b, b, log);
+    CHECK(rc == 0 && file_contains(log, "config.json agrees with the run's config") &&
+              file_contains(log, "the run continues exactly"),
+          "--resume DIR with the run's own config.json says it continues exactly: exit %d", rc);
     check_same_run("stopped at 11 and 14, resumed by directory", a, b, 24);
 }
 
