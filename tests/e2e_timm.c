@@ -292,6 +292,7 @@ static int find_timm_python(char *tpy, size_t len) {
  * converted checkpoint's own config gives timm's logits. */
 static void test_names(void) {
     char tpy[256], names_path[128], log[128];
+    int rc;
     if (!find_timm_python(tpy, sizeof tpy)) {
         fprintf(stderr, "e2e_timm: skipped: the timm model names round trip (no python with timm and torch: "
                 "$VT_TIMM_PYTHON, or scripts/timm_venv.sh's .venv-timm)\n");
@@ -299,39 +300,47 @@ static void test_names(void) {
     }
     snprintf(names_path, sizeof names_path, "%s/names.txt", tmp);
     snprintf(log, sizeof log, "%s/names.log", tmp);
-    int rc = run("%s scripts/timm_convert.py names > %s", py, names_path);
+    rc = run("%s scripts/timm_convert.py names > %s", py, names_path);
     char *names = slurp(names_path, NULL);
     CHECK(rc == 0 && names && strstr(names, "vit_tiny_patch16_224\n") && strstr(names, "vit_base_patch16_224\n") &&
               strstr(names, "vit_small_patch16_rope_mixed_224\n"),
           "timm_convert.py names lists the supported names (exit %d)", rc);
     if (!names) return;
+    /* one timm process makes every name's files in turn, waiting for each to be taken */
+    char cmd[4096];
+    int o = snprintf(cmd, sizeof cmd, "nice -n 5 %s scripts/timm_name_reference.py %s --wait", tpy, tmp);
+    for (char *line = strtok(names, "\n"); line && o < (int)sizeof cmd; line = strtok(NULL, "\n"))
+        o += snprintf(cmd + o, sizeof cmd - (size_t)o, " %s", line);
+    snprintf(cmd + o, sizeof cmd - (size_t)o, " 2>>%s", log);
+    FILE *ref_pipe = popen(cmd, "r");
+    CHECK(ref_pipe != NULL, "start %s", cmd);
     int n = 0;
-    for (char *line = strtok(names, "\n"); line; line = strtok(NULL, "\n"), n++) {
-        rc = run("nice -n 5 %s scripts/timm_name_reference.py %s %s >>%s 2>&1", tpy, tmp, line, log);
-        CHECK(rc == 0, "%s: timm builds it (exit %d, log %s)", line, rc, log);
-        if (rc != 0) continue;
+    char name[128];
+    int S;
+    while (ref_pipe && fscanf(ref_pipe, "%127s %d", name, &S) == 2) {
+        n++;
         char fix[256], ref_path[256], out[256];
-        snprintf(fix, sizeof fix, "%s/%s.safetensors", tmp, line);
-        snprintf(ref_path, sizeof ref_path, "%s/%s.ref.safetensors", tmp, line);
-        snprintf(out, sizeof out, "%s/%s.vitrain.safetensors", tmp, line);
-        vt_safetensors ref;
-        if (vt_st_read(ref_path, &ref) != VT_OK) {
-            CHECK(0, "%s: %s", line, vt_last_error());
-            continue;
-        }
-        int S = 0;
-        for (int i = 0; i < ref.n; i++) sscanf(ref.tensors[i].name, "input.images_%d", &S);
+        snprintf(fix, sizeof fix, "%s/%s.safetensors", tmp, name);
+        snprintf(ref_path, sizeof ref_path, "%s/%s.ref.safetensors", tmp, name);
+        snprintf(out, sizeof out, "%s/%s.vitrain.safetensors", tmp, name);
         rc = run("%s scripts/timm_convert.py from-timm %s %s --model %s --kwargs '{\"img_size\": %d, "
-                 "\"num_classes\": 5}' >>%s 2>&1", py, fix, out, line, S, log);
-        CHECK(rc == 0, "%s: from-timm --model %s exit %d (log %s)", line, line, rc, log);
+                 "\"num_classes\": 5}' >>%s 2>&1", py, fix, out, name, S, log);
+        CHECK(rc == 0, "%s: from-timm --model %s exit %d (log %s)", name, name, rc, log);
+        vt_safetensors ref;
         vt_vit m;
-        if (rc == 0 && open_model(out, &m)) {
-            check_logits(line, &m, &ref, 1e-4);
-            vt_vit_free(&m);
+        if (vt_st_read(ref_path, &ref) != VT_OK) {
+            CHECK(0, "%s: %s", name, vt_last_error());
+        } else {
+            if (rc == 0 && open_model(out, &m)) {
+                check_logits(name, &m, &ref, 1e-4);
+                vt_vit_free(&m);
+            }
+            vt_st_free(&ref);
         }
-        vt_st_free(&ref);
-        run("rm -f %s %s %s", fix, ref_path, out);
+        run("rm -f %s %s %s", ref_path, out, fix); /* the timm process goes on once fix is gone */
     }
+    rc = ref_pipe ? pclose(ref_pipe) : -1;
+    CHECK(rc == 0, "timm built every name (status %d, log %s)", rc, log);
     free(names);
     CHECK(n >= 20, "%d timm names checked", n);
 }
