@@ -69,6 +69,9 @@ typedef struct {
     int64_t stop_after;      /* > 0: stop once this many optimizer steps are done (in
                                 total, counting resumed ones), writing the checkpoint pair
                                 an interrupted run would be resumed from */
+    int start_over;          /* a new run in a directory holding another run's checkpoint
+                                 moves that run aside to DIR.old-N (rundir.h) instead of
+                                 failing */
     const char *prog;        /* the program as invoked (argv[0]), for the command that
                                 continues a stopped run; NULL: "vitrain" */
 } vt_train_opts;

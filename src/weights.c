@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "checkpoint_timm.h"
 #include "pe/pe.h"
 

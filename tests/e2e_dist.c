@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "safetensors.h"
 #include "dist.h"
 #include "e2e_util.h"
 #include "harness.h"

@@ -26,12 +26,13 @@
 #include "e2e_util.h"
 #include "harness.h"
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "resolve.h"
 #include "kernels.h"
 #include "tape.h"
 #include "vit.h"
+#include "weights.h"
 #include "vit_fixture.h"
 
 static char py[256];

@@ -24,8 +24,9 @@
 #include "e2e_util.h"
 #include "harness.h"
 #include "npz_read.h"
+#include "st_poke.h"
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "data/loader.h"
 #include "eval.h"
@@ -226,30 +227,6 @@ static void test_resume_exact(const char *precision) {
     CHECK(final_top1(pa) >= 0, "straight run printed its final line");
 }
 
-/* Set the first element of tensor `name` of a saved resume state to value (same
- * metadata; the writer records the new checksum). */
-static int poke_state(const char *state_path, const char *name, float value) {
-    vt_safetensors st;
-    if (vt_st_read(state_path, &st) != VT_OK) return 0;
-    int ok = 0;
-    const vt_st_tensor *m = vt_st_find(&st, name);
-    if (m && m->size > 0) {
-        vt_st_tensor *t = malloc((size_t)st.n * sizeof *t);
-        memcpy(t, st.tensors, (size_t)st.n * sizeof *t);
-        for (int i = 0; i < st.n; i++) {
-            t[i].data = malloc((size_t)t[i].size * sizeof(float));
-            memcpy(t[i].data, st.tensors[i].data, (size_t)t[i].size * sizeof(float));
-            if (!strcmp(t[i].name, name)) t[i].data[0] = value;
-        }
-        ok = vt_st_write(state_path, t, st.n, (const char *const *)st.meta_keys,
-                         (const char *const *)st.meta_values, st.n_meta) == VT_OK;
-        for (int i = 0; i < st.n; i++) free(t[i].data);
-        free(t);
-    }
-    vt_st_free(&st);
-    return ok;
-}
-
 static void test_nan_stop(void) {
     /* One epoch (8 steps) trains and checkpoints. A huge finite value put into the saved
      * AdamW moment overflows the first resumed update, so the loss of step 10 is NaN:
@@ -265,7 +242,7 @@ static void test_nan_stop(void) {
     int rc = run("%s " CFG " %s --threads 1 --run-dir %s --stop-after 8 2>/dev/null", bin, sets, d);
     CHECK(rc == 0, "first epoch exit %d", rc);
     run("cp %s %s", last, keep);
-    CHECK(poke_state(state, "optim.m", 3.0e38f), "huge moment put into %s: %s", state,
+    CHECK(poke_tensor(state, "optim.m", 3.0e38f), "huge moment put into %s: %s", state,
           vt_last_error());
     rc = run("%s " CFG " %s --threads 1 --resume %s 2>%s", bin, sets, d, log);
     CHECK(rc == 1, "NaN run exits 1, got %d", rc);
@@ -276,7 +253,7 @@ static void test_nan_stop(void) {
     char good_state[700];
     snprintf(good_state, sizeof good_state, "%s.good", state);
     run("cp %s %s", state, good_state);
-    CHECK(poke_state(state, "optim.m", NAN), "NaN put into %s: %s", state, vt_last_error());
+    CHECK(poke_tensor(state, "optim.m", NAN), "NaN put into %s", state);
     rc = run("%s " CFG " %s --threads 1 --resume %s 2>%s", bin, sets, d, log);
     CHECK(rc == 1, "a NaN moment is refused with exit 1, got %d", rc);
     snprintf(want, sizeof want, "%s: tensor \"optim.m\" holds NaN at element 0", state);

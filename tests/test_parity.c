@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "harness.h"
 #include "kernels.h"
@@ -29,6 +29,7 @@
 #include "tape.h"
 #include "tensor.h"
 #include "vit.h"
+#include "weights.h"
 #include "vit_fixture.h"
 
 #define ATOL 1e-5

@@ -28,13 +28,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "harness.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "parity_util.h"
 #include "pe/pe.h"
+#include "pe/kinds.h"
 #include "tape.h"
 #include "tensor.h"
 #include "vit.h"

@@ -21,17 +21,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config_overrides.h"
 #include "gradcheck.h"
 #include "harness.h"
 #include "kernels.h"
 #include "ops/ops.h"
+#include "ops/par.h"
 #include "performer_features.h"
 #include "resolve.h"
 #include "test_runtime.h"
 #include "train.h"
 #include "vit.h"
+#include "weights.h"
 #include "vit_fixture.h"
 
 static vt_arena arena;

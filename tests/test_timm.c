@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "resolve.h"
 #include "harness.h"
@@ -25,6 +25,7 @@
 #include "tape.h"
 #include "tensor.h"
 #include "vit.h"
+#include "weights.h"
 #include "vit_fixture.h"
 
 #define DIR "tests/fixtures/timm/"

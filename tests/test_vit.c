@@ -11,15 +11,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config_overrides.h"
 #include "gradcheck.h"
 #include "harness.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "pe/pe.h"
+#include "pe/kinds.h"
 #include "resolve.h"
 #include "vit.h"
+#include "weights.h"
 #include "vit_fixture.h"
 
 static vt_arena arena;

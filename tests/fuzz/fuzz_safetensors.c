@@ -8,11 +8,12 @@
  */
 #include <math.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "fuzz_util.h"
 #include "resolve.h"
 #include "vit.h"
+#include "weights.h"
 #include "vit_fixture.h"
 
 static void st_round_trip(const char *path, const vt_safetensors *st) {
