@@ -80,8 +80,9 @@ vt_status vt_resume_config(vt_config *out, const char *dir, const char *config_p
     char path[VT_STR + 32];
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (stat(path, &sb) != 0)
-        return vt_fail(VT_ERR_USAGE, "--resume %s: %s does not exist (not a run directory vitrain wrote, or "
-                       "its first start failed before writing it)", dir, path);
+        return vt_fail(VT_ERR_USAGE, "--resume %s: %s holds no checkpoint to resume from: %s does not exist "
+                       "(not a run directory vitrain wrote, or its first start failed before writing it)", dir,
+                       dir, path);
     vt_config run;
     vt_status st = vt_resolve_file(&run, path, NULL, 0);
     if (st != VT_OK) return vt_fail_context(st, "--resume %s", dir);

@@ -318,7 +318,7 @@ static vt_status claim_run_dir(trainer *tr, const vt_train_opts *opts) {
     if (vt_rundir_inspect(tr->dir, what, sizeof what) != VT_RUNDIR_RUN) return VT_OK;
     if (!opts->start_over)
         return vt_fail(VT_ERR_USAGE, "%s holds another run (%s); a new run there would overwrite "
-                       "it. To continue it: --resume %s; to keep it and start elsewhere: "
+                       "it. To continue it: vitrain --resume %s; to keep it and start elsewhere: "
                        "--run-dir OTHER_DIR; to move it aside to %s.old-N and start here: "
                        "--start-over", tr->dir, what, tr->dir, tr->dir);
     char moved[VT_STR + 32];

@@ -141,7 +141,9 @@ static void test_not_a_run(void) {
     snprintf(d, sizeof d, "%s/empty", tmp);
     mkdir(d, 0777);
     int rc = run("%s --resume %s 2>%s", bin, d, log);
-    CHECK(rc == 2 && file_contains(log, "config.json does not exist"), "a directory without config.json: exit %d", rc);
+    CHECK(rc == 2 && file_contains(log, "holds no checkpoint to resume from") &&
+              file_contains(log, "config.json does not exist"),
+          "a directory without config.json: exit %d", rc);
     rc = run("%s --resume %s/nope 2>%s", bin, tmp, log);
     CHECK(rc == 2 && file_contains(log, "no such run directory"), "a missing directory: exit %d", rc);
     rc = run("%s --resume 2>%s", bin, log);
