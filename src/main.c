@@ -1,8 +1,12 @@
 /* main.c - the vitrain command line: argv -> subcommand, status -> exit code. The only
- * exit() of the program (exit codes: 0 ok, 2 usage or config error, 1 runtime failure).
+ * exit() of the program. Exit codes: 0 done, 2 usage or config error, 1 runtime failure,
+ * 75 (VT_EXIT_STOPPED, stop.h) training stopped by SIGINT, SIGTERM or SIGUSR1 after
+ * writing a checkpoint pair: continue it with the command printed (a job script tells
+ * "stopped, to be continued" from "done" and "failed" by this code); 130 a second SIGINT
+ * ended it at once.
  *
  *   vitrain [train] CONFIG [--set k=v ...] [--threads N] [--resume RUN_DIR] [--run-dir DIR]
- *                          [--stop-after STEPS]
+ *                          [--resume-or-start] [--stop-after STEPS]
  *   vitrain --resume RUN_DIR [CONFIG] [--set k=v ...] [--threads N] [--stop-after STEPS]
  *   vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle] [--seed N]
  *                       [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...] [--threads N]
@@ -21,6 +25,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "checkpoint.h"
 #include "config.h"
 #include "data/formats.h"
 #include "dist.h"
@@ -31,6 +36,7 @@
 #include "resolve.h"
 #include "resume.h"
 #include "status.h"
+#include "stop.h"
 #include "train.h"
 #include "vit.h"
 
@@ -38,12 +44,11 @@
 
 enum { F_SET = 1, F_THREADS = 2, F_RESUME = 4, F_RUNDIR = 8, F_CKPT = 16, F_LOGITS = 32,
        F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024, F_PRECISION = 2048,
-       F_ROTARY = 4096, F_DATA = 8192, F_START_OVER = 16384 };
+       F_ROTARY = 4096, F_DATA = 8192, F_START_OVER = 16384, F_RESUME_OR_START = 32768 };
 /* The flags that take no value. */
-enum { F_SWITCHES = F_MARKDOWN | F_SHUFFLE | F_ROTARY | F_DATA | F_START_OVER };
+enum { F_SWITCHES = F_MARKDOWN | F_SHUFFLE | F_ROTARY | F_DATA | F_START_OVER | F_RESUME_OR_START };
 
 typedef struct {
-    const char *prog;       /* argv[0] */
     const char *cmd;
     const char *config;
     const char *sets[MAX_SETS];
@@ -53,6 +58,9 @@ typedef struct {
     long long stop_after;
     int markdown, help;
     int rotary, data;       /* kinds --rotary, --data */
+    int resume_or_start;    /* --resume-or-start */
+    int argc;               /* the command line as given (the command to continue a run) */
+    char **argv;
     int resolutions[VT_MAX_RES], n_resolutions; /* --resolutions; 0 = not given */
     int patch_shuffle;
     int start_over;
@@ -64,7 +72,7 @@ typedef struct {
 static const char *USAGE_TRAIN =
     "usage: vitrain [train] CONFIG [--set section.key=value ...] [--threads N]\n"
     "                      [--resume RUN_DIR] [--run-dir DIR] [--stop-after STEPS]\n"
-    "                      [--start-over]\n"
+    "                      [--start-over | --resume-or-start]\n"
     "       vitrain --resume RUN_DIR [CONFIG] [--set ...] [--threads N] [--stop-after STEPS]\n"
     "Train the model of CONFIG (JSON). The run directory (default train.run_dir, else\n"
     "runs/<config stem>) receives config.json, metrics.jsonl, the checkpoint pairs\n"
@@ -80,7 +88,12 @@ static const char *USAGE_TRAIN =
     "  --run-dir DIR     write the run to DIR\n"
     "  --stop-after N    stop after optimizer step N (checkpoint + state written, resumable)\n"
     "  --start-over      move a run already in the run directory aside to DIR.old-N and\n"
-    "                    start a new one there (nothing is deleted)\n";
+    "                    start a new one there (nothing is deleted)\n"
+    "  --resume-or-start continue the run in the run directory if it holds a checkpoint,\n"
+    "                    else start it there (one command for a job that may be requeued)\n"
+    "SIGINT, SIGTERM or SIGUSR1 stop training after the current step: a checkpoint pair is\n"
+    "written, the command to continue printed, and the exit status is 75 (a second SIGINT\n"
+    "exits at once, status 130, writing nothing).\n";
 static const char *USAGE_EVAL =
     "usage: vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle]\n"
     "                    [--seed N] [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...]\n"
@@ -161,10 +174,13 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         {"--run-dir", F_RUNDIR}, {"--checkpoint", F_CKPT}, {"--logits", F_LOGITS},
         {"--markdown", F_MARKDOWN}, {"--stop-after", F_STOP}, {"--resolutions", F_RES},
         {"--patch-shuffle", F_SHUFFLE}, {"--seed", F_SEED}, {"--precision", F_PRECISION},
-        {"--rotary", F_ROTARY}, {"--data", F_DATA}, {"--start-over", F_START_OVER}};
+        {"--rotary", F_ROTARY}, {"--data", F_DATA}, {"--start-over", F_START_OVER},
+        {"--resume-or-start", F_RESUME_OR_START}};
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->threads = -1;
+    a->argc = argc;
+    a->argv = argv;
     for (int i = first; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) { a->help = 1; return 0; }
@@ -183,7 +199,8 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         if (flag & F_SWITCHES) {
             if (eq) return usage_error(cmd, "option %.*s takes no value", (int)nlen, arg);
             *(flag == F_MARKDOWN ? &a->markdown : flag == F_SHUFFLE ? &a->patch_shuffle
-              : flag == F_ROTARY ? &a->rotary : flag == F_DATA ? &a->data : &a->start_over) = 1;
+              : flag == F_ROTARY ? &a->rotary : flag == F_DATA ? &a->data
+              : flag == F_START_OVER ? &a->start_over : &a->resume_or_start) = 1;
             continue;
         }
         const char *val;
@@ -274,9 +291,10 @@ static int start_job(int rc, const cli_args *a, const vt_config *cfg) {
     if (!rc) {
         char *json = vt_config_to_json(cfg);
         char opts[2048];
-        int o = snprintf(opts, sizeof opts, "cmd=%s resume=%s run_dir=%s stop_after=%lld checkpoint=%s "
-                         "logits=%s shuffle=%d seed=%llu resolutions=", a->cmd,
-                         a->resume ? a->resume : "", a->run_dir ? a->run_dir : "", a->stop_after,
+        int o = snprintf(opts, sizeof opts, "cmd=%s resume=%s run_dir=%s resume_or_start=%d "
+                         "stop_after=%lld checkpoint=%s logits=%s shuffle=%d seed=%llu resolutions=",
+                         a->cmd, a->resume ? a->resume : "", a->run_dir ? a->run_dir : "",
+                         a->resume_or_start, a->stop_after,
                          a->checkpoint ? a->checkpoint : "", a->logits ? a->logits : "",
                          a->patch_shuffle, a->seed);
         for (int i = 0; i < a->n_resolutions && o > 0 && o < (int)sizeof opts; i++)
@@ -319,6 +337,66 @@ static int resume_config(vt_config *cfg, const cli_args *a) {
     return 2;
 }
 
+/* Append arg to buf (capacity cap) quoted for a POSIX shell where it needs quoting. */
+static void append_shell_word(char *buf, size_t cap, const char *arg) {
+    size_t o = strlen(buf);
+    int plain = arg[0] != '\0';
+    for (const char *p = arg; *p && plain; p++)
+        plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,@%+-", *p) != NULL;
+    if (o + 1 < cap && o > 0) buf[o++] = ' ';
+    if (!plain && o + 1 < cap) buf[o++] = '\'';
+    for (const char *p = arg; *p && o + 5 < cap; p++) {
+        if (*p == '\'' && !plain) { memcpy(buf + o, "'\\''", 4); o += 4; }
+        else buf[o++] = *p;
+    }
+    if (!plain && o + 1 < cap) buf[o++] = '\'';
+    buf[o] = '\0';
+}
+
+/* The command that continues a stopped run in dir: the command line as given, with
+ * --run-dir and --resume replaced by --resume dir (with --resume-or-start: as given),
+ * without --start-over (it would move the run aside) and without --stop-after when that
+ * was what stopped it (drop_stop). */
+static void continue_command(const cli_args *a, const char *dir, int drop_stop, char *buf, size_t cap) {
+    buf[0] = '\0';
+    for (int i = 0; i < a->argc; i++) {
+        const char *arg = a->argv[i];
+        int pair = !strcmp(arg, "--run-dir") || !strcmp(arg, "--resume");
+        int joined = !strncmp(arg, "--run-dir=", 10) || !strncmp(arg, "--resume=", 9);
+        int stop = !strcmp(arg, "--stop-after"), stop_joined = !strncmp(arg, "--stop-after=", 13);
+        if (drop_stop && (stop || stop_joined)) {
+            i += stop;
+            continue;
+        }
+        if (!strcmp(arg, "--start-over")) continue;
+        if (!a->resume_or_start && (pair || joined)) {
+            i += pair;
+            continue;
+        }
+        append_shell_word(buf, cap, arg);
+    }
+    if (!a->resume_or_start) {
+        append_shell_word(buf, cap, "--resume");
+        append_shell_word(buf, cap, dir);
+    }
+}
+
+/* Rank 0's report of a run that stopped before its last step. */
+static void report_stop(const cli_args *a, const vt_train_result *res) {
+    vt_ckpt_pair p;
+    vt_ckpt_pair_of(res->run_dir, res->steps, &p);
+    char why[64] = "--stop-after";
+    if (res->stop_signal) snprintf(why, sizeof why, "%s", vt_stop_signal_name(res->stop_signal));
+    fprintf(stderr, "vitrain: stopped by %s after step %lld of %lld; checkpoint pair %s and %s\n", why,
+            (long long)res->steps, (long long)res->total_steps, p.weights, p.state);
+    char cmd[8192];
+    continue_command(a, res->run_dir, !res->stop_signal, cmd, sizeof cmd);
+    fprintf(stderr, "vitrain: continue with: %s\n", cmd);
+    if (vt_dist_size() > 1)
+        fprintf(stderr, "vitrain: (run it under the same launcher, e.g. mpirun, with a rank count "
+                "that divides train.batch_size)\n");
+}
+
 static int cmd_train(const cli_args *a) {
     if (a->resume && a->run_dir && strcmp(a->resume, a->run_dir) != 0)
         return usage_error("train", "--resume %s and --run-dir %s name different directories",
@@ -326,6 +404,10 @@ static int cmd_train(const cli_args *a) {
     if (a->resume && a->start_over)
         return usage_error("train", "--resume continues the run in %s, --start-over moves it "
                            "aside: give one of them", a->resume);
+    if ((a->resume || a->start_over) && a->resume_or_start)
+        return usage_error("train", "%s and --resume-or-start: give one (--resume-or-start "
+                           "continues the run directory when it holds a checkpoint, else starts it)",
+                           a->resume ? "--resume" : "--start-over");
     vt_config cfg;
     int rc = start_job(a->resume ? resume_config(&cfg, a) : load_config(&cfg, a), a, &cfg);
     if (rc) return rc;
@@ -334,11 +416,12 @@ static int cmd_train(const cli_args *a) {
     if (vt_dist_root()) fprintf(stderr, "vitrain: resolved config:\n%s\n", json);
     free(json);
     vt_train_opts opts = {.run_dir = a->run_dir, .resume_dir = a->resume, .stop_after = a->stop_after,
-                          .start_over = a->start_over, .prog = a->prog};
+                          .start_over = a->start_over, .resume_or_start = a->resume_or_start};
     vt_train_result res;
     vt_status st = vt_train_run(&cfg, &opts, &res);
     if (st != VT_OK) return fail_exit(st);
-    return 0;
+    if (res.stopped && vt_dist_root()) report_stop(a, &res);
+    return res.stop_signal ? vt_dist_exit_everywhere(VT_EXIT_STOPPED) : 0; /* the ranks agreed on the stop */
 }
 
 static int cmd_eval(const cli_args *a) {
@@ -464,7 +547,8 @@ static int run(int argc, char **argv) {
         return 0;
     }
     static const struct { const char *name; int flags; int (*run)(const cli_args *); } cmds[] = {
-        {"train", F_SET | F_THREADS | F_RESUME | F_RUNDIR | F_STOP | F_START_OVER, cmd_train},
+        {"train", F_SET | F_THREADS | F_RESUME | F_RUNDIR | F_STOP | F_START_OVER | F_RESUME_OR_START,
+         cmd_train},
         {"eval", F_SET | F_THREADS | F_CKPT | F_LOGITS | F_RES | F_SHUFFLE | F_SEED | F_PRECISION, cmd_eval},
         {"info", F_SET, cmd_info},
         {"help-config", F_MARKDOWN, cmd_help_config},
@@ -487,7 +571,6 @@ static int run(int argc, char **argv) {
     cli_args a;
     int rc = parse_args(&a, cmds[ci].name, argc, argv, argi, cmds[ci].flags);
     if (rc) return rc;
-    a.prog = argv[0];
     if (a.help) {
         fputs(usage_of(cmds[ci].name), stdout);
         return 0;

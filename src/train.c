@@ -14,6 +14,7 @@
 #include "data/loader.h"
 #include "dist.h"
 #include "durable.h"
+#include "input_file.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "optim.h"
@@ -21,6 +22,7 @@
 #include "resolve.h"
 #include "rundir.h"
 #include "rng.h"
+#include "stop.h"
 #include "tape.h"
 #include "train_state.h"
 #include "vit.h"
@@ -48,11 +50,6 @@ vt_status vt_mkdir_p(const char *path) {
         buf[i] = saved;
     }
     return VT_OK;
-}
-
-/* Replace path's contents with text (durable.h). */
-static vt_status write_text_atomic(const char *path, const char *text) {
-    return vt_durable_write_file(path, text, strlen(text));
 }
 
 static int file_exists(const char *path) {
@@ -107,6 +104,7 @@ typedef struct {
     int accum, bs;
     double best_top1;
     double wall_offset, t_start;
+    double t_ckpt;           /* when the newest pair was written (or the run started) */
     int64_t last_eval_step;
 } trainer;
 
@@ -152,17 +150,33 @@ static vt_status save_state_files(trainer *tr) {
                                "before it)", (long long)tr->step);
     if (st != VT_OK)
         return vt_fail_context(st, "checkpoint at step %lld (not saved; the previous checkpoint "
-                               "is intact)", (long long)tr->step);
+                               "is intact: step %lld, which --resume %s continues from)",
+                               (long long)tr->step, (long long)tr->saved_step, tr->dir);
     return VT_OK;
+}
+
+/* The metrics record of the pair just written: its bytes and the seconds it took. */
+static vt_status log_checkpoint(trainer *tr, double seconds) {
+    vt_ckpt_pair p;
+    vt_ckpt_pair_of(tr->dir, tr->step, &p);
+    struct stat a, b;
+    long long bytes = stat(p.weights, &a) == 0 && stat(p.state, &b) == 0 ? (long long)(a.st_size + b.st_size) : -1;
+    char line[256];
+    int n = snprintf(line, sizeof line, "{\"kind\":\"checkpoint\",\"step\":%lld,\"bytes\":%lld,"
+                     "\"seconds\":%.3f,\"wall_s\":%.3f}\n", (long long)tr->step, bytes, seconds, wall(tr));
+    return vt_durable_log_write(&tr->metrics, line, (size_t)n);
 }
 
 /* Every rank checks that the ranks still hold the same weights; rank 0 writes the pair. */
 static vt_status save_state(trainer *tr) {
     if (tr->step == tr->saved_step) return VT_OK; /* this step's pair is already current */
+    double t0 = now_s();
     vt_status st = vt_dist_check_same("the model parameters (the ranks diverged)", tr->model.params,
                                       (size_t)tr->model.n_params * sizeof(float));
     if (st == VT_OK) st = vt_dist_agree(tr->root ? save_state_files(tr) : VT_OK);
     if (st == VT_OK) tr->saved_step = tr->step;
+    tr->t_ckpt = now_s();
+    if (st == VT_OK) st = vt_dist_agree(tr->root ? log_checkpoint(tr, tr->t_ckpt - t0) : VT_OK);
     return st;
 }
 
@@ -191,10 +205,11 @@ static vt_status load_state(trainer *tr) {
     }
     uint64_t have = vt_train_params_hash(tr->model.params, tr->model.n_params);
     if (s.params_hash != have) {
-        st = vt_fail(VT_ERR_RUNTIME, "%s was written for other weights than %s (params_hash "
-                     "%016llx, the weights hash to %016llx): the two files are from different "
-                     "steps", path, p.weights, (unsigned long long)s.params_hash,
-                     (unsigned long long)have);
+        st = vt_fail(VT_ERR_RUNTIME, "%s was written for other weights than %s holds "
+                     "(params_hash %016llx, the weights hash to %016llx): the two files were not "
+                     "written by one save (two processes writing this run directory at once, or "
+                     "a file replaced or copied from elsewhere)", path, p.weights,
+                     (unsigned long long)s.params_hash, (unsigned long long)have);
         goto out;
     }
     memcpy(tr->drop_rng.s, s.rng, sizeof s.rng);
@@ -213,15 +228,10 @@ out:
 
 /* Keep the metrics records up to step `step` (the ones the saved state has seen). */
 static vt_status trim_metrics(const char *path, int64_t step) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return VT_OK;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = vt_xmalloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    fclose(f);
-    buf[got] = '\0';
+    char *buf;
+    size_t got;
+    vt_status read = vt_input_read(path, "metrics file", INT64_MAX, &buf, &got);
+    if (read != VT_OK) return errno == ENOENT ? VT_OK : read;
     char *out = vt_xmalloc(got + 1);
     size_t o = 0;
     for (char *line = buf; *line;) {
@@ -233,7 +243,7 @@ static vt_status trim_metrics(const char *path, int64_t step) {
         line += len;
     }
     out[o] = '\0';
-    vt_status st = write_text_atomic(path, out);
+    vt_status st = vt_durable_write_file(path, out, o);
     free(buf);
     free(out);
     return st;
@@ -358,7 +368,7 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     vt_config recorded = *cfg;
     snprintf(recorded.train.run_dir, sizeof recorded.train.run_dir, "%s", tr->dir);
     char *json = vt_config_to_json(&recorded);
-    st = tr->root ? write_text_atomic(cpath, json) : VT_OK;
+    st = tr->root ? vt_durable_write_file(cpath, json, strlen(json)) : VT_OK;
     free(json);
     if (st != VT_OK) return st;
 
@@ -449,7 +459,7 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     if (cfg->train.precision == VT_PRECISION_BF16) { /* after any resume load: copies of those weights */
         if ((st = vt_bf16_weights_attach(&tr->model, &tr->w16)) != VT_OK) return st;
         tr->tape.bf16 = 1;
-        vt_precision_note(cfg->train.precision);
+        if ((st = vt_precision_select(cfg->train.precision)) != VT_OK) return st;
     }
 
     int tty = isatty(fileno(stderr));
@@ -554,6 +564,17 @@ static vt_status train_step(trainer *tr, float *loss_out, double *gn_out, double
     return VT_OK;
 }
 
+/* What the ranks agree on at a step boundary, in one small reduction: the stop signal
+ * any rank received (0: none) and whether train.ckpt_every_minutes have passed since the
+ * newest pair by rank 0's clock (the ranks' clocks may disagree). */
+static void step_boundary(trainer *tr, int *stop_signal, int *timed_ckpt) {
+    double minutes = tr->cfg->train.ckpt_every_minutes;
+    int v[2] = {vt_stop_signal(), tr->root && minutes > 0 && now_s() - tr->t_ckpt >= 60.0 * minutes};
+    vt_dist_max_int(v, 2);
+    *stop_signal = v[0];
+    *timed_ckpt = v[1];
+}
+
 static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_result *res) {
     const vt_config *cfg = tr->cfg;
     vt_status st;
@@ -569,7 +590,13 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
     memset(&r, 0, sizeof r);
     memset(&res->final, 0, sizeof res->final);
 
-    while (tr->step < stop) {
+    tr->t_ckpt = now_s();
+    int stop_signal = 0;
+    for (;;) {
+        int timed_ckpt = 0;
+        step_boundary(tr, &stop_signal, &timed_ckpt);
+        if (stop_signal || tr->step >= stop) break;
+        if (timed_ckpt && (st = save_state(tr)) != VT_OK) return st;
         int64_t s = tr->step;
         int64_t ep = step_epoch(tr, s);
         if (ep != cur_epoch) {
@@ -621,25 +648,27 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
             if ((st = evaluate_main(tr, &r)) != VT_OK) return st;
             res->final = r;
         }
-        if (epoch_end && cfg->train.ckpt_every > 0 && ep_done % cfg->train.ckpt_every == 0 &&
-            tr->step < stop)
+        int ckpt_due = (epoch_end && cfg->train.ckpt_every > 0 && ep_done % cfg->train.ckpt_every == 0) ||
+                       (cfg->train.ckpt_every_steps > 0 && tr->step % cfg->train.ckpt_every_steps == 0);
+        if (ckpt_due && tr->step < stop)
             if ((st = save_state(tr)) != VT_OK) return st;
     }
 
-    if (tr->step < tr->T) { /* stopped early on request */
+    if (tr->step < tr->T || stop_signal) { /* stopped early: --stop-after or a signal */
         if ((st = save_state(tr)) != VT_OK) return st;
         end_live_line(tr);
-        if (tr->root)
-            fprintf(stderr, "vitrain: stopped after step %lld of %lld; continue with: %s --resume %s\n",
-                    (long long)tr->step, (long long)tr->T, opts->prog ? opts->prog : "vitrain", tr->dir);
         res->stopped = 1;
+        res->stop_signal = stop_signal;
         return VT_OK;
     }
+    /* The last pair before the final evaluation: a kill during that evaluation (a long
+     * one, or a scheduler's SIGKILL after its warning signal, which the loop no longer
+     * acts on) loses no training; a resume repeats the evaluation. */
+    if ((st = save_state(tr)) != VT_OK) return st;
     if (tr->last_eval_step != tr->step) {
         if ((st = evaluate_main(tr, &r)) != VT_OK) return st;
         res->final = r;
     }
-    if ((st = save_state(tr)) != VT_OK) return st;
     for (int i = 0; i < cfg->eval.n_resolutions; i++) {
         int S = cfg->eval.resolutions[i];
         if (S == cfg->model.img_size) continue;
@@ -656,12 +685,24 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
     return VT_OK;
 }
 
-vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts, vt_train_result *res) {
+/* resume_or_start: whether the run directory holds a run to continue (*resume = 1: a
+ * checkpoint, or a `latest` that does not resolve, which the resume then reports rather
+ * than silently restarting) or nothing to continue (0), as rank 0 sees it (rundir.h). */
+static void find_resume_point(const char *dir, int *resume) {
+    *resume = vt_dist_root() && vt_rundir_inspect(dir, NULL, 0) == VT_RUNDIR_RUN;
+    vt_dist_bcast(resume, sizeof *resume);
+    if (!*resume && vt_dist_root())
+        fprintf(stderr, "vitrain: %s holds no checkpoint: starting the run\n", dir);
+}
+
+vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts_in, vt_train_result *res) {
     memset(res, 0, sizeof *res);
     trainer tr;
     memset(&tr, 0, sizeof tr);
     tr.lock.fd = tr.metrics.fd = -1;
-    vt_train_run_dir(cfg, opts->resume_dir ? opts->resume_dir : opts->run_dir, tr.dir, sizeof tr.dir);
+    vt_train_opts o = *opts_in;
+    const vt_train_opts *opts = &o;
+    vt_train_run_dir(cfg, o.resume_dir ? o.resume_dir : o.run_dir, tr.dir, sizeof tr.dir);
     /* The config the checkpoints carry: without the run directory, which is where the
      * files are, not what they hold (config.json records it). */
     vt_config own = *cfg;
@@ -669,6 +710,12 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts, vt_train
     tr.cfg = &own;
     snprintf(res->run_dir, sizeof res->run_dir, "%s", tr.dir);
     tr.t_start = now_s();
+    vt_stop_install(vt_dist_root());
+    if (o.resume_or_start && !o.resume_dir) {
+        int resume = 0;
+        find_resume_point(tr.dir, &resume);
+        if (resume) o.resume_dir = tr.dir;
+    }
     vt_status st = vt_dist_agree(setup(&tr, opts));
     if (st == VT_OK) st = setup_ranks(&tr, opts);
     if (st == VT_OK) {

@@ -77,7 +77,8 @@ static void test_resume_alone(void) {
     int rc = run("%s " CFG " " SETS " --set train.epochs=3 --threads 1 --run-dir %s 2>/dev/null", bin, a);
     CHECK(rc == 0, "straight run: exit %d", rc);
     rc = run("%s " CFG " " SETS " --set train.epochs=3 --threads 1 --run-dir %s --stop-after 11 2>%s", bin, b, log);
-    snprintf(want, sizeof want, "continue with: %s --resume %s\n", bin, b);
+    snprintf(want, sizeof want, "continue with: %s " CFG " " SETS " --set train.epochs=3 --threads 1 --resume %s\n",
+             bin, b);
     CHECK(rc == 0 && file_contains(log, want), "the stop line prints the exact command (exit %d)", rc);
     snprintf(want, sizeof want, "\"run_dir\": \"%s\"", b);
     char cfg[160];

@@ -162,14 +162,14 @@ static void last_value(const char *text, const char *kind, const char *key, char
     snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), v);
 }
 
-/* metrics.jsonl without the timing fields ("img_per_s", "wall_s"). */
+/* metrics.jsonl without the timing fields ("img_per_s", "wall_s", a checkpoint's "seconds"). */
 static char *metrics_untimed(const char *dir) {
     char p[512];
     snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
     char *s = slurp(p, NULL);
     if (!s) return NULL;
-    const char *keys[2] = {"\"img_per_s\":", "\"wall_s\":"};
-    for (int k = 0; k < 2; k++)
+    const char *keys[3] = {"\"img_per_s\":", "\"wall_s\":", "\"seconds\":"};
+    for (int k = 0; k < 3; k++)
         for (char *q = s; (q = strstr(q, keys[k]));) {
             char *e = q + strcspn(q, ",}");
             if (*e == ',') e++;
@@ -299,8 +299,7 @@ int main(void) {
     const char *b = getenv("VT_BIN");
     if (!b || !*b) b = "vitrain";
     snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_run_config_XXXXXX");
-    if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
+    if (test_tmpdir(tmp, sizeof tmp, "e2e_run_config")) return 1;
     int seen[VT_DATA_KIND_COUNT] = {0};
     for (int k = 0; k < VT_DATA_KIND_COUNT; k++) {
         vt_data_kind kind = (vt_data_kind)k;
@@ -340,6 +339,6 @@ int main(void) {
     for (int k = 0; k < VT_DATA_KIND_COUNT; k++)
         CHECK(seen[k], "data.kind %s is covered", vt_data_kind_name((vt_data_kind)k));
     int rc = test_summary();
-    if (rc == 0) run("rm -rf %s", tmp);
+    if (rc == 0) test_rm_rf(tmp);
     return rc;
 }
