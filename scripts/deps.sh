@@ -10,13 +10,14 @@
 # Options combine (scripts/deps.sh --fuzz --tensorboard).
 set -euo pipefail
 pkgs=(gcc make pkg-config libcjson-dev libstb-dev libpng-dev zlib1g-dev libsimde-dev
-      libopenmpi-dev openmpi-bin dataset-fashion-mnist python3-matplotlib python3-numpy)
+      libopenmpi-dev openmpi-bin dataset-fashion-mnist python3-matplotlib python3-numpy
+      python3-venv)
 tensorboard=0
 for opt in "$@"; do
     case $opt in
     --torch) pkgs+=(python3-torch) ;;
     --fuzz) pkgs+=(clang libclang-rt-dev libomp-dev) ;;
-    --tensorboard) pkgs+=(python3-venv); tensorboard=1 ;;
+    --tensorboard) tensorboard=1 ;;
     *) echo "deps: unknown option '$opt' (expected --torch, --fuzz or --tensorboard)" >&2; exit 2 ;;
     esac
 done

@@ -7,6 +7,7 @@
  *
  *   vitrain [train] CONFIG [--set k=v ...] [--threads N] [--resume RUN_DIR] [--run-dir DIR]
  *                          [--resume-or-start] [--stop-after STEPS] [--verbose]
+ *   vitrain --resume RUN_DIR [CONFIG] [--set k=v ...] [--threads N] [--stop-after STEPS]
  *   vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle] [--seed N]
  *                       [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...] [--threads N]
  *   vitrain info CONFIG [--set k=v ...]
@@ -33,6 +34,7 @@
 #include "kernels.h"
 #include "pe/kinds.h"
 #include "resolve.h"
+#include "resume.h"
 #include "status.h"
 #include "stop.h"
 #include "train.h"
@@ -73,6 +75,7 @@ static const char *USAGE_TRAIN =
     "usage: vitrain [train] CONFIG [--set section.key=value ...] [--threads N]\n"
     "                      [--resume RUN_DIR] [--run-dir DIR] [--stop-after STEPS]\n"
     "                      [--start-over | --resume-or-start] [--verbose]\n"
+    "       vitrain --resume RUN_DIR [CONFIG] [--set ...] [--threads N] [--stop-after STEPS]\n"
     "Train the model of CONFIG (JSON). The run directory (default train.run_dir, else\n"
     "runs/<config stem>) receives config.json, metrics.jsonl, summary.csv (per epoch),\n"
     "TensorBoard event files (tensorboard --logdir DIR), the checkpoint pairs\n"
@@ -81,7 +84,10 @@ static const char *USAGE_TRAIN =
     "directory at a time (DIR/lock), and a new run never overwrites another's checkpoints.\n"
     "  --set k=v         override one config key (repeatable; value parsed as JSON if it parses)\n"
     "  --threads N       OpenMP threads (default train.threads; 0 = all cores)\n"
-    "  --resume RUN_DIR  continue the run saved in RUN_DIR exactly where it stopped\n"
+    "  --resume RUN_DIR  continue the run saved in RUN_DIR exactly where it stopped, with its\n"
+    "                    own config (RUN_DIR/config.json); a CONFIG or --set given as well may\n"
+    "                    change only threads, logging, progress, checkpointing and extend\n"
+    "                    train.epochs / train.steps (each difference is named)\n"
     "  --run-dir DIR     write the run to DIR\n"
     "  --stop-after N    stop after optimizer step N (checkpoint + state written, resumable)\n"
     "  --start-over      move a run already in the run directory aside to DIR.old-N and\n"
@@ -121,9 +127,9 @@ static const char *USAGE_INFO =
     "peak memory of training CONFIG, readable and as a JSON line, from the config alone\n"
     "(no model is allocated, no data read but file sizes).\n";
 static const char *USAGE_HELPCFG =
-    "usage: vitrain help-config [--markdown]\n"
-    "Every config key with its type, default, allowed values and meaning\n"
-    "(--markdown: the text of configs/README.md).\n";
+    "usage: vitrain help-config [SECTION | SECTION.KEY] [--markdown]\n"
+    "Every config key with its type, default, allowed values and meaning, or those of one\n"
+    "section (optim) or key (optim.lr) (--markdown: the text of configs/README.md).\n";
 static const char *USAGE_KINDS =
     "usage: vitrain kinds [--rotary | --data]\n"
     "The pe.kind values, one per line, from the registry of PE kinds (src/pe/kinds.h).\n"
@@ -131,9 +137,10 @@ static const char *USAGE_KINDS =
     "  --data    the data.kind values instead (src/data/formats.h)\n";
 static const char *USAGE_MAIN =
     "usage: vitrain [train] CONFIG [options]     train (see vitrain train --help)\n"
+    "       vitrain --resume RUN_DIR              continue a stopped run\n"
     "       vitrain eval [CONFIG] --checkpoint FILE evaluate a checkpoint\n"
     "       vitrain info CONFIG                   model size, FLOPs and memory\n"
-    "       vitrain help-config [--markdown]      every config key\n"
+    "       vitrain help-config [KEY|SECTION]     every config key, or one\n"
     "       vitrain kinds [--rotary | --data]     the PE kinds (or dataset formats)\n"
     "Environment: VT_ISA=LEVEL forces a kernel level (an unknown LEVEL lists them).\n";
 
@@ -153,7 +160,7 @@ static int usage_error(const char *cmd, const char *fmt, ...) {
     fputs("vitrain: ", vt_dist_msg());
     vfprintf(vt_dist_msg(), fmt, ap);
     va_end(ap);
-    fprintf(vt_dist_msg(), "\n%s", usage_of(cmd));
+    fprintf(vt_dist_msg(), "\n(vitrain %s%s--help lists the options)\n", cmd, cmd[0] ? " " : "");
     return 2;
 }
 
@@ -182,8 +189,7 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) { a->help = 1; return 0; }
         if (arg[0] != '-' || arg[1] == '\0') {
-            if (a->config || !strcmp(cmd, "help-config") || !strcmp(cmd, "kinds"))
-                return usage_error(cmd, "unexpected argument '%s'", arg);
+            if (a->config || !strcmp(cmd, "kinds")) return usage_error(cmd, "unexpected argument '%s'", arg);
             a->config = arg;
             continue;
         }
@@ -328,6 +334,15 @@ static int start_runtime(const vt_config *cfg, const cli_args *a) {
     return 0;
 }
 
+/* The config of `--resume DIR` (resume.h): the run's own, or CONFIG / --set compared
+ * with it. Returns 0 or the exit code. */
+static int resume_config(vt_config *cfg, const cli_args *a) {
+    vt_status st = vt_resume_config(cfg, a->resume, a->config, (const char *const *)a->sets, a->n_sets);
+    if (st == VT_OK) return 0;
+    fprintf(vt_dist_msg(), "vitrain: config error: %s\n", vt_last_error());
+    return 2;
+}
+
 /* Append arg to buf (capacity cap) quoted for a POSIX shell where it needs quoting. */
 static void append_shell_word(char *buf, size_t cap, const char *arg) {
     size_t o = strlen(buf);
@@ -400,7 +415,7 @@ static int cmd_train(const cli_args *a) {
                            "continues the run directory when it holds a checkpoint, else starts it)",
                            a->resume ? "--resume" : "--start-over");
     vt_config cfg;
-    int rc = start_job(load_config(&cfg, a), a, &cfg);
+    int rc = start_job(a->resume ? resume_config(&cfg, a) : load_config(&cfg, a), a, &cfg);
     if (rc) return rc;
     if ((rc = start_runtime(&cfg, a))) return rc;
     vt_train_opts opts = {.run_dir = a->run_dir, .resume_dir = a->resume, .stop_after = a->stop_after,
@@ -472,6 +487,8 @@ static int cmd_info(const cli_args *a) {
     printf("model: width %d, depth %d, heads %d, patch %d, image %dx%d, %d classes, pe %s\n",
            cfg.model.width, cfg.model.depth, cfg.model.heads, cfg.model.patch_size, S, S,
            cfg.model.num_classes, vt_pe_kind_name(cfg.pe.kind));
+    char origin[VT_STR + 128];
+    printf("classes: %d (%s)\n", cfg.model.num_classes, vt_resolve_classes_origin(&cfg, origin, sizeof origin));
     printf("parameters: %lld (%.2f M)\n", (long long)m.n_params, m.n_params / 1e6);
     printf("forward FLOPs per image: %.4g G\n", fwd / 1e9);
     printf("training step FLOPs: %.4g G (3 x forward x global batch %lld)\n", step_flops / 1e9,
@@ -494,7 +511,13 @@ static int cmd_info(const cli_args *a) {
 }
 
 static int cmd_help_config(const cli_args *a) {
-    char *text = a->markdown ? vt_resolve_doc_markdown() : vt_config_doc_text();
+    if (a->config && a->markdown) return usage_error("help-config", "--markdown prints every key; give no KEY");
+    char *text = NULL;
+    if (a->config && vt_config_doc_one(a->config, &text) != VT_OK) {
+        fprintf(stderr, "vitrain: %s\n", vt_last_error());
+        return 2;
+    }
+    if (!text) text = a->markdown ? vt_resolve_doc_markdown() : vt_config_doc_text();
     fputs(text, stdout);
     free(text);
     return 0;
@@ -518,7 +541,10 @@ static int looks_like_config(const char *arg) {
 }
 
 static int run(int argc, char **argv) {
-    if (argc < 2) return usage_error("", "missing subcommand or CONFIG");
+    if (argc < 2) {
+        fprintf(stderr, "vitrain: missing subcommand or CONFIG\n%s", USAGE_MAIN);
+        return 2;
+    }
     const char *first = argv[1];
     if (!strcmp(first, "--help") || !strcmp(first, "-h") || !strcmp(first, "help")) {
         fputs(USAGE_MAIN, stdout);
@@ -534,6 +560,10 @@ static int run(int argc, char **argv) {
     int ci = -1, argi = 2;
     for (int k = 0; k < (int)(sizeof cmds / sizeof cmds[0]); k++)
         if (!strcmp(first, cmds[k].name)) ci = k;
+    if (ci < 0 && !strncmp(first, "--resume", 8) && (first[8] == '\0' || first[8] == '=')) {
+        ci = 0; /* vitrain --resume DIR: train, continuing that run */
+        argi = 1;
+    }
     if (ci < 0) {
         if (first[0] == '-') return usage_error("", "unknown option '%s' (expected a subcommand or CONFIG first)", first);
         if (!looks_like_config(first))

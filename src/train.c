@@ -217,11 +217,6 @@ static vt_status load_state(trainer *tr) {
                      (unsigned long long)s.params_hash, (unsigned long long)have);
         goto out;
     }
-    char *cur = vt_config_to_json(tr->cfg);
-    if (s.config && strcmp(s.config, cur) != 0 && tr->root)
-        fprintf(stderr, "vitrain: warning: the config differs from the one saved in %s; the "
-                "resumed run will not match an uninterrupted run of either config\n", path);
-    free(cur);
     memcpy(tr->drop_rng.s, s.rng, sizeof s.rng);
     tr->best_top1 = s.best_top1;
     tr->best_step = s.best_step;
@@ -317,7 +312,7 @@ static vt_status claim_run_dir(trainer *tr, const vt_train_opts *opts) {
     if (vt_rundir_inspect(tr->dir, what, sizeof what) != VT_RUNDIR_RUN) return VT_OK;
     if (!opts->start_over)
         return vt_fail(VT_ERR_USAGE, "%s holds another run (%s); a new run there would overwrite "
-                       "it. To continue it: --resume %s; to keep it and start elsewhere: "
+                       "it. To continue it: vitrain --resume %s; to keep it and start elsewhere: "
                        "--run-dir OTHER_DIR; to move it aside to %s.old-N and start here: "
                        "--start-over", tr->dir, what, tr->dir, tr->dir);
     char moved[VT_STR + 32];
@@ -352,7 +347,10 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     snprintf(tr->best_path, sizeof tr->best_path, "%s/best.safetensors", tr->dir);
     char cpath[VT_STR + 32];
     snprintf(cpath, sizeof cpath, "%s/config.json", tr->dir);
-    char *json = vt_config_to_json(cfg);
+    /* config.json records the directory the run is in: `vitrain --resume DIR` reads it */
+    vt_config recorded = *cfg;
+    snprintf(recorded.train.run_dir, sizeof recorded.train.run_dir, "%s", tr->dir);
+    char *json = vt_config_to_json(&recorded);
     st = tr->root ? vt_durable_write_file(cpath, json, strlen(json)) : VT_OK;
     free(json);
     if (st != VT_OK) return st;
@@ -364,10 +362,12 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     vt_resolve_data_spec(cfg, &spec);
     spec.quiet = !vt_dist_root();
     if ((st = vt_loader_open(&tr->loader, &spec, VT_SPLIT_TRAIN, S)) != VT_OK) return st;
+    /* The head trains on exactly the data's classes (evaluation may see fewer). */
     int dk = vt_loader_num_classes(tr->loader);
-    if (dk > K)
-        return vt_fail(VT_ERR_USAGE, "data split '%s' has %d classes but model.num_classes is %d",
-                       cfg->data.train_split, dk, K);
+    if (dk != K)
+        return vt_fail(VT_ERR_USAGE, "data split '%s' has %d classes but model.num_classes is %d: "
+                       "leave model.num_classes out to take the data's count, or set it to %d",
+                       cfg->data.train_split, dk, K, dk);
     int64_t nb = vt_loader_batches(tr->loader, tr->bs);
     tr->spe = nb / tr->accum;
     if (tr->spe <= 0)
@@ -377,6 +377,20 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     tr->T = cfg->train.steps > 0 ? cfg->train.steps : (int64_t)cfg->train.epochs * tr->spe;
     tr->W = cfg->optim.warmup_steps > 0 ? cfg->optim.warmup_steps
                                         : llround(cfg->optim.warmup_epochs * (double)tr->spe);
+    if (tr->T < tr->W && tr->root) {
+        char t_from[96], w_from[96];
+        if (cfg->train.steps > 0) snprintf(t_from, sizeof t_from, "train.steps = %d", cfg->train.steps);
+        else snprintf(t_from, sizeof t_from, "train.epochs = %d x %lld steps per epoch", cfg->train.epochs,
+                      (long long)tr->spe);
+        if (cfg->optim.warmup_steps > 0) snprintf(w_from, sizeof w_from, "optim.warmup_steps = %d",
+                                                  cfg->optim.warmup_steps);
+        else snprintf(w_from, sizeof w_from, "optim.warmup_epochs = %g x %lld steps per epoch",
+                      cfg->optim.warmup_epochs, (long long)tr->spe);
+        fprintf(stderr, "vitrain: warning: the run ends inside the warm-up: %lld optimizer steps (%s) but "
+                "%lld warm-up steps (%s); the learning rate rises to %.3g, never reaching optim.lr = %g, "
+                "and never decays\n", (long long)tr->T, t_from, (long long)tr->W, w_from,
+                vt_lr_at(&cfg->optim, tr->T - 1, tr->T, tr->W), cfg->optim.lr);
+    }
     /* this rank's local_bs of every global batch; the steps per epoch stay the same:
      * floor(floor(n / R) / (B / R)) = floor(n / B) */
     tr->train_n = vt_loader_size(tr->loader);
@@ -743,6 +757,11 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts_in, vt_tr
     vt_train_opts o = *opts_in;
     const vt_train_opts *opts = &o;
     vt_train_run_dir(cfg, o.resume_dir ? o.resume_dir : o.run_dir, tr.dir, sizeof tr.dir);
+    /* The config the checkpoints carry: without the run directory, which is where the
+     * files are, not what they hold (config.json records it). */
+    vt_config own = *cfg;
+    own.train.run_dir[0] = '\0';
+    tr.cfg = &own;
     snprintf(res->run_dir, sizeof res->run_dir, "%s", tr.dir);
     tr.t_start = now_s();
     vt_stop_install(vt_dist_root());

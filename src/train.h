@@ -21,7 +21,10 @@
  * to DIR.old-N), so nothing a run wrote is truncated or deleted by another. Every file is
  * written through durable.h. Files:
  *   lock                       the owner's flock and "pid PID host HOST"
- *   config.json                the resolved config
+ *   config.json                the resolved config (every --set applied) with
+ *                              train.run_dir = this directory: what `vitrain --resume DIR`
+ *                              continues with (resume.h); the checkpoints' metadata holds
+ *                              the same config without the run directory
  *   metrics.jsonl, summary.csv, the run's logs (run_log.h): train records every log_every
  *   events.out.tfevents.*      steps, evaluations, per-epoch means; TensorBoard scalars
  *   step_N.safetensors,        a checkpoint pair (checkpoint.h): the model (vt_vit_save)
