@@ -186,7 +186,7 @@ static double reference(const char *name, int np, char *dir, size_t len) {
              bin, dir);
     snprintf(log, sizeof log, "%s.log", dir);
     pid_t pid = start(NULL, cmd, log);
-    wait_for_text(log, " step ", pid, 120);
+    wait_for_text(log, " loss ", pid, 120);
     double t0 = now_s();
     int rc = finish(pid, 300);
     CHECK(rc == 0, "%s: uninterrupted run exit %d", name, rc);
@@ -277,7 +277,7 @@ static void test_second_sigint(const char *ref) {
         char cmd[4096];
         snprintf(cmd, sizeof cmd, "%s " CFG " " RECIPE " --threads 1 --resume %s", bin, dir);
         pid_t pid = start(NULL, cmd, log);
-        int ready = wait_for_text(log, " step ", pid, 120);
+        int ready = wait_for_text(log, " loss ", pid, 120);
         if (ready) kill(pid, SIGINT);
         int acked = ready && wait_for_text(log, "SIGINT: stopping", pid, 60);
         if (acked) kill(pid, SIGINT);
@@ -306,7 +306,7 @@ static void test_inherited_ignore(void) {
     snprintf(log, sizeof log, "%s.log", dir);
     snprintf(cmd, sizeof cmd, "%s " CFG " " RECIPE " --threads 1 --run-dir %s", bin, dir);
     pid_t pid = start("trap '' INT;", cmd, log);
-    int ready = wait_for_text(log, " step ", pid, 120);
+    int ready = wait_for_text(log, " loss ", pid, 120);
     if (ready) kill(pid, SIGINT);
     int rc = finish(pid, 120);
     CHECK(ready && rc == VT_EXIT_STOPPED, "ignored: SIGINT inherited as ignored still stops the run "
@@ -318,7 +318,7 @@ static void test_inherited_ignore(void) {
     snprintf(log, sizeof log, "%s.log", dir);
     snprintf(cmd, sizeof cmd, "%s " CFG " " RECIPE " --threads 1 --run-dir %s", bin, dir);
     pid = start_blocked(NULL, cmd, log, SIGTERM);
-    ready = wait_for_text(log, " step ", pid, 120);
+    ready = wait_for_text(log, " loss ", pid, 120);
     if (ready) kill(pid, SIGTERM);
     rc = finish(pid, 120);
     CHECK(ready && rc == VT_EXIT_STOPPED, "blocked: SIGTERM blocked in the inherited mask still stops the "
