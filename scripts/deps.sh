@@ -6,7 +6,8 @@
 #   scripts/deps.sh --fuzz    also clang, libFuzzer and LLVM's OpenMP (make fuzz)
 set -euo pipefail
 pkgs=(gcc make pkg-config libcjson-dev libstb-dev libpng-dev zlib1g-dev libsimde-dev
-      libopenmpi-dev openmpi-bin dataset-fashion-mnist python3-matplotlib python3-numpy)
+      libopenmpi-dev openmpi-bin dataset-fashion-mnist python3-matplotlib python3-numpy
+      iproute2)
 if [[ ${1:-} == --torch ]]; then pkgs+=(python3-torch); fi
 if [[ ${1:-} == --fuzz ]]; then pkgs+=(clang libclang-rt-dev libomp-dev); fi
 

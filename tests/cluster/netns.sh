@@ -2,7 +2,10 @@
 # netns.sh - two "hosts" on one machine for the two-host tests (tests/e2e_netns.c):
 # network namespaces PREFIX-a and PREFIX-b joined by a veth pair, each with its own
 # address on a /24 of its own and loopback up; nothing outside the two namespaces is
-# touched (no route, address or host name of the machine's own). Needs root and `ip`.
+# touched (no route, address, setting or host name of the machine's own). Needs root,
+# `ip` and `unshare`. Inside the namespaces TCP gives up on an unanswered connection
+# after about 13 s (net.ipv4.tcp_retries2 = 5, a per-namespace setting; the kernel's
+# default, 15, is about 15 minutes): what bounds mpirun's end once a host is cut off.
 #   netns.sh up PREFIX NET      create them; NET is the /24's first three octets,
 #                               e.g. 10.231.17: PREFIX-a is NET.1, PREFIX-b is NET.2
 #   netns.sh down PREFIX        delete both namespaces (the veth pair goes with them);
@@ -27,6 +30,7 @@ up)
         ip -n "$p-$h" link set lo up
         ip -n "$p-$h" addr add "$net.$n/24" dev "$p-v$h"
         ip -n "$p-$h" link set "$p-v$h" up
+        ip netns exec "$p-$h" sh -c 'echo 5 >/proc/sys/net/ipv4/tcp_retries2'
     done
     ;;
 down)
