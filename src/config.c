@@ -372,6 +372,13 @@ static const key_row schema[] = {
           "Also evaluate every this many optimizer steps; 0 = off."),
     K_INT("train.ckpt_every", train.ckpt_every, 1, 0, 1000000, NULL,
           "Checkpoint every this many epochs; 0 = only at the end."),
+    K_INT("train.ckpt_every_steps", train.ckpt_every_steps, 0, 0, INT_MAX, NULL,
+          "Also checkpoint every this many optimizer steps (mid-epoch too; a resumed run "
+          "continues bit for bit); 0 = off."),
+    K_FLT("train.ckpt_every_minutes", train.ckpt_every_minutes, 0, 0, 1e9, 0, NULL,
+          "Also checkpoint at the first step boundary this many wall-clock minutes after the "
+          "last checkpoint (or the start), as rank 0's clock says; 0 = off. README.md states "
+          "what a pair costs for ViT-B/16."),
     K_INT("train.keep_checkpoints", train.keep_checkpoints, 1, 1, 1000000, NULL,
           "Checkpoint pairs (step_N.safetensors + step_N.state.safetensors) kept in the run "
           "directory, newest first; a save keeps the previous pair until the new one is "

@@ -96,6 +96,8 @@ typedef struct {
     int eval_every;         /* epochs; 0 = only at the end */
     int eval_every_steps;   /* optimizer steps; 0 = off */
     int ckpt_every;         /* epochs */
+    int ckpt_every_steps;   /* optimizer steps; 0 = off */
+    double ckpt_every_minutes; /* wall-clock minutes since the last pair; 0 = off */
     int keep_checkpoints;   /* checkpoint pairs kept in the run directory (>= 1) */
     int log_every;          /* optimizer steps between metric lines */
     vt_precision precision; /* GEMM and attention-product operands (src/precision.h) */

@@ -318,6 +318,11 @@ vt_status vt_dist_everywhere(vt_status st) {
     return st;
 }
 
+int vt_dist_exit_everywhere(int rc) {
+    D.agreed = 1;
+    return rc;
+}
+
 int vt_dist_reports_error(void) { return !multi() || !D.agreed || D.rank == 0; }
 
 const char *vt_dist_who(void) {
@@ -381,6 +386,15 @@ void vt_dist_sum_i64(int64_t *v, int n) {
     MPI_Request r;
     MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &r);
     wait_all(1, &r, "a sum of %d count%s over the ranks (MPI_Iallreduce)", n, n == 1 ? "" : "s");
+    D.comm_s += now() - t;
+}
+
+void vt_dist_max_int(int *v, int n) {
+    if (!multi()) return;
+    double t = now();
+    MPI_Request r;
+    MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &r);
+    wait_all(1, &r, "the step's agreement on stopping (MPI_Iallreduce)");
     D.comm_s += now() - t;
 }
 

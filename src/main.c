@@ -1,8 +1,12 @@
 /* main.c - the vitrain command line: argv -> subcommand, status -> exit code. The only
- * exit() of the program (exit codes: 0 ok, 2 usage or config error, 1 runtime failure).
+ * exit() of the program. Exit codes: 0 done, 2 usage or config error, 1 runtime failure,
+ * 75 (VT_EXIT_STOPPED, stop.h) training stopped by SIGINT, SIGTERM or SIGUSR1 after
+ * writing a checkpoint pair: continue it with the command printed (a job script tells
+ * "stopped, to be continued" from "done" and "failed" by this code); 130 a second SIGINT
+ * ended it at once.
  *
  *   vitrain [train] CONFIG [--set k=v ...] [--threads N] [--resume RUN_DIR] [--run-dir DIR]
- *                          [--stop-after STEPS]
+ *                          [--resume-or-start] [--stop-after STEPS]
  *   vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle] [--seed N]
  *                       [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...] [--threads N]
  *   vitrain info CONFIG [--set k=v ...]
@@ -30,6 +34,7 @@
 #include "npz.h"
 #include "resolve.h"
 #include "status.h"
+#include "stop.h"
 #include "train.h"
 #include "vit.h"
 #include "weights.h"
@@ -37,7 +42,8 @@
 #define MAX_SETS 256
 
 enum { F_SET = 1, F_THREADS = 2, F_RESUME = 4, F_RUNDIR = 8, F_CKPT = 16, F_LOGITS = 32,
-       F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024, F_PRECISION = 2048 };
+       F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024, F_PRECISION = 2048,
+       F_RESUME_OR_START = 4096 };
 
 typedef struct {
     const char *cmd;
@@ -48,6 +54,9 @@ typedef struct {
     const char *resume, *run_dir, *checkpoint, *logits;
     long long stop_after;
     int markdown, help;
+    int resume_or_start;    /* --resume-or-start */
+    int argc;               /* the command line as given (the command to continue a run) */
+    char **argv;
     int resolutions[VT_MAX_RES], n_resolutions; /* --resolutions; 0 = not given */
     int patch_shuffle;
     int seed_given;
@@ -57,7 +66,8 @@ typedef struct {
 
 static const char *USAGE_TRAIN =
     "usage: vitrain [train] CONFIG [--set section.key=value ...] [--threads N]\n"
-    "                      [--resume RUN_DIR] [--run-dir DIR] [--stop-after STEPS]\n"
+    "                      [--resume RUN_DIR] [--run-dir DIR] [--resume-or-start]\n"
+    "                      [--stop-after STEPS]\n"
     "Train the model of CONFIG (JSON). The run directory (default train.run_dir, else\n"
     "runs/<config stem>) receives config.json, metrics.jsonl, the checkpoint pairs\n"
     "step_N.safetensors + step_N.state.safetensors (`latest` names the newest),\n"
@@ -66,7 +76,12 @@ static const char *USAGE_TRAIN =
     "  --threads N       OpenMP threads (default train.threads; 0 = all cores)\n"
     "  --resume RUN_DIR  continue the run saved in RUN_DIR exactly where it stopped\n"
     "  --run-dir DIR     write the run to DIR\n"
-    "  --stop-after N    stop after optimizer step N (checkpoint + state written, resumable)\n";
+    "  --resume-or-start continue the run in the run directory if it holds a checkpoint,\n"
+    "                    else start it there (one command for a job that may be requeued)\n"
+    "  --stop-after N    stop after optimizer step N (checkpoint + state written, resumable)\n"
+    "SIGINT, SIGTERM or SIGUSR1 stop training after the current step: a checkpoint pair is\n"
+    "written, the command to continue printed, and the exit status is 75 (a second SIGINT\n"
+    "exits at once, status 130, writing nothing).\n";
 static const char *USAGE_EVAL =
     "usage: vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle]\n"
     "                    [--seed N] [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...]\n"
@@ -138,10 +153,13 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         {"--set", F_SET}, {"--threads", F_THREADS}, {"--resume", F_RESUME},
         {"--run-dir", F_RUNDIR}, {"--checkpoint", F_CKPT}, {"--logits", F_LOGITS},
         {"--markdown", F_MARKDOWN}, {"--stop-after", F_STOP}, {"--resolutions", F_RES},
-        {"--patch-shuffle", F_SHUFFLE}, {"--seed", F_SEED}, {"--precision", F_PRECISION}};
+        {"--patch-shuffle", F_SHUFFLE}, {"--seed", F_SEED}, {"--precision", F_PRECISION},
+        {"--resume-or-start", F_RESUME_OR_START}};
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->threads = -1;
+    a->argc = argc;
+    a->argv = argv;
     for (int i = first; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) { a->help = 1; return 0; }
@@ -166,6 +184,11 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         if (flag == F_SHUFFLE) {
             if (eq) return usage_error(cmd, "option --patch-shuffle takes no value");
             a->patch_shuffle = 1;
+            continue;
+        }
+        if (flag == F_RESUME_OR_START) {
+            if (eq) return usage_error(cmd, "option --resume-or-start takes no value");
+            a->resume_or_start = 1;
             continue;
         }
         const char *val;
@@ -254,9 +277,10 @@ static int start_job(int rc, const cli_args *a, const vt_config *cfg) {
         vt_dist_set_timeout(cfg->runtime.comm_timeout);
         char *json = vt_config_to_json(cfg);
         char opts[2048];
-        int o = snprintf(opts, sizeof opts, "cmd=%s resume=%s run_dir=%s stop_after=%lld checkpoint=%s "
-                         "logits=%s shuffle=%d seed=%llu resolutions=", a->cmd,
-                         a->resume ? a->resume : "", a->run_dir ? a->run_dir : "", a->stop_after,
+        int o = snprintf(opts, sizeof opts, "cmd=%s resume=%s run_dir=%s resume_or_start=%d "
+                         "stop_after=%lld checkpoint=%s logits=%s shuffle=%d seed=%llu resolutions=",
+                         a->cmd, a->resume ? a->resume : "", a->run_dir ? a->run_dir : "",
+                         a->resume_or_start, a->stop_after,
                          a->checkpoint ? a->checkpoint : "", a->logits ? a->logits : "",
                          a->patch_shuffle, a->seed);
         for (int i = 0; i < a->n_resolutions && o > 0 && o < (int)sizeof opts; i++)
@@ -288,10 +312,65 @@ static int start_runtime(const vt_config *cfg, const cli_args *a) {
     return 0;
 }
 
+/* Append arg to buf (capacity cap) quoted for a POSIX shell where it needs quoting. */
+static void append_shell_word(char *buf, size_t cap, const char *arg) {
+    size_t o = strlen(buf);
+    int plain = arg[0] != '\0';
+    for (const char *p = arg; *p && plain; p++)
+        plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,@%+-", *p) != NULL;
+    if (o + 1 < cap && o > 0) buf[o++] = ' ';
+    if (!plain && o + 1 < cap) buf[o++] = '\'';
+    for (const char *p = arg; *p && o + 5 < cap; p++) {
+        if (*p == '\'' && !plain) { memcpy(buf + o, "'\\''", 4); o += 4; }
+        else buf[o++] = *p;
+    }
+    if (!plain && o + 1 < cap) buf[o++] = '\'';
+    buf[o] = '\0';
+}
+
+/* The command that continues a stopped run in dir: the command line as given, with
+ * --run-dir and --resume replaced by --resume dir (with --resume-or-start: as given). */
+static void continue_command(const cli_args *a, const char *dir, char *buf, size_t cap) {
+    buf[0] = '\0';
+    for (int i = 0; i < a->argc; i++) {
+        const char *arg = a->argv[i];
+        int pair = !strcmp(arg, "--run-dir") || !strcmp(arg, "--resume");
+        int joined = !strncmp(arg, "--run-dir=", 10) || !strncmp(arg, "--resume=", 9);
+        if (!a->resume_or_start && (pair || joined)) {
+            i += pair;
+            continue;
+        }
+        append_shell_word(buf, cap, arg);
+    }
+    if (!a->resume_or_start) {
+        append_shell_word(buf, cap, "--resume");
+        append_shell_word(buf, cap, dir);
+    }
+}
+
+/* Rank 0's report of a run that stopped before its last step. */
+static void report_stop(const cli_args *a, const vt_train_result *res) {
+    vt_ckpt_pair p;
+    vt_ckpt_pair_of(res->run_dir, res->steps, &p);
+    char why[64] = "--stop-after";
+    if (res->stop_signal) snprintf(why, sizeof why, "%s", vt_stop_signal_name(res->stop_signal));
+    fprintf(stderr, "vitrain: stopped by %s after step %lld of %lld; checkpoint pair %s and %s\n", why,
+            (long long)res->steps, (long long)res->total_steps, p.weights, p.state);
+    char cmd[8192];
+    continue_command(a, res->run_dir, cmd, sizeof cmd);
+    fprintf(stderr, "vitrain: continue with: %s\n", cmd);
+    if (vt_dist_size() > 1)
+        fprintf(stderr, "vitrain: (run it under the same launcher, e.g. mpirun, with a rank count "
+                "that divides train.batch_size)\n");
+}
+
 static int cmd_train(const cli_args *a) {
     if (a->resume && a->run_dir && strcmp(a->resume, a->run_dir) != 0)
         return usage_error("train", "--resume %s and --run-dir %s name different directories",
                            a->resume, a->run_dir);
+    if (a->resume && a->resume_or_start)
+        return usage_error("train", "--resume and --resume-or-start: give one (--resume-or-start "
+                           "continues the run directory when it holds a checkpoint, else starts it)");
     vt_config cfg;
     int rc = start_job(load_config(&cfg, a), a, &cfg);
     if (rc) return rc;
@@ -299,11 +378,12 @@ static int cmd_train(const cli_args *a) {
     char *json = vt_config_to_json(&cfg);
     if (vt_dist_root()) fprintf(stderr, "vitrain: resolved config:\n%s\n", json);
     free(json);
-    vt_train_opts opts = {a->run_dir, a->resume, a->stop_after};
+    vt_train_opts opts = {a->run_dir, a->resume, a->stop_after, a->resume_or_start};
     vt_train_result res;
     vt_status st = vt_train_run(&cfg, &opts, &res);
     if (st != VT_OK) return fail_exit(st);
-    return 0;
+    if (res.stopped && vt_dist_root()) report_stop(a, &res);
+    return res.stop_signal ? vt_dist_exit_everywhere(VT_EXIT_STOPPED) : 0; /* the ranks agreed on the stop */
 }
 
 /* One evaluation of m at image size S (plain, then patch-shuffled when asked). */
@@ -605,7 +685,7 @@ static int run(int argc, char **argv) {
         return 0;
     }
     static const struct { const char *name; int flags; int (*run)(const cli_args *); } cmds[] = {
-        {"train", F_SET | F_THREADS | F_RESUME | F_RUNDIR | F_STOP, cmd_train},
+        {"train", F_SET | F_THREADS | F_RESUME | F_RUNDIR | F_STOP | F_RESUME_OR_START, cmd_train},
         {"eval", F_SET | F_THREADS | F_CKPT | F_LOGITS | F_RES | F_SHUFFLE | F_SEED | F_PRECISION, cmd_eval},
         {"info", F_SET, cmd_info},
         {"help-config", F_MARKDOWN, cmd_help_config}};

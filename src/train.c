@@ -19,6 +19,7 @@
 #include "precision.h"
 #include "resolve.h"
 #include "rng.h"
+#include "stop.h"
 #include "tape.h"
 #include "train_state.h"
 #include "vit.h"
@@ -119,6 +120,7 @@ typedef struct {
     int accum, bs;
     double best_top1;
     double wall_offset, t_start;
+    double t_ckpt;           /* when the newest pair was written (or the run started) */
     int64_t last_eval_step;
 } trainer;
 
@@ -169,6 +171,7 @@ static vt_status save_state(trainer *tr) {
                                       (size_t)tr->model.n_params * sizeof(float));
     if (st == VT_OK) st = vt_dist_agree(tr->root ? save_state_files(tr) : VT_OK);
     if (st == VT_OK) tr->saved_step = tr->step;
+    tr->t_ckpt = now_s();
     return st;
 }
 
@@ -214,8 +217,9 @@ static vt_status load_state(trainer *tr) {
     tr->opt.t = s.optim_t;
     tr->step = s.step;
     tr->saved_step = s.step;
-    /* A kill after the commit point of a save left it unfinished: finish it. */
-    if (p.step >= 0) st = vt_ckpt_tidy(tr->dir, &p, tr->cfg->train.keep_checkpoints);
+    /* A kill after the commit point of a save left it unfinished: finish it. Rank 0
+     * writes (vt_train_run agrees on setup's outcome). */
+    if (p.step >= 0 && tr->root) st = vt_ckpt_tidy(tr->dir, &p, tr->cfg->train.keep_checkpoints);
 out:
     free(s.config);
     return st;
@@ -519,6 +523,17 @@ static vt_status train_step(trainer *tr, float *loss_out, double *gn_out, double
     return VT_OK;
 }
 
+/* What the ranks agree on at a step boundary, in one small reduction: the stop signal
+ * any rank received (0: none) and whether train.ckpt_every_minutes have passed since the
+ * newest pair by rank 0's clock (the ranks' clocks may disagree). */
+static void step_boundary(trainer *tr, int *stop_signal, int *timed_ckpt) {
+    double minutes = tr->cfg->train.ckpt_every_minutes;
+    int v[2] = {vt_stop_signal(), tr->root && minutes > 0 && now_s() - tr->t_ckpt >= 60.0 * minutes};
+    vt_dist_max_int(v, 2);
+    *stop_signal = v[0];
+    *timed_ckpt = v[1];
+}
+
 static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_result *res) {
     const vt_config *cfg = tr->cfg;
     vt_status st;
@@ -534,7 +549,13 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
     memset(&r, 0, sizeof r);
     memset(&res->final, 0, sizeof res->final);
 
-    while (tr->step < stop) {
+    tr->t_ckpt = now_s();
+    int stop_signal = 0;
+    for (;;) {
+        int timed_ckpt = 0;
+        step_boundary(tr, &stop_signal, &timed_ckpt);
+        if (stop_signal || tr->step >= stop) break;
+        if (timed_ckpt && (st = save_state(tr)) != VT_OK) return st;
         int64_t s = tr->step;
         int64_t ep = step_epoch(tr, s);
         if (ep != cur_epoch) {
@@ -580,18 +601,17 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
             if ((st = evaluate_main(tr, &r)) != VT_OK) return st;
             res->final = r;
         }
-        if (epoch_end && cfg->train.ckpt_every > 0 && ep_done % cfg->train.ckpt_every == 0 &&
-            tr->step < stop)
+        int ckpt_due = (epoch_end && cfg->train.ckpt_every > 0 && ep_done % cfg->train.ckpt_every == 0) ||
+                       (cfg->train.ckpt_every_steps > 0 && tr->step % cfg->train.ckpt_every_steps == 0);
+        if (ckpt_due && tr->step < stop)
             if ((st = save_state(tr)) != VT_OK) return st;
     }
 
-    if (tr->step < tr->T) { /* stopped early on request */
+    if (tr->step < tr->T || stop_signal) { /* stopped early: --stop-after or a signal */
         if ((st = save_state(tr)) != VT_OK) return st;
         end_live_line(tr);
-        if (tr->root)
-            fprintf(stderr, "vitrain: stopped after step %lld of %lld; continue with --resume %s\n",
-                    (long long)tr->step, (long long)tr->T, tr->dir);
         res->stopped = 1;
+        res->stop_signal = stop_signal;
         return VT_OK;
     }
     if (tr->last_eval_step != tr->step) {
@@ -615,15 +635,44 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
     return VT_OK;
 }
 
-vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts, vt_train_result *res) {
+/* resume_or_start: whether the run directory holds a pair to continue, as rank 0 sees it
+ * (*resume = 1) or nothing to continue (0: no `latest` and no older-layout pair); a
+ * `latest` that names no complete pair is an error, never a silent restart. */
+static vt_status find_resume_point(const char *dir, int *resume) {
+    vt_status st = VT_OK;
+    *resume = 0;
+    if (vt_dist_root()) {
+        vt_ckpt_pair p;
+        st = vt_ckpt_current(dir, &p);
+        *resume = st == VT_OK;
+        if (st == VT_ERR_USAGE) st = VT_OK;
+    }
+    st = vt_dist_agree(st);
+    vt_dist_bcast(resume, sizeof *resume);
+    if (st == VT_OK && !*resume && vt_dist_root())
+        fprintf(stderr, "vitrain: %s holds no checkpoint: starting the run\n", dir);
+    return st;
+}
+
+vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts_in, vt_train_result *res) {
     memset(res, 0, sizeof *res);
     trainer tr;
     memset(&tr, 0, sizeof tr);
     tr.cfg = cfg;
-    vt_train_run_dir(cfg, opts->resume_dir ? opts->resume_dir : opts->run_dir, tr.dir, sizeof tr.dir);
+    vt_train_opts o = *opts_in;
+    const vt_train_opts *opts = &o;
+    vt_train_run_dir(cfg, o.resume_dir ? o.resume_dir : o.run_dir, tr.dir, sizeof tr.dir);
     snprintf(res->run_dir, sizeof res->run_dir, "%s", tr.dir);
     tr.t_start = now_s();
-    vt_status st = vt_dist_agree(setup(&tr, opts));
+    vt_stop_install(vt_dist_root());
+    vt_status st = VT_OK;
+    if (o.resume_or_start && !o.resume_dir) {
+        int resume = 0;
+        st = find_resume_point(tr.dir, &resume);
+        if (resume) o.resume_dir = tr.dir;
+    }
+    res->resumed = o.resume_dir != NULL;
+    if (st == VT_OK) st = vt_dist_agree(setup(&tr, opts));
     if (st == VT_OK) st = setup_ranks(&tr, opts);
     if (st == VT_OK) {
         res->total_steps = tr.T;

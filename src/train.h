@@ -26,8 +26,10 @@
  *                              evaluation
  *   step_N.safetensors,        a checkpoint pair (checkpoint.h): the model (vt_vit_save)
  *   step_N.state.safetensors   and the resume state (train_state.h), written every
- *                              ckpt_every epochs, at the end and when stopped early
- *                              (stop_after); the newest train.keep_checkpoints pairs are kept
+ *                              ckpt_every epochs, every ckpt_every_steps steps, at the
+ *                              first step boundary ckpt_every_minutes after the newest
+ *                              pair, at the end and when stopped early (stop_after, a
+ *                              signal); the newest train.keep_checkpoints pairs are kept
  *   latest                     names the newest complete pair: what --resume continues from
  *   last.safetensors           the newest pair's weights (a hard link): the file to load
  *   best.safetensors           the model at the best val top-1 so far
@@ -45,6 +47,14 @@
  * run resumed with another rank count continues the same recipe. Train records with
  * R > 1 also carry "ranks" and "comm_s": rank 0's seconds per step spent in MPI calls
  * (the gradient exchange and the small reductions, what backward did not hide).
+ *
+ * Stopping on a signal (stop.h): SIGINT, SIGTERM or SIGUSR1 received by any rank stops
+ * the run at the next optimizer-step boundary: the step in progress (and an evaluation
+ * in progress) finishes, the ranks agree on the stop at the boundary (one small
+ * reduction per step, which also carries rank 0's verdict on ckpt_every_minutes), the
+ * pair of that step is written, and vt_train_run returns VT_OK with stopped = 1 and
+ * stop_signal set. A signal after the last step stops before the final evaluation,
+ * which the resumed run then does.
  *
  * Exact resume: for the same thread count a resumed run's per-step losses equal the
  * uninterrupted run's bit for bit (data order from (seed, epoch) via vt_loader_seek,
@@ -66,13 +76,19 @@ typedef struct {
     int64_t stop_after;      /* > 0: stop once this many optimizer steps are done (in
                                 total, counting resumed ones), writing the checkpoint pair
                                 an interrupted run would be resumed from */
+    int resume_or_start;     /* 1 (with resume_dir NULL): continue the run in the run
+                                directory when it holds a checkpoint pair, else start it
+                                there (a requeued job runs one command every time) */
 } vt_train_opts;
 
 typedef struct {
     char run_dir[VT_STR];
     int64_t steps;           /* optimizer steps completed (in total) */
     int64_t total_steps;     /* T */
-    int stopped;             /* 1: ended by stop_after before T */
+    int stopped;             /* 1: ended before T by stop_after, or by a signal */
+    int stop_signal;         /* the signal that stopped it (any rank's), 0: none */
+    int resumed;             /* 1: continued a saved run (--resume, or resume_or_start
+                                found a pair) */
     vt_eval_result final;    /* last evaluation at the training resolution (n = 0 if none) */
     double best_top1;
     double wall_s;           /* training wall time, including earlier resumed parts */

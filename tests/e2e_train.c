@@ -39,42 +39,6 @@
 static char bin[1024];
 static char tmp[256];
 
-/* Raw text of "key": value in a JSON line (up to the next ',' or '}'), into out. */
-static int json_raw(const char *line, const char *key, char *out, size_t len) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(line, pat);
-    if (!p) return 0;
-    p += strlen(pat);
-    size_t n = strcspn(p, ",}\n");
-    if (n >= len) n = len - 1;
-    memcpy(out, p, n);
-    out[n] = '\0';
-    return 1;
-}
-
-/* Train records of metrics.jsonl: "step loss grad_norm" text lines joined by '\n'. */
-static char *train_records(const char *dir, int *count) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    char *s = slurp(path, NULL);
-    *count = 0;
-    if (!s) return NULL;
-    size_t cap = strlen(s) + 1, o = 0;
-    char *out = calloc(cap, 1);
-    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
-        if (!strstr(line, "\"kind\":\"train\"")) continue;
-        char st[64], lo[64], gn[64];
-        if (!json_raw(line, "step", st, sizeof st) || !json_raw(line, "loss", lo, sizeof lo) ||
-            !json_raw(line, "grad_norm", gn, sizeof gn))
-            continue;
-        o += (size_t)snprintf(out + o, cap - o, "%s %s %s\n", st, lo, gn);
-        (*count)++;
-    }
-    free(s);
-    return out;
-}
-
 /* The last eval record's top1 in metrics.jsonl (-1 if none). */
 static double last_eval_top1(const char *dir) {
     char path[1024];

@@ -1,6 +1,6 @@
 /* e2e_util.h - test helpers shared by the end-to-end tests that drive the built binary
  * (header-only): run a formatted shell command line, read a whole file into memory,
- * look for a text in a file, compare two files.
+ * look for a text in a file, compare two files, the train records of a run's metrics.
  */
 #ifndef VT_E2E_UTIL_H
 #define VT_E2E_UTIL_H
@@ -58,6 +58,42 @@ static inline int same_bytes(const char *a, const char *b) {
     free(x);
     free(y);
     return r;
+}
+
+/* Raw text of "key": value in a JSON line (up to the next ',' or '}'), into out. */
+static inline int json_raw(const char *line, const char *key, char *out, size_t len) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    if (!p) return 0;
+    p += strlen(pat);
+    size_t n = strcspn(p, ",}\n");
+    if (n >= len) n = len - 1;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return 1;
+}
+
+/* Train records of metrics.jsonl: "step loss grad_norm" text lines joined by '\n'. */
+static inline char *train_records(const char *dir, int *count) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    char *s = slurp(path, NULL);
+    *count = 0;
+    if (!s) return NULL;
+    size_t cap = strlen(s) + 1, o = 0;
+    char *out = calloc(cap, 1);
+    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strstr(line, "\"kind\":\"train\"")) continue;
+        char st[64], lo[64], gn[64];
+        if (!json_raw(line, "step", st, sizeof st) || !json_raw(line, "loss", lo, sizeof lo) ||
+            !json_raw(line, "grad_norm", gn, sizeof gn))
+            continue;
+        o += (size_t)snprintf(out + o, cap - o, "%s %s %s\n", st, lo, gn);
+        (*count)++;
+    }
+    free(s);
+    return out;
 }
 
 #endif
