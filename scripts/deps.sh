@@ -4,12 +4,20 @@
 #   scripts/deps.sh           build + run + test dependencies
 #   scripts/deps.sh --torch   also python3-torch (only to regenerate test fixtures)
 #   scripts/deps.sh --fuzz    also clang, libFuzzer and LLVM's OpenMP (make fuzz)
+#   scripts/deps.sh --slurm   also Slurm and munge (tests/e2e_slurm.c starts a one-node
+#                             Slurm; without them it skips)
 set -euo pipefail
 pkgs=(gcc make pkg-config libcjson-dev libstb-dev libpng-dev zlib1g-dev libsimde-dev
       libopenmpi-dev openmpi-bin dataset-fashion-mnist python3-matplotlib python3-numpy
       iproute2)
-if [[ ${1:-} == --torch ]]; then pkgs+=(python3-torch); fi
-if [[ ${1:-} == --fuzz ]]; then pkgs+=(clang libclang-rt-dev libomp-dev); fi
+for opt in "$@"; do
+    case $opt in
+    --torch) pkgs+=(python3-torch) ;;
+    --fuzz) pkgs+=(clang libclang-rt-dev libomp-dev) ;;
+    --slurm) pkgs+=(slurmctld slurmd slurm-client munge) ;;
+    *) echo "deps: unknown option $opt (--torch, --fuzz, --slurm)" >&2; exit 2 ;;
+    esac
+done
 
 missing=()
 for p in "${pkgs[@]}"; do
