@@ -29,6 +29,7 @@
  * VT_BIN: the vitrain binary (default ./vitrain). VT_BENCH_QUICK=1: batches divided by 8
  * (ViT-B: batch 2), one timed step. Each row names the CPU model and the kernel level. */
 #include <omp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,12 @@ static void netns_down(void) {
     netns_prefix[0] = '\0';
 }
 
+static void netns_down_on_signal(int sig) {
+    netns_down();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 static int bench_two_hosts(const char *bin, const char *filter, int quick, const char *isa) {
     const int warm = 2, steps = warm + (quick ? 1 : 2), rounds = 3;
     int wanted = 0;
@@ -178,6 +185,9 @@ static int bench_two_hosts(const char *bin, const char *filter, int quick, const
     }
     snprintf(netns_prefix, sizeof netns_prefix, "vtb-%d", (int)getpid() % 10000000);
     atexit(netns_down);
+    signal(SIGINT, netns_down_on_signal);
+    signal(SIGTERM, netns_down_on_signal);
+    signal(SIGHUP, netns_down_on_signal);
     snprintf(cmd, sizeof cmd, "%s up %s " TWO_HOSTS_NET, netns_sh, netns_prefix);
     if (system(cmd) != 0) {
         fprintf(stderr, "bench_dist: two_hosts skipped: the network namespaces cannot be made\n");

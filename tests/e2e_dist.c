@@ -14,15 +14,18 @@
  *   - resume across rank counts (2 -> 1 and 1 -> 2, stopped mid-epoch) continues the
  *     uninterrupted run within the same tolerances;
  *   - a rank killed with SIGKILL ends the job: mpirun exits non-zero within 30 s naming
- *     the rank, the last checkpoint evaluates and --resume continues from it;
+ *     the rank; a rank stopped with SIGSTOP (hung) the same, through the watchdog
+ *     (runtime.comm_timeout 3 s), whose message names rank 0, its host and what it waited
+ *     for; in both cases the last checkpoint evaluates and --resume continues from it;
  *   - bad inputs: a batch the ranks do not divide, ranks given different configs or
  *     running different builds, a config error, a corrupt image read by one rank: one
  *     clear message, every rank exits non-zero, no hang, nothing written for the errors
  *     found before any work;
  *   - dist.h's collectives themselves, run as `mpirun -np 3 e2e_dist --ranks` (and 2 ranks
  *     over TCP): error agreement with the failing rank's message, check_same naming the
- *     differing rank, sums, the strided gather, and the gradient buckets (many small
- *     buckets started out of order by ready() marks, exact integer sums, re-armed twice).
+ *     differing rank, sums, the strided gather, the gradient buckets (many small
+ *     buckets started out of order by ready() marks, exact integer sums, re-armed twice),
+ *     and the watchdog's limit growing with the work between exchanges.
  * mpirun gets --oversubscribe (2 cores here) and --allow-run-as-root when run as root. */
 #include <dirent.h>
 #include <signal.h>
@@ -260,16 +263,21 @@ static double mtime_of(const char *path) {
     return (double)sb.st_mtim.tv_sec + 1e-9 * (double)sb.st_mtim.tv_nsec;
 }
 
-static void test_kill(void) {
+/* Rank 1 sent sig (SIGKILL: dead, mpirun notices; SIGSTOP: hung, only the watchdog
+ * notices, here after runtime.comm_timeout 3 s) right after a checkpoint. */
+static void test_dead_peer(int sig) {
+    const int hung = sig == SIGSTOP;
     char d[512], log[600], state[600], last[600];
-    snprintf(d, sizeof d, "%s/kill", tmp);
+    snprintf(d, sizeof d, "%s/%s", tmp, hung ? "hung" : "kill");
     snprintf(log, sizeof log, "%s.log", d);
     snprintf(state, sizeof state, "%s/latest", d); /* moves at each checkpoint (checkpoint.h) */
     snprintf(last, sizeof last, "%s/last.safetensors", d);
     /* epochs of 4096 steps (seconds), a checkpoint after each: the kill comes right after
      * one, so rank 0 is not writing the next */
-    const char *sets = "--set data.train_size=131072 --set train.epochs=1000 --set train.eval_every=0 "
-                       "--set train.log_every=64";
+    const char *sets = hung ? "--set data.train_size=131072 --set train.epochs=1000 --set train.eval_every=0 "
+                              "--set train.log_every=64 --set runtime.comm_timeout=3"
+                            : "--set data.train_size=131072 --set train.epochs=1000 --set train.eval_every=0 "
+                              "--set train.log_every=64";
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "exec %s %s " CFG " %s --threads 1 --run-dir %s 2>%s", mpirun(2, NULL), bin, sets,
              d, log);
@@ -286,13 +294,14 @@ static void test_kill(void) {
         if (m > 0 && first < 0) first = m;
         if (first > 0 && m > first && victim < 0) {
             victim = rank_pid(pid, 1);
-            if (victim > 0) kill(victim, SIGKILL);
+            if (victim > 0) kill(victim, sig);
             break;
         }
         exited = waitpid(pid, &status, WNOHANG) == pid;
         usleep(5000);
     }
     CHECK(victim > 0, "found rank 1 (pid %d) after two checkpoints", (int)victim);
+    const char *what = hung ? "stopped" : "killed";
     double t_kill = now_s();
     while (!exited && now_s() - t_kill < 30) {
         exited = waitpid(pid, &status, WNOHANG) == pid;
@@ -303,11 +312,18 @@ static void test_kill(void) {
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
     }
-    CHECK(exited, "the job ended within 30 s of the kill (%.1f s)", took);
+    CHECK(exited, "the job ended within 30 s after rank 1 was %s (%.1f s)", what, took);
     CHECK(exited && WIFEXITED(status) && WEXITSTATUS(status) != 0, "mpirun exits non-zero (status %d)",
           WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     CHECK(count_in_file(log, "rank 1") >= 1, "the message names rank 1");
-    printf("note: the job ended %.2f s after rank 1 was killed\n", took);
+    if (hung) {
+        char host[256] = "?", want[400];
+        gethostname(host, sizeof host);
+        snprintf(want, sizeof want, "rank 0 of 2 (host %s", host);
+        CHECK(count_in_file(log, want) == 1 && count_in_file(log, "with no answer from the other ranks") >= 1,
+              "the watchdog names rank 0, its host and what it waited for");
+    }
+    printf("note: the job ended %.2f s after rank 1 was %s\n", took, what);
 
     char e[600];
     snprintf(e, sizeof e, "%s.eval", d);
@@ -488,6 +504,16 @@ static int rank_checks(int expect) {
     free(g);
     CHECK(vt_dist_comm_seconds() > 0, "time in MPI counted");
 
+    /* the watchdog scales with the work between exchanges: with a floor of 0.3 s, ranks
+     * that worked 1 s wait up to 4 s, so the last rank arriving 1 s later (it worked 2 s)
+     * does not trip it (if it did, MPI_Abort would end the job: test_collectives fails) */
+    vt_dist_set_timeout(0.3);
+    usleep(me == R - 1 ? 2000000 : 1000000);
+    double one = 1.0;
+    vt_dist_sum_f64(&one, 1);
+    CHECK(one == R, "a peer 1 s late after 1 s of work does not trip the watchdog");
+    vt_dist_set_timeout(VT_DIST_DEFAULT_TIMEOUT_S);
+
     int64_t fails[2] = {test_failed_count, test_passed_count};
     vt_dist_sum_i64(fails, 2);
     if (me == 0) printf("%lld passed, %lld failed\n", (long long)fails[1], (long long)fails[0]);
@@ -535,7 +561,8 @@ int main(int argc, char **argv) {
     test_eval();
     test_resume();
     test_bad_inputs();
-    test_kill();
+    test_dead_peer(SIGKILL);
+    test_dead_peer(SIGSTOP);
     int rc = test_summary();
     if (rc == 0 && !getenv("VT_KEEP")) run("rm -rf %s", tmp);
     return rc;
