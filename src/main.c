@@ -329,13 +329,19 @@ static void append_shell_word(char *buf, size_t cap, const char *arg) {
 }
 
 /* The command that continues a stopped run in dir: the command line as given, with
- * --run-dir and --resume replaced by --resume dir (with --resume-or-start: as given). */
-static void continue_command(const cli_args *a, const char *dir, char *buf, size_t cap) {
+ * --run-dir and --resume replaced by --resume dir (with --resume-or-start: as given),
+ * and without --stop-after when that was what stopped it (drop_stop). */
+static void continue_command(const cli_args *a, const char *dir, int drop_stop, char *buf, size_t cap) {
     buf[0] = '\0';
     for (int i = 0; i < a->argc; i++) {
         const char *arg = a->argv[i];
         int pair = !strcmp(arg, "--run-dir") || !strcmp(arg, "--resume");
         int joined = !strncmp(arg, "--run-dir=", 10) || !strncmp(arg, "--resume=", 9);
+        int stop = !strcmp(arg, "--stop-after"), stop_joined = !strncmp(arg, "--stop-after=", 13);
+        if (drop_stop && (stop || stop_joined)) {
+            i += stop;
+            continue;
+        }
         if (!a->resume_or_start && (pair || joined)) {
             i += pair;
             continue;
@@ -357,7 +363,7 @@ static void report_stop(const cli_args *a, const vt_train_result *res) {
     fprintf(stderr, "vitrain: stopped by %s after step %lld of %lld; checkpoint pair %s and %s\n", why,
             (long long)res->steps, (long long)res->total_steps, p.weights, p.state);
     char cmd[8192];
-    continue_command(a, res->run_dir, cmd, sizeof cmd);
+    continue_command(a, res->run_dir, !res->stop_signal, cmd, sizeof cmd);
     fprintf(stderr, "vitrain: continue with: %s\n", cmd);
     if (vt_dist_size() > 1)
         fprintf(stderr, "vitrain: (run it under the same launcher, e.g. mpirun, with a rank count "
@@ -378,7 +384,8 @@ static int cmd_train(const cli_args *a) {
     char *json = vt_config_to_json(&cfg);
     if (vt_dist_root()) fprintf(stderr, "vitrain: resolved config:\n%s\n", json);
     free(json);
-    vt_train_opts opts = {a->run_dir, a->resume, a->stop_after, a->resume_or_start};
+    vt_train_opts opts = {.run_dir = a->run_dir, .resume_dir = a->resume, .stop_after = a->stop_after,
+                          .resume_or_start = a->resume_or_start};
     vt_train_result res;
     vt_status st = vt_train_run(&cfg, &opts, &res);
     if (st != VT_OK) return fail_exit(st);

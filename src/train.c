@@ -164,14 +164,27 @@ static vt_status save_state_files(trainer *tr) {
     return VT_OK;
 }
 
+/* The metrics record of the pair just written: its bytes and the seconds it took. */
+static void log_checkpoint(trainer *tr, double seconds) {
+    vt_ckpt_pair p;
+    vt_ckpt_pair_of(tr->dir, tr->step, &p);
+    struct stat a, b;
+    long long bytes = stat(p.weights, &a) == 0 && stat(p.state, &b) == 0 ? (long long)(a.st_size + b.st_size) : -1;
+    fprintf(tr->metrics, "{\"kind\":\"checkpoint\",\"step\":%lld,\"bytes\":%lld,\"seconds\":%.3f,"
+            "\"wall_s\":%.3f}\n", (long long)tr->step, bytes, seconds, wall(tr));
+    fflush(tr->metrics);
+}
+
 /* Every rank checks that the ranks still hold the same weights; rank 0 writes the pair. */
 static vt_status save_state(trainer *tr) {
     if (tr->step == tr->saved_step) return VT_OK; /* this step's pair is already current */
+    double t0 = now_s();
     vt_status st = vt_dist_check_same("the model parameters (the ranks diverged)", tr->model.params,
                                       (size_t)tr->model.n_params * sizeof(float));
     if (st == VT_OK) st = vt_dist_agree(tr->root ? save_state_files(tr) : VT_OK);
     if (st == VT_OK) tr->saved_step = tr->step;
     tr->t_ckpt = now_s();
+    if (st == VT_OK && tr->root) log_checkpoint(tr, tr->t_ckpt - t0);
     return st;
 }
 
@@ -671,7 +684,6 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts_in, vt_tr
         st = find_resume_point(tr.dir, &resume);
         if (resume) o.resume_dir = tr.dir;
     }
-    res->resumed = o.resume_dir != NULL;
     if (st == VT_OK) st = vt_dist_agree(setup(&tr, opts));
     if (st == VT_OK) st = setup_ranks(&tr, opts);
     if (st == VT_OK) {

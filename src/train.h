@@ -23,7 +23,9 @@
  *                              completed optimizer steps, 1-based; loss is that step's
  *                              mean over its global batch) and {"kind":"eval","step",
  *                              "epoch","top1","top5","loss","resolution","n","wall_s"} per
- *                              evaluation
+ *                              evaluation, and {"kind":"checkpoint","step","bytes",
+ *                              "seconds","wall_s"} per pair written (its two files'
+ *                              bytes and the seconds the save took)
  *   step_N.safetensors,        a checkpoint pair (checkpoint.h): the model (vt_vit_save)
  *   step_N.state.safetensors   and the resume state (train_state.h), written every
  *                              ckpt_every epochs, every ckpt_every_steps steps, at the
@@ -87,8 +89,6 @@ typedef struct {
     int64_t total_steps;     /* T */
     int stopped;             /* 1: ended before T by stop_after, or by a signal */
     int stop_signal;         /* the signal that stopped it (any rank's), 0: none */
-    int resumed;             /* 1: continued a saved run (--resume, or resume_or_start
-                                found a pair) */
     vt_eval_result final;    /* last evaluation at the training resolution (n = 0 if none) */
     double best_top1;
     double wall_s;           /* training wall time, including earlier resumed parts */

@@ -160,14 +160,14 @@ static void last_value(const char *text, const char *kind, const char *key, char
     snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), v);
 }
 
-/* metrics.jsonl without the timing fields ("img_per_s", "wall_s"). */
+/* metrics.jsonl without the timing fields ("img_per_s", "wall_s", a checkpoint's "seconds"). */
 static char *metrics_untimed(const char *dir) {
     char p[512];
     snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
     char *s = slurp(p, NULL);
     if (!s) return NULL;
-    const char *keys[2] = {"\"img_per_s\":", "\"wall_s\":"};
-    for (int k = 0; k < 2; k++)
+    const char *keys[3] = {"\"img_per_s\":", "\"wall_s\":", "\"seconds\":"};
+    for (int k = 0; k < 3; k++)
         for (char *q = s; (q = strstr(q, keys[k]));) {
             char *e = q + strcspn(q, ",}");
             if (*e == ',') e++;

@@ -373,6 +373,8 @@ static void test_resume_or_start_errors(void) {
     rc = run("%s " CFG " --resume %s --resume-or-start 2>%s", bin, dir, log);
     CHECK(rc == 2 && file_contains(log, "--resume-or-start"), "--resume with --resume-or-start: usage "
           "error (exit %d)", rc);
+    rc = run("%s " CFG " --resume-or-start=yes 2>%s", bin, log);
+    CHECK(rc == 2 && file_contains(log, "takes no value"), "--resume-or-start=yes: usage error (exit %d)", rc);
 }
 
 int main(void) {

@@ -433,7 +433,7 @@ static void test_training(const char *dir) {
     char run[256], ck[600];
     snprintf(run, sizeof run, "%s/learn", dir);
     vt_config c = tiny_cfg("pe.kind=rope_mixed");
-    vt_train_opts o = {run, NULL, 0};
+    vt_train_opts o = {.run_dir = run};
     vt_train_result r;
     CHECK(vt_train_run(&c, &o, &r) == VT_OK, "train: %s", vt_last_error());
     CHECK(r.steps == 96 && r.final.n == 128, "96 steps and a final evaluation of 128 images: %lld, %lld",
@@ -454,7 +454,8 @@ static void test_resume(const char *dir) {
     snprintf(straight, sizeof straight, "%s/straight", dir);
     snprintf(split, sizeof split, "%s/split", dir);
     vt_config c = tiny_cfg("train.steps=12;performer.redraw_every=5");
-    vt_train_opts o = {straight, NULL, 0}, o1 = {split, NULL, 7}, o2 = {split, split, 0};
+    vt_train_opts o = {.run_dir = straight}, o1 = {.run_dir = split, .stop_after = 7},
+                  o2 = {.run_dir = split, .resume_dir = split};
     vt_train_result r;
     CHECK(vt_train_run(&c, &o, &r) == VT_OK && r.steps == 12, "straight run: %s", vt_last_error());
     CHECK(vt_train_run(&c, &o1, &r) == VT_OK && r.steps == 7 && r.stopped, "stopped run: %s", vt_last_error());
