@@ -21,8 +21,14 @@
  *      kernel's network stack between two namespaces of this machine, not a wire),
  *      both with --bind-to none, alternated over 3 rounds (shm, tcp, shm, tcp, ...): per
  *      round images/s and comm_s as in (a); one "two_hosts_ratio" line per model, the
- *      median over rounds of tcp / shm images/s. Needs root, `ip` and `unshare`;
- *      otherwise skipped with a line on stderr.
+ *      median over rounds of tcp / shm images/s. Then "two_hosts_allreduce": the
+ *      exchange alone, in the same two layouts, alternated: the seconds of one sum of S
+ *      MB of doubles over the 2 ranks (vt_dist_sum_f64: MPI_Iallreduce), the median of 5
+ *      after a warm-up, for S = 23 (ViT-Ti's gradients) and 346 (ViT-B's), and the
+ *      median ratio tcp / shm. Needs root, `ip` and `unshare`; otherwise skipped with a
+ *      line on stderr. (This binary is its own worker for the exchange: run under
+ *      mpirun with VT_BENCH_ALLREDUCE_MB=S it times that sum and rank 0 prints
+ *      "allreduce_s <seconds>".)
  * Usage: bench_dist [substring] - only the rows whose "dist_train/<model>",
  * "block_backward/<model>" or "two_hosts/<model>" name contains it (one that matches no
  * row is an error).
@@ -38,6 +44,7 @@
 
 #include "bench_util.h"
 #include "config.h"
+#include "dist.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "resolve.h"
@@ -167,6 +174,38 @@ static void netns_down_on_signal(int sig) {
     raise(sig);
 }
 
+/* Under mpirun with VT_BENCH_ALLREDUCE_MB=mb: the median seconds of 5 sums of mb MB
+ * of doubles over the ranks (after one warm-up), printed by rank 0. */
+static int allreduce_worker(int *argc, char ***argv, int mb) {
+    if (vt_dist_init(argc, argv) != VT_OK || vt_dist_start(0, "allreduce") != 0) return vt_dist_exit(1);
+    int n = (int)((size_t)mb * 1000000 / sizeof(double));
+    double *v = malloc(sizeof(double) * (size_t)n), t[5];
+    for (int i = 0; i < n; i++) v[i] = 1.0;
+    vt_dist_sum_f64(v, n);
+    for (int r = 0; r < 5; r++) {
+        double t0 = bench_now();
+        vt_dist_sum_f64(v, n);
+        t[r] = bench_now() - t0;
+    }
+    if (vt_dist_root()) printf("allreduce_s %.6f\n", bench_median(t, 5));
+    free(v);
+    return vt_dist_exit(0);
+}
+
+/* One layout's seconds per sum (launch: its mpirun command), or -1. */
+static double time_allreduce(const char *launch, const char *self, int mb) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s -x VT_BENCH_ALLREDUCE_MB=%d %s 2>&1", launch, mb, self);
+    FILE *f = popen(cmd, "r");
+    double s = -1;
+    char line[512];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "allreduce_s ", 12)) s = atof(line + 12);
+    if (f) pclose(f);
+    if (s < 0) fprintf(stderr, "bench_dist: '%s' printed no time\n", cmd);
+    return s;
+}
+
 static int bench_two_hosts(const char *bin, const char *filter, int quick, const char *isa) {
     const int warm = 2, steps = warm + (quick ? 1 : 2), rounds = 3;
     int wanted = 0;
@@ -175,6 +214,7 @@ static int bench_two_hosts(const char *bin, const char *filter, int quick, const
         snprintf(name, sizeof name, "two_hosts/%s", models[k].name);
         wanted |= !filter || strstr(name, filter);
     }
+    wanted |= filter && strstr("two_hosts/allreduce", filter);
     if (!wanted) return 0;
     char cmd[4096], hosts[300], netns_sh[1024], abs_bin[1024];
     if (geteuid() != 0 || !realpath("tests/cluster/netns.sh", netns_sh) || !realpath(bin, abs_bin) ||
@@ -236,6 +276,39 @@ static int bench_two_hosts(const char *bin, const char *filter, int quick, const
                "\"cpu\":\"%s\",\"isa\":\"%s\"}\n", mc->name, med, rounds, cpu, isa);
         fprintf(stderr, "%-12s tcp between namespaces / shared memory: %.3f (median of %d rounds)\n", mc->name,
                 med, rounds);
+        fflush(stdout);
+    }
+    char self[1024];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[len > 0 ? len : 0] = '\0';
+    static const int sizes[] = {23, 346};
+    for (int k = 0; k < 2 && !rc && (!filter || strstr("two_hosts/allreduce", filter)); k++) {
+        int mb = quick ? sizes[k] / 8 : sizes[k];
+        double ratio[8];
+        for (int r = 0; r < rounds && !rc; r++) {
+            double sec[2];
+            static const char *layout[2] = {"shm_one_host", "tcp_two_namespaces"};
+            for (int l = 0; l < 2 && !rc; l++) {
+                sec[l] = time_allreduce(l ? tcp : shm, self, mb);
+                if (sec[l] <= 0) {
+                    rc = 1;
+                    break;
+                }
+                printf("{\"bench\":\"two_hosts_allreduce\",\"mb\":%d,\"layout\":\"%s\",\"round\":%d,"
+                       "\"ranks\":2,\"seconds\":%.6f,\"gb_per_s\":%.3f,\"cpu\":\"%s\",\"isa\":\"%s\"}\n",
+                       mb, layout[l], r + 1, sec[l], mb / 1000.0 / sec[l], cpu, isa);
+                fflush(stdout);
+                fprintf(stderr, "allreduce %4d MB round %d %-18s %.4f s (%.3f GB/s of buffer)\n", mb, r + 1,
+                        layout[l], sec[l], mb / 1000.0 / sec[l]);
+            }
+            if (!rc) ratio[r] = sec[1] / sec[0];
+        }
+        if (rc) break;
+        double med = bench_median(ratio, rounds);
+        printf("{\"bench\":\"two_hosts_allreduce_ratio\",\"mb\":%d,\"tcp_over_shm_seconds\":%.4f,"
+               "\"rounds\":%d,\"cpu\":\"%s\",\"isa\":\"%s\"}\n", mb, med, rounds, cpu, isa);
+        fprintf(stderr, "allreduce %4d MB: tcp between namespaces / shared memory, seconds: %.3f (median of %d)\n",
+                mb, med, rounds);
         fflush(stdout);
     }
     netns_down();
@@ -324,11 +397,14 @@ static int bench_blocks(const char *filter, int quick, const char *isa) {
 }
 
 int main(int argc, char **argv) {
+    const char *worker = getenv("VT_BENCH_ALLREDUCE_MB");
+    if (worker && *worker) return allreduce_worker(&argc, &argv, atoi(worker));
     const char *filter = argc > 1 ? argv[1] : NULL;
     if (argc > 2 || (filter && !strstr("dist_train/vit_ti4_32 dist_train/vit_s16_224 block_backward/vit_b16_224 "
-                                       "two_hosts/vit_ti4_32 two_hosts/vit_s16_224", filter))) {
+                                       "two_hosts/vit_ti4_32 two_hosts/vit_s16_224 two_hosts/allreduce", filter))) {
         fprintf(stderr, "usage: bench_dist [substring of dist_train/vit_ti4_32, dist_train/vit_s16_224, "
-                "block_backward/vit_b16_224, two_hosts/vit_ti4_32, two_hosts/vit_s16_224]\n");
+                "block_backward/vit_b16_224, two_hosts/vit_ti4_32, two_hosts/vit_s16_224, "
+                "two_hosts/allreduce]\n");
         return 2;
     }
     char err[256];
