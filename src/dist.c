@@ -200,14 +200,19 @@ static void close_buffer(int print_it) {
     D.buffer_len = 0;
 }
 
-/* The lowest rank with a non-zero flag, or INT_MAX; `what` names the exchange. */
-static int lowest_failing(int failed, const char *what) {
-    int mine = failed ? D.rank : INT_MAX, low = INT_MAX;
+/* v = op over the ranks of v, in place (n elements of type); `what` names the exchange. */
+static void allreduce(void *v, int n, MPI_Datatype type, MPI_Op op, const char *what) {
     double t = now();
     MPI_Request r;
-    MPI_Iallreduce(&mine, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &r);
+    MPI_Iallreduce(MPI_IN_PLACE, v, n, type, op, MPI_COMM_WORLD, &r);
     wait_all(1, &r, "%s", what);
     D.comm_s += now() - t;
+}
+
+/* The lowest rank with a non-zero flag, or INT_MAX; `what` names the exchange. */
+static int lowest_failing(int failed, const char *what) {
+    int low = failed ? D.rank : INT_MAX;
+    allreduce(&low, 1, MPI_INT, MPI_MIN, what);
     return low;
 }
 
@@ -372,30 +377,15 @@ void vt_dist_bcast(void *data, size_t bytes) {
 }
 
 void vt_dist_sum_f64(double *v, int n) {
-    if (!multi()) return;
-    double t = now();
-    MPI_Request r;
-    MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
-    wait_all(1, &r, "a sum of %d number%s over the ranks (MPI_Iallreduce)", n, n == 1 ? "" : "s");
-    D.comm_s += now() - t;
+    if (multi()) allreduce(v, n, MPI_DOUBLE, MPI_SUM, "a sum of numbers over the ranks");
 }
 
 void vt_dist_sum_i64(int64_t *v, int n) {
-    if (!multi()) return;
-    double t = now();
-    MPI_Request r;
-    MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &r);
-    wait_all(1, &r, "a sum of %d count%s over the ranks (MPI_Iallreduce)", n, n == 1 ? "" : "s");
-    D.comm_s += now() - t;
+    if (multi()) allreduce(v, n, MPI_INT64_T, MPI_SUM, "a sum of counts over the ranks");
 }
 
 void vt_dist_max_int(int *v, int n) {
-    if (!multi()) return;
-    double t = now();
-    MPI_Request r;
-    MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &r);
-    wait_all(1, &r, "the step's agreement on stopping (MPI_Iallreduce)");
-    D.comm_s += now() - t;
+    if (multi()) allreduce(v, n, MPI_INT, MPI_MAX, "the step's agreement on stopping");
 }
 
 void vt_dist_gather_strided(const void *mine, int64_t n, size_t row_bytes, void *full) {
