@@ -6,7 +6,8 @@
  *   - an uninterrupted job trains to the end and its log names the rank layout and
  *     the launcher (srun --mpi=pmix);
  *   - a second job with the same arguments, sent SIGUSR1 mid-run as `--signal=B:USR1`
- *     would (scancel --batch), stops at a checkpoint (exit 75), requeues itself,
+ *     would (scancel --batch), stops at a checkpoint (exit 75), requeues itself (Slurm
+ *     starts it again after the test cluster's cred_expire, 10 s),
  *     continues by --resume-or-start when it runs again, and ends with the same final
  *     weights as the uninterrupted job, bit for bit;
  *   - `srun -n 2 vitrain` without --mpi (no PMI in the tasks) is an error naming
@@ -154,9 +155,8 @@ static void test_requeue(void) {
     char state[64] = "";
     int requeued = await_job(id, "PENDING", 1, 120, state, sizeof state);
     CHECK(requeued, "the signalled job requeued itself (state %s)", state);
-    /* a requeued job becomes eligible after a delay of Slurm's; the test need not wait */
-    out = slurm_out("scontrol update JobId=%d StartTime=now", id);
-    free(out);
+    /* it becomes eligible again once the killed run's credentials expire: cred_expire
+     * (10 s) in tests/cluster/slurm.sh */
     CHECK(await_job(id, "COMPLETED", 1, 180, state, sizeof state), "the requeued job completed (state %s)",
           state);
     CHECK(file_contains(log, "stopped by SIGUSR1") && file_contains(log, "requeueing job"),

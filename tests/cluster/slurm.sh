@@ -44,7 +44,7 @@ SlurmctldHost=$name(10.231.18.1)
 SlurmctldPort=6817
 SlurmdPort=6818
 AuthType=auth/munge
-AuthInfo=socket=$dir/munge/munge.sock
+AuthInfo=socket=$dir/munge/munge.sock,cred_expire=10
 CredType=cred/munge
 SlurmUser=root
 SlurmdUser=root
@@ -68,6 +68,8 @@ SchedulerParameters=sched_interval=1
 NodeName=$name NodeAddr=10.231.18.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=main Nodes=$name Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
+    # cred_expire: a killed job's credentials stay revoked, and a requeued job waits,
+    # this many seconds (Slurm's default, 120, would make the requeue test wait 2 minutes).
     # `ip netns exec` mounts a sysfs of the namespace's own, without cgroup file systems:
     # slurmd loads the v1 plugin by name (the plugins above use no cgroup)
     echo "CgroupPlugin=cgroup/v1" >"$dir/cgroup.conf"
