@@ -129,14 +129,15 @@ $(BUILD)/tests/test_kernels: tests/test_kernels.c $(BUILD)/libkernels.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libkernels.a $(LDLIBS)
 
-# vitrain with checkpoint.c built for fault injection (checkpoint.h; the rest from the
+# vitrain with durable.c built for fault injection (durable.h; the rest from the
 # library), for tests/e2e_checkpoint_faults.c.
 FAULT_BIN := $(BUILD)/tests/vitrain_fault
-$(BUILD)/fault/checkpoint.o: src/checkpoint.c
+$(BUILD)/fault/durable.o: src/durable.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DVT_FAULT_INJECTION -MMD -MP -c $< -o $@
 
-$(FAULT_BIN): $(call obj,$(SRC_MAIN)) $(BUILD)/fault/checkpoint.o $(BUILD)/libvitrain.a
+$(FAULT_BIN): $(call obj,$(SRC_MAIN)) $(BUILD)/fault/durable.o $(BUILD)/libvitrain.a
+	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libvitrain.a

@@ -41,31 +41,3 @@ void vt_st_widen(const char *dtype, const void *src, float *dst, int64_t n) {
             dst[i] = half_to_float((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
     }
 }
-
-vt_status vt_st_bind_float32(vt_safetensors *st, const int64_t *begins, const char *path) {
-    int64_t wide = 0;
-    int all_f32 = 1;
-    for (int i = 0; i < st->n; i++) {
-        all_f32 &= st->tensors[i].dtype[0] == '\0' || strcmp(st->tensors[i].dtype, "F32") == 0;
-        wide += st->tensors[i].size;
-    }
-    if (all_f32) {
-        for (int i = 0; i < st->n; i++)
-            st->tensors[i].data = (float *)((char *)st->buffer + begins[i]);
-        return VT_OK;
-    }
-    float *out = vt_aligned_alloc((size_t)wide * sizeof(float) + 64);
-    if (!out)
-        return vt_fail(VT_ERR_RUNTIME, "%s: out of memory widening %lld values to float32", path,
-                       (long long)wide);
-    int64_t at = 0;
-    for (int i = 0; i < st->n; i++) {
-        vt_st_tensor *t = &st->tensors[i];
-        vt_st_widen(t->dtype, (const char *)st->buffer + begins[i], out + at, t->size);
-        t->data = out + at;
-        at += t->size;
-    }
-    free(st->buffer);
-    st->buffer = out;
-    return VT_OK;
-}

@@ -3,7 +3,7 @@
  *
  * Owns: which dtypes the reader accepts (F32, BF16, F16: every value of each is exactly
  * representable in float32, so reading them loses nothing) and the conversion. Does not
- * own the file format (checkpoint.c) nor what the tensors mean (weights.c, vit.c).
+ * own the file format (safetensors.c) nor what the tensors mean (weights.c, vit.c).
  * Every checkpoint tensor is float32 once read; files we write are float32.
  */
 #ifndef VT_CHECKPOINT_DTYPE_H
@@ -11,7 +11,6 @@
 
 #include <stdint.h>
 
-#include "checkpoint.h"
 #include "status.h"
 
 /* Bytes per element of a safetensors dtype the reader accepts (F32 4, BF16 2, F16 2),
@@ -22,10 +21,5 @@ int vt_st_dtype_size(const char *dtype);
  * little-endian) to float32 at dst, exactly: BF16 is the high half of a float32; F16
  * normals, subnormals, zeros, infinities and NaNs (payload kept) map to the same value. */
 void vt_st_widen(const char *dtype, const void *src, float *dst, int64_t n);
-
-/* After vt_st_read has the data section in st->buffer (tensor i at byte begins[i]):
- * point every tensor's data at float32 values, converting the non-F32 ones into a new
- * buffer that replaces st->buffer. Errors (VT_ERR_RUNTIME, naming path): out of memory. */
-vt_status vt_st_bind_float32(vt_safetensors *st, const int64_t *begins, const char *path);
 
 #endif

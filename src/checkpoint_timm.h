@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "status.h"
 
 /* One tensor of a weights file under its vitrain name. */

@@ -16,7 +16,6 @@
  * Under mpirun (dist.h) every rank runs the same command line; rank 0 prints.
  */
 #include <malloc.h>
-#include <math.h>
 #include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,24 +25,21 @@
 
 #include "checkpoint.h"
 #include "config.h"
-#include "data/loader.h"
 #include "dist.h"
-#include "eval.h"
+#include "eval_checkpoint.h"
 #include "footprint.h"
 #include "kernels.h"
-#include "npz.h"
 #include "resolve.h"
 #include "status.h"
 #include "stop.h"
 #include "train.h"
 #include "vit.h"
-#include "weights.h"
 
 #define MAX_SETS 256
 
 enum { F_SET = 1, F_THREADS = 2, F_RESUME = 4, F_RUNDIR = 8, F_CKPT = 16, F_LOGITS = 32,
        F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024, F_PRECISION = 2048,
-       F_RESUME_OR_START = 4096 };
+       F_START_OVER = 4096, F_RESUME_OR_START = 8192 };
 
 typedef struct {
     const char *cmd;
@@ -59,6 +55,7 @@ typedef struct {
     char **argv;
     int resolutions[VT_MAX_RES], n_resolutions; /* --resolutions; 0 = not given */
     int patch_shuffle;
+    int start_over;
     int seed_given;
     unsigned long long seed; /* --seed: patch-shuffle permutations */
     char precision_set[32];  /* --precision P as the override train.precision=P */
@@ -66,19 +63,22 @@ typedef struct {
 
 static const char *USAGE_TRAIN =
     "usage: vitrain [train] CONFIG [--set section.key=value ...] [--threads N]\n"
-    "                      [--resume RUN_DIR] [--run-dir DIR] [--resume-or-start]\n"
-    "                      [--stop-after STEPS]\n"
+    "                      [--resume RUN_DIR] [--run-dir DIR] [--stop-after STEPS]\n"
+    "                      [--start-over | --resume-or-start]\n"
     "Train the model of CONFIG (JSON). The run directory (default train.run_dir, else\n"
     "runs/<config stem>) receives config.json, metrics.jsonl, the checkpoint pairs\n"
     "step_N.safetensors + step_N.state.safetensors (`latest` names the newest),\n"
-    "last.safetensors (the newest weights) and best.safetensors.\n"
+    "last.safetensors (the newest weights) and best.safetensors. One process owns a run\n"
+    "directory at a time (DIR/lock), and a new run never overwrites another's checkpoints.\n"
     "  --set k=v         override one config key (repeatable; value parsed as JSON if it parses)\n"
     "  --threads N       OpenMP threads (default train.threads; 0 = all cores)\n"
     "  --resume RUN_DIR  continue the run saved in RUN_DIR exactly where it stopped\n"
     "  --run-dir DIR     write the run to DIR\n"
+    "  --stop-after N    stop after optimizer step N (checkpoint + state written, resumable)\n"
+    "  --start-over      move a run already in the run directory aside to DIR.old-N and\n"
+    "                    start a new one there (nothing is deleted)\n"
     "  --resume-or-start continue the run in the run directory if it holds a checkpoint,\n"
     "                    else start it there (one command for a job that may be requeued)\n"
-    "  --stop-after N    stop after optimizer step N (checkpoint + state written, resumable)\n"
     "SIGINT, SIGTERM or SIGUSR1 stop training after the current step: a checkpoint pair is\n"
     "written, the command to continue printed, and the exit status is 75 (a second SIGINT\n"
     "exits at once, status 130, writing nothing).\n";
@@ -154,7 +154,7 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         {"--run-dir", F_RUNDIR}, {"--checkpoint", F_CKPT}, {"--logits", F_LOGITS},
         {"--markdown", F_MARKDOWN}, {"--stop-after", F_STOP}, {"--resolutions", F_RES},
         {"--patch-shuffle", F_SHUFFLE}, {"--seed", F_SEED}, {"--precision", F_PRECISION},
-        {"--resume-or-start", F_RESUME_OR_START}};
+        {"--start-over", F_START_OVER}, {"--resume-or-start", F_RESUME_OR_START}};
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->threads = -1;
@@ -184,6 +184,11 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         if (flag == F_SHUFFLE) {
             if (eq) return usage_error(cmd, "option --patch-shuffle takes no value");
             a->patch_shuffle = 1;
+            continue;
+        }
+        if (flag == F_START_OVER) {
+            if (eq) return usage_error(cmd, "option --start-over takes no value");
+            a->start_over = 1;
             continue;
         }
         if (flag == F_RESUME_OR_START) {
@@ -256,16 +261,19 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
     return 0;
 }
 
+/* The last error, reported as a config error (2). */
+static int config_error(void) {
+    fprintf(vt_dist_msg(), "vitrain: config error: %s\n", vt_last_error());
+    return 2;
+}
+
 /* Config file + --set overrides, resolved. Any failure here is a config error (2). */
 static int load_config(vt_config *cfg, const cli_args *a) {
     if (!a->config) return usage_error(a->cmd, "missing CONFIG (a JSON config file)");
     /* The file, then every --set, then one resolution: an override may repair a file
      * that is invalid on its own. */
-    vt_status st = vt_resolve_file(cfg, a->config, (const char *const *)a->sets, a->n_sets);
-    if (st != VT_OK) {
-        fprintf(vt_dist_msg(), "vitrain: config error: %s\n", vt_last_error());
-        return 2;
-    }
+    if (vt_resolve_file(cfg, a->config, (const char *const *)a->sets, a->n_sets) != VT_OK)
+        return config_error();
     return 0;
 }
 
@@ -330,7 +338,8 @@ static void append_shell_word(char *buf, size_t cap, const char *arg) {
 
 /* The command that continues a stopped run in dir: the command line as given, with
  * --run-dir and --resume replaced by --resume dir (with --resume-or-start: as given),
- * and without --stop-after when that was what stopped it (drop_stop). */
+ * without --start-over (it would move the run aside) and without --stop-after when that
+ * was what stopped it (drop_stop). */
 static void continue_command(const cli_args *a, const char *dir, int drop_stop, char *buf, size_t cap) {
     buf[0] = '\0';
     for (int i = 0; i < a->argc; i++) {
@@ -342,6 +351,7 @@ static void continue_command(const cli_args *a, const char *dir, int drop_stop, 
             i += stop;
             continue;
         }
+        if (!strcmp(arg, "--start-over")) continue;
         if (!a->resume_or_start && (pair || joined)) {
             i += pair;
             continue;
@@ -374,9 +384,13 @@ static int cmd_train(const cli_args *a) {
     if (a->resume && a->run_dir && strcmp(a->resume, a->run_dir) != 0)
         return usage_error("train", "--resume %s and --run-dir %s name different directories",
                            a->resume, a->run_dir);
-    if (a->resume && a->resume_or_start)
-        return usage_error("train", "--resume and --resume-or-start: give one (--resume-or-start "
-                           "continues the run directory when it holds a checkpoint, else starts it)");
+    if (a->resume && a->start_over)
+        return usage_error("train", "--resume continues the run in %s, --start-over moves it "
+                           "aside: give one of them", a->resume);
+    if ((a->resume || a->start_over) && a->resume_or_start)
+        return usage_error("train", "%s and --resume-or-start: give one (--resume-or-start "
+                           "continues the run directory when it holds a checkpoint, else starts it)",
+                           a->resume ? "--resume" : "--start-over");
     vt_config cfg;
     int rc = start_job(load_config(&cfg, a), a, &cfg);
     if (rc) return rc;
@@ -385,142 +399,12 @@ static int cmd_train(const cli_args *a) {
     if (vt_dist_root()) fprintf(stderr, "vitrain: resolved config:\n%s\n", json);
     free(json);
     vt_train_opts opts = {.run_dir = a->run_dir, .resume_dir = a->resume, .stop_after = a->stop_after,
-                          .resume_or_start = a->resume_or_start};
+                          .start_over = a->start_over, .resume_or_start = a->resume_or_start};
     vt_train_result res;
     vt_status st = vt_train_run(&cfg, &opts, &res);
     if (st != VT_OK) return fail_exit(st);
     if (res.stopped && vt_dist_root()) report_stop(a, &res);
     return res.stop_signal ? vt_dist_exit_everywhere(VT_EXIT_STOPPED) : 0; /* the ranks agreed on the stop */
-}
-
-/* One evaluation of m at image size S (plain, then patch-shuffled when asked). */
-typedef struct {
-    vt_eval_result plain, shuf;
-} eval_row;
-
-/* What --logits collects: the archive and whether the per-sample arrays (labels,
- * paths) are in it yet. */
-typedef struct {
-    vt_npz *z;
-    int have_samples;
-} logits_out;
-
-/* The labels (int64) and, for image folders, paths and class names of the split. */
-static vt_status add_samples(logits_out *lo, vt_evaluator *ev, const int *labels) {
-    int64_t n = ev->n, K = ev->num_classes;
-    int64_t *l64 = malloc((size_t)n * sizeof *l64 + 1);
-    if (!l64) return vt_fail(VT_ERR_RUNTIME, "out of memory: %lld labels", (long long)n);
-    for (int64_t i = 0; i < n; i++) l64[i] = labels[i];
-    vt_status st = vt_npz_add_i64(lo->z, "labels", l64, 1, &n);
-    free(l64);
-    char buf[4096];
-    if (st == VT_OK && n > 0 && vt_loader_sample_path(ev->loader, 0, buf, sizeof buf)) {
-        char **paths = vt_xcalloc((size_t)n, sizeof *paths);
-        for (int64_t i = 0; i < n; i++) paths[i] = strdup(vt_loader_sample_path(ev->loader, i, buf, sizeof buf));
-        st = vt_npz_add_str(lo->z, "paths", (const char *const *)paths, n);
-        for (int64_t i = 0; i < n; i++) free(paths[i]);
-        free(paths);
-        const char **names = vt_xcalloc((size_t)K, sizeof *names);
-        int k = 0, dk = vt_loader_num_classes(ev->loader); /* dk <= K (vt_eval_open) */
-        for (; k < dk && (names[k] = vt_loader_class_name(ev->loader, k)); k++) {}
-        if (st == VT_OK) st = vt_npz_add_str(lo->z, "class_names", names, k);
-        free(names);
-    }
-    lo->have_samples = st == VT_OK;
-    return st;
-}
-
-static vt_status eval_at(const vt_config *cfg, vt_vit *m, int S, const cli_args *a, logits_out *lo,
-                         eval_row *row) {
-    vt_evaluator ev;
-    vt_status st = vt_dist_agree(vt_eval_open(&ev, cfg, S));
-    if (st != VT_OK) {
-        vt_eval_close(&ev);
-        return st;
-    }
-    float *logits = NULL;
-    int *labels = NULL;
-    if (lo) { /* every rank asks for them; rank 0's buffers receive all rows (eval.h) */
-        size_t rows = vt_dist_root() ? (size_t)ev.n : 0;
-        logits = malloc(rows * ev.num_classes * sizeof(float) + 1);
-        labels = malloc(rows * sizeof(int) + 1);
-        if (!logits || !labels) st = vt_fail(VT_ERR_RUNTIME, "out of memory: logits of %lld x %d floats",
-                                             (long long)ev.n, ev.num_classes);
-        ev.labels_out = labels;
-    }
-    char name[64];
-    int64_t shape[2] = {ev.n, ev.num_classes};
-    if ((st = vt_dist_agree(st)) == VT_OK) st = vt_eval_run(&ev, m, logits, &row->plain);
-    if (st == VT_OK && lo && vt_dist_root()) {
-        snprintf(name, sizeof name, "logits_%d", S);
-        st = vt_npz_add_f32(lo->z, name, logits, 2, shape);
-        if (st == VT_OK && !lo->have_samples) st = add_samples(lo, &ev, labels);
-    }
-    if (lo) st = vt_dist_agree(st);
-    if (st == VT_OK && a->patch_shuffle) {
-        ev.shuffle = 1;
-        ev.shuffle_seed = a->seed;
-        st = vt_eval_run(&ev, m, logits, &row->shuf);
-        if (st == VT_OK && lo && vt_dist_root()) {
-            snprintf(name, sizeof name, "shuffled_logits_%d", S);
-            st = vt_npz_add_f32(lo->z, name, logits, 2, shape);
-        }
-        if (lo) st = vt_dist_agree(st);
-    }
-    free(logits);
-    free(labels);
-    vt_eval_close(&ev);
-    return st;
-}
-
-/* Relative top-1 drop of the shuffled evaluation (0 when the plain top-1 is 0). */
-static double shuffle_drop(const eval_row *r) {
-    return r->plain.top1 > 0 ? (r->plain.top1 - r->shuf.top1) / r->plain.top1 : 0.0;
-}
-
-/* The config of `vitrain eval`: CONFIG and --set, or without CONFIG the checkpoint's own
- * (its __metadata__["config"], the resolved config it was trained with) and --set. Keys
- * that define the model or its PE must agree with the checkpoint's; data and eval keys
- * may differ. Returns 0 or the exit code. */
-static int eval_config(vt_config *cfg, const vt_safetensors *st, const cli_args *a) {
-    const char *meta = vt_st_meta(st, "config");
-    vt_config ck;
-    if (meta) {
-        char src[VT_STR + 64];
-        snprintf(src, sizeof src, "%s __metadata__[\"config\"]", a->checkpoint);
-        if (vt_resolve_json(&ck, meta, src) != VT_OK) {
-            fprintf(vt_dist_msg(), "vitrain: config error: %s\n", vt_last_error());
-            return 2;
-        }
-    }
-    if (a->config) {
-        int rc = load_config(cfg, a);
-        if (rc) return rc;
-    } else if (meta) {
-        *cfg = ck;
-        vt_status st_ = VT_OK;
-        for (int i = 0; i < a->n_sets && st_ == VT_OK; i++) st_ = vt_config_set(cfg, a->sets[i]);
-        if (st_ == VT_OK) st_ = vt_resolve(cfg);
-        if (st_ != VT_OK) {
-            fprintf(vt_dist_msg(), "vitrain: config error: %s\n", vt_last_error());
-            return 2;
-        }
-    } else {
-        return usage_error("eval", "%s has no __metadata__[\"config\"] (not written by vitrain, e.g. a timm "
-                           "file): give the CONFIG of its model, or convert it with scripts/timm_convert.py "
-                           "from-timm", a->checkpoint);
-    }
-    char report[2048];
-    int n = meta ? vt_config_model_keys_differ(cfg, &ck, report, sizeof report) : 0;
-    if (n > 0) {
-        fprintf(vt_dist_msg(), "vitrain: config error: %s: %d key%s that define%s the model differ%s from the "
-                "checkpoint's config (%s value vs checkpoint value): %s. Data and eval keys may differ; "
-                "without CONFIG eval takes the checkpoint's own config\n",
-                a->config ? a->config : "--set", n, n == 1 ? "" : "s", n == 1 ? "s" : "", n == 1 ? "s" : "",
-                a->config ? "config" : "--set", report);
-        return 2;
-    }
-    return 0;
 }
 
 static int cmd_eval(const cli_args *a) {
@@ -534,91 +418,23 @@ static int cmd_eval(const cli_args *a) {
                                "of every size, the labels and, for image folders, the file paths)",
                                a->logits);
     }
-    vt_safetensors ckpt;
-    vt_status st = vt_st_read(a->checkpoint, &ckpt);
-    if (st != VT_OK) return fail_exit(st);
-    vt_config cfg;
-    int rc = eval_config(&cfg, &ckpt, a);
-    if (rc) {
-        vt_st_free(&ckpt);
-        return rc;
-    }
-    int sizes[VT_MAX_RES + 1], n_sizes = 0;
-    if (a->n_resolutions) {
-        for (int i = 0; i < a->n_resolutions; i++) sizes[n_sizes++] = a->resolutions[i];
-    } else {
-        sizes[n_sizes++] = cfg.model.img_size;
-        for (int i = 0; i < cfg.eval.n_resolutions; i++)
-            if (cfg.eval.resolutions[i] != cfg.model.img_size) sizes[n_sizes++] = cfg.eval.resolutions[i];
-    }
-    for (int i = 0; i < n_sizes && !rc; i++)
-        if (vt_resolve_image_size(sizes[i], cfg.model.patch_size, "--resolutions: size") != VT_OK)
-            rc = usage_error("eval", "%s", vt_last_error());
-    if ((rc = start_job(rc, a, &cfg)) || (rc = start_runtime(&cfg, a))) {
-        vt_st_free(&ckpt);
-        return rc;
-    }
-    vt_vit m;
-    vt_model_spec ms;
-    st = vt_vit_init(&m, vt_resolve_model_spec(&cfg, &ms), (uint64_t)cfg.train.seed);
+    vt_eval_opts opts = {a->checkpoint, a->config, (const char *const *)a->sets, a->n_sets, a->resolutions,
+                         a->n_resolutions, a->patch_shuffle, a->seed, a->logits};
+    vt_eval_checkpoint ec;
+    vt_eval_failure failed;
+    int rc = 0;
+    vt_status st = vt_eval_checkpoint_open(&ec, &opts, &failed);
     if (st != VT_OK) {
-        vt_st_free(&ckpt);
-        return fail_exit(vt_dist_everywhere(st));
+        if (failed == VT_EVAL_FAILED_FILE) rc = fail_exit(st);
+        else if (failed == VT_EVAL_FAILED_CONFIG) rc = config_error();
+        else rc = usage_error("eval", "%s", vt_last_error());
     }
-    vt_weights_opts strict = {0, 0};
-    st = vt_dist_agree(vt_weights_apply(&m, &ckpt, a->checkpoint, &strict, NULL, NULL));
-    vt_st_free(&ckpt);
-    logits_out lo = {NULL, 0};
-    int want_logits = st == VT_OK && a->logits; /* rank 0 writes the archive */
-    if (want_logits && vt_dist_root()) st = vt_npz_open(&lo.z, a->logits);
-    if (want_logits) st = vt_dist_agree(st);
-    eval_row rows[VT_MAX_RES + 1];
-    int done = 0;
-    for (; st == VT_OK && done < n_sizes; done++) {
-        eval_row *r = &rows[done];
-        st = eval_at(&cfg, &m, sizes[done], a, want_logits ? &lo : NULL, r);
-        if (st != VT_OK) break;
-        printf("{\"checkpoint\":\"%s\",\"split\":\"%s\",\"n\":%lld,\"resolution\":%d,\"top1\":%.4f,"
-               "\"top5\":%.4f,\"loss\":%.9g", a->checkpoint, cfg.data.val_split, (long long)r->plain.n,
-               r->plain.img_size, r->plain.top1, r->plain.top5, r->plain.loss);
-        if (a->patch_shuffle)
-            printf(",\"shuffle_seed\":%llu,\"shuffled_top1\":%.4f,\"shuffled_top5\":%.4f,"
-                   "\"shuffled_loss\":%.9g,\"top1_drop_rel\":%.6f", a->seed, r->shuf.top1, r->shuf.top5,
-                   r->shuf.loss, shuffle_drop(r));
-        printf("}\n");
-        fflush(stdout);
-        if (vt_dist_root())
-            fprintf(stderr, "eval: top-1 %.2f%% top-5 %.2f%% loss %.4f (%s, %lld images, %dpx)\n",
-                r->plain.top1, r->plain.top5, r->plain.loss, cfg.data.val_split, (long long)r->plain.n,
-                r->plain.img_size);
+    if ((rc = start_job(rc, a, &ec.cfg)) == 0) rc = start_runtime(&ec.cfg, a);
+    if (rc) {
+        vt_eval_checkpoint_close(&ec);
+        return rc;
     }
-    if (st == VT_OK && vt_dist_root()) {
-        fprintf(stderr, "\n%-10s %8s %8s %9s", "resolution", "top-1", "top-5", "loss");
-        if (a->patch_shuffle) fprintf(stderr, " %10s %10s %9s", "shuf top-1", "shuf top-5", "drop");
-        fputc('\n', stderr);
-        for (int i = 0; i < n_sizes; i++) {
-            const eval_row *r = &rows[i];
-            fprintf(stderr, "%-10d %7.2f%% %7.2f%% %9.4f", r->plain.img_size, r->plain.top1,
-                    r->plain.top5, r->plain.loss);
-            if (a->patch_shuffle)
-                fprintf(stderr, " %9.2f%% %9.2f%% %8.1f%%", r->shuf.top1, r->shuf.top5,
-                        100.0 * shuffle_drop(r));
-            fputc('\n', stderr);
-        }
-    }
-    if (lo.z && st == VT_OK) {
-        int64_t res[VT_MAX_RES + 1], nr = n_sizes;
-        for (int i = 0; i < n_sizes; i++) res[i] = sizes[i];
-        st = vt_npz_add_i64(lo.z, "resolutions", res, 1, &nr);
-        vt_status cs = vt_npz_close(lo.z);
-        if (st == VT_OK) st = cs;
-        if (st == VT_OK) fprintf(stderr, "eval: logits of %d size%s written to %s\n", n_sizes,
-                                 n_sizes == 1 ? "" : "s", a->logits);
-    } else {
-        vt_npz_abort(lo.z);
-    }
-    if (want_logits) st = vt_dist_agree(st);
-    vt_vit_free(&m);
+    st = vt_eval_checkpoint_run(&ec);
     return st == VT_OK ? 0 : fail_exit(st);
 }
 
@@ -692,7 +508,8 @@ static int run(int argc, char **argv) {
         return 0;
     }
     static const struct { const char *name; int flags; int (*run)(const cli_args *); } cmds[] = {
-        {"train", F_SET | F_THREADS | F_RESUME | F_RUNDIR | F_STOP | F_RESUME_OR_START, cmd_train},
+        {"train", F_SET | F_THREADS | F_RESUME | F_RUNDIR | F_STOP | F_START_OVER | F_RESUME_OR_START,
+         cmd_train},
         {"eval", F_SET | F_THREADS | F_CKPT | F_LOGITS | F_RES | F_SHUFFLE | F_SEED | F_PRECISION, cmd_eval},
         {"info", F_SET, cmd_info},
         {"help-config", F_MARKDOWN, cmd_help_config}};

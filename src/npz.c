@@ -8,6 +8,7 @@
  * front to back once.
  */
 #include "npz.h"
+#include "durable.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -54,8 +55,8 @@ typedef struct {
 } npz_entry;
 
 struct vt_npz {
-    char *path, *tmp;
-    FILE *f;
+    char *path;
+    vt_durable_file f;    /* PATH.tmp until vt_npz_close commits it */
     uint64_t at;          /* bytes written */
     npz_entry *e;
     int n, cap;
@@ -74,11 +75,9 @@ static void put32(unsigned char *p, uint32_t v) {
 }
 
 static vt_status npz_write(vt_npz *z, const void *data, size_t bytes) {
-    if (bytes && fwrite(data, 1, bytes, z->f) != bytes)
-        return vt_fail(VT_ERR_RUNTIME, "%s: writing %zu bytes to '%s' failed: %s", z->path, bytes, z->tmp,
-                       strerror(errno));
-    z->at += bytes;
-    return VT_OK;
+    vt_status s = vt_durable_write(&z->f, data, bytes);
+    if (s == VT_OK) z->at += bytes;
+    return s;
 }
 
 vt_status vt_npz_open(vt_npz **out, const char *path) {
@@ -86,15 +85,9 @@ vt_status vt_npz_open(vt_npz **out, const char *path) {
     size_t len = strlen(path);
     z->path = vt_xmalloc(len + 1);
     memcpy(z->path, path, len + 1);
-    z->tmp = vt_xmalloc(len + 5);
-    memcpy(z->tmp, path, len);
-    memcpy(z->tmp + len, ".tmp", 5);
-    z->f = fopen(z->tmp, "wb");
-    if (!z->f) {
-        vt_status s = vt_fail(VT_ERR_RUNTIME, "%s: cannot create temporary file '%s': %s", path, z->tmp,
-                              strerror(errno));
+    vt_status s = vt_durable_open(&z->f, z->path);
+    if (s != VT_OK) {
         free(z->path);
-        free(z->tmp);
         free(z);
         *out = NULL;
         return s;
@@ -213,14 +206,12 @@ static void npz_free(vt_npz *z) {
     for (int i = 0; i < z->n; i++) free(z->e[i].name);
     free(z->e);
     free(z->path);
-    free(z->tmp);
     free(z);
 }
 
 void vt_npz_abort(vt_npz *z) {
     if (!z) return;
-    if (z->f) fclose(z->f);
-    unlink(z->tmp);
+    vt_durable_abort(&z->f);
     npz_free(z);
 }
 
@@ -254,17 +245,27 @@ vt_status vt_npz_close(vt_npz *z) {
         put32(end + 16, (uint32_t)cd_start);
         s = npz_write(z, end, sizeof end);
     }
-    const char *step = NULL;
-    if (s == VT_OK && fflush(z->f) != 0) step = "fflush";
-    else if (s == VT_OK && fsync(fileno(z->f)) != 0) step = "fsync";
-    if (step) s = vt_fail(VT_ERR_RUNTIME, "%s: %s of '%s' failed: %s", z->path, step, z->tmp, strerror(errno));
-    int rc = fclose(z->f);
-    z->f = NULL;
-    if (s == VT_OK && rc != 0)
-        s = vt_fail(VT_ERR_RUNTIME, "%s: closing '%s' failed: %s", z->path, z->tmp, strerror(errno));
-    if (s == VT_OK && rename(z->tmp, z->path) != 0)
-        s = vt_fail(VT_ERR_RUNTIME, "%s: renaming '%s' over it failed: %s", z->path, z->tmp, strerror(errno));
-    if (s != VT_OK) unlink(z->tmp);
+    if (s == VT_OK) s = vt_durable_commit(&z->f);
+    else vt_durable_abort(&z->f);
     npz_free(z);
+    return s;
+}
+
+/* --------------------------------------------------------------------- .npy write */
+
+vt_status vt_npy_write(const char *path, const float *data, int ndim, const int64_t *shape) {
+    VT_ASSERT(path && ndim >= 0 && ndim <= 32 && (ndim == 0 || shape), "vt_npy_write: bad args");
+    size_t total;
+    unsigned char *head = vt_npy_header("<f4", ndim, shape, &total);
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    VT_ASSERT(n == 0 || data != NULL, "vt_npy_write: NULL data for %lld elements", (long long)n);
+
+    vt_durable_file a;
+    vt_status s = vt_durable_open(&a, path);
+    if (s == VT_OK) s = vt_durable_write(&a, head, total);
+    if (s == VT_OK) s = vt_durable_write(&a, data, (size_t)n * 4);
+    if (s == VT_OK) s = vt_durable_commit(&a);
+    free(head);
     return s;
 }

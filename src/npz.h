@@ -1,4 +1,4 @@
-/* npz.h - NumPy archives (.npz) written in one pass, and the .npy array header.
+/* npz.h - NumPy .npy files, archives (.npz) written in one pass, and the .npy header.
  *
  * Owns: the .npy header (format version 1.0, as numpy 1.24 writes it: the dict with
  * sorted keys, spare spaces so the first axis can grow, '\n'-terminated padding to a
@@ -6,8 +6,8 @@
  * NAME.npy entries, stored (not compressed), CRC-32 from zlib, which numpy.load reads
  * as a mapping NAME -> array (no pickle needed: float32 '<f4', int64 '<i8' and fixed-width
  * unicode '<U<n>' arrays only). Entries are written as they are added to PATH.tmp,
- * which vt_npz_close flushes, fsyncs and renames to PATH (design.md: a crash never leaves
- * a half-written file); vt_npz_abort removes it. Without ZIP64 an archive is limited to
+ * which vt_npz_close commits to PATH (durable.h: a crash never leaves a half-written
+ * file); vt_npz_abort removes it. Without ZIP64 an archive is limited to
  * 4 GiB (an error beyond). Does not own what the arrays mean (main.c's eval).
  */
 #ifndef VT_NPZ_H
@@ -17,6 +17,9 @@
 #include <stdint.h>
 
 #include "status.h"
+
+/* Write a float32 C-order NumPy .npy file (version 1.0), atomically and durably. */
+vt_status vt_npy_write(const char *path, const float *data, int ndim, const int64_t *shape);
 
 /* The .npy header (magic, version 1.0, length, dict, padding) of a C-order array of
  * dtype descr ("<f4") and shape; malloc'd, its byte count in *len. */

@@ -1,6 +1,7 @@
 /* stop.c - the handlers of the stop signals (contract in stop.h). */
 #include "stop.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,7 +45,13 @@ void vt_stop_install(int announce_signals) {
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    for (int i = 0; i < N_STOP; i++) sigaction(stop_signals[i], &sa, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    for (int i = 0; i < N_STOP; i++) {
+        sigaction(stop_signals[i], &sa, NULL);
+        sigaddset(&set, stop_signals[i]);
+    }
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL); /* a mask inherited through exec may block them */
 }
 
 int vt_stop_signal(void) { return requested; }

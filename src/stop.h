@@ -8,7 +8,8 @@
  *
  * The handlers are installed explicitly, whatever this process inherited: a signal
  * inherited as ignored (a job started with `&` from a non-interactive shell ignores
- * SIGINT) is handled too. A handler records the first signal (and acknowledges it, see
+ * SIGINT) or blocked (the signal mask survives exec) is handled too; the calling thread
+ * (main's, the one that trains) unblocks them. A handler records the first signal (and acknowledges it, see
  * vt_stop_install); later SIGTERM and SIGUSR1 change nothing. A second SIGINT after
  * a stop was requested ends the process at once (exit status 130, 128 + SIGINT) without
  * writing anything more: the run directory keeps its last complete pair (checkpoint.h).

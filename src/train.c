@@ -13,11 +13,13 @@
 #include "checkpoint.h"
 #include "data/loader.h"
 #include "dist.h"
+#include "durable.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "optim.h"
 #include "precision.h"
 #include "resolve.h"
+#include "rundir.h"
 #include "rng.h"
 #include "stop.h"
 #include "tape.h"
@@ -49,24 +51,9 @@ vt_status vt_mkdir_p(const char *path) {
     return VT_OK;
 }
 
-/* Write text to path via path.tmp + rename. */
+/* Replace path's contents with text (durable.h). */
 static vt_status write_text_atomic(const char *path, const char *text) {
-    char tmp[VT_STR + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return vt_fail(VT_ERR_RUNTIME, "cannot write '%s': %s", tmp, strerror(errno));
-    size_t n = strlen(text);
-    int ok = fwrite(text, 1, n, f) == n;
-    ok = (fflush(f) == 0) && ok;
-    ok = (fsync(fileno(f)) == 0) && ok;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok) {
-        remove(tmp);
-        return vt_fail(VT_ERR_RUNTIME, "cannot write '%s': %s", tmp, strerror(errno));
-    }
-    if (rename(tmp, path) != 0)
-        return vt_fail(VT_ERR_RUNTIME, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-    return VT_OK;
+    return vt_durable_write_file(path, text, strlen(text));
 }
 
 static int file_exists(const char *path) {
@@ -112,7 +99,8 @@ typedef struct {
     vt_dist_grads *dg;       /* the gradient exchange, NULL with one rank */
     float *images, *soft;
     int *labels;
-    FILE *metrics;
+    vt_rundir_lock lock;     /* rank 0: the run directory's lock, held for the whole run */
+    vt_durable_log metrics;  /* rank 0: metrics.jsonl */
     int live;                /* redraw a progress line with \r */
     int line_open;           /* a live line is on screen (newline before other output) */
     int64_t spe, T, W, step; /* steps per epoch, total, warmup, steps done */
@@ -140,8 +128,11 @@ static int64_t step_batch(const trainer *tr, int64_t s) { return (s % tr->spe) *
 static vt_status save_state_files(trainer *tr) {
     vt_ckpt_pair p;
     vt_ckpt_pair_of(tr->dir, tr->step, &p);
+    /* the records up to this step are durable before the pair that has seen them */
+    vt_status st = vt_durable_log_sync(&tr->metrics);
+    if (st != VT_OK) return st;
     char *cfg_json = vt_config_to_json(tr->cfg);
-    vt_status st = vt_vit_save(&tr->model, p.weights, cfg_json);
+    st = vt_vit_save(&tr->model, p.weights, cfg_json);
     if (st == VT_OK) {
         vt_train_state s = {
             .step = tr->step, .epoch = step_epoch(tr, tr->step), .batch = step_batch(tr, tr->step),
@@ -158,6 +149,9 @@ static vt_status save_state_files(trainer *tr) {
     if (st != VT_OK && committed)
         return vt_fail_context(st, "checkpoint at step %lld (saved and current; the run stops "
                                "on this error)", (long long)tr->step);
+    if (st != VT_OK && tr->saved_step < 0)
+        return vt_fail_context(st, "checkpoint at step %lld (not saved; no checkpoint was saved "
+                               "before it)", (long long)tr->step);
     if (st != VT_OK)
         return vt_fail_context(st, "checkpoint at step %lld (not saved; the previous checkpoint "
                                "is intact)", (long long)tr->step);
@@ -165,14 +159,15 @@ static vt_status save_state_files(trainer *tr) {
 }
 
 /* The metrics record of the pair just written: its bytes and the seconds it took. */
-static void log_checkpoint(trainer *tr, double seconds) {
+static vt_status log_checkpoint(trainer *tr, double seconds) {
     vt_ckpt_pair p;
     vt_ckpt_pair_of(tr->dir, tr->step, &p);
     struct stat a, b;
     long long bytes = stat(p.weights, &a) == 0 && stat(p.state, &b) == 0 ? (long long)(a.st_size + b.st_size) : -1;
-    fprintf(tr->metrics, "{\"kind\":\"checkpoint\",\"step\":%lld,\"bytes\":%lld,\"seconds\":%.3f,"
-            "\"wall_s\":%.3f}\n", (long long)tr->step, bytes, seconds, wall(tr));
-    fflush(tr->metrics);
+    char line[256];
+    int n = snprintf(line, sizeof line, "{\"kind\":\"checkpoint\",\"step\":%lld,\"bytes\":%lld,"
+                     "\"seconds\":%.3f,\"wall_s\":%.3f}\n", (long long)tr->step, bytes, seconds, wall(tr));
+    return vt_durable_log_write(&tr->metrics, line, (size_t)n);
 }
 
 /* Every rank checks that the ranks still hold the same weights; rank 0 writes the pair. */
@@ -184,7 +179,7 @@ static vt_status save_state(trainer *tr) {
     if (st == VT_OK) st = vt_dist_agree(tr->root ? save_state_files(tr) : VT_OK);
     if (st == VT_OK) tr->saved_step = tr->step;
     tr->t_ckpt = now_s();
-    if (st == VT_OK && tr->root) log_checkpoint(tr, tr->t_ckpt - t0);
+    if (st == VT_OK) st = vt_dist_agree(tr->root ? log_checkpoint(tr, tr->t_ckpt - t0) : VT_OK);
     return st;
 }
 
@@ -230,8 +225,8 @@ static vt_status load_state(trainer *tr) {
     tr->opt.t = s.optim_t;
     tr->step = s.step;
     tr->saved_step = s.step;
-    /* A kill after the commit point of a save left it unfinished: finish it. Rank 0
-     * writes (vt_train_run agrees on setup's outcome). */
+    /* A kill after the commit point of a save left it unfinished: rank 0 finishes it (the
+     * other ranks only read the run directory). */
     if (p.step >= 0 && tr->root) st = vt_ckpt_tidy(tr->dir, &p, tr->cfg->train.keep_checkpoints);
 out:
     free(s.config);
@@ -295,17 +290,18 @@ static void show_progress(trainer *tr, float loss, double lr, double img_s, doub
 
 static vt_status evaluate(trainer *tr, vt_evaluator *ev, vt_eval_result *r) {
     vt_status st = vt_eval_run(ev, &tr->model, NULL, r);
-    if (st != VT_OK || !tr->root) return st;
+    if (st != VT_OK || !tr->root) return st == VT_OK ? vt_dist_agree(VT_OK) : st;
     int64_t ep = tr->step > 0 ? step_epoch(tr, tr->step - 1) + 1 : 0;
     end_live_line(tr);
     fprintf(stderr, "eval  epoch %lld step %lld: top-1 %.2f%% top-5 %.2f%% loss %.4f (%lld images, "
             "%dpx)\n", (long long)ep, (long long)tr->step, r->top1, r->top5, r->loss, (long long)r->n,
             r->img_size);
-    fprintf(tr->metrics, "{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"top1\":%.4f,\"top5\":%.4f,"
-            "\"loss\":%.9g,\"resolution\":%d,\"n\":%lld,\"wall_s\":%.3f}\n", (long long)tr->step,
-            (long long)ep, r->top1, r->top5, r->loss, r->img_size, (long long)r->n, wall(tr));
-    fflush(tr->metrics);
-    return VT_OK;
+    char line[512];
+    int n = snprintf(line, sizeof line, "{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,"
+                     "\"top1\":%.4f,\"top5\":%.4f,\"loss\":%.9g,\"resolution\":%d,\"n\":%lld,"
+                     "\"wall_s\":%.3f}\n", (long long)tr->step, (long long)ep, r->top1, r->top5,
+                     r->loss, r->img_size, (long long)r->n, wall(tr));
+    return vt_dist_agree(vt_durable_log_write(&tr->metrics, line, (size_t)n));
 }
 
 /* Evaluate at the training resolution, update best.safetensors. */
@@ -334,6 +330,30 @@ static vt_status nonfinite_stop(trainer *tr, const char *what, double value) {
                                       (long long)step_epoch(tr, tr->step) + 1, hint));
 }
 
+/* Rank 0 makes the run directory this run's own: its lock, then, for a new run, a
+ * directory that holds no other run (rundir.h), or, with start_over, one whose old run
+ * was moved aside. */
+static vt_status claim_run_dir(trainer *tr, const vt_train_opts *opts) {
+    vt_status st = vt_rundir_lock_take(&tr->lock, tr->dir);
+    if (st != VT_OK || opts->resume_dir) return st;
+    char what[1024];
+    if (vt_rundir_inspect(tr->dir, what, sizeof what) != VT_RUNDIR_RUN) return VT_OK;
+    if (!opts->start_over)
+        return vt_fail(VT_ERR_USAGE, "%s holds another run (%s); a new run there would overwrite "
+                       "it. To continue it: --resume %s; to keep it and start elsewhere: "
+                       "--run-dir OTHER_DIR; to move it aside to %s.old-N and start here: "
+                       "--start-over", tr->dir, what, tr->dir, tr->dir);
+    char moved[VT_STR + 32];
+    if ((st = vt_rundir_move_aside(tr->dir, moved, sizeof moved)) != VT_OK) return st;
+    vt_rundir_lock old = tr->lock;
+    st = vt_rundir_lock_take(&tr->lock, tr->dir);
+    vt_rundir_lock_release(&old);
+    if (st == VT_OK)
+        fprintf(stderr, "vitrain: --start-over: moved the run in %s (%s) to %s\n", tr->dir, what,
+                moved);
+    return st;
+}
+
 /* Everything but communication (vt_train_run agrees on the outcome across ranks, then
  * runs setup_ranks). */
 static vt_status setup(trainer *tr, const vt_train_opts *opts) {
@@ -350,6 +370,7 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     } else if (tr->root && (st = vt_mkdir_p(tr->dir)) != VT_OK) {
         return st;
     }
+    if (tr->root && (st = claim_run_dir(tr, opts)) != VT_OK) return st;
     snprintf(tr->last_path, sizeof tr->last_path, "%s/last.safetensors", tr->dir);
     snprintf(tr->best_path, sizeof tr->best_path, "%s/best.safetensors", tr->dir);
     snprintf(tr->metrics_path, sizeof tr->metrics_path, "%s/metrics.jsonl", tr->dir);
@@ -418,9 +439,9 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
                     tr->dir, (long long)tr->step, (long long)step_epoch(tr, tr->step) + 1,
                     (long long)step_batch(tr, tr->step));
     }
-    tr->metrics = tr->root ? fopen(tr->metrics_path, opts->resume_dir ? "ab" : "wb") : NULL;
-    if (tr->root && !tr->metrics)
-        return vt_fail(VT_ERR_RUNTIME, "cannot open '%s': %s", tr->metrics_path, strerror(errno));
+    /* a new run starts the records (claim_run_dir: no other run's are here) */
+    if (tr->root && (st = vt_durable_log_open(&tr->metrics, tr->metrics_path, !opts->resume_dir)) != VT_OK)
+        return st;
 
     vt_arena_init(&tr->arena, (size_t)1 << 20);
     vt_tape_init(&tr->tape, &tr->arena);
@@ -467,7 +488,7 @@ static vt_status setup_ranks(trainer *tr, const vt_train_opts *opts) {
 
 static void teardown(trainer *tr) {
     end_live_line(tr);
-    if (tr->metrics) fclose(tr->metrics);
+    vt_durable_log_close(&tr->metrics);
     if (tr->arena_ok) { vt_tape_free(&tr->tape); vt_arena_free(&tr->arena); }
     if (tr->opt_ok) vt_optim_free(&tr->opt);
     if (tr->w16) vt_bf16_weights_detach(&tr->model, tr->w16);
@@ -584,22 +605,28 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
 
         double t = now_s();
         double sec_per_step = (t - t_loop) / (double)(tr->step - step0);
-        if (tr->root && (tr->step % log_every == 0 || tr->step == stop)) {
-            double img_s = (double)(gbatch * (tr->step - log_from)) / fmax(t - t_log, 1e-9);
-            fprintf(tr->metrics, "{\"kind\":\"train\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.9g,"
-                    "\"lr\":%.9g,\"grad_norm\":%.9g,\"img_per_s\":%.2f,\"wall_s\":%.3f",
-                    (long long)tr->step, (long long)ep + 1, loss, lr, gn, img_s, wall(tr));
-            if (tr->ranks > 1) { /* per step: rank 0's time in MPI calls, not overlapped */
-                double c = vt_dist_comm_seconds();
-                fprintf(tr->metrics, ",\"ranks\":%d,\"comm_s\":%.6f", tr->ranks,
-                        (c - comm_from) / (double)(tr->step - log_from));
-                comm_from = c;
+        if (tr->step % log_every == 0 || tr->step == stop) {
+            vt_status ws = VT_OK; /* rank 0 writes the record, every rank learns how it went */
+            if (tr->root) {
+                double img_s = (double)(gbatch * (tr->step - log_from)) / fmax(t - t_log, 1e-9);
+                char line[512];
+                int n = snprintf(line, sizeof line, "{\"kind\":\"train\",\"step\":%lld,\"epoch\":%lld,"
+                                 "\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"img_per_s\":%.2f,"
+                                 "\"wall_s\":%.3f", (long long)tr->step, (long long)ep + 1, loss, lr, gn,
+                                 img_s, wall(tr));
+                if (tr->ranks > 1) { /* per step: rank 0's time in MPI calls, not overlapped */
+                    double c = vt_dist_comm_seconds();
+                    n += snprintf(line + n, sizeof line - (size_t)n, ",\"ranks\":%d,\"comm_s\":%.6f",
+                                  tr->ranks, (c - comm_from) / (double)(tr->step - log_from));
+                    comm_from = c;
+                }
+                n += snprintf(line + n, sizeof line - (size_t)n, "}\n");
+                ws = vt_durable_log_write(&tr->metrics, line, (size_t)n);
+                if (!tr->live) show_progress(tr, loss, lr, img_s, sec_per_step, 1);
+                t_log = t;
+                log_from = tr->step;
             }
-            fputs("}\n", tr->metrics);
-            fflush(tr->metrics);
-            if (!tr->live) show_progress(tr, loss, lr, img_s, sec_per_step, 1);
-            t_log = t;
-            log_from = tr->step;
+            if ((st = vt_dist_agree(ws)) != VT_OK) return st;
         }
         if (tr->live && (t - t_draw >= 0.1 || tr->step == stop)) { /* redraw at most 10 Hz */
             show_progress(tr, loss, lr, (double)gbatch / fmax(sec_per_step, 1e-9), sec_per_step, 0);
@@ -648,23 +675,14 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
     return VT_OK;
 }
 
-/* resume_or_start: whether the run directory holds a pair to continue, as rank 0 sees it
- * (*resume = 1) or nothing to continue (0: no `latest` and no older-layout pair); a
- * `latest` that names no complete pair is an error, never a silent restart. */
-static vt_status find_resume_point(const char *dir, int *resume) {
-    vt_status st = VT_OK;
-    *resume = 0;
-    if (vt_dist_root()) {
-        vt_ckpt_pair p;
-        st = vt_ckpt_current(dir, &p);
-        *resume = st == VT_OK;
-        if (st == VT_ERR_USAGE) st = VT_OK;
-    }
-    st = vt_dist_agree(st);
+/* resume_or_start: whether the run directory holds a run to continue (*resume = 1: a
+ * checkpoint, or a `latest` that does not resolve, which the resume then reports rather
+ * than silently restarting) or nothing to continue (0), as rank 0 sees it (rundir.h). */
+static void find_resume_point(const char *dir, int *resume) {
+    *resume = vt_dist_root() && vt_rundir_inspect(dir, NULL, 0) == VT_RUNDIR_RUN;
     vt_dist_bcast(resume, sizeof *resume);
-    if (st == VT_OK && !*resume && vt_dist_root())
+    if (!*resume && vt_dist_root())
         fprintf(stderr, "vitrain: %s holds no checkpoint: starting the run\n", dir);
-    return st;
 }
 
 vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts_in, vt_train_result *res) {
@@ -672,19 +690,19 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts_in, vt_tr
     trainer tr;
     memset(&tr, 0, sizeof tr);
     tr.cfg = cfg;
+    tr.lock.fd = tr.metrics.fd = -1;
     vt_train_opts o = *opts_in;
     const vt_train_opts *opts = &o;
     vt_train_run_dir(cfg, o.resume_dir ? o.resume_dir : o.run_dir, tr.dir, sizeof tr.dir);
     snprintf(res->run_dir, sizeof res->run_dir, "%s", tr.dir);
     tr.t_start = now_s();
     vt_stop_install(vt_dist_root());
-    vt_status st = VT_OK;
     if (o.resume_or_start && !o.resume_dir) {
         int resume = 0;
-        st = find_resume_point(tr.dir, &resume);
+        find_resume_point(tr.dir, &resume);
         if (resume) o.resume_dir = tr.dir;
     }
-    if (st == VT_OK) st = vt_dist_agree(setup(&tr, opts));
+    vt_status st = vt_dist_agree(setup(&tr, opts));
     if (st == VT_OK) st = setup_ranks(&tr, opts);
     if (st == VT_OK) {
         res->total_steps = tr.T;
@@ -697,5 +715,6 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts_in, vt_tr
         fprintf(stderr, "final: top-1 %.2f%% top-5 %.2f%% (val, %lld images) in %.1f s\n",
                 res->final.top1, res->final.top5, (long long)res->final.n, res->wall_s);
     teardown(&tr);
+    vt_rundir_lock_release(&tr.lock); /* last: the run directory is complete */
     return st;
 }

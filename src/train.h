@@ -81,6 +81,9 @@ typedef struct {
     int resume_or_start;     /* 1 (with resume_dir NULL): continue the run in the run
                                 directory when it holds a checkpoint pair, else start it
                                 there (a requeued job runs one command every time) */
+    int start_over;          /* a new run in a directory holding another run's checkpoint
+                                moves that run aside to DIR.old-N (rundir.h) instead of
+                                failing */
 } vt_train_opts;
 
 typedef struct {

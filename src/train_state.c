@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 
 #define STATE_FORMAT "vitrain-train-state-1"
 

@@ -46,7 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "ops/ops.h"
 #include "pe/kinds.h"
 #include "pe/pe.h"

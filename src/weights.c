@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "checkpoint_timm.h"
 #include "pe/pe.h"
 

@@ -32,7 +32,7 @@
 
 #include <stdio.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "status.h"
 #include "vit.h"
 

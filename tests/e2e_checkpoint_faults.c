@@ -33,6 +33,7 @@
 #include "harness.h"
 
 #include "checkpoint.h"
+#include "safetensors.h"
 
 #define CFG "configs/synthetic_tiny.json"
 #define SETS                                                                              \
@@ -269,12 +270,14 @@ static void test_resume_tidy(void) {
                  "2>/dev/null", base, base, tr2, bin, base);
     CHECK(rc == 0, "traced resume exit %d", rc);
     static char rops[MAX_EVENTS][16], rpaths[MAX_EVENTS][600];
-    int rn = read_trace(tr2, rops, rpaths, MAX_EVENTS), k = 0;
-    while (k < rn && strcmp(rops[k], "create") != 0) k++; /* the tidy: events before the next save */
+    /* the tidy: from its link of last.safetensors to the next file created */
+    int rn = read_trace(tr2, rops, rpaths, MAX_EVENTS), t0 = 0, k = 0;
+    while (t0 < rn && strcmp(rops[t0], "link") != 0) t0++;
+    while (t0 + k < rn && strcmp(rops[t0 + k], "create") != 0) k++;
     CHECK(k >= 6, "the resume's tidy has %d events (link, rename, removals, directory fsyncs)", k);
     int matched = 0, intact = 0, failed = 0;
     for (int kind = 0; kind < 2; kind++) {
-        for (int i = 1; i <= k; i++) {
+        for (int i = t0 + 1; i <= t0 + k; i++) {
             char dir[600];
             snprintf(dir, sizeof dir, "%s/tidy-%s%02d", tmp, kind ? "nospc" : "kill", i);
             rc = run("cp -a %s %s && VT_FAULT_%s_AT=%d %s " CFG " " SETS " --resume %s 2>%s.log",

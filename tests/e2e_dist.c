@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "safetensors.h"
 #include "dist.h"
 #include "dist_runs.h"
 #include "e2e_util.h"

@@ -12,12 +12,13 @@
  *     sent to mpirun (which forwards it), against an uninterrupted 2-rank run;
  *   - a second SIGINT exits at once (130) without writing a pair; the run directory then
  *     still resumes from its last pair to the same final weights;
- *   - SIGINT inherited as ignored (`trap '' INT`) still stops the run with a checkpoint;
+ *   - SIGINT inherited as ignored (`trap '' INT`), and SIGTERM inherited as blocked, still
+ *     stop the run with a checkpoint;
  *   - train.ckpt_every_steps writes pairs every N steps (mid-epoch) and keep_checkpoints
  *     still bounds them; a run resumed from a mid-epoch step pair ends bit-identical;
  *     train.ckpt_every_minutes writes pairs between the epoch boundaries;
  *   - --resume-or-start on a run directory whose `latest` names no pair is an error, not a
- *     restart; --resume with --resume-or-start is a usage error.
+ *     restart; --resume or --start-over with --resume-or-start is a usage error.
  * The random moments come from VT_TEST_SEED (default: the clock), printed for a rerun.
  * mpirun gets --oversubscribe (2 cores here) and --allow-run-as-root when run as root. */
 #include <signal.h>
@@ -30,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "e2e_util.h"
 #include "harness.h"
 #include "mpi_launch.h"
@@ -61,16 +62,27 @@ static int exists(const char *path) {
 }
 
 /* Start `cmd` (stderr to log) and return its PID: /bin/sh -c "exec cmd" (a `prefix` of
- * shell commands runs first). */
-static pid_t start(const char *prefix, const char *cmd, const char *log) {
+ * shell commands runs first), with signal `blocked` (0: none) blocked in the mask it
+ * inherits. */
+static pid_t start_blocked(const char *prefix, const char *cmd, const char *log, int blocked) {
     char line[8192 + 1024];
     snprintf(line, sizeof line, "%s exec %s 2>%s", prefix ? prefix : "", cmd, log);
     pid_t pid = fork();
     if (pid == 0) {
+        if (blocked) {
+            sigset_t set;
+            sigemptyset(&set);
+            sigaddset(&set, blocked);
+            sigprocmask(SIG_BLOCK, &set, NULL);
+        }
         execl("/bin/sh", "sh", "-c", line, (char *)NULL);
         _exit(127);
     }
     return pid;
+}
+
+static pid_t start(const char *prefix, const char *cmd, const char *log) {
+    return start_blocked(prefix, cmd, log, 0);
 }
 
 /* Wait for pid (at most `limit` s, then SIGKILL); its exit code, 128 + N if signal N
@@ -151,7 +163,7 @@ static int same_tensors(const char *a, const char *b) {
  * the final weights bit for bit. */
 static void check_same_as(const char *a, const char *b, const char *what) {
     int na = 0, nb = 0;
-    char *ra = train_records(a, &na), *rb = train_records(b, &nb);
+    char *ra = train_records_text(a, &na), *rb = train_records_text(b, &nb);
     CHECK(na == T_STEPS && nb == T_STEPS, "%s: %d steps logged (reference %d, this %d)", what, T_STEPS, na, nb);
     int same = ra && rb && strcmp(ra, rb) == 0;
     CHECK(same, "%s: every step's loss and gradient norm equal the uninterrupted run's bit for bit", what);
@@ -285,8 +297,8 @@ static void test_second_sigint(const char *ref) {
     check_same_as(ref, dir, "twice");
 }
 
-/* Started with SIGINT ignored (as `&` in a non-interactive shell leaves it), the run
- * still stops on SIGINT with a checkpoint. */
+/* Started with SIGINT ignored (as `&` in a non-interactive shell leaves it), or with
+ * SIGTERM blocked, the run still stops on that signal with a checkpoint. */
 static void test_inherited_ignore(void) {
     char dir[512], log[600], cmd[4096];
     snprintf(dir, sizeof dir, "%s/ignored", tmp);
@@ -299,6 +311,18 @@ static void test_inherited_ignore(void) {
     CHECK(ready && rc == VT_EXIT_STOPPED, "ignored: SIGINT inherited as ignored still stops the run "
           "(exit %d, want %d)", rc, VT_EXIT_STOPPED);
     CHECK(stopped_step(log, "SIGINT") > 0, "ignored: the stop names SIGINT and a step");
+
+    /* the same for SIGTERM blocked in the inherited signal mask */
+    snprintf(dir, sizeof dir, "%s/blocked", tmp);
+    snprintf(log, sizeof log, "%s.log", dir);
+    snprintf(cmd, sizeof cmd, "%s " CFG " " RECIPE " --threads 1 --run-dir %s", bin, dir);
+    pid = start_blocked(NULL, cmd, log, SIGTERM);
+    ready = wait_for_text(log, " step ", pid, 120);
+    if (ready) kill(pid, SIGTERM);
+    rc = finish(pid, 120);
+    CHECK(ready && rc == VT_EXIT_STOPPED, "blocked: SIGTERM blocked in the inherited mask still stops the "
+          "run (exit %d, want %d)", rc, VT_EXIT_STOPPED);
+    CHECK(stopped_step(log, "SIGTERM") > 0, "blocked: the stop names SIGTERM and a step");
 }
 
 static int count_pairs(const char *dir, char *list, size_t len) {
@@ -367,12 +391,15 @@ static void test_resume_or_start_errors(void) {
     int rc = run("%s " CFG " " RECIPE " --threads 1 --resume-or-start --run-dir %s 2>%s", bin, dir, log);
     CHECK(rc == 1 && file_contains(log, "latest") && file_contains(log, "is missing"),
           "--resume-or-start: a `latest` naming no pair is an error (exit %d)", rc);
-    char cfgp[600];
-    snprintf(cfgp, sizeof cfgp, "%s/config.json", dir);
-    CHECK(!exists(cfgp), "--resume-or-start: nothing started in the broken directory");
+    char mp[600];
+    snprintf(mp, sizeof mp, "%s/metrics.jsonl", dir);
+    CHECK(!exists(mp), "--resume-or-start: no run started in the broken directory");
     rc = run("%s " CFG " --resume %s --resume-or-start 2>%s", bin, dir, log);
     CHECK(rc == 2 && file_contains(log, "--resume-or-start"), "--resume with --resume-or-start: usage "
           "error (exit %d)", rc);
+    rc = run("%s " CFG " --start-over --resume-or-start 2>%s", bin, log);
+    CHECK(rc == 2 && file_contains(log, "--start-over and --resume-or-start"), "--start-over with "
+          "--resume-or-start: usage error (exit %d)", rc);
     rc = run("%s " CFG " --resume-or-start=yes 2>%s", bin, log);
     CHECK(rc == 2 && file_contains(log, "takes no value"), "--resume-or-start=yes: usage error (exit %d)", rc);
 }

@@ -26,7 +26,7 @@
 #include "e2e_util.h"
 #include "harness.h"
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "resolve.h"
 #include "kernels.h"

@@ -24,8 +24,9 @@
 #include "e2e_util.h"
 #include "harness.h"
 #include "npz_read.h"
+#include "st_poke.h"
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "data/loader.h"
 #include "eval.h"
@@ -84,7 +85,7 @@ static void test_learns_and_eval(void) {
     snprintf(older, sizeof older, "%s/step_00000096.safetensors", dir);
     CHECK(access(older, F_OK) != 0, "train.keep_checkpoints 1 keeps only the newest pair");
     int n = 0;
-    char *rec = train_records(dir, &n);
+    char *rec = train_records_text(dir, &n);
     CHECK(n == 128, "metrics.jsonl has %d train records, expected 128 (4 epochs x 32 steps)", n);
     CHECK(rec && strncmp(rec, "1 ", 2) == 0, "first train record is step 1");
     free(rec);
@@ -165,7 +166,7 @@ static void test_resume_exact(const char *precision) {
     rc = run("%s " CFG " %s --threads 2 --run-dir %s --stop-after 11 2>%s.log1", bin, sets, b, b);
     CHECK(rc == 0, "interrupted run exit %d", rc);
     int n1 = 0;
-    free(train_records(b, &n1));
+    free(train_records_text(b, &n1));
     CHECK(n1 == 11, "interrupted run logged %d steps, expected 11", n1);
     char logp[600];
     snprintf(logp, sizeof logp, "%s.log1", b);
@@ -173,7 +174,7 @@ static void test_resume_exact(const char *precision) {
     rc = run("%s " CFG " %s --threads 2 --resume %s 2>%s.log2", bin, sets, b, b);
     CHECK(rc == 0, "resumed run exit %d", rc);
     int na = 0, nb = 0;
-    char *ra = train_records(a, &na), *rb = train_records(b, &nb);
+    char *ra = train_records_text(a, &na), *rb = train_records_text(b, &nb);
     CHECK(na == 24 && nb == 24, "24 steps each (straight %d, resumed %d)", na, nb);
     int same = ra && rb && strcmp(ra, rb) == 0;
     CHECK(same, "per-step losses and grad norms equal bit for bit");
@@ -188,30 +189,6 @@ static void test_resume_exact(const char *precision) {
     snprintf(pb, sizeof pb, "%s.log2", b);
     CHECK_CLOSE(final_top1(pb), final_top1(pa), 0, 0, "same final accuracy");
     CHECK(final_top1(pa) >= 0, "straight run printed its final line");
-}
-
-/* Set the first element of tensor `name` of a saved resume state to value (same
- * metadata; the writer records the new checksum). */
-static int poke_state(const char *state_path, const char *name, float value) {
-    vt_safetensors st;
-    if (vt_st_read(state_path, &st) != VT_OK) return 0;
-    int ok = 0;
-    const vt_st_tensor *m = vt_st_find(&st, name);
-    if (m && m->size > 0) {
-        vt_st_tensor *t = malloc((size_t)st.n * sizeof *t);
-        memcpy(t, st.tensors, (size_t)st.n * sizeof *t);
-        for (int i = 0; i < st.n; i++) {
-            t[i].data = malloc((size_t)t[i].size * sizeof(float));
-            memcpy(t[i].data, st.tensors[i].data, (size_t)t[i].size * sizeof(float));
-            if (!strcmp(t[i].name, name)) t[i].data[0] = value;
-        }
-        ok = vt_st_write(state_path, t, st.n, (const char *const *)st.meta_keys,
-                         (const char *const *)st.meta_values, st.n_meta) == VT_OK;
-        for (int i = 0; i < st.n; i++) free(t[i].data);
-        free(t);
-    }
-    vt_st_free(&st);
-    return ok;
 }
 
 static void test_nan_stop(void) {
@@ -229,7 +206,7 @@ static void test_nan_stop(void) {
     int rc = run("%s " CFG " %s --threads 1 --run-dir %s --stop-after 8 2>/dev/null", bin, sets, d);
     CHECK(rc == 0, "first epoch exit %d", rc);
     run("cp %s %s", last, keep);
-    CHECK(poke_state(state, "optim.m", 3.0e38f), "huge moment put into %s: %s", state,
+    CHECK(poke_tensor(state, "optim.m", 3.0e38f), "huge moment put into %s: %s", state,
           vt_last_error());
     rc = run("%s " CFG " %s --threads 1 --resume %s 2>%s", bin, sets, d, log);
     CHECK(rc == 1, "NaN run exits 1, got %d", rc);
@@ -240,7 +217,7 @@ static void test_nan_stop(void) {
     char good_state[700];
     snprintf(good_state, sizeof good_state, "%s.good", state);
     run("cp %s %s", state, good_state);
-    CHECK(poke_state(state, "optim.m", NAN), "NaN put into %s: %s", state, vt_last_error());
+    CHECK(poke_tensor(state, "optim.m", NAN), "NaN put into %s", state);
     rc = run("%s " CFG " %s --threads 1 --resume %s 2>%s", bin, sets, d, log);
     CHECK(rc == 1, "a NaN moment is refused with exit 1, got %d", rc);
     snprintf(want, sizeof want, "%s: tensor \"optim.m\" holds NaN at element 0", state);
@@ -287,7 +264,7 @@ static void test_accum_and_cadence(void) {
              "--run-dir %s 2>/dev/null", bin, sets, b);
     CHECK(rc == 0, "accumulated run exit %d", rc);
     int na = 0, nb = 0;
-    char *ra = train_records(a, &na), *rb = train_records(b, &nb);
+    char *ra = train_records_text(a, &na), *rb = train_records_text(b, &nb);
     CHECK(na == 8 && nb == 8, "8 optimizer steps each (%d, %d)", na, nb);
     char *pa = ra, *pb = rb;
     for (int i = 0; i < 8 && na == 8 && nb == 8; i++) {

@@ -75,7 +75,7 @@ static inline int json_raw(const char *line, const char *key, char *out, size_t 
 }
 
 /* Train records of metrics.jsonl: "step loss grad_norm" text lines joined by '\n'. */
-static inline char *train_records(const char *dir, int *count) {
+static inline char *train_records_text(const char *dir, int *count) {
     char path[1024];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     char *s = slurp(path, NULL);

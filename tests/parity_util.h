@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "kernels.h"
 #include "ops/ops.h"

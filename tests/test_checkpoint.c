@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "npz.h"
+#include "safetensors.h"
 #include "harness.h"
 
 static char dir[64];
@@ -63,6 +65,17 @@ static void write_raw(const char *path, const char *json, size_t data_bytes, int
     memcpy(buf + 8, json, jl);
     for (size_t i = 0; i < data_bytes; i++) buf[8 + jl + i] = (unsigned char)(i * 7 + 1);
     spit(path, buf, 8 + jl + data_bytes);
+    free(buf);
+}
+
+/* A raw safetensors file: JSON header, then the given data bytes. */
+static void write_raw_data(const char *path, const char *json, const void *data, size_t bytes) {
+    size_t jl = strlen(json);
+    unsigned char *buf = calloc(8 + jl + bytes + 1, 1);
+    for (int b = 0; b < 8; b++) buf[b] = (unsigned char)((uint64_t)jl >> (8 * b));
+    memcpy(buf + 8, json, jl);
+    memcpy(buf + 8 + jl, data, bytes);
+    spit(path, buf, 8 + jl + bytes);
     free(buf);
 }
 
@@ -210,6 +223,39 @@ static void test_atomic(void) {
     CHECK(ln0 == ln1 && memcmp(nb, na, (size_t)ln0) == 0, "old npy changed by a failed write");
     free(nb);
     free(na);
+
+    /* A NaN or infinity is never written: the message names the tensor and the element,
+     * the old file stays, no temporary file is left. */
+    float bad_v[3] = {1, NAN, 3};
+    vt_st_tensor tbad = make_tensor("optim.v", 1, sh, bad_v);
+    st = vt_st_write(path, &tbad, 1, NULL, NULL, 0);
+    CHECK(st == VT_ERR_RUNTIME && strstr(vt_last_error(), path) &&
+              strstr(vt_last_error(), "tensor \"optim.v\" holds NaN at element 1") &&
+              strstr(vt_last_error(), "not written"),
+          "a NaN is refused: %d %s", st, vt_last_error());
+    bad_v[1] = -INFINITY;
+    st = vt_st_write(path, &tbad, 1, NULL, NULL, 0);
+    CHECK(st == VT_ERR_RUNTIME && strstr(vt_last_error(), "holds -Inf at element 1"),
+          "an infinity is refused: %d %s", st, vt_last_error());
+    after = slurp(path, &len1);
+    CHECK(len0 == len1 && memcmp(before, after, (size_t)len0) == 0 && !file_exists(tmp),
+          "a refused write leaves the old file and no temporary file");
+    free(after);
+
+    /* A symbolic link planted at the temporary name is replaced, never written through:
+     * its target keeps its contents and the file written is a regular file. */
+    const char *victim = tmp_path("victim.txt");
+    spit(victim, "precious", 8);
+    CHECK(symlink(victim, tmp) == 0, "plant %s -> %s", tmp, victim);
+    CHECK(vt_st_write(path, &t1, 1, NULL, NULL, 0) == VT_OK, "write past a planted link: %s",
+          vt_last_error());
+    long vlen;
+    unsigned char *v = slurp(victim, &vlen);
+    struct stat lsb;
+    CHECK(vlen == 8 && memcmp(v, "precious", 8) == 0, "the link's target is untouched");
+    CHECK(lstat(path, &lsb) == 0 && S_ISREG(lsb.st_mode) && lstat(tmp, &lsb) != 0,
+          "the file written is a regular file and the link is gone");
+    free(v);
     free(before);
 
     /* A successful overwrite replaces the contents. */
@@ -381,11 +427,16 @@ static void test_integrity(void) {
         expect_bad(p, cases[i].w1, cases[i].w2, cases[i].what);
     }
 
-    /* Non-finite values are errors naming the tensor and the element, checksum or not. */
-    float nan_a[4] = {1, 2, NAN, 4}, inf_b[3] = {5, -INFINITY, 7};
-    write_ab(p, nan_a, b);
+    /* Non-finite values are errors naming the tensor and the element, checksum or not
+     * (written raw: vt_st_write refuses them). */
+    float nan_a[4] = {1, 2, NAN, 4}, inf_b[3] = {5, -INFINITY, 7}, ab[7];
+    memcpy(ab, nan_a, sizeof nan_a);
+    memcpy(ab + 4, b, sizeof b);
+    write_raw_data(p, "{" T_A "," T_B "}", ab, sizeof ab);
     expect_bad(p, "tensor \"a\" holds NaN at element 2 (index [1, 0])", NULL, "a NaN");
-    write_ab(p, a, inf_b);
+    memcpy(ab, a, sizeof a);
+    memcpy(ab + 4, inf_b, sizeof inf_b);
+    write_raw_data(p, "{" T_A "," T_B "}", ab, sizeof ab);
     expect_bad(p, "tensor \"b\" holds -Inf at element 1", NULL, "an infinity");
 
     /* The checksum key does not come back: metadata read from one file writes another. */

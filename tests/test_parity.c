@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "harness.h"
 #include "kernels.h"

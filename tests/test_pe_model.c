@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "data/dataset.h"
 #include "harness.h"
 #include "kernels.h"

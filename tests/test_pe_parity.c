@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "harness.h"
 #include "kernels.h"

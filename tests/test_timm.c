@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "resolve.h"
 #include "harness.h"

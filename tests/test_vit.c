@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config_overrides.h"
 #include "gradcheck.h"
 #include "harness.h"

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "checkpoint_dtype.h"
 #include "checkpoint_timm.h"
 #include "config_overrides.h"

@@ -8,7 +8,7 @@
  */
 #include <math.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "config.h"
 #include "fuzz_util.h"
 #include "resolve.h"

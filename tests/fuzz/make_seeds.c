@@ -16,7 +16,6 @@
 #include <png.h>
 #include <zlib.h>
 
-#include "checkpoint.h"
 #include "config.h"
 #include "fuzz_util.h"
 #include "image_fixtures.h"

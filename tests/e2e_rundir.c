@@ -1,0 +1,281 @@
+/* e2e_rundir.c - the run directory as a whole (rundir.h, durable.h, checkpoint.h) through
+ * the built binary ($VT_BIN, default ./vitrain; run from the repository root) on
+ * configs/synthetic_tiny.json:
+ *   - a new run never overwrites another: the same command twice into one directory
+ *     fails with exit 2 naming what is there and the ways on, leaving every file of the
+ *     first run as it was; --start-over moves that run, unchanged, to DIR.old-1 and
+ *     starts anew; a directory holding only what a run killed before its first pair left
+ *     starts again
+ *   - one owner: two processes started together on one run directory, many times (two
+ *     new runs; two resumes of a stopped run): exactly one trains, the other is refused
+ *     naming the holder's PID (or, started after the first ended, finds its run); the
+ *     metrics are one run's, every line whole; the resumed weights equal an uninterrupted
+ *     run's bit for bit
+ *   - nothing unloadable is published: the issue's reproduction (head.weight x 1e25 as
+ *     train.init, optim.clip_grad 0: AdamW's second moment overflows) stops with exit 1
+ *     naming the tensor and the step, and publishes no pair; a resumed run whose weights
+ *     overflow at step 9 refuses that pair, and `latest` keeps naming step 8's, intact
+ *   - temporary files never follow a symbolic link planted at their name
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "e2e_util.h"
+#include "harness.h"
+#include "safetensors.h"
+#include "st_poke.h"
+
+#define CFG "configs/synthetic_tiny.json"
+/* 256 samples / 32 = 8 steps per epoch, 2 epochs, one pair kept */
+#define SETS "--set data.train_size=256 --set train.epochs=2 --set train.keep_checkpoints=1 --threads 1"
+
+static char bin[1024], tmp[256];
+
+/* `latest` of dir names step `step` and both files of its pair read and verify. */
+static int pair_ok(const char *dir, int64_t step) {
+    vt_ckpt_pair p;
+    if (vt_ckpt_current(dir, &p) != VT_OK || p.step != step) return 0;
+    vt_safetensors w, s;
+    if (vt_st_read(p.weights, &w) != VT_OK) return 0;
+    vt_st_free(&w);
+    if (vt_st_read(p.state, &s) != VT_OK) return 0;
+    vt_st_free(&s);
+    return 1;
+}
+
+/* Every line of dir/metrics.jsonl is one whole record; the number of train records. */
+static int train_records(const char *dir, int *whole) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    char *s = slurp(path, NULL);
+    int n = 0;
+    *whole = s != NULL;
+    for (char *line = s ? strtok(s, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        size_t len = strlen(line);
+        if (strncmp(line, "{\"kind\":", 8) != 0 || line[len - 1] != '}' ||
+            strchr(line + 1, '{') != NULL)
+            *whole = 0;
+        n += strstr(line, "\"kind\":\"train\"") != NULL;
+    }
+    free(s);
+    return n;
+}
+
+static void test_no_overwrite(void) {
+    char d[512], snap[600], log[600], old[600];
+    snprintf(d, sizeof d, "%s/A", tmp);
+    snprintf(snap, sizeof snap, "%s/A.snap", tmp);
+    snprintf(log, sizeof log, "%s/A.log", tmp);
+    snprintf(old, sizeof old, "%s/A.old-1", tmp);
+    int rc = run("%s " CFG " " SETS " --run-dir %s 2>/dev/null", bin, d);
+    CHECK(rc == 0 && pair_ok(d, 16), "first run: exit %d", rc);
+    run("cp -a %s %s", d, snap);
+
+    /* The same command again, another seed: refused, nothing of the first run touched. */
+    rc = run("%s " CFG " " SETS " --set train.seed=5 --stop-after 3 --run-dir %s 2>%s", bin, d, log);
+    char want[700];
+    snprintf(want, sizeof want, "%s holds another run (the checkpoint of step 16 that `latest` "
+             "names, metrics.jsonl, best.safetensors, config.json)", d);
+    CHECK(rc == 2 && file_contains(log, want), "a second run into the directory: exit %d", rc);
+    snprintf(want, sizeof want, "--resume %s", d);
+    CHECK(file_contains(log, want) && file_contains(log, "--run-dir OTHER_DIR") &&
+              file_contains(log, "--start-over"),
+          "the message names the ways on");
+    CHECK(run("diff -r -x lock %s %s >/dev/null", d, snap) == 0,
+          "every file of the first run is as it was");
+
+    /* --start-over moves it aside, unchanged, and starts anew. */
+    rc = run("%s " CFG " " SETS " --set train.seed=5 --stop-after 3 --start-over --run-dir %s "
+             "2>%s", bin, d, log);
+    snprintf(want, sizeof want, "moved the run in %s", d);
+    CHECK(rc == 0 && file_contains(log, want) && file_contains(log, old),
+          "--start-over: exit %d, says where the old run went", rc);
+    CHECK(run("diff -r -x lock %s %s >/dev/null", old, snap) == 0,
+          "the old run is at %s, unchanged", old);
+    CHECK(pair_ok(d, 3) && train_records(d, &(int){0}) == 3, "the new run is in %s", d);
+    rc = run("%s " CFG " " SETS " --resume %s --start-over 2>%s", bin, d, log);
+    CHECK(rc == 2 && file_contains(log, "give one of them"), "--resume with --start-over: exit %d",
+          rc);
+
+    /* Leftovers of a run killed before its first pair: a new run may start there. */
+    char l[512];
+    snprintf(l, sizeof l, "%s/left", tmp);
+    run("mkdir -p %s && cp %s/config.json %s/metrics.jsonl %s/best.safetensors %s/ && "
+        "cp %s/step_00000016.safetensors %s/step_00000008.safetensors && "
+        "echo x > %s/step_00000008.state.safetensors.tmp && echo step_0000 > %s/latest.tmp",
+        l, snap, snap, snap, l, snap, l, l, l);
+    rc = run("%s " CFG " " SETS " --stop-after 4 --run-dir %s 2>%s", bin, l, log);
+    int whole = 0;
+    CHECK(rc == 0 && pair_ok(l, 4) && train_records(l, &whole) == 4 && whole,
+          "a run restarted over leftovers: exit %d, its own pair and records", rc);
+}
+
+/* Two processes started together on dir with `args`; their exit codes and logs. */
+static void race(const char *dir, const char *args, int rc[2], char logs[2][600]) {
+    char rcs[2][600];
+    for (int k = 0; k < 2; k++) {
+        snprintf(logs[k], 600, "%s.%d.log", dir, k);
+        snprintf(rcs[k], 600, "%s.%d.rc", dir, k);
+    }
+    run("(%s " CFG " " SETS " %s 2>%s; echo $? >%s) & (%s " CFG " " SETS " %s 2>%s; echo $? >%s) & "
+        "wait", bin, args, logs[0], rcs[0], bin, args, logs[1], rcs[1]);
+    for (int k = 0; k < 2; k++) {
+        char *t = slurp(rcs[k], NULL);
+        rc[k] = t ? atoi(t) : -1;
+        free(t);
+    }
+}
+
+/* Whether the losing process of a race said why: the lock's holder, or (started after
+ * the winner ended) the run it found. */
+static int refused(int rc, const char *log, int resumed) {
+    if (rc == 1 && file_contains(log, "is in use by another vitrain process (PID ")) return 1;
+    return resumed ? rc == 0 : rc == 2 && file_contains(log, "holds another run");
+}
+
+static void test_one_owner(void) {
+    char ref[512], ref_last[600];
+    snprintf(ref, sizeof ref, "%s/race-ref", tmp);
+    snprintf(ref_last, sizeof ref_last, "%s/last.safetensors", ref);
+    CHECK(run("%s " CFG " " SETS " --run-dir %s 2>/dev/null", bin, ref) == 0, "reference run");
+    const int trials = 8;
+    int fresh_ok = 0, resume_ok = 0, contested = 0;
+    for (int t = 0; t < trials; t++) {
+        char d[512], args[700], logs[2][600];
+        int rc[2];
+        snprintf(d, sizeof d, "%s/race%d", tmp, t);
+        snprintf(args, sizeof args, "--run-dir %s", d);
+        race(d, args, rc, logs);
+        int w = rc[0] == 0 ? 0 : 1, whole = 0;
+        int ok = (rc[0] == 0) != (rc[1] == 0) && refused(rc[1 - w], logs[1 - w], 0) &&
+                 pair_ok(d, 16) && train_records(d, &whole) == 16 && whole;
+        contested += rc[1 - w] == 1;
+        fresh_ok += ok;
+        if (!ok)
+            fprintf(stderr, "fresh race %d: exits %d %d, records whole %d\n", t, rc[0], rc[1],
+                    whole);
+
+        /* stop at step 4, then two resumes together: one finishes the run */
+        run("rm -rf %s && %s " CFG " " SETS " --stop-after 4 --run-dir %s 2>/dev/null", d, bin, d);
+        snprintf(args, sizeof args, "--resume %s", d);
+        race(d, args, rc, logs);
+        char last[600];
+        snprintf(last, sizeof last, "%s/last.safetensors", d);
+        ok = (rc[0] == 0 || rc[1] == 0) && refused(rc[0], logs[0], 1) &&
+             refused(rc[1], logs[1], 1) && pair_ok(d, 16) && train_records(d, &whole) == 16 &&
+             whole && same_bytes(last, ref_last);
+        contested += rc[0] == 1 || rc[1] == 1;
+        resume_ok += ok;
+        if (!ok)
+            fprintf(stderr, "resume race %d: exits %d %d, records whole %d\n", t, rc[0], rc[1],
+                    whole);
+    }
+    printf("one owner: %d of %d new-run races and %d of %d resume races ended with one run "
+           "(%d refused by the lock)\n", fresh_ok, trials, resume_ok, trials, contested);
+    CHECK(fresh_ok == trials && resume_ok == trials, "races: %d and %d of %d", fresh_ok, resume_ok,
+          trials);
+}
+
+/* A copy of the weights file src with head.weight multiplied by f, as dst. */
+static int scaled_copy(const char *src, const char *dst, float f) {
+    vt_safetensors st;
+    if (vt_st_read(src, &st) != VT_OK) return 0;
+    const vt_st_tensor *h = vt_st_find(&st, "head.weight");
+    if (h)
+        for (int64_t i = 0; i < h->size; i++) h->data[i] *= f;
+    int ok = h && vt_st_write(dst, st.tensors, st.n, (const char *const *)st.meta_keys,
+                              (const char *const *)st.meta_values, st.n_meta) == VT_OK;
+    vt_st_free(&st);
+    return ok;
+}
+
+static void test_nothing_unloadable(void) {
+    /* The reproduction. */
+    char src[600], init[600], d[512], log[600], latest[600];
+    snprintf(src, sizeof src, "%s/race-ref/last.safetensors", tmp);
+    snprintf(init, sizeof init, "%s/huge_head.safetensors", tmp);
+    snprintf(d, sizeof d, "%s/overflow", tmp);
+    snprintf(log, sizeof log, "%s/overflow.log", tmp);
+    snprintf(latest, sizeof latest, "%s/latest", d);
+    CHECK(scaled_copy(src, init, 1e25f), "head.weight x 1e25 into %s: %s", init, vt_last_error());
+    int rc = run("%s " CFG " --set train.init=%s --set data.train_size=32 --set optim.clip_grad=0 "
+                 "--threads 1 --run-dir %s 2>%s", bin, init, d, log);
+    CHECK(rc == 1 && file_contains(log, "checkpoint at step 1 (not saved") &&
+              file_contains(log, "tensor \"optim.v\" holds +Inf") &&
+              file_contains(log, "not written"),
+          "an overflowing second moment stops the run naming tensor and step: exit %d", rc);
+    CHECK(access(latest, F_OK) != 0, "no pair was published");
+    rc = run("%s " CFG " --set data.train_size=32 --threads 1 --resume %s 2>%s", bin, d, log);
+    CHECK(rc == 2 && file_contains(log, "holds no checkpoint to resume from"),
+          "--resume finds no checkpoint: exit %d", rc);
+
+    /* A good pair at step 8, then a resumed step whose update overflows the weights: the
+     * pair of step 9 is refused, step 8's stays current and whole (keep_checkpoints 1
+     * would have pruned it after a published step 9). */
+    char g[512], state[600], last[600], keep[600];
+    snprintf(g, sizeof g, "%s/diverge", tmp);
+    snprintf(state, sizeof state, "%s/step_00000008.state.safetensors", g);
+    snprintf(last, sizeof last, "%s/last.safetensors", g);
+    snprintf(keep, sizeof keep, "%s/diverge_last", tmp);
+    rc = run("%s " CFG " " SETS " --stop-after 8 --run-dir %s 2>/dev/null", bin, g);
+    CHECK(rc == 0 && pair_ok(g, 8), "run to step 8: exit %d", rc);
+    run("cp %s %s", last, keep);
+    CHECK(poke_tensor(state, "optim.m", 3.0e38f), "huge first moment into %s", state);
+    rc = run("%s " CFG " " SETS " --stop-after 9 --resume %s 2>%s", bin, g, log);
+    CHECK(rc == 1 && file_contains(log, "checkpoint at step 9 (not saved; the previous checkpoint "
+                                   "is intact)") && file_contains(log, "Inf at element"),
+          "an overflowed weight stops the run naming the step: exit %d", rc);
+    CHECK(pair_ok(g, 8) && same_bytes(last, keep), "latest still names step 8's pair, whole");
+}
+
+static void test_symlinked_temporaries(void) {
+    char d[512], victim[600], log[600];
+    snprintf(d, sizeof d, "%s/sym", tmp);
+    snprintf(victim, sizeof victim, "%s/victim.txt", tmp);
+    snprintf(log, sizeof log, "%s/sym.log", tmp);
+    int rc = run("%s " CFG " " SETS " --stop-after 4 --run-dir %s 2>/dev/null", bin, d);
+    CHECK(rc == 0, "run to step 4: exit %d", rc);
+    run("echo precious > %s", victim);
+    const char *names[] = {"metrics.jsonl.tmp", "config.json.tmp", "latest.tmp",
+                           "step_00000008.safetensors.tmp", "best.safetensors.tmp"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        run("ln -s %s %s/%s", victim, d, names[i]);
+    rc = run("%s " CFG " " SETS " --stop-after 8 --resume %s 2>%s", bin, d, log);
+    char *v = slurp(victim, NULL);
+    CHECK(rc == 0 && v && strcmp(v, "precious\n") == 0,
+          "a resume past planted links: exit %d, their target untouched", rc);
+    free(v);
+    struct stat sb;
+    int regular = 1;
+    const char *files[] = {"metrics.jsonl", "config.json", "latest", "step_00000008.safetensors"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char p[700];
+        snprintf(p, sizeof p, "%s/%s", d, files[i]);
+        regular &= lstat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+    }
+    CHECK(regular && pair_ok(d, 8), "the run's files are regular files, the pair whole");
+}
+
+int main(void) {
+    const char *b = getenv("VT_BIN");
+    if (!b || !*b) b = "vitrain";
+    snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
+    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_rundir_XXXXXX");
+    if (!mkdtemp(tmp)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_no_overwrite();
+    test_one_owner();
+    test_nothing_unloadable();
+    test_symlinked_temporaries();
+    int rc = test_summary();
+    if (rc == 0) run("rm -rf %s", tmp);
+    else fprintf(stderr, "run directories kept in %s\n", tmp);
+    return rc;
+}
