@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "safetensors.h"
 #include "e2e_util.h"
 #include "harness.h"
 
