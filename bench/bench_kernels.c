@@ -54,6 +54,7 @@
 #include "fma_peak.h"
 #include "kernels.h"
 #include "ops/ops.h"
+#include "ops/par.h"
 
 typedef struct {
     const char *model;

@@ -3,11 +3,11 @@
  * the NC / KC / MC blocking loops and their packing calls, the optional L2 prefetch of
  * the next packing's source, and the C tile's epilogue (alpha, beta, bias under column
  * masks). Private to those two files: each includes it after its own header and passes
- * its blocking, its pack_a and its microkernel, so everything here is compiled (and,
+ * its blocking, its pack_a, its pack_b and its microkernel, so everything here is compiled (and,
  * being always_inline with constant arguments, specialised) with that file's flags.
  * Loops: jc over N in NC blocks -> pc over K in equal blocks of at most KC steps, each a
  * whole number of k_step steps but the last (pack op(B)'s block into VT_BF16_NR-column
- * panels, vt_avx512bf16_pack_b) -> ic over M in equal blocks of at most MC rows, whole
+ * panels, the level's pack_b) -> ic over M in equal blocks of at most MC rows, whole
  * MR panels (pack op(A)'s block into MR-row panels, the level's pack_a) -> jr over NR
  * columns -> ir over MR rows -> the level's microkernel.
  * Packed rows hold kc2p words (pairs of steps), kc2p = (kc + 1) / 2 rounded up to a
@@ -40,6 +40,10 @@ typedef struct {
  * MR-row panels of kc2p words per row at dst. */
 typedef void (*bf16_pack_a_fn)(int ta, const float *A, int lda, int i0, int p0, int mc, int kc, int kc2p,
                                uint32_t *dst);
+/* Pack steps [p0, p0 + kc) x columns [j0, j0 + nc) of op(B) (B16 when not NULL, else
+ * the float32 B rounded to bf16) into VT_BF16_NR-column panels of kc2p words per row at dst. */
+typedef void (*bf16_pack_b_fn)(int tb, const float *B, const vt_bf16 *B16, int ldb, int p0, int j0, int kc, int nc,
+                               int kc2p, uint32_t *dst);
 /* c[0:mr, 0:nr] = alpha (A panel)(B panel) + beta c (+ bias) over kc2p pairs; c_next:
  * the next call's C tile (a prefetch hint). */
 typedef void (*bf16_micro_fn)(int kc2p, const uint32_t *a, const uint32_t *b, float *c, int ldc, int mr, int nr,
@@ -165,9 +169,10 @@ static inline bf16_pf_block bf16_pf_next(const vt_region *next, int i) {
  * next (NULL: none): what the caller reads right after, brought into L2 over the last
  * M block's calls as the next packing's source is over the others'. */
 static inline __attribute__((always_inline)) void
-gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_micro_fn micro, int ta, int tb, int M, int N,
-                  int K, float alpha, const float *A, int lda, const float *B, const vt_bf16 *B16, int ldb,
-                  float beta, const float *bias, float *C, int ldc, float *work, const vt_region *next) {
+gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_pack_b_fn pack_b, bf16_micro_fn micro,
+                  int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                  const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
+                  const vt_region *next) {
     const int MR = bl->mr, NR = VT_BF16_NR, NC = bl->nc;
     const int KB = bf16_k_block(bl, K);
     const int mblocks = (M + bl->mc - 1) / bl->mc;
@@ -179,7 +184,7 @@ gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_micro_fn 
             int kc = imin(KB, K - pc), kc2p = bf16_pairs(bl, kc);
             float bet = pc == 0 ? beta : 1.0f;
             const float *bias_k = pc + kc == K ? bias : NULL;
-            vt_avx512bf16_pack_b(tb, B, B16, ldb, pc, jc, kc, nc, kc2p, pb);
+            pack_b(tb, B, B16, ldb, pc, jc, kc, nc, kc2p, pb);
             for (int ic = 0; ic < M; ic += MB) {
                 int mc = imin(MB, M - ic);
                 pack_a(ta, A, lda, ic, pc, mc, kc, kc2p, pa);

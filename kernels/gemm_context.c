@@ -17,7 +17,7 @@
 #include "gemm_tiles.h"
 #include "kernels.h"
 
-/* The values the fp32 and bf16 kernels were tuned with on Zen 4 (1 MB L2, 32 KB L1d). */
+/* The fp32 blockings for Zen 4's caches (1 MB L2, 32 KB L1d), the default's. */
 #define ZEN4_AVX512                                                                                  \
     {                                                                                                \
         .mr = 14, .nr = 32,    /* 28 zmm accumulators, 2 of B, A broadcast per row */               \
@@ -40,70 +40,77 @@
         .nc_one_pass = 256,   /* + 256 KB of packed B in L2 */                                      \
         .one_pass_min_n = 256, /* every N above one block */                                        \
     }
-#define ZEN5_BF16                                                                                    \
+/* The bf16 levels' blockings, each the same in every context: avx512bf16 (VDPBF16PS) for a
+ * 1 MB L2, amx (tiles) for a 2 MB one. */
+#define VDPBF16PS_BLOCKING                                                                           \
     {                                                                                                \
         .kc = 1024, /* K <= 1024 in one pass over C (ViT-B's K up to 3072: 3 passes) */             \
         .mc = 280,  /* 280 x 1024 bf16 packed A (560 KB) in a 1 MB L2 */                            \
-        .nc = 1536, /* ViT-B's widest N in one block; wider cost the weight gradients */                             \
+        .nc = 1536, /* ViT-B's widest N in one block */                                             \
     }
-#define AMX_BF16                                                                                     \
+#define AMX_BLOCKING                                                                                 \
     {                                                                                                \
         .kc = 1024, /* 32 x 1024 bf16 B micro-panels (64 KB) stream from L2 */                      \
         .mc = 256,  /* 256 x 1024 bf16 packed A (512 KB) in L2 */                                   \
         .nc = 1536, /* 1024 x 1536 bf16 packed B (3 MB) in L2 / L3 */                               \
     }
 
-/* A CPU the table lists: vendor, family, models [lo, hi], the context's index. */
+/* The contexts, by name; the first is the default, for a CPU the table does not list. */
+enum { CTX_DEFAULT, CTX_ZEN3, CTX_ZEN4, CTX_ZEN5, CTX_SPR };
+
+/* A CPU the table lists: vendor, family, models [lo, hi], its context. */
 typedef struct {
     const char *vendor;
     int family, model_lo, model_hi, ctx;
 } cpu_key;
 
-/* Entry 0 is the default: Zen 4's values, the CPU the kernels were first tuned on. */
 static const vt_gemm_context contexts[] = {
-    {.name = "default", .avx2 = ZEN4_AVX2, .avx512 = ZEN4_AVX512, .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16},
+    /* Zen 4's values. */
+    [CTX_DEFAULT] = {.name = "default", .avx2 = ZEN4_AVX2, .avx512 = ZEN4_AVX512,
+                     .avx512bf16 = VDPBF16PS_BLOCKING, .amx = AMX_BLOCKING},
     /* Zen 3: AVX2 only (the avx2 fields); its 512 KB L2 holds the default's blocks but
      * for the one-pass order, halved to 192 KB of packed A + 256 KB of packed B. */
-    {.name = "zen3",
+    [CTX_ZEN3] = {.name = "zen3",
      .avx2 = {.mr = 6, .nr = 16, .kc = 256, .kc_t = 256, .mc = 192, .nc = 1536, .m_one_pass = 192, .nc_one_pass = 256,
               .one_pass_min_n = 256},
-     .avx512 = ZEN4_AVX512, .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16},
-    {.name = "zen4", .avx2 = ZEN4_AVX2, .avx512 = ZEN4_AVX512, .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16},
+     .avx512 = ZEN4_AVX512, .avx512bf16 = VDPBF16PS_BLOCKING, .amx = AMX_BLOCKING},
+    [CTX_ZEN4] = {.name = "zen4", .avx2 = ZEN4_AVX2, .avx512 = ZEN4_AVX512, .avx512bf16 = VDPBF16PS_BLOCKING,
+                  .amx = AMX_BLOCKING},
     /* Zen 5: 1 MB L2, 48 KB L1d, two 512-bit FMA pipes (TUNING.md: why these values). K
      * blocks of up to 1024 (ta = 0) pass over C at most 3 times for ViT-B's K <= 3072, with
      * 112 x 1024 floats of packed A (448 KB) in L2. The one-pass order only up to M = 392:
      * larger M (the ViT-B weight gradients, M = 768) take the BLIS order, whose last calls
      * prefetch the next block's sources into an L2 that 768 KB of one-pass packed A would
      * fill. */
-    {.name = "zen5",
+    [CTX_ZEN5] = {.name = "zen5",
      .avx2 = ZEN4_AVX2,
      .avx512 = {.mr = 14, .nr = 32, .kc = 1024, .kc_t = 256, .mc = 112, .nc = 1536, .m_one_pass = 392,
                 .nc_one_pass = 128, .one_pass_min_n = 384},
-     .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16},
+     .avx512bf16 = VDPBF16PS_BLOCKING, .amx = AMX_BLOCKING},
     /* Sapphire / Emerald Rapids: a 2 MB L2 holds the one-pass order's packed A for the
      * ViT-B weight gradients' M = 768 (784 x 256 floats, 784 KB, + 256 KB of packed B). */
-    {.name = "spr",
+    [CTX_SPR] = {.name = "spr",
      .avx2 = ZEN4_AVX2,
      .avx512 = {.mr = 14, .nr = 32, .kc = 384, .kc_t = 256, .mc = 280, .nc = 1536, .m_one_pass = 784,
                 .nc_one_pass = 256, .one_pass_min_n = 384},
-     .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16},
+     .avx512bf16 = VDPBF16PS_BLOCKING, .amx = AMX_BLOCKING},
 };
 #define N_CONTEXTS (int)(sizeof contexts / sizeof contexts[0])
 
 static const cpu_key cpus[] = {
-    {"AuthenticAMD", 25, 0x00, 0x0F, 1}, /* Zen 3: Milan */
-    {"AuthenticAMD", 25, 0x20, 0x2F, 1}, /* Vermeer */
-    {"AuthenticAMD", 25, 0x40, 0x5F, 1}, /* Rembrandt, Cezanne */
-    {"AuthenticAMD", 25, 0x10, 0x1F, 2}, /* Zen 4: Genoa */
-    {"AuthenticAMD", 25, 0x60, 0x7F, 2}, /* Raphael, Phoenix */
-    {"AuthenticAMD", 25, 0xA0, 0xAF, 2}, /* Bergamo, Siena */
-    {"AuthenticAMD", 26, 0x00, 0x4F, 3}, /* Zen 5: Turin, Strix, Granite Ridge */
-    {"GenuineIntel", 6, 143, 143, 4},    /* Sapphire Rapids */
-    {"GenuineIntel", 6, 207, 207, 4},    /* Emerald Rapids */
+    {"AuthenticAMD", 25, 0x00, 0x0F, CTX_ZEN3}, /* Zen 3: Milan */
+    {"AuthenticAMD", 25, 0x20, 0x2F, CTX_ZEN3}, /* Vermeer */
+    {"AuthenticAMD", 25, 0x40, 0x5F, CTX_ZEN3}, /* Rembrandt, Cezanne */
+    {"AuthenticAMD", 25, 0x10, 0x1F, CTX_ZEN4}, /* Zen 4: Genoa */
+    {"AuthenticAMD", 25, 0x60, 0x7F, CTX_ZEN4}, /* Raphael, Phoenix */
+    {"AuthenticAMD", 25, 0xA0, 0xAF, CTX_ZEN4}, /* Bergamo, Siena */
+    {"AuthenticAMD", 26, 0x00, 0x4F, CTX_ZEN5}, /* Zen 5: Turin, Strix, Granite Ridge */
+    {"GenuineIntel", 6, 143, 143, CTX_SPR},     /* Sapphire Rapids */
+    {"GenuineIntel", 6, 207, 207, CTX_SPR},     /* Emerald Rapids */
 };
 
 vt_gemm_context vt_gemm_ctx = {.name = "default", .avx2 = ZEN4_AVX2, .avx512 = ZEN4_AVX512,
-                               .avx512bf16 = ZEN5_BF16, .amx = AMX_BF16};
+                               .avx512bf16 = VDPBF16PS_BLOCKING, .amx = AMX_BLOCKING};
 
 int vt_gemm_context_count(void) { return N_CONTEXTS; }
 
@@ -114,17 +121,17 @@ const vt_gemm_context *vt_gemm_context_for_cpu(const char *vendor, int family, i
         if (!strcmp(vendor, cpus[i].vendor) && family == cpus[i].family && model >= cpus[i].model_lo &&
             model <= cpus[i].model_hi)
             return &contexts[cpus[i].ctx];
-    return &contexts[0];
+    return &contexts[CTX_DEFAULT];
 }
 
 const vt_gemm_context *vt_gemm_context_detect(void) {
     unsigned int a, b, c, d;
     char vendor[13] = "";
-    if (!__get_cpuid(0, &a, &b, &c, &d)) return &contexts[0];
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return &contexts[CTX_DEFAULT];
     memcpy(vendor, &b, 4);
     memcpy(vendor + 4, &d, 4);
     memcpy(vendor + 8, &c, 4);
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return &contexts[0];
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return &contexts[CTX_DEFAULT];
     int family = (a >> 8) & 0xF, model = (a >> 4) & 0xF;
     if (family == 0xF) family += (a >> 20) & 0xFF;
     if (family == 0x6 || family >= 0xF) model += ((a >> 16) & 0xF) << 4;

@@ -1,12 +1,16 @@
 /* level.h - private to kernels/: how a level declares the entries it implements and
  * fills its part of the table, both made from one list.
- * A level that overrides every entry (scalar, avx2, avx512) walks entries.def itself:
- *   #define VT_KERNEL(name, ret, params) VT_LEVEL_PROTOTYPE(avx2, name)   (its header)
- *   #define VT_KERNEL(name, ret, params) VT_LEVEL_SET(avx2, name)         (its table.c)
+ * The scalar level is the specification and implements every entry: it walks entries.def,
+ *   #define VT_KERNEL(name, ret, params) VT_LEVEL_PROTOTYPE(scalar, name)   (its header)
+ *   #define VT_KERNEL(name, ret, params) VT_LEVEL_SET(scalar, name)         (its table.c)
  *   #include "../entries.def"
- * A level that overrides a few lists them once in its header,
+ * so an entry without a scalar version does not link. Every other level lists the entries
+ * it implements, once, in its header,
  *   #define VT_AMX_ENTRIES(X) X(amx, gemm_bf16) X(amx, gemm_bf16_work_floats)
- * and expands the list with VT_LEVEL_PROTOTYPE there and VT_LEVEL_SET in its table.c.
+ * and expands the list with VT_LEVEL_PROTOTYPE there and VT_LEVEL_SET in its table.c:
+ * a listed entry without its implementation does not link, and an entry it does not list
+ * keeps the level below's. A new entry needs its entries.def line and its scalar version;
+ * a SIMD version is added to a level, and to its list, where it pays.
  * vt_kernels_fill_<level>(vt_kernels *t) sets the listed entries of t, nothing else;
  * kernels/dispatch.c calls the fills level by level. */
 #ifndef VT_KERNELS_LEVEL_H

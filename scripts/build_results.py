@@ -44,7 +44,6 @@ TITLES = {
     "shuffle": "Patch shuffle: accuracy with each image's patches permuted",
     "sharing": "LieRE generator sharing",
 }
-ROTARY = ("rope_axial", "rope_mixed", "cayley", "circulant", "liere", "liere_commute")
 POS_MODES = ("index", "interpolate", "normalized")
 POS_LABELS = {
     "index": "index",
@@ -382,7 +381,7 @@ def pos_entries(a, v):
         return [("learned_resampled", "resolution")], None
     if v == "ape_sincos":
         return [("sincos_recomputed", "resolution"), ("sincos_interpolated", "positions_sincos_resampled")], None
-    if v not in ROTARY:
+    if v not in a.rotary:
         fail("positions: no position modes for variant '%s'" % v)
     modes = set(final_eval(a, v, s)[1]["pe"]["positions"] for s in a.seeds)
     if len(modes) != 1:
@@ -553,7 +552,10 @@ def main():
     p.add_argument("--threads", default="0")
     p.add_argument("--jobs", default="1")
     p.add_argument("--eval-samples", default="0")
+    p.add_argument("--rotary", required=True, help="the rotary pe.kind values, comma-separated "
+                   "(`vitrain kinds --rotary`)")
     a = p.parse_args()
+    a.rotary = a.rotary.split(",")
     a.seeds = [int(s) for s in a.seeds.split(",")]
     variants = a.variants.split(",")
     os.makedirs(a.out, exist_ok=True)

@@ -100,8 +100,9 @@ if [[ -z $THREADS ]]; then
     (( JOBS == 1 )) || THREADS=$(( $(nproc) / JOBS > 0 ? $(nproc) / JOBS : 1 ))
 fi
 [[ $THREADS =~ ^[0-9]+$ ]] || die "--threads '$THREADS': expected a thread count (0 = all cores)"
-PES=(ape ape_sincos none rope_axial rope_mixed cayley circulant liere liere_commute)
-ROTARY=(rope_axial rope_mixed cayley circulant liere liere_commute)
+# the rotary PE kinds, from the registry (src/pe/kinds.h)
+mapfile -t ROTARY < <("$BIN" kinds --rotary) && (( ${#ROTARY[@]} > 0 )) || die "'$BIN kinds --rotary' listed no PE kinds"
+PES=(ape ape_sincos none "${ROTARY[@]}")
 if [[ -n $ONLY ]]; then
     IFS=, read -r -a ONLY_LIST <<<"$ONLY"
     for pe in "${ONLY_LIST[@]}"; do
@@ -276,7 +277,8 @@ run_table() {
         --command "$CMDLINE" --wall "$("$PYTHON" -c "print(round($t1 - $t0, 1))")" \
         --git "$(revision)" \
         --machine "$(lscpu | sed -n 's/^Model name: *//p' | head -1)" --cores "$(nproc)" \
-        --threads "$THREADS" --jobs "$JOBS" --eval-samples "$EVAL_SAMPLES"
+        --threads "$THREADS" --jobs "$JOBS" --eval-samples "$EVAL_SAMPLES" \
+        --rotary "$(IFS=,; echo "${ROTARY[*]}")"
 }
 
 for t in "${TABLES[@]}"; do run_table "$t"; done

@@ -113,7 +113,7 @@ typedef struct {
 
 /* Choice lists: the index is the C enum value (order matters). */
 #define PRESET_NAME(n, w, d, h) n,
-#define KIND_NAME(e, n) n,
+#define KIND_NAME(e, id) #id,
 static const char *const ch_preset[] = { "", VT_MODEL_PRESETS(PRESET_NAME) };
 static const char *const ch_pool[] = { "token", "avg" };
 static const char *const ch_attention[] = { "softmax", "performer" };
@@ -192,8 +192,8 @@ static const key_row schema[] = {
 
     /* pe */
     K_ENUM("pe.kind", pe.kind, ch_pe_kind, VT_PE_APE, NULL,
-           "Position encoding: none; ape (absolute table only); rotary: rope_axial, rope_mixed, "
-           "cayley (Cayley-STRING), circulant (Circulant-STRING), liere, liere_commute.",
+           "Position encoding: none, ape (an absolute table only) or a rotary kind (`vitrain kinds "
+           "--rotary` lists them); each kind's defaults and rules: PE kinds.",
            MODEL_KEY),
     K_ENUM("pe.ape", pe.ape, ch_ape, VT_APE_NONE, "the pe.kind's (see PE kinds), else none",
            "Absolute table added after the CLS token is prepended: learned (timm pos_embed) "
@@ -245,10 +245,10 @@ static const key_row schema[] = {
 
     /* data */
     K_ENUM("data.kind", data.kind, ch_data_kind, VT_DATA_IMAGEFOLDER, NULL,
-           "Dataset format: idx (MNIST-style files), synthetic (generated), imagefolder "
-           "(root/<split>/<class>/<image>), cifar10, cifar100 (binary versions)."),
+           "Dataset format; what each defines and needs: Dataset formats; where its files go: "
+           "data/README.md."),
     K_STR("data.root", data.root, "data/imagenet",
-          "Dataset directory; required for every kind except synthetic."),
+          "Dataset directory, for the formats that read one (Dataset formats)."),
     K_STR("data.train_split", data.train_split, "train",
           "Training split (subdirectory or file prefix)."),
     K_STR("data.val_split", data.val_split, "val", "Evaluation split."),
@@ -728,16 +728,6 @@ int vt_config_is_set(const vt_config *c, const char *key) {
 
 void vt_config_restore_default(vt_config *c, const char *key) {
     apply_default(c, &schema[row_of(key)]);
-}
-
-const char *vt_pe_kind_name(vt_pe_kind k) {
-    VT_ASSERT((int)k >= 0 && (int)k < NCH(ch_pe_kind), "bad vt_pe_kind %d", (int)k);
-    return ch_pe_kind[k];
-}
-
-const char *vt_data_kind_name(vt_data_kind k) {
-    VT_ASSERT((int)k >= 0 && (int)k < NCH(ch_data_kind), "bad vt_data_kind %d", (int)k);
-    return ch_data_kind[k];
 }
 
 /* ---------------------------------------------------------------- parsing */

@@ -30,13 +30,13 @@
     X("vit_tiny", 192, 12, 3) X("vit_small", 384, 12, 6) X("vit_base", 768, 12, 12) \
     X("vit_large", 1024, 24, 16)
 
-/* Dataset formats: the enum value and its data.kind name. A format's facts (fixed size,
- * classes, rules, open) are its descriptor in src/data/<file>.c, listed in
- * src/data/dataset.h. */
+/* Dataset formats, one X(enum value, id) each: id is its data.kind name and names its
+ * descriptor vt_dataset_<id> (src/data/formats.h generates the externs and the registry's
+ * rows from this list; "Adding a format" is there). */
 #define VT_DATA_KINDS(X)                                                              \
-    X(VT_DATA_IDX, "idx") X(VT_DATA_SYNTHETIC, "synthetic")                         \
-    X(VT_DATA_IMAGEFOLDER, "imagefolder") X(VT_DATA_CIFAR10, "cifar10")             \
-    X(VT_DATA_CIFAR100, "cifar100")
+    X(VT_DATA_IDX, idx) X(VT_DATA_SYNTHETIC, synthetic)                               \
+    X(VT_DATA_IMAGEFOLDER, imagefolder) X(VT_DATA_CIFAR10, cifar10)                   \
+    X(VT_DATA_CIFAR100, cifar100)
 typedef enum { VT_DATA_KINDS(VT_KIND_ENUM_) VT_DATA_KIND_COUNT } vt_data_kind;
 typedef enum { VT_ONERR_FAIL = 0, VT_ONERR_SKIP } vt_on_error;
 typedef enum { VT_TT_AUTO = 0, VT_TT_SIMPLE, VT_TT_RRC } vt_train_transform;
@@ -178,8 +178,5 @@ char *vt_config_to_json(const vt_config *c);
 char *vt_config_doc_markdown(void);
 /* Plain-text key list for --help (malloc'd). */
 char *vt_config_doc_text(void);
-
-/* Enum <-> string for messages and metadata (vt_pe_kind_name: model_spec.h). */
-const char *vt_data_kind_name(vt_data_kind k);
 
 #endif

@@ -11,6 +11,7 @@
  *                       [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...] [--threads N]
  *   vitrain info CONFIG [--set k=v ...]
  *   vitrain help-config [--markdown]
+ *   vitrain kinds [--rotary | --data]
  *
  * Flags take their value as the next argument or after '=' (--threads=2).
  * Under mpirun (dist.h) every rank runs the same command line; rank 0 prints.
@@ -25,10 +26,12 @@
 
 #include "checkpoint.h"
 #include "config.h"
+#include "data/formats.h"
 #include "dist.h"
 #include "eval_checkpoint.h"
 #include "footprint.h"
 #include "kernels.h"
+#include "pe/kinds.h"
 #include "resolve.h"
 #include "status.h"
 #include "stop.h"
@@ -39,7 +42,9 @@
 
 enum { F_SET = 1, F_THREADS = 2, F_RESUME = 4, F_RUNDIR = 8, F_CKPT = 16, F_LOGITS = 32,
        F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024, F_PRECISION = 2048,
-       F_START_OVER = 4096, F_RESUME_OR_START = 8192 };
+       F_ROTARY = 4096, F_DATA = 8192, F_START_OVER = 16384, F_RESUME_OR_START = 32768 };
+/* The flags that take no value. */
+enum { F_SWITCHES = F_MARKDOWN | F_SHUFFLE | F_ROTARY | F_DATA | F_START_OVER | F_RESUME_OR_START };
 
 typedef struct {
     const char *cmd;
@@ -53,6 +58,7 @@ typedef struct {
     int resume_or_start;    /* --resume-or-start */
     int argc;               /* the command line as given (the command to continue a run) */
     char **argv;
+    int rotary, data;       /* kinds --rotary, --data */
     int resolutions[VT_MAX_RES], n_resolutions; /* --resolutions; 0 = not given */
     int patch_shuffle;
     int start_over;
@@ -114,11 +120,17 @@ static const char *USAGE_HELPCFG =
     "usage: vitrain help-config [--markdown]\n"
     "Every config key with its type, default, allowed values and meaning\n"
     "(--markdown: the text of configs/README.md).\n";
+static const char *USAGE_KINDS =
+    "usage: vitrain kinds [--rotary | --data]\n"
+    "The pe.kind values, one per line, from the registry of PE kinds (src/pe/kinds.h).\n"
+    "  --rotary  only the rotary kinds\n"
+    "  --data    the data.kind values instead (src/data/formats.h)\n";
 static const char *USAGE_MAIN =
     "usage: vitrain [train] CONFIG [options]     train (see vitrain train --help)\n"
     "       vitrain eval [CONFIG] --checkpoint FILE evaluate a checkpoint\n"
     "       vitrain info CONFIG                   model size, FLOPs and memory\n"
     "       vitrain help-config [--markdown]      every config key\n"
+    "       vitrain kinds [--rotary | --data]     the PE kinds (or dataset formats)\n"
     "Environment: VT_ISA=LEVEL forces a kernel level (an unknown LEVEL lists them).\n";
 
 static const char *usage_of(const char *cmd) {
@@ -126,6 +138,7 @@ static const char *usage_of(const char *cmd) {
     if (!strcmp(cmd, "eval")) return USAGE_EVAL;
     if (!strcmp(cmd, "info")) return USAGE_INFO;
     if (!strcmp(cmd, "help-config")) return USAGE_HELPCFG;
+    if (!strcmp(cmd, "kinds")) return USAGE_KINDS;
     return USAGE_MAIN;
 }
 
@@ -154,7 +167,8 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         {"--run-dir", F_RUNDIR}, {"--checkpoint", F_CKPT}, {"--logits", F_LOGITS},
         {"--markdown", F_MARKDOWN}, {"--stop-after", F_STOP}, {"--resolutions", F_RES},
         {"--patch-shuffle", F_SHUFFLE}, {"--seed", F_SEED}, {"--precision", F_PRECISION},
-        {"--start-over", F_START_OVER}, {"--resume-or-start", F_RESUME_OR_START}};
+        {"--rotary", F_ROTARY}, {"--data", F_DATA}, {"--start-over", F_START_OVER},
+        {"--resume-or-start", F_RESUME_OR_START}};
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->threads = -1;
@@ -164,7 +178,7 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) { a->help = 1; return 0; }
         if (arg[0] != '-' || arg[1] == '\0') {
-            if (a->config || !strcmp(cmd, "help-config"))
+            if (a->config || !strcmp(cmd, "help-config") || !strcmp(cmd, "kinds"))
                 return usage_error(cmd, "unexpected argument '%s'", arg);
             a->config = arg;
             continue;
@@ -176,24 +190,11 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
             if (strlen(flags[k].name) == nlen && !strncmp(arg, flags[k].name, nlen)) flag = flags[k].flag;
         if (!flag || !(allowed & flag))
             return usage_error(cmd, "unknown option '%.*s' for 'vitrain %s'", (int)nlen, arg, cmd);
-        if (flag == F_MARKDOWN) {
-            if (eq) return usage_error(cmd, "option --markdown takes no value");
-            a->markdown = 1;
-            continue;
-        }
-        if (flag == F_SHUFFLE) {
-            if (eq) return usage_error(cmd, "option --patch-shuffle takes no value");
-            a->patch_shuffle = 1;
-            continue;
-        }
-        if (flag == F_START_OVER) {
-            if (eq) return usage_error(cmd, "option --start-over takes no value");
-            a->start_over = 1;
-            continue;
-        }
-        if (flag == F_RESUME_OR_START) {
-            if (eq) return usage_error(cmd, "option --resume-or-start takes no value");
-            a->resume_or_start = 1;
+        if (flag & F_SWITCHES) {
+            if (eq) return usage_error(cmd, "option %.*s takes no value", (int)nlen, arg);
+            *(flag == F_MARKDOWN ? &a->markdown : flag == F_SHUFFLE ? &a->patch_shuffle
+              : flag == F_ROTARY ? &a->rotary : flag == F_DATA ? &a->data
+              : flag == F_RESUME_OR_START ? &a->resume_or_start : &a->start_over) = 1;
             continue;
         }
         const char *val;
@@ -494,6 +495,17 @@ static int cmd_help_config(const cli_args *a) {
     return 0;
 }
 
+static int cmd_kinds(const cli_args *a) {
+    if (a->rotary && a->data) return usage_error("kinds", "--rotary is a property of PE kinds, not of --data");
+    if (a->data) {
+        for (int k = 0; k < VT_DATA_KIND_COUNT; k++) printf("%s\n", vt_data_kind_name((vt_data_kind)k));
+        return 0;
+    }
+    for (int k = 0; k < VT_PE_KIND_COUNT; k++)
+        if (!a->rotary || vt_pe_kind_entry((vt_pe_kind)k)->rotary) printf("%s\n", vt_pe_kind_name((vt_pe_kind)k));
+    return 0;
+}
+
 /* A first argument that is neither a subcommand nor a config file. */
 static int looks_like_config(const char *arg) {
     struct stat sb;
@@ -512,15 +524,16 @@ static int run(int argc, char **argv) {
          cmd_train},
         {"eval", F_SET | F_THREADS | F_CKPT | F_LOGITS | F_RES | F_SHUFFLE | F_SEED | F_PRECISION, cmd_eval},
         {"info", F_SET, cmd_info},
-        {"help-config", F_MARKDOWN, cmd_help_config}};
+        {"help-config", F_MARKDOWN, cmd_help_config},
+        {"kinds", F_ROTARY | F_DATA, cmd_kinds}};
     int ci = -1, argi = 2;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < (int)(sizeof cmds / sizeof cmds[0]); k++)
         if (!strcmp(first, cmds[k].name)) ci = k;
     if (ci < 0) {
         if (first[0] == '-') return usage_error("", "unknown option '%s' (expected a subcommand or CONFIG first)", first);
         if (!looks_like_config(first))
-            return usage_error("", "unknown subcommand '%s' (expected train, eval, info, help-config "
-                               "or a CONFIG file)", first);
+            return usage_error("", "unknown subcommand '%s' (expected train, eval, info, help-config, "
+                               "kinds or a CONFIG file)", first);
         ci = 0;
         argi = 1;
     }

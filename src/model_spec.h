@@ -4,8 +4,7 @@
  * The layers below train / eval (vit.h, pe/) receive a vt_model_spec or one of its
  * sections, never the whole vt_config: the recipe, data, evaluation and runtime sections
  * are not theirs to read. config.h embeds these sections in vt_config and owns their
- * schema rows (config.c parses and checks them, and defines vt_pe_kind_name from the
- * same VT_PE_KINDS list); resolve.h's vt_resolve_model_spec takes the spec out of a
+ * schema rows (config.c parses and checks them); resolve.h's vt_resolve_model_spec takes the spec out of a
  * resolved config, as vt_resolve_data_spec makes the data pipeline's view.
  *
  * Why a header of its own: the types alone, with no function of the config module, let
@@ -17,14 +16,15 @@
 
 typedef enum { VT_POOL_TOKEN = 0, VT_POOL_AVG } vt_pool;
 typedef enum { VT_ATTN_SOFTMAX = 0, VT_ATTN_PERFORMER } vt_attention_kind;
-/* Position-encoding kinds: the enum value and its pe.kind name. A kind's defaults, rules
- * and hooks are its entry in src/pe/<name>.c, listed in src/pe/kinds.h. */
+/* Position-encoding kinds, one X(enum value, id) each: id is its pe.kind name and names
+ * its entry vt_pe_<id>_ops (src/pe/kinds.h generates the externs and the registry's rows
+ * from this list; "Adding a kind" is there). */
 #define VT_PE_KINDS(X)                                                                \
-    X(VT_PE_NONE, "none") X(VT_PE_APE, "ape") X(VT_PE_ROPE_AXIAL, "rope_axial")     \
-    X(VT_PE_ROPE_MIXED, "rope_mixed") X(VT_PE_CAYLEY, "cayley")                     \
-    X(VT_PE_CIRCULANT, "circulant") X(VT_PE_LIERE, "liere")                         \
-    X(VT_PE_LIERE_COMMUTE, "liere_commute")
-#define VT_KIND_ENUM_(e, name) e,
+    X(VT_PE_NONE, none) X(VT_PE_APE, ape) X(VT_PE_ROPE_AXIAL, rope_axial)             \
+    X(VT_PE_ROPE_MIXED, rope_mixed) X(VT_PE_CAYLEY, cayley)                           \
+    X(VT_PE_CIRCULANT, circulant) X(VT_PE_LIERE, liere)                               \
+    X(VT_PE_LIERE_COMMUTE, liere_commute)
+#define VT_KIND_ENUM_(e, id) e,
 typedef enum { VT_PE_KINDS(VT_KIND_ENUM_) VT_PE_KIND_COUNT } vt_pe_kind;
 typedef enum { VT_APE_NONE = 0, VT_APE_LEARNED, VT_APE_SINCOS } vt_ape_kind;
 typedef enum { VT_POS_INDEX = 0, VT_POS_NORMALIZED, VT_POS_INTERPOLATE } vt_pos_mode;
@@ -72,8 +72,5 @@ typedef struct vt_model_spec {
     vt_pe_config pe;
     vt_performer_config performer;
 } vt_model_spec;
-
-/* pe.kind's name ("rope_mixed"); k in [0, VT_PE_KIND_COUNT) (asserted). */
-const char *vt_pe_kind_name(vt_pe_kind k);
 
 #endif

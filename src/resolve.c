@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "data/augment.h"
+#include "data/formats.h"
 #include "pe/kinds.h"
 
 #define BAD(...) return vt_fail(VT_ERR_USAGE, __VA_ARGS__)

@@ -117,10 +117,5 @@ void vt_vit_zero_grad(vt_vit *m);
  * config's JSON (vt_config_to_json) from the caller that owns the config (not NULL).
  * Atomic (tmp + rename). */
 vt_status vt_vit_save(const vt_vit *m, const char *path, const char *config_json);
-/* Load weights into an initialised model: every model tensor must be present with the
- * right shape (a learned pos_embed on another grid is resampled bicubic); unknown
- * tensors are errors; messages name the tensor. Reads our checkpoints and timm's layouts,
- * F32, BF16 or F16: the strict mode of weights.h (implemented in weights.c). */
-vt_status vt_vit_load(vt_vit *m, const char *path);
 
 #endif

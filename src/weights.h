@@ -62,4 +62,10 @@ vt_status vt_weights_load(vt_vit *m, const char *path, const vt_weights_opts *op
 vt_status vt_weights_apply(vt_vit *m, const vt_safetensors *st, const char *path,
                            const vt_weights_opts *opts, vt_weights_report *rep, FILE *log);
 
+/* Load weights into an initialised model: every model tensor must be present with the
+ * right shape (a learned pos_embed on another grid is resampled bicubic); unknown
+ * tensors are errors; messages name the tensor. Reads our checkpoints and timm's layouts,
+ * F32, BF16 or F16: the strict mode above. */
+vt_status vt_vit_load(vt_vit *m, const char *path);
+
 #endif

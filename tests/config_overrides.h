@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "pe/kinds.h"
 #include "resolve.h"
 #include "status.h"
 

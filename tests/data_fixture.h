@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "data/dataset.h"
+#include "data/formats.h"
 #include "resolve.h"
 
 static char tmpdir[256];

@@ -43,11 +43,24 @@
 #include "harness.h"
 
 #include "config.h"
+#include "pe/kinds.h"
 #include "resolve.h"
 
-static const char *PES[] = {"ape", "ape_sincos", "none", "rope_axial", "rope_mixed", "cayley",
-                            "circulant", "liere", "liere_commute"};
-enum { N_PES = 9, N_SEEDS = 2 };
+/* The variants reproduce.sh trains: ape, ape_sincos, none and the rotary kinds of the
+ * registry (its `vitrain kinds --rotary`), filled by list_variants. */
+enum { N_SEEDS = 2 };
+static const char *PES[VT_PE_KIND_COUNT + 1], **ROTARY = PES + 3;
+static int N_PES, N_ROT;
+
+static void list_variants(void) {
+    PES[0] = "ape";
+    PES[1] = "ape_sincos";
+    PES[2] = "none";
+    N_PES = 3;
+    for (int k = 0; k < VT_PE_KIND_COUNT; k++)
+        if (vt_pe_kind_entry((vt_pe_kind)k)->rotary) PES[N_PES++] = vt_pe_kind_name((vt_pe_kind)k);
+    N_ROT = N_PES - 3;
+}
 static const char *SHARE_ROWS[] = {"share none", "share layers", "share heads", "share all"};
 
 static char bin[1024], out[256];
@@ -200,7 +213,7 @@ static void check_numbers(void) {
 static void check_configs(void) {
     glob_t g;
     int rc = glob("configs/*.json", 0, NULL, &g);
-    CHECK(rc == 0 && g.gl_pathc >= 4 * N_PES, "configs/*.json: %zu files", rc == 0 ? g.gl_pathc : 0);
+    CHECK(rc == 0 && g.gl_pathc >= 4 * (size_t)N_PES, "configs/*.json: %zu files", rc == 0 ? g.gl_pathc : 0);
     for (size_t i = 0; rc == 0 && i < g.gl_pathc; i++) {
         vt_config c;
         vt_status st = vt_resolve_file(&c, g.gl_pathv[i], NULL, 0);
@@ -263,8 +276,6 @@ static int md_row_means(const char *md, const char *pe, const char *label, doubl
     return n;
 }
 
-static const char *ROTARY[] = {"rope_axial", "rope_mixed", "cayley", "circulant", "liere", "liere_commute"};
-
 static void check_positions(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/positions.md", out);
@@ -274,11 +285,11 @@ static void check_positions(void) {
     CHECK(strstr(md, "| PE | positions | 12 (0.75x) | 16* (1.00x) | 20 (1.25x) | 24 (1.50x) | 28 (1.75x) | 32 (2.00x) |")
           != NULL, "positions: the resolution table's columns");
     int rows = table_lines(md, NULL);
-    CHECK(rows == 1 + 3 + 6 * 3 + 2, "positions: header + 3 APE rows + 3 modes x 6 rotary PEs + 2 LieRE "
-          "evaluated-grid rows, found %d table lines", rows);
+    CHECK(rows == 1 + 3 + N_ROT * 3 + 2, "positions: header + 3 APE rows + 3 modes x %d rotary PEs + 2 LieRE "
+          "evaluated-grid rows, found %d table lines", N_ROT, rows);
     double gain = 0, m_trained[6], m_kept[6];
     int n_kinds = 0;
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < N_ROT; i++) {
         int liere = !strncmp(ROTARY[i], "liere", 5);
         int a = md_row_means(md, ROTARY[i], liere ? "normalized (trained)" : "index (trained)", m_trained, 6);
         int b = md_row_means(md, ROTARY[i], liere ? "normalized to the evaluated grid" : "interpolate", m_kept, 6);
@@ -290,7 +301,7 @@ static void check_positions(void) {
             n_kinds++;
         }
     }
-    CHECK(n_kinds == 6 && gain / 6 > 10, "at 2x, positions kept in the trained range gain %.1f points on "
+    CHECK(n_kinds == N_ROT && gain / N_ROT > 10, "at 2x, positions kept in the trained range gain %.1f points on "
           "average over extrapolating ones", n_kinds ? gain / n_kinds : 0.0);
     int a = md_row_means(md, "ape_sincos", "sin-cos, recomputed", m_trained, 6);
     int b = md_row_means(md, "ape_sincos", "sin-cos, interpolated", m_kept, 6);
@@ -298,7 +309,8 @@ static void check_positions(void) {
           "sin-cos APE at 2x: interpolated %g vs recomputed %g", b == 6 ? m_kept[5] : -1.0, a == 6 ? m_trained[5] : -1.0);
     CHECK(md_row_means(md, "ape", "learned, resampled", m_kept, 6) == 6, "positions: the learned APE row");
     rows = table_lines(md, "\n## Positions kept in the trained range");
-    CHECK(rows == 1 + 7 * 5, "positions: paired tests of 7 PEs at the 5 other sizes, found %d lines", rows);
+    CHECK(rows == 1 + (1 + N_ROT) * 5, "positions: paired tests of %d PEs at the 5 other sizes, found %d lines",
+          1 + N_ROT, rows);
     rows = table_lines(md, "\n## The papers' claims with positions kept in the trained range");
     CHECK(rows == 1 + 8 * 4, "positions: the 8 claims at the 4 larger sizes, positions kept in range (%d lines)", rows);
     CHECK(strstr(md, "- command: `scripts/reproduce.sh all --quick") && strstr(md, "- machine: ") &&
@@ -307,9 +319,10 @@ static void check_positions(void) {
     free(md);
     snprintf(path, sizeof path, "%s/positions.json", out);
     char *js = slurp(path, NULL);
-    CHECK(js && strstr(js, "\"table\": \"positions\"") && count_of(js, "\"label\":") == 23 && count_of(js, "\"kept\":") == 35 &&
-          count_of(js, "\"positions\": \"interpolate\"") == 6 && strstr(js, "\"git_revision\":"),
-          "positions.json: 23 rows, one interpolate row per rotary PE, provenance");
+    CHECK(js && strstr(js, "\"table\": \"positions\"") && count_of(js, "\"label\":") == 3 + 3 * N_ROT + 2 &&
+          count_of(js, "\"kept\":") == (1 + N_ROT) * 5 && count_of(js, "\"positions\": \"interpolate\"") == N_ROT &&
+          strstr(js, "\"git_revision\":"),
+          "positions.json: %d rows, one interpolate row per rotary PE, provenance", 3 + 3 * N_ROT + 2);
     free(js);
 
     /* a stale evaluation contradicting the others at the training size stops the table */
@@ -470,6 +483,7 @@ static void check_eval_cli(void) {
 }
 
 int main(void) {
+    list_variants();
     check_configs();
     const char *b = getenv("VT_BIN");
     snprintf(bin, sizeof bin, "%s", b && *b ? b : "./vitrain");

@@ -27,6 +27,7 @@
 #include "image_fixtures.h"
 
 #include "config.h"
+#include "data/formats.h"
 
 static char bin[1024];
 static char tmp[256];

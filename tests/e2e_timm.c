@@ -32,6 +32,7 @@
 #include "kernels.h"
 #include "tape.h"
 #include "vit.h"
+#include "weights.h"
 #include "vit_fixture.h"
 
 static char py[256];

@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "data/formats.h"
 #include "harness.h"
+#include "pe/kinds.h"
 #include "resolve.h"
 
 #define SRC "configs/x.json"

@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include "data/dataset.h"
+#include "data/formats.h"
 #include "data/loader.h"
 #include "data/transform.h"
 #include "harness.h"

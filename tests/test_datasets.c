@@ -159,8 +159,8 @@ static void test_imagefolder_index(void) {
     CHECK(ds->channels == 3 && ds->height == 0 && ds->width == 0, "variable native size");
     const char *want_cls[3] = {"bird", "cat", "dog"};
     for (int k = 0; k < 3 && k < ds->num_classes; k++)
-        CHECK(strcmp(vt_imagefolder_class_name(ds, k), want_cls[k]) == 0, "class %d is %s", k,
-              vt_imagefolder_class_name(ds, k));
+        CHECK(strcmp(vt_dataset_class_name(ds, k), want_cls[k]) == 0, "class %d is %s", k,
+              vt_dataset_class_name(ds, k));
     CHECK(vt_imagefolder_ignored(ds) == 5, "ignored: readme.txt, .hidden.jpg, notes.md, extra/, "
           "LICENSE; got %lld", (long long)vt_imagefolder_ignored(ds));
     const char *want_path[7] = {"bird/b1.png", "bird/b2.JPG", "cat/c1.jpeg", "cat/c2.PNG",
@@ -172,7 +172,7 @@ static void test_imagefolder_index(void) {
     vt_sample sm = {0};
     for (int i = 0; i < 7 && i < ds->size; i++) {
         char p[1024];
-        vt_imagefolder_path(ds, i, p, sizeof p);
+        vt_dataset_sample_path(ds, i, p, sizeof p);
         CHECK(has(p, want_path[i]), "sample %d path %s, want .../%s", i, p, want_path[i]);
         int label = -1;
         s = ds->ops->read(ds, i, &sm, &label);
@@ -211,8 +211,8 @@ static void test_class_list(void) {
     if (!s) {
         CHECK(ds->size == 5 && ds->num_classes == 2, "dog + cat: 5 images, 2 classes; got %lld, %d",
               (long long)ds->size, ds->num_classes);
-        CHECK(strcmp(vt_imagefolder_class_name(ds, 0), "dog") == 0 &&
-              strcmp(vt_imagefolder_class_name(ds, 1), "cat") == 0, "classes in list order");
+        CHECK(strcmp(vt_dataset_class_name(ds, 0), "dog") == 0 &&
+              strcmp(vt_dataset_class_name(ds, 1), "cat") == 0, "classes in list order");
         vt_sample sm = {0};
         int l0 = -1, l4 = -1;
         CHECK(ds->ops->read(ds, 0, &sm, &l0) == VT_OK && ds->ops->read(ds, 4, &sm, &l4) == VT_OK, "reads");
@@ -758,7 +758,7 @@ static void counted_close(vt_dataset *ds) {
     free(ds);
 }
 
-static const vt_dataset_ops counted_ops = {"counted", counted_read, counted_close, NULL};
+static const vt_dataset_ops counted_ops = {.kind = "counted", .read = counted_read, .close = counted_close};
 
 /* One epoch (epoch 1 of train: a shuffled order; val: dataset order) of split through
  * the loader as shard rank of world at batch / world, synchronous; images and labels

@@ -24,6 +24,7 @@
 #include "config.h"
 #include "eval.h"
 #include "kernels.h"
+#include "pe/kinds.h"
 #include "resolve.h"
 #include "vit.h"
 #include "vit_fixture.h"

@@ -1,5 +1,7 @@
 /* test_ops_grad.c - every op in src/ops/ops.h: forward values against naive double
- * references, and a central-difference gradient check of every differentiable input.
+ * references, and a central-difference gradient check of every differentiable input;
+ * the same gradient check of the ops the rotary PE kinds share (src/pe/rotary.h: their
+ * forward values are checked by tests/test_pe_rope.c, test_pe_liere.c, test_pe_fused.c).
  *
  * Gradient check: L = sum_o sum_e out_o[e] R_o[e] (accumulated in double) for fixed
  * random R_o in [-1, 1]. Analytic: the op's backward with out->grad = R (input grads
@@ -23,6 +25,8 @@
 #include "harness.h"
 #include "kernels.h"
 #include "ops/ops.h"
+#include "ops/par.h"
+#include "pe/rotary.h"
 #include "rng.h"
 #include "status.h"
 #include "tape.h"
@@ -548,7 +552,7 @@ static void test_gelu_linear(vt_rng *r) {
     vt_tensor *big[3] = {input(r, -3, 3, 2, M, Din, 0, 0), input(r, -0.5f, 0.5f, 2, Dout, Din, 0, 0),
                          input(r, -1, 1, 1, Dout, 0, 0, 0)};
     check_fused_memory("gelu_linear", f_gelu_linear, f_gelu_then_linear, big, 3, M, Din,
-                       (size_t)VT_OPS_MAX_CHUNKS * Dout, 0, fused, pair);
+                       (size_t)VT_PAR_MAX_CHUNKS * Dout, 0, fused, pair);
 }
 
 static void test_layernorm_linear(vt_rng *r) {
@@ -620,7 +624,7 @@ static void test_layernorm_linear(vt_rng *r) {
                          input(r, -1, 1, 1, D, 0, 0, 0), input(r, -0.5f, 0.5f, 2, Dout, D, 0, 0),
                          input(r, -1, 1, 1, Dout, 0, 0, 0)};
     check_fused_memory("layernorm_linear", f_layernorm_linear, f_layernorm_then_linear, big, 5, M, D,
-                       (size_t)2 * M + (size_t)VT_OPS_MAX_CHUNKS * (Dout + 2 * D), (size_t)2 * M, fused, pair);
+                       (size_t)2 * M + (size_t)VT_PAR_MAX_CHUNKS * (Dout + 2 * D), (size_t)2 * M, fused, pair);
 }
 
 static void test_softmax(vt_rng *r) {
@@ -925,6 +929,77 @@ static void test_drop_path(vt_rng *r) {
     CHECK(vt_op_drop_path(&tape, big, p) == big, "drop_path in eval must return x");
 }
 
+/* ---------------------------------------------------------------- the PE ops (pe/rotary.h) */
+
+static int f_rot_angles(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    (void)arg;
+    out[0] = vt_op_rot_angles(t, in[0], in[1]);
+    return 1;
+}
+static int f_rot_cossin(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    (void)arg;
+    out[0] = vt_op_rot_cossin(t, in[0]);
+    return 1;
+}
+static int f_rot_pairs(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    (void)arg;
+    out[0] = vt_op_rot_pairs(t, in[0], in[1]);
+    return 1;
+}
+static int f_head_matmul(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    (void)arg;
+    out[0] = vt_op_head_matmul(t, in[0], in[1]);
+    return 1;
+}
+/* in: qkv, cs and (nin 3) cls; arg: the head count. */
+static int f_rot_split_heads(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    const int *a = arg;
+    vt_op_rot_split_heads(t, in[0], a[0], in[1], a[1] ? in[2] : NULL, &out[0], &out[1], &out[2]);
+    return 3;
+}
+static int f_qkv_fold(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    vt_op_qkv_fold(t, in[0], in[1], in[2], *(const int *)arg, &out[0], &out[1]);
+    return 2;
+}
+static int f_cayley(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    (void)arg;
+    out[0] = vt_op_cayley(t, in[0]);
+    return 1;
+}
+
+static void test_pe_ops(vt_rng *r) {
+    const int B = 2, H = 2, N = 5, hd = 8;
+    /* angles: coords (Ba, N - 1, C) x freqs (G, npr, C) */
+    vt_tensor *ang_in[2] = {input(r, -1, 1, 3, B, N - 1, 2, 0), input(r, -1, 1, 3, H, 3, 2, 0)};
+    grad_check("rot_angles", f_rot_angles, ang_in, 2, NULL);
+    vt_tensor *cos_in[1] = {input(r, -3, 3, 4, B, H, N - 1, 3)};
+    grad_check("rot_cossin", f_rot_cossin, cos_in, 1, NULL);
+    /* pairs: per sample and head (Ba = B, G = H), and shared (1, 1); 3 of the 4 pairs
+     * rotated, the last copied */
+    for (int shared = 0; shared < 2; shared++) {
+        vt_tensor *in[2] = {input(r, -1, 1, 4, B, H, N, hd),
+                            input(r, -1, 1, 4, shared ? 1 : B, shared ? 1 : H, N - 1, 6)};
+        grad_check(shared ? "rot_pairs shared" : "rot_pairs", f_rot_pairs, in, 2, NULL);
+    }
+    for (int G = 1; G <= H; G++) {
+        vt_tensor *in[2] = {input(r, -1, 1, 4, B, H, N, hd / 2), input(r, -1, 1, 3, G, hd / 2, hd / 2, 0)};
+        grad_check(G == 1 ? "head_matmul shared" : "head_matmul", f_head_matmul, in, 2, NULL);
+    }
+    /* the fused split: qkv (B, N, 3 H hd'), hd' = 4, cs with 2 pairs, with and without cls */
+    for (int with_cls = 0; with_cls < 2; with_cls++) {
+        int a[2] = {H, with_cls};
+        vt_tensor *in[3] = {input(r, -1, 1, 3, B, N, 3 * H * 4, 0), input(r, -1, 1, 4, B, H, N - 1, 4),
+                            input(r, -1, 1, 3, H, 4, 4, 0)};
+        grad_check(with_cls ? "rot_split_heads cls" : "rot_split_heads", f_rot_split_heads, in, 2 + with_cls, a);
+    }
+    int h = H;
+    vt_tensor *fold_in[3] = {input(r, -1, 1, 2, 3 * H * 4, 6, 0, 0), input(r, -1, 1, 1, 3 * H * 4, 0, 0, 0),
+                             input(r, -1, 1, 3, H, 4, 4, 0)};
+    grad_check("qkv_fold", f_qkv_fold, fold_in, 3, &h);
+    vt_tensor *cay_in[1] = {input(r, -0.5f, 0.5f, 3, H, 4, 4, 0)};
+    grad_check("cayley", f_cayley, cay_in, 1, NULL);
+}
+
 static void test_cross_entropy(vt_rng *r) {
     const int B = 3, K = 5;
     vt_tensor *in[1] = {input(r, -2, 2, 2, B, K, 0, 0)};
@@ -995,6 +1070,7 @@ int main(void) {
     test_dropout(&r);
     test_drop_path(&r);
     test_cross_entropy(&r);
+    test_pe_ops(&r);
 
     tape_fixture_done();
     return test_summary();

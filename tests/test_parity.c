@@ -29,6 +29,7 @@
 #include "tape.h"
 #include "tensor.h"
 #include "vit.h"
+#include "weights.h"
 #include "vit_fixture.h"
 
 #define ATOL 1e-5

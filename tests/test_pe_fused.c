@@ -20,6 +20,7 @@
 #include "kernels.h"
 #include "ops/ops.h"
 #include "pe/pe.h"
+#include "pe/kinds.h"
 #include "pe/rotary.h"
 #include "pe_tiny_model.h"
 

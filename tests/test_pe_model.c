@@ -19,13 +19,16 @@
 
 #include "safetensors.h"
 #include "data/dataset.h"
+#include "data/formats.h"
 #include "harness.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "pe/pe.h"
+#include "pe/kinds.h"
 #include "pe_tiny_model.h"
 #include "resolve.h"
 #include "vit.h"
+#include "weights.h"
 #include "vit_fixture.h"
 
 /* m = the tiny model with overrides sets; returns its config (for vit_save_config). */

@@ -35,6 +35,7 @@
 #include "ops/ops.h"
 #include "parity_util.h"
 #include "pe/pe.h"
+#include "pe/kinds.h"
 #include "tape.h"
 #include "tensor.h"
 #include "vit.h"

@@ -27,11 +27,13 @@
 #include "harness.h"
 #include "kernels.h"
 #include "ops/ops.h"
+#include "ops/par.h"
 #include "performer_features.h"
 #include "resolve.h"
 #include "test_runtime.h"
 #include "train.h"
 #include "vit.h"
+#include "weights.h"
 #include "vit_fixture.h"
 
 static vt_arena arena;

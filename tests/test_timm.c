@@ -25,6 +25,7 @@
 #include "tape.h"
 #include "tensor.h"
 #include "vit.h"
+#include "weights.h"
 #include "vit_fixture.h"
 
 #define DIR "tests/fixtures/timm/"

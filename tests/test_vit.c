@@ -18,8 +18,10 @@
 #include "kernels.h"
 #include "ops/ops.h"
 #include "pe/pe.h"
+#include "pe/kinds.h"
 #include "resolve.h"
 #include "vit.h"
+#include "weights.h"
 #include "vit_fixture.h"
 
 static vt_arena arena;

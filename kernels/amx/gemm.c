@@ -114,7 +114,7 @@ void vt_amx_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const fl
     for (int t = 0; t < 8; t++) cfg[16 + 2 * t] = 64, cfg[48 + t] = 16;
     _tile_loadconfig(cfg);
     const bf16_blocking bl = blocking();
-    gemm_bf16_blocked(&bl, pack_a, kernel_32x32, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc,
-                      work, next);
+    gemm_bf16_blocked(&bl, pack_a, vt_avx512bf16_pack_b, kernel_32x32, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb,
+                      beta, bias, C, ldc, work, next);
     _tile_release();
 }

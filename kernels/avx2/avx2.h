@@ -1,5 +1,6 @@
-/* avx2/avx2.h - private to kernels/avx2/: the AVX2+FMA kernels, vt_avx2_<entry> for every
- * entry of ../entries.def (the contracts), and the vector helpers they share.
+/* avx2/avx2.h - private to kernels/avx2/: the AVX2+FMA kernels, vt_avx2_<entry> for the
+ * entries VT_AVX2_ENTRIES lists (contracts in ../entries.def), and the vector helpers they
+ * share.
  *
  * vt256_exp(x): e^x by ../exp_poly.h's approximation (range, error bound), bitwise
  *   vt512_exp's values; 2^n built in the exponent field.
@@ -96,8 +97,19 @@ static inline __m256 vt256_erf(__m256 x) {
     return _mm256_or_ps(p, _mm256_and_ps(x, sign));
 }
 
-#define VT_KERNEL(name, ret, params) VT_LEVEL_PROTOTYPE(avx2, name)
-#include "../entries.def"
-#undef VT_KERNEL
+/* The entries this level implements (../level.h), by file; the table keeps the scalar
+ * version of any entry not listed. */
+#define VT_AVX2_ENTRIES(X)                                                                                  \
+    /* gemm.c */ X(avx2, gemm) X(avx2, gemm_bias) X(avx2, gemm_prefetch) X(avx2, gemm_work_floats)          \
+    /* bf16.c */ X(avx2, gemm_bf16) X(avx2, gemm_bf16_work_floats) X(avx2, bf16_round)                      \
+    /* softmax.c */ X(avx2, softmax_rows) X(avx2, softmax_bwd_rows)                                         \
+    /* layernorm.c */ X(avx2, layernorm_fwd) X(avx2, layernorm_bwd)                                         \
+    /* gelu.c */ X(avx2, gelu_fwd) X(avx2, gelu_bwd) X(avx2, gelu_bwd_fwd)                                  \
+    /* elementwise.c */ X(avx2, add) X(avx2, scale) X(avx2, zero_stream) X(avx2, copy_stream) X(avx2, axpy) \
+    /* elementwise.c */ X(avx2, sum) X(avx2, dot) X(avx2, max) X(avx2, adamw)                               \
+    /* rotary.c */ X(avx2, rot_pairs) X(avx2, rot_pairs_bwd) X(avx2, rot_pairs_bwd_cs)                      \
+    /* matmul_f64.c */ X(avx2, matmul_f64)                                                                  \
+    /* performer.c */ X(avx2, feature_exp) X(avx2, feature_grad)
+VT_AVX2_ENTRIES(VT_LEVEL_PROTOTYPE)
 
 #endif

@@ -1,8 +1,4 @@
-/* avx2/table.c - the AVX2+FMA level: overrides every entry of the table. */
+/* avx2/table.c - the AVX2+FMA level: overrides the entries its header lists. */
 #include "avx2.h"
 
-void vt_kernels_fill_avx2(vt_kernels *t) {
-#define VT_KERNEL(name, ret, params) VT_LEVEL_SET(avx2, name)
-#include "../entries.def"
-#undef VT_KERNEL
-}
+void vt_kernels_fill_avx2(vt_kernels *t) { VT_AVX2_ENTRIES(VT_LEVEL_SET) }

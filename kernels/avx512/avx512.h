@@ -1,6 +1,6 @@
 /* avx512/avx512.h - private to kernels/avx512/: the AVX-512 (F/BW/DQ/VL) kernels,
- * vt_avx512_<entry> for every entry of ../entries.def (the contracts), and the vector
- * exp/erf they share.
+ * vt_avx512_<entry> for the entries VT_AVX512_ENTRIES lists (contracts in ../entries.def),
+ * and the vector exp/erf they share.
  *
  * vt512_exp(x): e^x by ../exp_poly.h's approximation (range, error bound), bitwise
  *   vt256_exp's values; 2^n by scalef.
@@ -121,8 +121,19 @@ static inline int vt512_gemm_no_product(int M, int N, int K, float alpha, float 
     return 1;
 }
 
-#define VT_KERNEL(name, ret, params) VT_LEVEL_PROTOTYPE(avx512, name)
-#include "../entries.def"
-#undef VT_KERNEL
+/* The entries this level implements (../level.h), by file; the table keeps the scalar
+ * version of any entry not listed. */
+#define VT_AVX512_ENTRIES(X)                                                                                          \
+    /* gemm.c */ X(avx512, gemm) X(avx512, gemm_bias) X(avx512, gemm_prefetch) X(avx512, gemm_work_floats)            \
+    /* bf16.c */ X(avx512, gemm_bf16) X(avx512, gemm_bf16_work_floats) X(avx512, bf16_round)                          \
+    /* softmax.c */ X(avx512, softmax_rows) X(avx512, softmax_bwd_rows)                                               \
+    /* layernorm.c */ X(avx512, layernorm_fwd) X(avx512, layernorm_bwd)                                               \
+    /* gelu.c */ X(avx512, gelu_fwd) X(avx512, gelu_bwd) X(avx512, gelu_bwd_fwd)                                      \
+    /* elementwise.c */ X(avx512, add) X(avx512, scale) X(avx512, zero_stream) X(avx512, copy_stream) X(avx512, axpy) \
+    /* elementwise.c */ X(avx512, sum) X(avx512, dot) X(avx512, max) X(avx512, adamw)                                 \
+    /* rotary.c */ X(avx512, rot_pairs) X(avx512, rot_pairs_bwd) X(avx512, rot_pairs_bwd_cs)                          \
+    /* matmul_f64.c */ X(avx512, matmul_f64)                                                                          \
+    /* performer.c */ X(avx512, feature_exp) X(avx512, feature_grad)
+VT_AVX512_ENTRIES(VT_LEVEL_PROTOTYPE)
 
 #endif

@@ -1,8 +1,4 @@
-/* avx512/table.c - the AVX-512 level: overrides every entry of the table. */
+/* avx512/table.c - the AVX-512 level: overrides the entries its header lists. */
 #include "avx512.h"
 
-void vt_kernels_fill_avx512(vt_kernels *t) {
-#define VT_KERNEL(name, ret, params) VT_LEVEL_SET(avx512, name)
-#include "../entries.def"
-#undef VT_KERNEL
-}
+void vt_kernels_fill_avx512(vt_kernels *t) { VT_AVX512_ENTRIES(VT_LEVEL_SET) }

@@ -242,5 +242,6 @@ void vt_avx512bf16_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, c
                              int ldc, float *work, const vt_region next[2]) {
     if (vt512_gemm_no_product(M, N, K, alpha, beta, bias, C, ldc)) return;
     const bf16_blocking bl = blocking();
-    gemm_bf16_blocked(&bl, pack_a, micro, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, next);
+    gemm_bf16_blocked(&bl, pack_a, vt_avx512bf16_pack_b, micro, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta,
+                      bias, C, ldc, work, next);
 }

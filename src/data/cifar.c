@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 
 #include "data/dataset.h"
+#include "data/formats.h"
 
 #define CIFAR_SIDE 32
 #define CIFAR_PIXELS (3 * CIFAR_SIDE * CIFAR_SIDE)
@@ -59,8 +60,8 @@ static void cifar_close(vt_dataset *ds) {
     free(ds);
 }
 
-static const vt_dataset_ops cifar10_ops = {"cifar10", cifar_read, cifar_close, NULL};
-static const vt_dataset_ops cifar100_ops = {"cifar100", cifar_read, cifar_close, NULL};
+static const vt_dataset_ops cifar10_ops = {.kind = "cifar10", .read = cifar_read, .close = cifar_close};
+static const vt_dataset_ops cifar100_ops = {.kind = "cifar100", .read = cifar_read, .close = cifar_close};
 
 static int is_file(const char *path) {
     struct stat st;

@@ -2,8 +2,8 @@
  * registry of formats), what it receives (vt_data_spec) and the small vtable loader.c
  * reads samples through.
  *
- * A format (data.kind) is one descriptor, defined in the format's own file, listed below
- * and in loader.c's table: whether its samples share one native size, whether it reads
+ * A format (data.kind) is one descriptor, defined in the format's own file and listed in
+ * the registry, formats.h: whether its samples share one native size, whether it reads
  * data.root, the classes it defines, its rules (checked once by resolve.c) and how to
  * open a split. A format knows nothing about ordering, batching, resizing, normalisation,
  * augmentation or threads: loader.c owns those for every format.
@@ -20,9 +20,7 @@
  *
  * Formats: idx.c (MNIST-style IDX files), synthetic.c (generated on the fly), cifar.c
  * (CIFAR-10/100 binary versions), imagefolder.c (root/<split>/<class>/<image>, decoded
- * per sample through image.h). Adding one: its enum value and name in config.h's
- * VT_DATA_KINDS, its file with its descriptor, the extern below and its row in loader.c's
- * table, its tests, and a layout in data/README.md.
+ * per sample through image.h). Adding one: formats.h.
  *
  * Native size: idx, synthetic and CIFAR samples all have the dataset's height x width;
  * imagefolder samples have their own size and 1 or 3 channels (height = width = 0,
@@ -87,6 +85,11 @@ typedef struct {
     void (*close)(vt_dataset *ds);
     /* Distinct bad files skipped so far (data.on_error = skip); NULL: never skips. */
     int64_t (*skipped)(const vt_dataset *ds);
+    /* The file of sample index (into buf of len bytes; returns buf); NULL: samples are
+     * not files of their own. */
+    const char *(*sample_path)(const vt_dataset *ds, int64_t index, char *buf, size_t len);
+    /* The name of class k (0 <= k < num_classes); NULL: classes have no names. */
+    const char *(*class_name)(const vt_dataset *ds, int k);
 } vt_dataset_ops;
 
 struct vt_dataset {
@@ -126,27 +129,20 @@ typedef struct {
     const char *classes_doc, *rules_doc;
 } vt_dataset_kind;
 
-extern const vt_dataset_kind vt_dataset_idx;          /* idx.c */
-extern const vt_dataset_kind vt_dataset_synthetic;    /* synthetic.c */
-extern const vt_dataset_kind vt_dataset_imagefolder;  /* imagefolder.c */
-extern const vt_dataset_kind vt_dataset_cifar10;      /* cifar.c */
-extern const vt_dataset_kind vt_dataset_cifar100;     /* cifar.c */
-
-/* The descriptor of format k (0 <= k < VT_DATA_KIND_COUNT, asserted; loader.c's table). */
-const vt_dataset_kind *vt_dataset_kind_of(vt_data_kind k);
-
 /* Distinct files skipped so far under data.on_error = skip: thread-safe, monotonic;
  * always 0 for kinds that validate everything at open (idx, synthetic, CIFAR). */
 int64_t vt_dataset_skipped(const vt_dataset *ds);
 
-/* Name of class k (0 <= k < num_classes) of an imagefolder dataset; NULL for other kinds. */
-const char *vt_imagefolder_class_name(const vt_dataset *ds, int k);
+/* Path of sample index (into buf of len bytes; returns buf), or NULL for a format whose
+ * samples are not files of their own (all but imagefolder). */
+const char *vt_dataset_sample_path(const vt_dataset *ds, int64_t index, char *buf, size_t len);
+/* Name of class k (0 <= k < num_classes), or NULL for a format without class names (all
+ * but imagefolder). */
+const char *vt_dataset_class_name(const vt_dataset *ds, int k);
+
 /* Files of an imagefolder split that were not indexed: names without a .jpg, .jpeg or
  * .png extension (any case), hidden names, and files outside class folders. */
 int64_t vt_imagefolder_ignored(const vt_dataset *ds);
-/* Path of sample index of an imagefolder dataset (into buf of len bytes; returns buf);
- * NULL for other kinds. */
-const char *vt_imagefolder_path(const vt_dataset *ds, int64_t index, char *buf, size_t len);
 
 /* The synthetic class pattern k, channel ch: p x p floats, zero mean and unit standard
  * deviation (exposed for tests and for documentation of the generator). */

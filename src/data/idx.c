@@ -240,7 +240,7 @@ static void idx_close(vt_dataset *ds) {
     free(ds);
 }
 
-static const vt_dataset_ops idx_ops = {"idx", idx_read, idx_close, NULL};
+static const vt_dataset_ops idx_ops = {.kind = "idx", .read = idx_read, .close = idx_close};
 
 static vt_status idx_open(vt_dataset **out, const vt_data_spec *spec, vt_split split) {
     *out = NULL;

@@ -148,11 +148,12 @@ static void if_close(vt_dataset *ds) {
 static vt_status if_read(const vt_dataset *ds, int64_t index, vt_sample *s, int *label);
 
 static int64_t if_skipped(const vt_dataset *ds);
-static const vt_dataset_ops if_ops = {"imagefolder", if_read, if_close, if_skipped};
+static const char *if_path(const vt_dataset *ds, int64_t index, char *buf, size_t len);
+static const char *if_class_name(const vt_dataset *ds, int k);
+static const vt_dataset_ops if_ops = {.kind = "imagefolder", .read = if_read, .close = if_close, .skipped = if_skipped,
+                                      .sample_path = if_path, .class_name = if_class_name};
 
-const char *vt_imagefolder_path(const vt_dataset *ds, int64_t index, char *buf, size_t len) {
-    if (ds->ops != &if_ops) return NULL;
-    VT_ASSERT(index >= 0 && index < ds->size, "imagefolder path of %lld", (long long)index);
+static const char *if_path(const vt_dataset *ds, int64_t index, char *buf, size_t len) {
     const if_impl *im = ds->impl;
     snprintf(buf, len, "%s/%s", im->dir, im->pool + im->off[index]);
     return buf;
@@ -166,7 +167,7 @@ static vt_status if_read(const vt_dataset *ds, int64_t index, vt_sample *s, int 
     for (int64_t k = 0; k < n; k++) {
         int64_t i = (index + k) % n;
         if (atomic_load_explicit(&im->bad[i], memory_order_relaxed)) continue;
-        vt_imagefolder_path(ds, i, path, sizeof path);
+        if_path(ds, i, path, sizeof path);
         st = vt_image_load(path, im->max_pixels, &s->pixels, &s->cap, &s->h, &s->w, &s->c);
         if (st == VT_OK) {
             *label = im->label[i];
@@ -188,9 +189,7 @@ static vt_status if_read(const vt_dataset *ds, int64_t index, vt_sample *s, int 
                    "nothing to replace them with)", im->dir, (long long)n);
 }
 
-const char *vt_imagefolder_class_name(const vt_dataset *ds, int k) {
-    if (ds->ops != &if_ops) return NULL;
-    VT_ASSERT(k >= 0 && k < ds->num_classes, "imagefolder class %d", k);
+static const char *if_class_name(const vt_dataset *ds, int k) {
     return ((const if_impl *)ds->impl)->classes[k];
 }
 

@@ -1,13 +1,11 @@
 /* loader.c - the shared batching pipeline over every dataset kind (loader.h contract).
  *
- * Owns: the table of dataset formats (dataset.h's descriptors) and opening the one of a
- * spec's data.kind, the sample order (train: a permutation per epoch keyed by
- * vt_rng_derive(train.seed, epoch, VT_LOADER_TAG_PERM): Fisher-Yates into an array for
- * splits of up to VT_LOADER_MAX_STORED_ORDER samples, as vitrain has always ordered them;
+ * Owns: opening the format of a spec's data.kind (formats.h), the sample order (train: a
+ * permutation per epoch keyed by vt_rng_derive(train.seed, epoch, VT_LOADER_TAG_PERM):
+ * Fisher-Yates into an array for splits of up to VT_LOADER_MAX_STORED_ORDER samples;
  * beyond that vt_rng_permute, computed per position, so the order of a split of 10^9
  * synthetic samples costs no memory; eval: dataset order), the rank/world shard of that
- * order, batching (train drops the last
- * partial batch, eval keeps it), the per-sample transform pipeline, batch mixup/cutmix,
+ * order, batching (train drops the last partial batch, eval keeps it), the per-sample transform pipeline, batch mixup/cutmix,
  * and the worker threads that prefetch batches.
  * Shards (data parallelism): rank r of R reads positions r, r + R, ... of the order, so
  * with batches of batch_size / R per rank, batch b of the ranks together is batch b of
@@ -74,6 +72,7 @@
 
 #include "data/augment.h"
 #include "data/dataset.h"
+#include "data/formats.h"
 #include "data/loader.h"
 #include "data/transform.h"
 #include "rng.h"
@@ -158,22 +157,6 @@ struct vt_loader {
     int64_t sched_batch;
     int paused, quit, in_flight;
 };
-
-/* The formats of data.kind: one row per vt_data_kind (dataset.h). */
-static const vt_dataset_kind *const kind_table[VT_DATA_KIND_COUNT] = {
-    [VT_DATA_IDX] = &vt_dataset_idx,
-    [VT_DATA_SYNTHETIC] = &vt_dataset_synthetic,
-    [VT_DATA_IMAGEFOLDER] = &vt_dataset_imagefolder,
-    [VT_DATA_CIFAR10] = &vt_dataset_cifar10,
-    [VT_DATA_CIFAR100] = &vt_dataset_cifar100,
-};
-
-const vt_dataset_kind *vt_dataset_kind_of(vt_data_kind k) {
-    VT_ASSERT((int)k >= 0 && (int)k < VT_DATA_KIND_COUNT, "data.kind %d out of range", (int)k);
-    const vt_dataset_kind *e = kind_table[k];
-    VT_ASSERT(e != NULL && e->kind == k, "data.kind %s has no row in loader.c", vt_data_kind_name(k));
-    return e;
-}
 
 static void build_order(vt_loader *L, int epoch) {
     if (L->split != VT_SPLIT_TRAIN || L->order_epoch == epoch) return;
@@ -555,10 +538,10 @@ static int64_t index_at(const vt_loader *L, int64_t p) { return order_at(L, p * 
 
 const char *vt_loader_sample_path(const vt_loader *L, int64_t p, char *buf, size_t len) {
     VT_ASSERT(L->split == VT_SPLIT_VAL && p >= 0 && p < L->ds->size, "sample path %lld", (long long)p);
-    return vt_imagefolder_path(L->ds, p, buf, len); /* the eval split's order is dataset order */
+    return vt_dataset_sample_path(L->ds, p, buf, len); /* the eval split's order is dataset order */
 }
 
-const char *vt_loader_class_name(const vt_loader *L, int k) { return vt_imagefolder_class_name(L->ds, k); }
+const char *vt_loader_class_name(const vt_loader *L, int k) { return vt_dataset_class_name(L->ds, k); }
 
 /* Dataset index of the mixup partner of this shard's sample i of train batch b (global
  * batch position g = i world + rank pairs with B - 1 - g). */

@@ -2,13 +2,14 @@
  * b's shape, after dropping its leading 1s, must equal a's trailing dims (b (1, N, D)
  * or (D) against a (B, N, D); equal shapes are the no-broadcast case). a is viewed as
  * (outer, inner) with inner = b->size.
- * Backward: da += dy;  db += sum over outer of dy (vt_ops_colsum_acc, deterministic;
+ * Backward: da += dy;  db += sum over outer of dy (vt_par_colsum_acc, deterministic;
  * equal shapes: db += dy, elementwise like da, with no partial sums in the arena). A
  * fresh da (or equal-shape db) is written, da = dy, instead (tape.h). */
 #include <string.h>
 
 #include "kernels.h"
 #include "ops.h"
+#include "par.h"
 #include "status.h"
 
 #define ADD_CHUNK 16384 /* elements per parallel work item */
@@ -40,7 +41,7 @@ static void add_bwd(void *p) {
     if (c->da) rows_add(c->dy, NULL, c->da, vt_tape_grad_fresh(c->a), c->outer, c->inner);
     if (c->db && c->outer == 1) /* equal shapes */
         rows_add(c->dy, NULL, c->db, vt_tape_grad_fresh(c->b), 1, c->inner);
-    else if (c->db) vt_ops_colsum_acc(c->arena, c->dy, NULL, c->outer, c->inner, c->db);
+    else if (c->db) vt_par_colsum_acc(c->arena, c->dy, NULL, c->outer, c->inner, c->db);
 }
 
 vt_tensor *vt_op_add(vt_tape *t, vt_tensor *a, vt_tensor *b) {

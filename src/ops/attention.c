@@ -24,8 +24,7 @@
  * sizing, the same softmax_rows call, the same rng streams), so the recomputed P and mask
  * are bitwise those of the forward and both modes give bitwise the same results. Cost:
  * per row block one more R x N x hd product and softmax (and, with dropout, the mask's
- * draws again), 7 products instead of 6; the softmax's exp makes it about +20% of the
- * op's time (bench_train, AVX2). Without gradients nothing N x N is kept either way.
+ * draws again), 7 products instead of 6, and the softmax's exp again. Without gradients nothing N x N is kept either way.
  * Scratch per thread: forward one R x N block (P, then Pd; a kept P is copied out of it
  * with cache-bypassing stores) and, with dropout when not keeping, an R x N byte mask;
  * backward two R x N float blocks (P, and dP which first holds Pd) and, with dropout, an
@@ -53,6 +52,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "par.h"
 #include "status.h"
 
 /* Cache budget for one thread's R x N score block: half of a 1 MB L2 (every row block

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "par.h"
 #include "status.h"
 
 typedef struct {
@@ -18,7 +19,7 @@ static void cat_cls_bwd(void *p) {
     int B = c->B, Np = c->Np, D = c->D;
     size_t row = (size_t)(Np + 1) * D, xs = (size_t)Np * D;
     if (c->dx) {
-        #pragma omp parallel for schedule(static) if ((int64_t)B * Np * D > 16384)
+        #pragma omp parallel for schedule(static) if ((int64_t)B * Np * D > VT_PAR_MIN)
         for (int b = 0; b < B; b++) {
             const float *g = c->dy + b * row + D;
             float *d = c->dx + b * xs;

@@ -4,25 +4,26 @@
  * result does not depend on the ISA). */
 #include "kernels.h"
 #include "ops.h"
+#include "par.h"
 #include "status.h"
 
-int vt_ops_nchunks(int64_t rows) {
-    return rows < VT_OPS_MAX_CHUNKS ? (int)(rows > 0 ? rows : 1) : VT_OPS_MAX_CHUNKS;
+int vt_par_nchunks(int64_t rows) {
+    return rows < VT_PAR_MAX_CHUNKS ? (int)(rows > 0 ? rows : 1) : VT_PAR_MAX_CHUNKS;
 }
 
-int64_t vt_ops_chunk_begin(int64_t rows, int nchunks, int c) {
+int64_t vt_par_chunk_begin(int64_t rows, int nchunks, int c) {
     return rows * c / nchunks;
 }
 
-void vt_ops_colsum_acc(vt_arena *arena, const float *x, const float *y,
+void vt_par_colsum_acc(vt_arena *arena, const float *x, const float *y,
                        int64_t rows, int64_t cols, float *out) {
     if (rows <= 0 || cols <= 0) return;
-    int nc = vt_ops_nchunks(rows);
+    int nc = vt_par_nchunks(rows);
     float *part = vt_arena_calloc(arena, (size_t)nc * (size_t)cols * sizeof(float));
-    #pragma omp parallel for schedule(static) if (rows * cols > 16384)
+    #pragma omp parallel for schedule(static) if (rows * cols > VT_PAR_MIN)
     for (int c = 0; c < nc; c++) {
         float *p = part + (size_t)c * cols;
-        int64_t r0 = vt_ops_chunk_begin(rows, nc, c), r1 = vt_ops_chunk_begin(rows, nc, c + 1);
+        int64_t r0 = vt_par_chunk_begin(rows, nc, c), r1 = vt_par_chunk_begin(rows, nc, c + 1);
         for (int64_t r = r0; r < r1; r++) {
             const float *xr = x + r * cols;
             if (y) {
@@ -33,7 +34,7 @@ void vt_ops_colsum_acc(vt_arena *arena, const float *x, const float *y,
             }
         }
     }
-    #pragma omp parallel for schedule(static) if (nc * cols > 16384)
+    #pragma omp parallel for schedule(static) if (nc * cols > VT_PAR_MIN)
     for (int64_t j = 0; j < cols; j++) {
         float s = 0.0f;
         for (int c = 0; c < nc; c++) s += part[(size_t)c * cols + j];

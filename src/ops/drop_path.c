@@ -6,6 +6,7 @@
  * of the thread count and of the number of data-parallel ranks). The per-sample
  * factors (0 or 1/(1 - p)) are kept for backward: dx[b] += dy[b] * factor[b]. */
 #include "ops.h"
+#include "par.h"
 #include "status.h"
 
 typedef struct {
@@ -16,7 +17,7 @@ typedef struct {
 
 static void drop_path_bwd(void *p) {
     drop_path_ctx *c = p;
-    #pragma omp parallel for schedule(static) if (c->B * c->per > 16384)
+    #pragma omp parallel for schedule(static) if (c->B * c->per > VT_PAR_MIN)
     for (int64_t b = 0; b < c->B; b++) {
         float f = c->factor[b];
         if (f == 0.0f) continue;
@@ -41,7 +42,7 @@ vt_tensor *vt_op_drop_path(vt_tape *t, vt_tensor *x, float p) {
     }
     const float *xd = x->data;
     float *yd = y->data;
-    #pragma omp parallel for schedule(static) if (x->size > 16384)
+    #pragma omp parallel for schedule(static) if (x->size > VT_PAR_MIN)
     for (int64_t b = 0; b < B; b++)
         for (int64_t i = b * per; i < (b + 1) * per; i++) yd[i] = xd[i] * factor[b];
     if (g) {

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "ops.h"
+#include "par.h"
 #include "status.h"
 
 typedef struct {
@@ -22,7 +23,7 @@ typedef struct {
 
 static void dropout_bwd(void *p) {
     dropout_ctx *c = p;
-    #pragma omp parallel for schedule(static) if (c->n > 16384)
+    #pragma omp parallel for schedule(static) if (c->n > VT_PAR_MIN)
     for (int64_t i = 0; i < c->n; i++)
         if (c->mask[i]) c->dx[i] += c->dy[i] * c->inv_keep;
 }
@@ -41,7 +42,7 @@ vt_tensor *vt_op_dropout(vt_tape *t, vt_tensor *x, float p) {
     if (per < 1) per = 1;
     const float *xd = x->data;
     float *yd = y->data;
-    #pragma omp parallel for schedule(static) if (x->size > 16384)
+    #pragma omp parallel for schedule(static) if (x->size > VT_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
         vt_rng rng;
         uint64_t key = vt_tape_sample_key(t, r / per) * (uint64_t)per + (uint64_t)(r % per);

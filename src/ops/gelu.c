@@ -1,11 +1,12 @@
 /* gelu.c - vt_op_gelu: exact-erf GELU, elementwise (torch GELU(approximate='none')),
- * and vt_ops_gelu, its chunked parallel loop (shared with vt_op_gelu_linear).
+ * and vt_par_gelu_fwd / _bwd, its chunked parallel loops (shared with vt_op_gelu_linear).
  * Forward vt_k.gelu_fwd, backward vt_k.gelu_bwd (dx += dy (Phi(x) + x phi(x))), both
- * over fixed contiguous chunks in parallel; vt_ops_gelu_bwd_fwd runs vt_k.gelu_bwd_fwd
+ * over fixed contiguous chunks in parallel; vt_par_gelu_bwd_fwd runs vt_k.gelu_bwd_fwd
  * (both in one pass) the same way. The SIMD erf error bound is stated in
  * tests/test_kernels.c. */
 #include "kernels.h"
 #include "ops.h"
+#include "par.h"
 #include "status.h"
 
 /* Elements per parallel work item (16 KiB): inputs up to one chunk stay on one thread. */
@@ -35,23 +36,25 @@ static void gelu_chunks(gelu_pass pass, const float *x, const float *dy, float *
     }
 }
 
-void vt_ops_gelu(const float *x, const float *dy, float *out, int64_t n) {
-    gelu_chunks(dy ? GELU_BWD : GELU_FWD, x, dy, NULL, out, n, 1);
+void vt_par_gelu_fwd(const float *x, float *y, int64_t n) { gelu_chunks(GELU_FWD, x, NULL, NULL, y, n, 1); }
+
+void vt_par_gelu_bwd(const float *x, const float *dy, float *dx, int64_t n) {
+    gelu_chunks(GELU_BWD, x, dy, NULL, dx, n, 1);
 }
 
-void vt_ops_gelu_bwd_fwd(const float *x, float *g, float *dx, int64_t n, int add) {
+void vt_par_gelu_bwd_fwd(const float *x, float *g, float *dx, int64_t n, int add) {
     gelu_chunks(GELU_BWD_FWD, x, NULL, g, dx, n, add);
 }
 
 static void gelu_bwd(void *p) {
     gelu_ctx *c = p;
-    vt_ops_gelu(c->x, c->dy, c->dx, c->n);
+    vt_par_gelu_bwd(c->x, c->dy, c->dx, c->n);
 }
 
 vt_tensor *vt_op_gelu(vt_tape *t, vt_tensor *x) {
     int g = vt_tape_wants_grad(t, x, NULL, NULL);
     vt_tensor *y = vt_tape_new(t, g, x->ndim, x->shape);
-    vt_ops_gelu(x->data, NULL, y->data, x->size);
+    vt_par_gelu_fwd(x->data, y->data, x->size);
     if (g) {
         gelu_ctx *c = vt_tape_ctx(t, sizeof *c);
         *c = (gelu_ctx){x->data, y->grad, x->grad, x->size};

@@ -1,12 +1,12 @@
 /* gelu_linear.c - vt_op_gelu_linear: y = gelu(u) W^T + b, the MLP's GELU fused into the
  * following nn.Linear so that gelu(u) is never an activation. Owns the record and the
- * order of the backward; the arithmetic is vt_op_gelu's (vt_ops_gelu) and vt_op_linear's
- * (vt_ops_linear_*), so values are bitwise those of the unfused pair.
+ * order of the backward; the arithmetic is vt_op_gelu's (vt_par_gelu_*) and vt_op_linear's
+ * (vt_par_linear_*), so values are bitwise those of the unfused pair.
  * u (..., Din) viewed as M = size / Din rows; w (Dout, Din); b (Dout) or NULL; y (..., Dout).
  * Forward: g = gelu(u) into the tape scratch (M Din floats), y = g W^T + b.
  * Backward, with one scratch buffer s of M Din floats and no arena memory beyond the
  * colsum partials: s = dg = dy W; then one pass du += gelu'(u) dg, s = gelu(u) (the
- * recompute shares the erf with the derivative: vt_ops_gelu_bwd_fwd); then dW += dy^T s,
+ * recompute shares the erf with the derivative: vt_par_gelu_bwd_fwd); then dW += dy^T s,
  * db += column sums of dy. Without du: s = gelu(u), dW, db; without dW: s = dg,
  * du += gelu'(u) dg. With dW and a fresh u gradient (tape.h) du is written, not added
  * to. dg with beta 0 has the floats of the unfused dx += dy W into the zeroed gelu
@@ -14,11 +14,12 @@
  * the same bits unless du held -0, which a zeroed grad that only accumulates never does.
  * Kept for backward: u (the caller's), w, dy; nothing of M Din floats. */
 #include "ops.h"
+#include "par.h"
 
 typedef struct {
     vt_tape *t;
     const float *u, *dy;
-    vt_ops_weight w;
+    vt_linear_weight w;
     float *du, *dw, *db;
     const vt_tensor *ut; /* for vt_tape_grad_fresh */
     int M, Din, Dout;
@@ -29,27 +30,27 @@ static void gelu_linear_bwd(void *p) {
     int64_t n = (int64_t)c->M * c->Din;
     float *s = c->du || c->dw ? vt_tape_scratch(c->t, (size_t)n) : NULL;
     if (c->du) {
-        vt_ops_linear_bwd(c->t->arena, NULL, c->w, c->dy, s, 0.0f, NULL, NULL, c->M, c->Din, c->Dout);
-        if (c->dw) vt_ops_gelu_bwd_fwd(c->u, s, c->du, n, !vt_tape_grad_fresh(c->ut));
-        else vt_ops_gelu(c->u, s, c->du, n);
+        vt_par_linear_bwd(c->t->arena, NULL, c->w, c->dy, s, 0.0f, NULL, NULL, c->M, c->Din, c->Dout);
+        if (c->dw) vt_par_gelu_bwd_fwd(c->u, s, c->du, n, !vt_tape_grad_fresh(c->ut));
+        else vt_par_gelu_bwd(c->u, s, c->du, n);
     } else if (c->dw) {
-        vt_ops_gelu(c->u, NULL, s, n);
+        vt_par_gelu_fwd(c->u, s, n);
     }
-    vt_ops_linear_bwd(c->t->arena, s, c->w, c->dy, NULL, 0.0f, c->dw, c->db, c->M, c->Din, c->Dout);
+    vt_par_linear_bwd(c->t->arena, s, c->w, c->dy, NULL, 0.0f, c->dw, c->db, c->M, c->Din, c->Dout);
 }
 
 vt_tensor *vt_op_gelu_linear(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *b) {
     int64_t shape[VT_MAX_DIMS];
-    int M = vt_ops_linear_shape("gelu_linear", u, w, b, shape);
+    int M = vt_par_linear_shape("gelu_linear", u, w, b, shape);
     int Dout = (int)w->shape[0], Din = (int)w->shape[1];
     int grad = vt_tape_wants_grad(t, u, w, b);
     vt_tensor *y = vt_tape_new(t, grad, u->ndim, shape);
     float *g = vt_tape_scratch(t, (size_t)u->size);
-    vt_ops_gelu(u->data, NULL, g, u->size);
-    vt_ops_linear_fwd(g, vt_ops_weight_of(t, w), b ? b->data : NULL, y->data, M, Din, Dout);
+    vt_par_gelu_fwd(u->data, g, u->size);
+    vt_par_linear_fwd(g, vt_linear_weight_of(t, w), b ? b->data : NULL, y->data, M, Din, Dout);
     if (grad) {
         gelu_linear_ctx *c = vt_tape_ctx(t, sizeof *c);
-        *c = (gelu_linear_ctx){t, u->data, y->grad, vt_ops_weight_of(t, w), u->grad, w->grad, b ? b->grad : NULL, u,
+        *c = (gelu_linear_ctx){t, u->data, y->grad, vt_linear_weight_of(t, w), u->grad, w->grad, b ? b->grad : NULL, u,
                                M, Din, Dout};
         if (u->grad && w->grad) vt_tape_can_overwrite(u); /* the bwd_fwd pass writes du whole */
         vt_tape_record(t, "gelu_linear", gelu_linear_bwd, c);

@@ -27,6 +27,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "par.h"
 #include "status.h"
 
 #define VT_GEMM_PAR_FLOPS 65536.0

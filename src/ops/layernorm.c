@@ -1,5 +1,5 @@
 /* layernorm.c - vt_op_layernorm over the last dim: x (..., D), g (D), b (D) -> y, and its
- * arithmetic on raw rows (vt_ops_layernorm_*, shared with vt_op_layernorm_linear).
+ * arithmetic on raw rows (vt_par_layernorm_*, shared with vt_op_layernorm_linear).
  * y = (x - mean) rstd g + b with the biased variance, rstd = 1/sqrt(var + eps)
  * (vt_k.layernorm_fwd over fixed row chunks in parallel; mean/rstd per row are kept in
  * the arena for backward). Backward (vt_k.layernorm_bwd) runs over the same chunks:
@@ -7,6 +7,7 @@
  * (deterministic for any thread count). */
 #include "kernels.h"
 #include "ops.h"
+#include "par.h"
 #include "status.h"
 
 typedef struct {
@@ -17,26 +18,26 @@ typedef struct {
     int D;
 } ln_ctx;
 
-void vt_ops_layernorm_fwd(const float *x, const float *g, const float *b, float *y, float *mean, float *rstd,
+void vt_par_layernorm_fwd(const float *x, const float *g, const float *b, float *y, float *mean, float *rstd,
                           int64_t rows, int D, float eps) {
-    int nc = vt_ops_nchunks(rows);
-    #pragma omp parallel for schedule(static) if (rows * D > 16384)
+    int nc = vt_par_nchunks(rows);
+    #pragma omp parallel for schedule(static) if (rows * D > VT_PAR_MIN)
     for (int k = 0; k < nc; k++) {
-        int64_t r0 = vt_ops_chunk_begin(rows, nc, k), r1 = vt_ops_chunk_begin(rows, nc, k + 1);
+        int64_t r0 = vt_par_chunk_begin(rows, nc, k), r1 = vt_par_chunk_begin(rows, nc, k + 1);
         vt_k.layernorm_fwd(x + r0 * D, g, b, y + r0 * D, mean + r0, rstd + r0, (int)(r1 - r0), D, eps);
     }
 }
 
-void vt_ops_layernorm_bwd(vt_arena *arena, const float *x, const float *g, const float *mean,
+void vt_par_layernorm_bwd(vt_arena *arena, const float *x, const float *g, const float *mean,
                           const float *rstd, const float *dy, float *dx, float *dg, float *db,
                           int64_t rows, int D) {
-    int nc = vt_ops_nchunks(rows);
+    int nc = vt_par_nchunks(rows);
     float *dxs = dx ? dx : vt_arena_calloc(arena, (size_t)rows * D * sizeof(float));
     float *pg = dg ? vt_arena_calloc(arena, (size_t)nc * D * sizeof(float)) : NULL;
     float *pb = db ? vt_arena_calloc(arena, (size_t)nc * D * sizeof(float)) : NULL;
-    #pragma omp parallel for schedule(static) if (rows * D > 16384)
+    #pragma omp parallel for schedule(static) if (rows * D > VT_PAR_MIN)
     for (int k = 0; k < nc; k++) {
-        int64_t r0 = vt_ops_chunk_begin(rows, nc, k), r1 = vt_ops_chunk_begin(rows, nc, k + 1);
+        int64_t r0 = vt_par_chunk_begin(rows, nc, k), r1 = vt_par_chunk_begin(rows, nc, k + 1);
         vt_k.layernorm_bwd(dy + r0 * D, x + r0 * D, g, mean + r0, rstd + r0, dxs + r0 * D,
                            pg ? pg + (size_t)k * D : NULL, pb ? pb + (size_t)k * D : NULL, (int)(r1 - r0), D);
     }
@@ -53,7 +54,7 @@ void vt_ops_layernorm_bwd(vt_arena *arena, const float *x, const float *g, const
 
 static void layernorm_bwd(void *p) {
     ln_ctx *c = p;
-    vt_ops_layernorm_bwd(c->arena, c->x, c->g, c->mean, c->rstd, c->dy, c->dx, c->dg, c->db, c->rows, c->D);
+    vt_par_layernorm_bwd(c->arena, c->x, c->g, c->mean, c->rstd, c->dy, c->dx, c->dg, c->db, c->rows, c->D);
 }
 
 vt_tensor *vt_op_layernorm(vt_tape *t, vt_tensor *x, vt_tensor *g, vt_tensor *b, float eps) {
@@ -65,7 +66,7 @@ vt_tensor *vt_op_layernorm(vt_tape *t, vt_tensor *x, vt_tensor *g, vt_tensor *b,
     vt_tensor *y = vt_tape_new(t, gr, x->ndim, x->shape);
     float *mean = vt_arena_alloc(t->arena, (size_t)rows * sizeof(float));
     float *rstd = vt_arena_alloc(t->arena, (size_t)rows * sizeof(float));
-    vt_ops_layernorm_fwd(x->data, g->data, b->data, y->data, mean, rstd, rows, D, eps);
+    vt_par_layernorm_fwd(x->data, g->data, b->data, y->data, mean, rstd, rows, D, eps);
     if (gr) {
         ln_ctx *c = vt_tape_ctx(t, sizeof *c);
         *c = (ln_ctx){t->arena, x->data, g->data, mean, rstd, y->grad, x->grad, g->grad, b->grad, rows, D};

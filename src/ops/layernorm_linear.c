@@ -1,8 +1,8 @@
 /* layernorm_linear.c - vt_op_layernorm_linear: y = LayerNorm(x; g, beta, eps) W^T + b, a
  * block's pre-norm fused into the projection that follows it (norm1 -> qkv, norm2 -> fc1)
  * so that h = LayerNorm(x) is never an activation. Owns the record and the order of the
- * backward; the arithmetic is vt_op_layernorm's (vt_ops_layernorm_*) and vt_op_linear's
- * (vt_ops_linear_*), so values are bitwise those of the unfused pair.
+ * backward; the arithmetic is vt_op_layernorm's (vt_par_layernorm_*) and vt_op_linear's
+ * (vt_par_linear_*), so values are bitwise those of the unfused pair.
  * x (..., D) viewed as M = size / D rows; g, beta (D); w (Dout, D); b (Dout) or NULL;
  * y (..., Dout).
  * Forward: mean, rstd per row into the arena (kept), h into the tape scratch (M D floats),
@@ -19,12 +19,13 @@
  * Kept for backward: x (the caller's, the residual stream in the model), g, beta, w, dy,
  * mean and rstd (M floats each); nothing of M D floats. */
 #include "ops.h"
+#include "par.h"
 #include "status.h"
 
 typedef struct {
     vt_tape *t;
     const float *x, *g, *beta, *dy;
-    vt_ops_weight w;
+    vt_linear_weight w;
     float *mean, *rstd;
     float *dx, *dg, *dbeta, *dw, *db;
     int M, D, Dout;
@@ -35,16 +36,16 @@ static void layernorm_linear_bwd(void *p) {
     layernorm_linear_ctx *c = p;
     int want_dh = c->dx || c->dg || c->dbeta;
     float *s = want_dh || c->dw ? vt_tape_scratch(c->t, (size_t)c->M * c->D) : NULL;
-    if (c->dw) vt_ops_layernorm_fwd(c->x, c->g, c->beta, s, c->mean, c->rstd, c->M, c->D, c->eps);
-    vt_ops_linear_bwd(c->t->arena, s, c->w, c->dy, want_dh ? s : NULL, 0.0f, c->dw, c->db, c->M, c->D, c->Dout);
+    if (c->dw) vt_par_layernorm_fwd(c->x, c->g, c->beta, s, c->mean, c->rstd, c->M, c->D, c->eps);
+    vt_par_linear_bwd(c->t->arena, s, c->w, c->dy, want_dh ? s : NULL, 0.0f, c->dw, c->db, c->M, c->D, c->Dout);
     if (want_dh)
-        vt_ops_layernorm_bwd(c->t->arena, c->x, c->g, c->mean, c->rstd, s, c->dx, c->dg, c->dbeta, c->M, c->D);
+        vt_par_layernorm_bwd(c->t->arena, c->x, c->g, c->mean, c->rstd, s, c->dx, c->dg, c->dbeta, c->M, c->D);
 }
 
 vt_tensor *vt_op_layernorm_linear(vt_tape *t, vt_tensor *x, vt_tensor *g, vt_tensor *beta, float eps,
                                   vt_tensor *w, vt_tensor *b) {
     int64_t shape[VT_MAX_DIMS];
-    int M = vt_ops_linear_shape("layernorm_linear", x, w, b, shape);
+    int M = vt_par_linear_shape("layernorm_linear", x, w, b, shape);
     int Dout = (int)w->shape[0], D = (int)w->shape[1];
     VT_ASSERT(g->size == D && beta->size == D,
               "layernorm_linear: g/beta have %lld/%lld elements, x last dim is %d",
@@ -54,11 +55,11 @@ vt_tensor *vt_op_layernorm_linear(vt_tape *t, vt_tensor *x, vt_tensor *g, vt_ten
     float *mean = vt_arena_alloc(t->arena, (size_t)M * sizeof(float));
     float *rstd = vt_arena_alloc(t->arena, (size_t)M * sizeof(float));
     float *h = vt_tape_scratch(t, (size_t)x->size);
-    vt_ops_layernorm_fwd(x->data, g->data, beta->data, h, mean, rstd, M, D, eps);
-    vt_ops_linear_fwd(h, vt_ops_weight_of(t, w), b ? b->data : NULL, y->data, M, D, Dout);
+    vt_par_layernorm_fwd(x->data, g->data, beta->data, h, mean, rstd, M, D, eps);
+    vt_par_linear_fwd(h, vt_linear_weight_of(t, w), b ? b->data : NULL, y->data, M, D, Dout);
     if (grad) {
         layernorm_linear_ctx *c = vt_tape_ctx(t, sizeof *c);
-        *c = (layernorm_linear_ctx){t, x->data, g->data, beta->data, y->grad, vt_ops_weight_of(t, w), mean, rstd,
+        *c = (layernorm_linear_ctx){t, x->data, g->data, beta->data, y->grad, vt_linear_weight_of(t, w), mean, rstd,
                                     x->grad, g->grad, beta->grad, w->grad, b ? b->grad : NULL, M, D, Dout, eps};
         vt_tape_record(t, "layernorm_linear", layernorm_linear_bwd, c);
     }

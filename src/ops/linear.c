@@ -1,24 +1,25 @@
 /* linear.c - vt_op_linear: y = x W^T + b (torch nn.Linear), forward, backward, record,
- * and its arithmetic on raw rows (vt_ops_linear_*, shared with vt_op_gelu_linear).
+ * and its arithmetic on raw rows (vt_par_linear_*, shared with vt_op_gelu_linear).
  * x (..., Din) viewed as M = size / Din rows; w (Dout, Din); b (Dout) or NULL;
  * y (..., Dout). All products through vt_gemm_prec in the tape's precision (the forward
  * with the bias fused; deterministic, no cross-thread sums); under bf16 the weight's
  * bf16 copy is read where it has one.
- * Backward: dW += dy^T x;  db += column sums of dy (vt_ops_colsum_acc);  dx += dy W
+ * Backward: dW += dy^T x;  db += column sums of dy (vt_par_colsum_acc);  dx += dy W
  * (dx = dy W when x's gradient is fresh, tape.h). */
 #include "ops.h"
+#include "par.h"
 #include "status.h"
 
 typedef struct {
     vt_arena *arena;
     const float *x, *dy;
-    vt_ops_weight w;
+    vt_linear_weight w;
     float *dx, *dw, *db;
     const vt_tensor *xt; /* for vt_tape_grad_fresh */
     int M, Din, Dout;
 } linear_ctx;
 
-int vt_ops_linear_shape(const char *op, const vt_tensor *x, const vt_tensor *w, const vt_tensor *b,
+int vt_par_linear_shape(const char *op, const vt_tensor *x, const vt_tensor *w, const vt_tensor *b,
                         int64_t *shape) {
     VT_ASSERT(w->ndim == 2, "%s: weight must be 2-D (Dout, Din), got %d-D", op, w->ndim);
     int Dout = (int)w->shape[0], Din = (int)w->shape[1];
@@ -30,34 +31,34 @@ int vt_ops_linear_shape(const char *op, const vt_tensor *x, const vt_tensor *w, 
     return (int)(x->size / Din);
 }
 
-void vt_ops_linear_fwd(const float *x, vt_ops_weight w, const float *b, float *y, int M, int Din, int Dout) {
+void vt_par_linear_fwd(const float *x, vt_linear_weight w, const float *b, float *y, int M, int Din, int Dout) {
     vt_gemm_prec(w.bf16, 0, 1, M, Dout, Din, 1.0f, x, Din, w.w, w.w16, Din, 0.0f, b, y, Dout);
 }
 
-void vt_ops_linear_bwd(vt_arena *arena, const float *x, vt_ops_weight w, const float *dy, float *dx,
+void vt_par_linear_bwd(vt_arena *arena, const float *x, vt_linear_weight w, const float *dy, float *dx,
                        float dx_beta, float *dw, float *db, int M, int Din, int Dout) {
     if (dw) vt_gemm_prec(w.bf16, 1, 0, Dout, Din, M, 1.0f, dy, Dout, x, NULL, Din, 1.0f, NULL, dw, Din);
-    if (db) vt_ops_colsum_acc(arena, dy, NULL, M, Dout, db);
+    if (db) vt_par_colsum_acc(arena, dy, NULL, M, Dout, db);
     if (dx) vt_gemm_prec(w.bf16, 0, 0, M, Din, Dout, 1.0f, dy, Dout, w.w, w.w16, Din, dx_beta, NULL, dx, Din);
 }
 
 static void linear_bwd(void *p) {
     linear_ctx *c = p;
     float dx_beta = vt_tape_grad_fresh(c->xt) ? 0.0f : 1.0f;
-    vt_ops_linear_bwd(c->arena, c->x, c->w, c->dy, c->dx, dx_beta, c->dw, c->db, c->M, c->Din, c->Dout);
+    vt_par_linear_bwd(c->arena, c->x, c->w, c->dy, c->dx, dx_beta, c->dw, c->db, c->M, c->Din, c->Dout);
 }
 
 vt_tensor *vt_op_linear(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b) {
     int64_t shape[VT_MAX_DIMS];
-    int M = vt_ops_linear_shape("linear", x, w, b, shape);
+    int M = vt_par_linear_shape("linear", x, w, b, shape);
     int Dout = (int)w->shape[0], Din = (int)w->shape[1];
     int g = vt_tape_wants_grad(t, x, w, b);
     vt_tensor *y = vt_tape_new(t, g, x->ndim, shape);
-    vt_ops_linear_fwd(x->data, vt_ops_weight_of(t, w), b ? b->data : NULL, y->data, M, Din, Dout);
+    vt_par_linear_fwd(x->data, vt_linear_weight_of(t, w), b ? b->data : NULL, y->data, M, Din, Dout);
     if (g) {
         linear_ctx *c = vt_tape_ctx(t, sizeof *c);
         c->arena = t->arena;
-        c->x = x->data; c->w = vt_ops_weight_of(t, w); c->dy = y->grad;
+        c->x = x->data; c->w = vt_linear_weight_of(t, w); c->dy = y->grad;
         c->dx = x->grad; c->dw = w->grad; c->db = b ? b->grad : NULL;
         c->xt = x;
         if (x->grad) vt_tape_can_overwrite(x);

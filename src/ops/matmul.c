@@ -10,6 +10,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "par.h"
 #include "status.h"
 
 typedef struct {

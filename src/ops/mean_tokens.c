@@ -3,6 +3,7 @@
  * in token order, then one multiply by 1/(N - start).
  * Backward: dx[:, n] += dy / (N - start) for n in [start, N). */
 #include "ops.h"
+#include "par.h"
 #include "status.h"
 
 typedef struct {
@@ -14,7 +15,7 @@ typedef struct {
 static void mean_tokens_bwd(void *p) {
     mean_ctx *c = p;
     float inv = 1.0f / (float)(c->N - c->start);
-    #pragma omp parallel for schedule(static) if ((int64_t)c->B * c->N * c->D > 16384)
+    #pragma omp parallel for schedule(static) if ((int64_t)c->B * c->N * c->D > VT_PAR_MIN)
     for (int b = 0; b < c->B; b++) {
         const float *g = c->dy + (size_t)b * c->D;
         for (int n = c->start; n < c->N; n++) {
@@ -34,7 +35,7 @@ vt_tensor *vt_op_mean_tokens(vt_tape *t, vt_tensor *x, int start) {
     float inv = 1.0f / (float)(N - start);
     const float *xd = x->data;
     float *yd = y->data;
-    #pragma omp parallel for schedule(static) if ((int64_t)B * N * D > 16384)
+    #pragma omp parallel for schedule(static) if ((int64_t)B * N * D > VT_PAR_MIN)
     for (int b = 0; b < B; b++) {
         float *o = yd + (size_t)b * D;
         for (int j = 0; j < D; j++) o[j] = 0.0f;

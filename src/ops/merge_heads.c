@@ -6,6 +6,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "par.h"
 #include "status.h"
 
 typedef struct {
@@ -17,7 +18,7 @@ typedef struct {
 static void merge_heads_bwd(void *p) {
     merge_ctx *c = p;
     int B = c->B, H = c->H, N = c->N, hd = c->hd;
-    #pragma omp parallel for collapse(2) schedule(static) if ((int64_t)B * H * N * hd > 16384)
+    #pragma omp parallel for collapse(2) schedule(static) if ((int64_t)B * H * N * hd > VT_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
             for (int n = 0; n < N; n++) {
@@ -35,7 +36,7 @@ vt_tensor *vt_op_merge_heads(vt_tape *t, vt_tensor *x) {
     vt_tensor *y = vt_tape_new(t, g, 3, shape);
     const float *src = x->data;
     float *dst = y->data;
-    #pragma omp parallel for collapse(2) schedule(static) if (x->size > 16384)
+    #pragma omp parallel for collapse(2) schedule(static) if (x->size > VT_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int n = 0; n < N; n++)
             for (int h = 0; h < H; h++)

@@ -1,6 +1,9 @@
-/* ops.h - the differentiable ops. One file per op under src/ops/ holds its forward,
- * its backward and its tape record; tests/test_ops_grad.c checks each backward
- * against central differences.
+/* ops.h - the differentiable ops (vt_op_*). One file per op under src/ops/ holds its
+ * forward, its backward and its tape record; tests/test_ops_grad.c checks each backward
+ * against central differences. Their arithmetic on raw arrays, where ops share it, is
+ * par.h's (vt_par_*, vt_gemm*): loops that record nothing. The ops only the rotary PE
+ * kinds use (angles, cos/sin, pair rotation, per-head matrices, the fused q/k split and
+ * fold, Cayley) live beside them, in src/pe/rotary.h; test_ops_grad checks them the same.
  *
  * Every op: takes the tape (arena, training flag, grad switch), validates shapes
  * with VT_ASSERT (a shape mismatch is a bug), returns a new tensor from the arena.
@@ -17,22 +20,6 @@
 #include "rng.h"
 #include "tape.h"
 #include "tensor.h"
-
-/* Threaded GEMM (same contract as vt_k.gemm; splits C over OpenMP threads, each with
- * its own packing workspace). Not an op: no tape. For use inside ops. */
-void vt_gemm(int ta, int tb, int M, int N, int K, float alpha,
-             const float *A, int lda, const float *B, int ldb,
-             float beta, float *C, int ldc);
-/* The same with bias (N floats, NULL: none) added to every row of C last (vt_k.gemm_bias:
- * on a C split bitwise vt_gemm followed by adding bias to each row). */
-void vt_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
-                  const float *A, int lda, const float *B, int ldb,
-                  float beta, const float *bias, float *C, int ldc);
-/* vt_gemm_bias in the precision bf16 says: 0, float32 (vt_k.gemm_bias); 1, operands
- * rounded to bf16, float32 sums (vt_k.gemm_bf16, kernels.h: bf16 numerics), op(B) read
- * from B16 (its bf16 copy: the same values) when that is not NULL. */
-void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                  const float *B, const uint16_t *B16, int ldb, float beta, const float *bias, float *C, int ldc);
 
 /* y = x W^T + b. x (..., Din), w (Dout, Din) (torch nn.Linear layout), b (Dout) or NULL.
  * y (..., Dout). */
@@ -92,7 +79,7 @@ vt_tensor *vt_op_merge_heads(vt_tape *t, vt_tensor *x);
  * them out (written there directly: no merge copy). scale = 1/sqrt(hd) is the caller's.
  * keep_probs 1: with gradients the probabilities (B H N N floats, and the dropout mask)
  * are kept for backward; 0: nothing N x N is kept and the backward recomputes them,
- * bitwise the same, at about +20% of the op's time (src/ops/attention.c). */
+ * bitwise the same, for one more product and softmax per row block (src/ops/attention.c). */
 vt_tensor *vt_op_attention(vt_tape *t, vt_tensor *q, vt_tensor *k, vt_tensor *v,
                            float scale, float attn_drop, int keep_probs);
 /* The same attention on the fused projection's output read in place: qkv (B, N, 3 H hd)
@@ -171,69 +158,5 @@ vt_tensor *vt_op_cross_entropy(vt_tape *t, vt_tensor *logits, const int *labels,
                                const float *soft, float smoothing);
 
 /* ---- Shared by the op files (src/ops/common.c, gemm.c, gelu.c, layernorm.c, linear.c); not ops. ---- */
-
-/* The calling thread's GEMM packing workspace: at least `floats` floats, 64-byte
- * aligned. Thread-local, allocated on first use and grown only when a larger request
- * comes, so the step loop does not malloc after warm-up. For ops that call vt_k.gemm
- * directly inside their own OpenMP loops (attention, batched matmul). */
-float *vt_gemm_workspace(size_t floats);
-
-/* out[c] += sum_r x[r, c] (y == NULL) or sum_r x[r, c] y[r, c], x/y rows x cols.
- * The rows are cut into a fixed number of chunks (independent of the thread count),
- * each chunk summed in float into a partial from the arena, the partials added in
- * chunk order: the result is bitwise reproducible for any thread count. */
-void vt_ops_colsum_acc(vt_arena *arena, const float *x, const float *y,
-                       int64_t rows, int64_t cols, float *out);
-
-/* Row chunking used by vt_ops_colsum_acc and the layernorm backward:
- * n chunks of rows (n <= VT_OPS_MAX_CHUNKS), chunk c is [begin(c), begin(c + 1)). */
-#define VT_OPS_MAX_CHUNKS 32
-int vt_ops_nchunks(int64_t rows);
-int64_t vt_ops_chunk_begin(int64_t rows, int nchunks, int c);
-
-/* The GELU kernels over n floats in fixed chunks, in parallel (vt_op_gelu's forward and
- * backward): dy == NULL: out = gelu(x) (vt_k.gelu_fwd); else out += dy gelu'(x)
- * (vt_k.gelu_bwd). Elementwise: the result does not depend on the thread count. */
-void vt_ops_gelu(const float *x, const float *dy, float *out, int64_t n);
-/* The same loop over vt_k.gelu_bwd_fwd: dx += g gelu'(x) (add 0: dx = that), then
- * g = gelu(x) (g holds dy on entry); bitwise vt_ops_gelu(x, g, dx, n) followed by
- * vt_ops_gelu(x, NULL, g, n). */
-void vt_ops_gelu_bwd_fwd(const float *x, float *g, float *dx, int64_t n, int add);
-
-/* vt_op_layernorm's arithmetic on rows x D, over fixed row chunks in parallel (the
- * chunking of vt_ops_nchunks). _fwd: y = LayerNorm(x; g, b, eps) per row (vt_k.layernorm_fwd),
- * writing each row's mean and rstd (rows floats each); per row, so the result does not
- * depend on the thread count and a second call on the same inputs writes the same bits.
- * _bwd (vt_k.layernorm_bwd) from dy (rows x D): dx += the input gradient (dx NULL: the
- * kernel writes it into a zeroed rows x D arena buffer, unused after); dg, db += their
- * column sums (per-chunk partials from arena, added in chunk order), skipped when NULL. */
-void vt_ops_layernorm_fwd(const float *x, const float *g, const float *b, float *y, float *mean, float *rstd,
-                          int64_t rows, int D, float eps);
-void vt_ops_layernorm_bwd(vt_arena *arena, const float *x, const float *g, const float *mean,
-                          const float *rstd, const float *dy, float *dx, float *dg, float *db,
-                          int64_t rows, int D);
-
-/* A weight as a linear layer's GEMMs read it: its float32 data, the precision of the
- * step (t->bf16) and, under bf16, the weight's bf16 copy (NULL: rounded when packed). */
-typedef struct {
-    const float *w;
-    const uint16_t *w16;
-    int bf16;
-} vt_ops_weight;
-static inline vt_ops_weight vt_ops_weight_of(const vt_tape *t, const vt_tensor *w) {
-    return (vt_ops_weight){w->data, t->bf16 ? w->bf16 : NULL, t->bf16};
-}
-
-/* vt_op_linear's arithmetic on M rows, every GEMM in w's precision. _shape: asserts x
- * (..., Din), w (Dout, Din), b (Dout) or NULL (messages start with op), writes y's shape
- * (x's, last dim Dout) and returns M. _fwd: y = x W^T + b (b may be NULL). _bwd, each
- * part skipped when its output is NULL, in this order: dW += dy^T x; db += column sums
- * of dy (partials from arena); dx = dy W + dx_beta dx (1 accumulates, 0 overwrites
- * without reading dx). dx is written last, so it may alias x. */
-int vt_ops_linear_shape(const char *op, const vt_tensor *x, const vt_tensor *w, const vt_tensor *b,
-                        int64_t *shape);
-void vt_ops_linear_fwd(const float *x, vt_ops_weight w, const float *b, float *y, int M, int Din, int Dout);
-void vt_ops_linear_bwd(vt_arena *arena, const float *x, vt_ops_weight w, const float *dy, float *dx,
-                       float dx_beta, float *dw, float *db, int M, int Din, int Dout);
 
 #endif

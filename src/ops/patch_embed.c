@@ -9,12 +9,13 @@
 #include <string.h>
 
 #include "ops.h"
+#include "par.h"
 #include "status.h"
 
 typedef struct {
     vt_arena *arena;
     const float *cols, *dy;
-    vt_ops_weight w;
+    vt_linear_weight w;
     float *dimg, *dw, *db;
     int B, C, Hi, Wi, P, D;
 } pe_ctx;
@@ -23,11 +24,11 @@ static void patch_embed_bwd(void *p) {
     pe_ctx *c = p;
     int P = c->P, gw = c->Wi / P, np = (c->Hi / P) * gw, M = c->B * np, kc = c->C * P * P;
     if (c->dw) vt_gemm_prec(c->w.bf16, 1, 0, c->D, kc, M, 1.0f, c->dy, c->D, c->cols, NULL, kc, 1.0f, NULL, c->dw, kc);
-    if (c->db) vt_ops_colsum_acc(c->arena, c->dy, NULL, M, c->D, c->db);
+    if (c->db) vt_par_colsum_acc(c->arena, c->dy, NULL, M, c->D, c->db);
     if (c->dimg) {
         float *dcols = vt_arena_alloc(c->arena, (size_t)M * kc * sizeof(float));
         vt_gemm_prec(c->w.bf16, 0, 0, M, kc, c->D, 1.0f, c->dy, c->D, c->w.w, c->w.w16, kc, 0.0f, NULL, dcols, kc);
-        #pragma omp parallel for schedule(static) if ((int64_t)M * kc > 16384)
+        #pragma omp parallel for schedule(static) if ((int64_t)M * kc > VT_PAR_MIN)
         for (int r = 0; r < M; r++) {
             int bi = r / np, pi = r % np, py = pi / gw, px = pi % gw;
             const float *src = dcols + (size_t)r * kc;
@@ -56,7 +57,7 @@ vt_tensor *vt_op_patch_embed(vt_tape *t, vt_tensor *img, vt_tensor *w, vt_tensor
     vt_tensor *y = vt_tape_new(t, g, 3, shape);
     float *cols = vt_arena_alloc(t->arena, (size_t)M * kc * sizeof(float));
     const float *src = img->data;
-    #pragma omp parallel for schedule(static) if ((int64_t)M * kc > 16384)
+    #pragma omp parallel for schedule(static) if ((int64_t)M * kc > VT_PAR_MIN)
     for (int r = 0; r < M; r++) {
         int bi = r / np, pi = r % np, py = pi / gw, px = pi % gw;
         float *dst = cols + (size_t)r * kc;
@@ -66,7 +67,7 @@ vt_tensor *vt_op_patch_embed(vt_tape *t, vt_tensor *img, vt_tensor *w, vt_tensor
                        src + (((size_t)bi * C + ch) * Hi + (size_t)py * P + i) * Wi + (size_t)px * P,
                        (size_t)P * sizeof(float));
     }
-    vt_ops_weight wt = vt_ops_weight_of(t, w);
+    vt_linear_weight wt = vt_linear_weight_of(t, w);
     vt_gemm_prec(wt.bf16, 0, 1, M, D, kc, 1.0f, cols, kc, wt.w, wt.w16, kc, 0.0f, b ? b->data : NULL, y->data, D);
     if (g) {
         pe_ctx *c = vt_tape_ctx(t, sizeof *c);

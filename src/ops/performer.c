@@ -39,6 +39,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "par.h"
 #include "status.h"
 
 size_t vt_performer_work_floats(int N, int m, int hd) {

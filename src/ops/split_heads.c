@@ -8,6 +8,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "par.h"
 #include "status.h"
 
 typedef struct {
@@ -20,7 +21,7 @@ static void split_heads_bwd(void *p) {
     split_ctx *c = p;
     int B = c->B, N = c->N, H = c->H, hd = c->hd, D = H * hd;
     const float *src[3] = {c->dq, c->dk, c->dv};
-    #pragma omp parallel for collapse(2) schedule(static) if ((int64_t)B * N * D > 16384)
+    #pragma omp parallel for collapse(2) schedule(static) if ((int64_t)B * N * D > VT_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int n = 0; n < N; n++) {
             float *row = c->dqkv + ((size_t)b * N + n) * 3 * D;
@@ -45,7 +46,7 @@ void vt_op_split_heads(vt_tape *t, vt_tensor *qkv, int H,
     for (int s = 0; s < 3; s++) out[s] = vt_tape_new(t, g, 4, shape);
     const float *src = qkv->data;
     float *dst[3] = {out[0]->data, out[1]->data, out[2]->data};
-    #pragma omp parallel for collapse(2) schedule(static) if ((int64_t)B * N * D > 16384)
+    #pragma omp parallel for collapse(2) schedule(static) if ((int64_t)B * N * D > VT_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int n = 0; n < N; n++) {
             const float *row = src + ((size_t)b * N + n) * 3 * D;

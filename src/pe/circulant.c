@@ -36,6 +36,7 @@
 
 #include "kernels.h"
 #include "ops/ops.h"
+#include "ops/par.h"
 #include "kinds.h"
 #include "lie.h"
 #include "rotary.h"

@@ -8,8 +8,13 @@
  * one row per value of vt_pe_kind, so a loop over [0, VT_PE_KIND_COUNT) sees every kind
  * (tests enumerate them that way).
  *
- * Adding a kind: its enum value and name in model_spec.h's VT_PE_KINDS, its file
- * src/pe/<kind>.c defining its entry, its extern below and its row in kinds.c, its tests.
+ * Adding a kind: its line X(VT_PE_<ID>, <id>) in model_spec.h's VT_PE_KINDS (the externs
+ * below and the rows of kinds.c follow from it), its file src/pe/<id>.c defining its entry
+ * vt_pe_<id>_ops (the form of rope_axial.c; rotary.h has the blocks rotary kinds compose),
+ * and its tests: every test that loops over [0, VT_PE_KIND_COUNT) takes it up, property
+ * tests per position-encodings.md in tests/test_pe_<id>.c. Its defaults and rules reach
+ * `vitrain help-config` and configs/README.md (regenerate: help-config --markdown), and
+ * its rotary flag the scripts' lists (`vitrain kinds --rotary`), from its entry.
  */
 #ifndef VT_PE_KINDS_H
 #define VT_PE_KINDS_H
@@ -18,14 +23,14 @@
 #include "pe.h"
 #include "status.h"
 
-extern const vt_pe_kind_ops vt_pe_none_ops;           /* pe.c */
-extern const vt_pe_kind_ops vt_pe_ape_ops;            /* ape.c */
-extern const vt_pe_kind_ops vt_pe_rope_axial_ops;     /* rope_axial.c */
-extern const vt_pe_kind_ops vt_pe_rope_mixed_ops;     /* rope_mixed.c */
-extern const vt_pe_kind_ops vt_pe_cayley_ops;         /* cayley.c */
-extern const vt_pe_kind_ops vt_pe_circulant_ops;      /* circulant.c */
-extern const vt_pe_kind_ops vt_pe_liere_ops;          /* liere.c */
-extern const vt_pe_kind_ops vt_pe_liere_commute_ops;  /* liere.c */
+/* Every kind's entry, vt_pe_<id>_ops, defined in its file (none in pe.c, liere_commute
+ * beside liere in liere.c, the others in <id>.c). */
+#define VT_PE_KIND_EXTERN_(e, id) extern const vt_pe_kind_ops vt_pe_##id##_ops;
+VT_PE_KINDS(VT_PE_KIND_EXTERN_)
+#undef VT_PE_KIND_EXTERN_
+
+/* pe.kind's name ("rope_mixed"); k in [0, VT_PE_KIND_COUNT) (asserted). */
+const char *vt_pe_kind_name(vt_pe_kind k);
 
 /* The entry of kind k (0 <= k < VT_PE_KIND_COUNT, asserted). */
 const vt_pe_kind_ops *vt_pe_kind_entry(vt_pe_kind k);
@@ -33,9 +38,5 @@ const vt_pe_kind_ops *vt_pe_kind_entry(vt_pe_kind k);
 /* Build the PE of a resolved pe section (its pe.kind's entry, vt_pe_build) for the model
  * section `model`. Infallible for a resolved config: the rules were resolve's. */
 vt_pe *vt_pe_create(const vt_pe_config *pe, const vt_model_config *model);
-
-/* The rule of the absolute part any kind may carry (ape.c): pe.ape = sincos needs
- * model.width (D) divisible by 4. VT_ERR_USAGE with src and the key otherwise. */
-vt_status vt_ape_check(const vt_pe_config *pe, int D, const char *src);
 
 #endif

@@ -38,6 +38,7 @@
 #include "expm.h"
 #include "kernels.h"
 #include "ops/ops.h"
+#include "ops/par.h"
 #include "kinds.h"
 #include "lie.h"
 #include "rotary.h"

@@ -34,9 +34,9 @@
  * Kinds: every pe.kind (none and ape included) is one entry, a vt_pe_kind_ops defined in
  * its own file (none in pe.c, ape in ape.c, rotary kinds in src/pe/<kind>.c) with its
  * defaults (resolve) and rules (check), which resolve.c applies once per config, and the
- * hooks below. src/pe/kinds.h is the registry: it lists the entries and builds a PE of
- * any kind (vt_pe_create). Adding a kind: its enum value and name in model_spec.h's
- * VT_PE_KINDS, its file, one row in kinds.h / kinds.c. The model (vit.c) does not change.
+ * hooks below. src/pe/kinds.h is the registry: it lists the entries, names them and
+ * builds a PE of any kind (vt_pe_create); "Adding a kind" is there. The model (vit.c)
+ * does not change.
  *
  * Grid: rows = cols = S / P for an S x S image (images are square). The training grid is
  * pe.train_img_size (or model.img_size) / P; a learned APE at another grid is resampled
@@ -201,5 +201,8 @@ void vt_pe_sincos_table(float *out, int rows, int cols, int D);
 void vt_ape_declare(vt_pe *pe);
 void vt_ape_init(vt_pe *pe, vt_rng *rng);
 void vt_ape_prepare(vt_pe *pe, vt_tape *t);
+/* The rule of the absolute part any kind may carry (ape.c): pe.ape = sincos needs
+ * model.width (D) divisible by 4. VT_ERR_USAGE with src and the key otherwise. */
+vt_status vt_ape_check(const vt_pe_config *pe, int D, const char *src);
 
 #endif

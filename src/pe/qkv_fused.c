@@ -17,6 +17,7 @@
 
 #include "kernels.h"
 #include "ops/ops.h"
+#include "ops/par.h"
 #include "rotary.h"
 
 /* y = m^T x for one hd-vector (m row-major hd x hd), sums over j in ascending order. */
@@ -48,7 +49,7 @@ static void rsplit_bwd(void *p) {
     int64_t B = c->B, N = c->N, H = c->H, hd = c->hd, D = H * hd, npr = c->npr, Np = N - 1;
     int64_t nchunk = (B + RSPLIT_CHUNK - 1) / RSPLIT_CHUNK;
     int64_t ncs = c->G * Np * 2 * npr, ncls = c->Gc * hd * hd;
-    #pragma omp parallel for schedule(static) if (nchunk > 1 && B * N * 3 * D > 16384)
+    #pragma omp parallel for schedule(static) if (nchunk > 1 && B * N * 3 * D > VT_PAR_MIN)
     for (int64_t ch = 0; ch < nchunk; ch++) {
         float *pcs = c->pcs ? c->pcs + ch * ncs : NULL, *pcls = c->pcls ? c->pcls + ch * ncls : NULL;
         if (pcs) memset(pcs, 0, (size_t)ncs * sizeof(float));
@@ -116,7 +117,7 @@ void vt_op_rot_split_heads(vt_tape *t, vt_tensor *qkv, int H, vt_tensor *cs, vt_
     int64_t shape[4] = {B, H, N, hd};
     vt_tensor *out[3];
     for (int s = 0; s < 3; s++) out[s] = vt_tape_new(t, g, 4, shape);
-    #pragma omp parallel for schedule(static) if (B * N * 3 * D > 16384)
+    #pragma omp parallel for schedule(static) if (B * N * 3 * D > VT_PAR_MIN)
     for (int64_t row = 0; row < B * N; row++) {
         int64_t b = row / N, n = row % N;
         const float *x = qkv->data + row * 3 * D;

@@ -14,7 +14,9 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "kinds.h"
 #include "ops/ops.h"
+#include "ops/par.h"
 
 /* Loops over fewer elements than this run on one thread: an OpenMP region costs more
  * than the work (and much more when the cores are shared). Results do not depend on it. */

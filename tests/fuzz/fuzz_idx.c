@@ -8,6 +8,7 @@
  */
 #include "config.h"
 #include "data/dataset.h"
+#include "data/formats.h"
 #include "fuzz_util.h"
 #include "resolve.h"
 

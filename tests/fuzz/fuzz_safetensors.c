@@ -13,6 +13,7 @@
 #include "fuzz_util.h"
 #include "resolve.h"
 #include "vit.h"
+#include "weights.h"
 #include "vit_fixture.h"
 
 static void st_round_trip(const char *path, const vt_safetensors *st) {

@@ -1,0 +1,99 @@
+/* par.h - the parallel loops on raw arrays that the ops share (their arithmetic without
+ * the tape): the threaded GEMMs, fixed-chunk column sums, GELU, LayerNorm and linear
+ * passes. None records anything; each is deterministic for a fixed thread count, most
+ * for any (as each says). The ops (ops.h, vt_op_*) and the PE ops (src/pe/) call them.
+ */
+#ifndef VT_OPS_PAR_H
+#define VT_OPS_PAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tape.h"
+#include "tensor.h"
+
+/* Loops over fewer elements than this run on one thread (an OpenMP if clause): below it
+ * starting the team costs more than the work. */
+#define VT_PAR_MIN 16384
+
+/* Threaded GEMM (same contract as vt_k.gemm; splits C over OpenMP threads, each with
+ * its own packing workspace). Not an op: no tape. For use inside ops. */
+void vt_gemm(int ta, int tb, int M, int N, int K, float alpha,
+             const float *A, int lda, const float *B, int ldb,
+             float beta, float *C, int ldc);
+/* The same with bias (N floats, NULL: none) added to every row of C last (vt_k.gemm_bias:
+ * on a C split bitwise vt_gemm followed by adding bias to each row). */
+void vt_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
+                  const float *A, int lda, const float *B, int ldb,
+                  float beta, const float *bias, float *C, int ldc);
+/* vt_gemm_bias in the precision bf16 says: 0, float32 (vt_k.gemm_bias); 1, operands
+ * rounded to bf16, float32 sums (vt_k.gemm_bf16, kernels.h: bf16 numerics), op(B) read
+ * from B16 (its bf16 copy: the same values) when that is not NULL. */
+void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const float *B, const uint16_t *B16, int ldb, float beta, const float *bias, float *C, int ldc);
+
+/* The calling thread's GEMM packing workspace: at least `floats` floats, 64-byte
+ * aligned. Thread-local, allocated on first use and grown only when a larger request
+ * comes, so the step loop does not malloc after warm-up. For ops that call vt_k.gemm
+ * directly inside their own OpenMP loops (attention, batched matmul). */
+float *vt_gemm_workspace(size_t floats);
+
+/* out[c] += sum_r x[r, c] (y == NULL) or sum_r x[r, c] y[r, c], x/y rows x cols.
+ * The rows are cut into a fixed number of chunks (independent of the thread count),
+ * each chunk summed in float into a partial from the arena, the partials added in
+ * chunk order: the result is bitwise reproducible for any thread count. */
+void vt_par_colsum_acc(vt_arena *arena, const float *x, const float *y,
+                       int64_t rows, int64_t cols, float *out);
+
+/* Row chunking used by vt_par_colsum_acc and the layernorm backward:
+ * n chunks of rows (n <= VT_PAR_MAX_CHUNKS), chunk c is [begin(c), begin(c + 1)). */
+#define VT_PAR_MAX_CHUNKS 32
+int vt_par_nchunks(int64_t rows);
+int64_t vt_par_chunk_begin(int64_t rows, int nchunks, int c);
+
+/* The GELU kernels over n floats in fixed chunks, in parallel (vt_op_gelu's forward and
+ * backward): _fwd y = gelu(x) (vt_k.gelu_fwd); _bwd dx += dy gelu'(x) (vt_k.gelu_bwd);
+ * _bwd_fwd (vt_k.gelu_bwd_fwd) dx += g gelu'(x) (add 0: dx = that), then g = gelu(x) (g
+ * holds dy on entry), bitwise _bwd(x, g, dx, n) followed by _fwd(x, g, n). Elementwise:
+ * the results do not depend on the thread count. */
+void vt_par_gelu_fwd(const float *x, float *y, int64_t n);
+void vt_par_gelu_bwd(const float *x, const float *dy, float *dx, int64_t n);
+void vt_par_gelu_bwd_fwd(const float *x, float *g, float *dx, int64_t n, int add);
+
+/* vt_op_layernorm's arithmetic on rows x D, over fixed row chunks in parallel (the
+ * chunking of vt_par_nchunks). _fwd: y = LayerNorm(x; g, b, eps) per row (vt_k.layernorm_fwd),
+ * writing each row's mean and rstd (rows floats each); per row, so the result does not
+ * depend on the thread count and a second call on the same inputs writes the same bits.
+ * _bwd (vt_k.layernorm_bwd) from dy (rows x D): dx += the input gradient (dx NULL: the
+ * kernel writes it into a zeroed rows x D arena buffer, unused after); dg, db += their
+ * column sums (per-chunk partials from arena, added in chunk order), skipped when NULL. */
+void vt_par_layernorm_fwd(const float *x, const float *g, const float *b, float *y, float *mean, float *rstd,
+                          int64_t rows, int D, float eps);
+void vt_par_layernorm_bwd(vt_arena *arena, const float *x, const float *g, const float *mean,
+                          const float *rstd, const float *dy, float *dx, float *dg, float *db,
+                          int64_t rows, int D);
+
+/* A weight as a linear layer's GEMMs read it: its float32 data, the precision of the
+ * step (t->bf16) and, under bf16, the weight's bf16 copy (NULL: rounded when packed). */
+typedef struct {
+    const float *w;
+    const uint16_t *w16;
+    int bf16;
+} vt_linear_weight;
+static inline vt_linear_weight vt_linear_weight_of(const vt_tape *t, const vt_tensor *w) {
+    return (vt_linear_weight){w->data, t->bf16 ? w->bf16 : NULL, t->bf16};
+}
+
+/* vt_op_linear's arithmetic on M rows, every GEMM in w's precision. _shape: asserts x
+ * (..., Din), w (Dout, Din), b (Dout) or NULL (messages start with op), writes y's shape
+ * (x's, last dim Dout) and returns M. _fwd: y = x W^T + b (b may be NULL). _bwd, each
+ * part skipped when its output is NULL, in this order: dW += dy^T x; db += column sums
+ * of dy (partials from arena); dx = dy W + dx_beta dx (1 accumulates, 0 overwrites
+ * without reading dx). dx is written last, so it may alias x. */
+int vt_par_linear_shape(const char *op, const vt_tensor *x, const vt_tensor *w, const vt_tensor *b,
+                        int64_t *shape);
+void vt_par_linear_fwd(const float *x, vt_linear_weight w, const float *b, float *y, int M, int Din, int Dout);
+void vt_par_linear_bwd(vt_arena *arena, const float *x, vt_linear_weight w, const float *dy, float *dx,
+                       float dx_beta, float *dw, float *db, int M, int Din, int Dout);
+
+#endif
