@@ -42,7 +42,8 @@
  * VT_BENCH_PRECISION=fp32 or bf16: that precision only (default both; bf16 only where
  * the CPU has bf16 instructions). The peaks are always measured.
  * Wall-clock timing: run it on an idle machine for clean numbers; the ratios, from
- * alternating rounds in one process, are the robust figures.
+ * alternating rounds in one process, are the robust figures. VT_BENCH_CLOCK=cpu times
+ * the products in CPU seconds per thread instead (a machine shared with other work).
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -318,6 +319,12 @@ static double rel_diff(const float *x, const float *ref, size_t n) {
 /* GFLOP/s of shape s on nt threads for each present library of one precision (gf[l], 0
  * when absent): a warm-up and check call each, then alternating rounds, best wall time
  * per library. */
+/* VT_BENCH_CLOCK=cpu: the products are timed in the process's CPU seconds per thread
+ * instead of wall-clock seconds, so that on a machine shared with other work the figures
+ * count the work done while running (the threads' waits at barriers included), not the
+ * time others took; the peaks stay wall-clock. */
+static int cpu_clock = 0;
+
 static void time_shape(const gemm_lib *libs, int bf16, const gemm_shape *s, int nt, double gf[N_LIBS],
                        double err[N_LIBS]) {
     size_t mk = (size_t)s->M * s->K, kn = (size_t)s->K * s->N, mn = (size_t)s->M * s->N;
@@ -353,9 +360,9 @@ static void time_shape(const gemm_lib *libs, int bf16, const gemm_shape *s, int 
         for (int j = 0; j < N_LIBS; j++) {
             int l = (r + j) % N_LIBS; /* each round starts with the next library */
             if (!libs[l].present) continue;
-            double t0 = bench_now();
+            double t0 = cpu_clock ? bench_cpu_now() / nt : bench_now();
             run_gemm(&libs[l], bf16, s, nt, &o, C, &p);
-            double dt = bench_now() - t0;
+            double dt = (cpu_clock ? bench_cpu_now() / nt : bench_now()) - t0;
             spent += dt;
             if (dt < best[l]) best[l] = dt;
         }
@@ -383,6 +390,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *pe = getenv("VT_BENCH_PRECISION");
+    const char *ck = getenv("VT_BENCH_CLOCK");
+    if (ck && *ck && strcmp(ck, "cpu") && strcmp(ck, "wall")) {
+        fprintf(stderr, "bench_kernels: VT_BENCH_CLOCK=%s: expected cpu or wall\n", ck);
+        return 2;
+    }
+    cpu_clock = ck && !strcmp(ck, "cpu");
     if (pe && *pe && strcmp(pe, "fp32") && strcmp(pe, "bf16")) {
         fprintf(stderr, "bench_kernels: VT_BENCH_PRECISION=%s: expected fp32 or bf16\n", pe);
         return 2;

@@ -43,6 +43,7 @@
  * (one that matches no row is an error); the peaks are always measured.
  * Two warm-up steps (the arena settles into one block after the first) then 3 timed
  * steps (2 for ViT-B training).
+ * VT_BENCH_CLOCK=cpu: the steps timed in CPU seconds per thread (step_clock).
  * VT_BENCH_QUICK=1: one timed step, batch sizes and attention blocks divided by 8,
  * attention only at 197 tokens.
  */
@@ -127,6 +128,14 @@ static const model_case cases[] = {
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
+/* The training and inference steps' clock: wall-clock seconds, or with VT_BENCH_CLOCK=cpu
+ * the process's CPU seconds per thread (nt threads), which count the work done while
+ * running (barrier waits included) on a machine shared with other work. */
+static double step_clock(int nt) {
+    const char *ck = getenv("VT_BENCH_CLOCK");
+    return ck && !strcmp(ck, "cpu") ? bench_cpu_now() / nt : bench_now();
+}
+
 /* Runs in the child: build the model, time steps, print one JSON line. */
 static int run_model(const model_case *mc, int nt, double peak, int quick) {
     omp_set_num_threads(nt);
@@ -152,7 +161,7 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
         return 1;
     }
     uint16_t *w16 = NULL; /* bf16: the weights' copies, as training keeps them */
-    if (mc->bf16 && vt_bf16_weights_attach(&m, &w16) != VT_OK) {
+    if (mc->bf16 && (vt_precision_select(VT_PRECISION_BF16) != VT_OK || vt_bf16_weights_attach(&m, &w16) != VT_OK)) {
         fprintf(stderr, "%s\n", vt_last_error());
         return 1;
     }
@@ -179,7 +188,7 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
     for (int it = 0; it < warm + timed; it++) {
         struct rusage ru0, ru1;
         getrusage(RUSAGE_SELF, &ru0);
-        double t0 = bench_now();
+        double t0 = step_clock(nt);
         if (mc->train) vt_vit_zero_grad(&m);
         vt_arena_reset(&arena);
         vt_tape_clear(&tape);
@@ -197,7 +206,7 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
         }
         arena_mb = (double)arena.total_used / 1048576.0;
         if (it >= warm) {
-            t_total += bench_now() - t0;
+            t_total += step_clock(nt) - t0;
             getrusage(RUSAGE_SELF, &ru1);
             faults += ru1.ru_minflt - ru0.ru_minflt;
         }
@@ -208,10 +217,10 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
     char cpu[192];
     bench_cpu(cpu, sizeof cpu);
     printf("{\"bench\":\"%s\",\"cpu\":\"%s\",\"model\":\"%s\",\"precision\":\"%s\",\"img\":%d,\"batch\":%d,"
-           "\"threads\":%d,\"isa\":\"%s\",\"gemm_ctx\":\"%s\",\"img_per_s\":%.3f,\"step_s\":%.4f,\"gflop_per_img\":%.3f,\"mfu\":%.4f,"
+           "\"threads\":%d,\"isa\":\"%s\",\"bf16_path\":\"%s\",\"gemm_ctx\":\"%s\",\"img_per_s\":%.3f,\"step_s\":%.4f,\"gflop_per_img\":%.3f,\"mfu\":%.4f,"
            "\"loss\":%.4f,\"page_faults_per_step\":%ld,\"arena_mb\":%.1f,\"grad_region_mb\":%.1f",
-           mc->train ? "train" : "infer", cpu, mc->name, mc->bf16 ? "bf16" : "fp32", S, B, nt, vt_k.name, vt_gemm_ctx.name, ips,
-           t_total / timed, flops * 1e-9, mfu, loss, faults / timed, arena_mb, (double)tape.region_cap / 1048576.0);
+           mc->train ? "train" : "infer", cpu, mc->name, mc->bf16 ? "bf16" : "fp32", S, B, nt, vt_k.name,
+           mc->bf16 ? vt_bf16_path_name((vt_bf16_path)vt_kernels_bf16_path()) : "-", vt_gemm_ctx.name, ips, t_total / timed, flops * 1e-9, mfu, loss, faults / timed, arena_mb, (double)tape.region_cap / 1048576.0);
     fflush(stdout);
     vt_tape_free(&tape);
     vt_arena_free(&arena);

@@ -19,18 +19,30 @@
  *   exact in float32 (8 x 8 significant bits), so the result differs from the exact sum
  *   of the rounded products by the float32 accumulation alone.
  * - Accumulation order per level. scalar (the reference): k ascending in one float32
- *   accumulator per element. avx2, avx512 (no bf16 hardware): op(A) and op(B) rounded to
- *   bf16 into float32 buffers, K chunk by K chunk, and multiplied by that level's fp32
- *   gemm (its order; the same numerics, not faster). avx512bf16: VDPBF16PS, per pair of
- *   steps (k, k + 1) the k + 1 product then the k product, each a float32 fused
- *   multiply-add rounded to nearest even with denormal inputs read as zero and denormal
- *   results flushed to zero, K blocks summed into C. amx: TDPBF16PS, per tile of 32
- *   steps the even and the odd steps in two float32 sums from zero (same rounding and
- *   flushing), added to each other, then to the accumulator.
- * - So levels differ only in summation order (and flushed denormals): every level is
- *   within |C - C_ref| <= 2.4e-7 (K + 4) S + K 2^-126, S = |alpha| sum_k |a' b'| +
+ *   accumulator per element. The faster levels' gemm_bf16 are the bf16 product paths below.
+ * - So levels and paths differ only in summation order (and flushed denormals): every one
+ *   is within |C - C_ref| <= 2.4e-7 (K + 4) S + K 2^-126, S = |alpha| sum_k |a' b'| +
  *   |beta C0|, of the scalar reference (tests/test_kernels.c checks it), and is
- *   deterministic for a fixed level and thread count.
+ *   deterministic for a fixed path, blocking and thread count.
+ *
+ * bf16 product paths. Where a CPU has several units for the bf16 products, each is a
+ * path: a gemm_bf16 (with its work-space size) that vt_kernels_set_bf16_path puts in the
+ * table; the level's own path is there after vt_kernels_init, and src/bf16_path.c
+ * chooses among them by a start-up throughput probe (VT_BF16_PATH overrides).
+ * - What every path shares: the operands rounded to bf16 (the same bits, the rounding
+ *   above), each product of two bf16 exact in float32, float32 sums, alpha, beta and the
+ *   bias applied as entries.def says, the same work-space contract.
+ * - Where they differ: the order of the float32 sums (and whether denormals flush), so
+ *   results differ between paths by the bound above, never more:
+ *   amx (level amx): TDPBF16PS; per tile of 32 steps the even and the odd steps in two
+ *     float32 sums from zero (denormal inputs read as zero, results flushed), added to
+ *     each other, then to the accumulator; K blocks summed into C.
+ *   dpbf16 (level avx512bf16 and up): VDPBF16PS; per pair of steps (k, k + 1) the k + 1
+ *     product then the k product, each a float32 fused multiply-add rounded to nearest
+ *     even with the same flushing, K blocks summed into C.
+ *   fma (levels avx2 and up, the only path of avx2 and avx512): op(A) and op(B) rounded
+ *     to bf16 and widened back to float32, K chunk by K chunk, then multiplied by the
+ *     float32 GEMM of avx512 (avx2 on the avx2 level) in its order; no denormal flush.
  */
 #ifndef VT_KERNELS_H
 #define VT_KERNELS_H
@@ -114,6 +126,26 @@ int vt_gemm_context_parse(const char *spec, const vt_gemm_context *base, vt_gemm
 /* Make c (valid: from the table or vt_gemm_context_parse) the active context; between
  * GEMM calls only (tests running the kernels under each context). */
 void vt_gemm_context_set(const vt_gemm_context *c);
+
+/* The bf16 product paths (see "bf16 product paths" above). */
+typedef enum { VT_BF16_AMX = 0, VT_BF16_DPBF16 = 1, VT_BF16_FMA = 2 } vt_bf16_path;
+#define VT_BF16_PATH_COUNT 3
+/* The path's name as VT_BF16_PATH spells it ("amx", "dpbf16", "fma"), and the unit it
+ * multiplies on, in words. */
+const char *vt_bf16_path_name(vt_bf16_path p);
+const char *vt_bf16_path_unit(vt_bf16_path p);
+/* The path named name, or -1. */
+int vt_bf16_path_parse(const char *name);
+/* The path a level's own table holds: amx, dpbf16, or fma below avx512bf16 (the scalar
+ * level's gemm_bf16 is the reference, no path). */
+vt_bf16_path vt_bf16_path_of_level(vt_isa isa);
+/* Set t's gemm_bf16 and gemm_bf16_work_floats to path p's under the level `active`.
+ * Returns 0, or -1 with why saying what p needs and what the CPU/OS (or VT_ISA) offers. */
+int vt_bf16_path_entries(vt_bf16_path p, vt_isa active, vt_kernels *t, char *why, size_t whylen);
+/* The same for the active table vt_k; between GEMM calls only (at start-up). */
+int vt_kernels_set_bf16_path(vt_bf16_path p, char *why, size_t whylen);
+/* The path in the active table, or -1 (the scalar level's reference). */
+int vt_kernels_bf16_path(void);
 
 /* Probe the CPU, honour VT_ISA, fill vt_k, set vt_gemm_ctx (honouring VT_GEMM_CONTEXT).
  * Returns 0, or -1 with a message in err (VT_ISA unknown or not supported by this

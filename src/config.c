@@ -23,6 +23,8 @@
  * (resolve.h says where).
  */
 #include "config.h"
+#include "input_file.h"
+#include "json_nul.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -158,7 +160,7 @@ static const key_row schema[] = {
     K_INT("model.heads", model.heads, 12, 1, 1024, "12, or the preset's",
           "Attention heads H; must divide width (head dim hd = width / heads).", MODEL_KEY),
     K_FLT("model.mlp_ratio", model.mlp_ratio, 4, 0, 64, LO_OPEN, NULL,
-          "MLP hidden width = int(width * mlp_ratio) (timm).", MODEL_KEY),
+          "MLP hidden width = int(width * mlp_ratio) (timm), at least 1.", MODEL_KEY),
     K_INT("model.patch_size", model.patch_size, 16, 1, 1024, NULL,
           "Patch side P in pixels; must divide img_size and pe.train_img_size.", MODEL_KEY),
     K_INT("model.img_size", model.img_size, 224, 1, 16384, NULL,
@@ -875,6 +877,13 @@ static void line_col(const char *text, size_t off, int *line, int *col) {
 
 /* Parse json over c (no validation). */
 static vt_status parse_into(vt_config *c, const char *json, const char *src) {
+    long nul = vt_json_escaped_nul(json, strlen(json));
+    if (nul >= 0) {
+        int line, col;
+        line_col(json, (size_t)nul, &line, &col);
+        return vt_fail(VT_ERR_USAGE, "%s: an escaped NUL (\\u0000) at line %d, column %d; no "
+                       "key or value may contain one", src, line, col);
+    }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(json, &end, 1);
     if (!root) {
@@ -962,6 +971,11 @@ static vt_status set_one(vt_config *c, const char *assignment) {
     cJSON *v = cJSON_ParseWithOpts(text, NULL, 1);
     key_type t = schema[ri].type;
     int stringlike = t == KT_STRING || t == KT_CHOICE || t == KT_ENUM;
+    if (v && vt_json_escaped_nul(text, strlen(text)) >= 0) {
+        cJSON_Delete(v);
+        return vt_fail(VT_ERR_USAGE, "%s: the JSON value holds an escaped NUL (\\u0000); no "
+                       "value may contain one", src);
+    }
     /* Unquoted text is a string; for string-valued keys any unquoted text is. */
     if (!v || (stringlike && !cJSON_IsString(v))) {
         cJSON_Delete(v);
@@ -989,26 +1003,16 @@ vt_status vt_config_read_json(vt_config *c, const char *json, const char *source
     return st;
 }
 
-/* Read a whole file (malloc'd, NUL-terminated). */
+/* A config larger than this is not a config: the bound keeps CONFIG=/dev/zero-like
+ * mistakes (a huge or endless file) from being read into memory. */
+#define CONFIG_MAX_BYTES ((int64_t)16 << 20)
+
+/* Read a whole config file (malloc'd, NUL-terminated). */
 static vt_status read_file(const char *path, char **out) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return vt_fail(VT_ERR_RUNTIME, "%s: cannot open config file: %s", path, strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = vt_xmalloc(cap);
-    for (;;) {
-        if (len + 1 >= cap) { cap *= 2; buf = vt_xrealloc(buf, cap); }
-        size_t got = fread(buf + len, 1, cap - len - 1, fp);
-        len += got;
-        if (got == 0) break;
-    }
-    int err = ferror(fp) ? errno : 0;
-    fclose(fp);
-    if (err) {
-        free(buf);
-        return vt_fail(VT_ERR_RUNTIME, "%s: cannot read config file: %s", path, strerror(err));
-    }
-    buf[len] = '\0';
+    char *buf;
+    size_t len;
+    vt_status st = vt_input_read(path, "config file", CONFIG_MAX_BYTES, &buf, &len);
+    if (st != VT_OK) return st;
     size_t text_len = strlen(buf);
     if (text_len != len) {
         free(buf);

@@ -467,26 +467,33 @@ void vt_dist_check_placement(int threads) {
         memcpy(all, mine, sizeof mine);
     if (D.rank == 0) {
         if (multi()) print_layout();
-        int starved = 0, crowded = 0, local = 0;
+        /* each warning shows the first offending rank's numbers: rank 0 may well be fine
+         * when another rank is not */
+        int starved = 0, crowded = 0, first_starved = -1, first_crowded = -1, crowded_ranks = 0;
         for (int r = 0; r < D.size; r++) {
-            starved += all[r * N + CPUS] < all[r * N + THREADS];
+            if (all[r * N + CPUS] < all[r * N + THREADS] && starved++ == 0) first_starved = r;
             if (first_on_host(r) != r) continue;
             int sum = 0, ranks = 0;
             for (int q = r; q < D.size; q++)
                 if (first_on_host(q) == r) sum += all[q * N + THREADS], ranks++;
-            if (r == 0) local = ranks;
-            crowded += all[r * N + ONLINE] > 0 && sum > all[r * N + ONLINE];
+            if (all[r * N + ONLINE] > 0 && sum > all[r * N + ONLINE] && crowded++ == 0) {
+                first_crowded = r;
+                crowded_ranks = ranks;
+            }
         }
-        if (starved)
+        if (starved) {
+            int c = all[first_starved * N + CPUS];
             fprintf(stderr, "vitrain: warning: %d of %d ranks are bound to fewer CPUs than their %d OpenMP "
-                    "threads (rank 0: %d CPU%s), so the threads share CPUs; give each rank its cores, e.g. "
-                    "mpirun --map-by slot:PE=%d --bind-to core (or --bind-to none)\n", starved, D.size,
-                    threads, cpus, cpus == 1 ? "" : "s", threads);
+                    "threads (rank %d: %d CPU%s), so the threads share CPUs; give each rank its cores, "
+                    "e.g. mpirun --map-by slot:PE=%d --bind-to core (or --bind-to none)\n", starved,
+                    D.size, threads, first_starved, c, c == 1 ? "" : "s", threads);
+        }
         if (crowded)
             fprintf(stderr, "vitrain: warning: on %d host%s the ranks run more OpenMP threads in all than "
-                    "the host has CPUs (rank 0's host: %d ranks x %d thread%s, %d CPUs), so they share "
+                    "the host has CPUs (rank %d's host: %d ranks x %d thread%s, %d CPUs), so they share "
                     "CPUs: lower --threads or the ranks per host\n", crowded, crowded == 1 ? "" : "s",
-                    local, threads, threads == 1 ? "" : "s", mine[ONLINE]);
+                    first_crowded, crowded_ranks, threads, threads == 1 ? "" : "s",
+                    all[first_crowded * N + ONLINE]);
     }
     free(all);
 }

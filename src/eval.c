@@ -68,8 +68,9 @@ vt_status vt_eval_open(vt_evaluator *ev, const vt_config *cfg, int img_size) {
     ev->tape.training = 0;
     ev->tape.rng = NULL;
     ev->tape.bf16 = cfg->train.precision == VT_PRECISION_BF16;
-    vt_precision_note(cfg->train.precision);
-    return VT_OK;
+    st = vt_precision_select(cfg->train.precision);
+    if (st != VT_OK) vt_eval_close(ev);
+    return st;
 }
 
 void vt_eval_close(vt_evaluator *ev) {

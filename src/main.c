@@ -55,10 +55,10 @@ typedef struct {
     const char *resume, *run_dir, *checkpoint, *logits;
     long long stop_after;
     int markdown, help;
+    int rotary, data;       /* kinds --rotary, --data */
     int resume_or_start;    /* --resume-or-start */
     int argc;               /* the command line as given (the command to continue a run) */
     char **argv;
-    int rotary, data;       /* kinds --rotary, --data */
     int resolutions[VT_MAX_RES], n_resolutions; /* --resolutions; 0 = not given */
     int patch_shuffle;
     int start_over;
@@ -194,7 +194,7 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
             if (eq) return usage_error(cmd, "option %.*s takes no value", (int)nlen, arg);
             *(flag == F_MARKDOWN ? &a->markdown : flag == F_SHUFFLE ? &a->patch_shuffle
               : flag == F_ROTARY ? &a->rotary : flag == F_DATA ? &a->data
-              : flag == F_RESUME_OR_START ? &a->resume_or_start : &a->start_over) = 1;
+              : flag == F_START_OVER ? &a->start_over : &a->resume_or_start) = 1;
             continue;
         }
         const char *val;

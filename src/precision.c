@@ -1,5 +1,7 @@
-/* precision.c - the bf16 weight copies and the precision note (precision.h). */
+/* precision.c - the bf16 weight copies and the bf16 path's choice (precision.h). */
 #include "precision.h"
+
+#include "bf16_path.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,15 +44,14 @@ void vt_bf16_weights_detach(vt_vit *m, uint16_t *buf) {
     free(buf);
 }
 
-void vt_precision_note(vt_precision p) {
-    static int said = 0;
-    if (p != VT_PRECISION_BF16 || said) return;
-    said = 1;
-    if (vt_k.isa >= VT_ISA_AVX512BF16)
-        fprintf(stderr, "vitrain: precision bf16 on the %s level (%s): operands rounded to bf16, float32 sums\n",
-                vt_k.name, vt_k.isa >= VT_ISA_AMX ? "AMX tiles" : "VDPBF16PS");
-    else
-        fprintf(stderr, "vitrain: precision bf16 on the %s level, which has no bf16 instructions: the same "
-                "rounded numerics through the float32 kernels (correct and reproducible, not faster)\n",
-                vt_k.name);
+vt_status vt_precision_select(vt_precision p) {
+    static int done = 0;
+    if (p != VT_PRECISION_BF16 || done) return VT_OK;
+    char line[512];
+    vt_status st = vt_bf16_path_select(line, sizeof line);
+    if (st != VT_OK) return st;
+    done = 1;
+    fprintf(stderr, "vitrain: precision bf16 on the %s level: %s; operands rounded to bf16, float32 sums\n",
+            vt_k.name, line);
+    return VT_OK;
 }

@@ -1,5 +1,5 @@
 /* precision.h - train.precision = bf16: the bf16 copies of a model's GEMM weights, and
- * the one-line note saying how this CPU runs bf16.
+ * the choice of the path that runs the bf16 products, said in one line.
  *
  * Under bf16 (config.h vt_precision; the numerics contract is kernels.h's "bf16
  * numerics") every GEMM of the model and every attention product rounds its operands to
@@ -32,10 +32,10 @@ int vt_bf16_weights_attached(const vt_vit *m);
 /* Drop the copies (the tensors' bf16 pointers) and free buf. */
 void vt_bf16_weights_detach(vt_vit *m, uint16_t *buf);
 
-/* Prints to stderr, once per process, which kernels run precision p = bf16 on this
- * level: the bf16 instructions (avx512bf16, amx), or, on a level without them, the same
- * rounded numerics through the float32 kernels (correct, reproducible, not faster).
- * Nothing for fp32. */
-void vt_precision_note(vt_precision p);
+/* Under precision p = bf16, once per process: chooses the bf16 product path (bf16_path.h:
+ * VT_BF16_PATH, else a start-up throughput probe), puts it in the kernel table and prints
+ * the choice and the figures behind it to stderr. Nothing for fp32. Errors: as
+ * vt_bf16_path_select's (a VT_BF16_PATH this CPU cannot run is VT_ERR_USAGE). */
+vt_status vt_precision_select(vt_precision p);
 
 #endif

@@ -128,6 +128,10 @@ static vt_status check_model(const vt_config *c, const char *src) {
     vt_status st;
     if (m->width % m->heads != 0)
         BAD("%s: model.heads = %d does not divide model.width = %d", src, m->heads, m->width);
+    if (vt_model_mlp_hidden(m) < 1)
+        BAD("%s: model.mlp_ratio = %g gives an MLP hidden width of int(%d x %g) = 0; expected "
+            "a hidden width of at least 1 (mlp_ratio >= 1/%d)", src, m->mlp_ratio, m->width,
+            m->mlp_ratio, m->width);
     if ((st = image_size_rule(src, "model.img_size", m->img_size, m->patch_size))) return st;
     if ((st = image_size_rule(src, "pe.train_img_size", pe->train_img_size, m->patch_size)))
         return st;

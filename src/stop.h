@@ -2,19 +2,19 @@
  * loop to stop at the next optimizer-step boundary (train.c writes a checkpoint pair
  * there and the program exits with VT_EXIT_STOPPED).
  *
- * Owns: the handlers of these three signals while training runs and the request they
- * record. Does not own where the request is acted on (train.c checks it between steps
- * and agrees on it across ranks through dist.h) or the exit code (main.c).
+ * Owns: the handlers of these three signals (from the start of training on) and the
+ * request they record. Does not own where the request is acted on (train.c checks it
+ * between steps and agrees on it across ranks through dist.h) or the exit code (main.c).
  *
  * The handlers are installed explicitly, whatever this process inherited: a signal
  * inherited as ignored (a job started with `&` from a non-interactive shell ignores
  * SIGINT) or blocked (the signal mask survives exec) is handled too; the calling thread
- * (main's, the one that trains) unblocks them. A handler records the first signal (and acknowledges it, see
- * vt_stop_install); later SIGTERM and SIGUSR1 change nothing. A second SIGINT after
- * a stop was requested ends the process at once (exit status 130, 128 + SIGINT) without
- * writing anything more: the run directory keeps its last complete pair (checkpoint.h).
- * SA_RESTART: a system call the signal interrupts (a read of the loader threads, a
- * write of a checkpoint) is restarted, not failed with EINTR.
+ * (main's, the one that trains) unblocks them. A handler records the first signal (and
+ * acknowledges it, see vt_stop_install); later SIGTERM and SIGUSR1 change nothing. A
+ * SIGINT after a stop was requested ends the process at once (exit status 130,
+ * 128 + SIGINT) without writing anything more: the run directory keeps its last complete
+ * pair (checkpoint.h). SA_RESTART: a system call the signal interrupts (a read of the
+ * loader threads, a write of a checkpoint) is restarted, not failed with EINTR.
  */
 #ifndef VT_STOP_H
 #define VT_STOP_H

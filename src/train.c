@@ -14,6 +14,7 @@
 #include "data/loader.h"
 #include "dist.h"
 #include "durable.h"
+#include "input_file.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "optim.h"
@@ -49,11 +50,6 @@ vt_status vt_mkdir_p(const char *path) {
         buf[i] = saved;
     }
     return VT_OK;
-}
-
-/* Replace path's contents with text (durable.h). */
-static vt_status write_text_atomic(const char *path, const char *text) {
-    return vt_durable_write_file(path, text, strlen(text));
 }
 
 static int file_exists(const char *path) {
@@ -154,7 +150,8 @@ static vt_status save_state_files(trainer *tr) {
                                "before it)", (long long)tr->step);
     if (st != VT_OK)
         return vt_fail_context(st, "checkpoint at step %lld (not saved; the previous checkpoint "
-                               "is intact)", (long long)tr->step);
+                               "is intact: step %lld, which --resume %s continues from)",
+                               (long long)tr->step, (long long)tr->saved_step, tr->dir);
     return VT_OK;
 }
 
@@ -208,10 +205,11 @@ static vt_status load_state(trainer *tr) {
     }
     uint64_t have = vt_train_params_hash(tr->model.params, tr->model.n_params);
     if (s.params_hash != have) {
-        st = vt_fail(VT_ERR_RUNTIME, "%s was written for other weights than %s (params_hash "
-                     "%016llx, the weights hash to %016llx): the two files are from different "
-                     "steps", path, p.weights, (unsigned long long)s.params_hash,
-                     (unsigned long long)have);
+        st = vt_fail(VT_ERR_RUNTIME, "%s was written for other weights than %s holds "
+                     "(params_hash %016llx, the weights hash to %016llx): the two files were not "
+                     "written by one save (two processes writing this run directory at once, or "
+                     "a file replaced or copied from elsewhere)", path, p.weights,
+                     (unsigned long long)s.params_hash, (unsigned long long)have);
         goto out;
     }
     char *cur = vt_config_to_json(tr->cfg);
@@ -235,15 +233,10 @@ out:
 
 /* Keep the metrics records up to step `step` (the ones the saved state has seen). */
 static vt_status trim_metrics(const char *path, int64_t step) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return VT_OK;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = vt_xmalloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    fclose(f);
-    buf[got] = '\0';
+    char *buf;
+    size_t got;
+    vt_status read = vt_input_read(path, "metrics file", INT64_MAX, &buf, &got);
+    if (read != VT_OK) return errno == ENOENT ? VT_OK : read;
     char *out = vt_xmalloc(got + 1);
     size_t o = 0;
     for (char *line = buf; *line;) {
@@ -255,7 +248,7 @@ static vt_status trim_metrics(const char *path, int64_t step) {
         line += len;
     }
     out[o] = '\0';
-    vt_status st = write_text_atomic(path, out);
+    vt_status st = vt_durable_write_file(path, out, o);
     free(buf);
     free(out);
     return st;
@@ -377,7 +370,7 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     char cpath[VT_STR + 32];
     snprintf(cpath, sizeof cpath, "%s/config.json", tr->dir);
     char *json = vt_config_to_json(cfg);
-    st = tr->root ? write_text_atomic(cpath, json) : VT_OK;
+    st = tr->root ? vt_durable_write_file(cpath, json, strlen(json)) : VT_OK;
     free(json);
     if (st != VT_OK) return st;
 
@@ -452,7 +445,7 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     if (cfg->train.precision == VT_PRECISION_BF16) { /* after any resume load: copies of those weights */
         if ((st = vt_bf16_weights_attach(&tr->model, &tr->w16)) != VT_OK) return st;
         tr->tape.bf16 = 1;
-        vt_precision_note(cfg->train.precision);
+        if ((st = vt_precision_select(cfg->train.precision)) != VT_OK) return st;
     }
 
     int tty = isatty(fileno(stderr));
@@ -654,11 +647,14 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
         res->stop_signal = stop_signal;
         return VT_OK;
     }
+    /* The last pair before the final evaluation: a kill during that evaluation (a long
+     * one, or a scheduler's SIGKILL after its warning signal, which the loop no longer
+     * acts on) loses no training; a resume repeats the evaluation. */
+    if ((st = save_state(tr)) != VT_OK) return st;
     if (tr->last_eval_step != tr->step) {
         if ((st = evaluate_main(tr, &r)) != VT_OK) return st;
         res->final = r;
     }
-    if ((st = save_state(tr)) != VT_OK) return st;
     for (int i = 0; i < cfg->eval.n_resolutions; i++) {
         int S = cfg->eval.resolutions[i];
         if (S == cfg->model.img_size) continue;

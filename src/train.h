@@ -16,7 +16,11 @@
  * round(optim.warmup_epochs * steps_per_epoch). Gradients of the micro-batches are
  * summed and scaled by 1 / accum_steps: the mean over the global batch.
  *
- * Run directory files:
+ * Run directory. One process owns it (rundir.h: DIR/lock); a new run starts only in a
+ * directory holding no other run's checkpoint (or, with start_over, after moving that run
+ * to DIR.old-N), so nothing a run wrote is truncated or deleted by another. Every file is
+ * written through durable.h. Files:
+ *   lock                       the owner's flock and "pid PID host HOST"
  *   config.json                the resolved config
  *   metrics.jsonl              {"kind":"train","step","epoch","loss","lr","grad_norm",
  *                              "img_per_s","wall_s"} every log_every steps (step counts
@@ -43,11 +47,13 @@
  * sums the gradients over the ranks, and the step divides by accum_steps R: clipping
  * and the optimizer see the global mean and every rank steps identically. So R ranks
  * equal one process up to float summation order, and one rank under mpirun equals no
- * mpirun bit for bit. Evaluation is sharded the same way (eval.h). Rank 0 writes the
- * run directory, metrics and progress (images/s of the global batch); every rank reads
- * the run directory on --resume (so it must be on a file system they all see), and a
- * run resumed with another rank count continues the same recipe. Train records with
- * R > 1 also carry "ranks" and "comm_s": rank 0's seconds per step spent in MPI calls
+ * mpirun bit for bit. Evaluation is sharded the same way (eval.h). Rank 0 holds the
+ * run directory's lock and is the only rank that writes, links or removes anything there
+ * (metrics, checkpoints, the tidy of a resume), and prints progress (images/s of the
+ * global batch); every rank reads the run directory on --resume (so it must be on a
+ * file system they all see), and a run resumed with another rank count continues the
+ * same recipe. Train records
+ * with R > 1 also carry "ranks" and "comm_s": rank 0's seconds per step spent in MPI calls
  * (the gradient exchange and the small reductions, what backward did not hide).
  *
  * Stopping on a signal (stop.h): SIGINT, SIGTERM or SIGUSR1 received by any rank stops
@@ -56,7 +62,9 @@
  * reduction per step, which also carries rank 0's verdict on ckpt_every_minutes), the
  * pair of that step is written, and vt_train_run returns VT_OK with stopped = 1 and
  * stop_signal set. A signal after the last step stops before the final evaluation,
- * which the resumed run then does.
+ * which the resumed run then does. The last step's pair is written before the final
+ * evaluation, so a kill during it loses no training; a signal then is recorded and the
+ * run finishes normally.
  *
  * Exact resume: for the same thread count a resumed run's per-step losses equal the
  * uninterrupted run's bit for bit (data order from (seed, epoch) via vt_loader_seek,

@@ -68,4 +68,14 @@ vt_status vt_weights_apply(vt_vit *m, const vt_safetensors *st, const char *path
  * F32, BF16 or F16: the strict mode above. */
 vt_status vt_vit_load(vt_vit *m, const char *path);
 
+/* The rules vt_weights_apply follows with opts, checked against a planned model
+ * (vt_vit_plan: its layout, no memory) before the model is allocated, with the same
+ * errors. With exact, the model must also hold no value the file does not give it: its
+ * value count at most the file's (checked first, before any tensor), and a pos_embed on
+ * another grid is an error rather than resampled. For a model described by the file's
+ * own config (`vitrain eval` without CONFIG), so a small file declaring a huge model is
+ * refused at the cost of reading the file, not of building the model. */
+vt_status vt_weights_check(vt_vit *planned, const vt_safetensors *st, const char *path,
+                           const vt_weights_opts *opts, int exact);
+
 #endif

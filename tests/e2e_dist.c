@@ -13,6 +13,9 @@
  *     same on 2 ranks for an image folder (paths and class names in the archive);
  *   - resume across rank counts (2 -> 1 and 1 -> 2, stopped mid-epoch) continues the
  *     uninterrupted run within the same tolerances;
+ *   - only rank 0 writes the run directory, on --resume too: repeated resumes of 4 ranks
+ *     on one shared directory succeed, and so do a run and its resume where the other
+ *     ranks see the directory read-only (a read-only bind mount of their own);
  *   - a rank killed with SIGKILL ends the job: mpirun exits non-zero within 30 s naming
  *     the rank; a rank stopped with SIGSTOP (hung) the same, through the watchdog
  *     (runtime.comm_timeout 3 s), whose message names rank 0, its host and what it waited
@@ -254,6 +257,75 @@ static void test_resume(void) {
         CHECK(rc == 0, "%s: resumed part exit %d", what, rc);
         check_same_run(ref_dir, d, 24, what);
     }
+}
+
+/* Only rank 0 writes the run directory, on --resume too: resumes of 4 ranks on one
+ * shared directory, one after another (each finishes the previous save's tidy), all
+ * succeed; where the other ranks see the directory read-only (a read-only bind mount in
+ * their own mount namespace, as NFS with root_squash would give them), a new run and its
+ * resume succeed and leave a whole pair. */
+static void test_rank0_writes(void) {
+    const char *sets = "--set data.train_size=256 --set train.epochs=2 "
+                       "--set train.keep_checkpoints=1 --threads 1";
+    char d[512];
+    snprintf(d, sizeof d, "%s/shared", tmp);
+    int rc = run("%s %s " CFG " %s --stop-after 2 --run-dir %s 2>%s.log", mpirun(4, NULL), bin, sets,
+                 d, d);
+    CHECK(rc == 0, "4 ranks to step 2: exit %d", rc);
+    /* The fault-injection build traces every file operation (durable.h): each rank into
+     * its own trace, where only rank 0's may have any. */
+    char fault[600], trace[600];
+    const char *build = getenv("BUILD");
+    snprintf(fault, sizeof fault, "%s/tests/vitrain_fault", build && *build ? build : "build");
+    snprintf(trace, sizeof trace, "%s/shared-trace", d);
+    int traced = access(fault, X_OK) == 0, ok = 0, others = 0;
+    if (!traced) printf("note: %s not found: the shared-directory resumes run untraced\n", fault);
+    for (int i = 0; i < 6; i++) {
+        rc = run("%s sh -c 'VT_FAULT_TRACE=%s.$OMPI_COMM_WORLD_RANK exec \"$0\" \"$@\"' %s " CFG
+                 " %s --stop-after %d --resume %s 2>%s.log", mpirun(4, NULL), trace,
+                 traced ? fault : bin, sets, 3 + i, d, d);
+        ok += rc == 0;
+        if (rc != 0) fprintf(stderr, "shared resume %d: exit %d (log %s.log)\n", i, rc, d);
+    }
+    for (int r = 1; r < 4; r++) {
+        char p[700];
+        snprintf(p, sizeof p, "%s.%d", trace, r);
+        others += access(p, F_OK) == 0;
+    }
+    snprintf(trace + strlen(trace), sizeof trace - strlen(trace), ".0");
+    CHECK(ok == 6, "%d of 6 resumes of 4 ranks on a shared directory succeeded", ok);
+    CHECK(!traced || (others == 0 && file_contains(trace, "link")),
+          "only rank 0 wrote, linked or removed anything (%d other ranks did)", others);
+
+    char ro[512], wrap[600];
+    snprintf(ro, sizeof ro, "%s/rank0-only", tmp);
+    snprintf(wrap, sizeof wrap, "%s/read_only_beyond_rank0.sh", tmp);
+    FILE *f = fopen(wrap, "w");
+    CHECK(f != NULL, "write %s", wrap);
+    if (!f) return;
+    fputs("#!/bin/sh\n# DIR CMD...: ranks other than 0 run CMD seeing DIR read-only\n"
+          "d=$1; shift\n[ \"${OMPI_COMM_WORLD_RANK:-0}\" = 0 ] && exec \"$@\"\n"
+          "exec unshare -m sh -c 'mount --bind \"$0\" \"$0\" && mount -o remount,bind,ro \"$0\" "
+          "&& exec \"$@\"' \"$d\" \"$@\"\n", f);
+    fclose(f);
+    mkdir(ro, 0777);
+    if (run("unshare -m sh -c 'mount --bind %s %s && mount -o remount,bind,ro %s && "
+            "! touch %s/probe' 2>/dev/null", ro, ro, ro, ro) != 0) {
+        printf("note: the rank-0-only directory test skipped: unshare -m cannot bind-mount a "
+               "directory read-only here (needs root)\n");
+        return;
+    }
+    rc = run("%s sh %s %s %s " CFG " %s --stop-after 4 --run-dir %s 2>%s.log", mpirun(2, NULL), wrap,
+             ro, bin, sets, ro, ro);
+    CHECK(rc == 0, "2 ranks, rank 1 seeing the run directory read-only: new run exit %d", rc);
+    rc = run("%s sh %s %s %s " CFG " %s --stop-after 8 --resume %s 2>%s.log", mpirun(2, NULL), wrap,
+             ro, bin, sets, ro, ro);
+    CHECK(rc == 0, "the same: --resume exit %d", rc);
+    vt_ckpt_pair p;
+    vt_safetensors w;
+    int whole = vt_ckpt_current(ro, &p) == VT_OK && p.step == 8 && vt_st_read(p.weights, &w) == VT_OK;
+    if (whole) vt_st_free(&w);
+    CHECK(whole, "latest names step 8's pair, whole");
 }
 
 /* ---- a killed rank ---------------------------------------------------------------------- */
@@ -552,19 +624,16 @@ int main(int argc, char **argv) {
         fprintf(stderr, "mpirun not found: install openmpi-bin (scripts/deps.sh)\n");
         return 1;
     }
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_dist_XXXXXX");
-    if (!mkdtemp(tmp)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (test_tmpdir(tmp, sizeof tmp, "e2e_dist")) return 1;
     test_collectives();
     test_parity();
     test_eval();
     test_resume();
+    test_rank0_writes();
     test_bad_inputs();
     test_dead_peer(SIGKILL);
     test_dead_peer(SIGSTOP);
     int rc = test_summary();
-    if (rc == 0 && !getenv("VT_KEEP")) run("rm -rf %s", tmp);
+    if (rc == 0 && !getenv("VT_KEEP")) test_rm_rf(tmp);
     return rc;
 }

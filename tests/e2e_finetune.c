@@ -25,19 +25,10 @@
 static char bin[1024];
 static char tmp[64];
 
-static double final_top1(const char *log) {
-    char *s = slurp(log, NULL);
-    const char *p = s ? strstr(s, "final: top-1 ") : NULL;
-    double v = p ? atof(p + strlen("final: top-1 ")) : -1;
-    free(s);
-    return v;
-}
-
 int main(void) {
     const char *b = getenv("VT_BIN");
     snprintf(bin, sizeof bin, "%s", b && b[0] ? b : "./vitrain");
-    snprintf(tmp, sizeof tmp, "/tmp/vt_ft_XXXXXX");
-    if (!mkdtemp(tmp)) return 1;
+    if (test_tmpdir(tmp, sizeof tmp, "ft")) return 1;
 
     /* A 3-class checkpoint. */
     int rc = run("%s " CFG " --set model.num_classes=3 --set train.epochs=2 --run-dir %s/three " QUIET
@@ -110,6 +101,6 @@ int main(void) {
     CHECK(rc == 0 && text && !strstr(text, "train.init "), "resume ignores train.init (exit %d)", rc);
     free(text);
 
-    run("rm -rf %s", tmp);
+    test_rm_rf(tmp);
     return test_summary();
 }

@@ -6,8 +6,10 @@
  *   - its checkpoint holds float32 weights (dtype F32, never BF16);
  *   - `vitrain eval --precision bf16` on it reproduces the run's final top-1 (the
  *     evaluator's weight copies are the trainer's), `--precision fp32` evaluates too;
- *   - the run says once how this level runs bf16; on the avx2 level, that it has no
- *     bf16 instructions and runs the same numerics through the float32 kernels.
+ *   - the run says once which bf16 product path it runs and the probe's figures; on the
+ *     avx2 level, the fma path (the float32 kernels on rounded operands);
+ *   - VT_BF16_PATH: an unknown name or a path the level lacks is a usage error saying
+ *     which, a path it has is run and said to be the override's.
  * The bitwise resume of a bf16 run is e2e_train's resume test, run for both precisions.
  */
 #include <stdio.h>
@@ -22,15 +24,6 @@
 
 static char bin[1024];
 static char tmp[256];
-
-/* The "final: top-1 X%" of a training log, or -1. */
-static double final_top1(const char *log) {
-    char *s = slurp(log, NULL);
-    const char *p = s ? strstr(s, "final: top-1 ") : NULL;
-    double v = p ? atof(p + 13) : -1.0;
-    free(s);
-    return v;
-}
 
 /* How many times needle occurs in the file at path. */
 static int count_in(const char *path, const char *needle) {
@@ -68,7 +61,8 @@ static void test_bf16_run(void) {
     CHECK(t16 >= 70.0, "bf16 synthetic val top-1 %.2f%%, expected >= 70%% (chance 25%%)", t16);
     CHECK(t32 >= 0 && t16 >= 0 && (t16 - t32 <= 5.0 && t32 - t16 <= 5.0),
           "bf16 top-1 %.2f%% within 5 points of fp32's %.2f%%", t16, t32);
-    CHECK(count_in(l16, "vitrain: precision bf16 on the ") == 1, "the bf16 run says once how it runs bf16");
+    CHECK(count_in(l16, "vitrain: precision bf16 on the ") == 1 && count_in(l16, "probe GFLOP/s:") == 1,
+          "the bf16 run says once how it runs bf16 and the probe's figures");
     CHECK(count_in(l32, "precision bf16") == 0, "the fp32 run says nothing of bf16");
 
     /* the checkpoint stays float32 */
@@ -98,32 +92,57 @@ static void test_bf16_run(void) {
           "a bad --precision is a usage error (exit %d)", rc);
 }
 
+/* A short bf16 training run under the environment settings env, in run directory
+ * tmp/name, its stderr to log (tmp/name.log); its exit code. */
+static int short_bf16_run(const char *env, const char *name, char *log, size_t loglen) {
+    char d[512];
+    snprintf(d, sizeof d, "%s/%s", tmp, name);
+    snprintf(log, loglen, "%s.log", d);
+    return run("%s %s " CFG " --set train.precision=bf16 --set train.steps=2 --threads 1 --run-dir %s 2>%s", env, bin,
+               d, log);
+}
+
 /* On a level without bf16 instructions: the note says so, once. */
 static void test_note_without_bf16(void) {
-    char d[512], l[600];
-    snprintf(d, sizeof d, "%s/avx2", tmp);
-    snprintf(l, sizeof l, "%s.log", d);
-    int rc = run("VT_ISA=avx2 %s " CFG " --set train.precision=bf16 --set train.steps=4 --threads 1 --run-dir %s "
-                 "2>%s", bin, d, l);
+    char l[600];
+    int rc = short_bf16_run("VT_ISA=avx2", "avx2", l, sizeof l);
     if (rc != 0 && count_in(l, "supports at most") > 0) {
         fprintf(stderr, "e2e_precision: this CPU lacks avx2; the note on a level without bf16 is not tested\n");
         return;
     }
     CHECK(rc == 0, "VT_ISA=avx2 bf16 run exit %d (log %s)", rc, l);
-    CHECK(count_in(l, "which has no bf16 instructions: the same rounded numerics through the float32 kernels") == 1,
+    CHECK(count_in(l, "bf16 products on the fma path (float32 FMA on operands rounded to bf16)") == 1,
           "the avx2 level says once that it runs bf16 through the float32 kernels");
+}
+
+/* VT_BF16_PATH: a name that is no path, and a path the level lacks, are usage errors
+ * saying so; a path it has runs and is said to be the override's. */
+static void test_path_override(void) {
+    char l[600];
+    int rc = short_bf16_run("VT_BF16_PATH=tiles", "path", l, sizeof l);
+    CHECK(rc == 2 && count_in(l, "VT_BF16_PATH=tiles is not a bf16 path (use amx, dpbf16 or fma)") == 1,
+          "an unknown VT_BF16_PATH is a usage error (exit %d, log %s)", rc, l);
+    rc = short_bf16_run("VT_ISA=avx2 VT_BF16_PATH=dpbf16", "path", l, sizeof l);
+    if (count_in(l, "supports at most") == 0)
+        CHECK(rc == 2 && count_in(l, "VT_BF16_PATH=dpbf16 cannot run here: the dpbf16 path (VDPBF16PS) needs the "
+                                     "avx512bf16 level") == 1,
+              "a path above the level is a usage error naming it (exit %d, log %s)", rc, l);
+    rc = short_bf16_run("VT_BF16_PATH=fma", "path_fma", l, sizeof l);
+    if (count_in(l, "supports at most") == 0)
+        CHECK(rc == 0 && count_in(l, "bf16 products on the fma path") == 1 && count_in(l, "as VT_BF16_PATH asks") == 1,
+              "VT_BF16_PATH=fma trains on the fma path (exit %d, log %s)", rc, l);
 }
 
 int main(void) {
     const char *b = getenv("VT_BIN");
     if (!b || !*b) b = "vitrain";
     snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_precision_XXXXXX");
-    if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
+    if (test_tmpdir(tmp, sizeof tmp, "e2e_precision")) return 1;
     test_bf16_run();
     test_note_without_bf16();
+    test_path_override();
     int rc = test_summary();
-    if (rc == 0) run("rm -rf %s", tmp);
+    if (rc == 0) test_rm_rf(tmp);
     else fprintf(stderr, "run directories kept in %s\n", tmp);
     return rc;
 }

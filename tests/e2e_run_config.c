@@ -258,8 +258,7 @@ int main(void) {
     const char *b = getenv("VT_BIN");
     if (!b || !*b) b = "vitrain";
     snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_run_config_XXXXXX");
-    if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
+    if (test_tmpdir(tmp, sizeof tmp, "e2e_run_config")) return 1;
     int seen[VT_DATA_KIND_COUNT] = {0};
     for (int k = 0; k < VT_DATA_KIND_COUNT; k++) {
         vt_data_kind kind = (vt_data_kind)k;
@@ -297,6 +296,6 @@ int main(void) {
     for (int k = 0; k < VT_DATA_KIND_COUNT; k++)
         CHECK(seen[k], "data.kind %s is covered", vt_data_kind_name((vt_data_kind)k));
     int rc = test_summary();
-    if (rc == 0) run("rm -rf %s", tmp);
+    if (rc == 0) test_rm_rf(tmp);
     return rc;
 }

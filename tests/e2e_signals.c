@@ -17,8 +17,9 @@
  *   - train.ckpt_every_steps writes pairs every N steps (mid-epoch) and keep_checkpoints
  *     still bounds them; a run resumed from a mid-epoch step pair ends bit-identical;
  *     train.ckpt_every_minutes writes pairs between the epoch boundaries;
- *   - --resume-or-start on a run directory whose `latest` names no pair is an error, not a
- *     restart; --resume or --start-over with --resume-or-start is a usage error.
+ *   - --resume-or-start in a directory with a run's leftovers but no pair starts the run;
+ *     in one whose `latest` names no pair it is an error, not a restart; --resume or
+ *     --start-over with --resume-or-start is a usage error.
  * The random moments come from VT_TEST_SEED (default: the clock), printed for a rerun.
  * mpirun gets --oversubscribe (2 cores here) and --allow-run-as-root when run as root. */
 #include <signal.h>
@@ -383,6 +384,20 @@ static void test_cadence(const char *ref) {
           "error naming the key (exit %d)", rc);
 }
 
+/* --resume-or-start in a directory a run left before its first pair (config.json and
+ * metrics.jsonl, no `latest`) starts the run there, and it ends like the reference. */
+static void test_resume_or_start_leftovers(const char *ref) {
+    char dir[512], log[600];
+    snprintf(dir, sizeof dir, "%s/leftovers", tmp);
+    snprintf(log, sizeof log, "%s.log", dir);
+    run("mkdir -p %s && cp %s/config.json %s/ && head -n 3 %s/metrics.jsonl > %s/metrics.jsonl", dir, ref, dir,
+        ref, dir);
+    int rc = run("%s " CFG " " RECIPE " --threads 1 --resume-or-start --run-dir %s 2>%s", bin, dir, log);
+    CHECK(rc == 0 && file_contains(log, "holds no checkpoint: starting the run"),
+          "--resume-or-start: leftovers without a pair start the run (exit %d)", rc);
+    check_same_as(ref, dir, "leftovers");
+}
+
 static void test_resume_or_start_errors(void) {
     char dir[512], log[600];
     snprintf(dir, sizeof dir, "%s/broken", tmp);
@@ -425,6 +440,7 @@ int main(void) {
     test_second_sigint(ref);
     test_inherited_ignore();
     test_cadence(ref);
+    test_resume_or_start_leftovers(ref);
     test_resume_or_start_errors();
     if (run("mpirun --version >/dev/null 2>&1") != 0) {
         fprintf(stderr, "mpirun not found: install openmpi-bin (scripts/deps.sh)\n");

@@ -32,8 +32,8 @@
 #include "kernels.h"
 #include "tape.h"
 #include "vit.h"
-#include "weights.h"
 #include "vit_fixture.h"
+#include "weights.h"
 
 static char py[256];
 static char tmp[64];
@@ -270,19 +270,14 @@ static void test_refused(void) {
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
+    if (test_kernels_init()) return 1;
     if (!find_python()) {
         fprintf(stderr, "e2e_timm: skipped: no python3 with numpy ($VT_PYTHON, python3, /usr/bin/python3; "
                 "Debian: python3-numpy, which scripts/deps.sh installs)\n");
         printf("0 passed, 0 failed, 1 skipped\n");
         return 0;
     }
-    snprintf(tmp, sizeof tmp, "/tmp/vt_timm_XXXXXX");
-    if (!mkdtemp(tmp)) return 1;
+    if (test_tmpdir(tmp, sizeof tmp, "timm")) return 1;
     fprintf(stderr, "e2e_timm: using %s\n", py);
     test_from_timm("vit_ape", 1, "global_pool='token'");
     test_from_timm("vit_ape_avg_bf16", 1, "init_values=0.1");
@@ -299,6 +294,6 @@ int main(void) {
     test_ours("vit_pe_rope_mixed_ape", "use_abs_pos_emb=True");
     test_ours("vit_pe_liere_commute", "rope_type='mixed'");
     test_refused();
-    run("rm -rf %s", tmp);
+    test_rm_rf(tmp);
     return test_summary();
 }

@@ -55,15 +55,6 @@ static double last_eval_top1(const char *dir) {
     return v;
 }
 
-static double final_top1(const char *log_path) {
-    char *s = slurp(log_path, NULL);
-    double v = -1;
-    const char *p = s ? strstr(s, "final: top-1 ") : NULL;
-    if (p) v = atof(p + strlen("final: top-1 "));
-    free(s);
-    return v;
-}
-
 static void test_learns_and_eval(void) {
     char dir[512], log[512], npy[512], out[512];
     snprintf(dir, sizeof dir, "%s/syn", tmp);
@@ -362,10 +353,8 @@ int main(void) {
     const char *b = getenv("VT_BIN");
     if (!b || !*b) b = "vitrain";
     snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
-    char err[256];
-    if (vt_kernels_init(err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_train_XXXXXX");
-    if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
+    if (test_kernels_init()) return 1;
+    if (test_tmpdir(tmp, sizeof tmp, "e2e_train")) return 1;
     test_rank_ties();
     test_usage_errors();
     test_info();
@@ -375,7 +364,7 @@ int main(void) {
     test_accum_and_cadence();
     test_nan_stop();
     int rc = test_summary();
-    if (rc == 0) run("rm -rf %s", tmp);
+    if (rc == 0) test_rm_rf(tmp);
     else fprintf(stderr, "run directories kept in %s\n", tmp);
     return rc;
 }

@@ -9,6 +9,7 @@
 #include <dirent.h>
 
 #include "harness.h"
+#include "test_util.h"
 
 #define LLVMFuzzerTestOneInput fuzz_safetensors_one
 #include "fuzz/fuzz_safetensors.c"
@@ -46,16 +47,10 @@ static int replay_dir(const char *dir, int (*one)(const uint8_t *, size_t)) {
         if (e->d_name[0] == '.') continue;
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        FILE *f = fopen(path, "rb");
-        if (!f) continue;
-        fseek(f, 0, SEEK_END);
-        long len = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
-        size_t got = len > 0 ? fread(buf, 1, (size_t)len, f) : 0;
-        fclose(f);
-        if (len >= 0 && got == (size_t)len) {
-            one(buf, got);
+        size_t len;
+        char *buf = test_read_file(path, &len);
+        if (buf) {
+            one((const uint8_t *)buf, len);
             n++;
         }
         free(buf);

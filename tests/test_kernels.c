@@ -455,6 +455,7 @@ static void test_gemm_bf16(const vt_kernels *t, const vt_kernels *s) {
         gemm_bf16_case(t, s, ta, tb, 300, 40, 100, 2.5f, 0.5f, 1, 0, 1);  /* M > MC */
         gemm_bf16_case(t, s, ta, tb, 40, 1700, 40, 1.0f, 0.5f, 0, 1, 1);  /* N > NC */
         gemm_bf16_case(t, s, ta, tb, 64, 48, 2600, 1.0f, 1.0f, 0, 0, 0);  /* a weight gradient: long K */
+        gemm_bf16_case(t, s, ta, tb, 70, 96, 77, 1.0f, 0.0f, 3, tr & 1, 0); /* whole tiles stored as they are */
     }
     gemm_bf16_case(t, s, 0, 0, 0, 5, 5, 1.0f, 0.0f, 0, 0, 0);
     gemm_bf16_case(t, s, 0, 1, 5, 5, 0, 1.0f, 0.0f, 0, 1, 1); /* K = 0: C = beta C + bias */

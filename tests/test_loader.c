@@ -29,6 +29,7 @@
 #include "data/loader.h"
 #include "data/transform.h"
 #include "harness.h"
+#include "test_util.h"
 #include "resolve.h"
 #include "rng.h"
 
@@ -528,17 +529,8 @@ static void test_order_bounded(void) {
     vt_data_spec c;
     vt_resolve_data_spec(&cfg, &c);
 #ifdef COUNT_ALLOCS
-    struct rlimit old, lim;
-    getrlimit(RLIMIT_AS, &old);
-    FILE *f = fopen("/proc/self/statm", "r");
-    long long vm = 0;
-    if (f) {
-        if (fscanf(f, "%lld", &vm) != 1) vm = 0;
-        fclose(f);
-    }
-    lim = old;
-    lim.rlim_cur = (rlim_t)(vm * 4096 + (2LL << 30));
-    CHECK(vm > 0 && setrlimit(RLIMIT_AS, &lim) == 0, "address-space limit set");
+    struct rlimit old;
+    CHECK(test_cap_address_space(2ULL << 30, &old) == 0, "address-space limit set");
 #endif
     long long before = rss_bytes();
     static float img[8 * 3 * 16 * 16];
@@ -555,6 +547,26 @@ static void test_order_bounded(void) {
         CHECK(st == VT_OK && cnt == 8, "last batch of epoch 8: %s", vt_last_error());
         long long grown = rss_bytes() - before;
         CHECK(grown < (256LL << 20), "resident set grew by %lld MB", grown >> 20);
+        vt_loader_close(L);
+    }
+#ifdef COUNT_ALLOCS
+    setrlimit(RLIMIT_AS, &old);
+#endif
+
+    /* eval.batch_size = 2^20 (its documented maximum) on an 8-sample val split with a
+     * worker: the prefetch slots hold the split's 8 samples, not 2^20 (4 slots of 1 GiB
+     * each aborted with an internal error under the limit) */
+#ifdef COUNT_ALLOCS
+    CHECK(setrlimit(RLIMIT_AS, &lim) == 0, "address-space limit set again");
+#endif
+    c.eval_batch = 1 << 20;
+    st = vt_loader_open(&L, &c, VT_SPLIT_VAL, 16);
+    CHECK(st == VT_OK, "open the val split: %s", vt_last_error());
+    if (st == VT_OK) {
+        float *big = malloc(sizeof(float) * 8 * 3 * 16 * 16);
+        st = vt_loader_next(L, big, lab, NULL, &su, &cnt);
+        CHECK(st == VT_OK && cnt == 8, "a batch of 2^20 from 8 samples: %d (%s)", cnt, vt_last_error());
+        free(big);
         vt_loader_close(L);
     }
 #ifdef COUNT_ALLOCS

@@ -33,8 +33,8 @@
 #include "test_runtime.h"
 #include "train.h"
 #include "vit.h"
-#include "weights.h"
 #include "vit_fixture.h"
+#include "weights.h"
 
 static vt_arena arena;
 static vt_tape tape;
@@ -480,7 +480,7 @@ static void test_resume(const char *dir) {
 }
 
 int main(void) {
-    if (test_runtime_init(&arena, 1 << 20, &tape, "") != 0) return 1;
+    if (test_runtime_init(&arena, 1 << 20, &tape) != 0) return 1;
     test_features();
     test_estimator();
     test_linear_form();
@@ -488,17 +488,12 @@ int main(void) {
     test_gradients();
     test_rotary_relative();
     test_redraw_hook();
-    char dir[] = "/tmp/vt_test_performer_XXXXXX";
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    char dir[64];
+    if (test_tmpdir(dir, sizeof dir, "test_performer")) return 1;
     test_checkpoint(dir);
     test_training(dir);
     test_resume(dir);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    test_rm_rf(dir);
     test_runtime_done(&arena, &tape);
     return test_summary();
 }

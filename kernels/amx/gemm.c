@@ -7,11 +7,15 @@
  * microkernel: four float32 C tiles (tmm0-3, 16 x 16 each) from zero, per 32 steps two
  * A tiles (tmm4-5: 16 rows x 16 pairs) and two B tiles (tmm6-7: 16 pairs x 16 columns,
  * the pair-interleaved rows TDPBF16PS reads) and four TDPBF16PS; then the tiles stored
+ * straight to C when they are the result (a whole tile, alpha 1, beta 0, no bias), else
  * to a 32 x 32 buffer and applied to C with AVX-512 (alpha, beta, bias, masked to the
  * valid rows and columns).
- * Packed A panel: MR rows of kc2p words (pairs of steps, low half the even step), row i's
- * pair p at p + i kc2p, rows past M and pairs past K zero; kc2p is a multiple of 16 (a
- * tile's pairs), so a tile is 16 rows of 64 bytes at row stride 4 kc2p bytes.
+ * Packed A panel: MR rows of kc2p words (pairs of steps, low half the even step) laid out
+ * tile by tile, so that each A tile is 1 KB read contiguously (a row stride of a whole
+ * packed row would make every tile load 16 separate streams): row i's pair p at
+ * (p / 16) 16 MR + 16 i + p % 16, rows past M and pairs past K zero; kc2p is a multiple
+ * of 16 (a tile's pairs); the tile of rows 16 h.. 16 h + 15 and pairs 16 t.. at word
+ * 16 MR t + 256 h, 16 rows of 64 bytes.
  * K == 0 or alpha == 0 gives C = beta C (+ bias) without reading A or B. Each other call
  * loads the tile configuration (palette 1, eight 16 x 64-byte tiles) and releases the
  * tiles at its end.
@@ -43,13 +47,13 @@ static void pack_a(int ta, const float *A, int lda, int i0, int p0, int mc, int 
         int rows = imin(MR, mc - ir);
         if (!ta) { /* a row of A: 32 steps are 16 words */
             for (int i = 0; i < MR; i++) {
-                uint32_t *d = dst + (size_t)i * kc2p;
+                uint32_t *d = dst + (size_t)i * 16;
                 const float *s = A + (size_t)(i0 + ir + i) * lda + p0;
                 for (int k0 = 0; k0 < 2 * kc2p; k0 += 32) {
                     int kk = i < rows && k0 < kc ? imin(32, kc - k0) : 0;
                     __m512 lo = _mm512_maskz_loadu_ps(vt512_tail((size_t)kk), s + k0);
                     __m512 hi = _mm512_maskz_loadu_ps(vt512_tail((size_t)(kk > 16 ? kk - 16 : 0)), s + k0 + 16);
-                    _mm512_store_si512(d + k0 / 2, vt_cvtne2ps(hi, lo));
+                    _mm512_store_si512(d + (size_t)(k0 / 32) * MR * 16, vt_cvtne2ps(hi, lo));
                 }
             }
         } else { /* A is K x M: 16 rows x 16 pairs at a time, interleaved then transposed */
@@ -67,7 +71,7 @@ static void pack_a(int ta, const float *A, int lda, int i0, int p0, int mc, int 
                         r[m] = _mm512_castsi512_ps(_mm512_permutexvar_epi16(inter, vt_cvtne2ps(o, e)));
                     }
                     vt512_transpose16(r);
-                    for (int i = 0; i < 16; i++) _mm512_store_ps(dst + (size_t)(i16 + i) * kc2p + q, r[i]);
+                    for (int i = 0; i < 16; i++) _mm512_store_ps(dst + (size_t)q * MR + (size_t)(i16 + i) * 16, r[i]);
                 }
             }
         }
@@ -80,20 +84,28 @@ static void kernel_32x32(int kc2p, const uint32_t *a, const uint32_t *b, float *
                          float alpha, float beta, const float *bias, const float *c_next) {
     (void)c_next;
     float t[MR * NR] __attribute__((aligned(64)));
-    const size_t as = (size_t)kc2p * 4, bs = NR * 4; /* tile row strides in bytes */
+    const size_t as = 64, bs = NR * 4; /* tile row strides in bytes */
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
     for (int p = 0; p < kc2p; p += 16) {
-        _tile_loadd(4, a + p, as);
-        _tile_loadd(5, a + (size_t)16 * kc2p + p, as);
+        _tile_loadd(4, a + (size_t)p * MR, as);
+        _tile_loadd(5, a + (size_t)p * MR + 256, as);
         _tile_loadd(6, b + (size_t)p * NR, bs);
         _tile_loadd(7, b + (size_t)p * NR + 16, bs);
         _tile_dpbf16ps(0, 4, 6);
         _tile_dpbf16ps(1, 4, 7);
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
+    }
+    if (mr == MR && nr == NR && alpha == 1.0f && beta == 0.0f && !bias) { /* C = the sums, bitwise */
+        const size_t cs = (size_t)ldc * 4;
+        _tile_stored(0, c, cs);
+        _tile_stored(1, c + 16, cs);
+        _tile_stored(2, c + (size_t)16 * ldc, cs);
+        _tile_stored(3, c + (size_t)16 * ldc + 16, cs);
+        return;
     }
     _tile_stored(0, t, NR * 4);
     _tile_stored(1, t + 16, NR * 4);

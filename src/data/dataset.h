@@ -77,7 +77,9 @@ void vt_sample_free(vt_sample *s);
 typedef struct vt_dataset vt_dataset;
 
 typedef struct {
-    const char *kind;    /* "idx", "synthetic": used in messages */
+    const char *kind;    /* the dataset's name in messages: NULL for the formats of the
+                            registry (their data.kind name, formats.h), a name for a
+                            dataset built outside it (tests, benches) */
     /* Decode sample `index` (0 <= index < size) into s (reserving as needed) and its
      * class label (0 <= label < num_classes). Errors name the file and sample. */
     vt_status (*read)(const vt_dataset *ds, int64_t index, vt_sample *s, int *label);

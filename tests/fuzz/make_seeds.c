@@ -4,9 +4,13 @@
  * inside the parsers instead of at their first check:
  *   safetensors  a tiny model's checkpoint (FUZZ_MODEL_JSON, with checksums), the same
  *                layout without checksums (as Python's safetensors writes), BF16 and F16
- *                tensors, an empty file
+ *                tensors, an empty file; hostile headers (issue 38): an escaped NUL in a
+ *                tensor name, a duplicate metadata key last among many, many checksum
+ *                entries, a timm Eva "blocks.00" bias beside block 0's, a config declaring
+ *                a model far larger than the file
  *   config       configs/synthetic_tiny.json's text, the defaults as printed, a config
- *                followed by --set assignments
+ *                followed by --set assignments; an escaped NUL in a value and a key, an
+ *                mlp_ratio whose hidden width is 0
  *   image        JPEGs (gray, color, Adobe CMYK, a CMYK scan cut inside a code) and PNGs
  *                (gray, RGB, 16-bit, 1-bit, palette with tRNS, gray+alpha, interlaced)
  *   cifar        two-record CIFAR-10, CIFAR-100 fine and coarse files
@@ -68,6 +72,47 @@ static void seeds_safetensors(void) {
     put_bytes("safetensors", "half.safetensors", hf, sizeof hf);
 }
 
+/* A safetensors file of header json (padded to 8) and data_bytes zero bytes. */
+static void put_safetensors(const char *name, const char *json, size_t data_bytes) {
+    size_t len = strlen(json), padded = (len + 7) / 8 * 8;
+    uint8_t *f = calloc(8 + padded + data_bytes, 1);
+    for (int b = 0; b < 8; b++) f[b] = (uint8_t)(padded >> (8 * b));
+    memcpy(f + 8, json, len);
+    memset(f + 8 + len, ' ', padded - len);
+    put_bytes("safetensors", name, f, 8 + padded + data_bytes);
+    free(f);
+}
+
+/* Headers built to make the reader slow or to slip a name past it (issue 38). */
+static void seeds_hostile_safetensors(void) {
+    put_safetensors("nul_name.safetensors",
+                    "{\"head.bias\\u0000evil\":{\"dtype\":\"F32\",\"shape\":[1],"
+                    "\"data_offsets\":[0,4]}}", 4);
+    enum { N = 512 };
+    char *j = malloc(N * 96 + 256);
+    size_t at = (size_t)sprintf(j, "{\"__metadata__\":{");
+    for (int i = 0; i < N; i++) at += (size_t)sprintf(j + at, "%s\"k%d\":\"v\"", i ? "," : "", i % (N - 1));
+    sprintf(j + at, "},\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}");
+    put_safetensors("duplicate_key_last.safetensors", j, 4);
+    at = (size_t)sprintf(j, "{\"__metadata__\":{\"tensor_crc32\":\"{");
+    for (int i = 0; i < N; i++) at += (size_t)sprintf(j + at, "%s\\\"t%d\\\":\\\"00000000\\\"", i ? "," : "", i);
+    at += (size_t)sprintf(j + at, "}\"}");
+    for (int i = 0; i < N; i++)
+        at += (size_t)sprintf(j + at, ",\"t%d\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}", i);
+    sprintf(j + at, "}");
+    put_safetensors("many_checksums.safetensors", j, 0);
+    free(j);
+    put_safetensors("eva_block_00.safetensors",
+                    "{\"blocks.0.attn.q_bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                    "\"blocks.0.attn.v_bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]},"
+                    "\"blocks.00.attn.v_bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}",
+                    12);
+    put_safetensors("declares_huge_model.safetensors",
+                    "{\"__metadata__\":{\"config\":\"{\\\"model\\\":{\\\"width\\\":4096,"
+                    "\\\"heads\\\":32,\\\"depth\\\":1024}}\"},"
+                    "\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
+}
+
 static void seeds_config(void) {
     size_t len;
     uint8_t *t = fx_read_file("configs/synthetic_tiny.json", &len);
@@ -92,6 +137,12 @@ static void seeds_config(void) {
                                  "\"attention\": \"performer\"}, \"pe\": {\"kind\": \"cayley\"}, "
                                  "\"data\": {\"kind\": \"cifar10\", \"root\": \"x\"}}";
     put_bytes("config", "preset.json", preset, sizeof preset - 1);
+    static const char nul_value[] = "{\"train\": {\"run_dir\": \"runs/a\\u0000b\"}}";
+    put_bytes("config", "nul_value.json", nul_value, sizeof nul_value - 1);
+    static const char nul_key[] = "{\"train\": {\"run_dir\\u0000x\": \"a\"}}";
+    put_bytes("config", "nul_key.json", nul_key, sizeof nul_key - 1);
+    static const char mlp[] = "{\"model\": {\"width\": 32, \"heads\": 2, \"mlp_ratio\": 0.01}}";
+    put_bytes("config", "mlp_ratio_zero_hidden.json", mlp, sizeof mlp - 1);
 }
 
 static void seeds_image(void) {
@@ -215,6 +266,7 @@ int main(int argc, char **argv) {
     snprintf(root, sizeof root, "%s", argv[1]);
     mkdir(root, 0777);
     seeds_safetensors();
+    seeds_hostile_safetensors();
     seeds_config();
     seeds_image();
     seeds_cifar();
