@@ -6,18 +6,25 @@
 #   scripts/deps.sh --fuzz    also clang, libFuzzer and LLVM's OpenMP (make fuzz)
 #   scripts/deps.sh --slurm   also Slurm and munge (tests/e2e_slurm.c starts a one-node
 #                             Slurm; without them it skips)
+#   scripts/deps.sh --tensorboard   also python3-venv, then pip's tensorboard in
+#                             .venv-tensorboard (scripts/tensorboard_venv.sh; its reader
+#                             checks our event files in tests/e2e_logging.c)
+# Options combine (scripts/deps.sh --fuzz --tensorboard).
 set -euo pipefail
 pkgs=(gcc make pkg-config libcjson-dev libstb-dev libpng-dev zlib1g-dev libsimde-dev
       libopenmpi-dev openmpi-bin dataset-fashion-mnist python3-matplotlib python3-numpy
-      iproute2)
+      python3-venv iproute2)
+tensorboard=0
 for opt in "$@"; do
     case $opt in
     --torch) pkgs+=(python3-torch) ;;
     --fuzz) pkgs+=(clang libclang-rt-dev libomp-dev) ;;
     --slurm) pkgs+=(slurmctld slurmd slurm-client munge) ;;
-    *) echo "deps: unknown option $opt (--torch, --fuzz, --slurm)" >&2; exit 2 ;;
+    --tensorboard) tensorboard=1 ;;
+    *) echo "deps: unknown option '$opt' (expected --torch, --fuzz, --slurm or --tensorboard)" >&2; exit 2 ;;
     esac
 done
+venv() { if ((tensorboard)); then "$(dirname "$0")/tensorboard_venv.sh"; fi; }
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -27,6 +34,7 @@ for p in "${pkgs[@]}"; do
 done
 if [[ ${#missing[@]} -eq 0 ]]; then
     echo "deps: all present (${pkgs[*]})"
+    venv
     exit 0
 fi
 SUDO=""
@@ -38,3 +46,4 @@ echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+venv

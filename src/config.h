@@ -128,7 +128,7 @@ typedef struct vt_config {
     vt_eval_config eval;
     vt_runtime_config runtime;
     char source[VT_STR];    /* path the config came from ("" if built in code) */
-    /* set[i] != 0: schema row i was given explicitly (config file or --set). Only
+    /* set[i] != 0: schema row i was given explicitly (1 config file, 2 --set). Only
      * resolve reads it: keys left unset get their preset / kind-dependent default there. */
     unsigned char set[VT_CONFIG_MAX_KEYS];
 } vt_config;
@@ -155,6 +155,9 @@ vt_status vt_config_check_keys(const vt_config *c);
 /* 1 if the key ("pe.theta") was given explicitly, 0 if not; -1 for an unknown key.
  * For resolve (and tests): code below it reads values only. */
 int vt_config_is_set(const vt_config *c, const char *key);
+/* Where the key's value came from, for messages: 2 a --set, 1 the config file (or JSON
+ * text), 0 not given; -1 for an unknown key. */
+int vt_config_origin(const vt_config *c, const char *key);
 /* Put the schema default of key (which must exist) back into c. */
 void vt_config_restore_default(vt_config *c, const char *key);
 
@@ -169,6 +172,18 @@ void vt_config_restore_default(vt_config *c, const char *key);
 int vt_config_model_key(const char *key);
 int vt_config_model_keys_differ(const vt_config *a, const vt_config *b, char *report, size_t len);
 
+/* One key whose value differs between two configs: its value in each (as JSON, cut to
+ * the buffer) and whether it only changes how a run goes (threads, logging, progress,
+ * checkpoint cadence and count, the run directory, loader threads), not what it computes. */
+typedef struct {
+    const char *key;
+    char a[160], b[160];
+    int run_only;
+} vt_config_change;
+/* Compare every key of a and b (schema order): the number that differ; the first max of
+ * them into out. */
+int vt_config_changes(const vt_config *a, const vt_config *b, vt_config_change *out, int max);
+
 /* The config as pretty JSON (malloc'd; caller frees): every key, in schema order. Read
  * back with vt_config_read_json it gives the same values (numbers are printed in the
  * shortest form strtod reads back exactly). */
@@ -178,5 +193,8 @@ char *vt_config_to_json(const vt_config *c);
 char *vt_config_doc_markdown(void);
 /* Plain-text key list for --help (malloc'd). */
 char *vt_config_doc_text(void);
+/* The same text for one section ("optim") or one key ("optim.lr") into *out (malloc'd);
+ * an unknown name is VT_ERR_USAGE with the nearest valid one suggested. */
+vt_status vt_config_doc_one(const char *name, char **out);
 
 #endif

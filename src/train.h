@@ -21,15 +21,12 @@
  * to DIR.old-N), so nothing a run wrote is truncated or deleted by another. Every file is
  * written through durable.h. Files:
  *   lock                       the owner's flock and "pid PID host HOST"
- *   config.json                the resolved config
- *   metrics.jsonl              {"kind":"train","step","epoch","loss","lr","grad_norm",
- *                              "img_per_s","wall_s"} every log_every steps (step counts
- *                              completed optimizer steps, 1-based; loss is that step's
- *                              mean over its global batch) and {"kind":"eval","step",
- *                              "epoch","top1","top5","loss","resolution","n","wall_s"} per
- *                              evaluation, and {"kind":"checkpoint","step","bytes",
- *                              "seconds","wall_s"} per pair written (its two files'
- *                              bytes and the seconds the save took)
+ *   config.json                the resolved config (every --set applied) with
+ *                              train.run_dir = this directory: what `vitrain --resume DIR`
+ *                              continues with (resume.h); the checkpoints' metadata holds
+ *                              the same config without the run directory
+ *   metrics.jsonl, summary.csv, the run's logs (run_log.h): train records every log_every
+ *   events.out.tfevents.*      steps, evaluations, per-epoch means; TensorBoard scalars
  *   step_N.safetensors,        a checkpoint pair (checkpoint.h): the model (vt_vit_save)
  *   step_N.state.safetensors   and the resume state (train_state.h), written every
  *                              ckpt_every epochs, every ckpt_every_steps steps, at the
@@ -69,7 +66,11 @@
  * Exact resume: for the same thread count a resumed run's per-step losses equal the
  * uninterrupted run's bit for bit (data order from (seed, epoch) via vt_loader_seek,
  * the dropout stream restored, moments and parameters restored exactly). On resume,
- * metrics.jsonl keeps only the records up to the saved step.
+ * the logs keep only the records up to the saved step (run_log.h), and the epoch's
+ * running means continue from the resume state.
+ *
+ * Terminal: the start and end summaries (train_report.h), a progress line, one line per
+ * evaluation.
  */
 #ifndef VT_TRAIN_H
 #define VT_TRAIN_H
@@ -92,6 +93,8 @@ typedef struct {
     int start_over;          /* a new run in a directory holding another run's checkpoint
                                 moves that run aside to DIR.old-N (rundir.h) instead of
                                 failing */
+    int verbose;             /* print the resolved config at start (it is always saved as
+                                RUN_DIR/config.json) */
 } vt_train_opts;
 
 typedef struct {

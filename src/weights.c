@@ -2,6 +2,7 @@
  * (contract in weights.h). vt_vit_load (vit.h) is the strict mode. */
 #include "weights.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "safetensors.h"
@@ -131,6 +132,45 @@ static vt_status plan_one(const vt_vit *m, const char *path, const vt_weights_op
     return shape_error(path, t, f, hint);
 }
 
+/* Append "what F here, M in the config (key)" to a "; "-joined list when F != M. */
+static void note_diff(char *buf, size_t len, int *n, const char *what, int64_t file, int64_t model,
+                      const char *key) {
+    if (file < 0 || file == model) return;
+    size_t u = strlen(buf);
+    snprintf(buf + u, len - u, "%s%s %lld here, %lld in the config (%s)", *n ? "; " : "", what,
+             (long long)file, (long long)model, key);
+    (*n)++;
+}
+
+/* The file's model against the config's on what the tensors tell: width, depth, patch
+ * size, input channels and MLP width. Every difference is named at once, before any
+ * tensor-by-tensor message (which would name a consequence: an unexpected block, a
+ * shape). */
+static vt_status check_model_shape(const vt_vit *m, const vt_wfile *wf, const char *path) {
+    const vt_wtensor *pw = vt_wfile_find(wf, "patch_embed.proj.weight");
+    const vt_wtensor *cls = vt_wfile_find(wf, "cls_token");
+    const vt_wtensor *fc1 = vt_wfile_find(wf, "blocks.0.mlp.fc1.weight");
+    int64_t D = pw && pw->ndim == 4 ? pw->shape[0] : cls && cls->ndim == 3 ? cls->shape[2] : -1;
+    int64_t L = 0;
+    for (int k = 0; k < wf->n; k++) {
+        int b;
+        if (sscanf(wf->t[k].name, "blocks.%d.", &b) == 1 && b + 1 > L) L = b + 1;
+    }
+    char diff[512] = "";
+    int n = 0;
+    note_diff(diff, sizeof diff, &n, "width", D, m->D, "model.width");
+    note_diff(diff, sizeof diff, &n, "depth", L > 0 ? L : -1, m->L, "model.depth");
+    if (pw && pw->ndim == 4 && pw->shape[2] == pw->shape[3])
+        note_diff(diff, sizeof diff, &n, "patch size", pw->shape[2], m->P, "model.patch_size");
+    if (pw && pw->ndim == 4 && m->embed_chans == m->in_chans)
+        note_diff(diff, sizeof diff, &n, "input channels", pw->shape[1], m->in_chans, "model.in_chans");
+    if (fc1 && fc1->ndim == 2 && D == m->D)
+        note_diff(diff, sizeof diff, &n, "MLP hidden width", fc1->shape[0], m->mlp_hidden, "model.mlp_ratio");
+    if (!n) return VT_OK;
+    return vt_fail(VT_ERR_RUNTIME, "%s holds another model than the config's: %s. Set %s to the file's "
+                   "value%s", path, diff, n == 1 ? "that key" : "those keys", n == 1 ? "" : "s");
+}
+
 static target target_of(vt_vit *m, int i) {
     target t;
     memset(&t, 0, sizeof t);
@@ -179,7 +219,8 @@ static int model_tensors(const vt_vit *m) { return m->n_p + (m->performer_m > 0 
 static vt_status check_all(vt_vit *m, const vt_wfile *wf, const char *path,
                            const vt_weights_opts *opts, plan *pl, int *ignored, FILE *log) {
     const int nt = model_tensors(m);
-    vt_status s = VT_OK;
+    vt_status s = check_model_shape(m, wf, path);
+    if (s != VT_OK) return s;
     /* each model tensor marks the file's tensor of its name (a binary search) */
     char *known = vt_xcalloc((size_t)wf->n + 1, 1);
     for (int i = 0; i < nt; i++) {

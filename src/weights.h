@@ -22,6 +22,9 @@
  *   - file tensors the model has no parameter for: an error, unless
  *     allow_unexpected (train.init_allow_unexpected), then ignored.
  *   Anything else (a missing block tensor, another shape) is an error.
+ * A file whose model has another width, depth, patch size, input channels or MLP width
+ * than the config's (read from its tensors) is an error in every mode, naming each
+ * difference ("width 192 here, 64 in the config (model.width)") before any tensor.
  * Every error names the file, the tensor (and its name in the file when a timm layout
  * was translated), the expected and found shapes, and leaves the model untouched. A
  * fine-tuning start logs one line per tensor that was resampled, expanded, re-initialised

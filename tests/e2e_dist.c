@@ -504,7 +504,8 @@ static void test_bad_inputs(void) {
     snprintf(d, sizeof d, "%s/corrupt", tmp);
     snprintf(log, sizeof log, "%s.log", d);
     rc = run("timeout 60 %s %s " CFG " --set data.kind=imagefolder --set data.root=%s --set model.in_chans=3 "
-             "--set train.batch_size=4 --set train.epochs=2 --threads 1 --run-dir %s >/dev/null 2>%s",
+             "--set model.num_classes=2 --set train.batch_size=4 --set train.epochs=2 --threads 1 --run-dir %s "
+             ">/dev/null 2>%s",
              mpirun(2, NULL), bin, root, d, log);
     CHECK(rc == 1, "a corrupt image on one rank: exit 1, got %d", rc);
     CHECK(count_in_file(log, "09.png") == 1, "the corrupt file is named once");

@@ -37,6 +37,7 @@ int main(void) {
 
     /* Into a 10-class model. */
     char log[256];
+    char *text;
     snprintf(log, sizeof log, "%s/ten.log", tmp);
     rc = run("%s " CFG " --set model.num_classes=10 --set train.epochs=2 --set train.init=%s/three/last.safetensors "
              "--run-dir %s/ten " QUIET " 2>%s", bin, tmp, tmp, log);
@@ -89,6 +90,24 @@ int main(void) {
     rc = run("%s " CFG " --set train.init_allow_unexpected=maybe --run-dir %s/bad " QUIET " 2>%s", bin, tmp, log);
     CHECK(rc == 2 && file_contains(log, "train.init_allow_unexpected"), "non-boolean allow key: exit %d", rc);
 
+    /* A file of another width and depth: the first and only error names both differences
+     * (issue 39 item 6), not a consequence (an unexpected block tensor, a shape). */
+    snprintf(log, sizeof log, "%s/wide.log", tmp);
+    rc = run("%s " CFG " --set model.num_classes=3 --set model.width=64 --set model.depth=1 --set "
+             "train.init=%s/three/last.safetensors --set train.init_allow_unexpected=true --run-dir %s/wide "
+             QUIET " 2>%s", bin, tmp, tmp, log);
+    text = slurp(log, NULL);
+    CHECK(rc == 1 && file_contains(log, "three/last.safetensors holds another model than the config's: "
+                                        "width 32 here, 64 in the config (model.width); depth 2 here, 1 in "
+                                        "the config (model.depth). Set those keys") &&
+              text && !strstr(text, "ignored") && !strstr(text, "expected shape"),
+          "train.init from a model of another width and depth: exit %d, both named first", rc);
+    free(text);
+    rc = run("%s " CFG " --set model.num_classes=3 --set model.mlp_ratio=4 --set train.init=%s/three/last.safetensors "
+             "--run-dir %s/mlp " QUIET " 2>%s", bin, tmp, tmp, log);
+    CHECK(rc == 1 && file_contains(log, "MLP hidden width 64 here, 128 in the config (model.mlp_ratio). Set that key"),
+          "train.init from a file of another MLP width names it: exit %d", rc);
+
     /* Resume does not load the init file again. */
     snprintf(log, sizeof log, "%s/resume.log", tmp);
     rc = run("%s " CFG " --set model.num_classes=10 --set train.init=%s/three/last.safetensors --run-dir %s/res "
@@ -97,7 +116,7 @@ int main(void) {
     rc = run("mv %s/three %s/three.moved", tmp, tmp);
     rc = run("%s " CFG " --set model.num_classes=10 --set train.init=%s/three/last.safetensors --resume %s/res "
              QUIET " 2>%s", bin, tmp, tmp, log);
-    char *text = slurp(log, NULL);
+    text = slurp(log, NULL);
     CHECK(rc == 0 && text && !strstr(text, "train.init "), "resume ignores train.init (exit %d)", rc);
     free(text);
 

@@ -63,7 +63,7 @@ static void test_learns_and_eval(void) {
     CHECK(rc == 0, "synthetic run exit %d (log %s)", rc, log);
     double top1 = final_top1(log);
     CHECK(top1 >= 70.0, "synthetic val top-1 %.2f%%, expected >= 70%% (chance 25%%)", top1);
-    CHECK(file_contains(log, "vitrain: kernels "), "kernel level logged");
+    CHECK(file_contains(log, "vitrain: compute  fp32, kernels "), "kernel level logged");
     const char *files[] = {"config.json", "metrics.jsonl", "last.safetensors", "latest",
                            "step_00000128.safetensors", "step_00000128.state.safetensors",
                            "best.safetensors"};

@@ -519,6 +519,27 @@ static void test_files(void) {
     const char *sets[] = { "model.heads=6", "train.epochs=2" };
     CHECK(vt_resolve_file(&c, path, sets, 2) == VT_OK && c.model.heads == 6 && c.train.epochs == 2,
           "load_overrides: %s", vt_last_error());
+    /* a rule broken by a --set value says so, with the valid sizes (issue 39 item 7) */
+    text = q("{'model': {'img_size': 28}}");
+    fd = open(path, O_WRONLY | O_TRUNC);
+    CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text), "rewrite");
+    if (fd >= 0) close(fd);
+    const char *patch16[] = { "model.patch_size=16", "model.img_size=28", "model.heads=5" };
+    char want_set[512];
+    snprintf(want_set, sizeof want_set, "%s: model.img_size = 28 is not a multiple of model.patch_size = 16 "
+             "(--set); the nearest valid sizes are 16 and 32", path);
+    CHECK(vt_resolve_file(&c, path, patch16, 1) == VT_ERR_USAGE && strcmp(vt_last_error(), want_set) == 0,
+          "file size, --set patch: %s", vt_last_error());
+    CHECK(vt_resolve_file(&c, NULL, patch16, 2) == VT_ERR_USAGE &&
+              strcmp(vt_last_error(), "--set: model.img_size = 28 is not a multiple of model.patch_size = 16; "
+                                      "the nearest valid sizes are 16 and 32") == 0,
+          "both from --set: %s", vt_last_error());
+    CHECK(vt_resolve_file(&c, NULL, patch16 + 2, 1) == VT_ERR_USAGE &&
+              strcmp(vt_last_error(), "--set: model.heads = 5 does not divide model.width = 768") == 0,
+          "heads from --set: %s", vt_last_error());
+    const char *small[] = { "model.img_size=8" };
+    CHECK(vt_resolve_file(&c, NULL, small, 1) == VT_ERR_USAGE &&
+              strstr(vt_last_error(), "the smallest valid size is 16"), "below one patch: %s", vt_last_error());
     CHECK(vt_resolve_file(&c, NULL, sets, 1) == VT_OK && c.model.heads == 6 && c.source[0] == '\0',
           "overrides without a file: %s", vt_last_error());
     text = q("{'model': {'widht': 5}}");

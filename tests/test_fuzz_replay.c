@@ -29,13 +29,17 @@
 #define LLVMFuzzerTestOneInput fuzz_state_one
 #include "fuzz/fuzz_state.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_tfevents_one
+#include "fuzz/fuzz_tfevents.c"
+#undef LLVMFuzzerTestOneInput
 
 static const struct {
     const char *name;
     int (*one)(const uint8_t *, size_t);
 } targets[] = {{"safetensors", fuzz_safetensors_one}, {"config", fuzz_config_one},
                {"image", fuzz_image_one},             {"cifar", fuzz_cifar_one},
-               {"idx", fuzz_idx_one},                 {"state", fuzz_state_one}};
+               {"idx", fuzz_idx_one},                 {"state", fuzz_state_one},
+               {"tfevents", fuzz_tfevents_one}};
 
 /* Every regular file of dir through one(); the count replayed (0 if dir is missing). */
 static int replay_dir(const char *dir, int (*one)(const uint8_t *, size_t)) {

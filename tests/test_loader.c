@@ -376,7 +376,8 @@ static void test_errors(void) {
         CHECK(vt_loader_next(L, img, lab, soft, &su, &cnt) == VT_OK && cnt == BS, "batch 0 is fine");
         vt_status st = vt_loader_next(L, img, lab, soft, &su, &cnt);
         CHECK(st == VT_ERR_RUNTIME && strstr(vt_last_error(), "memtest: sample 8 is corrupt") &&
-              strstr(vt_last_error(), "epoch 0 batch 1"), "workers %d: error %d \"%s\"", workers,
+              strstr(vt_last_error(), "epoch 1 batch 2"), "workers %d: the second batch of the first epoch, "
+              "counted from 1 as progress counts: error %d \"%s\"", workers,
               (int)st, vt_last_error());
         st = vt_loader_next(L, img, lab, soft, &su, &cnt);
         CHECK(st == VT_ERR_RUNTIME && cnt == 0, "the error repeats until a seek");
@@ -557,7 +558,7 @@ static void test_order_bounded(void) {
      * worker: the prefetch slots hold the split's 8 samples, not 2^20 (4 slots of 1 GiB
      * each aborted with an internal error under the limit) */
 #ifdef COUNT_ALLOCS
-    CHECK(setrlimit(RLIMIT_AS, &lim) == 0, "address-space limit set again");
+    CHECK(test_cap_address_space(2ULL << 30, &old) == 0, "address-space limit set again");
 #endif
     c.eval_batch = 1 << 20;
     st = vt_loader_open(&L, &c, VT_SPLIT_VAL, 16);

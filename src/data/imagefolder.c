@@ -442,10 +442,33 @@ fail:
     return s;
 }
 
+/* The classes the files define (model.num_classes' default): the names in
+ * data.class_list, else the train split's class folders, else (no train split) the val
+ * split's, as if_open counts them; 0 when they cannot be read (opening the split then
+ * names the problem). */
+static int if_classes(const vt_data_config *d) {
+    name_list names = {0};
+    int64_t ignored = 0;
+    char dir[PATH_MAX], first[PATH_MAX] = "";
+    size_t k = 0;
+    if (d->class_list[0]) {
+        if (read_class_list(d->class_list, NULL, NULL, &names) == VT_OK) k = names.n;
+    } else {
+        struct stat sb;
+        snprintf(dir, sizeof dir, "%s/%s", d->root, d->train_split);
+        if (stat(dir, &sb) != 0 && errno == ENOENT) snprintf(dir, sizeof dir, "%s/%s", d->root, d->val_split);
+        if (list_dir(dir, &names, NULL, &ignored, first, sizeof first) == VT_OK) k = names.n;
+    }
+    names_free(&names);
+    return k > INT_MAX / 2 ? 0 : (int)k;
+}
+
 const vt_dataset_kind vt_dataset_imagefolder = {
     .kind = VT_DATA_IMAGEFOLDER,
     .needs_root = 1,
+    .classes = if_classes,
     .open = if_open,
-    .classes_doc = "the train split's class folders, or data.class_list",
+    .classes_doc = "the train split's class folders, or data.class_list (read when the config is "
+                   "resolved)",
     .rules_doc = "-",
 };

@@ -733,7 +733,7 @@ static vt_status next_sync(vt_loader *L, float *images, int *labels, float *soft
         }
     }
     if (err_code)
-        return vt_fail(err_code, "epoch %d batch %lld: %s", L->epoch, (long long)L->batch, err_msg);
+        return vt_fail(err_code, "epoch %d batch %lld: %s", L->epoch + 1, (long long)L->batch + 1, err_msg);
     if (L->mix_on) mix_batch(L, L->epoch, L->batch, images, labels, L->pimages, L->plabels, soft, cnt);
     return VT_OK;
 }
@@ -752,7 +752,7 @@ static vt_status next_prefetched(vt_loader *L, float *images, int *labels, float
               "prefetched epoch %d batch %lld (%d samples), expected epoch %d batch %lld (%d)",
               s->epoch, (long long)s->batch, s->count, L->epoch, (long long)L->batch, cnt);
     if (s->err)
-        return vt_fail(s->err, "epoch %d batch %lld: %s", L->epoch, (long long)L->batch, s->err_msg);
+        return vt_fail(s->err, "epoch %d batch %lld: %s", L->epoch + 1, (long long)L->batch + 1, s->err_msg);
     size_t per = (size_t)L->out_c * L->out_size * L->out_size;
     memcpy(images, s->images, sizeof(float) * per * (size_t)cnt);
     memcpy(labels, s->labels, sizeof(int) * (size_t)cnt);
@@ -774,7 +774,7 @@ vt_status vt_loader_next(vt_loader *L, float *images, int *labels, float *soft, 
         int64_t skipped = vt_dataset_skipped(L->ds);
         if (skipped)
             fprintf(stderr, "vitrain: data: epoch %d done; %lld bad files skipped so far "
-                    "(data.on_error=skip)\n", L->epoch, (long long)skipped);
+                    "(data.on_error=skip)\n", L->epoch + 1, (long long)skipped);
         L->epoch++;
         L->batch = 0;
         return VT_OK;

@@ -16,6 +16,8 @@
  *   cifar        two-record CIFAR-10, CIFAR-100 fine and coarse files
  *   idx          raw and gzip pairs of 3 images of 4 x 4 and their labels
  *   state        AdamW and SGD resume states of FUZZ_STATE_N moments
+ *   tfevents     the step to resume at, then an event file: version, scalars of steps 1..6
+ *                and a START; the same cut inside its last record
  */
 #include <png.h>
 #include <zlib.h>
@@ -24,6 +26,7 @@
 #include "fuzz_util.h"
 #include "image_fixtures.h"
 #include "resolve.h"
+#include "tfevents.h"
 #include "train_state.h"
 #include "vit.h"
 #include "vit_fixture.h"
@@ -251,11 +254,27 @@ static void seeds_state(void) {
         v[i] = 1e-4f * (float)(i + 1);
     }
     vt_train_state s = {.step = 12, .epoch = 1, .batch = 4, .optim_t = 12, .rng = {1, 2, 3, 4},
-                        .best_top1 = 50.0, .wall_s = 3.5, .params_hash = 0x0123456789abcdefull};
+                        .best_top1 = 50.0, .wall_s = 3.5, .params_hash = 0x0123456789abcdefull,
+                        .best_step = 8, .epoch_stats = {.loss_sum = 4.25, .steps = 4, .correct = 30,
+                                                        .counted = 64, .seconds = 1.5, .images = 64}};
     FUZZ_CHECK(vt_train_state_write(seed_path("state", "adamw.safetensors"), &s, m, v, FUZZ_STATE_N,
                                     "{\"train\": {}}") == VT_OK, "%s", vt_last_error());
     FUZZ_CHECK(vt_train_state_write(seed_path("state", "sgd.safetensors"), &s, m, NULL, FUZZ_STATE_N,
                                     "{}") == VT_OK, "%s", vt_last_error());
+}
+
+static void seeds_tfevents(void) {
+    uint8_t b[1 + 16 * VT_TFEVENTS_RECORD_MAX];
+    size_t n = 1;
+    b[0] = 3; /* resume at step 3 */
+    n += vt_tfevents_file_version(b + n, 1.0e9);
+    for (int step = 1; step <= 6; step++) {
+        n += vt_tfevents_scalar(b + n, 1.0e9 + step, step, "train/loss", 1.0f / (float)step);
+        n += vt_tfevents_scalar(b + n, 1.0e9 + step, step, "eval_32px/top1", 10.0f * (float)step);
+        if (step == 4) n += vt_tfevents_session_start(b + n, 1.0e9 + step, 4);
+    }
+    put_bytes("tfevents", "run.bin", b, n);
+    put_bytes("tfevents", "cut.bin", b, n - 5);
 }
 
 int main(int argc, char **argv) {
@@ -272,5 +291,6 @@ int main(int argc, char **argv) {
     seeds_cifar();
     seeds_idx();
     seeds_state();
+    seeds_tfevents();
     return 0;
 }
