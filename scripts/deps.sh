@@ -4,6 +4,8 @@
 #   scripts/deps.sh           build + run + test dependencies
 #   scripts/deps.sh --torch   also python3-torch (only to regenerate test fixtures)
 #   scripts/deps.sh --fuzz    also clang, libFuzzer and LLVM's OpenMP (make fuzz)
+#   scripts/deps.sh --slurm   also Slurm and munge (tests/e2e_slurm.c starts a one-node
+#                             Slurm; without them it skips)
 #   scripts/deps.sh --tensorboard   also python3-venv, then pip's tensorboard in
 #                             .venv-tensorboard (scripts/tensorboard_venv.sh; its reader
 #                             checks our event files in tests/e2e_logging.c)
@@ -11,14 +13,15 @@
 set -euo pipefail
 pkgs=(gcc make pkg-config libcjson-dev libstb-dev libpng-dev zlib1g-dev libsimde-dev
       libopenmpi-dev openmpi-bin dataset-fashion-mnist python3-matplotlib python3-numpy
-      python3-venv)
+      python3-venv iproute2)
 tensorboard=0
 for opt in "$@"; do
     case $opt in
     --torch) pkgs+=(python3-torch) ;;
     --fuzz) pkgs+=(clang libclang-rt-dev libomp-dev) ;;
+    --slurm) pkgs+=(slurmctld slurmd slurm-client munge) ;;
     --tensorboard) tensorboard=1 ;;
-    *) echo "deps: unknown option '$opt' (expected --torch, --fuzz or --tensorboard)" >&2; exit 2 ;;
+    *) echo "deps: unknown option '$opt' (expected --torch, --fuzz, --slurm or --tensorboard)" >&2; exit 2 ;;
     esac
 done
 venv() { if ((tensorboard)); then "$(dirname "$0")/tensorboard_venv.sh"; fi; }

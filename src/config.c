@@ -35,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist.h" /* the watchdog's default, runtime.comm_timeout */
+
 /* ---------------------------------------------------------------- schema table */
 
 typedef enum {
@@ -418,6 +420,12 @@ static const key_row schema[] = {
     /* runtime */
     K_ENUM("runtime.progress", runtime.progress, ch_progress, VT_PROGRESS_AUTO, NULL,
            "Live progress line: auto (when stderr is a terminal), always, never.", RUN_ONLY),
+    K_FLT("runtime.comm_timeout", runtime.comm_timeout, VT_DIST_DEFAULT_TIMEOUT_S, 0, 1e9, 0, NULL,
+          "Under MPI: seconds a rank waits for the others in one exchange before it decides a "
+          "peer is dead or cut off, names itself, its host and what it waited for, and ends "
+          "every rank (MPI_Abort); the limit is the larger of this and 4 times the longest work "
+          "between two exchanges (a step), so a slow but live rank never trips it. 0 = wait "
+          "forever.", RUN_ONLY),
 };
 
 #define N_KEYS ((int)(sizeof schema / sizeof schema[0]))

@@ -115,6 +115,7 @@ typedef struct {
 
 typedef struct {
     vt_progress progress;
+    double comm_timeout;    /* seconds; the MPI watchdog's floor (dist.h), 0 = off */
 } vt_runtime_config;
 
 typedef struct vt_config {

@@ -3,8 +3,10 @@
 #include "dist.h"
 
 #include <limits.h>
+#include <math.h>
 #include <mpi.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,12 @@
 #define VT_DIST_MIN_BUCKET_BYTES ((int64_t)1 << 20)
 #define VT_DIST_MIN_BUCKETS 8
 #define MSG_BYTES 2048
+#define HOST_BYTES 64
+/* The watchdog's limit is at least this many times the longest stretch of work seen
+ * between two exchanges (see dist.h), and MPI_Abort gets this many seconds to end the
+ * job before the process ends itself (SIGALRM). */
+#define VT_DIST_WATCH_FACTOR 4.0
+#define VT_DIST_ABORT_GRACE_S 30
 
 /* This build's identity (scripts/version.sh), compared across the ranks at start-up. */
 static const char build_id[] = VT_SOURCE_HASH;
@@ -36,7 +44,13 @@ static struct {
     size_t buffer_len;
     double comm_s;
     char who[32];
-} D = {.size = 1};
+    char host[HOST_BYTES];  /* this host's name */
+    char *hosts;            /* every rank's host name, HOST_BYTES each (after vt_dist_start) */
+    const char *launcher;   /* what started the ranks, for the layout line */
+    double timeout_s;       /* the watchdog's floor; 0: off */
+    double longest_work;    /* longest time between the end of one wait and the next wait */
+    double last_done;       /* when the last wait ended (0: none yet) */
+} D = {.size = 1, .timeout_s = VT_DIST_DEFAULT_TIMEOUT_S};
 
 static double now(void) {
     struct timespec ts;
@@ -44,17 +58,34 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int launched(void) {
-    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && *v) return 1;
-    }
-    return 0;
+static int set(const char *var) {
+    const char *v = getenv(var);
+    return v && *v;
 }
 
-void vt_dist_init(int *argc, char ***argv) {
-    if (D.on || !launched()) return;
+/* The launcher that started this process (NULL: none), by the variables it sets. */
+static const char *launcher(void) {
+    int srun = set("SLURM_STEP_ID");
+    if (set("OMPI_COMM_WORLD_SIZE")) return "mpirun";
+    if (set("PMIX_RANK")) return srun ? "srun --mpi=pmix" : "a PMIx launcher";
+    if (set("PMI_SIZE")) return srun ? "srun (PMI)" : "a PMI launcher";
+    return NULL;
+}
+
+vt_status vt_dist_init(int *argc, char ***argv) {
+    if (D.on) return VT_OK;
+    D.launcher = launcher();
+    if (!D.launcher) {
+        /* srun started several tasks of this step but gave them no way to find each
+         * other: each would train alone, all in one run directory */
+        const char *tasks = getenv("SLURM_STEP_NUM_TASKS");
+        if (tasks && atoi(tasks) > 1)
+            return vt_fail(VT_ERR_USAGE, "srun started %s tasks (SLURM_STEP_NUM_TASKS) without an MPI "
+                           "launch interface (no PMIX_RANK, PMI_SIZE or OMPI_COMM_WORLD_SIZE), so each "
+                           "would train alone in the same run directory; use `srun --mpi=pmix` (Debian's "
+                           "Open MPI has PMIx, not PMI-2), or mpirun inside the allocation", tasks);
+        return VT_OK;
+    }
     int provided = 0;
     MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
     VT_ASSERT(provided >= MPI_THREAD_FUNNELED, "MPI provides thread level %d, vitrain needs "
@@ -63,11 +94,14 @@ void vt_dist_init(int *argc, char ***argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &D.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &D.size);
     D.on = 1;
+    if (gethostname(D.host, sizeof D.host) != 0) snprintf(D.host, sizeof D.host, "?");
+    D.host[sizeof D.host - 1] = '\0';
     if (D.rank > 0) {
         D.buffer = open_memstream(&D.buffer_text, &D.buffer_len);
         /* stdout carries results (eval JSON lines, info): rank 0's */
         if (!freopen("/dev/null", "w", stdout)) fclose(stdout);
     }
+    return VT_OK;
 }
 
 int vt_dist_rank(void) { return D.rank; }
@@ -78,6 +112,70 @@ FILE *vt_dist_msg(void) { return D.buffer ? D.buffer : stderr; }
 /* Distributed collectives run only with more than one rank: one rank under mpirun
  * takes exactly the single-process path. */
 static int multi(void) { return D.on && D.size > 1; }
+
+/* ---- the watchdog ------------------------------------------------------------------ */
+
+void vt_dist_set_timeout(double seconds) { D.timeout_s = seconds > 0 ? seconds : 0; }
+
+/* "rank 1 on hostb" for up to a few other ranks, then how many more. */
+static void others(char *out, size_t len) {
+    size_t o = 0;
+    int shown = 0;
+    out[0] = '\0';
+    for (int r = 0; r < D.size && o < len; r++) {
+        if (r == D.rank) continue;
+        if (shown == 4) {
+            snprintf(out + o, len - o, " and %d more", D.size - 1 - shown);
+            return;
+        }
+        int n = snprintf(out + o, len - o, "%srank %d on %s", shown ? ", " : "", r,
+                         D.hosts ? D.hosts + (size_t)r * HOST_BYTES : "?");
+        o += n > 0 ? (size_t)n : 0;
+        shown++;
+    }
+}
+
+/* Past the limit: name this rank, its host, what it waited for and whom, then end
+ * every rank. MPI_Abort needs the launcher; should it not answer (the link to it is
+ * down too), SIGALRM's default action ends this process, which its launcher sees. */
+static _Noreturn void give_up(double waited, double limit, const char *fmt, va_list ap) {
+    char what[256], peers[512];
+    vsnprintf(what, sizeof what, fmt, ap);
+    others(peers, sizeof peers);
+    fprintf(stderr, "vitrain: error: rank %d of %d (host %s, pid %ld) waited %.0f s for %s with no "
+            "answer from the other ranks (%s): a rank died, hangs or is cut off from this host. "
+            "Ending every rank (MPI_Abort); --resume continues from the last checkpoint. (The limit, "
+            "%.0f s, is runtime.comm_timeout or %.0f x the longest work between two exchanges, "
+            "whichever is larger.)\n", D.rank, D.size, D.host, (long)getpid(), waited, what, peers,
+            limit, VT_DIST_WATCH_FACTOR);
+    fflush(stderr);
+    signal(SIGALRM, SIG_DFL);
+    alarm(VT_DIST_ABORT_GRACE_S);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    for (;;) pause();
+}
+
+/* Wait for n requests like MPI_Waitall, but for at most the watchdog's limit: the
+ * larger of runtime.comm_timeout and VT_DIST_WATCH_FACTOR times the longest work this
+ * rank did between two waits (the one just ended included), so ranks that are slow but
+ * alive never trip it. fmt names what is awaited (formatted only when it trips). */
+static void wait_all(int n, MPI_Request *req, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void wait_all(int n, MPI_Request *req, const char *fmt, ...) {
+    double t0 = now();
+    if (D.last_done > 0 && t0 - D.last_done > D.longest_work) D.longest_work = t0 - D.last_done;
+    double limit = fmax(D.timeout_s, VT_DIST_WATCH_FACTOR * D.longest_work);
+    for (int done = 0;;) {
+        MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
+        if (done) break;
+        double t = now();
+        if (D.timeout_s > 0 && t - t0 > limit) {
+            va_list ap;
+            va_start(ap, fmt);
+            give_up(t - t0, limit, fmt, ap);
+        }
+    }
+    D.last_done = now();
+}
 
 static uint64_t hash_bytes(const void *data, size_t bytes) {
     const unsigned char *p = data;
@@ -102,13 +200,34 @@ static void close_buffer(int print_it) {
     D.buffer_len = 0;
 }
 
-/* The lowest rank with a non-zero flag, or INT_MAX. */
-static int lowest_failing(int failed) {
-    int mine = failed ? D.rank : INT_MAX, low = INT_MAX;
+/* v = op over the ranks of v, in place (n elements of type); `what` names the exchange. */
+static void allreduce(void *v, int n, MPI_Datatype type, MPI_Op op, const char *what) {
     double t = now();
-    MPI_Allreduce(&mine, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Request r;
+    MPI_Iallreduce(MPI_IN_PLACE, v, n, type, op, MPI_COMM_WORLD, &r);
+    wait_all(1, &r, "%s", what);
     D.comm_s += now() - t;
+}
+
+/* The lowest rank with a non-zero flag, or INT_MAX; `what` names the exchange. */
+static int lowest_failing(int failed, const char *what) {
+    int low = failed ? D.rank : INT_MAX;
+    allreduce(&low, 1, MPI_INT, MPI_MIN, what);
     return low;
+}
+
+/* Rank root's bytes to every rank (one message: count fits an int). */
+static void bcast_from(void *data, int bytes, int root, const char *what) {
+    MPI_Request r;
+    MPI_Ibcast(data, bytes, MPI_BYTE, root, MPI_COMM_WORLD, &r);
+    wait_all(1, &r, "%s (%d bytes from rank %d)", what, bytes, root);
+}
+
+/* Every rank's bytes (the same count) to every rank, in rank order. */
+static void allgather(const void *mine, int bytes, void *all, const char *what) {
+    MPI_Request r;
+    MPI_Iallgather(mine, bytes, MPI_BYTE, all, bytes, MPI_BYTE, MPI_COMM_WORLD, &r);
+    wait_all(1, &r, "%s", what);
 }
 
 int vt_dist_start(int rc, const char *job) {
@@ -118,10 +237,10 @@ int vt_dist_start(int rc, const char *job) {
         close_buffer(0);
         return rc;
     }
-    int f = lowest_failing(rc != 0);
+    int f = lowest_failing(rc != 0, "the start-up agreement");
     if (f != INT_MAX) {
         close_buffer(D.rank == f);
-        MPI_Bcast(&rc, 1, MPI_INT, f, MPI_COMM_WORLD);
+        bcast_from(&rc, sizeof rc, f, "the start-up agreement's exit code");
         D.agreed = 1;
         return rc;
     }
@@ -130,10 +249,12 @@ int vt_dist_start(int rc, const char *job) {
      * compiler may fold), so two binaries differ here exactly when their sources do */
     enum { ID = sizeof build_id };
     char *ids = vt_xmalloc(ID * (size_t)D.size);
-    MPI_Allgather(build_id, ID, MPI_CHAR, ids, ID, MPI_CHAR, MPI_COMM_WORLD);
+    allgather(build_id, ID, ids, "the start-up comparison of builds");
     uint64_t mine = job ? hash_bytes(job, strlen(job)) : 0;
     uint64_t *all = vt_xmalloc(sizeof mine * (size_t)D.size);
-    MPI_Allgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    allgather(&mine, sizeof mine, all, "the start-up comparison of configs");
+    D.hosts = vt_xmalloc(HOST_BYTES * (size_t)D.size);
+    allgather(D.host, HOST_BYTES, D.hosts, "the start-up exchange of host names");
     rc = 0;
     for (int r = 1; r < D.size && !rc; r++) {
         const char *other = ids + (size_t)r * ID;
@@ -170,13 +291,15 @@ int vt_dist_exit(int rc) {
         MPI_Abort(MPI_COMM_WORLD, rc);
     }
     MPI_Finalize();
+    free(D.hosts);
+    D.hosts = NULL;
     D.on = 0;
     return rc;
 }
 
 vt_status vt_dist_agree(vt_status st) {
     if (!multi()) return st;
-    int f = lowest_failing(st != VT_OK);
+    int f = lowest_failing(st != VT_OK, "the agreement on errors");
     if (f == INT_MAX) return VT_OK;
     struct {
         int code;
@@ -188,7 +311,7 @@ vt_status vt_dist_agree(vt_status st) {
         snprintf(m.msg, sizeof m.msg, "%s", vt_last_error());
     }
     double t = now();
-    MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, f, MPI_COMM_WORLD);
+    bcast_from(&m, (int)sizeof m, f, "the failing rank's error message");
     D.comm_s += now() - t;
     D.agreed = 1;
     if (f == 0) return vt_fail((vt_status)m.code, "%s", m.msg);
@@ -227,7 +350,9 @@ vt_status vt_dist_check_same(const char *what, const void *data, size_t bytes) {
     uint64_t h = hash_bytes(data, bytes);
     uint64_t *all = vt_xmalloc(sizeof h * (size_t)D.size);
     double t = now();
-    MPI_Allgather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    char awaited[160];
+    snprintf(awaited, sizeof awaited, "the comparison of %.120s", what);
+    allgather(&h, sizeof h, all, awaited);
     D.comm_s += now() - t;
     int bad = 0;
     for (int r = 1; r < D.size && !bad; r++)
@@ -246,30 +371,21 @@ void vt_dist_bcast(void *data, size_t bytes) {
     double t = now();
     for (size_t o = 0; o < bytes; o += CHUNK) {
         size_t n = bytes - o < CHUNK ? bytes - o : CHUNK;
-        MPI_Bcast((char *)data + o, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
+        bcast_from((char *)data + o, (int)n, 0, "a broadcast");
     }
     D.comm_s += now() - t;
 }
 
 void vt_dist_sum_f64(double *v, int n) {
-    if (!multi()) return;
-    double t = now();
-    MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    D.comm_s += now() - t;
+    if (multi()) allreduce(v, n, MPI_DOUBLE, MPI_SUM, "a sum of numbers over the ranks");
 }
 
 void vt_dist_sum_i64(int64_t *v, int n) {
-    if (!multi()) return;
-    double t = now();
-    MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-    D.comm_s += now() - t;
+    if (multi()) allreduce(v, n, MPI_INT64_T, MPI_SUM, "a sum of counts over the ranks");
 }
 
 void vt_dist_max_int(int *v, int n) {
-    if (!multi()) return;
-    double t = now();
-    MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    D.comm_s += now() - t;
+    if (multi()) allreduce(v, n, MPI_INT, MPI_MAX, "the step's agreement on stopping");
 }
 
 void vt_dist_gather_strided(const void *mine, int64_t n, size_t row_bytes, void *full) {
@@ -289,7 +405,9 @@ void vt_dist_gather_strided(const void *mine, int64_t n, size_t row_bytes, void 
     }
     char *packed = me == 0 ? vt_xmalloc((size_t)n * row_bytes + 1) : NULL;
     double t = now();
-    MPI_Gatherv(mine, counts[me], MPI_BYTE, packed, counts, displs, MPI_BYTE, 0, MPI_COMM_WORLD);
+    MPI_Request r;
+    MPI_Igatherv(mine, counts[me], MPI_BYTE, packed, counts, displs, MPI_BYTE, 0, MPI_COMM_WORLD, &r);
+    wait_all(1, &r, "the gather of %lld rows on rank 0", (long long)n);
     D.comm_s += now() - t;
     if (me == 0)
         for (int r = 0; r < R; r++)
@@ -303,38 +421,81 @@ void vt_dist_gather_strided(const void *mine, int64_t n, size_t row_bytes, void 
 
 double vt_dist_comm_seconds(void) { return D.comm_s; }
 
+/* The first rank on rank r's host. */
+static int first_on_host(int r) {
+    if (!D.hosts) return 0;
+    for (int q = 0;; q++)
+        if (!strcmp(D.hosts + (size_t)q * HOST_BYTES, D.hosts + (size_t)r * HOST_BYTES)) return q;
+}
+
+/* "hostA ranks 0-1, hostB ranks 2-3" (ranges of consecutive ranks), up to 8 hosts. */
+static void print_layout(void) {
+    int hosts = 0;
+    for (int r = 0; r < D.size; r++) hosts += first_on_host(r) == r;
+    fprintf(stderr, "vitrain: %d ranks on %d host%s (started by %s):", D.size, hosts, hosts == 1 ? "" : "s",
+            D.launcher);
+    int shown = 0;
+    for (int h = 0; h < D.size; h++) {
+        if (first_on_host(h) != h) continue;
+        if (shown++ == 8) {
+            fprintf(stderr, " and %d more hosts", hosts - 8);
+            break;
+        }
+        fprintf(stderr, "%s %s rank%s ", shown > 1 ? "," : "", D.hosts + (size_t)h * HOST_BYTES,
+                h + 1 < D.size && first_on_host(h + 1) == h ? "s" : "");
+        for (int r = h, sep = 0; r < D.size; r++) {
+            if (first_on_host(r) != h) continue;
+            int e = r;
+            while (e + 1 < D.size && first_on_host(e + 1) == h) e++;
+            fprintf(stderr, e > r ? "%s%d-%d" : "%s%d", sep++ ? " " : "", r, e);
+            r = e;
+        }
+    }
+    fputc('\n', stderr);
+}
+
 void vt_dist_check_placement(int threads) {
     if (!D.on) return; /* also one rank: mpirun binds it to one core by default */
     cpu_set_t set;
     int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : threads;
-    MPI_Comm node; /* the ranks of this host */
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, D.rank, MPI_INFO_NULL, &node);
-    int local = 1, local_rank = 0, node_threads = threads;
-    MPI_Comm_size(node, &local);
-    MPI_Comm_rank(node, &local_rank);
-    MPI_Allreduce(MPI_IN_PLACE, &node_threads, 1, MPI_INT, MPI_SUM, node);
-    MPI_Comm_free(&node);
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    int flags[2] = {cpus < threads, local_rank == 0 && online > 0 && node_threads > online};
-    /* the first offending rank of each kind (INT_MAX: none), whose numbers the warning
-     * shows: rank 0 may well be fine when another rank is not */
-    int first[2] = {flags[0] ? D.rank : INT_MAX, flags[1] ? D.rank : INT_MAX};
-    MPI_Allreduce(MPI_IN_PLACE, flags, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, first, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    int bound[1] = {cpus}, host[2] = {local, (int)online};
-    if (flags[0]) MPI_Bcast(bound, 1, MPI_INT, first[0], MPI_COMM_WORLD);
-    if (flags[1]) MPI_Bcast(host, 2, MPI_INT, first[1], MPI_COMM_WORLD);
-    if (D.rank != 0) return;
-    if (flags[0])
-        fprintf(stderr, "vitrain: warning: %d of %d ranks are bound to fewer CPUs than their %d OpenMP "
-                "threads (rank %d: %d CPU%s), so the threads share CPUs; give each rank its cores, "
-                "e.g. mpirun --map-by slot:PE=%d --bind-to core (or --bind-to none)\n", flags[0],
-                D.size, threads, first[0], bound[0], bound[0] == 1 ? "" : "s", threads);
-    if (flags[1])
-        fprintf(stderr, "vitrain: warning: on %d host%s the ranks run more OpenMP threads in all than "
-                "the host has CPUs (rank %d's host: %d ranks x %d thread%s, %d CPUs), so they share "
-                "CPUs: lower --threads or the ranks per host\n", flags[1], flags[1] == 1 ? "" : "s",
-                first[1], host[0], threads, threads == 1 ? "" : "s", host[1]);
+    enum { THREADS, CPUS, ONLINE, N };
+    int mine[N] = {threads, cpus, (int)sysconf(_SC_NPROCESSORS_ONLN)};
+    int *all = vt_xmalloc(sizeof mine * (size_t)D.size);
+    if (multi())
+        allgather(mine, sizeof mine, all, "the start-up placement check");
+    else
+        memcpy(all, mine, sizeof mine);
+    if (D.rank == 0) {
+        if (multi()) print_layout();
+        /* each warning shows the first offending rank's numbers: rank 0 may well be fine
+         * when another rank is not */
+        int starved = 0, crowded = 0, first_starved = -1, first_crowded = -1, crowded_ranks = 0;
+        for (int r = 0; r < D.size; r++) {
+            if (all[r * N + CPUS] < all[r * N + THREADS] && starved++ == 0) first_starved = r;
+            if (first_on_host(r) != r) continue;
+            int sum = 0, ranks = 0;
+            for (int q = r; q < D.size; q++)
+                if (first_on_host(q) == r) sum += all[q * N + THREADS], ranks++;
+            if (all[r * N + ONLINE] > 0 && sum > all[r * N + ONLINE] && crowded++ == 0) {
+                first_crowded = r;
+                crowded_ranks = ranks;
+            }
+        }
+        if (starved) {
+            int c = all[first_starved * N + CPUS];
+            fprintf(stderr, "vitrain: warning: %d of %d ranks are bound to fewer CPUs than their %d OpenMP "
+                    "threads (rank %d: %d CPU%s), so the threads share CPUs; give each rank its cores, "
+                    "e.g. mpirun --map-by slot:PE=%d --bind-to core (or --bind-to none)\n", starved,
+                    D.size, threads, first_starved, c, c == 1 ? "" : "s", threads);
+        }
+        if (crowded)
+            fprintf(stderr, "vitrain: warning: on %d host%s the ranks run more OpenMP threads in all than "
+                    "the host has CPUs (rank %d's host: %d ranks x %d thread%s, %d CPUs), so they share "
+                    "CPUs: lower --threads or the ranks per host\n", crowded, crowded == 1 ? "" : "s",
+                    first_crowded, crowded_ranks, threads, threads == 1 ? "" : "s",
+                    all[first_crowded * N + ONLINE]);
+    }
+    free(all);
 }
 
 /* ---- gradient buckets -------------------------------------------------------------- */
@@ -406,7 +567,7 @@ void vt_dist_grads_finish(vt_dist_grads *g) {
     VT_ASSERT(g->armed, "vt_dist_grads_finish without begin");
     double t = now();
     while (g->next < g->nb) start_bucket(g, g->next++);
-    MPI_Waitall(g->nb, g->req, MPI_STATUSES_IGNORE);
+    wait_all(g->nb, g->req, "the gradient all-reduce (%d bucket%s)", g->nb, g->nb == 1 ? "" : "s");
     D.comm_s += now() - t;
     g->armed = 0;
 }

@@ -9,7 +9,9 @@
  *
  * Launch. MPI is initialised only when a launcher started the process: Open MPI's
  * mpirun sets OMPI_COMM_WORLD_SIZE, PMIx launchers (srun --mpi=pmix, prterun) PMIX_RANK,
- * PMI-1/2 launchers PMI_SIZE. Without any of them `vitrain` never calls MPI: it is rank
+ * PMI-1/2 launchers PMI_SIZE. srun starting several tasks of one step
+ * (SLURM_STEP_NUM_TASKS > 1) without any of them is an error naming `srun --mpi=pmix`:
+ * each task would train alone. Without any of them `vitrain` never calls MPI: it is rank
  * 0 of 1, every collective below is the identity, and the run is the single-process one
  * bit for bit (MPI_Init would start Open MPI's helper threads and, under a launcher,
  * the launcher's CPU binding applies; neither is wanted when nobody asked for MPI).
@@ -28,6 +30,16 @@
  * agreed on prints it itself (with its rank) and calls MPI_Abort, which ends every rank:
  * no path leaves the other ranks waiting in a collective. A rank that dies (a signal,
  * the OOM killer) is seen by mpirun, which ends the others and names the rank.
+ *
+ * The watchdog. A rank never waits forever for the others: every exchange below waits
+ * for at most the larger of runtime.comm_timeout (vt_dist_set_timeout) and 4 times the
+ * longest work this rank has done between two exchanges (a step's forward and
+ * backward, an evaluation: a slow but live peer, which does the same work, never trips
+ * it). Past that a peer is dead, hung or cut off (a link down, which neither MPI nor the
+ * launcher notices); the rank prints its rank, host and what it waited for, and calls
+ * MPI_Abort, which ends every rank; if the launcher cannot be reached either, the rank
+ * ends itself 30 s later. Every rank that waits does the same, so the job ends within
+ * about the limit plus the launcher's own teardown (README, "Many processes").
  */
 #ifndef VT_DIST_H
 #define VT_DIST_H
@@ -39,10 +51,14 @@
 #include "status.h"
 
 /* Initialise MPI if a launcher started this process (see above); otherwise nothing.
- * Call first in main. */
-void vt_dist_init(int *argc, char ***argv);
+ * Call first in main. A usage error for srun tasks without a launch interface. */
+vt_status vt_dist_init(int *argc, char ***argv);
 int vt_dist_rank(void);         /* 0 without MPI */
 int vt_dist_size(void);         /* 1 without MPI */
+/* The watchdog's floor in seconds (runtime.comm_timeout; 0: no watchdog); until set,
+ * VT_DIST_DEFAULT_TIMEOUT_S. Every rank sets the same value (it is part of the config). */
+#define VT_DIST_DEFAULT_TIMEOUT_S 600.0
+void vt_dist_set_timeout(double seconds);
 /* Whether this rank writes run files, logs and progress: rank 0. */
 static inline int vt_dist_root(void) { return vt_dist_rank() == 0; }
 
@@ -107,8 +123,9 @@ void vt_dist_gather_strided(const void *mine, int64_t n, size_t row_bytes, void 
  * exchange, the small reductions). 0 without MPI. */
 double vt_dist_comm_seconds(void);
 
-/* Warn (rank 0, once) when ranks are bound to fewer CPUs than their OpenMP threads or
- * the ranks of one host run more threads than it has CPUs. A collective. */
+/* Print the rank layout (hosts and their ranks, the launcher) and warn when ranks are
+ * bound to fewer CPUs than their OpenMP threads or the ranks of one host run more
+ * threads than it has CPUs: rank 0, once. A collective. */
 void vt_dist_check_placement(int threads);
 
 /* ---- bucketed gradient all-reduce ----------------------------------------------- */

@@ -294,6 +294,7 @@ static int load_config(vt_config *cfg, const cli_args *a) {
 static int start_job(int rc, const cli_args *a, const vt_config *cfg) {
     char *job = NULL;
     if (!rc) {
+        vt_dist_set_timeout(cfg->runtime.comm_timeout);
         char *json = vt_config_to_json(cfg);
         char opts[2048];
         int o = snprintf(opts, sizeof opts, "cmd=%s resume=%s run_dir=%s resume_or_start=%d "
@@ -328,8 +329,6 @@ static int start_runtime(const vt_config *cfg, const cli_args *a) {
     if (logs)
         fprintf(stderr, "vitrain: kernels %s, GEMM context %s, %d thread%s%s\n", vt_k.name, vt_gemm_ctx.name, n,
                 n == 1 ? "" : "s", vt_dist_size() > 1 ? " per rank" : "");
-    if (vt_dist_size() > 1 && logs)
-        fprintf(stderr, "vitrain: %d ranks (MPI)\n", vt_dist_size());
     vt_dist_check_placement(n);
     return 0;
 }
@@ -590,6 +589,9 @@ int main(int argc, char **argv) {
      * heap (the first step's arena blocks), which the memory estimate of `info` and the
      * peak resident set of a run would both pay for. */
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
-    vt_dist_init(&argc, &argv);
+    if (vt_dist_init(&argc, &argv) != VT_OK) {
+        fprintf(stderr, "vitrain: error: %s\n", vt_last_error());
+        return 2;
+    }
     return vt_dist_exit(run(argc, argv));
 }
