@@ -122,19 +122,25 @@ int vt_durable_fsync_dir(const char *dir) {
 }
 
 /* Open an existing or new file that must be a regular one: O_NONBLOCK, so a FIFO or a
- * device at path never blocks the open, then fstat. -1 with errno (EINVAL for a file
- * that is not regular). */
+ * device at path never blocks the open, then fstat. -1 with errno (ENXIO for a FIFO,
+ * EINVAL for another file that is not regular, ELOOP for a symbolic link). */
 static int open_regular(const char *path, int flags) {
     int fd = open(path, flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0 && errno == ENXIO) errno = EINVAL; /* a FIFO without a reader */
-    if (fd < 0) return -1;
+    if (fd < 0) return -1; /* ENXIO: a FIFO without a reader */
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        int fifo = S_ISFIFO(sb.st_mode);
         close(fd);
-        errno = EINVAL;
+        errno = fifo ? ENXIO : EINVAL;
         return -1;
     }
     return fd;
+}
+
+const char *vt_durable_open_error(int err) {
+    return err == ELOOP ? "it is a symbolic link"
+           : err == ENXIO ? "it is a FIFO (named pipe), not a regular file"
+           : err == EINVAL ? "not a regular file" : strerror(err);
 }
 
 /* The directory part of path ("." when it has none) into out. */
@@ -259,8 +265,7 @@ vt_status vt_durable_log_open(vt_durable_log *log, const char *path, int truncat
     if (e) errno = e;
     if (fd < 0)
         return vt_fail(VT_ERR_RUNTIME, "%s: cannot open for appending: %s", path,
-                       errno == ELOOP ? "it is a symbolic link" : errno == EINVAL ?
-                       "not a regular file" : strerror(errno));
+                       vt_durable_open_error(errno));
     log->fd = fd;
     return VT_OK;
 }

@@ -75,8 +75,12 @@ void vt_durable_log_close(vt_durable_log *log);
 /* A small file rewritten in place, never replaced (the run directory's lock, whose
  * inode carries the flock): opened read-write, created if missing, never through a
  * symbolic link, and only if it is a regular file (a FIFO there never blocks the open).
- * Returns the descriptor, or -1 with errno (ELOOP: a link; EINVAL: not a regular file). */
+ * Returns the descriptor, or -1 with errno (ELOOP: a link; ENXIO: a FIFO; EINVAL: another
+ * file that is not regular). */
 int vt_durable_open_in_place(const char *path);
+/* The reason a durable open failed with errno err, as a message's tail ("it is a FIFO
+ * (named pipe), not a regular file", ...). */
+const char *vt_durable_open_error(int err);
 /* Replace the contents of the file open at fd (named path, for messages) with data and
  * fsync it. */
 vt_status vt_durable_rewrite_in_place(int fd, const char *path, const void *data, size_t bytes);

@@ -44,8 +44,7 @@ vt_status vt_rundir_lock_take(vt_rundir_lock *lk, const char *dir) {
         int fd = vt_durable_open_in_place(path);
         if (fd < 0)
             return vt_fail(VT_ERR_RUNTIME, "%s: cannot open the run directory's lock file: %s",
-                           path, errno == ELOOP ? "it is a symbolic link" : errno == EINVAL ?
-                           "not a regular file" : strerror(errno));
+                           path, vt_durable_open_error(errno));
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             int e = errno;
             if (e == EWOULDBLOCK) {
