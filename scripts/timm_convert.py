@@ -10,11 +10,18 @@ Needs only numpy (Debian: python3-numpy); safetensors files are read and written
         constructor, a Python snippet that builds the model and loads OUT strictly.
         SPEC.json (optional) receives {"model": "vit" | "eva", "kwargs": {...}}.
     timm_convert.py from-timm IN.safetensors OUT.safetensors (--spec SPEC.json |
-                    --model vit|eva [--kwargs JSON])
+                    --model NAME|vit|eva [--kwargs JSON])
         IN: a timm state dict (F32, BF16 or F16) of the model that timm's
         VisionTransformer (vit) or Eva (eva) builds from kwargs; arguments left out take
-        timm's defaults, as timm would. Shapes (width, depth, patch, classes, MLP ratio,
-        layer scale, pooling, grid) come from the tensors and must agree with kwargs.
+        timm's defaults, as timm would. NAME is a timm model name (vit_tiny_patch16_224,
+        vit_base_patch16_rope_mixed_ape_224, ...; `timm_convert.py names` lists them):
+        the arguments that name stands for in timm, with --kwargs on top (e.g. the
+        num_classes or img_size a fine-tuned file was made with). Shapes (width, depth,
+        patch, classes, MLP ratio, layer scale, pooling, grid) come from the tensors and
+        must agree with kwargs; the head count is not in them (but for RoPE-Mixed), so
+        with vit or eva num_heads must be given.
+    timm_convert.py names
+        The timm model names from-timm reads.
         Writes a float32 vitrain checkpoint with the vitrain config of that model in
         __metadata__["config"], so `vitrain eval --checkpoint OUT` needs no config.
 
@@ -45,6 +52,7 @@ rope_grid_indexing='ij' (Eva's default) is read exactly by swapping the axes (th
 frequency rows for 'mixed'; the x and y pair blocks of every head's q and k rows for 'cat').
 """
 import argparse
+import difflib
 import json
 import math
 import struct
@@ -316,6 +324,46 @@ FIXED = {"class_token": True, "reg_tokens": 0, "num_reg_tokens": 0, "qk_norm": F
          "use_post_norm": False, "use_pre_transformer_norm": False}
 
 
+# timm model names (timm 1.0's registrations) of the families vitrain reads: the class and
+# the constructor arguments the name stands for. The head count is not in the tensors, so a
+# name (or num_heads) is what tells it.
+_VIT_SIZES = {"tiny": (192, 12, 3), "small": (384, 12, 6), "base": (768, 12, 12), "large": (1024, 24, 16)}
+_VIT_NAMES = ["vit_tiny_patch16_224", "vit_tiny_patch16_384", "vit_small_patch16_224", "vit_small_patch16_384",
+              "vit_small_patch32_224", "vit_base_patch16_224", "vit_base_patch16_384", "vit_base_patch32_224",
+              "vit_large_patch16_224", "vit_large_patch16_384"]
+TIMM_NAMES = {}
+for _n in _VIT_NAMES:
+    _size, _patch, _img = _n.split("_")[1], int(_n.split("_")[2][5:]), int(_n.split("_")[3])
+    _D, _L, _H = _VIT_SIZES[_size]
+    TIMM_NAMES[_n] = ("vit", dict(img_size=_img, patch_size=_patch, embed_dim=_D, depth=_L, num_heads=_H))
+for _size in ("small", "base", "large"):
+    _D, _L, _H = _VIT_SIZES[_size]
+    for _mixed in (False, True):
+        for _ape in (False, True):
+            _n = f"vit_{_size}_patch16_rope{'_mixed' if _mixed else ''}{'_ape' if _ape else ''}_224"
+            _kw = dict(img_size=224, patch_size=16, embed_dim=_D, depth=_L, num_heads=_H, mlp_ratio=4.0,
+                       attn_type="rope", qkv_bias=True, init_values=1e-5, class_token=True, global_pool="token",
+                       use_abs_pos_emb=_ape, use_rot_pos_emb=True, rope_grid_indexing="xy",
+                       rope_temperature=10.0 if _mixed else 100.0)
+            if _ape:
+                _kw["no_embed_class"] = True
+            if _mixed:
+                _kw["rope_type"] = "mixed"
+            TIMM_NAMES[_n] = ("eva", _kw)
+
+
+def model_of(name, kwargs):
+    """(class 'vit' | 'eva', constructor kwargs) of --model NAME with --kwargs on top."""
+    if name in ("vit", "eva"):
+        return name, dict(kwargs)
+    if name not in TIMM_NAMES:
+        near = difflib.get_close_matches(name, list(TIMM_NAMES), n=1)
+        raise ConvertError(f"model {name!r}: expected vit, eva or a timm model name vitrain reads"
+                           f"{f' (did you mean {near[0]!r}?)' if near else ''}; `timm_convert.py names` lists them")
+    model, kw = TIMM_NAMES[name]
+    return model, dict(kw, **kwargs)
+
+
 def resolve_kwargs(model, kwargs):
     defaults = VIT_DEFAULTS if model == "vit" else EVA_DEFAULTS
     unknown = [k for k in kwargs if k not in defaults and k not in IGNORED]
@@ -367,6 +415,10 @@ def from_timm(tensors, model, kwargs):
     for k, v in shape_args.items():
         if k in kwargs and kwargs[k] != v:
             raise ConvertError(f"{k}={kwargs[k]} disagrees with the tensors ({v})")
+    if not mixed and "num_heads" not in kwargs:
+        raise ConvertError("num_heads is not in the tensors and was not given: name the timm model "
+                           "(--model vit_tiny_patch16_224; `timm_convert.py names` lists them) or give it "
+                           f"(--kwargs '{{\"num_heads\": N}}', N dividing the width {D})")
     if D % H or (D // H) % 2:
         raise ConvertError(f"num_heads={H} does not give an even head dim of embed_dim {D}")
     hd = D // H
@@ -481,9 +533,15 @@ def main(argv=None):
     b.add_argument("input")
     b.add_argument("output")
     b.add_argument("--spec", help="JSON file {\"model\": \"vit\"|\"eva\", \"kwargs\": {...}} (as to-timm writes)")
-    b.add_argument("--model", choices=["vit", "eva"])
+    b.add_argument("--model", help="vit, eva (the class; num_heads must be in --kwargs) or a timm model "
+                   "name (vit_base_patch16_224, vit_small_patch16_rope_mixed_224, ...: `names` lists them)")
+    sub.add_parser("names", help="the timm model names from-timm --model accepts")
     b.add_argument("--kwargs", default="{}", help="timm constructor arguments as JSON")
     args = ap.parse_args(argv)
+    if args.cmd == "names":
+        for n, (model, kw) in TIMM_NAMES.items():
+            print(n)
+        return 0
     try:
         tensors, meta = read_safetensors(args.input)
         if args.cmd == "to-timm":
@@ -504,12 +562,17 @@ def main(argv=None):
                     spec = json.load(f)
                 model, kwargs = spec["model"], spec.get("kwargs", {})
             elif args.model:
-                model, kwargs = args.model, json.loads(args.kwargs)
+                model, kwargs = model_of(args.model, json.loads(args.kwargs))
             else:
-                raise ConvertError("from-timm needs --spec FILE or --model vit|eva [--kwargs JSON]")
+                raise ConvertError("from-timm needs --spec FILE or --model NAME|vit|eva [--kwargs JSON]")
             if model not in ("vit", "eva"):
                 raise ConvertError(f"model {model!r}: expected 'vit' or 'eva'")
-            out, cfg = from_timm(tensors, model, kwargs)
+            try:
+                out, cfg = from_timm(tensors, model, kwargs)
+            except ConvertError as e:  # name the model whose arguments disagree
+                if args.model and args.model not in ("vit", "eva"):
+                    raise ConvertError(f"{args.model}: {e}")
+                raise
             write_safetensors(args.output, out, {"config": json.dumps(cfg)})
             print(json.dumps(cfg))
     except ConvertError as e:

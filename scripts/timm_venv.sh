@@ -3,7 +3,9 @@
 # committed timm fixtures were made with, to regenerate them or compare against timm:
 #   scripts/timm_venv.sh [DIR]        (default .venv-timm; needs python3-venv and PyPI)
 #   DIR/bin/python scripts/make_timm_fixtures.py
-# Never needed by `make test` (the fixtures are committed; timm_convert.py needs numpy only).
+# `make test` runs without it (the fixtures are committed; timm_convert.py needs numpy only)
+# but uses it when present: tests/e2e_timm.c then builds a timm model of every name
+# `timm_convert.py names` lists and compares the converted model's logits (.ci/run makes it).
 set -euo pipefail
 dir=${1:-.venv-timm}
 if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then

@@ -8,6 +8,7 @@
  */
 #include "checkpoint.h"
 #include "durable.h"
+#include "input_file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -201,47 +202,49 @@ vt_status vt_ckpt_publish(const char *dir, const vt_ckpt_pair *p, int keep, int 
     return s != VT_OK ? s : s2;
 }
 
-static int is_regular(const char *path) {
+/* Anything at path counts: a FIFO or directory in a pair's place is reported by the
+ * reader (vt_st_read) as what it is, not as a missing file. */
+static int exists(const char *path) {
     struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+    return stat(path, &sb) == 0;
 }
 
 vt_status vt_ckpt_current(const char *dir, vt_ckpt_pair *p) {
     char pointer[VT_CKPT_PATH];
     path_join(pointer, sizeof pointer, dir, CKPT_POINTER);
-    int fd = open(pointer, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT) {
+    char *buf = NULL;
+    size_t len = 0;
+    vt_status read = vt_input_read(pointer, "checkpoint pointer", 64, &buf, &len);
+    if (read != VT_OK && errno == ENOENT) {
         /* The older layout: one pair under fixed names. */
         memset(p, 0, sizeof *p);
         p->step = -1;
         path_join(p->weights, sizeof p->weights, dir, CKPT_LAST);
         path_join(p->state, sizeof p->state, dir, CKPT_LEGACY_STATE);
-        if (is_regular(p->weights) && is_regular(p->state)) return VT_OK;
+        if (exists(p->weights) && exists(p->state)) return VT_OK;
         return vt_fail(VT_ERR_USAGE, "%s holds no checkpoint to resume from: expected %s (written "
                        "with the first checkpoint pair, see train.ckpt_every); a run killed "
                        "before its first checkpoint must start again", dir, pointer);
     }
-    if (fd < 0) return vt_fail(VT_ERR_RUNTIME, "%s: cannot open: %s", pointer, strerror(errno));
-    char buf[65];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n < 0) return vt_fail(VT_ERR_RUNTIME, "%s: cannot read: %s", pointer, strerror(errno));
-    buf[n] = '\0';
-    size_t len = (size_t)n;
+    if (read != VT_OK) return read;
     while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' '))
         buf[--len] = '\0';
     char name[96];
     snprintf(name, sizeof name, "%s" CKPT_WEIGHTS, buf);
     int state = 0, tmp = 0;
     int64_t step = memchr(buf, '/', len) ? -1 : parse_pair_name(name, &state, &tmp);
-    if (step < 0 || tmp || state || n == (ssize_t)sizeof buf - 1)
-        return vt_fail(VT_ERR_RUNTIME, "%s: expected one line \"step_<8 or more digits>\" naming "
-                       "the newest checkpoint pair, found \"%.40s\"", pointer, buf);
-    vt_ckpt_pair_of(dir, step, p);
-    const char *missing = !is_regular(p->weights) ? p->weights : !is_regular(p->state) ? p->state
-                                                                                         : NULL;
-    if (missing)
-        return vt_fail(VT_ERR_RUNTIME, "%s names %s, but %s is missing (files were removed or "
-                       "copied without it)", pointer, buf, missing);
-    return VT_OK;
+    vt_status s = VT_OK;
+    if (step < 0 || tmp || state || strlen(buf) != len)
+        s = vt_fail(VT_ERR_RUNTIME, "%s: expected one line \"step_<8 or more digits>\" naming the "
+                    "newest checkpoint pair, found \"%.40s\"", pointer, buf);
+    if (s == VT_OK) {
+        vt_ckpt_pair_of(dir, step, p);
+        const char *missing = !exists(p->weights) ? p->weights : !exists(p->state) ? p->state
+                                                                                   : NULL;
+        if (missing)
+            s = vt_fail(VT_ERR_RUNTIME, "%s names %s, but %s is missing (files were removed or "
+                        "copied without it)", pointer, buf, missing);
+    }
+    free(buf);
+    return s;
 }

@@ -1,7 +1,9 @@
 /* checkpoint_timm.c - timm's tensor layouts read into ours (contract in
  * checkpoint_timm.h). */
 #include "checkpoint_timm.h"
+#include "name_index.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,11 +21,19 @@ static int is_square(int64_t n) {
     return s * s == n;
 }
 
-/* "blocks.<i>.<rest>" with rest == want: the block index, else -1. */
+/* "blocks.<i>.<rest>" with rest == want and <i> written as the model writes it (decimal
+ * digits without a sign or leading zero, so "blocks.00.attn.v_bias" is not block 0's but a
+ * tensor of its own name): the block index, else -1. */
 static int block_suffix(const char *name, const char *want) {
-    int i, used = 0;
-    if (sscanf(name, "blocks.%d.%n", &i, &used) != 1 || used == 0 || i < 0) return -1;
-    return strcmp(name + used, want) == 0 ? i : -1;
+    const char *p = name + strlen("blocks.");
+    if (strncmp(name, "blocks.", strlen("blocks.")) != 0 || *p < '0' || *p > '9') return -1;
+    if (p[0] == '0' && p[1] != '.') return -1;
+    int i = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (i > (INT_MAX - 9) / 10) return -1;
+        i = i * 10 + (*p - '0');
+    }
+    return *p == '.' && strcmp(p + 1, want) == 0 ? i : -1;
 }
 
 static vt_wtensor from_file(const vt_st_tensor *f) {
@@ -32,8 +42,9 @@ static vt_wtensor from_file(const vt_st_tensor *f) {
     snprintf(w.name, sizeof w.name, "%s", f->name);
     snprintf(w.file_name, sizeof w.file_name, "%s", f->name);
     w.dtype = f->dtype[0] ? f->dtype : "F32";
-    w.ndim = f->ndim;
+    w.ndim = w.file_ndim = f->ndim;
     memcpy(w.shape, f->shape, sizeof w.shape);
+    memcpy(w.file_shape, f->shape, sizeof w.file_shape);
     w.size = f->size;
     w.data = f->data;
     return w;
@@ -121,6 +132,8 @@ static vt_status convert(const vt_safetensors *st, const vt_st_tensor *f, const 
     return VT_OK;
 }
 
+_Static_assert(offsetof(vt_wtensor, name) == 0, "name_index.h reads a record's name first");
+
 vt_status vt_wfile_from_st(const vt_safetensors *st, const char *path, vt_wfile *out) {
     memset(out, 0, sizeof *out);
     out->t = vt_xcalloc((size_t)st->n + 1, sizeof *out->t);
@@ -133,15 +146,19 @@ vt_status vt_wfile_from_st(const vt_safetensors *st, const char *path, vt_wfile 
             return s;
         }
         if (skip) continue;
-        const vt_wtensor *dup = vt_wfile_find(out, w.name);
-        if (dup) {
-            s = vt_fail(VT_ERR_RUNTIME, "%s: tensors '%s' and '%s' are both '%s' (one layout or the "
-                        "other, not both)", path, dup->file_name, w.file_name, w.name);
-            free(w.owned);
-            vt_wfile_free(out);
-            return s;
-        }
         out->t[out->n++] = w;
+    }
+    /* Sorted by name (the index vt_wfile_find searches), two tensors landing on one name
+     * are neighbours. */
+    out->by_name = vt_name_index_build(out->t, sizeof *out->t, out->n);
+    int dup = vt_name_index_duplicate(out->t, sizeof *out->t, out->by_name, out->n);
+    if (dup >= 0) {
+        const vt_wtensor *a = &out->t[out->by_name[dup - 1]], *b = &out->t[out->by_name[dup]];
+        vt_status s = vt_fail(VT_ERR_RUNTIME, "%s: tensors '%s' and '%s' are both '%s' (one "
+                              "layout or the other, not both)", path, a->file_name, b->file_name,
+                              a->name);
+        vt_wfile_free(out);
+        return s;
     }
     return VT_OK;
 }
@@ -149,11 +166,11 @@ vt_status vt_wfile_from_st(const vt_safetensors *st, const char *path, vt_wfile 
 void vt_wfile_free(vt_wfile *f) {
     for (int i = 0; i < f->n; i++) free(f->t[i].owned);
     free(f->t);
+    free(f->by_name);
     memset(f, 0, sizeof *f);
 }
 
 const vt_wtensor *vt_wfile_find(const vt_wfile *f, const char *name) {
-    for (int i = 0; i < f->n; i++)
-        if (strcmp(f->t[i].name, name) == 0) return &f->t[i];
-    return NULL;
+    int i = vt_name_index_find(f->t, sizeof *f->t, f->by_name, f->n, name);
+    return i >= 0 ? &f->t[i] : NULL;
 }

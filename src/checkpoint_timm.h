@@ -29,13 +29,15 @@
 
 /* One tensor of a weights file under its vitrain name. */
 typedef struct {
-    char name[160];        /* vitrain name */
+    char name[160];        /* vitrain name; first: the name index (name_index.h) reads it there */
     char file_name[160];   /* name in the file ("rope.freqs"; q_bias for a merged qkv.bias) */
     const char *dtype;     /* as stored: "F32", "BF16", "F16" */
     const char *layout;    /* NULL: stored as is; else how it was converted (for logs) */
     int ndim;
     int64_t shape[8];
     int64_t size;
+    int file_ndim;         /* the shape as stored (differs from shape when converted) */
+    int64_t file_shape[8];
     const float *data;     /* into the vt_safetensors buffer, or owned */
     float *owned;
 } vt_wtensor;
@@ -43,6 +45,7 @@ typedef struct {
 typedef struct {
     vt_wtensor *t;
     int n;
+    int *by_name;          /* indices into t sorted by name (vt_wfile_find's index) */
 } vt_wfile;
 
 /* Translate the tensors of st (read from path) into out, in file order (a merged tensor
@@ -52,7 +55,7 @@ typedef struct {
  * square. out is valid until vt_wfile_free and st must outlive it. */
 vt_status vt_wfile_from_st(const vt_safetensors *st, const char *path, vt_wfile *out);
 void vt_wfile_free(vt_wfile *f);
-/* Tensor by vitrain name, or NULL. */
+/* Tensor by vitrain name, or NULL (a binary search). */
 const vt_wtensor *vt_wfile_find(const vt_wfile *f, const char *name);
 
 /* "(2, 3, 4)" into buf. */

@@ -23,6 +23,8 @@
  * (resolve.h says where).
  */
 #include "config.h"
+#include "input_file.h"
+#include "json_nul.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -66,6 +68,7 @@ typedef struct {
     const char *auto_doc;       /* non-NULL: resolved from other keys when unset (doc text) */
     const char *help;
     int model;                  /* 1: defines the model or its PE (vt_config_model_key) */
+    int run_only;               /* 1: changes how a run goes, not what it computes */
 } key_row;
 
 #define OFF(f) offsetof(vt_config, f)
@@ -75,6 +78,9 @@ typedef struct {
 /* Row macros; extra designators may follow the help text: MODEL_KEY marks a key that
  * defines the model or its PE. */
 #define MODEL_KEY .model = 1
+/* RUN_ONLY marks a key that changes how a run goes (threads, logging, checkpoint cadence,
+ * where it is written) but not what it computes (vt_config_changes). */
+#define RUN_ONLY .run_only = 1
 #define K_INT(p, f, d, l, h, a, hp, ...) \
     { .path = p, .type = KT_INT, .offset = OFF(f), .size = SZ(f), .lo = l, .hi = h, \
       .def = d, .auto_doc = a, .help = hp, __VA_ARGS__ }
@@ -156,7 +162,7 @@ static const key_row schema[] = {
     K_INT("model.heads", model.heads, 12, 1, 1024, "12, or the preset's",
           "Attention heads H; must divide width (head dim hd = width / heads).", MODEL_KEY),
     K_FLT("model.mlp_ratio", model.mlp_ratio, 4, 0, 64, LO_OPEN, NULL,
-          "MLP hidden width = int(width * mlp_ratio) (timm).", MODEL_KEY),
+          "MLP hidden width = int(width * mlp_ratio) (timm), at least 1.", MODEL_KEY),
     K_INT("model.patch_size", model.patch_size, 16, 1, 1024, NULL,
           "Patch side P in pixels; must divide img_size and pe.train_img_size.", MODEL_KEY),
     K_INT("model.img_size", model.img_size, 224, 1, 16384, NULL,
@@ -165,7 +171,8 @@ static const key_row schema[] = {
           "Input channels: 1 (grayscale), 3 (RGB) or 4 (RGB-D: depth positions tokens through "
           "a rotary PE with pe.coord_dim = 3).", MODEL_KEY),
     K_INT("model.num_classes", model.num_classes, 1000, 1, 1000000,
-          "the classes data.kind defines (see Dataset formats), else 1000",
+          "the classes data.kind defines (see Dataset formats: an image folder's class folders), "
+          "else 1000",
           "Classifier outputs K.", MODEL_KEY),
     K_ENUM("model.pool", model.pool, ch_pool, VT_POOL_TOKEN, NULL,
            "Classifier input: the CLS token after the final norm (token), or the mean of the "
@@ -259,7 +266,7 @@ static const key_row schema[] = {
     K_INT("data.workers", data.workers, 0, 0, 256, NULL,
           "Loader threads that decode and augment batches ahead of the training step "
           "(3 batches prefetched; batches are identical for any count); 0 = auto (online "
-          "CPUs, at most 8)."),
+          "CPUs, at most 8).", RUN_ONLY),
     K_ENUM("data.on_error", data.on_error, ch_on_error, VT_ONERR_FAIL, NULL,
            "A corrupt or unreadable sample: fail the run, or skip it (and count it)."),
     K_I64("data.max_image_pixels", data.max_image_pixels, 178956970, 1, 4294967296.0,
@@ -363,25 +370,32 @@ static const key_row schema[] = {
           "Label smoothing of the cross-entropy targets."),
     K_I64("train.seed", train.seed, 0, 0, SEED_MAX,
           "Seed of initialisation, data order and augmentation."),
-    K_INT("train.threads", train.threads, 0, 0, 4096, NULL, "OpenMP threads; 0 = all cores."),
+    K_INT("train.threads", train.threads, 0, 0, 4096, NULL, "OpenMP threads; 0 = all cores.", RUN_ONLY),
     K_INT("train.eval_every", train.eval_every, 1, 0, 1000000, NULL,
           "Evaluate every this many epochs; 0 = only at the end."),
     K_INT("train.eval_every_steps", train.eval_every_steps, 0, 0, INT_MAX, NULL,
           "Also evaluate every this many optimizer steps; 0 = off."),
     K_INT("train.ckpt_every", train.ckpt_every, 1, 0, 1000000, NULL,
-          "Checkpoint every this many epochs; 0 = only at the end."),
+          "Checkpoint every this many epochs; 0 = only at the end.", RUN_ONLY),
+    K_INT("train.ckpt_every_steps", train.ckpt_every_steps, 0, 0, INT_MAX, NULL,
+          "Also checkpoint every this many optimizer steps (mid-epoch too; a resumed run "
+          "continues bit for bit); 0 = off.", RUN_ONLY),
+    K_FLT("train.ckpt_every_minutes", train.ckpt_every_minutes, 0, 0, 1e9, 0, NULL,
+          "Also checkpoint at the first step boundary this many wall-clock minutes after the "
+          "last checkpoint (or the start), as rank 0's clock says; 0 = off. README.md states "
+          "what a pair costs for ViT-B/16.", RUN_ONLY),
     K_INT("train.keep_checkpoints", train.keep_checkpoints, 1, 1, 1000000, NULL,
           "Checkpoint pairs (step_N.safetensors + step_N.state.safetensors) kept in the run "
           "directory, newest first; a save keeps the previous pair until the new one is "
-          "complete, so a kill or a full disk never leaves the run without one."),
+          "complete, so a kill or a full disk never leaves the run without one.", RUN_ONLY),
     K_ENUM("train.precision", train.precision, ch_precision, VT_PRECISION_FP32, NULL,
            "GEMM precision: fp32, or bf16 (every GEMM's and attention product's operands rounded "
            "to bfloat16, float32 sums; weights, gradients, optimizer state, norms, softmax, GELU "
            "and position encodings float32; on AVX512-BF16 / AMX hardware, faster)."),
     K_INT("train.log_every", train.log_every, 50, 1, INT_MAX, NULL,
-          "Optimizer steps between metric lines."),
+          "Optimizer steps between metric lines.", RUN_ONLY),
     K_STR("train.run_dir", train.run_dir, "",
-          "Run directory (metrics, checkpoints, resolved config); \"\" = runs/<config file stem>."),
+          "Run directory (metrics, checkpoints, resolved config); \"\" = runs/<config file stem>.", RUN_ONLY),
     K_STR("train.init", train.init, "",
           "Start from the weights of this safetensors file (a vitrain or timm checkpoint, F32, "
           "BF16 or F16): tensors whose name and shape match load as stored, pos_embed is "
@@ -403,7 +417,7 @@ static const key_row schema[] = {
 
     /* runtime */
     K_ENUM("runtime.progress", runtime.progress, ch_progress, VT_PROGRESS_AUTO, NULL,
-           "Live progress line: auto (when stderr is a terminal), always, never."),
+           "Live progress line: auto (when stderr is a terminal), always, never.", RUN_ONLY),
 };
 
 #define N_KEYS ((int)(sizeof schema / sizeof schema[0]))
@@ -711,6 +725,11 @@ int vt_config_is_set(const vt_config *c, const char *key) {
     return i < 0 ? -1 : c->set[i] != 0;
 }
 
+int vt_config_origin(const vt_config *c, const char *key) {
+    int i = row_index(key);
+    return i < 0 ? -1 : c->set[i];
+}
+
 void vt_config_restore_default(vt_config *c, const char *key) {
     apply_default(c, &schema[row_of(key)]);
 }
@@ -860,6 +879,13 @@ static void line_col(const char *text, size_t off, int *line, int *col) {
 
 /* Parse json over c (no validation). */
 static vt_status parse_into(vt_config *c, const char *json, const char *src) {
+    long nul = vt_json_escaped_nul(json, strlen(json));
+    if (nul >= 0) {
+        int line, col;
+        line_col(json, (size_t)nul, &line, &col);
+        return vt_fail(VT_ERR_USAGE, "%s: an escaped NUL (\\u0000) at line %d, column %d; no "
+                       "key or value may contain one", src, line, col);
+    }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(json, &end, 1);
     if (!root) {
@@ -947,6 +973,11 @@ static vt_status set_one(vt_config *c, const char *assignment) {
     cJSON *v = cJSON_ParseWithOpts(text, NULL, 1);
     key_type t = schema[ri].type;
     int stringlike = t == KT_STRING || t == KT_CHOICE || t == KT_ENUM;
+    if (v && vt_json_escaped_nul(text, strlen(text)) >= 0) {
+        cJSON_Delete(v);
+        return vt_fail(VT_ERR_USAGE, "%s: the JSON value holds an escaped NUL (\\u0000); no "
+                       "value may contain one", src);
+    }
     /* Unquoted text is a string; for string-valued keys any unquoted text is. */
     if (!v || (stringlike && !cJSON_IsString(v))) {
         cJSON_Delete(v);
@@ -955,6 +986,7 @@ static vt_status set_one(vt_config *c, const char *assignment) {
     }
     vt_status st = assign(c, ri, v, src);
     cJSON_Delete(v);
+    if (st == VT_OK) c->set[ri] = 2;
     return st;
 }
 
@@ -974,26 +1006,16 @@ vt_status vt_config_read_json(vt_config *c, const char *json, const char *source
     return st;
 }
 
-/* Read a whole file (malloc'd, NUL-terminated). */
+/* A config larger than this is not a config: the bound keeps CONFIG=/dev/zero-like
+ * mistakes (a huge or endless file) from being read into memory. */
+#define CONFIG_MAX_BYTES ((int64_t)16 << 20)
+
+/* Read a whole config file (malloc'd, NUL-terminated). */
 static vt_status read_file(const char *path, char **out) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return vt_fail(VT_ERR_RUNTIME, "%s: cannot open config file: %s", path, strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = vt_xmalloc(cap);
-    for (;;) {
-        if (len + 1 >= cap) { cap *= 2; buf = vt_xrealloc(buf, cap); }
-        size_t got = fread(buf + len, 1, cap - len - 1, fp);
-        len += got;
-        if (got == 0) break;
-    }
-    int err = ferror(fp) ? errno : 0;
-    fclose(fp);
-    if (err) {
-        free(buf);
-        return vt_fail(VT_ERR_RUNTIME, "%s: cannot read config file: %s", path, strerror(err));
-    }
-    buf[len] = '\0';
+    char *buf;
+    size_t len;
+    vt_status st = vt_input_read(path, "config file", CONFIG_MAX_BYTES, &buf, &len);
+    if (st != VT_OK) return st;
     size_t text_len = strlen(buf);
     if (text_len != len) {
         free(buf);
@@ -1167,6 +1189,29 @@ int vt_config_model_keys_differ(const vt_config *a, const vt_config *b, char *re
     return n;
 }
 
+int vt_config_changes(const vt_config *a, const vt_config *b, vt_config_change *out, int max) {
+    int n = 0;
+    for (int i = 0; i < N_KEYS; i++) {
+        const key_row *r = &schema[i];
+        sbuf va = { 0 }, vb = { 0 };
+        sb_value(&va, a, r);
+        sb_value(&vb, b, r);
+        if (strcmp(va.p, vb.p) != 0) {
+            if (n < max) {
+                vt_config_change *c = &out[n];
+                c->key = r->path;
+                snprintf(c->a, sizeof c->a, "%s", va.p);
+                snprintf(c->b, sizeof c->b, "%s", vb.p);
+                c->run_only = r->run_only;
+            }
+            n++;
+        }
+        free(va.p);
+        free(vb.p);
+    }
+    return n;
+}
+
 static const char *type_name(const key_row *r, char *buf, size_t n) {
     switch (r->type) {
     case KT_INT: case KT_I64: return "int";
@@ -1301,17 +1346,23 @@ char *vt_config_doc_markdown(void) {
     return b.p;
 }
 
-char *vt_config_doc_text(void) {
+/* The text of vt_config_doc_text for every key (only NULL), one section or one key. */
+static char *doc_text(const char *only) {
     vt_config d;
     vt_config_defaults(&d);
     sbuf b = { 0 };
-    sb_putf(&b, "Configuration keys (a JSON object with these sections; override any key with\n"
-                "--set section.key=value; configs/README.md has the full reference).\n");
+    if (!only)
+        sb_putf(&b, "Configuration keys (a JSON object with these sections; override any key with\n"
+                    "--set section.key=value; configs/README.md has the full reference).\n");
     for (int s = 0; s < N_SECTIONS; s++) {
-        sb_putf(&b, "\n%s\n", sections[s].name);
+        int whole = !only || strcmp(only, sections[s].name) == 0;
+        if (!whole && (strncmp(only, sections[s].name, strlen(sections[s].name)) != 0 ||
+                       only[strlen(sections[s].name)] != '.'))
+            continue;
+        sb_putf(&b, "%s%s\n", b.p ? "\n" : "", sections[s].name);
         for (int i = 0; i < N_KEYS; i++) {
             const key_row *r = &schema[i];
-            if (!in_section(r, sections[s].name)) continue;
+            if (!in_section(r, sections[s].name) || (!whole && strcmp(r->path, only) != 0)) continue;
             char tb[32];
             sb_putf(&b, "  %-26s %-8s default ", r->path, type_name(r, tb, sizeof tb));
             if (r->auto_doc) sb_putf(&b, "%s", r->auto_doc);
@@ -1322,4 +1373,24 @@ char *vt_config_doc_text(void) {
         }
     }
     return b.p;
+}
+
+char *vt_config_doc_text(void) { return doc_text(NULL); }
+
+vt_status vt_config_doc_one(const char *name, char **out) {
+    *out = NULL;
+    if (section_index(name, strlen(name)) < 0 && row_index(name) < 0) {
+        if (!strchr(name, '.')) {
+            const char *hint = nearest_name(name, 1);
+            char list[256] = "";
+            for (int s = 0; s < N_SECTIONS; s++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", s ? ", " : "", sections[s].name);
+            if (hint) return vt_fail(VT_ERR_USAGE, "help-config: unknown section \"%s\"; did you mean \"%s\"? "
+                                     "(sections: %s)", name, hint, list);
+            return vt_fail(VT_ERR_USAGE, "help-config: unknown section \"%s\" (sections: %s)", name, list);
+        }
+        return unknown_key("help-config", name);
+    }
+    *out = doc_text(name);
+    return VT_OK;
 }

@@ -96,6 +96,8 @@ typedef struct {
     int eval_every;         /* epochs; 0 = only at the end */
     int eval_every_steps;   /* optimizer steps; 0 = off */
     int ckpt_every;         /* epochs */
+    int ckpt_every_steps;   /* optimizer steps; 0 = off */
+    double ckpt_every_minutes; /* wall-clock minutes since the last pair; 0 = off */
     int keep_checkpoints;   /* checkpoint pairs kept in the run directory (>= 1) */
     int log_every;          /* optimizer steps between metric lines */
     vt_precision precision; /* GEMM and attention-product operands (src/precision.h) */
@@ -125,7 +127,7 @@ typedef struct vt_config {
     vt_eval_config eval;
     vt_runtime_config runtime;
     char source[VT_STR];    /* path the config came from ("" if built in code) */
-    /* set[i] != 0: schema row i was given explicitly (config file or --set). Only
+    /* set[i] != 0: schema row i was given explicitly (1 config file, 2 --set). Only
      * resolve reads it: keys left unset get their preset / kind-dependent default there. */
     unsigned char set[VT_CONFIG_MAX_KEYS];
 } vt_config;
@@ -152,6 +154,9 @@ vt_status vt_config_check_keys(const vt_config *c);
 /* 1 if the key ("pe.theta") was given explicitly, 0 if not; -1 for an unknown key.
  * For resolve (and tests): code below it reads values only. */
 int vt_config_is_set(const vt_config *c, const char *key);
+/* Where the key's value came from, for messages: 2 a --set, 1 the config file (or JSON
+ * text), 0 not given; -1 for an unknown key. */
+int vt_config_origin(const vt_config *c, const char *key);
 /* Put the schema default of key (which must exist) back into c. */
 void vt_config_restore_default(vt_config *c, const char *key);
 
@@ -166,6 +171,18 @@ void vt_config_restore_default(vt_config *c, const char *key);
 int vt_config_model_key(const char *key);
 int vt_config_model_keys_differ(const vt_config *a, const vt_config *b, char *report, size_t len);
 
+/* One key whose value differs between two configs: its value in each (as JSON, cut to
+ * the buffer) and whether it only changes how a run goes (threads, logging, progress,
+ * checkpoint cadence and count, the run directory, loader threads), not what it computes. */
+typedef struct {
+    const char *key;
+    char a[160], b[160];
+    int run_only;
+} vt_config_change;
+/* Compare every key of a and b (schema order): the number that differ; the first max of
+ * them into out. */
+int vt_config_changes(const vt_config *a, const vt_config *b, vt_config_change *out, int max);
+
 /* The config as pretty JSON (malloc'd; caller frees): every key, in schema order. Read
  * back with vt_config_read_json it gives the same values (numbers are printed in the
  * shortest form strtod reads back exactly). */
@@ -175,5 +192,8 @@ char *vt_config_to_json(const vt_config *c);
 char *vt_config_doc_markdown(void);
 /* Plain-text key list for --help (malloc'd). */
 char *vt_config_doc_text(void);
+/* The same text for one section ("optim") or one key ("optim.lr") into *out (malloc'd);
+ * an unknown name is VT_ERR_USAGE with the nearest valid one suggested. */
+vt_status vt_config_doc_one(const char *name, char **out);
 
 #endif

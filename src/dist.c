@@ -200,6 +200,11 @@ vt_status vt_dist_everywhere(vt_status st) {
     return st;
 }
 
+int vt_dist_exit_everywhere(int rc) {
+    D.agreed = 1;
+    return rc;
+}
+
 int vt_dist_reports_error(void) { return !multi() || !D.agreed || D.rank == 0; }
 
 const char *vt_dist_who(void) {
@@ -260,6 +265,13 @@ void vt_dist_sum_i64(int64_t *v, int n) {
     D.comm_s += now() - t;
 }
 
+void vt_dist_max_int(int *v, int n) {
+    if (!multi()) return;
+    double t = now();
+    MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    D.comm_s += now() - t;
+}
+
 void vt_dist_gather_strided(const void *mine, int64_t n, size_t row_bytes, void *full) {
     const int R = D.size, me = D.rank;
     if (!multi()) {
@@ -304,18 +316,25 @@ void vt_dist_check_placement(int threads) {
     MPI_Comm_free(&node);
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     int flags[2] = {cpus < threads, local_rank == 0 && online > 0 && node_threads > online};
+    /* the first offending rank of each kind (INT_MAX: none), whose numbers the warning
+     * shows: rank 0 may well be fine when another rank is not */
+    int first[2] = {flags[0] ? D.rank : INT_MAX, flags[1] ? D.rank : INT_MAX};
     MPI_Allreduce(MPI_IN_PLACE, flags, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, first, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    int bound[1] = {cpus}, host[2] = {local, (int)online};
+    if (flags[0]) MPI_Bcast(bound, 1, MPI_INT, first[0], MPI_COMM_WORLD);
+    if (flags[1]) MPI_Bcast(host, 2, MPI_INT, first[1], MPI_COMM_WORLD);
     if (D.rank != 0) return;
     if (flags[0])
         fprintf(stderr, "vitrain: warning: %d of %d ranks are bound to fewer CPUs than their %d OpenMP "
-                "threads (rank 0: %d CPU%s), so the threads share CPUs; give each rank its cores, e.g. "
-                "mpirun --map-by slot:PE=%d --bind-to core (or --bind-to none)\n", flags[0], D.size,
-                threads, cpus, cpus == 1 ? "" : "s", threads);
+                "threads (rank %d: %d CPU%s), so the threads share CPUs; give each rank its cores, "
+                "e.g. mpirun --map-by slot:PE=%d --bind-to core (or --bind-to none)\n", flags[0],
+                D.size, threads, first[0], bound[0], bound[0] == 1 ? "" : "s", threads);
     if (flags[1])
         fprintf(stderr, "vitrain: warning: on %d host%s the ranks run more OpenMP threads in all than "
-                "the host has CPUs (rank 0's host: %d ranks x %d thread%s, %ld CPUs), so they share "
+                "the host has CPUs (rank %d's host: %d ranks x %d thread%s, %d CPUs), so they share "
                 "CPUs: lower --threads or the ranks per host\n", flags[1], flags[1] == 1 ? "" : "s",
-                local, threads, threads == 1 ? "" : "s", online);
+                first[1], host[0], threads, threads == 1 ? "" : "s", host[1]);
 }
 
 /* ---- gradient buckets -------------------------------------------------------------- */

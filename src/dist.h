@@ -75,6 +75,9 @@ vt_status vt_dist_agree(vt_status st);
 /* Declare that every rank returns this same status from the same inputs (no
  * communication): the error is reported once, by rank 0, and the exit is clean. */
 vt_status vt_dist_everywhere(vt_status st);
+/* The same for an exit code every rank reached in agreement (main's "stopped" code after
+ * the ranks agreed on a stop): returns rc, and vt_dist_exit then finalizes cleanly. */
+int vt_dist_exit_everywhere(int rc);
 /* Whether this rank prints the error it is about to exit with (main's fail path):
  * rank 0, or any rank whose error the others do not know. */
 int vt_dist_reports_error(void);
@@ -93,6 +96,8 @@ void vt_dist_bcast(void *data, size_t bytes);
 /* Element-wise sums over the ranks, in place. */
 void vt_dist_sum_f64(double *v, int n);
 void vt_dist_sum_i64(int64_t *v, int n);
+/* Element-wise maxima over the ranks, in place. */
+void vt_dist_max_int(int *v, int n);
 /* Sharded rows back in order on rank 0: rank r holds rows r, r + R, r + 2R, ... of n
  * rows of row_bytes each (the loader's shard); rank 0 receives all n rows in full
  * (only written on rank 0; may be NULL elsewhere). */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------ fault injection */
@@ -52,9 +53,9 @@ static inline int fault_event(const char *op, const char *path) {
 /* A new file at path, never through a symbolic link: a leftover of that name (a killed
  * writer's temporary file, or a planted link) is removed first; if something appears
  * there again before the create, the create fails with EEXIST. */
-static int fs_create(const char *path, int flags) {
+static int fs_create(const char *path) {
     FAULT("create", path);
-    const int how = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | flags;
+    const int how = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
     int fd = open(path, how, 0666);
     if (fd < 0 && errno == EEXIST && unlink(path) == 0) fd = open(path, how, 0666);
     return fd;
@@ -120,6 +121,22 @@ int vt_durable_fsync_dir(const char *dir) {
     return rc;
 }
 
+/* Open an existing or new file that must be a regular one: O_NONBLOCK, so a FIFO or a
+ * device at path never blocks the open, then fstat. -1 with errno (EINVAL for a file
+ * that is not regular). */
+static int open_regular(const char *path, int flags) {
+    int fd = open(path, flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == ENXIO) errno = EINVAL; /* a FIFO without a reader */
+    if (fd < 0) return -1;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    return fd;
+}
+
 /* The directory part of path ("." when it has none) into out. */
 static void dir_of(const char *path, char *out, size_t len) {
     const char *slash = strrchr(path, '/');
@@ -137,7 +154,7 @@ vt_status vt_durable_open(vt_durable_file *f, const char *path) {
     f->tmp = vt_xmalloc(len + 5);
     memcpy(f->tmp, path, len);
     memcpy(f->tmp + len, ".tmp", 5);
-    f->fd = fs_create(f->tmp, O_TRUNC);
+    f->fd = fs_create(f->tmp);
     if (f->fd < 0) {
         vt_status s = vt_fail(VT_ERR_RUNTIME, "%s: cannot create temporary file '%s': %s",
                               path, f->tmp, strerror(errno));
@@ -202,7 +219,7 @@ vt_status vt_durable_write_file(const char *path, const void *data, size_t bytes
 vt_status vt_durable_copy(const char *src, const char *dst) {
     int in = open(src, O_RDONLY | O_CLOEXEC);
     if (in < 0) return vt_fail(VT_ERR_RUNTIME, "%s: cannot open: %s", src, strerror(errno));
-    int out = fs_create(dst, O_TRUNC);
+    int out = fs_create(dst);
     if (out < 0) {
         vt_status s = vt_fail(VT_ERR_RUNTIME, "%s: cannot create: %s", dst, strerror(errno));
         close(in);
@@ -237,13 +254,13 @@ vt_status vt_durable_copy(const char *src, const char *dst) {
 vt_status vt_durable_log_open(vt_durable_log *log, const char *path, int truncate) {
     snprintf(log->path, sizeof log->path, "%s", path);
     log->fd = -1;
-    const int how = O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | (truncate ? O_TRUNC : 0);
     int e = fault_event("create", path);
-    int fd = e ? -1 : open(path, how, 0666);
+    int fd = e ? -1 : open_regular(path, O_WRONLY | O_CREAT | O_APPEND | (truncate ? O_TRUNC : 0));
     if (e) errno = e;
     if (fd < 0)
-        return vt_fail(VT_ERR_RUNTIME, "%s: cannot open for appending: %s%s", path,
-                       strerror(errno), errno == ELOOP ? " (it is a symbolic link)" : "");
+        return vt_fail(VT_ERR_RUNTIME, "%s: cannot open for appending: %s", path,
+                       errno == ELOOP ? "it is a symbolic link" : errno == EINVAL ?
+                       "not a regular file" : strerror(errno));
     log->fd = fd;
     return VT_OK;
 }
@@ -270,7 +287,7 @@ void vt_durable_log_close(vt_durable_log *log) {
 
 int vt_durable_open_in_place(const char *path) {
     FAULT("create", path);
-    return open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    return open_regular(path, O_RDWR | O_CREAT);
 }
 
 vt_status vt_durable_rewrite_in_place(int fd, const char *path, const void *data, size_t bytes) {

@@ -58,7 +58,7 @@ void vt_durable_abort(vt_durable_file *f);
 vt_status vt_durable_write_file(const char *path, const void *data, size_t bytes);
 
 /* An append-only log: opened (created if missing) for appending, or truncated to empty
- * first with truncate = 1. */
+ * first with truncate = 1; an error if path is a symbolic link or not a regular file. */
 typedef struct {
     char path[4096];
     int fd;
@@ -74,7 +74,8 @@ void vt_durable_log_close(vt_durable_log *log);
 
 /* A small file rewritten in place, never replaced (the run directory's lock, whose
  * inode carries the flock): opened read-write, created if missing, never through a
- * symbolic link. Returns the descriptor, or -1 with errno. */
+ * symbolic link, and only if it is a regular file (a FIFO there never blocks the open).
+ * Returns the descriptor, or -1 with errno (ELOOP: a link; EINVAL: not a regular file). */
 int vt_durable_open_in_place(const char *path);
 /* Replace the contents of the file open at fd (named path, for messages) with data and
  * fsync it. */

@@ -147,6 +147,17 @@ vt_status vt_eval_checkpoint_open(vt_eval_checkpoint *ec, const vt_eval_opts *o,
     ec->ckpt_open = 1;
     if ((st = eval_config(&ec->cfg, &ec->ckpt, o, failed)) != VT_OK) return st;
     const vt_config *cfg = &ec->cfg;
+    /* The file's tensors against the model's layout before the model is allocated:
+     * without CONFIG the model is the file's own config's and must be exactly what the
+     * tensors fill, so a small file declaring a huge model costs only its reading. */
+    *failed = VT_EVAL_FAILED_FILE;
+    vt_vit planned;
+    vt_model_spec ms;
+    if ((st = vt_vit_plan(&planned, vt_resolve_model_spec(cfg, &ms))) != VT_OK) return st;
+    vt_weights_opts strict = {0, 0};
+    st = vt_weights_check(&planned, &ec->ckpt, o->checkpoint, &strict, !o->config);
+    vt_vit_free(&planned);
+    if (st != VT_OK) return st;
     if (o->n_resolutions) {
         for (int i = 0; i < o->n_resolutions; i++) ec->sizes[ec->n_sizes++] = o->resolutions[i];
     } else {

@@ -22,6 +22,7 @@
  * the file size. Decoding cost is then linear in the file's size.
  */
 #include "image.h"
+#include "input_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -440,19 +441,11 @@ vt_status vt_image_decode(const uint8_t *data, size_t len, const char *name, int
 vt_status vt_image_load(const char *path, int64_t max_pixels, uint8_t **buf, size_t *cap, int *h,
                         int *w, int *c) {
     *h = *w = *c = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return vt_fail(VT_ERR_RUNTIME, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return vt_fail(VT_ERR_RUNTIME, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return vt_fail(VT_ERR_RUNTIME, "%s: not a regular file", path);
-    }
-    size_t len = (size_t)st.st_size;
+    int fd;
+    int64_t size;
+    vt_status opened = vt_input_open(path, "image", &fd, &size);
+    if (opened != VT_OK) return opened;
+    size_t len = (size_t)size;
     if (len == 0) {
         close(fd);
         return vt_fail(VT_ERR_RUNTIME, "%s: empty file (0 bytes), expected a JPEG or PNG image", path);

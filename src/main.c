@@ -1,8 +1,13 @@
 /* main.c - the vitrain command line: argv -> subcommand, status -> exit code. The only
- * exit() of the program (exit codes: 0 ok, 2 usage or config error, 1 runtime failure).
+ * exit() of the program. Exit codes: 0 done, 2 usage or config error, 1 runtime failure,
+ * 75 (VT_EXIT_STOPPED, stop.h) training stopped by SIGINT, SIGTERM or SIGUSR1 after
+ * writing a checkpoint pair: continue it with the command printed (a job script tells
+ * "stopped, to be continued" from "done" and "failed" by this code); 130 a second SIGINT
+ * ended it at once.
  *
  *   vitrain [train] CONFIG [--set k=v ...] [--threads N] [--resume RUN_DIR] [--run-dir DIR]
- *                          [--stop-after STEPS]
+ *                          [--resume-or-start] [--stop-after STEPS] [--verbose]
+ *   vitrain --resume RUN_DIR [CONFIG] [--set k=v ...] [--threads N] [--stop-after STEPS]
  *   vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle] [--seed N]
  *                       [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...] [--threads N]
  *   vitrain info CONFIG [--set k=v ...]
@@ -20,6 +25,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "checkpoint.h"
 #include "config.h"
 #include "data/formats.h"
 #include "dist.h"
@@ -28,7 +34,9 @@
 #include "kernels.h"
 #include "pe/kinds.h"
 #include "resolve.h"
+#include "resume.h"
 #include "status.h"
+#include "stop.h"
 #include "train.h"
 #include "vit.h"
 
@@ -36,9 +44,11 @@
 
 enum { F_SET = 1, F_THREADS = 2, F_RESUME = 4, F_RUNDIR = 8, F_CKPT = 16, F_LOGITS = 32,
        F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024, F_PRECISION = 2048,
-       F_ROTARY = 4096, F_DATA = 8192, F_START_OVER = 16384 };
+       F_ROTARY = 4096, F_DATA = 8192, F_START_OVER = 16384, F_RESUME_OR_START = 32768,
+       F_VERBOSE = 65536 };
 /* The flags that take no value. */
-enum { F_SWITCHES = F_MARKDOWN | F_SHUFFLE | F_ROTARY | F_DATA | F_START_OVER };
+enum { F_SWITCHES = F_MARKDOWN | F_SHUFFLE | F_ROTARY | F_DATA | F_START_OVER | F_RESUME_OR_START |
+                    F_VERBOSE };
 
 typedef struct {
     const char *cmd;
@@ -48,8 +58,11 @@ typedef struct {
     int threads;            /* -1: not given */
     const char *resume, *run_dir, *checkpoint, *logits;
     long long stop_after;
-    int markdown, help;
+    int markdown, help, verbose;
     int rotary, data;       /* kinds --rotary, --data */
+    int resume_or_start;    /* --resume-or-start */
+    int argc;               /* the command line as given (the command to continue a run) */
+    char **argv;
     int resolutions[VT_MAX_RES], n_resolutions; /* --resolutions; 0 = not given */
     int patch_shuffle;
     int start_over;
@@ -61,19 +74,30 @@ typedef struct {
 static const char *USAGE_TRAIN =
     "usage: vitrain [train] CONFIG [--set section.key=value ...] [--threads N]\n"
     "                      [--resume RUN_DIR] [--run-dir DIR] [--stop-after STEPS]\n"
-    "                      [--start-over]\n"
+    "                      [--start-over | --resume-or-start] [--verbose]\n"
+    "       vitrain --resume RUN_DIR [CONFIG] [--set ...] [--threads N] [--stop-after STEPS]\n"
     "Train the model of CONFIG (JSON). The run directory (default train.run_dir, else\n"
-    "runs/<config stem>) receives config.json, metrics.jsonl, the checkpoint pairs\n"
+    "runs/<config stem>) receives config.json, metrics.jsonl, summary.csv (per epoch),\n"
+    "TensorBoard event files (tensorboard --logdir DIR), the checkpoint pairs\n"
     "step_N.safetensors + step_N.state.safetensors (`latest` names the newest),\n"
     "last.safetensors (the newest weights) and best.safetensors. One process owns a run\n"
     "directory at a time (DIR/lock), and a new run never overwrites another's checkpoints.\n"
     "  --set k=v         override one config key (repeatable; value parsed as JSON if it parses)\n"
     "  --threads N       OpenMP threads (default train.threads; 0 = all cores)\n"
-    "  --resume RUN_DIR  continue the run saved in RUN_DIR exactly where it stopped\n"
+    "  --resume RUN_DIR  continue the run saved in RUN_DIR exactly where it stopped, with its\n"
+    "                    own config (RUN_DIR/config.json); a CONFIG or --set given as well may\n"
+    "                    change only threads, logging, progress, checkpointing and extend\n"
+    "                    train.epochs / train.steps (each difference is named)\n"
     "  --run-dir DIR     write the run to DIR\n"
     "  --stop-after N    stop after optimizer step N (checkpoint + state written, resumable)\n"
     "  --start-over      move a run already in the run directory aside to DIR.old-N and\n"
-    "                    start a new one there (nothing is deleted)\n";
+    "                    start a new one there (nothing is deleted)\n"
+    "  --resume-or-start continue the run in the run directory if it holds a checkpoint,\n"
+    "                    else start it there (one command for a job that may be requeued)\n"
+    "  --verbose         also print the resolved config at start (saved as DIR/config.json)\n"
+    "SIGINT, SIGTERM or SIGUSR1 stop training after the current step: a checkpoint pair is\n"
+    "written, the command to continue printed, and the exit status is 75 (a second SIGINT\n"
+    "exits at once, status 130, writing nothing).\n";
 static const char *USAGE_EVAL =
     "usage: vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle]\n"
     "                    [--seed N] [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...]\n"
@@ -103,9 +127,9 @@ static const char *USAGE_INFO =
     "peak memory of training CONFIG, readable and as a JSON line, from the config alone\n"
     "(no model is allocated, no data read but file sizes).\n";
 static const char *USAGE_HELPCFG =
-    "usage: vitrain help-config [--markdown]\n"
-    "Every config key with its type, default, allowed values and meaning\n"
-    "(--markdown: the text of configs/README.md).\n";
+    "usage: vitrain help-config [SECTION | SECTION.KEY] [--markdown]\n"
+    "Every config key with its type, default, allowed values and meaning, or those of one\n"
+    "section (optim) or key (optim.lr) (--markdown: the text of configs/README.md).\n";
 static const char *USAGE_KINDS =
     "usage: vitrain kinds [--rotary | --data]\n"
     "The pe.kind values, one per line, from the registry of PE kinds (src/pe/kinds.h).\n"
@@ -113,9 +137,10 @@ static const char *USAGE_KINDS =
     "  --data    the data.kind values instead (src/data/formats.h)\n";
 static const char *USAGE_MAIN =
     "usage: vitrain [train] CONFIG [options]     train (see vitrain train --help)\n"
+    "       vitrain --resume RUN_DIR              continue a stopped run\n"
     "       vitrain eval [CONFIG] --checkpoint FILE evaluate a checkpoint\n"
     "       vitrain info CONFIG                   model size, FLOPs and memory\n"
-    "       vitrain help-config [--markdown]      every config key\n"
+    "       vitrain help-config [KEY|SECTION]     every config key, or one\n"
     "       vitrain kinds [--rotary | --data]     the PE kinds (or dataset formats)\n"
     "Environment: VT_ISA=LEVEL forces a kernel level (an unknown LEVEL lists them).\n";
 
@@ -135,7 +160,7 @@ static int usage_error(const char *cmd, const char *fmt, ...) {
     fputs("vitrain: ", vt_dist_msg());
     vfprintf(vt_dist_msg(), fmt, ap);
     va_end(ap);
-    fprintf(vt_dist_msg(), "\n%s", usage_of(cmd));
+    fprintf(vt_dist_msg(), "\n(vitrain %s%s--help lists the options)\n", cmd, cmd[0] ? " " : "");
     return 2;
 }
 
@@ -153,16 +178,18 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         {"--run-dir", F_RUNDIR}, {"--checkpoint", F_CKPT}, {"--logits", F_LOGITS},
         {"--markdown", F_MARKDOWN}, {"--stop-after", F_STOP}, {"--resolutions", F_RES},
         {"--patch-shuffle", F_SHUFFLE}, {"--seed", F_SEED}, {"--precision", F_PRECISION},
-        {"--rotary", F_ROTARY}, {"--data", F_DATA}, {"--start-over", F_START_OVER}};
+        {"--rotary", F_ROTARY}, {"--data", F_DATA}, {"--start-over", F_START_OVER},
+        {"--resume-or-start", F_RESUME_OR_START}, {"--verbose", F_VERBOSE}};
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->threads = -1;
+    a->argc = argc;
+    a->argv = argv;
     for (int i = first; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) { a->help = 1; return 0; }
         if (arg[0] != '-' || arg[1] == '\0') {
-            if (a->config || !strcmp(cmd, "help-config") || !strcmp(cmd, "kinds"))
-                return usage_error(cmd, "unexpected argument '%s'", arg);
+            if (a->config || !strcmp(cmd, "kinds")) return usage_error(cmd, "unexpected argument '%s'", arg);
             a->config = arg;
             continue;
         }
@@ -176,7 +203,9 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         if (flag & F_SWITCHES) {
             if (eq) return usage_error(cmd, "option %.*s takes no value", (int)nlen, arg);
             *(flag == F_MARKDOWN ? &a->markdown : flag == F_SHUFFLE ? &a->patch_shuffle
-              : flag == F_ROTARY ? &a->rotary : flag == F_DATA ? &a->data : &a->start_over) = 1;
+              : flag == F_ROTARY ? &a->rotary : flag == F_DATA ? &a->data
+              : flag == F_START_OVER ? &a->start_over : flag == F_RESUME_OR_START ? &a->resume_or_start
+              : &a->verbose) = 1;
             continue;
         }
         const char *val;
@@ -267,9 +296,10 @@ static int start_job(int rc, const cli_args *a, const vt_config *cfg) {
     if (!rc) {
         char *json = vt_config_to_json(cfg);
         char opts[2048];
-        int o = snprintf(opts, sizeof opts, "cmd=%s resume=%s run_dir=%s stop_after=%lld checkpoint=%s "
-                         "logits=%s shuffle=%d seed=%llu resolutions=", a->cmd,
-                         a->resume ? a->resume : "", a->run_dir ? a->run_dir : "", a->stop_after,
+        int o = snprintf(opts, sizeof opts, "cmd=%s resume=%s run_dir=%s resume_or_start=%d "
+                         "stop_after=%lld checkpoint=%s logits=%s shuffle=%d seed=%llu resolutions=",
+                         a->cmd, a->resume ? a->resume : "", a->run_dir ? a->run_dir : "",
+                         a->resume_or_start, a->stop_after,
                          a->checkpoint ? a->checkpoint : "", a->logits ? a->logits : "",
                          a->patch_shuffle, a->seed);
         for (int i = 0; i < a->n_resolutions && o > 0 && o < (int)sizeof opts; i++)
@@ -283,7 +313,7 @@ static int start_job(int rc, const cli_args *a, const vt_config *cfg) {
     return rc;
 }
 
-/* Kernel table and thread count; logs the choice once. */
+/* Kernel table and thread count; logs the choice once (train does in its start summary). */
 static int start_runtime(const vt_config *cfg, const cli_args *a) {
     char err[256];
     int bad = vt_kernels_init(err, sizeof err);
@@ -294,13 +324,83 @@ static int start_runtime(const vt_config *cfg, const cli_args *a) {
     int n = a->threads >= 0 ? a->threads : cfg->train.threads;
     if (n == 0) n = omp_get_num_procs();
     omp_set_num_threads(n);
-    if (vt_dist_root())
+    int logs = vt_dist_root() && strcmp(a->cmd, "train") != 0;
+    if (logs)
         fprintf(stderr, "vitrain: kernels %s, GEMM context %s, %d thread%s%s\n", vt_k.name, vt_gemm_ctx.name, n,
                 n == 1 ? "" : "s", vt_dist_size() > 1 ? " per rank" : "");
-    if (vt_dist_size() > 1 && vt_dist_root())
+    if (vt_dist_size() > 1 && logs)
         fprintf(stderr, "vitrain: %d ranks (MPI)\n", vt_dist_size());
     vt_dist_check_placement(n);
     return 0;
+}
+
+/* The config of `--resume DIR` (resume.h): the run's own, or CONFIG / --set compared
+ * with it. Returns 0 or the exit code. */
+static int resume_config(vt_config *cfg, const cli_args *a) {
+    vt_status st = vt_resume_config(cfg, a->resume, a->config, (const char *const *)a->sets, a->n_sets);
+    if (st == VT_OK) return 0;
+    fprintf(vt_dist_msg(), "vitrain: config error: %s\n", vt_last_error());
+    return 2;
+}
+
+/* Append arg to buf (capacity cap) quoted for a POSIX shell where it needs quoting. */
+static void append_shell_word(char *buf, size_t cap, const char *arg) {
+    size_t o = strlen(buf);
+    int plain = arg[0] != '\0';
+    for (const char *p = arg; *p && plain; p++)
+        plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,@%+-", *p) != NULL;
+    if (o + 1 < cap && o > 0) buf[o++] = ' ';
+    if (!plain && o + 1 < cap) buf[o++] = '\'';
+    for (const char *p = arg; *p && o + 5 < cap; p++) {
+        if (*p == '\'' && !plain) { memcpy(buf + o, "'\\''", 4); o += 4; }
+        else buf[o++] = *p;
+    }
+    if (!plain && o + 1 < cap) buf[o++] = '\'';
+    buf[o] = '\0';
+}
+
+/* The command that continues a stopped run in dir: the command line as given, with
+ * --run-dir and --resume replaced by --resume dir (with --resume-or-start: as given),
+ * without --start-over (it would move the run aside) and without --stop-after when that
+ * was what stopped it (drop_stop). */
+static void continue_command(const cli_args *a, const char *dir, int drop_stop, char *buf, size_t cap) {
+    buf[0] = '\0';
+    for (int i = 0; i < a->argc; i++) {
+        const char *arg = a->argv[i];
+        int pair = !strcmp(arg, "--run-dir") || !strcmp(arg, "--resume");
+        int joined = !strncmp(arg, "--run-dir=", 10) || !strncmp(arg, "--resume=", 9);
+        int stop = !strcmp(arg, "--stop-after"), stop_joined = !strncmp(arg, "--stop-after=", 13);
+        if (drop_stop && (stop || stop_joined)) {
+            i += stop;
+            continue;
+        }
+        if (!strcmp(arg, "--start-over")) continue;
+        if (!a->resume_or_start && (pair || joined)) {
+            i += pair;
+            continue;
+        }
+        append_shell_word(buf, cap, arg);
+    }
+    if (!a->resume_or_start) {
+        append_shell_word(buf, cap, "--resume");
+        append_shell_word(buf, cap, dir);
+    }
+}
+
+/* Rank 0's report of a run that stopped before its last step. */
+static void report_stop(const cli_args *a, const vt_train_result *res) {
+    vt_ckpt_pair p;
+    vt_ckpt_pair_of(res->run_dir, res->steps, &p);
+    char why[64] = "--stop-after";
+    if (res->stop_signal) snprintf(why, sizeof why, "%s", vt_stop_signal_name(res->stop_signal));
+    fprintf(stderr, "vitrain: stopped by %s after step %lld of %lld; checkpoint pair %s and %s\n", why,
+            (long long)res->steps, (long long)res->total_steps, p.weights, p.state);
+    char cmd[8192];
+    continue_command(a, res->run_dir, !res->stop_signal, cmd, sizeof cmd);
+    fprintf(stderr, "vitrain: continue with: %s\n", cmd);
+    if (vt_dist_size() > 1)
+        fprintf(stderr, "vitrain: (run it under the same launcher, e.g. mpirun, with a rank count "
+                "that divides train.batch_size)\n");
 }
 
 static int cmd_train(const cli_args *a) {
@@ -310,18 +410,22 @@ static int cmd_train(const cli_args *a) {
     if (a->resume && a->start_over)
         return usage_error("train", "--resume continues the run in %s, --start-over moves it "
                            "aside: give one of them", a->resume);
+    if ((a->resume || a->start_over) && a->resume_or_start)
+        return usage_error("train", "%s and --resume-or-start: give one (--resume-or-start "
+                           "continues the run directory when it holds a checkpoint, else starts it)",
+                           a->resume ? "--resume" : "--start-over");
     vt_config cfg;
-    int rc = start_job(load_config(&cfg, a), a, &cfg);
+    int rc = start_job(a->resume ? resume_config(&cfg, a) : load_config(&cfg, a), a, &cfg);
     if (rc) return rc;
     if ((rc = start_runtime(&cfg, a))) return rc;
-    char *json = vt_config_to_json(&cfg);
-    if (vt_dist_root()) fprintf(stderr, "vitrain: resolved config:\n%s\n", json);
-    free(json);
-    vt_train_opts opts = {a->run_dir, a->resume, a->stop_after, a->start_over};
+    vt_train_opts opts = {.run_dir = a->run_dir, .resume_dir = a->resume, .stop_after = a->stop_after,
+                          .start_over = a->start_over, .resume_or_start = a->resume_or_start,
+                          .verbose = a->verbose};
     vt_train_result res;
     vt_status st = vt_train_run(&cfg, &opts, &res);
     if (st != VT_OK) return fail_exit(st);
-    return 0;
+    if (res.stopped && vt_dist_root()) report_stop(a, &res);
+    return res.stop_signal ? vt_dist_exit_everywhere(VT_EXIT_STOPPED) : 0; /* the ranks agreed on the stop */
 }
 
 static int cmd_eval(const cli_args *a) {
@@ -383,6 +487,8 @@ static int cmd_info(const cli_args *a) {
     printf("model: width %d, depth %d, heads %d, patch %d, image %dx%d, %d classes, pe %s\n",
            cfg.model.width, cfg.model.depth, cfg.model.heads, cfg.model.patch_size, S, S,
            cfg.model.num_classes, vt_pe_kind_name(cfg.pe.kind));
+    char origin[VT_STR + 128];
+    printf("classes: %d (%s)\n", cfg.model.num_classes, vt_resolve_classes_origin(&cfg, origin, sizeof origin));
     printf("parameters: %lld (%.2f M)\n", (long long)m.n_params, m.n_params / 1e6);
     printf("forward FLOPs per image: %.4g G\n", fwd / 1e9);
     printf("training step FLOPs: %.4g G (3 x forward x global batch %lld)\n", step_flops / 1e9,
@@ -405,7 +511,13 @@ static int cmd_info(const cli_args *a) {
 }
 
 static int cmd_help_config(const cli_args *a) {
-    char *text = a->markdown ? vt_resolve_doc_markdown() : vt_config_doc_text();
+    if (a->config && a->markdown) return usage_error("help-config", "--markdown prints every key; give no KEY");
+    char *text = NULL;
+    if (a->config && vt_config_doc_one(a->config, &text) != VT_OK) {
+        fprintf(stderr, "vitrain: %s\n", vt_last_error());
+        return 2;
+    }
+    if (!text) text = a->markdown ? vt_resolve_doc_markdown() : vt_config_doc_text();
     fputs(text, stdout);
     free(text);
     return 0;
@@ -429,14 +541,18 @@ static int looks_like_config(const char *arg) {
 }
 
 static int run(int argc, char **argv) {
-    if (argc < 2) return usage_error("", "missing subcommand or CONFIG");
+    if (argc < 2) {
+        fprintf(stderr, "vitrain: missing subcommand or CONFIG\n%s", USAGE_MAIN);
+        return 2;
+    }
     const char *first = argv[1];
     if (!strcmp(first, "--help") || !strcmp(first, "-h") || !strcmp(first, "help")) {
         fputs(USAGE_MAIN, stdout);
         return 0;
     }
     static const struct { const char *name; int flags; int (*run)(const cli_args *); } cmds[] = {
-        {"train", F_SET | F_THREADS | F_RESUME | F_RUNDIR | F_STOP | F_START_OVER, cmd_train},
+        {"train", F_SET | F_THREADS | F_RESUME | F_RUNDIR | F_STOP | F_START_OVER | F_RESUME_OR_START |
+                      F_VERBOSE, cmd_train},
         {"eval", F_SET | F_THREADS | F_CKPT | F_LOGITS | F_RES | F_SHUFFLE | F_SEED | F_PRECISION, cmd_eval},
         {"info", F_SET, cmd_info},
         {"help-config", F_MARKDOWN, cmd_help_config},
@@ -444,6 +560,10 @@ static int run(int argc, char **argv) {
     int ci = -1, argi = 2;
     for (int k = 0; k < (int)(sizeof cmds / sizeof cmds[0]); k++)
         if (!strcmp(first, cmds[k].name)) ci = k;
+    if (ci < 0 && !strncmp(first, "--resume", 8) && (first[8] == '\0' || first[8] == '=')) {
+        ci = 0; /* vitrain --resume DIR: train, continuing that run */
+        argi = 1;
+    }
     if (ci < 0) {
         if (first[0] == '-') return usage_error("", "unknown option '%s' (expected a subcommand or CONFIG first)", first);
         if (!looks_like_config(first))

@@ -73,4 +73,10 @@ typedef struct vt_model_spec {
     vt_performer_config performer;
 } vt_model_spec;
 
+/* The MLP hidden width: int(width * mlp_ratio), truncated as timm does. resolve.c
+ * rejects a config where it is below 1. */
+static inline int vt_model_mlp_hidden(const vt_model_config *m) {
+    return (int)(m->width * m->mlp_ratio);
+}
+
 #endif

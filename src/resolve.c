@@ -61,13 +61,29 @@ static void resolve_data(vt_config *c) {
     const vt_dataset_kind *k = vt_dataset_kind_of(d->kind);
     if (!given(c, "model.num_classes")) {
         vt_config_restore_default(c, "model.num_classes");
-        if (k->classes) c->model.num_classes = k->classes(d);
+        int n = k->classes ? k->classes(d) : 0;
+        if (n > 0) c->model.num_classes = n;
     }
     if (!given(c, "data.train_transform") || d->train_transform == VT_TT_AUTO)
         d->train_transform = k->fixed_size ? VT_TT_SIMPLE : VT_TT_RRC;
     if (!given(c, "data.eval_transform") || d->eval_transform == VT_ET_AUTO)
         d->eval_transform = k->fixed_size && !given(c, "data.crop_pct") ? VT_ET_RESIZE
                                                                       : VT_ET_CENTER_CROP;
+}
+
+const char *vt_resolve_classes_origin(const vt_config *c, char *buf, size_t len) {
+    const vt_dataset_kind *k = vt_dataset_kind_of(c->data.kind);
+    const char *kind = vt_data_kind_name(c->data.kind);
+    if (given(c, "model.num_classes")) snprintf(buf, len, "given: model.num_classes");
+    else if (k->classes && k->classes(&c->data) > 0)
+        snprintf(buf, len, "from the data: data.kind = %s, %s%s", kind,
+                 k->needs_root ? "data.root = " : "", k->needs_root ? c->data.root : "its fixed classes");
+    else if (k->classes)
+        snprintf(buf, len, "model.num_classes' default: the classes of data.root = %s could not be read",
+                 c->data.root);
+    else
+        snprintf(buf, len, "model.num_classes' default (data.kind = %s takes the model's)", kind);
+    return buf;
 }
 
 /* The PE kind's defaults (its entry's resolve hook over the neutral schema defaults),
@@ -99,17 +115,44 @@ static void resolve_defaults(vt_config *c) {
 
 /* ---------------------------------------------------------------- rules */
 
-vt_status vt_resolve_image_size(int S, int patch, const char *what) {
-    if (patch < 1 || S < 1 || S % patch != 0)
-        BAD("%s = %d is not a multiple of model.patch_size = %d", what, S, patch);
-    return VT_OK;
+/* "the nearest valid sizes are 16 and 32" for an image size S that patch does not divide. */
+static void valid_sizes(int S, int patch, char *buf, size_t len) {
+    int lo = patch > 0 ? S / patch * patch : 0;
+    if (patch < 1) snprintf(buf, len, "model.patch_size must be positive");
+    else if (lo < patch) snprintf(buf, len, "the smallest valid size is %d", patch);
+    else snprintf(buf, len, "the nearest valid sizes are %d and %d", lo, lo + patch);
 }
 
-/* vt_resolve_image_size with "src: key" as the name. */
-static vt_status image_size_rule(const char *src, const char *key, int S, int patch) {
-    char what[VT_STR + 64];
-    snprintf(what, sizeof what, "%s: %s", src, key);
-    return vt_resolve_image_size(S, patch, what);
+vt_status vt_resolve_image_size(int S, int patch, const char *what) {
+    if (patch >= 1 && S >= 1 && S % patch == 0) return VT_OK;
+    char near[96];
+    valid_sizes(S, patch, near, sizeof near);
+    BAD("%s = %d is not a multiple of model.patch_size = %d; %s", what, S, patch, near);
+}
+
+/* " (--set)" after a value a --set gave, when the message names the file. */
+static const char *by_set(const vt_config *c, const char *key) {
+    return vt_config_origin(c, key) == 2 ? " (--set)" : "";
+}
+
+/* The source a message about keys a and b names: "--set" when the --sets gave every one
+ * of them that was given, else the config's source (values from --set marked as such). */
+static const char *rule_source(const vt_config *c, const char *src, const char *a, const char *b) {
+    int oa = vt_config_origin(c, a), ob = vt_config_origin(c, b);
+    return (oa == 2 || ob == 2) && oa != 1 && ob != 1 ? "--set" : src;
+}
+
+/* The image-size rule for key (schema row row_key) of c, naming where each value came
+ * from and the nearest valid sizes. */
+static vt_status image_size_rule(const vt_config *c, const char *src, const char *key, const char *row_key,
+                                 int S, int patch) {
+    if (patch >= 1 && S >= 1 && S % patch == 0) return VT_OK;
+    const char *from = rule_source(c, src, row_key, "model.patch_size");
+    int set = strcmp(from, "--set") == 0;
+    char near[96];
+    valid_sizes(S, patch, near, sizeof near);
+    BAD("%s: %s = %d%s is not a multiple of model.patch_size = %d%s; %s", from, key, S,
+        set ? "" : by_set(c, row_key), patch, set ? "" : by_set(c, "model.patch_size"), near);
 }
 
 /* "rope_axial, rope_mixed, ..." from the registry. */
@@ -126,15 +169,26 @@ static vt_status check_model(const vt_config *c, const char *src) {
     const vt_model_config *m = &c->model;
     const vt_pe_config *pe = &c->pe;
     vt_status st;
-    if (m->width % m->heads != 0)
-        BAD("%s: model.heads = %d does not divide model.width = %d", src, m->heads, m->width);
-    if ((st = image_size_rule(src, "model.img_size", m->img_size, m->patch_size))) return st;
-    if ((st = image_size_rule(src, "pe.train_img_size", pe->train_img_size, m->patch_size)))
+    if (m->width % m->heads != 0) {
+        const char *from = rule_source(c, src, "model.heads", "model.width");
+        int set = strcmp(from, "--set") == 0;
+        BAD("%s: model.heads = %d%s does not divide model.width = %d%s", from, m->heads,
+            set ? "" : by_set(c, "model.heads"), m->width, set ? "" : by_set(c, "model.width"));
+    }
+    if (vt_model_mlp_hidden(m) < 1)
+        BAD("%s: model.mlp_ratio = %g gives an MLP hidden width of int(%d x %g) = 0; expected "
+            "a hidden width of at least 1 (mlp_ratio >= 1/%d)", src, m->mlp_ratio, m->width,
+            m->mlp_ratio, m->width);
+    if ((st = image_size_rule(c, src, "model.img_size", "model.img_size", m->img_size, m->patch_size)))
+        return st;
+    if ((st = image_size_rule(c, src, "pe.train_img_size", "pe.train_img_size", pe->train_img_size,
+                              m->patch_size)))
         return st;
     for (int i = 0; i < c->eval.n_resolutions; i++) {
         char key[48];
         snprintf(key, sizeof key, "eval.resolutions[%d]", i);
-        if ((st = image_size_rule(src, key, c->eval.resolutions[i], m->patch_size))) return st;
+        if ((st = image_size_rule(c, src, key, "eval.resolutions", c->eval.resolutions[i], m->patch_size)))
+            return st;
     }
     if (m->in_chans != 1 && m->in_chans != 3 && m->in_chans != 4)
         BAD("%s: model.in_chans = %d is not supported; expected 1 (grayscale), 3 (RGB) or 4 "
@@ -279,9 +333,10 @@ char *vt_resolve_doc_markdown(void) {
                 e->rotary ? "yes" : "no", e->defaults_doc, e->rules_doc);
     }
     fprintf(t, "\n## Dataset formats\n\nWhat each `data.kind` is (its descriptor in "
-               "`src/data/`): the classes it defines (when the config alone fixes them, as for "
-               "CIFAR, they are `model.num_classes`'s default; otherwise the default is 1000 "
-               "and the labels must be below it), its default train and eval geometry, and the "
+               "`src/data/`): the classes it defines (when the config or the files it names fix "
+               "them, as for CIFAR and image folders, they are `model.num_classes`'s default, and "
+               "training with another count is an error; otherwise the default is 1000 and the "
+               "labels must be below it), its default train and eval geometry, and the "
                "rules it adds. `data/README.md` shows where each format's files go.\n\n"
                "| kind | classes | data.train_transform, data.eval_transform | reads data.root "
                "| rules |\n|---|---|---|---|---|\n");

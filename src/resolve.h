@@ -50,8 +50,11 @@ vt_status vt_resolve_file(vt_config *c, const char *path, const char *const *set
 
 /* The rule for any image size the model sees (model.img_size, pe.train_img_size,
  * eval.resolutions, `vitrain eval --resolutions`): a positive multiple of patch.
- * VT_ERR_USAGE "<what> = S is not a multiple of model.patch_size = P" otherwise (what
- * names the value, with any source prefix). Code below asserts it. */
+ * VT_ERR_USAGE "<what> = S is not a multiple of model.patch_size = P; the nearest valid
+ * sizes are A and B" otherwise (what names the value, with any source prefix). The config's
+ * own sizes are checked by vt_resolve, whose message marks a value given by --set as such
+ * (and names --set, not the file, when the --sets gave every value involved). Code below
+ * asserts it. */
 vt_status vt_resolve_image_size(int S, int patch, const char *what);
 
 /* The model's view of a resolved config (model_spec.h): its model, pe and performer
@@ -62,6 +65,11 @@ const vt_model_spec *vt_resolve_model_spec(const vt_config *c, vt_model_spec *ou
  * parsed RandAugment policy, model.img_size / in_chans / num_classes, train.seed,
  * train.label_smoothing, train.batch_size and eval.batch_size. */
 void vt_resolve_data_spec(const vt_config *c, vt_data_spec *out);
+
+/* Where model.num_classes of resolved c comes from, in words, into buf (len bytes):
+ * "given", "from the data (...)" when the format's files or the config fix them, or the
+ * schema default and why (`vitrain info`). Returns buf. */
+const char *vt_resolve_classes_origin(const vt_config *c, char *buf, size_t len);
 
 /* configs/README.md: config.h's key reference followed by the defaults and rules of
  * every PE kind and dataset format (malloc'd). */

@@ -43,9 +43,9 @@ vt_status vt_rundir_lock_take(vt_rundir_lock *lk, const char *dir) {
     for (int tries = 0; tries < 8; tries++) {
         int fd = vt_durable_open_in_place(path);
         if (fd < 0)
-            return vt_fail(VT_ERR_RUNTIME, "%s: cannot open the run directory's lock file: %s%s",
-                           path, strerror(errno),
-                           errno == ELOOP ? " (it is a symbolic link)" : "");
+            return vt_fail(VT_ERR_RUNTIME, "%s: cannot open the run directory's lock file: %s",
+                           path, errno == ELOOP ? "it is a symbolic link" : errno == EINVAL ?
+                           "not a regular file" : strerror(errno));
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             int e = errno;
             if (e == EWOULDBLOCK) {
@@ -122,12 +122,15 @@ vt_rundir_holds vt_rundir_inspect(const char *dir, char *what, size_t len) {
     vt_clear_error();
     int run = s != VT_ERR_USAGE;
     if (what && len) {
-        char step[64];
-        snprintf(step, sizeof step, "%lld", (long long)p.step);
-        if (s == VT_OK && p.step >= 0) append(what, len, "the checkpoint of step %s that `latest` names", step);
-        else if (s == VT_OK) append(what, len, "%s", "a checkpoint (last.safetensors + "
-                                    "last.state.safetensors)");
-        else if (run) append(what, len, "a `latest` that does not resolve (%s)", why);
+        if (s == VT_OK && p.step >= 0) {
+            char step[64];
+            snprintf(step, sizeof step, "%lld", (long long)p.step);
+            append(what, len, "the checkpoint of step %s that `latest` names", step);
+        } else if (s == VT_OK) {
+            append(what, len, "%s", "a checkpoint (last.safetensors + last.state.safetensors)");
+        } else if (run) {
+            append(what, len, "a `latest` that does not resolve (%s)", why);
+        }
         static const char *const shown[] = {"metrics.jsonl", "best.safetensors", "config.json"};
         for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
             char path[4200];

@@ -27,6 +27,9 @@
 #include "safetensors.h"
 #include "checkpoint_dtype.h"
 #include "durable.h"
+#include "input_file.h"
+#include "json_nul.h"
+#include "name_index.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -79,20 +82,39 @@ static int64_t parse_hex32(const char *s) {
     return v;
 }
 
+/* One tensor_crc32 entry: the tensor's index in the file and the recorded CRC. */
+typedef struct {
+    const char *name;
+    int tensor;
+    uint32_t crc;
+} crc_entry;
+
+static int crc_entry_cmp(const void *a, const void *b) {
+    return strcmp(((const crc_entry *)a)->name, ((const crc_entry *)b)->name);
+}
+
 /* Verify __metadata__["tensor_crc32"] against the stored bytes of each tensor (tensor i
- * at byte begins[i] of st->buffer) when present, and drop it from st's metadata. */
+ * at byte begins[i] of st->buffer) when present, and drop it from st's metadata. The
+ * entries are matched to the tensors by sorting them (st->by_name is the tensors' order),
+ * so the work is n log n in the tensor count. */
 static vt_status st_verify_crc(const char *path, vt_safetensors *st, const int64_t *begins) {
     int k = -1;
     for (int i = 0; i < st->n_meta; i++)
         if (strcmp(st->meta_keys[i], ST_CRC_KEY) == 0) k = i;
     if (k < 0) return VT_OK;
-    cJSON *o = cJSON_Parse(st->meta_values[k]);
+    const char *text = st->meta_values[k];
+    cJSON *o = vt_json_escaped_nul(text, strlen(text)) < 0 ? cJSON_Parse(text) : NULL;
     vt_status s = VT_OK;
+    crc_entry *entries = NULL;
+    int n_entries = 0;
     if (!cJSON_IsObject(o)) {
         s = vt_fail(VT_ERR_RUNTIME, "%s: __metadata__[\"" ST_CRC_KEY "\"] is not a JSON object "
-                    "mapping tensor names to CRC-32 hex strings", path);
+                    "mapping tensor names to CRC-32 hex strings%s", path,
+                    vt_json_escaped_nul(text, strlen(text)) >= 0
+                        ? " (it holds an escaped NUL, \\u0000, which no name may contain)" : "");
         goto out;
     }
+    entries = vt_xcalloc((size_t)cJSON_GetArraySize(o) + 1, sizeof *entries);
     for (const cJSON *e = o->child; e && s == VT_OK; e = e->next) {
         if (!cJSON_IsString(e) || parse_hex32(e->valuestring) < 0)
             s = vt_fail(VT_ERR_RUNTIME, "%s: __metadata__[\"" ST_CRC_KEY "\"] entry \"%s\" is not "
@@ -101,25 +123,42 @@ static vt_status st_verify_crc(const char *path, vt_safetensors *st, const int64
             s = vt_fail(VT_ERR_RUNTIME, "%s: __metadata__[\"" ST_CRC_KEY "\"] has a checksum for "
                         "tensor \"%s\", which the file does not contain (tensors were removed "
                         "after it was written)", path, e->string);
+        else
+            entries[n_entries++] = (crc_entry){e->string, (int)(vt_st_find(st, e->string) -
+                                                                st->tensors),
+                                               (uint32_t)parse_hex32(e->valuestring)};
     }
-    for (int i = 0; i < st->n && s == VT_OK; i++)
-        if (!cJSON_GetObjectItemCaseSensitive(o, st->tensors[i].name))
+    if (s != VT_OK) goto out;
+    qsort(entries, (size_t)n_entries, sizeof *entries, crc_entry_cmp);
+    for (int i = 1; i < n_entries && s == VT_OK; i++)
+        if (strcmp(entries[i].name, entries[i - 1].name) == 0)
+            s = vt_fail(VT_ERR_RUNTIME, "%s: __metadata__[\"" ST_CRC_KEY "\"] has two entries for "
+                        "tensor \"%s\"", path, entries[i].name);
+    /* Both sorted by name, without duplicates: the i-th entry belongs to the i-th tensor
+     * unless a tensor has none. */
+    uint32_t *want = vt_xcalloc((size_t)st->n + 1, sizeof *want);
+    for (int i = 0; i < st->n && s == VT_OK; i++) {
+        const vt_st_tensor *t = &st->tensors[st->by_name[i]];
+        if (i >= n_entries || strcmp(entries[i].name, t->name) != 0)
             s = vt_fail(VT_ERR_RUNTIME, "%s: tensor \"%s\" has no entry in __metadata__[\""
                         ST_CRC_KEY "\"] (tensors were added after the file was written)", path,
-                        st->tensors[i].name);
+                        t->name);
+        else
+            want[entries[i].tensor] = entries[i].crc;
+    }
     for (int i = 0; i < st->n && s == VT_OK; i++) {
         const vt_st_tensor *t = &st->tensors[i];
-        const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, t->name);
-        uint32_t want = (uint32_t)parse_hex32(e->valuestring);
         int64_t bytes = t->size * vt_st_dtype_size(t->dtype);
         uint32_t got = vt_crc32((const char *)st->buffer + begins[i], (size_t)bytes);
-        if (got != want)
+        if (got != want[i])
             s = vt_fail(VT_ERR_RUNTIME, "%s: tensor \"%s\": data checksum mismatch (CRC-32 of "
                         "its %lld bytes is %08x, the file records %08x): the file is corrupt "
                         "(flipped bits or a damaged copy)", path, t->name, (long long)bytes, got,
-                        want);
+                        want[i]);
     }
+    free(want);
 out:
+    free(entries);
     cJSON_Delete(o);
     if (s == VT_OK) {
         free(st->meta_keys[k]);
@@ -288,10 +327,11 @@ static int span_cmp(const void *a, const void *b) {
     return x->index - y->index;
 }
 
-static int name_cmp(const void *a, const void *b) {
-    const vt_st_tensor *const *x = a, *const *y = b;
-    return strcmp((*x)->name, (*y)->name);
+static int str_ptr_cmp(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
 }
+
+_Static_assert(offsetof(vt_st_tensor, name) == 0, "name_index.h reads a record's name first");
 
 /* Fill out from the parsed header; data offsets are validated against data_bytes. */
 static vt_status st_parse_header(const char *path, const cJSON *root, int64_t data_bytes,
@@ -317,15 +357,23 @@ static vt_status st_parse_header(const char *path, const cJSON *root, int64_t da
                                : cJSON_IsArray(m)           ? "array"
                                : cJSON_IsBool(m)            ? "boolean"
                                                             : "null");
-            for (int j = 0; j < k; j++)
-                if (strcmp(out->meta_keys[j], m->string) == 0)
-                    return vt_fail(VT_ERR_RUNTIME, "%s: duplicate __metadata__ key \"%s\"", path,
-                                   m->string);
             out->meta_keys[k] = strdup(m->string);
             out->meta_values[k] = strdup(m->valuestring);
             VT_ASSERT(out->meta_keys[k] && out->meta_values[k], "out of memory");
             out->n_meta = k + 1;
         }
+        /* Unique keys: adjacent once sorted. */
+        char **sorted = vt_xcalloc((size_t)k + 1, sizeof *sorted);
+        memcpy(sorted, out->meta_keys, (size_t)k * sizeof *sorted);
+        qsort(sorted, (size_t)k, sizeof *sorted, str_ptr_cmp);
+        const char *dup = NULL;
+        for (int j = 1; j < k && !dup; j++)
+            if (strcmp(sorted[j], sorted[j - 1]) == 0) dup = sorted[j];
+        vt_status s = dup ? vt_fail(VT_ERR_RUNTIME, "%s: duplicate __metadata__ key \"%s\"", path,
+                                    dup)
+                          : VT_OK;
+        free(sorted);
+        if (s != VT_OK) return s;
     }
     int n = n_items - n_meta_objs;
     out->tensors = vt_xcalloc((size_t)n + 1, sizeof(vt_st_tensor));
@@ -391,18 +439,12 @@ static vt_status st_parse_header(const char *path, const cJSON *root, int64_t da
         (*begins)[i] = b;
         out->n = ++i;
     }
-    /* Unique names. */
-    const vt_st_tensor **by_name = vt_xcalloc((size_t)n + 1, sizeof *by_name);
-    for (int k = 0; k < n; k++) by_name[k] = &out->tensors[k];
-    qsort(by_name, (size_t)n, sizeof *by_name, name_cmp);
-    for (int k = 1; k < n; k++)
-        if (strcmp(by_name[k]->name, by_name[k - 1]->name) == 0) {
-            vt_status s = vt_fail(VT_ERR_RUNTIME, "%s: duplicate tensor name \"%s\"", path,
-                                  by_name[k]->name);
-            free(by_name);
-            return s;
-        }
-    free(by_name);
+    /* Unique names, and the index vt_st_find searches. */
+    out->by_name = vt_name_index_build(out->tensors, sizeof *out->tensors, n);
+    int dup = vt_name_index_duplicate(out->tensors, sizeof *out->tensors, out->by_name, n);
+    if (dup >= 0)
+        return vt_fail(VT_ERR_RUNTIME, "%s: duplicate tensor name \"%s\"", path,
+                       out->tensors[out->by_name[dup]].name);
     /* Exact coverage of the data section: sorted spans must be contiguous from 0. */
     st_span *spans = vt_xcalloc((size_t)n + 1, sizeof *spans);
     for (int k = 0; k < n; k++)
@@ -483,23 +525,13 @@ static vt_status bind_float32(vt_safetensors *st, const int64_t *begins, const c
 vt_status vt_st_read(const char *path, vt_safetensors *out) {
     VT_ASSERT(path && out, "vt_st_read: NULL argument");
     memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return vt_fail(VT_ERR_RUNTIME, "%s: cannot open: %s", path, strerror(errno));
-    vt_status s = VT_OK;
+    int fd;
+    int64_t file_size;
+    vt_status s = vt_input_open(path, "checkpoint (.safetensors file)", &fd, &file_size);
+    if (s != VT_OK) return s;
     char *header = NULL;
     int64_t *begins = NULL;
     cJSON *root = NULL;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        s = vt_fail(VT_ERR_RUNTIME, "%s: cannot stat: %s", path, strerror(errno));
-        goto done;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        s = vt_fail(VT_ERR_RUNTIME, "%s: is %s, expected a .safetensors file", path,
-                    S_ISDIR(sb.st_mode) ? "a directory" : "not a regular file");
-        goto done;
-    }
-    const int64_t file_size = (int64_t)sb.st_size;
     unsigned char len_bytes[8];
     if (file_size < 8 || read_full(fd, len_bytes, 8) != 0) {
         s = vt_fail(VT_ERR_RUNTIME, "%s: file has %lld bytes, shorter than the 8-byte safetensors "
@@ -530,6 +562,12 @@ vt_status vt_st_read(const char *path, vt_safetensors *out) {
     if (memchr(header, '\0', hlen) != NULL) {
         s = vt_fail(VT_ERR_RUNTIME, "%s: header contains a NUL byte at offset %td: invalid JSON",
                     path, 8 + ((char *)memchr(header, '\0', hlen) - header));
+        goto done;
+    }
+    long nul = vt_json_escaped_nul(header, hlen);
+    if (nul >= 0) {
+        s = vt_fail(VT_ERR_RUNTIME, "%s: header holds an escaped NUL (\\u0000) at offset %ld: no "
+                    "tensor name, metadata key or value may contain one", path, 8 + nul);
         goto done;
     }
     const char *err_at = NULL;
@@ -579,14 +617,19 @@ void vt_st_free(vt_safetensors *st) {
     free(st->meta_keys);
     free(st->meta_values);
     free(st->tensors);
+    free(st->by_name);
     free(st->buffer);
     memset(st, 0, sizeof *st);
 }
 
 const vt_st_tensor *vt_st_find(const vt_safetensors *st, const char *name) {
-    for (int i = 0; i < st->n; i++)
-        if (strcmp(st->tensors[i].name, name) == 0) return &st->tensors[i];
-    return NULL;
+    if (!st->by_name) {
+        for (int i = 0; i < st->n; i++)
+            if (strcmp(st->tensors[i].name, name) == 0) return &st->tensors[i];
+        return NULL;
+    }
+    int i = vt_name_index_find(st->tensors, sizeof *st->tensors, st->by_name, st->n, name);
+    return i >= 0 ? &st->tensors[i] : NULL;
 }
 
 const char *vt_st_meta(const vt_safetensors *st, const char *key) {

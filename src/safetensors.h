@@ -16,6 +16,8 @@
  * without a tensor is an error naming the file and the tensor; files without the key
  * (timm's, PyTorch's) load unchecked.
  * The key is consumed by the check: it is not among the metadata vt_st_read returns.
+ * Reading costs time in proportion to the file's size (n log n in its tensor and metadata
+ * counts at most) and memory a constant multiple of it, whatever the header holds.
  * Independently, a NaN or infinity in any tensor's data is an error naming the file,
  * the tensor and the element (a diverged run or a corrupt file must not load silently),
  * and vt_st_write refuses to write such a tensor the same way: nothing it writes fails
@@ -30,7 +32,7 @@
 #include "status.h"
 
 typedef struct {
-    char name[160];
+    char name[160];        /* first: the name index (name_index.h) reads it there */
     int ndim;
     int64_t shape[8];
     int64_t size;          /* elements */
@@ -45,6 +47,7 @@ typedef struct {
     int n_meta;
     char **meta_keys, **meta_values;
     void *buffer;          /* owns tensor data after a read */
+    int *by_name;          /* read: tensor indices sorted by name (vt_st_find's index) */
 } vt_safetensors;
 
 /* Write n tensors plus metadata (n_meta key/value strings; may be 0) and the
@@ -57,7 +60,7 @@ vt_status vt_st_write(const char *path, const vt_st_tensor *tensors, int n,
  * On error nothing is left allocated. */
 vt_status vt_st_read(const char *path, vt_safetensors *out);
 void vt_st_free(vt_safetensors *st);
-/* Tensor by name, or NULL. */
+/* Tensor by name, or NULL (a binary search after a read). */
 const vt_st_tensor *vt_st_find(const vt_safetensors *st, const char *name);
 /* Metadata value by key, or NULL. */
 const char *vt_st_meta(const vt_safetensors *st, const char *key);

@@ -14,6 +14,7 @@
 #include "data/loader.h"
 #include "dist.h"
 #include "durable.h"
+#include "input_file.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "optim.h"
@@ -21,7 +22,10 @@
 #include "resolve.h"
 #include "rundir.h"
 #include "rng.h"
+#include "run_log.h"
+#include "stop.h"
 #include "tape.h"
+#include "train_report.h"
 #include "train_state.h"
 #include "vit.h"
 #include "weights.h"
@@ -50,11 +54,6 @@ vt_status vt_mkdir_p(const char *path) {
     return VT_OK;
 }
 
-/* Replace path's contents with text (durable.h). */
-static vt_status write_text_atomic(const char *path, const char *text) {
-    return vt_durable_write_file(path, text, strlen(text));
-}
-
 static int file_exists(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
@@ -81,7 +80,6 @@ typedef struct {
     const vt_config *cfg;
     char dir[VT_STR];
     char last_path[VT_STR + 32], best_path[VT_STR + 32];
-    char metrics_path[VT_STR + 32];
     vt_vit model;
     int model_ok;
     vt_optim opt;
@@ -99,14 +97,21 @@ typedef struct {
     float *images, *soft;
     int *labels;
     vt_rundir_lock lock;     /* rank 0: the run directory's lock, held for the whole run */
-    vt_durable_log metrics;  /* rank 0: metrics.jsonl */
+    vt_run_log log;          /* rank 0: metrics.jsonl, event files, summary.csv */
+    int log_ok;
+    vt_epoch_stats ep;       /* the current epoch's running sums */
+    int64_t train_n;         /* samples of the train split (all ranks) */
+    double step_seconds;     /* this process's time in optimizer steps, and their images */
+    int64_t step_images;
     int live;                /* redraw a progress line with \r */
     int line_open;           /* a live line is on screen (newline before other output) */
     int64_t spe, T, W, step; /* steps per epoch, total, warmup, steps done */
     int64_t saved_step;      /* step of the checkpoint pair `latest` names; -1: none */
     int accum, bs;
     double best_top1;
+    int64_t best_step;       /* step of best_top1; -1: none (or unknown, resumed from an older state) */
     double wall_offset, t_start;
+    double t_ckpt;           /* when the newest pair was written (or the run started) */
     int64_t last_eval_step;
 } trainer;
 
@@ -127,7 +132,7 @@ static vt_status save_state_files(trainer *tr) {
     vt_ckpt_pair p;
     vt_ckpt_pair_of(tr->dir, tr->step, &p);
     /* the records up to this step are durable before the pair that has seen them */
-    vt_status st = vt_durable_log_sync(&tr->metrics);
+    vt_status st = vt_run_log_sync(&tr->log);
     if (st != VT_OK) return st;
     char *cfg_json = vt_config_to_json(tr->cfg);
     st = vt_vit_save(&tr->model, p.weights, cfg_json);
@@ -135,7 +140,8 @@ static vt_status save_state_files(trainer *tr) {
         vt_train_state s = {
             .step = tr->step, .epoch = step_epoch(tr, tr->step), .batch = step_batch(tr, tr->step),
             .optim_t = tr->opt.t, .best_top1 = tr->best_top1, .wall_s = wall(tr),
-            .params_hash = vt_train_params_hash(tr->model.params, tr->model.n_params)};
+            .params_hash = vt_train_params_hash(tr->model.params, tr->model.n_params),
+            .best_step = tr->best_step, .epoch_stats = tr->ep};
         memcpy(s.rng, tr->drop_rng.s, sizeof s.rng);
         st = vt_train_state_write(p.state, &s, tr->opt.m, tr->opt.v, tr->opt.n, cfg_json);
         if (st != VT_OK) vt_ckpt_discard(&p);
@@ -152,17 +158,30 @@ static vt_status save_state_files(trainer *tr) {
                                "before it)", (long long)tr->step);
     if (st != VT_OK)
         return vt_fail_context(st, "checkpoint at step %lld (not saved; the previous checkpoint "
-                               "is intact)", (long long)tr->step);
+                               "is intact: step %lld, which --resume %s continues from)",
+                               (long long)tr->step, (long long)tr->saved_step, tr->dir);
     return VT_OK;
+}
+
+/* The metrics record of the pair just written: its bytes and the seconds it took. */
+static vt_status log_checkpoint(trainer *tr, double seconds) {
+    vt_ckpt_pair p;
+    vt_ckpt_pair_of(tr->dir, tr->step, &p);
+    struct stat a, b;
+    long long bytes = stat(p.weights, &a) == 0 && stat(p.state, &b) == 0 ? (long long)(a.st_size + b.st_size) : -1;
+    return vt_run_log_checkpoint(&tr->log, tr->step, bytes, seconds, wall(tr));
 }
 
 /* Every rank checks that the ranks still hold the same weights; rank 0 writes the pair. */
 static vt_status save_state(trainer *tr) {
     if (tr->step == tr->saved_step) return VT_OK; /* this step's pair is already current */
+    double t0 = now_s();
     vt_status st = vt_dist_check_same("the model parameters (the ranks diverged)", tr->model.params,
                                       (size_t)tr->model.n_params * sizeof(float));
     if (st == VT_OK) st = vt_dist_agree(tr->root ? save_state_files(tr) : VT_OK);
     if (st == VT_OK) tr->saved_step = tr->step;
+    tr->t_ckpt = now_s();
+    if (st == VT_OK) st = vt_dist_agree(tr->root ? log_checkpoint(tr, tr->t_ckpt - t0) : VT_OK);
     return st;
 }
 
@@ -191,19 +210,17 @@ static vt_status load_state(trainer *tr) {
     }
     uint64_t have = vt_train_params_hash(tr->model.params, tr->model.n_params);
     if (s.params_hash != have) {
-        st = vt_fail(VT_ERR_RUNTIME, "%s was written for other weights than %s (params_hash "
-                     "%016llx, the weights hash to %016llx): the two files are from different "
-                     "steps", path, p.weights, (unsigned long long)s.params_hash,
-                     (unsigned long long)have);
+        st = vt_fail(VT_ERR_RUNTIME, "%s was written for other weights than %s holds "
+                     "(params_hash %016llx, the weights hash to %016llx): the two files were not "
+                     "written by one save (two processes writing this run directory at once, or "
+                     "a file replaced or copied from elsewhere)", path, p.weights,
+                     (unsigned long long)s.params_hash, (unsigned long long)have);
         goto out;
     }
-    char *cur = vt_config_to_json(tr->cfg);
-    if (s.config && strcmp(s.config, cur) != 0 && tr->root)
-        fprintf(stderr, "vitrain: warning: the config differs from the one saved in %s; the "
-                "resumed run will not match an uninterrupted run of either config\n", path);
-    free(cur);
     memcpy(tr->drop_rng.s, s.rng, sizeof s.rng);
     tr->best_top1 = s.best_top1;
+    tr->best_step = s.best_step;
+    tr->ep = s.epoch_stats;
     tr->wall_offset = s.wall_s;
     tr->opt.t = s.optim_t;
     tr->step = s.step;
@@ -213,34 +230,6 @@ static vt_status load_state(trainer *tr) {
     if (p.step >= 0 && tr->root) st = vt_ckpt_tidy(tr->dir, &p, tr->cfg->train.keep_checkpoints);
 out:
     free(s.config);
-    return st;
-}
-
-/* Keep the metrics records up to step `step` (the ones the saved state has seen). */
-static vt_status trim_metrics(const char *path, int64_t step) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return VT_OK;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = vt_xmalloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    fclose(f);
-    buf[got] = '\0';
-    char *out = vt_xmalloc(got + 1);
-    size_t o = 0;
-    for (char *line = buf; *line;) {
-        char *nl = strchr(line, '\n');
-        size_t len = nl ? (size_t)(nl - line) + 1 : strlen(line);
-        const char *sp = strstr(line, "\"step\":");
-        int keep = sp && (!nl || sp < nl) && strtoll(sp + 7, NULL, 10) <= step;
-        if (keep && nl) { memcpy(out + o, line, len); o += len; }
-        line += len;
-    }
-    out[o] = '\0';
-    vt_status st = write_text_atomic(path, out);
-    free(buf);
-    free(out);
     return st;
 }
 
@@ -271,20 +260,19 @@ static void show_progress(trainer *tr, float loss, double lr, double img_s, doub
     fflush(stderr);
 }
 
+/* Evaluate with ev; rank 0 prints and logs the result (a failure to log stops every rank). */
 static vt_status evaluate(trainer *tr, vt_evaluator *ev, vt_eval_result *r) {
     vt_status st = vt_eval_run(ev, &tr->model, NULL, r);
-    if (st != VT_OK || !tr->root) return st == VT_OK ? vt_dist_agree(VT_OK) : st;
+    if (st != VT_OK) return st;
     int64_t ep = tr->step > 0 ? step_epoch(tr, tr->step - 1) + 1 : 0;
-    end_live_line(tr);
-    fprintf(stderr, "eval  epoch %lld step %lld: top-1 %.2f%% top-5 %.2f%% loss %.4f (%lld images, "
-            "%dpx)\n", (long long)ep, (long long)tr->step, r->top1, r->top5, r->loss, (long long)r->n,
-            r->img_size);
-    char line[512];
-    int n = snprintf(line, sizeof line, "{\"kind\":\"eval\",\"step\":%lld,\"epoch\":%lld,"
-                     "\"top1\":%.4f,\"top5\":%.4f,\"loss\":%.9g,\"resolution\":%d,\"n\":%lld,"
-                     "\"wall_s\":%.3f}\n", (long long)tr->step, (long long)ep, r->top1, r->top5,
-                     r->loss, r->img_size, (long long)r->n, wall(tr));
-    return vt_dist_agree(vt_durable_log_write(&tr->metrics, line, (size_t)n));
+    if (tr->root) {
+        end_live_line(tr);
+        fprintf(stderr, "eval  epoch %lld step %lld: top-1 %.2f%% top-5 %.2f%% loss %.4f (%lld images, "
+                "%dpx)\n", (long long)ep, (long long)tr->step, r->top1, r->top5, r->loss, (long long)r->n,
+                r->img_size);
+        st = vt_run_log_eval(&tr->log, tr->step, ep, r, wall(tr));
+    }
+    return vt_dist_agree(st);
 }
 
 /* Evaluate at the training resolution, update best.safetensors. */
@@ -294,6 +282,7 @@ static vt_status evaluate_main(trainer *tr, vt_eval_result *r) {
     tr->last_eval_step = tr->step;
     if (r->top1 > tr->best_top1) {
         tr->best_top1 = r->top1;
+        tr->best_step = tr->step;
         char *cfg_json = tr->root ? vt_config_to_json(tr->cfg) : NULL;
         st = vt_dist_agree(tr->root ? vt_vit_save(&tr->model, tr->best_path, cfg_json) : VT_OK);
         free(cfg_json);
@@ -323,7 +312,7 @@ static vt_status claim_run_dir(trainer *tr, const vt_train_opts *opts) {
     if (vt_rundir_inspect(tr->dir, what, sizeof what) != VT_RUNDIR_RUN) return VT_OK;
     if (!opts->start_over)
         return vt_fail(VT_ERR_USAGE, "%s holds another run (%s); a new run there would overwrite "
-                       "it. To continue it: --resume %s; to keep it and start elsewhere: "
+                       "it. To continue it: vitrain --resume %s; to keep it and start elsewhere: "
                        "--run-dir OTHER_DIR; to move it aside to %s.old-N and start here: "
                        "--start-over", tr->dir, what, tr->dir, tr->dir);
     char moved[VT_STR + 32];
@@ -356,11 +345,13 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     if (tr->root && (st = claim_run_dir(tr, opts)) != VT_OK) return st;
     snprintf(tr->last_path, sizeof tr->last_path, "%s/last.safetensors", tr->dir);
     snprintf(tr->best_path, sizeof tr->best_path, "%s/best.safetensors", tr->dir);
-    snprintf(tr->metrics_path, sizeof tr->metrics_path, "%s/metrics.jsonl", tr->dir);
     char cpath[VT_STR + 32];
     snprintf(cpath, sizeof cpath, "%s/config.json", tr->dir);
-    char *json = vt_config_to_json(cfg);
-    st = tr->root ? write_text_atomic(cpath, json) : VT_OK;
+    /* config.json records the directory the run is in: `vitrain --resume DIR` reads it */
+    vt_config recorded = *cfg;
+    snprintf(recorded.train.run_dir, sizeof recorded.train.run_dir, "%s", tr->dir);
+    char *json = vt_config_to_json(&recorded);
+    st = tr->root ? vt_durable_write_file(cpath, json, strlen(json)) : VT_OK;
     free(json);
     if (st != VT_OK) return st;
 
@@ -371,10 +362,12 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     vt_resolve_data_spec(cfg, &spec);
     spec.quiet = !vt_dist_root();
     if ((st = vt_loader_open(&tr->loader, &spec, VT_SPLIT_TRAIN, S)) != VT_OK) return st;
+    /* The head trains on exactly the data's classes (evaluation may see fewer). */
     int dk = vt_loader_num_classes(tr->loader);
-    if (dk > K)
-        return vt_fail(VT_ERR_USAGE, "data split '%s' has %d classes but model.num_classes is %d",
-                       cfg->data.train_split, dk, K);
+    if (dk != K)
+        return vt_fail(VT_ERR_USAGE, "data split '%s' has %d classes but model.num_classes is %d: "
+                       "leave model.num_classes out to take the data's count, or set it to %d",
+                       cfg->data.train_split, dk, K, dk);
     int64_t nb = vt_loader_batches(tr->loader, tr->bs);
     tr->spe = nb / tr->accum;
     if (tr->spe <= 0)
@@ -384,8 +377,23 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     tr->T = cfg->train.steps > 0 ? cfg->train.steps : (int64_t)cfg->train.epochs * tr->spe;
     tr->W = cfg->optim.warmup_steps > 0 ? cfg->optim.warmup_steps
                                         : llround(cfg->optim.warmup_epochs * (double)tr->spe);
+    if (tr->T < tr->W && tr->root) {
+        char t_from[96], w_from[96];
+        if (cfg->train.steps > 0) snprintf(t_from, sizeof t_from, "train.steps = %d", cfg->train.steps);
+        else snprintf(t_from, sizeof t_from, "train.epochs = %d x %lld steps per epoch", cfg->train.epochs,
+                      (long long)tr->spe);
+        if (cfg->optim.warmup_steps > 0) snprintf(w_from, sizeof w_from, "optim.warmup_steps = %d",
+                                                  cfg->optim.warmup_steps);
+        else snprintf(w_from, sizeof w_from, "optim.warmup_epochs = %g x %lld steps per epoch",
+                      cfg->optim.warmup_epochs, (long long)tr->spe);
+        fprintf(stderr, "vitrain: warning: the run ends inside the warm-up: %lld optimizer steps (%s) but "
+                "%lld warm-up steps (%s); the learning rate rises to %.3g, never reaching optim.lr = %g, "
+                "and never decays\n", (long long)tr->T, t_from, (long long)tr->W, w_from,
+                vt_lr_at(&cfg->optim, tr->T - 1, tr->T, tr->W), cfg->optim.lr);
+    }
     /* this rank's local_bs of every global batch; the steps per epoch stay the same:
      * floor(floor(n / R) / (B / R)) = floor(n / B) */
+    tr->train_n = vt_loader_size(tr->loader);
     vt_loader_set_shard(tr->loader, vt_dist_rank(), tr->ranks);
 
     size_t img_floats = (size_t)tr->local_bs * C * S * S;
@@ -411,20 +419,22 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     tr->opt_ok = 1;
     vt_rng_seed(&tr->drop_rng, vt_rng_derive((uint64_t)cfg->train.seed, 0xd50u, 0));
     tr->best_top1 = -1.0;
+    tr->best_step = -1;
     tr->last_eval_step = -1;
     tr->saved_step = -1;
 
     if (opts->resume_dir) {
         if ((st = load_state(tr)) != VT_OK) return st;
-        if (tr->root && (st = trim_metrics(tr->metrics_path, tr->step)) != VT_OK) return st;
         if (tr->root)
             fprintf(stderr, "vitrain: resuming %s at step %lld (epoch %lld, micro-batch %lld)\n",
                     tr->dir, (long long)tr->step, (long long)step_epoch(tr, tr->step) + 1,
                     (long long)step_batch(tr, tr->step));
     }
-    /* a new run starts the records (claim_run_dir: no other run's are here) */
-    if (tr->root && (st = vt_durable_log_open(&tr->metrics, tr->metrics_path, !opts->resume_dir)) != VT_OK)
-        return st;
+    if (tr->root) {
+        if ((st = vt_run_log_open(&tr->log, tr->dir, S, opts->resume_dir ? tr->step : -1)) != VT_OK)
+            return st;
+        tr->log_ok = 1;
+    }
 
     vt_arena_init(&tr->arena, (size_t)1 << 20);
     vt_tape_init(&tr->tape, &tr->arena);
@@ -471,7 +481,7 @@ static vt_status setup_ranks(trainer *tr, const vt_train_opts *opts) {
 
 static void teardown(trainer *tr) {
     end_live_line(tr);
-    vt_durable_log_close(&tr->metrics);
+    if (tr->log_ok) vt_run_log_close(&tr->log);
     if (tr->arena_ok) { vt_tape_free(&tr->tape); vt_arena_free(&tr->arena); }
     if (tr->opt_ok) vt_optim_free(&tr->opt);
     if (tr->w16) vt_bf16_weights_detach(&tr->model, tr->w16);
@@ -494,16 +504,31 @@ static vt_status check_labels(const trainer *tr, int count) {
     return VT_OK;
 }
 
+/* Samples of a hard-label batch whose largest logit (the first, on ties) is their label. */
+static int64_t count_correct(const float *logits, const int *labels, int count, int K) {
+    int64_t correct = 0;
+    for (int i = 0; i < count; i++) {
+        const float *row = logits + (size_t)i * K;
+        int best = 0;
+        for (int k = 1; k < K; k++)
+            if (row[k] > row[best]) best = k;
+        correct += best == labels[i];
+    }
+    return correct;
+}
+
 /* One optimizer step: accum micro-batches, averaged gradients, clip, update. With R
  * ranks each micro-batch is this rank's local_bs samples; the last micro-batch's backward
  * sums the gradients over the ranks (dist.h buckets), so the mean over the global batch
- * is the sum / (accum R), and every rank steps identically. */
-static vt_status train_step(trainer *tr, float *loss_out, double *gn_out, double lr) {
+ * is the sum / (accum R), and every rank steps identically. *correct and *counted: the
+ * step's training top-1 over its hard-labelled samples (all ranks). */
+static vt_status train_step(trainer *tr, float *loss_out, double *gn_out, double lr,
+                            int64_t *correct, int64_t *counted) {
     const vt_config *cfg = tr->cfg;
     const int S = cfg->model.img_size, C = cfg->model.in_chans;
     vt_vit *m = &tr->model;
     vt_vit_zero_grad(m);
-    double loss_sum = 0.0;
+    double sums[3] = {0.0, 0.0, 0.0}; /* loss, correct, counted */
     for (int a = 0; a < tr->accum; a++) {
         int count = 0, soft_used = 0;
         vt_status st = vt_loader_next(tr->loader, tr->images, tr->labels, tr->soft, &soft_used, &count);
@@ -521,14 +546,18 @@ static vt_status train_step(trainer *tr, float *loss_out, double *gn_out, double
             : vt_op_cross_entropy(&tr->tape, logits, tr->labels, NULL,
                                   (float)cfg->train.label_smoothing);
         float lv = loss->data[0];
+        if (!soft_used) {
+            sums[1] += (double)count_correct(logits->data, tr->labels, count, m->num_classes);
+            sums[2] += count;
+        }
         if (tr->dg && a == tr->accum - 1) vt_dist_grads_begin(tr->dg);
         vt_tape_backward(&tr->tape, loss);
         if (tr->dg && a == tr->accum - 1) vt_dist_grads_finish(tr->dg);
-        loss_sum += lv;
+        sums[0] += lv;
     }
     /* the loss and its check after the exchange: every rank decides alike */
-    vt_dist_sum_f64(&loss_sum, 1);
-    loss_sum /= tr->ranks;
+    vt_dist_sum_f64(sums, 3);
+    double loss_sum = sums[0] / tr->ranks;
     if (!isfinite(loss_sum)) return nonfinite_stop(tr, "loss", loss_sum);
     int div = tr->accum * tr->ranks;
     if (div > 1) vt_k.scale(m->grads, 1.0f / (float)div, (size_t)m->n_params);
@@ -537,7 +566,30 @@ static vt_status train_step(trainer *tr, float *loss_out, double *gn_out, double
     vt_optim_step(&tr->opt, m, (float)lr);
     *loss_out = (float)(loss_sum / tr->accum);
     *gn_out = gn;
+    *correct = (int64_t)sums[1];
+    *counted = (int64_t)sums[2];
     return VT_OK;
+}
+
+/* The record of the epoch the last step ended (rank 0 writes; a failure stops every
+ * rank), then a fresh epoch's sums. */
+static vt_status log_epoch(trainer *tr, double lr) {
+    vt_status st = VT_OK;
+    if (tr->root)
+        st = vt_run_log_epoch(&tr->log, tr->step, step_epoch(tr, tr->step - 1) + 1, &tr->ep, lr, wall(tr));
+    memset(&tr->ep, 0, sizeof tr->ep);
+    return vt_dist_agree(st);
+}
+
+/* What the ranks agree on at a step boundary, in one small reduction: the stop signal
+ * any rank received (0: none) and whether train.ckpt_every_minutes have passed since the
+ * newest pair by rank 0's clock (the ranks' clocks may disagree). */
+static void step_boundary(trainer *tr, int *stop_signal, int *timed_ckpt) {
+    double minutes = tr->cfg->train.ckpt_every_minutes;
+    int v[2] = {vt_stop_signal(), tr->root && minutes > 0 && now_s() - tr->t_ckpt >= 60.0 * minutes};
+    vt_dist_max_int(v, 2);
+    *stop_signal = v[0];
+    *timed_ckpt = v[1];
 }
 
 static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_result *res) {
@@ -555,7 +607,14 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
     memset(&r, 0, sizeof r);
     memset(&res->final, 0, sizeof res->final);
 
-    while (tr->step < stop) {
+    tr->t_ckpt = now_s();
+    int stop_signal = 0;
+    for (;;) {
+        int timed_ckpt = 0;
+        step_boundary(tr, &stop_signal, &timed_ckpt);
+        if (stop_signal || tr->step >= stop) break;
+        if (timed_ckpt && (st = save_state(tr)) != VT_OK) return st;
+        double t_step = now_s();
         int64_t s = tr->step;
         int64_t ep = step_epoch(tr, s);
         if (ep != cur_epoch) {
@@ -566,33 +625,35 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
         vt_vit_performer_step(&tr->model, s); /* Performer feature redraw (every redraw_every) */
         float loss = 0.0f;
         double gn = 0.0;
-        if ((st = train_step(tr, &loss, &gn, lr)) != VT_OK) return st;
+        int64_t correct = 0, counted = 0;
+        if ((st = train_step(tr, &loss, &gn, lr, &correct, &counted)) != VT_OK) return st;
         tr->step++;
 
         double t = now_s();
+        tr->ep.loss_sum += loss;
+        tr->ep.steps++;
+        tr->ep.correct += correct;
+        tr->ep.counted += counted;
+        tr->ep.seconds += t - t_step;
+        tr->ep.images += gbatch;
+        tr->step_seconds += t - t_step;
+        tr->step_images += gbatch;
         double sec_per_step = (t - t_loop) / (double)(tr->step - step0);
-        if (tr->step % log_every == 0 || tr->step == stop) {
-            vt_status ws = VT_OK; /* rank 0 writes the record, every rank learns how it went */
-            if (tr->root) {
-                double img_s = (double)(gbatch * (tr->step - log_from)) / fmax(t - t_log, 1e-9);
-                char line[512];
-                int n = snprintf(line, sizeof line, "{\"kind\":\"train\",\"step\":%lld,\"epoch\":%lld,"
-                                 "\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"img_per_s\":%.2f,"
-                                 "\"wall_s\":%.3f", (long long)tr->step, (long long)ep + 1, loss, lr, gn,
-                                 img_s, wall(tr));
-                if (tr->ranks > 1) { /* per step: rank 0's time in MPI calls, not overlapped */
-                    double c = vt_dist_comm_seconds();
-                    n += snprintf(line + n, sizeof line - (size_t)n, ",\"ranks\":%d,\"comm_s\":%.6f",
-                                  tr->ranks, (c - comm_from) / (double)(tr->step - log_from));
-                    comm_from = c;
-                }
-                n += snprintf(line + n, sizeof line - (size_t)n, "}\n");
-                ws = vt_durable_log_write(&tr->metrics, line, (size_t)n);
-                if (!tr->live) show_progress(tr, loss, lr, img_s, sec_per_step, 1);
-                t_log = t;
-                log_from = tr->step;
+        if (tr->step % log_every == 0 || tr->step == stop) { /* rank 0 logs; every rank agrees */
+            vt_log_train rec = {
+                .step = tr->step, .epoch = ep + 1, .loss = loss, .lr = lr, .grad_norm = gn,
+                .img_per_s = (double)(gbatch * (tr->step - log_from)) / fmax(t - t_log, 1e-9),
+                .wall_s = wall(tr), .top1 = counted == gbatch ? 100.0 * (double)correct / (double)gbatch : NAN,
+                .ranks = tr->ranks};
+            if (tr->ranks > 1) { /* per step: rank 0's time in MPI calls, not overlapped */
+                double c = vt_dist_comm_seconds();
+                rec.comm_s = (c - comm_from) / (double)(tr->step - log_from);
+                comm_from = c;
             }
-            if ((st = vt_dist_agree(ws)) != VT_OK) return st;
+            if ((st = vt_dist_agree(tr->root ? vt_run_log_train(&tr->log, &rec) : VT_OK)) != VT_OK) return st;
+            if (tr->root && !tr->live) show_progress(tr, loss, lr, rec.img_per_s, sec_per_step, 1);
+            t_log = t;
+            log_from = tr->step;
         }
         if (tr->live && (t - t_draw >= 0.1 || tr->step == stop)) { /* redraw at most 10 Hz */
             show_progress(tr, loss, lr, (double)gbatch / fmax(sec_per_step, 1e-9), sec_per_step, 0);
@@ -607,25 +668,30 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
             if ((st = evaluate_main(tr, &r)) != VT_OK) return st;
             res->final = r;
         }
-        if (epoch_end && cfg->train.ckpt_every > 0 && ep_done % cfg->train.ckpt_every == 0 &&
-            tr->step < stop)
+        if (epoch_end && tr->step < tr->T && (st = log_epoch(tr, lr)) != VT_OK) return st;
+        int ckpt_due = (epoch_end && cfg->train.ckpt_every > 0 && ep_done % cfg->train.ckpt_every == 0) ||
+                       (cfg->train.ckpt_every_steps > 0 && tr->step % cfg->train.ckpt_every_steps == 0);
+        if (ckpt_due && tr->step < stop)
             if ((st = save_state(tr)) != VT_OK) return st;
     }
 
-    if (tr->step < tr->T) { /* stopped early on request */
+    if (tr->step < tr->T || stop_signal) { /* stopped early: --stop-after or a signal */
         if ((st = save_state(tr)) != VT_OK) return st;
         end_live_line(tr);
-        if (tr->root)
-            fprintf(stderr, "vitrain: stopped after step %lld of %lld; continue with --resume %s\n",
-                    (long long)tr->step, (long long)tr->T, tr->dir);
         res->stopped = 1;
+        res->stop_signal = stop_signal;
         return VT_OK;
     }
+    /* The last pair before the final evaluation: a kill during that evaluation (a long
+     * one, or a scheduler's SIGKILL after its warning signal, which the loop no longer
+     * acts on) loses no training; a resume repeats the evaluation. */
+    if ((st = save_state(tr)) != VT_OK) return st;
     if (tr->last_eval_step != tr->step) {
         if ((st = evaluate_main(tr, &r)) != VT_OK) return st;
         res->final = r;
     }
-    if ((st = save_state(tr)) != VT_OK) return st;
+    if (tr->ep.steps > 0 && (st = log_epoch(tr, vt_lr_at(&cfg->optim, tr->step - 1, tr->T, tr->W))) != VT_OK)
+        return st;
     for (int i = 0; i < cfg->eval.n_resolutions; i++) {
         int S = cfg->eval.resolutions[i];
         if (S == cfg->model.img_size) continue;
@@ -642,27 +708,79 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
     return VT_OK;
 }
 
-vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts, vt_train_result *res) {
+/* The start summary (train_report.h), and with opts->verbose the resolved config. */
+static void print_start(trainer *tr, const vt_train_opts *opts) {
+    end_live_line(tr);
+    if (opts->verbose) {
+        char *json = vt_config_to_json(tr->cfg);
+        fprintf(stderr, "vitrain: resolved config:\n%s\n", json);
+        free(json);
+    }
+    vt_report_start r = {
+        .cfg = tr->cfg, .run_dir = tr->dir, .params = tr->model.n_params,
+        .forward_flops = vt_vit_flops(&tr->model, tr->cfg->model.img_size), .train_n = tr->train_n,
+        .val_n = tr->ev.n, .classes = vt_loader_num_classes(tr->loader), .steps_per_epoch = tr->spe,
+        .total_steps = tr->T, .resume_step = opts->resume_dir ? tr->step : -1,
+        .threads = omp_get_max_threads(), .ranks = tr->ranks, .kernels = vt_k.name,
+        .gemm_context = vt_gemm_ctx.name};
+    vt_report_print_start(stderr, &r);
+}
+
+/* The end summary of a run that reached its last step. */
+static void print_end(trainer *tr, const vt_train_result *res) {
+    end_live_line(tr);
+    vt_report_end r = {
+        .final = res->final, .final_step = tr->last_eval_step,
+        .final_epoch = step_epoch(tr, tr->last_eval_step - 1) + 1, .best_top1 = tr->best_top1,
+        .best_step = tr->best_step, .best_epoch = step_epoch(tr, tr->best_step - 1) + 1,
+        .wall_s = res->wall_s, .img_per_s = tr->step_images / fmax(tr->step_seconds, 1e-9),
+        .peak_mib = vt_report_peak_mib(), .last_path = tr->last_path, .best_path = tr->best_path};
+    vt_report_print_end(stderr, &r);
+}
+
+/* resume_or_start: whether the run directory holds a run to continue (*resume = 1: a
+ * checkpoint, or a `latest` that does not resolve, which the resume then reports rather
+ * than silently restarting) or nothing to continue (0), as rank 0 sees it (rundir.h). */
+static void find_resume_point(const char *dir, int *resume) {
+    *resume = vt_dist_root() && vt_rundir_inspect(dir, NULL, 0) == VT_RUNDIR_RUN;
+    vt_dist_bcast(resume, sizeof *resume);
+    if (!*resume && vt_dist_root())
+        fprintf(stderr, "vitrain: %s holds no checkpoint: starting the run\n", dir);
+}
+
+vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts_in, vt_train_result *res) {
     memset(res, 0, sizeof *res);
     trainer tr;
     memset(&tr, 0, sizeof tr);
     tr.cfg = cfg;
-    tr.lock.fd = tr.metrics.fd = -1;
-    vt_train_run_dir(cfg, opts->resume_dir ? opts->resume_dir : opts->run_dir, tr.dir, sizeof tr.dir);
+    tr.lock.fd = -1;
+    vt_train_opts o = *opts_in;
+    const vt_train_opts *opts = &o;
+    vt_train_run_dir(cfg, o.resume_dir ? o.resume_dir : o.run_dir, tr.dir, sizeof tr.dir);
+    /* The config the checkpoints carry: without the run directory, which is where the
+     * files are, not what they hold (config.json records it). */
+    vt_config own = *cfg;
+    own.train.run_dir[0] = '\0';
+    tr.cfg = &own;
     snprintf(res->run_dir, sizeof res->run_dir, "%s", tr.dir);
     tr.t_start = now_s();
+    vt_stop_install(vt_dist_root());
+    if (o.resume_or_start && !o.resume_dir) {
+        int resume = 0;
+        find_resume_point(tr.dir, &resume);
+        if (resume) o.resume_dir = tr.dir;
+    }
     vt_status st = vt_dist_agree(setup(&tr, opts));
     if (st == VT_OK) st = setup_ranks(&tr, opts);
     if (st == VT_OK) {
+        if (tr.root) print_start(&tr, opts);
         res->total_steps = tr.T;
         st = run_loop(&tr, opts, res);
     }
     res->steps = tr.step;
     res->best_top1 = tr.best_top1;
     res->wall_s = wall(&tr);
-    if (st == VT_OK && !res->stopped && tr.root)
-        fprintf(stderr, "final: top-1 %.2f%% top-5 %.2f%% (val, %lld images) in %.1f s\n",
-                res->final.top1, res->final.top5, (long long)res->final.n, res->wall_s);
+    if (st == VT_OK && !res->stopped && tr.root) print_end(&tr, res);
     teardown(&tr);
     vt_rundir_lock_release(&tr.lock); /* last: the run directory is complete */
     return st;

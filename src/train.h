@@ -16,18 +16,23 @@
  * round(optim.warmup_epochs * steps_per_epoch). Gradients of the micro-batches are
  * summed and scaled by 1 / accum_steps: the mean over the global batch.
  *
- * Run directory files:
- *   config.json                the resolved config
- *   metrics.jsonl              {"kind":"train","step","epoch","loss","lr","grad_norm",
- *                              "img_per_s","wall_s"} every log_every steps (step counts
- *                              completed optimizer steps, 1-based; loss is that step's
- *                              mean over its global batch) and {"kind":"eval","step",
- *                              "epoch","top1","top5","loss","resolution","n","wall_s"} per
- *                              evaluation
+ * Run directory. One process owns it (rundir.h: DIR/lock); a new run starts only in a
+ * directory holding no other run's checkpoint (or, with start_over, after moving that run
+ * to DIR.old-N), so nothing a run wrote is truncated or deleted by another. Every file is
+ * written through durable.h. Files:
+ *   lock                       the owner's flock and "pid PID host HOST"
+ *   config.json                the resolved config (every --set applied) with
+ *                              train.run_dir = this directory: what `vitrain --resume DIR`
+ *                              continues with (resume.h); the checkpoints' metadata holds
+ *                              the same config without the run directory
+ *   metrics.jsonl, summary.csv, the run's logs (run_log.h): train records every log_every
+ *   events.out.tfevents.*      steps, evaluations, per-epoch means; TensorBoard scalars
  *   step_N.safetensors,        a checkpoint pair (checkpoint.h): the model (vt_vit_save)
  *   step_N.state.safetensors   and the resume state (train_state.h), written every
- *                              ckpt_every epochs, at the end and when stopped early
- *                              (stop_after); the newest train.keep_checkpoints pairs are kept
+ *                              ckpt_every epochs, every ckpt_every_steps steps, at the
+ *                              first step boundary ckpt_every_minutes after the newest
+ *                              pair, at the end and when stopped early (stop_after, a
+ *                              signal); the newest train.keep_checkpoints pairs are kept
  *   latest                     names the newest complete pair: what --resume continues from
  *   last.safetensors           the newest pair's weights (a hard link): the file to load
  *   best.safetensors           the model at the best val top-1 so far
@@ -39,17 +44,33 @@
  * sums the gradients over the ranks, and the step divides by accum_steps R: clipping
  * and the optimizer see the global mean and every rank steps identically. So R ranks
  * equal one process up to float summation order, and one rank under mpirun equals no
- * mpirun bit for bit. Evaluation is sharded the same way (eval.h). Rank 0 writes the
- * run directory, metrics and progress (images/s of the global batch); every rank reads
- * the run directory on --resume (so it must be on a file system they all see), and a
- * run resumed with another rank count continues the same recipe. Train records with
- * R > 1 also carry "ranks" and "comm_s": rank 0's seconds per step spent in MPI calls
+ * mpirun bit for bit. Evaluation is sharded the same way (eval.h). Rank 0 holds the
+ * run directory's lock and is the only rank that writes, links or removes anything there
+ * (metrics, checkpoints, the tidy of a resume), and prints progress (images/s of the
+ * global batch); every rank reads the run directory on --resume (so it must be on a
+ * file system they all see), and a run resumed with another rank count continues the
+ * same recipe. Train records
+ * with R > 1 also carry "ranks" and "comm_s": rank 0's seconds per step spent in MPI calls
  * (the gradient exchange and the small reductions, what backward did not hide).
+ *
+ * Stopping on a signal (stop.h): SIGINT, SIGTERM or SIGUSR1 received by any rank stops
+ * the run at the next optimizer-step boundary: the step in progress (and an evaluation
+ * in progress) finishes, the ranks agree on the stop at the boundary (one small
+ * reduction per step, which also carries rank 0's verdict on ckpt_every_minutes), the
+ * pair of that step is written, and vt_train_run returns VT_OK with stopped = 1 and
+ * stop_signal set. A signal after the last step stops before the final evaluation,
+ * which the resumed run then does. The last step's pair is written before the final
+ * evaluation, so a kill during it loses no training; a signal then is recorded and the
+ * run finishes normally.
  *
  * Exact resume: for the same thread count a resumed run's per-step losses equal the
  * uninterrupted run's bit for bit (data order from (seed, epoch) via vt_loader_seek,
  * the dropout stream restored, moments and parameters restored exactly). On resume,
- * metrics.jsonl keeps only the records up to the saved step.
+ * the logs keep only the records up to the saved step (run_log.h), and the epoch's
+ * running means continue from the resume state.
+ *
+ * Terminal: the start and end summaries (train_report.h), a progress line, one line per
+ * evaluation.
  */
 #ifndef VT_TRAIN_H
 #define VT_TRAIN_H
@@ -66,16 +87,22 @@ typedef struct {
     int64_t stop_after;      /* > 0: stop once this many optimizer steps are done (in
                                 total, counting resumed ones), writing the checkpoint pair
                                 an interrupted run would be resumed from */
+    int resume_or_start;     /* 1 (with resume_dir NULL): continue the run in the run
+                                directory when it holds a checkpoint pair, else start it
+                                there (a requeued job runs one command every time) */
     int start_over;          /* a new run in a directory holding another run's checkpoint
                                 moves that run aside to DIR.old-N (rundir.h) instead of
                                 failing */
+    int verbose;             /* print the resolved config at start (it is always saved as
+                                RUN_DIR/config.json) */
 } vt_train_opts;
 
 typedef struct {
     char run_dir[VT_STR];
     int64_t steps;           /* optimizer steps completed (in total) */
     int64_t total_steps;     /* T */
-    int stopped;             /* 1: ended by stop_after before T */
+    int stopped;             /* 1: ended before T by stop_after, or by a signal */
+    int stop_signal;         /* the signal that stopped it (any rank's), 0: none */
     vt_eval_result final;    /* last evaluation at the training resolution (n = 0 if none) */
     double best_top1;
     double wall_s;           /* training wall time, including earlier resumed parts */

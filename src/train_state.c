@@ -35,9 +35,14 @@ vt_status vt_train_state_write(const char *path, const vt_train_state *s, const 
     snprintf(best, sizeof best, "%.17g", s->best_top1);
     snprintf(wl, sizeof wl, "%.17g", s->wall_s);
     snprintf(hash, sizeof hash, "%016" PRIx64, s->params_hash);
+    char best_step[32], es[160];
+    const vt_epoch_stats *e = &s->epoch_stats;
+    snprintf(best_step, sizeof best_step, "%" PRId64, s->best_step);
+    snprintf(es, sizeof es, "%.17g %" PRId64 " %" PRId64 " %" PRId64 " %.17g %" PRId64, e->loss_sum,
+             e->steps, e->correct, e->counted, e->seconds, e->images);
     const char *keys[] = {"format", "step", "epoch", "batch", "optim_t", "rng", "best_top1",
-                          "wall_s", "params_hash", "config"};
-    const char *vals[] = {STATE_FORMAT, step, epoch, batch, ot, rng, best, wl, hash,
+                          "wall_s", "params_hash", "best_step", "epoch_stats", "config"};
+    const char *vals[] = {STATE_FORMAT, step, epoch, batch, ot, rng, best, wl, hash, best_step, es,
                           config_json ? config_json : "{}"};
     vt_st_tensor t[2];
     int nt = 0;
@@ -53,7 +58,7 @@ vt_status vt_train_state_write(const char *path, const vt_train_state *s, const 
         t[nt].data = (float *)bufs[i];
         nt++;
     }
-    return vt_st_write(path, t, nt, keys, vals, 10);
+    return vt_st_write(path, t, nt, keys, vals, (int)(sizeof keys / sizeof keys[0]));
 }
 
 static vt_status meta_str(const vt_safetensors *f, const char *path, const char *key,
@@ -110,6 +115,38 @@ static int parse_hex_words(const char *v, uint64_t *out, int count) {
     return *v == '\0';
 }
 
+/* The optional keys of newer builds (train_state.h): best_step and epoch_stats. */
+static vt_status optional_keys(const vt_safetensors *f, const char *path, vt_train_state *s) {
+    s->best_step = -1;
+    memset(&s->epoch_stats, 0, sizeof s->epoch_stats);
+    const char *bs = vt_st_meta(f, "best_step"), *es = vt_st_meta(f, "epoch_stats");
+    if (bs) {
+        char *end;
+        long long x = strtoll(bs, &end, 10);
+        if (end == bs || *end || x < -1 || x > s->step)
+            return vt_fail(VT_ERR_RUNTIME, "%s: __metadata__ \"best_step\" = \"%.40s\": expected an "
+                           "integer -1..%lld (the step)", path, bs, (long long)s->step);
+        s->best_step = x;
+    }
+    if (es) {
+        vt_epoch_stats *e = &s->epoch_stats;
+        long long steps, correct, counted, images;
+        int used = 0;
+        if (sscanf(es, "%lf %lld %lld %lld %lf %lld%n", &e->loss_sum, &steps, &correct, &counted,
+                   &e->seconds, &images, &used) != 6 || es[used] || !isfinite(e->loss_sum) ||
+            !isfinite(e->seconds) || e->seconds < 0 || steps < 0 || steps > s->step || correct < 0 ||
+            counted < correct || images < 0)
+            return vt_fail(VT_ERR_RUNTIME, "%s: __metadata__ \"epoch_stats\" = \"%.80s\": expected "
+                           "\"loss_sum steps correct counted seconds images\" (finite numbers, "
+                           "counts >= 0, correct <= counted, steps <= step)", path, es);
+        e->steps = steps;
+        e->correct = correct;
+        e->counted = counted;
+        e->images = images;
+    }
+    return VT_OK;
+}
+
 /* Tensor `name` of n floats, or an error naming what was found. */
 static vt_status moment(const vt_safetensors *f, const char *path, const char *name, int64_t n,
                         const vt_st_tensor **out) {
@@ -156,6 +193,7 @@ vt_status vt_train_state_read(const char *path, int64_t n, float *m, float *v, v
                      "lowercase hex digits", path, hash);
         goto out;
     }
+    if ((st = optional_keys(&f, path, s)) != VT_OK) goto out;
     if ((st = moment(&f, path, "optim.m", n, &tm)) != VT_OK) goto out;
     if (v && (st = moment(&f, path, "optim.v", n, &tv)) != VT_OK) goto out;
     for (int i = 0; i < f.n; i++) {

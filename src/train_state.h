@@ -13,7 +13,12 @@
  *   wall_s              training wall time so far, seconds, >= 0
  *   params_hash         16 hex digits: vt_train_params_hash of the weights saved with
  *                       it, which ties the state to its weights file
+ *   best_step           the step of best_top1 (-1 before any evaluation)
+ *   epoch_stats         the current epoch's running sums (run_log.h vt_epoch_stats):
+ *                       "loss_sum steps correct counted seconds images"
  *   config              the resolved config JSON of the run
+ * best_step and epoch_stats are absent from states of older builds: read as -1 (unknown)
+ * and zero sums (the epoch's means then cover the steps after the resume).
  * Reading checks every key and tensor a resume relies on, each error naming the file
  * and the key or tensor: format, non-negative integers, finite numbers, the rng words,
  * the hash, the moments' shape, their finiteness (vt_st_read) and optim.v >= 0.
@@ -25,6 +30,7 @@
 
 #include <stdint.h>
 
+#include "run_log.h"
 #include "status.h"
 
 typedef struct {
@@ -32,6 +38,8 @@ typedef struct {
     uint64_t rng[4];
     double best_top1, wall_s;
     uint64_t params_hash;
+    int64_t best_step;
+    vt_epoch_stats epoch_stats;
     char *config;          /* read: the saved config JSON (malloc'd, free it); write: unused */
 } vt_train_state;
 

@@ -155,7 +155,7 @@ static void assert_model_spec(const vt_model_spec *spec) {
               mc->patch_size);
     VT_ASSERT(mc->in_chans == 1 || mc->in_chans == 3 || mc->in_chans == 4, "model.in_chans %d",
               mc->in_chans);
-    VT_ASSERT(mc->num_classes > 0 && (int)(mc->width * mc->mlp_ratio) > 0,
+    VT_ASSERT(mc->num_classes > 0 && vt_model_mlp_hidden(mc) > 0,
               "model.num_classes %d, hidden width %g x %d", mc->num_classes, mc->mlp_ratio, mc->width);
     VT_ASSERT(mc->attention != VT_ATTN_PERFORMER || spec->performer.features > 0,
               "performer.features %d", spec->performer.features);
@@ -179,7 +179,7 @@ static vt_status plan(vt_vit *m, const vt_model_spec *spec, init_kind **init) {
     m->embed_chans = (mc->in_chans == 4 && !mc->depth_as_channel) ? 3 : mc->in_chans;
     m->num_classes = mc->num_classes;
     m->img_size = mc->img_size;
-    m->mlp_hidden = (int)(mc->mlp_ratio * m->D);
+    m->mlp_hidden = vt_model_mlp_hidden(mc);
 
     m->pe = vt_pe_create(&spec->pe, mc);
 

@@ -2,6 +2,7 @@
  * (contract in weights.h). vt_vit_load (vit.h) is the strict mode. */
 #include "weights.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "safetensors.h"
@@ -131,6 +132,45 @@ static vt_status plan_one(const vt_vit *m, const char *path, const vt_weights_op
     return shape_error(path, t, f, hint);
 }
 
+/* Append "what F here, M in the config (key)" to a "; "-joined list when F != M. */
+static void note_diff(char *buf, size_t len, int *n, const char *what, int64_t file, int64_t model,
+                      const char *key) {
+    if (file < 0 || file == model) return;
+    size_t u = strlen(buf);
+    snprintf(buf + u, len - u, "%s%s %lld here, %lld in the config (%s)", *n ? "; " : "", what,
+             (long long)file, (long long)model, key);
+    (*n)++;
+}
+
+/* The file's model against the config's on what the tensors tell: width, depth, patch
+ * size, input channels and MLP width. Every difference is named at once, before any
+ * tensor-by-tensor message (which would name a consequence: an unexpected block, a
+ * shape). */
+static vt_status check_model_shape(const vt_vit *m, const vt_wfile *wf, const char *path) {
+    const vt_wtensor *pw = vt_wfile_find(wf, "patch_embed.proj.weight");
+    const vt_wtensor *cls = vt_wfile_find(wf, "cls_token");
+    const vt_wtensor *fc1 = vt_wfile_find(wf, "blocks.0.mlp.fc1.weight");
+    int64_t D = pw && pw->ndim == 4 ? pw->shape[0] : cls && cls->ndim == 3 ? cls->shape[2] : -1;
+    int64_t L = 0;
+    for (int k = 0; k < wf->n; k++) {
+        int b;
+        if (sscanf(wf->t[k].name, "blocks.%d.", &b) == 1 && b + 1 > L) L = b + 1;
+    }
+    char diff[512] = "";
+    int n = 0;
+    note_diff(diff, sizeof diff, &n, "width", D, m->D, "model.width");
+    note_diff(diff, sizeof diff, &n, "depth", L > 0 ? L : -1, m->L, "model.depth");
+    if (pw && pw->ndim == 4 && pw->shape[2] == pw->shape[3])
+        note_diff(diff, sizeof diff, &n, "patch size", pw->shape[2], m->P, "model.patch_size");
+    if (pw && pw->ndim == 4 && m->embed_chans == m->in_chans)
+        note_diff(diff, sizeof diff, &n, "input channels", pw->shape[1], m->in_chans, "model.in_chans");
+    if (fc1 && fc1->ndim == 2 && D == m->D)
+        note_diff(diff, sizeof diff, &n, "MLP hidden width", fc1->shape[0], m->mlp_hidden, "model.mlp_ratio");
+    if (!n) return VT_OK;
+    return vt_fail(VT_ERR_RUNTIME, "%s holds another model than the config's: %s. Set %s to the file's "
+                   "value%s", path, diff, n == 1 ? "that key" : "those keys", n == 1 ? "" : "s");
+}
+
 static target target_of(vt_vit *m, int i) {
     target t;
     memset(&t, 0, sizeof t);
@@ -169,22 +209,27 @@ vt_status vt_weights_load(vt_vit *m, const char *path, const vt_weights_opts *op
     return s;
 }
 
-vt_status vt_weights_apply(vt_vit *m, const vt_safetensors *st, const char *path,
-                           const vt_weights_opts *opts, vt_weights_report *rep, FILE *log) {
-    vt_weights_report r;
-    memset(&r, 0, sizeof r);
-    vt_wfile wf;
-    vt_status s = vt_wfile_from_st(st, path, &wf);
-    if (s != VT_OK) return s;
-    const int nt = m->n_p + (m->performer_w ? 1 : 0);
-    plan *pl = vt_xcalloc((size_t)nt + 1, sizeof *pl);
-    float **staged = vt_xcalloc((size_t)nt + 1, sizeof *staged);
+/* Model tensors: the parameters, and the Performer features when the model has them
+ * (a planned model has no memory for them yet, but they are in its checkpoints). */
+static int model_tensors(const vt_vit *m) { return m->n_p + (m->performer_m > 0 ? 1 : 0); }
 
-    /* File tensors the model has no tensor for. */
-    for (int k = 0; k < wf.n && s == VT_OK; k++) {
-        const vt_wtensor *f = &wf.t[k];
-        int known = vt_vit_find(m, f->name) != NULL || (m->performer_w && strcmp(f->name, PERFORMER_W) == 0);
-        if (known) continue;
+/* Every rule of the policy (opts) for model m against the file's tensors wf, without
+ * touching the model's data: unknown file tensors first (in file order; ignored ones
+ * counted in *ignored and logged), then each model tensor's plan into pl[0..nt). */
+static vt_status check_all(vt_vit *m, const vt_wfile *wf, const char *path,
+                           const vt_weights_opts *opts, plan *pl, int *ignored, FILE *log) {
+    const int nt = model_tensors(m);
+    vt_status s = check_model_shape(m, wf, path);
+    if (s != VT_OK) return s;
+    /* each model tensor marks the file's tensor of its name (a binary search) */
+    char *known = vt_xcalloc((size_t)wf->n + 1, 1);
+    for (int i = 0; i < nt; i++) {
+        const vt_wtensor *f = vt_wfile_find(wf, target_of(m, i).name);
+        if (f) known[f - wf->t] = 1;
+    }
+    for (int k = 0; k < wf->n && s == VT_OK; k++) {
+        const vt_wtensor *f = &wf->t[k];
+        if (known[k]) continue;
         char fname[400], sh[96];
         file_name_of(f, fname, sizeof fname);
         vt_shape_format(f->ndim, f->shape, sh, sizeof sh);
@@ -195,15 +240,62 @@ vt_status vt_weights_apply(vt_vit *m, const vt_safetensors *st, const char *path
             s = vt_fail(VT_ERR_RUNTIME, "%s: unexpected tensor %s %s: the model built from the config has no "
                         "such parameter (set train.init_allow_unexpected = true to ignore it)", path, fname, sh);
         else {
-            r.ignored++;
+            (*ignored)++;
             if (log) fprintf(log, "vitrain: train.init %s: ignored %s %s (no such model parameter; "
                              "train.init_allow_unexpected)\n", path, fname, sh);
         }
     }
-    /* Validate everything before writing anything; resampled and expanded data is staged. */
+    free(known);
     for (int i = 0; i < nt && s == VT_OK; i++) {
         target t = target_of(m, i);
-        if ((s = plan_one(m, path, opts, &wf, &t, &pl[i])) != VT_OK) break;
+        s = plan_one(m, path, opts, wf, &t, &pl[i]);
+    }
+    return s;
+}
+
+vt_status vt_weights_check(vt_vit *planned, const vt_safetensors *st, const char *path,
+                           const vt_weights_opts *opts, int exact) {
+    const int nt = model_tensors(planned);
+    int64_t model_floats = 0, file_floats = 0;
+    for (int i = 0; i < nt; i++) model_floats += target_of(planned, i).size;
+    for (int i = 0; i < st->n; i++) file_floats += st->tensors[i].size;
+    if (exact && model_floats > file_floats)
+        return vt_fail(VT_ERR_RUNTIME, "%s: the model its config describes has %lld values in %d "
+                       "tensors, more than the %lld values of the file's %d tensors can fill (a "
+                       "config that does not describe these weights)", path,
+                       (long long)model_floats, nt, (long long)file_floats, st->n);
+    vt_wfile wf;
+    vt_status s = vt_wfile_from_st(st, path, &wf);
+    if (s != VT_OK) return s;
+    plan *pl = vt_xcalloc((size_t)nt + 1, sizeof *pl);
+    int ignored = 0;
+    s = check_all(planned, &wf, path, opts, pl, &ignored, NULL);
+    for (int i = 0; i < nt && s == VT_OK && exact; i++)
+        if (pl[i].act != ACT_COPY) {
+            target t = target_of(planned, i);
+            s = shape_error(path, &t, pl[i].src, " (the file's own config describes another "
+                            "grid than its tensor holds)");
+        }
+    free(pl);
+    vt_wfile_free(&wf);
+    return s;
+}
+
+vt_status vt_weights_apply(vt_vit *m, const vt_safetensors *st, const char *path,
+                           const vt_weights_opts *opts, vt_weights_report *rep, FILE *log) {
+    vt_weights_report r;
+    memset(&r, 0, sizeof r);
+    vt_wfile wf;
+    vt_status s = vt_wfile_from_st(st, path, &wf);
+    if (s != VT_OK) return s;
+    const int nt = model_tensors(m);
+    plan *pl = vt_xcalloc((size_t)nt + 1, sizeof *pl);
+    float **staged = vt_xcalloc((size_t)nt + 1, sizeof *staged);
+
+    /* Validate everything before writing anything; resampled and expanded data is staged. */
+    s = check_all(m, &wf, path, opts, pl, &r.ignored, log);
+    for (int i = 0; i < nt && s == VT_OK; i++) {
+        target t = target_of(m, i);
         if (pl[i].act == ACT_RESAMPLE) {
             staged[i] = vt_xmalloc((size_t)t.size * sizeof(float));
             s = vt_pe_resample_pos_embed(pl[i].src->data, pl[i].src->shape[1] - 1, staged[i], t.shape[1] - 1,
@@ -230,10 +322,17 @@ vt_status vt_weights_apply(vt_vit *m, const vt_safetensors *st, const char *path
             case ACT_RESAMPLE:
             case ACT_EXPAND: {
                 memcpy(t.data, staged[i], (size_t)t.size * sizeof(float));
-                char rest[192];
-                snprintf(rest, sizeof rest, " from %s%s", sh,
-                         pl[i].act == ACT_RESAMPLE ? " (bicubic, class-token row kept)"
-                                                   : " (the file's shared set copied to every layer / head)");
+                /* the shape as stored, and as converted when a timm layout changed it */
+                char stored[96], rest[400];
+                vt_shape_format(f->file_ndim, f->file_shape, stored, sizeof stored);
+                int changed = strcmp(stored, sh) != 0;
+                snprintf(rest, sizeof rest, " from %s%s%s%s%s%s", stored,
+                         changed ? " as stored (read as " : "", changed ? sh : "",
+                         changed ? ": " : "", changed ? f->layout : "",
+                         pl[i].act == ACT_RESAMPLE
+                             ? (changed ? "), bicubic, class-token row kept"
+                                        : " (bicubic, class-token row kept)")
+                             : " (the file's shared set copied to every layer / head)");
                 if (opts->init) log_line(log, path, pl[i].act == ACT_RESAMPLE ? "resampled" : "expanded", &t, rest);
                 if (pl[i].act == ACT_RESAMPLE) r.resampled++;
                 else r.expanded++;

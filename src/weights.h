@@ -22,6 +22,9 @@
  *   - file tensors the model has no parameter for: an error, unless
  *     allow_unexpected (train.init_allow_unexpected), then ignored.
  *   Anything else (a missing block tensor, another shape) is an error.
+ * A file whose model has another width, depth, patch size, input channels or MLP width
+ * than the config's (read from its tensors) is an error in every mode, naming each
+ * difference ("width 192 here, 64 in the config (model.width)") before any tensor.
  * Every error names the file, the tensor (and its name in the file when a timm layout
  * was translated), the expected and found shapes, and leaves the model untouched. A
  * fine-tuning start logs one line per tensor that was resampled, expanded, re-initialised
@@ -67,5 +70,15 @@ vt_status vt_weights_apply(vt_vit *m, const vt_safetensors *st, const char *path
  * tensors are errors; messages name the tensor. Reads our checkpoints and timm's layouts,
  * F32, BF16 or F16: the strict mode above. */
 vt_status vt_vit_load(vt_vit *m, const char *path);
+
+/* The rules vt_weights_apply follows with opts, checked against a planned model
+ * (vt_vit_plan: its layout, no memory) before the model is allocated, with the same
+ * errors. With exact, the model must also hold no value the file does not give it: its
+ * value count at most the file's (checked first, before any tensor), and a pos_embed on
+ * another grid is an error rather than resampled. For a model described by the file's
+ * own config (`vitrain eval` without CONFIG), so a small file declaring a huge model is
+ * refused at the cost of reading the file, not of building the model. */
+vt_status vt_weights_check(vt_vit *planned, const vt_safetensors *st, const char *path,
+                           const vt_weights_opts *opts, int exact);
 
 #endif

@@ -22,27 +22,16 @@
 #include "data/dataset.h"
 #include "data/formats.h"
 #include "resolve.h"
+#include "test_util.h"
 
 static char tmpdir[256];
 static int skipped = 0;
 
-/* Make tmpdir = a fresh "<base>/<name>_XXXXXX"; 0 on success, 1 (perror printed) if not. */
-static int data_tmpdir_create(const char *base, const char *name) {
-    snprintf(tmpdir, sizeof tmpdir, "%s/%s_XXXXXX", base, name);
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    return 0;
-}
-
-static int data_rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(path);
-}
+/* Make tmpdir = a fresh "/tmp/vt_<name>_XXXXXX"; 0 on success, 1 (perror printed) if not. */
+static int data_tmpdir_create(const char *name) { return test_tmpdir(tmpdir, sizeof tmpdir, name); }
 
 /* Remove tmpdir and everything below it. */
-static void data_tmpdir_remove(void) { nftw(tmpdir, data_rm_cb, 16, FTW_DEPTH | FTW_PHYS); }
+static void data_tmpdir_remove(void) { test_rm_rf(tmpdir); }
 
 /* Print "N passed, N failed, N skipped"; the binary's exit status (1 if anything failed). */
 static int data_summary(void) {

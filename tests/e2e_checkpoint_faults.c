@@ -3,8 +3,10 @@
  * $VT_FAULT_BIN) on configs/synthetic_tiny.json (128 samples, 4 steps per epoch, 3
  * epochs, depth 1, train.keep_checkpoints 1: pairs saved at steps 4, 8 and 12, the
  * second and third save prune the previous pair; best.safetensors at the end):
- *   - a traced uninterrupted run numbers every file operation (event) of the run; its
- *     final last.safetensors is the reference
+ *   - a traced uninterrupted run numbers every file operation (event) of the run (the
+ *     lock, config.json, metrics.jsonl, best.safetensors and the pairs, `latest` and
+ *     last.safetensors: every file a run writes); its final last.safetensors is the
+ *     reference
  *   - for every event N: SIGKILL just before it. At that instant the run directory
  *     holds a complete pair named by `latest` (both files read and verify), or, before
  *     the first commit, none, and --resume says so (exit 2). --resume (or, with no pair, a
@@ -157,6 +159,15 @@ static void fault_points(const char *mode, const char *env, int copy_only, const
     CHECK(n > 60 && saves == 3 && commits == 3 && copies == (copy_only ? 3 : 0),
           "%s: trace of %d events, %d state files, %d commits, %d copies", mode, n, saves,
           commits, copies);
+    /* every file a run writes goes through the injected operations */
+    static const char *const files[] = {"/lock", "/config.json", "/metrics.jsonl",
+                                        "/best.safetensors", "/latest", "/last.safetensors",
+                                        ".state.safetensors"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        int seen = 0;
+        for (int i = 0; i < n && !seen; i++) seen = strstr(paths[i], files[f]) != NULL;
+        CHECK(seen, "%s: the trace has events of %s", mode, files[f]);
+    }
 
     int points = 0, killed = 0, matched = 0, before_commit = 0, broken = 0;
     for (int i = 0; i < n; i++) {
@@ -372,16 +383,12 @@ int main(void) {
         CHECK(0, "fault-injection binary %s", bin);
         return test_summary();
     }
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_faults_XXXXXX");
-    if (!mkdtemp(tmp)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (test_tmpdir(tmp, sizeof tmp, "e2e_faults")) return 1;
     test_kills_and_enospc();
     test_resume_tidy();
     test_tmpfs_full();
     int rc = test_summary();
-    if (rc == 0) run("rm -rf %s", tmp);
+    if (rc == 0) test_rm_rf(tmp);
     else fprintf(stderr, "run directories kept in %s\n", tmp);
     return rc;
 }

@@ -174,14 +174,6 @@ static void test_no_train_split(const char *cfg, const char *ckpt) {
     run("mv %s/folder/train.away %s/folder/train", tmp, tmp);
 }
 
-static double final_top1(const char *log) {
-    char *s = slurp(log, NULL);
-    const char *p = s ? strstr(s, "final: top-1 ") : NULL;
-    double v = p ? atof(p + strlen("final: top-1 ")) : -1;
-    free(s);
-    return v;
-}
-
 static double json_top1(const char *out) {
     char *s = slurp(out, NULL);
     const char *p = s ? strstr(s, "\"top1\":") : NULL;
@@ -244,13 +236,8 @@ static void test_checkpoint_config(void) {
 int main(void) {
     const char *b = getenv("VT_BIN");
     snprintf(bin, sizeof bin, "%s", b && b[0] ? b : "./vitrain");
-    char err[256];
-    if (vt_kernels_init(err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
-    snprintf(tmp, sizeof tmp, "/tmp/vt_eval_XXXXXX");
-    if (!mkdtemp(tmp)) return 1;
+    if (test_kernels_init()) return 1;
+    if (test_tmpdir(tmp, sizeof tmp, "eval")) return 1;
     char root[256], cfg_path[256], ckpt[256], json[1024];
     snprintf(root, sizeof root, "%s/folder", tmp);
     const char *classes[3] = {"a", "b", "c"};
@@ -271,6 +258,6 @@ int main(void) {
     test_logits(cfg_path, ckpt);
     test_no_train_split(cfg_path, ckpt);
     test_checkpoint_config();
-    run("rm -rf %s", tmp);
+    test_rm_rf(tmp);
     return test_summary();
 }

@@ -25,19 +25,10 @@
 static char bin[1024];
 static char tmp[64];
 
-static double final_top1(const char *log) {
-    char *s = slurp(log, NULL);
-    const char *p = s ? strstr(s, "final: top-1 ") : NULL;
-    double v = p ? atof(p + strlen("final: top-1 ")) : -1;
-    free(s);
-    return v;
-}
-
 int main(void) {
     const char *b = getenv("VT_BIN");
     snprintf(bin, sizeof bin, "%s", b && b[0] ? b : "./vitrain");
-    snprintf(tmp, sizeof tmp, "/tmp/vt_ft_XXXXXX");
-    if (!mkdtemp(tmp)) return 1;
+    if (test_tmpdir(tmp, sizeof tmp, "ft")) return 1;
 
     /* A 3-class checkpoint. */
     int rc = run("%s " CFG " --set model.num_classes=3 --set train.epochs=2 --run-dir %s/three " QUIET
@@ -46,6 +37,7 @@ int main(void) {
 
     /* Into a 10-class model. */
     char log[256];
+    char *text;
     snprintf(log, sizeof log, "%s/ten.log", tmp);
     rc = run("%s " CFG " --set model.num_classes=10 --set train.epochs=2 --set train.init=%s/three/last.safetensors "
              "--run-dir %s/ten " QUIET " 2>%s", bin, tmp, tmp, log);
@@ -98,6 +90,24 @@ int main(void) {
     rc = run("%s " CFG " --set train.init_allow_unexpected=maybe --run-dir %s/bad " QUIET " 2>%s", bin, tmp, log);
     CHECK(rc == 2 && file_contains(log, "train.init_allow_unexpected"), "non-boolean allow key: exit %d", rc);
 
+    /* A file of another width and depth: the first and only error names both differences
+     * (issue 39 item 6), not a consequence (an unexpected block tensor, a shape). */
+    snprintf(log, sizeof log, "%s/wide.log", tmp);
+    rc = run("%s " CFG " --set model.num_classes=3 --set model.width=64 --set model.depth=1 --set "
+             "train.init=%s/three/last.safetensors --set train.init_allow_unexpected=true --run-dir %s/wide "
+             QUIET " 2>%s", bin, tmp, tmp, log);
+    text = slurp(log, NULL);
+    CHECK(rc == 1 && file_contains(log, "three/last.safetensors holds another model than the config's: "
+                                        "width 32 here, 64 in the config (model.width); depth 2 here, 1 in "
+                                        "the config (model.depth). Set those keys") &&
+              text && !strstr(text, "ignored") && !strstr(text, "expected shape"),
+          "train.init from a model of another width and depth: exit %d, both named first", rc);
+    free(text);
+    rc = run("%s " CFG " --set model.num_classes=3 --set model.mlp_ratio=4 --set train.init=%s/three/last.safetensors "
+             "--run-dir %s/mlp " QUIET " 2>%s", bin, tmp, tmp, log);
+    CHECK(rc == 1 && file_contains(log, "MLP hidden width 64 here, 128 in the config (model.mlp_ratio). Set that key"),
+          "train.init from a file of another MLP width names it: exit %d", rc);
+
     /* Resume does not load the init file again. */
     snprintf(log, sizeof log, "%s/resume.log", tmp);
     rc = run("%s " CFG " --set model.num_classes=10 --set train.init=%s/three/last.safetensors --run-dir %s/res "
@@ -106,10 +116,10 @@ int main(void) {
     rc = run("mv %s/three %s/three.moved", tmp, tmp);
     rc = run("%s " CFG " --set model.num_classes=10 --set train.init=%s/three/last.safetensors --resume %s/res "
              QUIET " 2>%s", bin, tmp, tmp, log);
-    char *text = slurp(log, NULL);
+    text = slurp(log, NULL);
     CHECK(rc == 0 && text && !strstr(text, "train.init "), "resume ignores train.init (exit %d)", rc);
     free(text);
 
-    run("rm -rf %s", tmp);
+    test_rm_rf(tmp);
     return test_summary();
 }

@@ -110,15 +110,11 @@ int main(void) {
     const char *b = getenv("VT_BIN");
     if (!b || !*b) b = "vitrain";
     snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_info_XXXXXX");
-    if (!mkdtemp(tmp)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (test_tmpdir(tmp, sizeof tmp, "e2e_info")) return 1;
     test_no_allocation();
     test_estimates();
     int rc = test_summary();
-    if (rc == 0) run("rm -rf %s", tmp);
+    if (rc == 0) test_rm_rf(tmp);
     else fprintf(stderr, "run directories kept in %s\n", tmp);
     return rc;
 }

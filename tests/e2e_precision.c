@@ -25,15 +25,6 @@
 static char bin[1024];
 static char tmp[256];
 
-/* The "final: top-1 X%" of a training log, or -1. */
-static double final_top1(const char *log) {
-    char *s = slurp(log, NULL);
-    const char *p = s ? strstr(s, "final: top-1 ") : NULL;
-    double v = p ? atof(p + 13) : -1.0;
-    free(s);
-    return v;
-}
-
 /* How many times needle occurs in the file at path. */
 static int count_in(const char *path, const char *needle) {
     char *s = slurp(path, NULL);
@@ -146,13 +137,12 @@ int main(void) {
     const char *b = getenv("VT_BIN");
     if (!b || !*b) b = "vitrain";
     snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_precision_XXXXXX");
-    if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
+    if (test_tmpdir(tmp, sizeof tmp, "e2e_precision")) return 1;
     test_bf16_run();
     test_note_without_bf16();
     test_path_override();
     int rc = test_summary();
-    if (rc == 0) run("rm -rf %s", tmp);
+    if (rc == 0) test_rm_rf(tmp);
     else fprintf(stderr, "run directories kept in %s\n", tmp);
     return rc;
 }

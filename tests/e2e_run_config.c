@@ -12,7 +12,8 @@
  *   - the geometry is seen: evaluating with the other data.eval_transform gives another
  *     loss (the check above can fail);
  *   - training again from RUN/config.json gives the same metrics (times aside) and the
- *     same last.safetensors, byte for byte.
+ *     same last.safetensors, byte for byte; its config.json is RUN's but for
+ *     train.run_dir, which records each run's own directory.
  */
 #include <png.h>
 #include <stdint.h>
@@ -161,14 +162,15 @@ static void last_value(const char *text, const char *kind, const char *key, char
     snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), v);
 }
 
-/* metrics.jsonl without the timing fields ("img_per_s", "wall_s"). */
+/* metrics.jsonl without the timing fields ("img_per_s", "wall_s", a checkpoint's "seconds",
+ * and its "bytes", which vary with the digits of the wall time the state file records). */
 static char *metrics_untimed(const char *dir) {
     char p[512];
     snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
     char *s = slurp(p, NULL);
     if (!s) return NULL;
-    const char *keys[2] = {"\"img_per_s\":", "\"wall_s\":"};
-    for (int k = 0; k < 2; k++)
+    const char *keys[4] = {"\"img_per_s\":", "\"wall_s\":", "\"seconds\":", "\"bytes\":"};
+    for (int k = 0; k < 4; k++)
         for (char *q = s; (q = strstr(q, keys[k]));) {
             char *e = q + strcspn(q, ",}");
             if (*e == ',') e++;
@@ -233,13 +235,53 @@ static void check_kind(const char *name, const char *cfg_text, const char *other
     snprintf(a, sizeof a, "%s/last.safetensors", run_dir);
     snprintf(b, sizeof b, "%s/last.safetensors", again);
     CHECK(same_bytes(a, b), "%s: and the same last.safetensors, byte for byte", name);
+    /* the same config.json but for train.run_dir, which names each run's own directory */
     snprintf(a, sizeof a, "%s/config.json", run_dir);
     snprintf(b, sizeof b, "%s/config.json", again);
-    CHECK(same_bytes(a, b), "%s: and the same config.json", name);
+    char *ca = slurp(a, NULL), *cb = slurp(b, NULL);
+    char da[700], db[700];
+    snprintf(da, sizeof da, "\"run_dir\": \"%s\"", run_dir);
+    snprintf(db, sizeof db, "\"run_dir\": \"%s\"", again);
+    char *pa = ca ? strstr(ca, da) : NULL, *pb = cb ? strstr(cb, db) : NULL;
+    CHECK(pa && pb, "%s: each config.json records its own run directory", name);
+    if (pa && pb) {
+        memmove(pa, pa + strlen(da), strlen(pa + strlen(da)) + 1);
+        memmove(pb, pb + strlen(db), strlen(pb + strlen(db)) + 1);
+        CHECK(strcmp(ca, cb) == 0, "%s: and the same config.json otherwise", name);
+    }
+    free(ca);
+    free(cb);
+}
+
+/* An image folder of 3 class folders (issue 39 item 4): without model.num_classes the
+ * model has the folder's 3 classes (the run's config.json records them, `info` says where
+ * they come from, the first loss is near ln 3, not ln 1000), and a given count that
+ * disagrees with the folder is an error naming both. */
+static void check_folder_classes(const char *name) {
+    char dir[512], p[700], log[700];
+    snprintf(dir, sizeof dir, "%s/%s", tmp, name);
+    snprintf(p, sizeof p, "%s/run/config.json", dir);
+    CHECK(file_contains(p, "\"num_classes\": 3,"), "%s: the run's config.json has the folder's 3 classes", name);
+    snprintf(p, sizeof p, "%s/run/metrics.jsonl", dir);
+    char *m = slurp(p, NULL);
+    const char *l = m ? strstr(m, "\"loss\":") : NULL;
+    double first = l ? strtod(l + 7, NULL) : -1;
+    CHECK(first > 0.5 && first < 2.0, "%s: first loss %.4f is near ln 3 = 1.10 (ln 1000 = 6.91)", name, first);
+    free(m);
+    snprintf(log, sizeof log, "%s/info.out", dir);
+    int rc = run("%s info %s/config.json > %s 2>&1", bin, dir, log);
+    CHECK(rc == 0 && file_contains(log, "classes: 3 (from the data: data.kind = imagefolder"),
+          "%s: info says the 3 classes come from the folder (exit %d)", name, rc);
+    snprintf(log, sizeof log, "%s/wrong_classes.log", dir);
+    rc = run("%s train %s/config.json --set model.num_classes=5 --run-dir %s/wrong --threads 1 > %s 2>&1", bin,
+             dir, dir, log);
+    CHECK(rc == 2 && file_contains(log, "has 3 classes but model.num_classes is 5") &&
+          file_contains(log, "leave model.num_classes out"),
+          "%s: 5 classes given for a folder of 3 is an error naming both (exit %d)", name, rc);
 }
 
 /* The shared model and recipe, with a data section; classes 0: model.num_classes left to
- * the format (CIFAR). */
+ * the format (CIFAR, image folders). */
 static void config_for(char *out, size_t n, int in_chans, int classes, const char *data) {
     char nc[48] = "";
     if (classes) snprintf(nc, sizeof nc, " \"num_classes\": %d,", classes);
@@ -258,8 +300,7 @@ int main(void) {
     const char *b = getenv("VT_BIN");
     if (!b || !*b) b = "vitrain";
     snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_run_config_XXXXXX");
-    if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
+    if (test_tmpdir(tmp, sizeof tmp, "e2e_run_config")) return 1;
     int seen[VT_DATA_KIND_COUNT] = {0};
     for (int k = 0; k < VT_DATA_KIND_COUNT; k++) {
         vt_data_kind kind = (vt_data_kind)k;
@@ -289,14 +330,16 @@ int main(void) {
                      "\"synthetic_seed\": 5", NTRAIN, NVAL);
         else
             snprintf(data, sizeof data, "\"kind\": \"%s\", \"root\": \"%s\"", name, root);
-        int cifar = kind == VT_DATA_CIFAR10 || kind == VT_DATA_CIFAR100;
-        config_for(text, sizeof text, chans, cifar ? 0 : 3, data);
+        /* CIFAR and image folders define their classes: model.num_classes is left out */
+        int own = kind == VT_DATA_CIFAR10 || kind == VT_DATA_CIFAR100 || kind == VT_DATA_IMAGEFOLDER;
+        config_for(text, sizeof text, chans, own ? 0 : 3, data);
         check_kind(name, text, other);
+        if (kind == VT_DATA_IMAGEFOLDER) check_folder_classes(name);
         seen[k] = 1;
     }
     for (int k = 0; k < VT_DATA_KIND_COUNT; k++)
         CHECK(seen[k], "data.kind %s is covered", vt_data_kind_name((vt_data_kind)k));
     int rc = test_summary();
-    if (rc == 0) run("rm -rf %s", tmp);
+    if (rc == 0) test_rm_rf(tmp);
     return rc;
 }

@@ -15,7 +15,8 @@
  *     train.init, optim.clip_grad 0: AdamW's second moment overflows) stops with exit 1
  *     naming the tensor and the step, and publishes no pair; a resumed run whose weights
  *     overflow at step 9 refuses that pair, and `latest` keeps naming step 8's, intact
- *   - temporary files never follow a symbolic link planted at their name
+ *   - temporary files never follow a symbolic link planted at their name; a FIFO where
+ *     the lock or the metrics go is an error, not a hang
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -210,7 +211,7 @@ static void test_nothing_unloadable(void) {
               file_contains(log, "not written"),
           "an overflowing second moment stops the run naming tensor and step: exit %d", rc);
     CHECK(access(latest, F_OK) != 0, "no pair was published");
-    rc = run("%s " CFG " --set data.train_size=32 --threads 1 --resume %s 2>%s", bin, d, log);
+    rc = run("%s --resume %s --threads 1 2>%s", bin, d, log);
     CHECK(rc == 2 && file_contains(log, "holds no checkpoint to resume from"),
           "--resume finds no checkpoint: exit %d", rc);
 
@@ -228,7 +229,8 @@ static void test_nothing_unloadable(void) {
     CHECK(poke_tensor(state, "optim.m", 3.0e38f), "huge first moment into %s", state);
     rc = run("%s " CFG " " SETS " --stop-after 9 --resume %s 2>%s", bin, g, log);
     CHECK(rc == 1 && file_contains(log, "checkpoint at step 9 (not saved; the previous checkpoint "
-                                   "is intact)") && file_contains(log, "Inf at element"),
+                                   "is intact: step 8, which --resume ") &&
+              file_contains(log, "Inf at element"),
           "an overflowed weight stops the run naming the step: exit %d", rc);
     CHECK(pair_ok(g, 8) && same_bytes(last, keep), "latest still names step 8's pair, whole");
 }
@@ -259,23 +261,32 @@ static void test_symlinked_temporaries(void) {
         regular &= lstat(p, &sb) == 0 && S_ISREG(sb.st_mode);
     }
     CHECK(regular && pair_ok(d, 8), "the run's files are regular files, the pair whole");
+
+    /* A FIFO where the lock or the metrics go is refused at once, not waited on. */
+    const char *fifos[] = {"lock", "metrics.jsonl"};
+    for (int i = 0; i < 2; i++) {
+        char f[512];
+        snprintf(f, sizeof f, "%s/fifo%d", tmp, i);
+        rc = run("mkdir -p %s && mkfifo %s/%s && timeout 60 %s " CFG " " SETS " --run-dir %s 2>%s",
+                 f, f, fifos[i], bin, f, log);
+        char want[700];
+        snprintf(want, sizeof want, "%s/%s: cannot open", f, fifos[i]);
+        CHECK(rc == 1 && file_contains(log, want) && file_contains(log, "not a regular file"),
+              "a FIFO as %s: exit %d", fifos[i], rc);
+    }
 }
 
 int main(void) {
     const char *b = getenv("VT_BIN");
     if (!b || !*b) b = "vitrain";
     snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_rundir_XXXXXX");
-    if (!mkdtemp(tmp)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (test_tmpdir(tmp, sizeof tmp, "e2e_rundir")) return 1;
     test_no_overwrite();
     test_one_owner();
     test_nothing_unloadable();
     test_symlinked_temporaries();
     int rc = test_summary();
-    if (rc == 0) run("rm -rf %s", tmp);
+    if (rc == 0) test_rm_rf(tmp);
     else fprintf(stderr, "run directories kept in %s\n", tmp);
     return rc;
 }

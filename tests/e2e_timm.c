@@ -32,8 +32,8 @@
 #include "kernels.h"
 #include "tape.h"
 #include "vit.h"
-#include "weights.h"
 #include "vit_fixture.h"
+#include "weights.h"
 
 static char py[256];
 static char tmp[64];
@@ -254,6 +254,10 @@ static void test_refused(void) {
         {"--model vit --kwargs '{\"num_heads\": 2, \"global_pool\": \"avg\"}'", "fc_norm"},
         {"--model vit --kwargs '{\"class_token\": false}'", "class_token=False"},
         {"", "needs --spec FILE or --model"},
+        /* the head count is not in the tensors: a name or num_heads tells it */
+        {"--model vit --kwargs '{\"img_size\": 16}'", "num_heads is not in the tensors and was not given"},
+        {"--model vit_tiny_patch16_224", "vit_tiny_patch16_224: embed_dim=192 disagrees with the tensors (32)"},
+        {"--model vit_tiny_patch16_22", "did you mean 'vit_tiny_patch16_224'?"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = run("%s scripts/timm_convert.py from-timm tests/fixtures/timm/vit_ape.safetensors %s %s >%s 2>&1",
@@ -269,20 +273,88 @@ static void test_refused(void) {
     free(text);
 }
 
-int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
+/* A python with timm, torch and safetensors ($VT_TIMM_PYTHON, else scripts/timm_venv.sh's
+ * .venv-timm), into tpy; 0 if none. */
+static int find_timm_python(char *tpy, size_t len) {
+    const char *cands[2] = {getenv("VT_TIMM_PYTHON"), ".venv-timm/bin/python"};
+    for (int i = 0; i < 2; i++) {
+        if (!cands[i] || !cands[i][0]) continue;
+        if (run("%s -c 'import timm, torch, safetensors, numpy' >/dev/null 2>&1", cands[i]) == 0) {
+            snprintf(tpy, len, "%s", cands[i]);
+            return 1;
+        }
     }
+    return 0;
+}
+
+/* Every timm model name from-timm reads (`timm_convert.py names`): timm builds the model
+ * by that name (small image, 5 classes, random weights), `from-timm --model NAME` converts
+ * its state dict knowing nothing but the name and the two arguments changed, and the
+ * converted checkpoint's own config gives timm's logits. */
+static void test_names(void) {
+    char tpy[256], names_path[128], log[128];
+    int rc;
+    if (!find_timm_python(tpy, sizeof tpy)) {
+        fprintf(stderr, "e2e_timm: skipped: the timm model names round trip (no python with timm and torch: "
+                "$VT_TIMM_PYTHON, or scripts/timm_venv.sh's .venv-timm)\n");
+        return;
+    }
+    snprintf(names_path, sizeof names_path, "%s/names.txt", tmp);
+    snprintf(log, sizeof log, "%s/names.log", tmp);
+    rc = run("%s scripts/timm_convert.py names > %s", py, names_path);
+    char *names = slurp(names_path, NULL);
+    CHECK(rc == 0 && names && strstr(names, "vit_tiny_patch16_224\n") && strstr(names, "vit_base_patch16_224\n") &&
+              strstr(names, "vit_small_patch16_rope_mixed_224\n"),
+          "timm_convert.py names lists the supported names (exit %d)", rc);
+    if (!names) return;
+    /* one timm process makes every name's files in turn, waiting for each to be taken */
+    char cmd[4096];
+    int o = snprintf(cmd, sizeof cmd, "nice -n 5 %s scripts/timm_name_reference.py %s --wait", tpy, tmp);
+    for (char *line = strtok(names, "\n"); line && o < (int)sizeof cmd; line = strtok(NULL, "\n"))
+        o += snprintf(cmd + o, sizeof cmd - (size_t)o, " %s", line);
+    snprintf(cmd + o, sizeof cmd - (size_t)o, " 2>>%s", log);
+    FILE *ref_pipe = popen(cmd, "r");
+    CHECK(ref_pipe != NULL, "start %s", cmd);
+    int n = 0;
+    char name[128];
+    int S;
+    while (ref_pipe && fscanf(ref_pipe, "%127s %d", name, &S) == 2) {
+        n++;
+        char fix[256], ref_path[256], out[256];
+        snprintf(fix, sizeof fix, "%s/%s.safetensors", tmp, name);
+        snprintf(ref_path, sizeof ref_path, "%s/%s.ref.safetensors", tmp, name);
+        snprintf(out, sizeof out, "%s/%s.vitrain.safetensors", tmp, name);
+        rc = run("%s scripts/timm_convert.py from-timm %s %s --model %s --kwargs '{\"img_size\": %d, "
+                 "\"num_classes\": 5}' >>%s 2>&1", py, fix, out, name, S, log);
+        CHECK(rc == 0, "%s: from-timm --model %s exit %d (log %s)", name, name, rc, log);
+        vt_safetensors ref;
+        vt_vit m;
+        if (vt_st_read(ref_path, &ref) != VT_OK) {
+            CHECK(0, "%s: %s", name, vt_last_error());
+        } else {
+            if (rc == 0 && open_model(out, &m)) {
+                check_logits(name, &m, &ref, 1e-4);
+                vt_vit_free(&m);
+            }
+            vt_st_free(&ref);
+        }
+        run("rm -f %s %s %s", ref_path, out, fix); /* the timm process goes on once fix is gone */
+    }
+    rc = ref_pipe ? pclose(ref_pipe) : -1;
+    CHECK(rc == 0, "timm built every name (status %d, log %s)", rc, log);
+    free(names);
+    CHECK(n >= 20, "%d timm names checked", n);
+}
+
+int main(void) {
+    if (test_kernels_init()) return 1;
     if (!find_python()) {
         fprintf(stderr, "e2e_timm: skipped: no python3 with numpy ($VT_PYTHON, python3, /usr/bin/python3; "
                 "Debian: python3-numpy, which scripts/deps.sh installs)\n");
         printf("0 passed, 0 failed, 1 skipped\n");
         return 0;
     }
-    snprintf(tmp, sizeof tmp, "/tmp/vt_timm_XXXXXX");
-    if (!mkdtemp(tmp)) return 1;
+    if (test_tmpdir(tmp, sizeof tmp, "timm")) return 1;
     fprintf(stderr, "e2e_timm: using %s\n", py);
     test_from_timm("vit_ape", 1, "global_pool='token'");
     test_from_timm("vit_ape_avg_bf16", 1, "init_values=0.1");
@@ -299,6 +371,7 @@ int main(void) {
     test_ours("vit_pe_rope_mixed_ape", "use_abs_pos_emb=True");
     test_ours("vit_pe_liere_commute", "rope_type='mixed'");
     test_refused();
-    run("rm -rf %s", tmp);
+    test_names();
+    test_rm_rf(tmp);
     return test_summary();
 }

@@ -40,42 +40,6 @@
 static char bin[1024];
 static char tmp[256];
 
-/* Raw text of "key": value in a JSON line (up to the next ',' or '}'), into out. */
-static int json_raw(const char *line, const char *key, char *out, size_t len) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(line, pat);
-    if (!p) return 0;
-    p += strlen(pat);
-    size_t n = strcspn(p, ",}\n");
-    if (n >= len) n = len - 1;
-    memcpy(out, p, n);
-    out[n] = '\0';
-    return 1;
-}
-
-/* Train records of metrics.jsonl: "step loss grad_norm" text lines joined by '\n'. */
-static char *train_records(const char *dir, int *count) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    char *s = slurp(path, NULL);
-    *count = 0;
-    if (!s) return NULL;
-    size_t cap = strlen(s) + 1, o = 0;
-    char *out = calloc(cap, 1);
-    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
-        if (!strstr(line, "\"kind\":\"train\"")) continue;
-        char st[64], lo[64], gn[64];
-        if (!json_raw(line, "step", st, sizeof st) || !json_raw(line, "loss", lo, sizeof lo) ||
-            !json_raw(line, "grad_norm", gn, sizeof gn))
-            continue;
-        o += (size_t)snprintf(out + o, cap - o, "%s %s %s\n", st, lo, gn);
-        (*count)++;
-    }
-    free(s);
-    return out;
-}
-
 /* The last eval record's top1 in metrics.jsonl (-1 if none). */
 static double last_eval_top1(const char *dir) {
     char path[1024];
@@ -91,15 +55,6 @@ static double last_eval_top1(const char *dir) {
     return v;
 }
 
-static double final_top1(const char *log_path) {
-    char *s = slurp(log_path, NULL);
-    double v = -1;
-    const char *p = s ? strstr(s, "final: top-1 ") : NULL;
-    if (p) v = atof(p + strlen("final: top-1 "));
-    free(s);
-    return v;
-}
-
 static void test_learns_and_eval(void) {
     char dir[512], log[512], npy[512], out[512];
     snprintf(dir, sizeof dir, "%s/syn", tmp);
@@ -108,7 +63,7 @@ static void test_learns_and_eval(void) {
     CHECK(rc == 0, "synthetic run exit %d (log %s)", rc, log);
     double top1 = final_top1(log);
     CHECK(top1 >= 70.0, "synthetic val top-1 %.2f%%, expected >= 70%% (chance 25%%)", top1);
-    CHECK(file_contains(log, "vitrain: kernels "), "kernel level logged");
+    CHECK(file_contains(log, "vitrain: compute  fp32, kernels "), "kernel level logged");
     const char *files[] = {"config.json", "metrics.jsonl", "last.safetensors", "latest",
                            "step_00000128.safetensors", "step_00000128.state.safetensors",
                            "best.safetensors"};
@@ -121,7 +76,7 @@ static void test_learns_and_eval(void) {
     snprintf(older, sizeof older, "%s/step_00000096.safetensors", dir);
     CHECK(access(older, F_OK) != 0, "train.keep_checkpoints 1 keeps only the newest pair");
     int n = 0;
-    char *rec = train_records(dir, &n);
+    char *rec = train_records_text(dir, &n);
     CHECK(n == 128, "metrics.jsonl has %d train records, expected 128 (4 epochs x 32 steps)", n);
     CHECK(rec && strncmp(rec, "1 ", 2) == 0, "first train record is step 1");
     free(rec);
@@ -202,7 +157,7 @@ static void test_resume_exact(const char *precision) {
     rc = run("%s " CFG " %s --threads 2 --run-dir %s --stop-after 11 2>%s.log1", bin, sets, b, b);
     CHECK(rc == 0, "interrupted run exit %d", rc);
     int n1 = 0;
-    free(train_records(b, &n1));
+    free(train_records_text(b, &n1));
     CHECK(n1 == 11, "interrupted run logged %d steps, expected 11", n1);
     char logp[600];
     snprintf(logp, sizeof logp, "%s.log1", b);
@@ -210,7 +165,7 @@ static void test_resume_exact(const char *precision) {
     rc = run("%s " CFG " %s --threads 2 --resume %s 2>%s.log2", bin, sets, b, b);
     CHECK(rc == 0, "resumed run exit %d", rc);
     int na = 0, nb = 0;
-    char *ra = train_records(a, &na), *rb = train_records(b, &nb);
+    char *ra = train_records_text(a, &na), *rb = train_records_text(b, &nb);
     CHECK(na == 24 && nb == 24, "24 steps each (straight %d, resumed %d)", na, nb);
     int same = ra && rb && strcmp(ra, rb) == 0;
     CHECK(same, "per-step losses and grad norms equal bit for bit");
@@ -300,7 +255,7 @@ static void test_accum_and_cadence(void) {
              "--run-dir %s 2>/dev/null", bin, sets, b);
     CHECK(rc == 0, "accumulated run exit %d", rc);
     int na = 0, nb = 0;
-    char *ra = train_records(a, &na), *rb = train_records(b, &nb);
+    char *ra = train_records_text(a, &na), *rb = train_records_text(b, &nb);
     CHECK(na == 8 && nb == 8, "8 optimizer steps each (%d, %d)", na, nb);
     char *pa = ra, *pb = rb;
     for (int i = 0; i < 8 && na == 8 && nb == 8; i++) {
@@ -398,10 +353,8 @@ int main(void) {
     const char *b = getenv("VT_BIN");
     if (!b || !*b) b = "vitrain";
     snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
-    char err[256];
-    if (vt_kernels_init(err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_train_XXXXXX");
-    if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
+    if (test_kernels_init()) return 1;
+    if (test_tmpdir(tmp, sizeof tmp, "e2e_train")) return 1;
     test_rank_ties();
     test_usage_errors();
     test_info();
@@ -411,7 +364,7 @@ int main(void) {
     test_accum_and_cadence();
     test_nan_stop();
     int rc = test_summary();
-    if (rc == 0) run("rm -rf %s", tmp);
+    if (rc == 0) test_rm_rf(tmp);
     else fprintf(stderr, "run directories kept in %s\n", tmp);
     return rc;
 }

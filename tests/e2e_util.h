@@ -1,6 +1,8 @@
 /* e2e_util.h - test helpers shared by the end-to-end tests that drive the built binary
  * (header-only): run a formatted shell command line, read a whole file into memory,
- * look for a text in a file, compare two files.
+ * look for a text in a file, compare two files, the final top-1 of a training log, the
+ * train records of a run's metrics; with test_util.h's temporary directories and kernel
+ * start-up.
  */
 #ifndef VT_E2E_UTIL_H
 #define VT_E2E_UTIL_H
@@ -10,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+
+#include "test_util.h"
 
 /* Run a shell command line; returns the exit code (-1 if it did not exit normally). */
 static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -24,20 +28,17 @@ static int run(const char *fmt, ...) {
     return WEXITSTATUS(rc);
 }
 
-/* Whole file as a NUL-terminated malloc'd string (NULL if it cannot be opened); its byte
- * count into *len when len is not NULL. */
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    size_t got = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    b[got] = '\0';
-    if (len) *len = got;
-    return b;
+/* Whole file as a NUL-terminated malloc'd string (NULL if it cannot be read); its byte
+ * count into *len when len is not NULL (test_util.h's test_read_file). */
+static inline char *slurp(const char *path, size_t *len) { return test_read_file(path, len); }
+
+/* The top-1 of a training log's "final: top-1 X%" line, or -1 without one. */
+static inline double final_top1(const char *log) {
+    char *s = slurp(log, NULL);
+    const char *p = s ? strstr(s, "final: top-1 ") : NULL;
+    double v = p ? atof(p + strlen("final: top-1 ")) : -1.0;
+    free(s);
+    return v;
 }
 
 /* 1 if the file at path contains needle; else 0, and the file (or that it is missing) is
@@ -58,6 +59,42 @@ static inline int same_bytes(const char *a, const char *b) {
     free(x);
     free(y);
     return r;
+}
+
+/* Raw text of "key": value in a JSON line (up to the next ',' or '}'), into out. */
+static inline int json_raw(const char *line, const char *key, char *out, size_t len) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    if (!p) return 0;
+    p += strlen(pat);
+    size_t n = strcspn(p, ",}\n");
+    if (n >= len) n = len - 1;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return 1;
+}
+
+/* Train records of metrics.jsonl: "step loss grad_norm" text lines joined by '\n'. */
+static inline char *train_records_text(const char *dir, int *count) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    char *s = slurp(path, NULL);
+    *count = 0;
+    if (!s) return NULL;
+    size_t cap = strlen(s) + 1, o = 0;
+    char *out = calloc(cap, 1);
+    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strstr(line, "\"kind\":\"train\"")) continue;
+        char st[64], lo[64], gn[64];
+        if (!json_raw(line, "step", st, sizeof st) || !json_raw(line, "loss", lo, sizeof lo) ||
+            !json_raw(line, "grad_norm", gn, sizeof gn))
+            continue;
+        o += (size_t)snprintf(out + o, cap - o, "%s %s %s\n", st, lo, gn);
+        (*count)++;
+    }
+    free(s);
+    return out;
 }
 
 #endif

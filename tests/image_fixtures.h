@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_util.h"
+
 
 /* The 8-bit test pattern: a smooth gradient per channel (JPEG-friendly). */
 static inline uint8_t fx_pattern(int x, int y, int ch, int w, int h) {
@@ -259,20 +261,8 @@ static inline int fx_write_bytes(const char *path, const void *data, size_t len)
     return fclose(f) == 0 && n == len ? 0 : -1;
 }
 
-/* Read a whole file (malloc'd, *len bytes, followed by a NUL so text can use str*). */
-static inline uint8_t *fx_read_file(const char *path, size_t *len) {
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(n > 0 ? (size_t)n + 1 : 1);
-    *len = n > 0 ? fread(b, 1, (size_t)n, f) : 0;
-    b[*len] = 0;
-    fclose(f);
-    return b;
-}
+/* Read a whole file (test_util.h's test_read_file, as bytes). */
+static inline uint8_t *fx_read_file(const char *path, size_t *len) { return (uint8_t *)test_read_file(path, len); }
 
 /* Copy the first `keep` bytes of src to dst (a truncated file). */
 static inline int fx_truncate_copy(const char *src, const char *dst, size_t keep) {

@@ -26,6 +26,7 @@
 #include "resolve.h"
 #include "tape.h"
 #include "tensor.h"
+#include "test_util.h"
 #include "vit.h"
 #include "vit_fixture.h"
 
@@ -116,11 +117,7 @@ static void parity_check_outputs(const char *path, const vt_tensor *logits, floa
  * (dir from VT_FIXTURE_DIR, default tests/fixtures); returns the binary's exit status. */
 static int parity_main(const char *prefix, const char *const *names, size_t n,
                        void (*check)(const char *path), void (*after)(void)) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err)) {
-        fprintf(stderr, "kernels: %s\n", err);
-        return 1;
-    }
+    if (test_kernels_init()) return 1;
     const char *dir = getenv("VT_FIXTURE_DIR");
     if (!dir) dir = "tests/fixtures";
     for (size_t i = 0; i < n; i++) {

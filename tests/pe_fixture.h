@@ -47,7 +47,7 @@ static vt_rng rng;
 /* Kernel dispatch, a 1 MiB arena, the tape on it and rng seeded with `seed`; 0 on
  * success, 1 (message printed) when the kernels cannot be initialised. */
 static int pe_fixture_init(uint64_t seed) {
-    if (test_runtime_init(&arena, 1 << 20, &tape, "") != 0) return 1;
+    if (test_runtime_init(&arena, 1 << 20, &tape) != 0) return 1;
     vt_rng_seed(&rng, seed);
     return 0;
 }

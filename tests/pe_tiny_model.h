@@ -30,7 +30,7 @@ static vt_tape tape;
 
 /* Kernel dispatch, a 1 MiB arena and the tape on it; 0 on success, 1 (message printed)
  * when the kernels cannot be initialised. */
-static int pe_tiny_init(void) { return test_runtime_init(&arena, 1 << 20, &tape, "kernels: "); }
+static int pe_tiny_init(void) { return test_runtime_init(&arena, 1 << 20, &tape); }
 
 /* Frees what pe_tiny_init set up. */
 static void pe_tiny_done(void) { test_runtime_done(&arena, &tape); }

@@ -20,7 +20,7 @@ static vt_rng tape_rng;
 
 /* 0 on success, 1 (message printed) when the kernels cannot be initialised. */
 static int tape_fixture_init(void) {
-    if (test_runtime_init(&arena, 1 << 16, &tape, "") != 0) return 1;
+    if (test_runtime_init(&arena, 1 << 16, &tape) != 0) return 1;
     vt_arena_init(&store, 1 << 20);
     tape.rng = &tape_rng;
     return 0;

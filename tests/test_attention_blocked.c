@@ -144,7 +144,7 @@ static void check_long(const float *src, const float *dout, float p, int keep_pr
 }
 
 int main(void) {
-    if (test_runtime_init(&arena, 1 << 20, &tape, "") != 0) return 1;
+    if (test_runtime_init(&arena, 1 << 20, &tape) != 0) return 1;
     tape.rng = &tape_rng;
     int R = vt_attention_row_block(N);
     CHECK(R < N && N % R != 0, "N %d runs in row blocks of %d: not several blocks of unequal size", N, R);

@@ -20,33 +20,23 @@
 #include "npz.h"
 #include "safetensors.h"
 #include "harness.h"
+#include "test_util.h"
 
 static char dir[64];
 
-static const char *tmp_path(const char *name) {
-    static char buf[4][256];
-    static int k = 0;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
+/* A path in this test's directory (test_path's rotating buffers). */
+static const char *tmp_path(const char *name) { return test_path(dir, name); }
 
 static int file_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
 }
 
-/* Whole file into a malloc'd buffer; *len its size (-1 if unreadable). */
+/* Whole file into a malloc'd buffer (test_read_file); *len its size (-1 if unreadable). */
 static unsigned char *slurp(const char *path, long *len) {
-    FILE *f = fopen(path, "rb");
-    *len = -1;
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    *len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)*len + 1);
-    if (fread(b, 1, (size_t)*len, f) != (size_t)*len) *len = -1;
-    fclose(f);
+    size_t n;
+    unsigned char *b = (unsigned char *)test_read_file(path, &n);
+    *len = b ? (long)n : -1;
     return b;
 }
 
@@ -368,7 +358,7 @@ static void test_corrupt(void) {
 
     expect_bad(tmp_path("does_not_exist.safetensors"), "cannot open", NULL, "missing file");
     /* A directory given as a checkpoint (it opens, and used to report its size as 2^63 - 1). */
-    expect_bad(dir, "is a directory", "expected a .safetensors file", "a directory");
+    expect_bad(dir, "is a directory", "checkpoint (.safetensors file)", "not a regular file");
 }
 
 /* Write tensors a (2 x 2) and b (3) to path with vt_st_write. */
@@ -668,11 +658,7 @@ static void test_npy(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "/tmp/vt_ckpt_XXXXXX");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (test_tmpdir(dir, sizeof dir, "ckpt")) return 1;
     test_round_trip();
     test_atomic();
     test_corrupt();
@@ -680,8 +666,6 @@ int main(void) {
     test_python_layout();
     test_npy();
     test_pairs();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    test_rm_rf(dir);
     return test_summary();
 }

@@ -9,11 +9,13 @@
 #include <glob.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "data/formats.h"
 #include "harness.h"
+#include "test_util.h"
 #include "pe/kinds.h"
 #include "resolve.h"
 
@@ -249,6 +251,9 @@ static void test_cross_field(void) {
                  "divide the head dim 64");
     expect_error("{'pe': {'kind': 'liere_commute', 'block_size': 4}}",
                  "pe.block_size = 4 is invalid for liere_commute: must be 2", NULL);
+    expect_error("{'model': {'width': 32, 'heads': 2, 'mlp_ratio': 0.01}}",
+                 "model.mlp_ratio = 0.01 gives an MLP hidden width of int(32 x 0.01) = 0",
+                 "mlp_ratio >= 1/32");
     expect_error("{'model': {'in_chans': 2}}", "model.in_chans = 2 is not supported", "1 (grayscale), 3");
     expect_error("{'model': {'in_chans': 4}}", "model.in_chans = 4 (RGB-D)", "found pe.kind = ape");
     expect_error("{'model': {'in_chans': 4}, 'pe': {'kind': 'rope_mixed', 'coord_dim': 2}}",
@@ -514,6 +519,27 @@ static void test_files(void) {
     const char *sets[] = { "model.heads=6", "train.epochs=2" };
     CHECK(vt_resolve_file(&c, path, sets, 2) == VT_OK && c.model.heads == 6 && c.train.epochs == 2,
           "load_overrides: %s", vt_last_error());
+    /* a rule broken by a --set value says so, with the valid sizes (issue 39 item 7) */
+    text = q("{'model': {'img_size': 28}}");
+    fd = open(path, O_WRONLY | O_TRUNC);
+    CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text), "rewrite");
+    if (fd >= 0) close(fd);
+    const char *patch16[] = { "model.patch_size=16", "model.img_size=28", "model.heads=5" };
+    char want_set[512];
+    snprintf(want_set, sizeof want_set, "%s: model.img_size = 28 is not a multiple of model.patch_size = 16 "
+             "(--set); the nearest valid sizes are 16 and 32", path);
+    CHECK(vt_resolve_file(&c, path, patch16, 1) == VT_ERR_USAGE && strcmp(vt_last_error(), want_set) == 0,
+          "file size, --set patch: %s", vt_last_error());
+    CHECK(vt_resolve_file(&c, NULL, patch16, 2) == VT_ERR_USAGE &&
+              strcmp(vt_last_error(), "--set: model.img_size = 28 is not a multiple of model.patch_size = 16; "
+                                      "the nearest valid sizes are 16 and 32") == 0,
+          "both from --set: %s", vt_last_error());
+    CHECK(vt_resolve_file(&c, NULL, patch16 + 2, 1) == VT_ERR_USAGE &&
+              strcmp(vt_last_error(), "--set: model.heads = 5 does not divide model.width = 768") == 0,
+          "heads from --set: %s", vt_last_error());
+    const char *small[] = { "model.img_size=8" };
+    CHECK(vt_resolve_file(&c, NULL, small, 1) == VT_ERR_USAGE &&
+              strstr(vt_last_error(), "the smallest valid size is 16"), "below one patch: %s", vt_last_error());
     CHECK(vt_resolve_file(&c, NULL, sets, 1) == VT_OK && c.model.heads == 6 && c.source[0] == '\0',
           "overrides without a file: %s", vt_last_error());
     text = q("{'model': {'widht': 5}}");
@@ -531,6 +557,30 @@ static void test_files(void) {
     CHECK(vt_resolve_file(&c, "/tmp", NULL, 0) == VT_ERR_RUNTIME && strstr(vt_last_error(), "/tmp") &&
               strstr(vt_last_error(), "directory"),
           "directory: %s", vt_last_error());
+    /* a device and a FIFO are refused before anything reads from (or waits on) them */
+    CHECK(vt_resolve_file(&c, "/dev/zero", NULL, 0) == VT_ERR_RUNTIME &&
+              strstr(vt_last_error(), "/dev/zero: the config file is a character device"),
+          "/dev/zero: %s", vt_last_error());
+    CHECK(mkfifo(path, 0600) == 0, "mkfifo %s", path);
+    CHECK(vt_resolve_file(&c, path, NULL, 0) == VT_ERR_RUNTIME &&
+              strstr(vt_last_error(), "is a FIFO (named pipe), not a regular file"),
+          "FIFO: %s", vt_last_error());
+    unlink(path);
+}
+
+/* An escaped NUL would end the C string cJSON hands back: in a key, a string value or a
+ * --set value it is an error, not a silently shortened name. An escaped backslash
+ * followed by "u0000" is no NUL. */
+static void test_escaped_nul(void) {
+    expect_error("{'train': {'run_dir': 'runs/a\\u0000b'}}", "escaped NUL (\\u0000) at line 1, column 30",
+                 NULL);
+    expect_error("{'train': {'run_dir\\u0000x': 'a'}}", "escaped NUL", NULL);
+    expect_error("{'train\\u0000': {}}", "escaped NUL", NULL);
+    expect_set_error("train.run_dir=\"a\\u0000b\"", "escaped NUL", NULL);
+    vt_config c;
+    CHECK(parse(&c, "{'train': {'run_dir': 'runs/a\\\\u0000b'}}") == VT_OK &&
+              strcmp(c.train.run_dir, "runs/a\\u0000b") == 0,
+          "an escaped backslash before u0000: %s (%s)", c.train.run_dir, vt_last_error());
 }
 
 static int count_of(const char *s, const char *needle) {
@@ -724,18 +774,8 @@ static void test_docs(void) {
     CHECK(strstr(md, "\n## optim\n") != NULL && strncmp(md, "# vitrain configuration", 23) == 0,
           "markdown sections");
 
-    FILE *fp = fopen("configs/README.md", "rb");
-    char *committed = NULL;
     size_t len = 0;
-    if (fp) {
-        fseek(fp, 0, SEEK_END);
-        long n = ftell(fp);
-        fseek(fp, 0, SEEK_SET);
-        committed = malloc((size_t)n + 1);
-        len = fread(committed, 1, (size_t)n, fp);
-        committed[len] = '\0';
-        fclose(fp);
-    }
+    char *committed = test_read_file("configs/README.md", &len);
     CHECK(committed && len == strlen(md) && memcmp(committed, md, len) == 0,
           "configs/README.md is stale: run `./vitrain help-config --markdown > configs/README.md`");
     free(committed);
@@ -753,6 +793,7 @@ int main(void) {
     test_set();
     test_round_trip();
     test_files();
+    test_escaped_nul();
     test_resolve_idempotent();
     test_data_geometry();
     test_moved_rules();

@@ -25,6 +25,7 @@
 #include "data/loader.h"
 #include "data/transform.h"
 #include "harness.h"
+#include "test_util.h"
 #include "data_fixture.h"
 
 /* ---- writing IDX files --------------------------------------------------------------- */
@@ -535,17 +536,8 @@ static void test_bad_inputs(void) {
      * the claimed size would fail with "out of memory" instead). */
     uint32_t huge[3] = {50000, 256, 256};
 #if !defined(__SANITIZE_ADDRESS__)
-    struct rlimit old_as, lim;
-    getrlimit(RLIMIT_AS, &old_as);
-    long long vm_pages = 0;
-    FILE *sf = fopen("/proc/self/statm", "r");
-    if (sf) {
-        if (fscanf(sf, "%lld", &vm_pages) != 1) vm_pages = 0;
-        fclose(sf);
-    }
-    lim = old_as;
-    lim.rlim_cur = (rlim_t)(vm_pages * 4096 + (1LL << 30));
-    setrlimit(RLIMIT_AS, &lim);
+    struct rlimit old_as;
+    int capped = test_cap_address_space(1ULL << 30, &old_as) == 0;
 #endif
     for (int gz = 0; gz < 2; gz++) {
         make_dir(dir, gz ? "huge_gz" : "huge");
@@ -561,7 +553,7 @@ static void test_bad_inputs(void) {
                          (const char *const[]){p, "truncated", "expected 3276800016", "found 96", NULL});
     }
 #if !defined(__SANITIZE_ADDRESS__)
-    setrlimit(RLIMIT_AS, &old_as);
+    if (capped) setrlimit(RLIMIT_AS, &old_as);
 #endif
     /* Gzip payloads over the first 1 MB buffer: 2000 images of 28 x 28 noise load whole
      * (the buffer grows), and the same header over 100 images is truncated. */
@@ -621,6 +613,17 @@ static void test_bad_inputs(void) {
     idx_cfg(&c, dir, 4, 4, 3);
     expect_error("in_chans 4", &c, VT_SPLIT_TRAIN,
                  (const char *const[]){"model.in_chans = 4", "1-channel", NULL});
+
+    /* a FIFO in a file's place is named as what it is, without waiting for a writer */
+    make_dir(dir, "fifo");
+    write_split(dir, "train", N, H, W, img, lab, 0);
+    unlink(mkpath(p, dir, "train-images-idx3-ubyte"));
+    CHECK(mkfifo(p, 0600) == 0, "mkfifo %s", p);
+    idx_cfg(&c, dir, 4, 1, 3);
+    expect_error("images FIFO", &c, VT_SPLIT_TRAIN,
+                 (const char *const[]){p, "the IDX images file is a FIFO (named pipe), not a regular "
+                                       "file", NULL});
+    CHECK(!contains(vt_last_error(), "neither"), "FIFO reported as missing: %s", vt_last_error());
 }
 
 static void syn_cfg(vt_data_spec *c, int chans) {
@@ -768,7 +771,7 @@ static void test_fashion_mnist(void) {
 }
 
 int main(void) {
-    if (data_tmpdir_create(getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", "vt_test_data") != 0) return 1;
+    if (data_tmpdir_create("test_data") != 0) return 1;
     test_decode();
     test_resize();
     test_gray_to_rgb();

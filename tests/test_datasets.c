@@ -244,6 +244,11 @@ static void test_class_list(void) {
     snprintf(c.data.class_list, sizeof c.data.class_list, "%s/lists/none.txt", tmpdir);
     expect_open_error("missing class list", &c, VT_SPLIT_TRAIN,
                       (const char *const[]){"data.class_list", "cannot open", "none.txt", NULL});
+    /* a FIFO is refused at once rather than waited on */
+    snprintf(c.data.class_list, sizeof c.data.class_list, "%s", tpath(list, "lists/fifo.txt"));
+    CHECK(mkfifo(list, 0600) == 0, "mkfifo %s", list);
+    expect_open_error("class list FIFO", &c, VT_SPLIT_TRAIN,
+                      (const char *const[]){"data.class_list is a FIFO (named pipe)", "fifo.txt", NULL});
 }
 
 /* Images smaller than the model input (3 x 4 gray, 5 x 7 RGB) come out of the loader
@@ -593,6 +598,11 @@ static void test_cifar10(void) {
     write_cifar("c10bad/test_batch.bin", 0, 0, 0, 0, -1);
     expect_open_error("empty test batch", &c, VT_SPLIT_VAL,
                       (const char *const[]){"test_batch.bin", "empty file", NULL});
+    char fifo[1024];
+    remove(tpath(fifo, "c10bad/test_batch.bin"));
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
+    expect_open_error("test batch FIFO", &c, VT_SPLIT_VAL,
+                      (const char *const[]){"test_batch.bin", "is a FIFO (named pipe)", NULL});
     cfg_for(&c, VT_DATA_CIFAR10, "c10_missing_root", 32, 3, 10);
     expect_open_error("missing root", &c, VT_SPLIT_TRAIN,
                       (const char *const[]){"data.root", "c10_missing_root", NULL});
@@ -876,7 +886,7 @@ static void test_shards_every_kind(void) {
 }
 
 int main(void) {
-    if (data_tmpdir_create("/tmp", "vt_test_datasets") != 0) return 1;
+    if (data_tmpdir_create("test_datasets") != 0) return 1;
     int threads = omp_get_max_threads();
     test_imagefolder_index();
     test_class_list();

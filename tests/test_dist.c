@@ -19,6 +19,7 @@
 #include "config_overrides.h"
 #include "dist.h"
 #include "harness.h"
+#include "test_util.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "vit.h"
@@ -230,11 +231,7 @@ static void test_single_process(void) {
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err)) {
-        fprintf(stderr, "kernels: %s\n", err);
-        return 1;
-    }
+    if (test_kernels_init()) return 1;
     vt_arena_init(&arena, 1 << 20);
     test_single_process();
     test_grad_marks();

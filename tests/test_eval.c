@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 
 #include "harness.h"
+#include "test_util.h"
 
 #include "config.h"
 #include "eval.h"
@@ -215,17 +216,8 @@ static void test_out_of_memory(void) {
     vt_config cfg;
     vt_status st = vt_resolve_json(&cfg, BASE, "test_eval");
     CHECK(st == VT_OK, "config: %s", vt_last_error());
-    struct rlimit old, lim;
-    getrlimit(RLIMIT_AS, &old);
-    long long vm_pages = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f) {
-        if (fscanf(f, "%lld", &vm_pages) != 1) vm_pages = 0;
-        fclose(f);
-    }
-    lim = old;
-    lim.rlim_cur = (rlim_t)(vm_pages * 4096 + (2LL << 30));
-    CHECK(setrlimit(RLIMIT_AS, &lim) == 0, "address-space limit");
+    struct rlimit old;
+    CHECK(test_cap_address_space(2ULL << 30, &old) == 0, "address-space limit");
     vt_evaluator ev;
     if (st == VT_OK) st = vt_eval_open(&ev, &cfg, 16384);
     setrlimit(RLIMIT_AS, &old);
@@ -272,11 +264,7 @@ static void test_max_samples(void) {
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
+    if (test_kernels_init()) return 1;
     test_permutation();
     test_shuffle();
     test_resolutions();

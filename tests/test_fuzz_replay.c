@@ -9,6 +9,7 @@
 #include <dirent.h>
 
 #include "harness.h"
+#include "test_util.h"
 
 #define LLVMFuzzerTestOneInput fuzz_safetensors_one
 #include "fuzz/fuzz_safetensors.c"
@@ -28,13 +29,17 @@
 #define LLVMFuzzerTestOneInput fuzz_state_one
 #include "fuzz/fuzz_state.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_tfevents_one
+#include "fuzz/fuzz_tfevents.c"
+#undef LLVMFuzzerTestOneInput
 
 static const struct {
     const char *name;
     int (*one)(const uint8_t *, size_t);
 } targets[] = {{"safetensors", fuzz_safetensors_one}, {"config", fuzz_config_one},
                {"image", fuzz_image_one},             {"cifar", fuzz_cifar_one},
-               {"idx", fuzz_idx_one},                 {"state", fuzz_state_one}};
+               {"idx", fuzz_idx_one},                 {"state", fuzz_state_one},
+               {"tfevents", fuzz_tfevents_one}};
 
 /* Every regular file of dir through one(); the count replayed (0 if dir is missing). */
 static int replay_dir(const char *dir, int (*one)(const uint8_t *, size_t)) {
@@ -46,16 +51,10 @@ static int replay_dir(const char *dir, int (*one)(const uint8_t *, size_t)) {
         if (e->d_name[0] == '.') continue;
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        FILE *f = fopen(path, "rb");
-        if (!f) continue;
-        fseek(f, 0, SEEK_END);
-        long len = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
-        size_t got = len > 0 ? fread(buf, 1, (size_t)len, f) : 0;
-        fclose(f);
-        if (len >= 0 && got == (size_t)len) {
-            one(buf, got);
+        size_t len;
+        char *buf = test_read_file(path, &len);
+        if (buf) {
+            one((const uint8_t *)buf, len);
             n++;
         }
         free(buf);

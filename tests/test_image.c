@@ -25,6 +25,7 @@
 #include <zlib.h>
 
 #include "harness.h"
+#include "test_util.h"
 #include "image.h"
 #include "image_fixtures.h"
 
@@ -36,11 +37,6 @@ static char tmpdir[256];
 static char *path_of(char *buf, const char *name) {
     snprintf(buf, 1024, "%s/%s", tmpdir, name);
     return buf;
-}
-
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(path);
 }
 
 static int has(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
@@ -290,7 +286,9 @@ static void test_errors(void) {
     char p[1024];
     expect_error("missing.jpg", "cannot open", "No such file");
     mkdir(path_of(p, "adir.jpg"), 0755);
-    expect_error("adir.jpg", "not a regular file", NULL);
+    expect_error("adir.jpg", "the image is a directory, not a regular file", NULL);
+    CHECK(mkfifo(path_of(p, "fifo.jpg"), 0600) == 0, "mkfifo %s", p);
+    expect_error("fifo.jpg", "the image is a FIFO (named pipe), not a regular file", NULL);
     fx_write_bytes(path_of(p, "empty.jpg"), "", 0);
     expect_error("empty.jpg", "empty file (0 bytes)", NULL);
     const char text[] = "this is a text file, not a JPEG\n";
@@ -573,11 +571,7 @@ static void test_fill_bytes_in_scan(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/vt_test_image_XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (test_tmpdir(tmpdir, sizeof tmpdir, "test_image")) return 1;
     test_sniff();
     test_png_8bit();
     test_png_16bit();
@@ -592,6 +586,6 @@ int main(void) {
     test_undefined_quant_table();
     test_fill_bytes_in_scan();
     free(buf);
-    nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    test_rm_rf(tmpdir);
     return test_summary();
 }

@@ -29,6 +29,7 @@
 #include "data/loader.h"
 #include "data/transform.h"
 #include "harness.h"
+#include "test_util.h"
 #include "resolve.h"
 #include "rng.h"
 
@@ -375,7 +376,8 @@ static void test_errors(void) {
         CHECK(vt_loader_next(L, img, lab, soft, &su, &cnt) == VT_OK && cnt == BS, "batch 0 is fine");
         vt_status st = vt_loader_next(L, img, lab, soft, &su, &cnt);
         CHECK(st == VT_ERR_RUNTIME && strstr(vt_last_error(), "memtest: sample 8 is corrupt") &&
-              strstr(vt_last_error(), "epoch 0 batch 1"), "workers %d: error %d \"%s\"", workers,
+              strstr(vt_last_error(), "epoch 1 batch 2"), "workers %d: the second batch of the first epoch, "
+              "counted from 1 as progress counts: error %d \"%s\"", workers,
               (int)st, vt_last_error());
         st = vt_loader_next(L, img, lab, soft, &su, &cnt);
         CHECK(st == VT_ERR_RUNTIME && cnt == 0, "the error repeats until a seek");
@@ -528,17 +530,8 @@ static void test_order_bounded(void) {
     vt_data_spec c;
     vt_resolve_data_spec(&cfg, &c);
 #ifdef COUNT_ALLOCS
-    struct rlimit old, lim;
-    getrlimit(RLIMIT_AS, &old);
-    FILE *f = fopen("/proc/self/statm", "r");
-    long long vm = 0;
-    if (f) {
-        if (fscanf(f, "%lld", &vm) != 1) vm = 0;
-        fclose(f);
-    }
-    lim = old;
-    lim.rlim_cur = (rlim_t)(vm * 4096 + (2LL << 30));
-    CHECK(vm > 0 && setrlimit(RLIMIT_AS, &lim) == 0, "address-space limit set");
+    struct rlimit old;
+    CHECK(test_cap_address_space(2ULL << 30, &old) == 0, "address-space limit set");
 #endif
     long long before = rss_bytes();
     static float img[8 * 3 * 16 * 16];
@@ -555,6 +548,26 @@ static void test_order_bounded(void) {
         CHECK(st == VT_OK && cnt == 8, "last batch of epoch 8: %s", vt_last_error());
         long long grown = rss_bytes() - before;
         CHECK(grown < (256LL << 20), "resident set grew by %lld MB", grown >> 20);
+        vt_loader_close(L);
+    }
+#ifdef COUNT_ALLOCS
+    setrlimit(RLIMIT_AS, &old);
+#endif
+
+    /* eval.batch_size = 2^20 (its documented maximum) on an 8-sample val split with a
+     * worker: the prefetch slots hold the split's 8 samples, not 2^20 (4 slots of 1 GiB
+     * each aborted with an internal error under the limit) */
+#ifdef COUNT_ALLOCS
+    CHECK(test_cap_address_space(2ULL << 30, &old) == 0, "address-space limit set again");
+#endif
+    c.eval_batch = 1 << 20;
+    st = vt_loader_open(&L, &c, VT_SPLIT_VAL, 16);
+    CHECK(st == VT_OK, "open the val split: %s", vt_last_error());
+    if (st == VT_OK) {
+        float *big = malloc(sizeof(float) * 8 * 3 * 16 * 16);
+        st = vt_loader_next(L, big, lab, NULL, &su, &cnt);
+        CHECK(st == VT_OK && cnt == 8, "a batch of 2^20 from 8 samples: %d (%s)", cnt, vt_last_error());
+        free(big);
         vt_loader_close(L);
     }
 #ifdef COUNT_ALLOCS

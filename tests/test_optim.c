@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "test_util.h"
 #include "kernels.h"
 #include "optim.h"
 
@@ -194,11 +195,7 @@ static void test_clip(void) {
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err) != 0) {
-        fprintf(stderr, "kernels: %s\n", err);
-        return 1;
-    }
+    if (test_kernels_init()) return 1;
     test_schedule();
     test_adamw();
     test_sgd();

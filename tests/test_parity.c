@@ -29,8 +29,8 @@
 #include "tape.h"
 #include "tensor.h"
 #include "vit.h"
-#include "weights.h"
 #include "vit_fixture.h"
+#include "weights.h"
 
 #define ATOL 1e-5
 #define RTOL 1e-4

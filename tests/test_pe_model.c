@@ -28,8 +28,8 @@
 #include "pe_tiny_model.h"
 #include "resolve.h"
 #include "vit.h"
-#include "weights.h"
 #include "vit_fixture.h"
+#include "weights.h"
 
 /* m = the tiny model with overrides sets; returns its config (for vit_save_config). */
 static vt_config model_of(vt_vit *m, const char *sets, uint64_t seed) {

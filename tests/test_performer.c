@@ -33,8 +33,8 @@
 #include "test_runtime.h"
 #include "train.h"
 #include "vit.h"
-#include "weights.h"
 #include "vit_fixture.h"
+#include "weights.h"
 
 static vt_arena arena;
 static vt_tape tape;
@@ -435,7 +435,7 @@ static void test_training(const char *dir) {
     char run[256], ck[600];
     snprintf(run, sizeof run, "%s/learn", dir);
     vt_config c = tiny_cfg("pe.kind=rope_mixed");
-    vt_train_opts o = {run, NULL, 0};
+    vt_train_opts o = {.run_dir = run};
     vt_train_result r;
     CHECK(vt_train_run(&c, &o, &r) == VT_OK, "train: %s", vt_last_error());
     CHECK(r.steps == 96 && r.final.n == 128, "96 steps and a final evaluation of 128 images: %lld, %lld",
@@ -456,7 +456,8 @@ static void test_resume(const char *dir) {
     snprintf(straight, sizeof straight, "%s/straight", dir);
     snprintf(split, sizeof split, "%s/split", dir);
     vt_config c = tiny_cfg("train.steps=12;performer.redraw_every=5");
-    vt_train_opts o = {straight, NULL, 0}, o1 = {split, NULL, 7}, o2 = {split, split, 0};
+    vt_train_opts o = {.run_dir = straight}, o1 = {.run_dir = split, .stop_after = 7},
+                  o2 = {.run_dir = split, .resume_dir = split};
     vt_train_result r;
     CHECK(vt_train_run(&c, &o, &r) == VT_OK && r.steps == 12, "straight run: %s", vt_last_error());
     CHECK(vt_train_run(&c, &o1, &r) == VT_OK && r.steps == 7 && r.stopped, "stopped run: %s", vt_last_error());
@@ -479,7 +480,7 @@ static void test_resume(const char *dir) {
 }
 
 int main(void) {
-    if (test_runtime_init(&arena, 1 << 20, &tape, "") != 0) return 1;
+    if (test_runtime_init(&arena, 1 << 20, &tape) != 0) return 1;
     test_features();
     test_estimator();
     test_linear_form();
@@ -487,17 +488,12 @@ int main(void) {
     test_gradients();
     test_rotary_relative();
     test_redraw_hook();
-    char dir[] = "/tmp/vt_test_performer_XXXXXX";
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    char dir[64];
+    if (test_tmpdir(dir, sizeof dir, "test_performer")) return 1;
     test_checkpoint(dir);
     test_training(dir);
     test_resume(dir);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    test_rm_rf(dir);
     test_runtime_done(&arena, &tape);
     return test_summary();
 }

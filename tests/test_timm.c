@@ -21,12 +21,13 @@
 #include "config.h"
 #include "resolve.h"
 #include "harness.h"
+#include "test_util.h"
 #include "kernels.h"
 #include "tape.h"
 #include "tensor.h"
 #include "vit.h"
-#include "weights.h"
 #include "vit_fixture.h"
+#include "weights.h"
 
 #define DIR "tests/fixtures/timm/"
 #define ATOL 2e-5
@@ -130,11 +131,7 @@ static void check_ij_differs(const char *name, const char *config_json) {
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
+    if (test_kernels_init()) return 1;
     check_fixture("vit_ape", "F32");
     check_fixture("vit_ape_avg_bf16", "BF16");
     check_fixture("eva_rope_axial", "F32");

@@ -15,14 +15,15 @@
 #include "config_overrides.h"
 #include "gradcheck.h"
 #include "harness.h"
+#include "test_util.h"
 #include "kernels.h"
 #include "ops/ops.h"
 #include "pe/pe.h"
 #include "pe/kinds.h"
 #include "resolve.h"
 #include "vit.h"
-#include "weights.h"
 #include "vit_fixture.h"
+#include "weights.h"
 
 static vt_arena arena;
 
@@ -742,8 +743,8 @@ static void test_sincos(void) {
 /* ---- checkpoints ------------------------------------------------------------------- */
 
 static void test_checkpoint(void) {
-    char dir[] = "/tmp/vt_test_vit_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL, "tmp dir");
+    char dir[64];
+    CHECK(test_tmpdir(dir, sizeof dir, "test_vit") == 0, "tmp dir");
     char path[256], path2[256];
     snprintf(path, sizeof path, "%s/a.safetensors", dir);
     snprintf(path2, sizeof path2, "%s/b.safetensors", dir);
@@ -880,11 +881,7 @@ static void test_bad_configs(void) {
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err) != 0) {
-        fprintf(stderr, "kernels: %s\n", err);
-        return 1;
-    }
+    if (test_kernels_init()) return 1;
     vt_arena_init(&arena, 1 << 20);
     test_shapes();
     test_names();

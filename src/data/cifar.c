@@ -24,6 +24,7 @@
 
 #include "data/dataset.h"
 #include "data/formats.h"
+#include "input_file.h"
 
 #define CIFAR_SIDE 32
 #define CIFAR_PIXELS (3 * CIFAR_SIDE * CIFAR_SIDE)
@@ -60,8 +61,7 @@ static void cifar_close(vt_dataset *ds) {
     free(ds);
 }
 
-static const vt_dataset_ops cifar10_ops = {.kind = "cifar10", .read = cifar_read, .close = cifar_close};
-static const vt_dataset_ops cifar100_ops = {.kind = "cifar100", .read = cifar_read, .close = cifar_close};
+static const vt_dataset_ops cifar_ops = {.read = cifar_read, .close = cifar_close};
 
 static int is_file(const char *path) {
     struct stat st;
@@ -70,8 +70,12 @@ static int is_file(const char *path) {
 
 /* Read `path` (size bytes, a whole number of records) to dst and validate its labels. */
 static vt_status load_file(const char *path, size_t size, const char *kind, int rec, uint8_t *dst) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return vt_fail(VT_ERR_RUNTIME, "data.kind=%s: %s: cannot open: %s", kind, path, strerror(errno));
+    int fd;
+    int64_t have;
+    vt_status opened = vt_input_open(path, kind, &fd, &have);
+    if (opened != VT_OK) return vt_fail_context(opened, "data.kind=%s", kind);
+    FILE *f = fdopen(fd, "rb");
+    VT_ASSERT(f != NULL, "fdopen of an open descriptor failed");
     size_t got = fread(dst, 1, size, f);
     int err = ferror(f);
     fclose(f);
@@ -140,14 +144,16 @@ static vt_status cifar_open(vt_dataset **out, const vt_data_spec *spec, vt_split
     size_t sizes[5], total = 0;
     for (int i = 0; i < nfiles; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        struct stat st;
-        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        int64_t size;
+        vt_status found = vt_input_size(path, kind, &size);
+        if (found != VT_OK && errno != ENOENT) return vt_fail_context(found, "data.kind=%s", kind);
+        if (found != VT_OK)
             return vt_fail(VT_ERR_RUNTIME, "data.kind=%s: missing %s (also looked in %s/%s); the %s "
                            "split needs %s (the official binary version, %s)", kind, path, root,
                            subdir, split == VT_SPLIT_TRAIN ? "train" : "val",
                            nfiles == 5 ? "data_batch_1.bin .. data_batch_5.bin" : names[0],
                            cifar100 ? "cifar-100-binary.tar.gz" : "cifar-10-binary.tar.gz");
-        sizes[i] = (size_t)st.st_size;
+        sizes[i] = (size_t)size;
         if (sizes[i] == 0)
             return vt_fail(VT_ERR_RUNTIME, "data.kind=%s: %s: empty file (0 bytes), expected "
                            "%d-byte records", kind, path, rec);
@@ -177,7 +183,7 @@ static vt_status cifar_open(vt_dataset **out, const vt_data_spec *spec, vt_split
     int fine = cifar100 && strcmp(spec->data.label, "coarse") != 0;
     im->label_off = fine ? 1 : 0;
     vt_dataset *ds = vt_xcalloc(1, sizeof *ds);
-    ds->ops = cifar100 ? &cifar100_ops : &cifar10_ops;
+    ds->ops = &cifar_ops;
     ds->size = (int64_t)(total / (size_t)rec);
     ds->num_classes = cifar100 ? (fine ? 100 : 20) : 10;
     ds->channels = 3;

@@ -77,7 +77,9 @@ void vt_sample_free(vt_sample *s);
 typedef struct vt_dataset vt_dataset;
 
 typedef struct {
-    const char *kind;    /* "idx", "synthetic": used in messages */
+    const char *kind;    /* the dataset's name in messages: NULL for the formats of the
+                            registry (their data.kind name, formats.h), a name for a
+                            dataset built outside it (tests, benches) */
     /* Decode sample `index` (0 <= index < size) into s (reserving as needed) and its
      * class label (0 <= label < num_classes). Errors name the file and sample. */
     vt_status (*read)(const vt_dataset *ds, int64_t index, vt_sample *s, int *label);
@@ -111,8 +113,9 @@ typedef struct {
     int native_side;     /* every sample's side before the transforms when the format fixes
                             it (CIFAR: 32), else 0 (taken as model.img_size's by the
                             loader's memory estimate) */
-    /* The classes it defines, known from the data section alone (model.num_classes'
-     * default and rule), or NULL when only the files tell. */
+    /* The classes it defines (model.num_classes' default), from the data section and,
+     * for formats whose files name the classes (imagefolder), from those files; 0 when
+     * the files cannot be read, NULL when only the samples tell (idx, synthetic). */
     int (*classes)(const vt_data_config *d);
     /* Its rules at resolve time, on the spec of a resolved config; step_samples =
      * train.batch_size * train.accum_steps. A broken rule is VT_ERR_USAGE with a message

@@ -25,12 +25,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <zlib.h>
 
 #include "data/dataset.h"
+#include "input_file.h"
 
 #define IDX_MAGIC_IMAGES 0x00000803u
 #define IDX_MAGIC_LABELS 0x00000801u
@@ -70,9 +72,18 @@ static int64_t gz_read_all(gzFile f, const char *path, uint8_t *buf, size_t len)
 static vt_status idx_load_file(const char *path, uint32_t magic, int ndims, uint32_t *dims,
                                uint8_t **payload_out) {
     *payload_out = NULL;
-    gzFile f = gzopen(path, "rb");
-    if (!f) return vt_fail(VT_ERR_RUNTIME, "%s: cannot open: %s", path, strerror(errno ? errno : ENOMEM));
     const char *what = magic == IDX_MAGIC_IMAGES ? "images" : "labels";
+    int fd;
+    int64_t fsize;
+    vt_status opened = vt_input_open(path, magic == IDX_MAGIC_IMAGES ? "IDX images file"
+                                                                     : "IDX labels file",
+                                     &fd, &fsize);
+    if (opened != VT_OK) return opened;
+    gzFile f = gzdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return vt_fail(VT_ERR_RUNTIME, "%s: out of memory opening the gzip stream", path);
+    }
     size_t header = 4 + 4 * (size_t)ndims;
     unsigned char hdr[16];
     int64_t got = gz_read_all(f, path, hdr, header);
@@ -114,9 +125,7 @@ static vt_status idx_load_file(const char *path, uint32_t magic, int ndims, uint
         }
     }
     /* The file's size against the header, before any allocation. */
-    struct stat sb;
-    int64_t fsize = stat(path, &sb) == 0 ? (int64_t)sb.st_size : -1;
-    if (raw && fsize >= 0 && (uint64_t)fsize != header + payload) {
+    if (raw && (uint64_t)fsize != header + payload) {
         gzclose(f);
         if ((uint64_t)fsize < header + payload)
             return vt_fail(VT_ERR_RUNTIME, "%s: truncated file: expected %llu bytes (%zu header + "
@@ -126,7 +135,7 @@ static vt_status idx_load_file(const char *path, uint32_t magic, int ndims, uint
         return vt_fail(VT_ERR_RUNTIME, "%s: file longer than its header says: expected %llu bytes, "
                        "found %lld", path, (unsigned long long)(header + payload), (long long)fsize);
     }
-    if (!raw && fsize >= 0 && payload > (uint64_t)fsize * DEFLATE_MAX_RATIO) {
+    if (!raw && payload > (uint64_t)fsize * DEFLATE_MAX_RATIO) {
         gzclose(f);
         return vt_fail(VT_ERR_RUNTIME, "%s: the header declares %llu data bytes, more than the "
                        "%lld-byte gzip file can hold (deflate expands at most %d:1): a corrupt "
@@ -183,9 +192,11 @@ static vt_status idx_load_file(const char *path, uint32_t magic, int ndims, uint
     return VT_OK;
 }
 
+/* Anything at path counts: a FIFO or directory there is reported by the loader as what
+ * it is, not as a missing file. */
 static int file_exists(const char *path) {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(path, &st) == 0;
 }
 
 /* path <- {root}/{split}-{stem}, raw if present, else .gz; 1 if found. */
@@ -240,7 +251,7 @@ static void idx_close(vt_dataset *ds) {
     free(ds);
 }
 
-static const vt_dataset_ops idx_ops = {.kind = "idx", .read = idx_read, .close = idx_close};
+static const vt_dataset_ops idx_ops = {.read = idx_read, .close = idx_close};
 
 static vt_status idx_open(vt_dataset **out, const vt_data_spec *spec, vt_split split) {
     *out = NULL;
@@ -320,16 +331,16 @@ static vt_status idx_open(vt_dataset **out, const vt_data_spec *spec, vt_split s
 /* Bytes the file at path holds uncompressed: its size, or a gzip file's size trailer
  * (ISIZE: the uncompressed size mod 2^32, exact below 4 GB). */
 static int64_t uncompressed_bytes(const char *path) {
-    struct stat st;
-    if (stat(path, &st) != 0) return 0;
+    int fd;
+    int64_t size;
+    if (vt_input_open(path, "IDX file", &fd, &size) != VT_OK) return 0;
     size_t n = strlen(path);
-    if (n < 3 || strcmp(path + n - 3, ".gz") != 0 || st.st_size < 4) return (int64_t)st.st_size;
-    FILE *f = fopen(path, "rb");
     unsigned char b[4] = {0};
-    int ok = f && fseek(f, -4, SEEK_END) == 0 && fread(b, 1, 4, f) == 4;
-    if (f) fclose(f);
+    int gz = n >= 3 && strcmp(path + n - 3, ".gz") == 0 && size >= 4;
+    int ok = gz && pread(fd, b, 4, size - 4) == 4;
+    close(fd);
     return ok ? (int64_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24)
-              : (int64_t)st.st_size;
+              : size;
 }
 
 /* The split's payloads are held whole once open: their bytes, and in *samples the

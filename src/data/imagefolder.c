@@ -43,6 +43,7 @@
 #include <sys/stat.h>
 
 #include "data/dataset.h"
+#include "input_file.h"
 #include "image.h"
 
 typedef struct {
@@ -150,7 +151,7 @@ static vt_status if_read(const vt_dataset *ds, int64_t index, vt_sample *s, int 
 static int64_t if_skipped(const vt_dataset *ds);
 static const char *if_path(const vt_dataset *ds, int64_t index, char *buf, size_t len);
 static const char *if_class_name(const vt_dataset *ds, int k);
-static const vt_dataset_ops if_ops = {.kind = "imagefolder", .read = if_read, .close = if_close, .skipped = if_skipped,
+static const vt_dataset_ops if_ops = {.read = if_read, .close = if_close, .skipped = if_skipped,
                                       .sample_path = if_path, .class_name = if_class_name};
 
 static const char *if_path(const vt_dataset *ds, int64_t index, char *buf, size_t len) {
@@ -218,8 +219,12 @@ static int cmp_key(const void *a, const void *b) {
  * and appear once. */
 static vt_status read_class_list(const char *path, const name_list *folders, const char *train_dir,
                                  name_list *out) {
-    FILE *f = fopen(path, "r");
-    if (!f) return vt_fail(VT_ERR_RUNTIME, "data.class_list: cannot open %s: %s", path, strerror(errno));
+    int fd;
+    int64_t size;
+    vt_status opened = vt_input_open(path, "data.class_list", &fd, &size);
+    if (opened != VT_OK) return opened;
+    FILE *f = fdopen(fd, "r");
+    VT_ASSERT(f != NULL, "fdopen of an open descriptor failed");
     char *line = NULL;
     size_t cap = 0;
     ssize_t got;
@@ -437,10 +442,33 @@ fail:
     return s;
 }
 
+/* The classes the files define (model.num_classes' default): the names in
+ * data.class_list, else the train split's class folders, else (no train split) the val
+ * split's, as if_open counts them; 0 when they cannot be read (opening the split then
+ * names the problem). */
+static int if_classes(const vt_data_config *d) {
+    name_list names = {0};
+    int64_t ignored = 0;
+    char dir[PATH_MAX], first[PATH_MAX] = "";
+    size_t k = 0;
+    if (d->class_list[0]) {
+        if (read_class_list(d->class_list, NULL, NULL, &names) == VT_OK) k = names.n;
+    } else {
+        struct stat sb;
+        snprintf(dir, sizeof dir, "%s/%s", d->root, d->train_split);
+        if (stat(dir, &sb) != 0 && errno == ENOENT) snprintf(dir, sizeof dir, "%s/%s", d->root, d->val_split);
+        if (list_dir(dir, &names, NULL, &ignored, first, sizeof first) == VT_OK) k = names.n;
+    }
+    names_free(&names);
+    return k > INT_MAX / 2 ? 0 : (int)k;
+}
+
 const vt_dataset_kind vt_dataset_imagefolder = {
     .kind = VT_DATA_IMAGEFOLDER,
     .needs_root = 1,
+    .classes = if_classes,
     .open = if_open,
-    .classes_doc = "the train split's class folders, or data.class_list",
+    .classes_doc = "the train split's class folders, or data.class_list (read when the config is "
+                   "resolved)",
     .rules_doc = "-",
 };

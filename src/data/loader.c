@@ -328,9 +328,14 @@ int64_t vt_loader_batches(const vt_loader *L, int batch_size) {
     return (shard_size(L) + batch_size - 1) / batch_size;
 }
 
-/* Make every slot hold bs samples (called with no sample in flight). */
-static void size_slots(vt_loader *L, int bs) {
-    if (bs <= L->slot_cap) return;
+/* Make every slot hold bs samples (called with no sample in flight). A batch never holds
+ * more than this rank's share of the split, so a batch size larger than a small split
+ * (eval.batch_size up to 2^20) costs only the split's samples. Out of memory: an error
+ * naming the batch (slot_cap unchanged). */
+static vt_status size_slots(vt_loader *L, int bs) {
+    int64_t most = shard_size(L);
+    if (most >= 1 && bs > most) bs = (int)most;
+    if (bs <= L->slot_cap) return VT_OK;
     size_t per = (size_t)L->out_c * L->out_size * L->out_size;
     size_t K = (size_t)(L->mix.num_classes > 0 ? L->mix.num_classes : 1);
     size_t units = (size_t)bs * (L->partners ? 2 : 1);
@@ -338,12 +343,19 @@ static void size_slots(vt_loader *L, int bs) {
         slot *s = &L->slots[k];
         free(s->images);
         s->images = vt_aligned_alloc(sizeof(float) * per * units);
-        VT_ASSERT(s->images, "out of memory for a prefetch slot of %zu images", units);
+        if (!s->images) {
+            L->slot_cap = 0; /* the other slots are sized again next time */
+            return vt_fail(VT_ERR_RUNTIME, "out of memory: %d data loader prefetch slots of %zu "
+                           "images at %dx%d need %.1f GiB (lower the batch size or data.workers)",
+                           VT_LOADER_DEPTH, units, L->out_size, L->out_size,
+                           (double)VT_LOADER_DEPTH * sizeof(float) * per * units / (1 << 30));
+        }
         s->idx = vt_xrealloc(s->idx, sizeof(int64_t) * units);
         s->labels = vt_xrealloc(s->labels, sizeof(int) * units);
         s->soft = vt_xrealloc(s->soft, sizeof(float) * K * (size_t)bs);
     }
     L->slot_cap = bs;
+    return VT_OK;
 }
 
 /* Drop prefetched batches and restart the schedule at the consumer position. Caller
@@ -353,7 +365,10 @@ static void restart_locked(vt_loader *L) {
     while (L->in_flight > 0) pthread_cond_wait(&L->cv_ready, &L->mu);
     L->head = L->tail = 0;
     for (int k = 0; k < VT_LOADER_DEPTH; k++) L->slots[k].state = SLOT_EMPTY;
-    if (L->started) size_slots(L, L->batch_size);
+    /* slots were sized when the workers started (start_workers, whose caller reports
+     * out of memory); a started loader's batch size does not grow (training seeks with
+     * its fixed per-rank batch), so this resize allocates nothing */
+    if (L->started) VT_ASSERT(size_slots(L, L->batch_size) == VT_OK, "%s", vt_last_error());
     L->sched_epoch = L->epoch;
     L->sched_batch = L->batch;
     L->paused = 0;
@@ -659,7 +674,11 @@ static void ensure_ws(vt_loader *L, int n) {
 static vt_status start_workers(vt_loader *L) {
     ensure_ws(L, L->workers);
     pthread_mutex_lock(&L->mu);
-    size_slots(L, L->batch_size);
+    vt_status sized = size_slots(L, L->batch_size);
+    if (sized != VT_OK) {
+        pthread_mutex_unlock(&L->mu);
+        return sized;
+    }
     L->head = L->tail = 0;
     L->sched_epoch = L->epoch;
     L->sched_batch = L->batch;
@@ -714,7 +733,7 @@ static vt_status next_sync(vt_loader *L, float *images, int *labels, float *soft
         }
     }
     if (err_code)
-        return vt_fail(err_code, "epoch %d batch %lld: %s", L->epoch, (long long)L->batch, err_msg);
+        return vt_fail(err_code, "epoch %d batch %lld: %s", L->epoch + 1, (long long)L->batch + 1, err_msg);
     if (L->mix_on) mix_batch(L, L->epoch, L->batch, images, labels, L->pimages, L->plabels, soft, cnt);
     return VT_OK;
 }
@@ -733,7 +752,7 @@ static vt_status next_prefetched(vt_loader *L, float *images, int *labels, float
               "prefetched epoch %d batch %lld (%d samples), expected epoch %d batch %lld (%d)",
               s->epoch, (long long)s->batch, s->count, L->epoch, (long long)L->batch, cnt);
     if (s->err)
-        return vt_fail(s->err, "epoch %d batch %lld: %s", L->epoch, (long long)L->batch, s->err_msg);
+        return vt_fail(s->err, "epoch %d batch %lld: %s", L->epoch + 1, (long long)L->batch + 1, s->err_msg);
     size_t per = (size_t)L->out_c * L->out_size * L->out_size;
     memcpy(images, s->images, sizeof(float) * per * (size_t)cnt);
     memcpy(labels, s->labels, sizeof(int) * (size_t)cnt);
@@ -755,7 +774,7 @@ vt_status vt_loader_next(vt_loader *L, float *images, int *labels, float *soft, 
         int64_t skipped = vt_dataset_skipped(L->ds);
         if (skipped)
             fprintf(stderr, "vitrain: data: epoch %d done; %lld bad files skipped so far "
-                    "(data.on_error=skip)\n", L->epoch, (long long)skipped);
+                    "(data.on_error=skip)\n", L->epoch + 1, (long long)skipped);
         L->epoch++;
         L->batch = 0;
         return VT_OK;

@@ -45,7 +45,8 @@ int64_t vt_loader_batches(const vt_loader *L, int batch_size);
  * ints), soft (batch_size * num_classes floats, mixup/cutmix targets) or NULL when the
  * recipe has none. *count receives the samples filled (< batch_size only for the last
  * eval batch; 0 at the end of the epoch). Returns *soft_used = 1 if soft targets
- * were written. Errors (a corrupt file under on_error=fail) return non-OK. */
+ * were written. Errors (a corrupt file under on_error=fail) return non-OK and name the
+ * epoch and batch counted from 1, as the progress line counts epochs. */
 vt_status vt_loader_next(vt_loader *L, float *images, int *labels, float *soft,
                          int *soft_used, int *count);
 

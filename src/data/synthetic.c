@@ -174,7 +174,7 @@ static void syn_close(vt_dataset *ds) {
     free(ds);
 }
 
-static const vt_dataset_ops syn_ops = {.kind = "synthetic", .read = syn_read, .close = syn_close};
+static const vt_dataset_ops syn_ops = {.read = syn_read, .close = syn_close};
 
 /* Rules: a training split that holds one optimizer step; images of at least 2 x 2. */
 static vt_status syn_check(const vt_data_spec *s, int64_t step_samples, const char *src) {

@@ -47,7 +47,9 @@
 typedef struct {
     int b, nb, C, Lp, Hp, param;
     float *F;            /* (b, b) DFT basis, rows as in the header */
-    float *Fhead;        /* (hd, hd) blockdiag(F) of a whole head (the fused form) */
+    float *Fhead;        /* (hd, hd) blockdiag(F) of a whole head (the fused form), built
+                            at its first use: a model only planned (vitrain info, eval's
+                            check of a file) never holds these hd^2 floats */
     vt_tensor **cs;      /* per parameter layer: (Ba, Hp, Np, hd) cos/sin of this forward */
 } circ_state;
 
@@ -212,10 +214,6 @@ static void circ_create(vt_pe *pe) {
     s->param = vt_pe_declare(pe, "pe.circulant_c", 5, shape);
     s->F = vt_xmalloc((size_t)b * b * sizeof(float));
     circ_basis(b, s->F);
-    s->Fhead = vt_xcalloc((size_t)hd * hd, sizeof(float));
-    for (int n = 0; n < s->nb; n++)
-        for (int i = 0; i < b; i++)
-            memcpy(s->Fhead + (size_t)(n * b + i) * hd + n * b, s->F + (size_t)i * b, (size_t)b * sizeof(float));
     s->cs = vt_xcalloc((size_t)s->Lp, sizeof *s->cs);
     pe->state = s;
 }
@@ -284,6 +282,14 @@ static void circ_fold(vt_pe *pe, vt_tape *t, int layer, vt_tensor **w, vt_tensor
     (void)layer;
     circ_state *s = pe->state;
     if (!pe->dot_only) return;
+    if (!s->Fhead) {
+        int hd = pe->hd;
+        s->Fhead = vt_xcalloc((size_t)hd * hd, sizeof(float));
+        for (int n = 0; n < s->nb; n++)
+            for (int i = 0; i < s->b; i++)
+                memcpy(s->Fhead + (size_t)(n * s->b + i) * hd + n * s->b, s->F + (size_t)i * s->b,
+                       (size_t)s->b * sizeof(float));
+    }
     int64_t shape[3] = {1, pe->hd, pe->hd};
     vt_op_qkv_fold(t, *w, *b, vt_tensor_wrap(t->arena, s->Fhead, 3, shape), pe->H, w, b);
 }

@@ -23,7 +23,8 @@ static void state_round_trip(const vt_train_state *s, const float *m, const floa
     FUZZ_CHECK(b.step == s->step && b.epoch == s->epoch && b.batch == s->batch &&
                    b.optim_t == s->optim_t && memcmp(b.rng, s->rng, sizeof b.rng) == 0 &&
                    b.params_hash == s->params_hash && b.best_top1 == s->best_top1 &&
-                   b.wall_s == s->wall_s,
+                   b.wall_s == s->wall_s && b.best_step == s->best_step &&
+                   memcmp(&b.epoch_stats, &s->epoch_stats, sizeof b.epoch_stats) == 0,
                "state fields differ after the round trip");
     FUZZ_CHECK(memcmp(m, m2, sizeof m2) == 0 && (!v || memcmp(v, v2, sizeof v2) == 0),
                "moments differ after the round trip");

@@ -4,14 +4,20 @@
  * inside the parsers instead of at their first check:
  *   safetensors  a tiny model's checkpoint (FUZZ_MODEL_JSON, with checksums), the same
  *                layout without checksums (as Python's safetensors writes), BF16 and F16
- *                tensors, an empty file
+ *                tensors, an empty file; hostile headers (issue 38): an escaped NUL in a
+ *                tensor name, a duplicate metadata key last among many, many checksum
+ *                entries, a timm Eva "blocks.00" bias beside block 0's, a config declaring
+ *                a model far larger than the file
  *   config       configs/synthetic_tiny.json's text, the defaults as printed, a config
- *                followed by --set assignments
+ *                followed by --set assignments; an escaped NUL in a value and a key, an
+ *                mlp_ratio whose hidden width is 0
  *   image        JPEGs (gray, color, Adobe CMYK, a CMYK scan cut inside a code) and PNGs
  *                (gray, RGB, 16-bit, 1-bit, palette with tRNS, gray+alpha, interlaced)
  *   cifar        two-record CIFAR-10, CIFAR-100 fine and coarse files
  *   idx          raw and gzip pairs of 3 images of 4 x 4 and their labels
  *   state        AdamW and SGD resume states of FUZZ_STATE_N moments
+ *   tfevents     the step to resume at, then an event file: version, scalars of steps 1..6
+ *                and a START; the same cut inside its last record
  */
 #include <png.h>
 #include <zlib.h>
@@ -20,6 +26,7 @@
 #include "fuzz_util.h"
 #include "image_fixtures.h"
 #include "resolve.h"
+#include "tfevents.h"
 #include "train_state.h"
 #include "vit.h"
 #include "vit_fixture.h"
@@ -68,6 +75,47 @@ static void seeds_safetensors(void) {
     put_bytes("safetensors", "half.safetensors", hf, sizeof hf);
 }
 
+/* A safetensors file of header json (padded to 8) and data_bytes zero bytes. */
+static void put_safetensors(const char *name, const char *json, size_t data_bytes) {
+    size_t len = strlen(json), padded = (len + 7) / 8 * 8;
+    uint8_t *f = calloc(8 + padded + data_bytes, 1);
+    for (int b = 0; b < 8; b++) f[b] = (uint8_t)(padded >> (8 * b));
+    memcpy(f + 8, json, len);
+    memset(f + 8 + len, ' ', padded - len);
+    put_bytes("safetensors", name, f, 8 + padded + data_bytes);
+    free(f);
+}
+
+/* Headers built to make the reader slow or to slip a name past it (issue 38). */
+static void seeds_hostile_safetensors(void) {
+    put_safetensors("nul_name.safetensors",
+                    "{\"head.bias\\u0000evil\":{\"dtype\":\"F32\",\"shape\":[1],"
+                    "\"data_offsets\":[0,4]}}", 4);
+    enum { N = 512 };
+    char *j = malloc(N * 96 + 256);
+    size_t at = (size_t)sprintf(j, "{\"__metadata__\":{");
+    for (int i = 0; i < N; i++) at += (size_t)sprintf(j + at, "%s\"k%d\":\"v\"", i ? "," : "", i % (N - 1));
+    sprintf(j + at, "},\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}");
+    put_safetensors("duplicate_key_last.safetensors", j, 4);
+    at = (size_t)sprintf(j, "{\"__metadata__\":{\"tensor_crc32\":\"{");
+    for (int i = 0; i < N; i++) at += (size_t)sprintf(j + at, "%s\\\"t%d\\\":\\\"00000000\\\"", i ? "," : "", i);
+    at += (size_t)sprintf(j + at, "}\"}");
+    for (int i = 0; i < N; i++)
+        at += (size_t)sprintf(j + at, ",\"t%d\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}", i);
+    sprintf(j + at, "}");
+    put_safetensors("many_checksums.safetensors", j, 0);
+    free(j);
+    put_safetensors("eva_block_00.safetensors",
+                    "{\"blocks.0.attn.q_bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                    "\"blocks.0.attn.v_bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]},"
+                    "\"blocks.00.attn.v_bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}",
+                    12);
+    put_safetensors("declares_huge_model.safetensors",
+                    "{\"__metadata__\":{\"config\":\"{\\\"model\\\":{\\\"width\\\":4096,"
+                    "\\\"heads\\\":32,\\\"depth\\\":1024}}\"},"
+                    "\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
+}
+
 static void seeds_config(void) {
     size_t len;
     uint8_t *t = fx_read_file("configs/synthetic_tiny.json", &len);
@@ -92,6 +140,12 @@ static void seeds_config(void) {
                                  "\"attention\": \"performer\"}, \"pe\": {\"kind\": \"cayley\"}, "
                                  "\"data\": {\"kind\": \"cifar10\", \"root\": \"x\"}}";
     put_bytes("config", "preset.json", preset, sizeof preset - 1);
+    static const char nul_value[] = "{\"train\": {\"run_dir\": \"runs/a\\u0000b\"}}";
+    put_bytes("config", "nul_value.json", nul_value, sizeof nul_value - 1);
+    static const char nul_key[] = "{\"train\": {\"run_dir\\u0000x\": \"a\"}}";
+    put_bytes("config", "nul_key.json", nul_key, sizeof nul_key - 1);
+    static const char mlp[] = "{\"model\": {\"width\": 32, \"heads\": 2, \"mlp_ratio\": 0.01}}";
+    put_bytes("config", "mlp_ratio_zero_hidden.json", mlp, sizeof mlp - 1);
 }
 
 static void seeds_image(void) {
@@ -200,11 +254,27 @@ static void seeds_state(void) {
         v[i] = 1e-4f * (float)(i + 1);
     }
     vt_train_state s = {.step = 12, .epoch = 1, .batch = 4, .optim_t = 12, .rng = {1, 2, 3, 4},
-                        .best_top1 = 50.0, .wall_s = 3.5, .params_hash = 0x0123456789abcdefull};
+                        .best_top1 = 50.0, .wall_s = 3.5, .params_hash = 0x0123456789abcdefull,
+                        .best_step = 8, .epoch_stats = {.loss_sum = 4.25, .steps = 4, .correct = 30,
+                                                        .counted = 64, .seconds = 1.5, .images = 64}};
     FUZZ_CHECK(vt_train_state_write(seed_path("state", "adamw.safetensors"), &s, m, v, FUZZ_STATE_N,
                                     "{\"train\": {}}") == VT_OK, "%s", vt_last_error());
     FUZZ_CHECK(vt_train_state_write(seed_path("state", "sgd.safetensors"), &s, m, NULL, FUZZ_STATE_N,
                                     "{}") == VT_OK, "%s", vt_last_error());
+}
+
+static void seeds_tfevents(void) {
+    uint8_t b[1 + 16 * VT_TFEVENTS_RECORD_MAX];
+    size_t n = 1;
+    b[0] = 3; /* resume at step 3 */
+    n += vt_tfevents_file_version(b + n, 1.0e9);
+    for (int step = 1; step <= 6; step++) {
+        n += vt_tfevents_scalar(b + n, 1.0e9 + step, step, "train/loss", 1.0f / (float)step);
+        n += vt_tfevents_scalar(b + n, 1.0e9 + step, step, "eval_32px/top1", 10.0f * (float)step);
+        if (step == 4) n += vt_tfevents_session_start(b + n, 1.0e9 + step, 4);
+    }
+    put_bytes("tfevents", "run.bin", b, n);
+    put_bytes("tfevents", "cut.bin", b, n - 5);
 }
 
 int main(int argc, char **argv) {
@@ -215,10 +285,12 @@ int main(int argc, char **argv) {
     snprintf(root, sizeof root, "%s", argv[1]);
     mkdir(root, 0777);
     seeds_safetensors();
+    seeds_hostile_safetensors();
     seeds_config();
     seeds_image();
     seeds_cifar();
     seeds_idx();
     seeds_state();
+    seeds_tfevents();
     return 0;
 }
