@@ -384,7 +384,7 @@ static const key_row schema[] = {
           "continues bit for bit); 0 = off.", RUN_ONLY),
     K_FLT("train.ckpt_every_minutes", train.ckpt_every_minutes, 0, 0, 1e9, 0, NULL,
           "Also checkpoint at the first step boundary this many wall-clock minutes after the "
-          "last checkpoint (or the start), as rank 0's clock says; 0 = off. README.md states "
+          "last checkpoint (or the start), as rank 0's clock says; 0 = off. docs/cluster.md states "
           "what a pair costs for ViT-B/16.", RUN_ONLY),
     K_INT("train.keep_checkpoints", train.keep_checkpoints, 1, 1, 1000000, NULL,
           "Checkpoint pairs (step_N.safetensors + step_N.state.safetensors) kept in the run "
