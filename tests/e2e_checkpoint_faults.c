@@ -141,6 +141,10 @@ static void event_path(const char *ref_dir, int i, const char *dir, char *out, s
     size_t n = strlen(ref_dir);
     if (strncmp(p, ref_dir, n) == 0) snprintf(out, len, "%.600s%.600s", dir, p + n);
     else snprintf(out, len, "%.600s", p);
+    /* a TensorBoard events file is named by its start time and host, which differ from the
+     * traced run's: the message must name the file up to that suffix */
+    char *ev = strstr(out, "/events.out.tfevents.");
+    if (ev) ev[strlen("/events.out.tfevents.")] = '\0';
 }
 
 /* Kill, then ENOSPC, at each event of the run traced in `trace` (environment env for
