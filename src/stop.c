@@ -11,8 +11,8 @@ static const int stop_signals[] = {SIGINT, SIGTERM, SIGUSR1};
 #define N_STOP (int)(sizeof stop_signals / sizeof stop_signals[0])
 
 static const char *const acks[] = {
-    "\nvitrain: SIGINT: stopping after the current step with a checkpoint (a second SIGINT "
-    "exits at once without one)\n",
+    ("\nvitrain: SIGINT: stopping after the current step with a checkpoint (a second SIGINT "
+     "exits at once without one)\n"),
     "\nvitrain: SIGTERM: stopping after the current step with a checkpoint\n",
     "\nvitrain: SIGUSR1: stopping after the current step with a checkpoint\n"};
 
