@@ -25,7 +25,7 @@ typedef struct {
 
 /* Time every path the active level offers on one ViT-sized product (a forward GEMM of
  * 256 tokens x 768 x 768 from a weight's bf16 copy), best of three, the paths taking
- * turns; a few milliseconds in all. Errors: out of memory. */
+ * turns, after one warm-up round. Errors: out of memory. */
 vt_status vt_bf16_path_probe(vt_bf16_probe *pr);
 /* The path to run from probe figures, own being the level's own path: the fastest,
  * unless own is offered and the fastest is less than VT_BF16_PATH_MARGIN times own's

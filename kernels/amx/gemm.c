@@ -11,11 +11,11 @@
  * to a 32 x 32 buffer and applied to C with AVX-512 (alpha, beta, bias, masked to the
  * valid rows and columns).
  * Packed A panel: MR rows of kc2p words (pairs of steps, low half the even step) laid out
- * tile by tile, so that each A tile is 1 KB read contiguously (a row stride of a whole
- * packed row would make every tile load 16 separate streams): row i's pair p at
- * (p / 16) 16 MR + 16 i + p % 16, rows past M and pairs past K zero; kc2p is a multiple
- * of 16 (a tile's pairs); the tile of rows 16 h.. 16 h + 15 and pairs 16 t.. at word
- * 16 MR t + 256 h, 16 rows of 64 bytes.
+ * tile by tile, so that each A tile (16 rows of 64 bytes) is one contiguous read (a row
+ * stride of a whole packed row would make every tile load 16 separate streams): row i's
+ * pair p at (p / 16) 16 MR + 16 i + p % 16, rows past M and pairs past K zero; kc2p is a
+ * multiple of 16 (a tile's pairs); the tile of rows 16 h.. 16 h + 15 and pairs 16 t.. at
+ * word 16 MR t + 256 h.
  * K == 0 or alpha == 0 gives C = beta C (+ bias) without reading A or B. Each other call
  * loads the tile configuration (palette 1, eight 16 x 64-byte tiles) and releases the
  * tiles at its end.
