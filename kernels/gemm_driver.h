@@ -49,9 +49,12 @@ typedef struct {
     int m_one_pass, one_pass_min_n, nc_one_pass, src_lines;
 } gemm_blocking;
 
-/* Pack the rows x cols block of op(X) at (r0, c0) into dst (pack_a / pack_b). */
+/* Pack the rows x cols block of op(X) at (r0, c0) into dst (pack_a / pack_b); pack_b16:
+ * from a bf16 X, widened to float32. */
 typedef void (*gemm_pack_fn)(int trans, const float *X, int ldx, int r0, int c0, int rows, int cols,
                              float *dst);
+typedef void (*gemm_pack16_fn)(int trans, const vt_bf16 *X, int ldx, int r0, int c0, int rows, int cols,
+                               float *dst);
 
 /* The cache lines one microkernel call prefetches into L2 while it runs: the listed
  * lines, this call's share of what the next pack_a / pack_b will read, and with next_c
@@ -177,9 +180,18 @@ static inline vt_region a_source(int ta, const float *A, int lda, int i0, int p0
     return r;
 }
 
-static inline vt_region b_source(int tb, const float *B, int ldb, int p0, int j0, int kc, int nc) {
-    vt_region r = {tb ? B + (size_t)j0 * ldb + p0 : B + (size_t)p0 * ldb + j0, (size_t)ldb,
-                    tb ? nc : kc, tb ? kc : nc};
+/* From a bf16 B16 (B NULL): the float-aligned region covering the block, whose lines are
+ * the block's (for prefetching only); none when ldb is odd. */
+static inline vt_region b_source(int tb, const float *B, const vt_bf16 *B16, int ldb, int p0, int j0, int kc,
+                                 int nc) {
+    size_t at = tb ? (size_t)j0 * ldb + p0 : (size_t)p0 * ldb + j0;
+    int rows = tb ? nc : kc, len = tb ? kc : nc;
+    if (B16) {
+        vt_region r16 = {(const float *)((uintptr_t)(B16 + at) & ~(uintptr_t)3), (size_t)ldb / 2,
+                         ldb % 2 ? 0 : rows, len / 2 + 1};
+        return r16;
+    }
+    vt_region r = {B + at, (size_t)ldb, rows, len};
     return r;
 }
 
@@ -211,6 +223,7 @@ static inline __attribute__((always_inline)) void call_prefetches(prefetch_list 
 /* The kernels of one ISA's GEMM (see gemm_blocked). */
 typedef struct {
     gemm_pack_fn pack_a, pack_b;
+    gemm_pack16_fn pack_b16;               /* NULL: no bf16 B */
     gemm_micro_fn full, half, quarter, narrow, short_rows;
     gemm_inplace_fn inplace;
     gemm_pack_b_fn full_pack_b;            /* NULL: only pack_b packs op(B) */
@@ -302,6 +315,15 @@ static inline int rows_spread_in_l1(int mr, int lda) {
     return 1;
 }
 
+/* op(B)'s kc x nc block at (pc, jc) packed into pb: from B16 by pack_b16 when it is not
+ * NULL, else from B by pack_b. */
+static inline __attribute__((always_inline)) void pack_b_block(const gemm_kernels *kn, int tb, const float *B,
+                                                               const vt_bf16 *B16, int ldb, int pc, int jc,
+                                                               int kc, int nc, float *pb) {
+    if (B16) kn->pack_b16(tb, B16, ldb, pc, jc, kc, nc, pb);
+    else kn->pack_b(tb, B, ldb, pc, jc, kc, nc, pb);
+}
+
 /* C = alpha op(A) op(B) + beta C (+ bias on every row when bias != NULL, added by
  * add_bias to each tile after its last K block) for M, N, K > 0 and alpha != 0, through
  * packed A at pa and packed B at pb (sized by the caller's work-space formula); the
@@ -324,11 +346,15 @@ static inline int rows_spread_in_l1(int mr, int lda) {
  * beside it (the weight gradients, whose packed B blocks would not fit in L2 otherwise).
  * With full_pack_b and tb = 0, no pass packs op(B): each B panel is packed by the first
  * call that reads it (in the BLIS order, in the first M block; see gemm_macro), its copy
- * running beside that call's FMAs, whose loads leave the memory ports mostly idle. */
+ * running beside that call's FMAs, whose loads leave the memory ports mostly idle.
+ * op(B) comes from B16 (bf16, B NULL) when it is not NULL: kn then has pack_b16.
+ * The bf16 fma path (kernels.h) runs these loops with kernels whose pack_a and pack_b
+ * round to bf16 as they pack (pack_b16 widens), without `inplace` and `full_pack_b`, so
+ * that every element of op(A) and op(B) the microkernels read comes through a pack. */
 static inline __attribute__((always_inline)) void
 gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, int N, int K, float alpha,
-             const float *A, int lda, const float *B, int ldb, float beta, const float *bias, float *C, int ldc,
-             float *pa, float *pb, const vt_region *next) {
+             const float *A, int lda, const float *B, const vt_bf16 *B16, int ldb, float beta, const float *bias,
+             float *C, int ldc, float *pa, float *pb, const vt_region *next) {
     const int MR = bl.mr, KC = k_block(K, ta ? bl.kc_t : bl.kc);
     /* M in blocks of equal size (whole MR panels, at most bl.mc rows): a small last
      * block would get the whole next K block's packing source to prefetch in a few
@@ -356,13 +382,13 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
             kn->pack_a(ta, A, lda, 0, pc, M, kc, pa);
             for (int jc = 0; jc < N; jc += NC) {
                 int nc = imin(NC, N - jc);
-                if (!fuse_b) kn->pack_b(tb, B, ldb, pc, jc, kc, nc, pb);
+                if (!fuse_b) pack_b_block(kn, tb, B, B16, ldb, pc, jc, kc, nc, pb);
                 vt_region na = none, nb = none;
                 if (jc + NC < N) {
-                    nb = b_source(tb, B, ldb, pc, jc + NC, kc, imin(NC, N - jc - NC));
+                    nb = b_source(tb, B, B16, ldb, pc, jc + NC, kc, imin(NC, N - jc - NC));
                 } else if (pc + KC < K) {
                     na = a_source(ta, A, lda, 0, pc + KC, M, imin(KC, K - pc - KC));
-                    nb = b_source(tb, B, ldb, pc + KC, 0, imin(KC, K - pc - KC), imin(NC, N));
+                    nb = b_source(tb, B, B16, ldb, pc + KC, 0, imin(KC, K - pc - KC), imin(NC, N));
                 } else {
                     na = last_a;
                     nb = last_b;
@@ -384,7 +410,7 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
             int kc = imin(KC, K - pc);
             float bet = pc == 0 ? beta : 1.0f;
             const float *bias_k = pc + kc == K ? bias : NULL; /* the last K block's */
-            if (!fuse_b) kn->pack_b(tb, B, ldb, pc, jc, kc, nc, pb);
+            if (!fuse_b) pack_b_block(kn, tb, B, B16, ldb, pc, jc, kc, nc, pb);
             for (int ic = 0; ic < M; ic += MC) {
                 int mc = imin(MC, M - ic);
                 int whole = in_place ? mc / MR * MR : 0; /* rows read in place */
@@ -395,10 +421,10 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
                     na = a_source(ta, A, lda, ic + MC, pc, imin(MC, M - ic - MC), kc);
                 } else if (pc + KC < K) {
                     na = a_source(ta, A, lda, 0, pc + KC, imin(MC, M), imin(KC, K - pc - KC));
-                    nb = b_source(tb, B, ldb, pc + KC, jc, imin(KC, K - pc - KC), imin(nb_cols, nc));
+                    nb = b_source(tb, B, B16, ldb, pc + KC, jc, imin(KC, K - pc - KC), imin(nb_cols, nc));
                 } else if (jc + NC < N) {
                     na = a_source(ta, A, lda, 0, 0, imin(MC, M), imin(KC, K));
-                    nb = b_source(tb, B, ldb, 0, jc + NC, imin(KC, K), imin(nb_cols, imin(NC, N - jc - NC)));
+                    nb = b_source(tb, B, B16, ldb, 0, jc + NC, imin(KC, K), imin(nb_cols, imin(NC, N - jc - NC)));
                 } else {
                     na = last_a;
                     nb = last_b;
@@ -410,24 +436,32 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
     }
 }
 
-/* The level's three GEMM entry points (../entries.def: vt_<level>_gemm_bias, _gemm,
- * _gemm_prefetch), each a call of the including file's
- *   gemm_all(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, next)
- * (bias NULL: none; next NULL: nothing to prefetch in the last block). */
+/* The level's GEMM entry points (../entries.def: vt_<level>_gemm_bias, _gemm,
+ * _gemm_prefetch, and the bf16 fma path's _gemm_bf16 with the fp32 work space), each a
+ * call of the including file's
+ *   gemm_all(ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, next, bf16)
+ * (B16 NULL: op(B) from B; bias NULL: none; next NULL: nothing to prefetch in the last
+ * block; bf16: the operands rounded to bf16 as they are packed). */
 #define GEMM_ENTRY_POINTS(level)                                                                              \
     void vt_##level##_gemm_bias(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,     \
                                 const float *B, int ldb, float beta, const float *bias, float *C, int ldc,    \
                                 float *work) {                                                                \
-        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, NULL);                      \
+        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, bias, C, ldc, work, NULL, 0);             \
     }                                                                                                         \
     void vt_##level##_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,         \
                            const float *B, int ldb, float beta, float *C, int ldc, float *work) {            \
-        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, work, NULL);                      \
+        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, NULL, C, ldc, work, NULL, 0);             \
     }                                                                                                         \
     void vt_##level##_gemm_prefetch(int ta, int tb, int M, int N, int K, float alpha, const float *A,        \
                                     int lda, const float *B, int ldb, float beta, float *C, int ldc,         \
                                     float *work, const vt_region next[2]) {                                   \
-        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, work, next);                      \
-    }
+        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, NULL, C, ldc, work, next, 0);             \
+    }                                                                                                         \
+    void vt_##level##_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,     \
+                                const float *B, const vt_bf16 *B16, int ldb, float beta, const float *bias,   \
+                                float *C, int ldc, float *work, const vt_region next[2]) {                    \
+        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, next, 1);              \
+    }                                                                                                         \
+    size_t vt_##level##_gemm_bf16_work_floats(int M, int N, int K) { return vt_##level##_gemm_work_floats(M, N, K); }
 
 #endif

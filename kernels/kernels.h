@@ -40,9 +40,12 @@
  *   dpbf16 (level avx512bf16 and up): VDPBF16PS; per pair of steps (k, k + 1) the k + 1
  *     product then the k product, each a float32 fused multiply-add rounded to nearest
  *     even with the same flushing, K blocks summed into C.
- *   fma (levels avx2 and up, the only path of avx2 and avx512): op(A) and op(B) rounded
- *     to bf16 and widened back to float32, K chunk by K chunk, then multiplied by the
- *     float32 GEMM of avx512 (avx2 on the avx2 level) in its order; no denormal flush.
+ *   fma (levels avx2 and up, the only path of avx2 and avx512): the float32 GEMM of
+ *     avx512 (avx2 on the avx2 level), whose packing rounds op(A) and op(B) to bf16 and
+ *     widens them back to float32 (a bf16 op(B) only widened) as it copies them into
+ *     its panels; no operand is read unpacked. Its results are bitwise that level's
+ *     gemm_bias on the rounded operands: its K blocks summed into C, no chunks of its
+ *     own; no denormal flush.
  */
 #ifndef VT_KERNELS_H
 #define VT_KERNELS_H

@@ -1078,6 +1078,63 @@ static void test_gemm_context_table(void) {
     }
 }
 
+/* The fma path's numerics, bitwise (kernels.h: bf16 product paths): t's fma path gives
+ * the bits of t's float32 gemm_bias (avx512's above it) run on operands rounded to bf16
+ * beforehand, with op(B) from a float32 B and from its bf16 copy. The shapes take every
+ * route of the float32 driver: op(A) read in place (N <= 64; M K large and N moderate),
+ * op(B) packed by the microkernels (tb = 0), the one-pass order (M small, N large), K in
+ * several blocks, edges of every kernel; denormals, infinities and NaNs among the
+ * operands (one each). So no operand element reaches
+ * the FMAs unrounded, on any route. */
+static void test_gemm_bf16_fma(const vt_kernels *t) {
+    vt_kernels f = *t;
+    char why[256];
+    if (vt_bf16_path_entries(VT_BF16_FMA, t->isa, &f, why, sizeof why) != 0) {
+        CHECK(0, "%s: no fma path: %s", t->name, why);
+        return;
+    }
+    vt_kernels ref;
+    vt_kernels_table(t->isa < VT_ISA_AVX512 ? t->isa : VT_ISA_AVX512, &ref);
+    static const int shapes[][3] = {{197, 64, 197}, {300, 200, 300}, {40, 1700, 40}, {37, 45, 1001},
+                                    {130, 200, 192}, {7, 5, 33},     {29, 3, 70},    {600, 48, 150}};
+    int n = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+        for (int v = 0; v < 8; v++, n++) {
+            const int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2], ta = v & 1, tb = (v >> 1) & 1,
+                      b16 = v >> 2;
+            const int pad = n % 3, lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+            const size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
+            const float alpha = n % 2 ? 1.0f : -0.7f, beta = n % 3 == 0 ? 0.0f : 0.5f;
+            float *ab, *rab, *bb, *rbb, *cb, *rcb, *biasb, *wb;
+            float *A = fbuf(na, 0, &ab), *RA = fbuf(na, 0, &rab), *B = fbuf(nb, 0, &bb), *RB = fbuf(nb, 0, &rbb);
+            float *C = fbuf(nc, 0, &cb), *RC = fbuf(nc, 0, &rcb), *bias = fbuf((size_t)N, 0, &biasb);
+            size_t wf = f.gemm_bf16_work_floats(M, N, K), wr = ref.gemm_work_floats(M, N, K);
+            float *W = fbuf(wf > wr ? wf : wr, 0, &wb);
+            vt_bf16 *B16 = aligned_alloc(64, (nb * sizeof(vt_bf16) + 63) / 64 * 64);
+            vt_bf16 *h = aligned_alloc(64, ((na > nb ? na : nb) * sizeof(vt_bf16) + 63) / 64 * 64);
+            for (size_t i = 0; i < na; i++)
+                A[i] = i % 97 == 5 ? 1e-39f : i == na / 3 ? bitsf(0x7fa12345u) : frand() * (i % 7 ? 1.0f : 50.0f);
+            for (size_t i = 0; i < nb; i++) B[i] = i % 89 == 7 ? -2e-39f : i == nb / 2 ? INFINITY : frand();
+            fill(bias, (size_t)N, -1, 1);
+            for (size_t i = 0; i < nc; i++) C[i] = RC[i] = frand();
+            t->bf16_round(A, h, na);
+            for (size_t i = 0; i < na; i++) RA[i] = bf16f(h[i]);
+            t->bf16_round(B, B16, nb);
+            for (size_t i = 0; i < nb; i++) RB[i] = bf16f(B16[i]);
+            const float *bias_p = n % 4 == 1 ? bias : NULL;
+            ref.gemm_bias(ta, tb, M, N, K, alpha, RA, lda, RB, ldb, beta, bias_p, RC, ldc, W);
+            f.gemm_bf16(ta, tb, M, N, K, alpha, A, lda, b16 ? NULL : B, b16 ? B16 : NULL, ldb, beta, bias_p, C, ldc,
+                        W, NULL);
+            long bad = -1;
+            for (size_t e = 0; e < nc && bad < 0; e++)
+                if (memcmp(&C[e], &RC[e], sizeof(float)) != 0) bad = (long)e;
+            CHECK(bad < 0, "%s fma path ta=%d tb=%d M=%d N=%d K=%d b16=%d: C[%ld] = %a, %s gemm_bias on the rounded "
+                  "operands gives %a", t->name, ta, tb, M, N, K, b16, bad, bad < 0 ? 0.0 : C[bad], ref.name,
+                  bad < 0 ? 0.0 : RC[bad]);
+            free(ab); free(rab); free(bb); free(rbb); free(cb); free(rcb); free(biasb); free(wb); free(B16); free(h);
+        }
+}
+
 /* Which context fields level l's two GEMMs read: its fp32 gemm's blocking and its
  * gemm_bf16's (avx2 and avx512 run gemm_bf16 through their fp32 gemm). */
 static void level_blocking(const vt_gemm_context *c, vt_isa l, const void **f32, const void **bf16,
@@ -1141,6 +1198,7 @@ static void test_gemm_contexts(const vt_kernels *s) {
             test_gemm(&t, s);
             test_work_monotone(&t, t.gemm_work_floats, "gemm_work_floats");
             test_gemm_bf16(&t, s);
+            test_gemm_bf16_fma(&t);
             test_work_monotone(&t, t.gemm_bf16_work_floats, "gemm_bf16_work_floats");
             if (test_failed_count > failed)
                 fprintf(stderr, "  (the failures above: %s under the GEMM context %s)\n", t.name, ctx[i].name);
@@ -1184,6 +1242,7 @@ int main(void) {
         test_work_monotone(&t, t.gemm_bf16_work_floats, "gemm_bf16_work_floats");
         test_bf16_round(&t, &s);
         test_gemm_bf16(&t, &s);
+        test_gemm_bf16_fma(&t);
         if (t.isa >= VT_ISA_AVX512BF16) test_gemm_bf16_order(&t);
     }
     vt_kernels a2, a5;

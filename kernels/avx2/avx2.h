@@ -36,6 +36,35 @@ static inline void vt256_store(size_t n, float *p, __m256 v) {
     else _mm256_maskstore_ps(p, vt256_tail(n), v);
 }
 
+/* x rounded to bf16 (kernels.h: bf16 numerics; ../bf16.h's rule in integer arithmetic,
+ * the three cases blended), as the 32-bit pattern of the rounded value: the bf16 bits in
+ * the upper half, zeros in the lower. */
+static inline __m256i vt256_bf16_rounded(__m256 x) {
+    const __m256i expo = _mm256_set1_epi32(0x7f800000), absm = _mm256_set1_epi32(0x7fffffff);
+    __m256i u = _mm256_castps_si256(x);
+    __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd));
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, absm), expo);
+    __m256i tiny = _mm256_cmpeq_epi32(_mm256_and_si256(u, expo), _mm256_setzero_si256());
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(u, _mm256_set1_epi32(0x00400000)), nan);
+    r = _mm256_blendv_epi8(r, _mm256_and_si256(u, _mm256_set1_epi32((int)0x80000000u)), tiny);
+    return _mm256_and_si256(r, _mm256_set1_epi32((int)0xffff0000u));
+}
+
+/* The first min(n, 8) bf16 at p widened to float32 (exact), lanes past n zero and
+ * memory past n not read. */
+static inline __m256 vt256_load_bf16(size_t n, const vt_bf16 *p) {
+    __m128i h;
+    if (n >= 8) {
+        h = _mm_loadu_si128((const __m128i *)p);
+    } else {
+        vt_bf16 t[8] = {0};
+        for (size_t i = 0; i < n; i++) t[i] = p[i];
+        h = _mm_loadu_si128((const __m128i *)t);
+    }
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
 static inline float vt256_hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -101,7 +130,8 @@ static inline __m256 vt256_erf(__m256 x) {
  * version of any entry not listed. */
 #define VT_AVX2_ENTRIES(X)                                                                                  \
     /* gemm.c */ X(avx2, gemm) X(avx2, gemm_bias) X(avx2, gemm_prefetch) X(avx2, gemm_work_floats)          \
-    /* bf16.c */ X(avx2, gemm_bf16) X(avx2, gemm_bf16_work_floats) X(avx2, bf16_round)                      \
+    /* gemm.c */ X(avx2, gemm_bf16) X(avx2, gemm_bf16_work_floats)                                          \
+    /* bf16.c */ X(avx2, bf16_round)                                                                        \
     /* softmax.c */ X(avx2, softmax_rows) X(avx2, softmax_bwd_rows)                                         \
     /* layernorm.c */ X(avx2, layernorm_fwd) X(avx2, layernorm_bwd)                                         \
     /* gelu.c */ X(avx2, gelu_fwd) X(avx2, gelu_bwd) X(avx2, gelu_bwd_fwd)                                  \

@@ -82,18 +82,32 @@ static inline __attribute__((always_inline)) void transpose8(__m256 r[8]) {
     }
 }
 
-/* Transposing copy: `rows` (<= 8) source rows of kc floats (row stride ld) become kc
- * destination vectors (lanes >= rows zero) at dst + k * dstride. Each store writes all
- * 8 lanes: with dstride < 8 (A panels) the extra lanes are overwritten by the next
- * store, and the last one spills 8 - dstride floats past the panel (the work space has
- * that slack). */
-static void pack_transposed(const float *src, size_t ld, int rows, int kc, float *dst, int dstride) {
+/* How a packing routine reads its source: float32 as it is (SRC_F32), float32 rounded to
+ * bf16 and widened back (SRC_ROUND), bf16 widened (SRC_BF16); the last two are the bf16
+ * fma path's packing (kernels.h: bf16 product paths). */
+enum { SRC_F32, SRC_ROUND, SRC_BF16 };
+
+/* The first min(n, 8) elements of src (float32, or bf16 for SRC_BF16) from element `at`,
+ * as float32 lanes (zero past n, memory past n not read). */
+static inline __attribute__((always_inline)) __m256 load_src(const void *src, size_t at, size_t n, const int kind) {
+    if (kind == SRC_BF16) return vt256_load_bf16(n, (const vt_bf16 *)src + at);
+    __m256 x = vt256_load(n, (const float *)src + at);
+    return kind == SRC_ROUND ? _mm256_castsi256_ps(vt256_bf16_rounded(x)) : x;
+}
+
+/* Transposing copy: `rows` (<= 8) source rows of kc elements (from element `at` of src,
+ * row stride ld; read as `kind` says) become kc destination vectors (lanes >= rows zero)
+ * at dst + k * dstride. Each store writes all 8 lanes: with dstride < 8 (A panels) the
+ * extra lanes are overwritten by the next store, and the last one spills 8 - dstride
+ * floats past the panel (the work space has that slack). */
+static inline __attribute__((always_inline)) void pack_transposed(const void *src, size_t at, size_t ld, int rows,
+                                                                  int kc, float *dst, int dstride, const int kind) {
     __m256 r[8];
     int k0 = 0;
     for (; k0 + 8 <= kc; k0 += 8) {
 #pragma GCC unroll 8
         for (int i = 0; i < 8; i++)
-            r[i] = i < rows ? _mm256_loadu_ps(src + (size_t)i * ld + k0) : _mm256_setzero_ps();
+            r[i] = i < rows ? load_src(src, at + (size_t)i * ld + k0, 8, kind) : _mm256_setzero_ps();
         transpose8(r);
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) _mm256_storeu_ps(dst + (size_t)(k0 + j) * dstride, r[j]);
@@ -104,7 +118,7 @@ static void pack_transposed(const float *src, size_t ld, int rows, int kc, float
         float tmp[8 * 8] __attribute__((aligned(32)));
 #pragma GCC unroll 8
         for (int i = 0; i < 8; i++)
-            r[i] = i < rows ? vt256_load((size_t)kk, src + (size_t)i * ld + k0) : _mm256_setzero_ps();
+            r[i] = i < rows ? load_src(src, at + (size_t)i * ld + k0, (size_t)kk, kind) : _mm256_setzero_ps();
         transpose8(r);
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) _mm256_store_ps(tmp + 8 * j, r[j]);
@@ -114,41 +128,62 @@ static void pack_transposed(const float *src, size_t ld, int rows, int kc, float
 }
 
 /* Pack the mc x kc block of op(A) at (i0, p0) into MR-row panels: panel q holds
- * dst[q MR kc + k MR + i] = op(A)[i0 + q MR + i][p0 + k], zero for rows past mc. */
-static void pack_a(int ta, const float *A, int lda, int i0, int p0, int mc, int kc, float *dst) {
+ * dst[q MR kc + k MR + i] = op(A)[i0 + q MR + i][p0 + k], zero for rows past mc; A read
+ * as `kind` says (SRC_F32, SRC_ROUND). */
+static inline __attribute__((always_inline)) void pack_a_src(int ta, const float *A, int lda, int i0, int p0, int mc,
+                                                             int kc, float *dst, const int kind) {
     for (int ir = 0; ir < mc; ir += MR) {
         int rows = imin(MR, mc - ir);
         float *d = dst + (size_t)ir * kc;
         if (ta) {
-            const float *s = A + (size_t)p0 * lda + i0 + ir;
+            size_t s = (size_t)p0 * lda + i0 + ir;
             for (int k = 0; k < kc; k++)
-                _mm256_storeu_ps(d + (size_t)k * MR, vt256_load((size_t)rows, s + (size_t)k * lda));
+                _mm256_storeu_ps(d + (size_t)k * MR, load_src(A, s + (size_t)k * lda, (size_t)rows, kind));
         } else {
-            pack_transposed(A + (size_t)(i0 + ir) * lda + p0, (size_t)lda, rows, kc, d, MR);
+            pack_transposed(A, (size_t)(i0 + ir) * lda + p0, (size_t)lda, rows, kc, d, MR, kind);
         }
     }
 }
 
 /* Pack the kc x nc block of op(B) at (p0, j0) into NR-column panels: panel q holds
- * dst[q NR kc + k NR + j] = op(B)[p0 + k][j0 + q NR + j], zero for columns past nc. */
-static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int nc, float *dst) {
+ * dst[q NR kc + k NR + j] = op(B)[p0 + k][j0 + q NR + j], zero for columns past nc; B
+ * (float32, or bf16 for SRC_BF16) read as `kind` says. */
+static inline __attribute__((always_inline)) void pack_b_src(int tb, const void *B, int ldb, int p0, int j0, int kc,
+                                                             int nc, float *dst, const int kind) {
     for (int jr = 0; jr < nc; jr += NR) {
         int cols = imin(NR, nc - jr);
         float *d = dst + (size_t)jr * kc;
         if (!tb) {
             size_t m0 = (size_t)cols, m1 = (size_t)(cols > 8 ? cols - 8 : 0);
-            const float *s = B + (size_t)p0 * ldb + j0 + jr;
+            size_t s = (size_t)p0 * ldb + j0 + jr;
             for (int k = 0; k < kc; k++) {
-                const float *sk = s + (size_t)k * ldb;
-                _mm256_store_ps(d + (size_t)k * NR, vt256_load(m0, sk));
-                _mm256_store_ps(d + (size_t)k * NR + 8, vt256_load(m1, sk + 8));
+                size_t sk = s + (size_t)k * ldb;
+                _mm256_store_ps(d + (size_t)k * NR, load_src(B, sk, m0, kind));
+                _mm256_store_ps(d + (size_t)k * NR + 8, load_src(B, sk + 8, m1, kind));
             }
         } else {
-            const float *s = B + (size_t)(j0 + jr) * ldb + p0;
-            pack_transposed(s, (size_t)ldb, imin(8, cols), kc, d, NR);
-            pack_transposed(s + (size_t)8 * ldb, (size_t)ldb, cols > 8 ? cols - 8 : 0, kc, d + 8, NR);
+            size_t s = (size_t)(j0 + jr) * ldb + p0;
+            pack_transposed(B, s, (size_t)ldb, imin(8, cols), kc, d, NR, kind);
+            pack_transposed(B, s + (size_t)8 * ldb, (size_t)ldb, cols > 8 ? cols - 8 : 0, kc, d + 8, NR, kind);
         }
     }
+}
+
+static void pack_a(int ta, const float *A, int lda, int i0, int p0, int mc, int kc, float *dst) {
+    pack_a_src(ta, A, lda, i0, p0, mc, kc, dst, SRC_F32);
+}
+static void pack_b(int tb, const float *B, int ldb, int p0, int j0, int kc, int nc, float *dst) {
+    pack_b_src(tb, B, ldb, p0, j0, kc, nc, dst, SRC_F32);
+}
+/* The bf16 fma path's packs: rounded float32 operands, widened bf16 B. */
+static void pack_a_round(int ta, const float *A, int lda, int i0, int p0, int mc, int kc, float *dst) {
+    pack_a_src(ta, A, lda, i0, p0, mc, kc, dst, SRC_ROUND);
+}
+static void pack_b_round(int tb, const float *B, int ldb, int p0, int j0, int kc, int nc, float *dst) {
+    pack_b_src(tb, B, ldb, p0, j0, kc, nc, dst, SRC_ROUND);
+}
+static void pack_b16(int tb, const vt_bf16 *B, int ldb, int p0, int j0, int kc, int nc, float *dst) {
+    pack_b_src(tb, B, ldb, p0, j0, kc, nc, dst, SRC_BF16);
 }
 
 #define ROW_FMA(i)                                   \
@@ -251,11 +286,12 @@ static void scale_c(int M, int N, float beta, const float *bias, float *C, int l
     }
 }
 
-/* What the three entry points (GEMM_ENTRY_POINTS) call: C = alpha op(A) op(B) + beta C
- * (+ bias), the last block prefetching next (NULL: nothing). */
+/* What the entry points (GEMM_ENTRY_POINTS) call: C = alpha op(A) op(B) + beta C
+ * (+ bias), op(B) from B16 when it is not NULL, the last block prefetching next (NULL:
+ * nothing); bf16: the operands rounded to bf16 as they are packed (the fma path). */
 static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                     const float *B, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
-                     const vt_region *next) {
+                     const float *B, const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc,
+                     float *work, const vt_region *next, int bf16) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) {
         scale_c(M, N, beta, bias, C, ldc);
@@ -264,10 +300,13 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
     /* no quarter, narrow, short-row or in-place kernels (NULL / 0: never chosen) */
     static const gemm_kernels kn = {.pack_a = pack_a, .pack_b = pack_b, .full = kernel_6x16, .half = kernel_6x8,
                                     .add_bias = add_bias};
+    static const gemm_kernels kn_bf16 = {.pack_a = pack_a_round, .pack_b = pack_b_round, .pack_b16 = pack_b16,
+                                         .full = kernel_6x16, .half = kernel_6x8, .add_bias = add_bias};
     gemm_blocking bl = {.mr = MR, .nr = NR, .kc = KC, .kc_t = KC_T, .mc = MC, .nc = NC, .m_one_pass = M_ONE_PASS,
                         .one_pass_min_n = ONE_PASS_MIN_N, .nc_one_pass = NC_ONE_PASS};
     float *pb = work + a_floats(a_rows(M), (size_t)imin(K, imax(KC, KC_T)));
-    gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, work, pb, next);
+    if (bf16) gemm_blocked(bl, &kn_bf16, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, pb, next);
+    else gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, bias, C, ldc, work, pb, next);
 }
 
 GEMM_ENTRY_POINTS(avx2)

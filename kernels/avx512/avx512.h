@@ -96,6 +96,37 @@ static inline __mmask16 vt512_tail(size_t n) {
     return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
 }
 
+/* x rounded to bf16 (kernels.h: bf16 numerics; ../bf16.h's rule in integer arithmetic),
+ * as the 32-bit pattern of the rounded value: the bf16 bits in the upper half, zeros in
+ * the lower. Nearest even; a zero or denormal gives a zero of its sign; a NaN stays a
+ * NaN, made quiet. */
+static inline __m512i vt512_bf16_rounded(__m512 x) {
+    const __m512i expo = _mm512_set1_epi32(0x7f800000), absm = _mm512_set1_epi32(0x7fffffff);
+    const __m512i upper = _mm512_set1_epi32((int)0xffff0000u);
+    __m512i u = _mm512_castps_si512(x);
+    __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
+    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, absm), expo);
+    __mmask16 tiny = _mm512_cmpeq_epi32_mask(_mm512_and_si512(u, expo), _mm512_setzero_si512());
+    r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
+    r = _mm512_mask_and_epi32(r, tiny, u, _mm512_set1_epi32((int)0x80000000u));
+    return _mm512_and_si512(r, upper);
+}
+
+/* The first min(n, 16) bf16 at p widened to float32 (exact), lanes past n zero and
+ * memory past n not read. */
+static inline __m512 vt512_load_bf16(size_t n, const vt_bf16 *p) {
+    __m256i h;
+    if (n >= 16) {
+        h = _mm256_loadu_si256((const __m256i *)p);
+    } else {
+        vt_bf16 t[16] = {0};
+        for (size_t i = 0; i < n; i++) t[i] = p[i];
+        h = _mm256_loadu_si256((const __m256i *)t);
+    }
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
 /* C = beta C (+ bias on every row) over M x N, row stride ldc; beta == 0 never reads C. */
 static inline void vt512_scale_c(int M, int N, float beta, const float *bias, float *C, int ldc) {
     for (int i = 0; i < M; i++) {
@@ -125,7 +156,8 @@ static inline int vt512_gemm_no_product(int M, int N, int K, float alpha, float 
  * version of any entry not listed. */
 #define VT_AVX512_ENTRIES(X)                                                                                          \
     /* gemm.c */ X(avx512, gemm) X(avx512, gemm_bias) X(avx512, gemm_prefetch) X(avx512, gemm_work_floats)            \
-    /* bf16.c */ X(avx512, gemm_bf16) X(avx512, gemm_bf16_work_floats) X(avx512, bf16_round)                          \
+    /* gemm.c */ X(avx512, gemm_bf16) X(avx512, gemm_bf16_work_floats)                                                \
+    /* bf16.c */ X(avx512, bf16_round)                                                                                \
     /* softmax.c */ X(avx512, softmax_rows) X(avx512, softmax_bwd_rows)                                               \
     /* layernorm.c */ X(avx512, layernorm_fwd) X(avx512, layernorm_bwd)                                               \
     /* gelu.c */ X(avx512, gelu_fwd) X(avx512, gelu_bwd) X(avx512, gelu_bwd_fwd)                                      \

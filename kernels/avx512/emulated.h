@@ -16,7 +16,7 @@
  *       at row ends);
  *   cvttps_epi32  truncates, out of range or NaN -> INT32_MIN (vcvttps2dq on each
  *       half); cvtepi32_ps  rounds to nearest-even (vcvtdq2ps on each half);
- *   cvtps_pd, extractf32x8_ps, shuffle_f32x4  exact;
+ *   cvtps_pd, cvtepu16_epi32, extractf32x8_ps, shuffle_f32x4  exact;
  *   reduce_add_ps / reduce_add_pd / reduce_max_ps  Intel leaves the order open; these
  *       use the order of GCC 12's native versions, so they round as a native build does.
  */
@@ -124,6 +124,12 @@ static inline simde__m512d vt_emu_cvtps_pd(simde__m256 a) {
     return simde_mm512_insertf64x4(simde_mm512_castpd256_pd512(lo), hi, 1);
 }
 
+static inline simde__m512i vt_emu_cvtepu16_epi32(simde__m256i a) {
+    simde__m256i lo = simde_mm256_cvtepu16_epi32(simde_mm256_castsi256_si128(a));
+    simde__m256i hi = simde_mm256_cvtepu16_epi32(simde_mm256_extracti128_si256(a, 1));
+    return simde_mm512_inserti64x4(simde_mm512_castsi256_si512(lo), hi, 1);
+}
+
 /* The reductions, in GCC 12's order: halves, quarters, then lanes (0 + 2, 1 + 3) and
  * the two results. */
 static inline float vt_emu_reduce_add_ps(simde__m512 a) {
@@ -160,6 +166,7 @@ static inline double vt_emu_reduce_add_pd(simde__m512d a) {
 #undef _mm512_cvttps_epi32
 #undef _mm512_cvtepi32_ps
 #undef _mm512_cvtps_pd
+#undef _mm512_cvtepu16_epi32
 #undef _mm512_extractf32x8_ps
 #undef _mm512_shuffle_f32x4
 #undef _mm512_reduce_add_ps
@@ -178,6 +185,7 @@ static inline double vt_emu_reduce_add_pd(simde__m512d a) {
 #define _mm512_cvttps_epi32(a) vt_emu_cvttps_epi32(a)
 #define _mm512_cvtepi32_ps(a) vt_emu_cvtepi32_ps(a)
 #define _mm512_cvtps_pd(a) vt_emu_cvtps_pd(a)
+#define _mm512_cvtepu16_epi32(a) vt_emu_cvtepu16_epi32(a)
 #define _mm512_extractf32x8_ps(a, imm8) \
     simde_mm256_castpd_ps(simde_mm512_extractf64x4_pd(simde_mm512_castps_pd(a), imm8))
 #define _mm512_shuffle_f32x4(a, b, imm8) simde_mm512_shuffle_f32x4(a, b, imm8)

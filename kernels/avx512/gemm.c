@@ -89,16 +89,39 @@ size_t vt_avx512_gemm_work_floats(int M, int N, int K) {
     return a_floats(mc, kc) + kc * nc;
 }
 
-/* Transposing copy: `rows` (<= 16) source rows of kc floats (row stride ld) become kc
- * destination vectors (lanes >= rows zero) stored under wmask at dst + k * dstride. */
-static void pack_transposed(const float *src, size_t ld, int rows, int kc, float *dst,
-                            int dstride, __mmask16 wmask) {
+/* How a packing routine reads its source: float32 as it is (SRC_F32), float32 rounded to
+ * bf16 and widened back (SRC_ROUND), bf16 widened (SRC_BF16); the last two are the bf16
+ * fma path's packing (kernels.h: bf16 product paths). */
+enum { SRC_F32, SRC_ROUND, SRC_BF16 };
+
+/* 16 elements of src (float32, or bf16 for SRC_BF16) from element `at`, as float32. */
+static inline __attribute__((always_inline)) __m512 load_src(const void *src, size_t at, const int kind) {
+    if (kind == SRC_BF16) return vt512_load_bf16(16, (const vt_bf16 *)src + at);
+    __m512 x = _mm512_loadu_ps((const float *)src + at);
+    return kind == SRC_ROUND ? _mm512_castsi512_ps(vt512_bf16_rounded(x)) : x;
+}
+
+/* The same for the first n < 16 elements (m = vt512_tail(n)), lanes past n zero and
+ * memory past n not read. */
+static inline __attribute__((always_inline)) __m512 load_src_tail(const void *src, size_t at, __mmask16 m, size_t n,
+                                                                  const int kind) {
+    if (kind == SRC_BF16) return vt512_load_bf16(n, (const vt_bf16 *)src + at);
+    __m512 x = _mm512_maskz_loadu_ps(m, (const float *)src + at);
+    return kind == SRC_ROUND ? _mm512_castsi512_ps(vt512_bf16_rounded(x)) : x;
+}
+
+/* Transposing copy: `rows` (<= 16) source rows of kc elements (from element `at` of src,
+ * row stride ld; read as `kind` says) become kc destination vectors (lanes >= rows zero)
+ * stored under wmask at dst + k * dstride. */
+static inline __attribute__((always_inline)) void pack_transposed(const void *src, size_t at, size_t ld, int rows,
+                                                                  int kc, float *dst, int dstride, __mmask16 wmask,
+                                                                  const int kind) {
     __m512 r[16];
     int k0 = 0;
     for (; k0 + 16 <= kc; k0 += 16) {
 #pragma GCC unroll 16
         for (int i = 0; i < 16; i++)
-            r[i] = i < rows ? _mm512_loadu_ps(src + (size_t)i * ld + k0) : _mm512_setzero_ps();
+            r[i] = i < rows ? load_src(src, at + (size_t)i * ld + k0, kind) : _mm512_setzero_ps();
         vt512_transpose16(r);
 #pragma GCC unroll 16
         for (int j = 0; j < 16; j++) _mm512_mask_storeu_ps(dst + (size_t)(k0 + j) * dstride, wmask, r[j]);
@@ -109,7 +132,7 @@ static void pack_transposed(const float *src, size_t ld, int rows, int kc, float
         float tmp[16 * 16] __attribute__((aligned(64)));
 #pragma GCC unroll 16
         for (int i = 0; i < 16; i++)
-            r[i] = i < rows ? _mm512_maskz_loadu_ps(km, src + (size_t)i * ld + k0) : _mm512_setzero_ps();
+            r[i] = i < rows ? load_src_tail(src, at + (size_t)i * ld + k0, km, (size_t)kk, kind) : _mm512_setzero_ps();
         vt512_transpose16(r);
 #pragma GCC unroll 16
         for (int j = 0; j < 16; j++) _mm512_store_ps(tmp + 16 * j, r[j]);
@@ -167,11 +190,13 @@ static void add_bias(float *c, int ldc, int mr, int nr, const float *bias) {
 #undef SH_NV
 #undef SH
 
-/* What the three entry points (GEMM_ENTRY_POINTS) call: C = alpha op(A) op(B) + beta C
- * (+ bias), the last block prefetching next (NULL: nothing), with the context's shape. */
+/* What the entry points (GEMM_ENTRY_POINTS) call: C = alpha op(A) op(B) + beta C
+ * (+ bias), op(B) from B16 when it is not NULL, the last block prefetching next (NULL:
+ * nothing), with the context's shape; bf16: the operands rounded to bf16 as they are
+ * packed (the fma path's kernels, kernels_<shape>_bf16). */
 static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                     const float *B, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
-                     const vt_region *next) {
+                     const float *B, const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc,
+                     float *work, const vt_region *next, int bf16) {
     if (vt512_gemm_no_product(M, N, K, alpha, beta, bias, C, ldc)) return;
     gemm_blocking bl = {.mr = MR,
                         .nr = NR,
@@ -197,8 +222,12 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
     /* one inlined copy of the loops per shape, each calling its own kernels directly */
 #define SHAPE_CASE(mr_, nv_, nr_)                                                                           \
     if (bl.mr == mr_ && bl.nr == nr_) {                                                                     \
-        gemm_blocked(bl, &kernels_##mr_##x##nr_, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, \
-                     work, pb, next);                                                                       \
+        if (bf16)                                                                                           \
+            gemm_blocked(bl, &kernels_bf16_##mr_##x##nr_, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta,  \
+                         bias, C, ldc, work, pb, next);                                                     \
+        else                                                                                                \
+            gemm_blocked(bl, &kernels_##mr_##x##nr_, ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta,      \
+                         bias, C, ldc, work, pb, next);                                                     \
         return;                                                                                             \
     }
     VT_AVX512_SHAPES(SHAPE_CASE)

@@ -22,44 +22,67 @@
 
 #define SH_NR (16 * SH_NV)
 
-/* Pack the mc x kc block of op(A) at (i0, p0) into SH_MR-row panels (zero past mc). */
-static void SH(pack_a)(int ta, const float *A, int lda, int i0, int p0, int mc, int kc, float *dst) {
+/* Pack the mc x kc block of op(A) at (i0, p0) into SH_MR-row panels (zero past mc),
+ * reading A as `kind` says (SRC_F32, SRC_ROUND). */
+static inline __attribute__((always_inline)) void SH(pack_a_src)(int ta, const float *A, int lda, int i0, int p0,
+                                                                 int mc, int kc, float *dst, const int kind) {
     const __mmask16 wmask = (__mmask16)((1u << SH_MR) - 1u);
     for (int ir = 0; ir < mc; ir += SH_MR) {
         int rows = imin(SH_MR, mc - ir);
         float *d = dst + (size_t)ir * kc;
         if (ta) {
             __mmask16 rm = vt512_tail((size_t)rows);
-            const float *s = A + (size_t)p0 * lda + i0 + ir;
+            size_t s = (size_t)p0 * lda + i0 + ir;
             for (int k = 0; k < kc; k++)
-                _mm512_mask_storeu_ps(d + (size_t)k * SH_MR, wmask, _mm512_maskz_loadu_ps(rm, s + (size_t)k * lda));
+                _mm512_mask_storeu_ps(d + (size_t)k * SH_MR, wmask,
+                                      load_src_tail(A, s + (size_t)k * lda, rm, (size_t)rows, kind));
         } else {
-            pack_transposed(A + (size_t)(i0 + ir) * lda + p0, (size_t)lda, rows, kc, d, SH_MR, wmask);
+            pack_transposed(A, (size_t)(i0 + ir) * lda + p0, (size_t)lda, rows, kc, d, SH_MR, wmask, kind);
         }
     }
 }
 
-/* Pack the kc x nc block of op(B) at (p0, j0) into SH_NR-column panels (zero past nc). */
-static void SH(pack_b)(int tb, const float *B, int ldb, int p0, int j0, int kc, int nc, float *dst) {
+/* Pack the kc x nc block of op(B) at (p0, j0) into SH_NR-column panels (zero past nc),
+ * reading B (float32, or bf16 for SRC_BF16) as `kind` says. */
+static inline __attribute__((always_inline)) void SH(pack_b_src)(int tb, const void *B, int ldb, int p0, int j0,
+                                                                 int kc, int nc, float *dst, const int kind) {
     for (int jr = 0; jr < nc; jr += SH_NR) {
         int cols = imin(SH_NR, nc - jr);
         float *d = dst + (size_t)jr * kc;
         if (!tb) {
-            const float *s = B + (size_t)p0 * ldb + j0 + jr;
+            size_t s = (size_t)p0 * ldb + j0 + jr;
             __mmask16 m[SH_NV];
             for (int v = 0; v < SH_NV; v++) m[v] = vt512_tail((size_t)imax(0, cols - 16 * v));
             for (int k = 0; k < kc; k++)
 #pragma GCC unroll 4
                 for (int v = 0; v < SH_NV; v++)
                     _mm512_store_ps(d + (size_t)k * SH_NR + 16 * v,
-                                    _mm512_maskz_loadu_ps(m[v], s + (size_t)k * ldb + 16 * v));
+                                    load_src_tail(B, s + (size_t)k * ldb + 16 * v, m[v],
+                                                  (size_t)imax(0, cols - 16 * v), kind));
         } else {
-            const float *s = B + (size_t)(j0 + jr) * ldb + p0;
+            size_t s = (size_t)(j0 + jr) * ldb + p0;
             for (int v = 0; v < SH_NV; v++)
-                pack_transposed(s + (size_t)16 * v * ldb, (size_t)ldb, imin(16, imax(0, cols - 16 * v)), kc,
-                                d + 16 * v, SH_NR, 0xFFFF);
+                pack_transposed(B, s + (size_t)16 * v * ldb, (size_t)ldb, imin(16, imax(0, cols - 16 * v)), kc,
+                                d + 16 * v, SH_NR, 0xFFFF, kind);
         }
     }
+}
+
+static void SH(pack_a)(int ta, const float *A, int lda, int i0, int p0, int mc, int kc, float *dst) {
+    SH(pack_a_src)(ta, A, lda, i0, p0, mc, kc, dst, SRC_F32);
+}
+static void SH(pack_b)(int tb, const float *B, int ldb, int p0, int j0, int kc, int nc, float *dst) {
+    SH(pack_b_src)(tb, B, ldb, p0, j0, kc, nc, dst, SRC_F32);
+}
+/* The bf16 fma path's packs (kernels_bf16): rounded float32 operands, widened bf16 B. */
+static void SH(pack_a_round)(int ta, const float *A, int lda, int i0, int p0, int mc, int kc, float *dst) {
+    SH(pack_a_src)(ta, A, lda, i0, p0, mc, kc, dst, SRC_ROUND);
+}
+static void SH(pack_b_round)(int tb, const float *B, int ldb, int p0, int j0, int kc, int nc, float *dst) {
+    SH(pack_b_src)(tb, B, ldb, p0, j0, kc, nc, dst, SRC_ROUND);
+}
+static void SH(pack_b16)(int tb, const vt_bf16 *B, int ldb, int p0, int j0, int kc, int nc, float *dst) {
+    SH(pack_b_src)(tb, B, ldb, p0, j0, kc, nc, dst, SRC_BF16);
 }
 
 /* c[0:mr, 0:nr] = alpha * (a panel) (b panel) + beta * c (beta == 0: c not read),
@@ -252,6 +275,18 @@ static const gemm_kernels SH(kernels) = {.pack_a = SH(pack_a),
                                          .full_pack_b = SH(kernel_full_pack_b),
                                          .inplace_pack_b = SH(kernel_inplace_pack_b),
                                          .add_bias = add_bias};
+
+/* The bf16 fma path's (kernels.h): every operand element through the rounding packs, so
+ * no kernel reads op(A) in place or op(B) from its source. */
+static const gemm_kernels SH(kernels_bf16) = {.pack_a = SH(pack_a_round),
+                                              .pack_b = SH(pack_b_round),
+                                              .pack_b16 = SH(pack_b16),
+                                              .full = SH(kernel_full),
+                                              .half = SH(kernel_half),
+                                              .quarter = SH(kernel_quarter),
+                                              .narrow = SH(kernel_narrow),
+                                              .short_rows = SH(kernel_short),
+                                              .add_bias = add_bias};
 
 #undef SH_NR
 #undef SH_KERNEL_1V
