@@ -41,6 +41,9 @@
  * contains the substring (e.g. "vit_ti", "fc1/fwd"; one that matches none is an error).
  * VT_BENCH_PRECISION=fp32 or bf16: that precision only (default both; bf16 only where
  * the CPU has bf16 instructions). The peaks are always measured.
+ * VT_BF16_PATH=amx|dpbf16|fma: the bf16 rows on that path, as training runs it
+ * (src/bf16_path.h; e.g. fma, the float32 kernels on rounded operands, on a CPU with
+ * VDPBF16PS); the bf16 rows name the path they ran on ("bf16_path").
  * Wall-clock timing: run it on an idle machine for clean numbers; the ratios, from
  * alternating rounds in one process, are the robust figures. VT_BENCH_CLOCK=cpu times
  * the products in CPU seconds per thread instead (a machine shared with other work).
@@ -52,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bf16_path.h"
 #include "fma_peak.h"
 #include "kernels.h"
 #include "ops/ops.h"
@@ -379,6 +383,12 @@ static const char *num_or_null(double x, char *buf, size_t len) {
     return buf;
 }
 
+/* The bf16 path in the kernel table ("reference" on the scalar level). */
+static const char *bf16_path_name(void) {
+    int p = vt_kernels_bf16_path();
+    return p < 0 ? "reference" : vt_bf16_path_name((vt_bf16_path)p);
+}
+
 int main(int argc, char **argv) {
     const char *filter = argc > 1 ? argv[1] : NULL;
     gemm_shape shapes[N_SHAPES];
@@ -404,6 +414,15 @@ int main(int argc, char **argv) {
     if (vt_kernels_init(err, sizeof err) != 0) {
         fprintf(stderr, "bench_kernels: %s\n", err);
         return 1;
+    }
+    const char *path_env = getenv("VT_BF16_PATH");
+    if (path_env && *path_env) {
+        char line[512];
+        if (vt_bf16_path_select(line, sizeof line) != VT_OK) {
+            fprintf(stderr, "bench_kernels: %s\n", vt_last_error());
+            return 2;
+        }
+        fprintf(stderr, "%s\n", line);
     }
     vt_isa best_isa = vt_kernels_best_isa();
     if (best_isa < VT_ISA_AVX2) {
@@ -510,9 +529,10 @@ int main(int argc, char **argv) {
                 const double *g = gf[pr][si][ti];
                 double pct = peak[pr][nt] > 0 ? 100.0 * g[0] / peak[pr][nt] : 0;
                 char pb[32];
-                printf("{\"bench\":\"gemm\",\"cpu\":\"%s\",\"isa\":\"%s\",\"gemm_ctx\":\"%s\",\"precision\":\"%s\",\"shape\":\"%s\","
+                printf("{\"bench\":\"gemm\",\"cpu\":\"%s\",\"isa\":\"%s\",\"gemm_ctx\":\"%s\",\"precision\":\"%s\",%s%s%s\"shape\":\"%s\","
                        "\"ta\":%d,\"tb\":%d,\"M\":%d,\"N\":%d,\"K\":%d,\"threads\":%d,\"gflops\":%.1f,"
-                       "\"pct_peak\":%s}\n", cpu, vt_k.name, vt_gemm_ctx.name, pn, s->name, s->ta, s->tb, s->M, s->N, s->K, nt, g[0],
+                       "\"pct_peak\":%s}\n", cpu, vt_k.name, vt_gemm_ctx.name, pn, pr ? "\"bf16_path\":\"" : "",
+                       pr ? bf16_path_name() : "", pr ? "\"," : "", s->name, s->ta, s->tb, s->M, s->N, s->K, nt, g[0],
                        num_or_null(pct, pb, sizeof pb));
                 fprintf(stderr, " %8.1f%%", pct);
                 if (pct < pct_min[ti][s->model]) pct_min[ti][s->model] = pct;

@@ -70,17 +70,30 @@ int vt_bf16_path_pick(const vt_bf16_probe *pr, vt_bf16_path own) {
     return pr->gflops[fastest] >= VT_BF16_PATH_MARGIN * pr->gflops[own] ? fastest : (int)own;
 }
 
-vt_status vt_bf16_path_select(char *line, size_t linelen) {
+vt_status vt_bf16_path_env(int *path) {
     char why[256];
     const char *env = getenv("VT_BF16_PATH");
-    if (env && *env) {
-        int p = vt_bf16_path_parse(env);
-        if (p < 0)
-            return vt_fail(VT_ERR_USAGE, "VT_BF16_PATH=%s is not a bf16 path (use amx, dpbf16 or fma)", env);
-        if (vt_kernels_set_bf16_path((vt_bf16_path)p, why, sizeof why))
-            return vt_fail(VT_ERR_USAGE, "VT_BF16_PATH=%s cannot run here: %s", env, why);
-        snprintf(line, linelen, "bf16 products on the %s path (%s), as VT_BF16_PATH asks", env,
-                 vt_bf16_path_unit((vt_bf16_path)p));
+    *path = -1;
+    if (!env || !*env) return VT_OK;
+    int p = vt_bf16_path_parse(env);
+    if (p < 0) return vt_fail(VT_ERR_USAGE, "VT_BF16_PATH=%s is not a bf16 path (use amx, dpbf16 or fma)", env);
+    vt_kernels t = vt_k;
+    if (vt_bf16_path_entries((vt_bf16_path)p, vt_k.isa, &t, why, sizeof why))
+        return vt_fail(VT_ERR_USAGE, "VT_BF16_PATH=%s cannot run here: %s", env, why);
+    *path = p;
+    return VT_OK;
+}
+
+vt_status vt_bf16_path_select(char *line, size_t linelen) {
+    char why[256];
+    int env;
+    vt_status st = vt_bf16_path_env(&env);
+    if (st != VT_OK) return st;
+    if (env >= 0) {
+        if (vt_kernels_set_bf16_path((vt_bf16_path)env, why, sizeof why)) /* a bug: vt_bf16_path_env checked it */
+            return vt_fail(VT_ERR_RUNTIME, "VT_BF16_PATH=%s: %s", vt_bf16_path_name((vt_bf16_path)env), why);
+        snprintf(line, linelen, "bf16 products on the %s path (%s), as VT_BF16_PATH asks",
+                 vt_bf16_path_name((vt_bf16_path)env), vt_bf16_path_unit((vt_bf16_path)env));
         return VT_OK;
     }
     if (vt_k.isa < VT_ISA_AVX2) { /* the scalar level: its gemm_bf16 is the reference, no path */
@@ -88,7 +101,7 @@ vt_status vt_bf16_path_select(char *line, size_t linelen) {
         return VT_OK;
     }
     vt_bf16_probe pr;
-    vt_status st = vt_bf16_path_probe(&pr);
+    st = vt_bf16_path_probe(&pr);
     if (st != VT_OK) return st;
     vt_bf16_path own = vt_bf16_path_of_level(vt_k.isa);
     int p = vt_bf16_path_pick(&pr, own);

@@ -31,6 +31,11 @@ vt_status vt_bf16_path_probe(vt_bf16_probe *pr);
  * unless own is offered and the fastest is less than VT_BF16_PATH_MARGIN times own's
  * figure. -1 when no path is offered. */
 int vt_bf16_path_pick(const vt_bf16_probe *pr, vt_bf16_path own);
+/* VT_BF16_PATH's path in *path (-1: unset or empty), checked against the active level
+ * without changing the kernel table. Errors (VT_ERR_USAGE): a name that is no path (the
+ * message lists the valid ones), or a path this CPU/OS or VT_ISA does not offer (the
+ * message says why). */
+vt_status vt_bf16_path_env(int *path);
 /* Choose the path (VT_BF16_PATH, else probe and pick), put it in the kernel table and
  * describe the choice and the figures that made it in line (for the log). Errors
  * (VT_ERR_USAGE): VT_BF16_PATH names no path, or one this CPU/OS or VT_ISA does not

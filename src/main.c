@@ -33,6 +33,7 @@
 #include "footprint.h"
 #include "kernels.h"
 #include "pe/kinds.h"
+#include "precision.h"
 #include "resolve.h"
 #include "resume.h"
 #include "status.h"
@@ -322,6 +323,9 @@ static int start_runtime(const vt_config *cfg, const cli_args *a) {
         if (vt_dist_reports_error()) fprintf(stderr, "vitrain: %s\n", vt_last_error());
         return 2;
     }
+    /* the bf16 path (every rank rank 0's), and a bad VT_BF16_PATH, before the run writes anything */
+    vt_status st = vt_precision_select(cfg->train.precision);
+    if (st != VT_OK) return fail_exit(st);
     int n = a->threads >= 0 ? a->threads : cfg->train.threads;
     if (n == 0) n = omp_get_num_procs();
     omp_set_num_threads(n);

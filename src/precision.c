@@ -2,6 +2,7 @@
 #include "precision.h"
 
 #include "bf16_path.h"
+#include "dist.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,14 +45,32 @@ void vt_bf16_weights_detach(vt_vit *m, uint16_t *buf) {
     free(buf);
 }
 
+/* This rank runs the bf16 path rank 0 chose (path; -1: rank 0's level has no path). */
+static vt_status adopt_root_path(int path) {
+    char why[256];
+    if (path < 0 || vt_kernels_set_bf16_path((vt_bf16_path)path, why, sizeof why) == 0) return VT_OK;
+    return vt_fail(VT_ERR_USAGE, "rank 0 runs the bf16 products on the %s path, which this rank cannot: %s",
+                   vt_bf16_path_name((vt_bf16_path)path), why);
+}
+
 vt_status vt_precision_select(vt_precision p) {
     static int done = 0;
     if (p != VT_PRECISION_BF16 || done) return VT_OK;
-    char line[512];
-    vt_status st = vt_bf16_path_select(line, sizeof line);
+    int env;
+    vt_status st = vt_dist_agree(vt_bf16_path_env(&env)); /* every rank's own VT_BF16_PATH is valid */
     if (st != VT_OK) return st;
+    char line[512];
+    int path = -1;
+    if (vt_dist_root()) {
+        st = vt_bf16_path_select(line, sizeof line);
+        path = vt_kernels_bf16_path();
+    }
+    if ((st = vt_dist_agree(st)) != VT_OK) return st;
+    vt_dist_bcast(&path, sizeof path);
+    if ((st = vt_dist_agree(vt_dist_root() ? VT_OK : adopt_root_path(path))) != VT_OK) return st;
     done = 1;
-    fprintf(stderr, "vitrain: precision bf16 on the %s level: %s; operands rounded to bf16, float32 sums\n",
-            vt_k.name, line);
+    if (vt_dist_root())
+        fprintf(stderr, "vitrain: precision bf16 on the %s level: %s; operands rounded to bf16, float32 sums%s\n",
+                vt_k.name, line, vt_dist_size() > 1 ? "; every rank on this path" : "");
     return VT_OK;
 }

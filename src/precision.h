@@ -34,8 +34,13 @@ void vt_bf16_weights_detach(vt_vit *m, uint16_t *buf);
 
 /* Under precision p = bf16, once per process: chooses the bf16 product path (bf16_path.h:
  * VT_BF16_PATH, else a start-up throughput probe), puts it in the kernel table and prints
- * the choice and the figures behind it to stderr. Nothing for fp32. Errors: as
- * vt_bf16_path_select's (a VT_BF16_PATH this CPU cannot run is VT_ERR_USAGE). */
+ * the choice and the figures behind it to stderr. Nothing for fp32. Under MPI a
+ * collective, made by main before the run starts (where every rank reaches it): every
+ * rank checks its own VT_BF16_PATH, rank 0 chooses and prints, and every rank runs rank
+ * 0's path, so the replicas sum their products in one order. Errors (VT_ERR_USAGE): a
+ * VT_BF16_PATH that names no path or one this CPU cannot run (vt_bf16_path_env's
+ * messages, with the rank), a rank that cannot run rank 0's path; as
+ * vt_bf16_path_select's otherwise. */
 vt_status vt_precision_select(vt_precision p);
 
 #endif

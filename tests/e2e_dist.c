@@ -46,6 +46,7 @@
 #include "dist.h"
 #include "dist_runs.h"
 #include "e2e_util.h"
+#include "kernels.h"
 #include "harness.h"
 #include "image_fixtures.h"
 #include "mpi_launch.h"
@@ -117,6 +118,61 @@ static void test_parity(void) {
              "--run-dir %s 2>%s.log", mpirun(2, NULL), bin, d, d);
     CHECK(rc == 0, "accumulating 2-rank run exit %d", rc);
     check_same_run(acc1, d, 24, "np2 accum_steps=2");
+}
+
+/* ---- the bf16 product path: rank 0's on every rank ------------------------------------ */
+
+/* Ranks told different bf16 paths (VT_BF16_PATH per rank, mpirun's MPMD form) all run
+ * rank 0's: the run equals bit for bit (every step's loss and gradient norm, the final
+ * weights) one whose ranks are all told rank 0's path, and says the path once; a run
+ * whose ranks all take the other path differs (the paths sum in other orders), so the
+ * comparison can fail. Needs a path besides fma on this CPU. */
+static void test_bf16_path_of_rank0(void) {
+    char err[256], why[256];
+    int other = -1;
+    if (vt_kernels_init(err, sizeof err) == 0)
+        for (int p = 0; p < VT_BF16_PATH_COUNT; p++) {
+            vt_kernels t = vt_k;
+            if (p != VT_BF16_FMA && vt_bf16_path_entries((vt_bf16_path)p, vt_k.isa, &t, why, sizeof why) == 0)
+                other = p;
+        }
+    if (other < 0) {
+        fprintf(stderr, "e2e_dist: this CPU offers no bf16 path but fma; rank 0's path on every rank is not tested\n");
+        return;
+    }
+    const char *o = vt_bf16_path_name((vt_bf16_path)other);
+#define BF16_RUN CFG " --set train.precision=bf16 --set train.steps=4 --set train.log_every=1 --threads 1"
+    char same[512], mixed[512], others[512];
+    snprintf(same, sizeof same, "%s/bf16_fma", tmp);
+    snprintf(mixed, sizeof mixed, "%s/bf16_mixed", tmp);
+    snprintf(others, sizeof others, "%s/bf16_%s", tmp, o);
+    int rc = run("%s env VT_BF16_PATH=fma %s " BF16_RUN " --run-dir %s 2>%s.log", mpirun(2, NULL), bin, same, same);
+    CHECK(rc == 0, "2 ranks told VT_BF16_PATH=fma: exit %d", rc);
+    rc = run("%s env VT_BF16_PATH=fma %s " BF16_RUN " --run-dir %s : -np 1 env VT_BF16_PATH=%s %s " BF16_RUN
+             " --run-dir %s 2>%s.log", mpirun(1, NULL), bin, mixed, o, bin, mixed, mixed);
+    CHECK(rc == 0, "rank 0 told VT_BF16_PATH=fma, rank 1 %s: exit %d", o, rc);
+    rc = run("%s env VT_BF16_PATH=%s %s " BF16_RUN " --run-dir %s 2>%s.log", mpirun(2, NULL), o, bin, others, others);
+    CHECK(rc == 0, "2 ranks told VT_BF16_PATH=%s: exit %d", o, rc);
+#undef BF16_RUN
+    train_log a, b;
+    double ea, eb;
+    read_log(same, &a, &ea);
+    read_log(mixed, &b, &eb);
+    int steps_same = a.n == 4 && a.n == b.n;
+    for (int i = 0; steps_same && i < a.n; i++) steps_same = !strcmp(a.raw[i], b.raw[i]);
+    CHECK(steps_same, "ranks told fma and %s: every step's loss and gradient norm those of all ranks on fma", o);
+    char pa[600], pb[600], pc[600], log[600];
+    snprintf(pa, sizeof pa, "%s/last.safetensors", same);
+    snprintf(pb, sizeof pb, "%s/last.safetensors", mixed);
+    snprintf(pc, sizeof pc, "%s/last.safetensors", others);
+    int bw = 0, bo = 1;
+    weights_diff(pa, pb, &bw);
+    CHECK(bw, "ranks told fma and %s: final weights those of all ranks on fma, bit for bit", o);
+    CHECK(weights_diff(pa, pc, &bo) > 0 && !bo, "all ranks on %s: other weights than all on fma (the test can fail)",
+          o);
+    snprintf(log, sizeof log, "%s.log", mixed);
+    CHECK(count_in_file(log, "bf16 products on the fma path") == 1 && count_in_file(log, "every rank on this path") == 1,
+          "ranks told fma and %s: rank 0's path said once, as every rank's", o);
 }
 
 /* ---- sharded evaluation ---------------------------------------------------------------- */
@@ -628,6 +684,7 @@ int main(int argc, char **argv) {
     if (test_tmpdir(tmp, sizeof tmp, "e2e_dist")) return 1;
     test_collectives();
     test_parity();
+    test_bf16_path_of_rank0();
     test_eval();
     test_resume();
     test_rank0_writes();

@@ -9,7 +9,8 @@
  *   - the run says once which bf16 product path it runs and the probe's figures; on the
  *     avx2 level, the fma path (the float32 kernels on rounded operands);
  *   - VT_BF16_PATH: an unknown name or a path the level lacks is a usage error saying
- *     which, a path it has is run and said to be the override's.
+ *     which, before anything is written (no run directory), a path it has is run and
+ *     said to be the override's.
  * The bitwise resume of a bf16 run is e2e_train's resume test, run for both precisions.
  */
 #include <stdio.h>
@@ -116,17 +117,22 @@ static void test_note_without_bf16(void) {
 }
 
 /* VT_BF16_PATH: a name that is no path, and a path the level lacks, are usage errors
- * saying so; a path it has runs and is said to be the override's. */
+ * saying so before the run directory is made; a path it has runs and is said to be the
+ * override's. */
 static void test_path_override(void) {
-    char l[600];
+    char l[600], d[512];
+    snprintf(d, sizeof d, "%s/path", tmp);
     int rc = short_bf16_run("VT_BF16_PATH=tiles", "path", l, sizeof l);
     CHECK(rc == 2 && count_in(l, "VT_BF16_PATH=tiles is not a bf16 path (use amx, dpbf16 or fma)") == 1,
           "an unknown VT_BF16_PATH is a usage error (exit %d, log %s)", rc, l);
+    CHECK(access(d, F_OK) != 0, "an unknown VT_BF16_PATH fails before the run directory %s is made", d);
     rc = short_bf16_run("VT_ISA=avx2 VT_BF16_PATH=dpbf16", "path", l, sizeof l);
-    if (count_in(l, "supports at most") == 0)
+    if (count_in(l, "supports at most") == 0) {
         CHECK(rc == 2 && count_in(l, "VT_BF16_PATH=dpbf16 cannot run here: the dpbf16 path (VDPBF16PS) needs the "
                                      "avx512bf16 level") == 1,
               "a path above the level is a usage error naming it (exit %d, log %s)", rc, l);
+        CHECK(access(d, F_OK) != 0, "a path above the level fails before the run directory %s is made", d);
+    }
     rc = short_bf16_run("VT_BF16_PATH=fma", "path_fma", l, sizeof l);
     if (count_in(l, "supports at most") == 0)
         CHECK(rc == 0 && count_in(l, "bf16 products on the fma path") == 1 && count_in(l, "as VT_BF16_PATH asks") == 1,
