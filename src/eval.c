@@ -3,6 +3,7 @@
 #include "eval.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "dist.h"
@@ -71,6 +72,25 @@ vt_status vt_eval_open(vt_evaluator *ev, const vt_config *cfg, int img_size) {
     st = vt_precision_select(cfg->train.precision);
     if (st != VT_OK) vt_eval_close(ev);
     return st;
+}
+
+vt_status vt_eval_reserve(vt_evaluator *ev, const vt_vit *m) {
+    const int S = ev->img_size;
+    const double B = ev->batch_size, N = 1.0 + (double)(S / m->P) * (S / m->P);
+    const double wide = m->mlp_hidden > m->D ? m->mlp_hidden : m->D;
+    /* the forward's floats and the loss's 2 K per image; 1/8 and 1 MiB more for what the
+     * estimate leaves out (tensor headers, op records) */
+    double arena = B * (vt_vit_eval_floats(m, S) + 2.0 * m->num_classes) * sizeof(float) * 1.125 + 1048576.0;
+    double scratch = B * N * wide; /* layernorm_linear, gelu_linear: one (B N, max(D, Dh)) */
+    vt_status st = arena + scratch * sizeof(float) < 0.5 * (double)SIZE_MAX
+                   ? vt_arena_reserve(&ev->arena, (size_t)arena) : VT_ERR_RUNTIME;
+    if (st == VT_OK) st = vt_tape_reserve(&ev->tape, 0, (size_t)scratch);
+    if (st != VT_OK)
+        return vt_fail(VT_ERR_RUNTIME, "out of memory: an evaluation batch of %d images%s at %dpx "
+                       "needs %.2f GiB, which this process cannot allocate; lower eval.batch_size",
+                       ev->batch_size, ev->ranks > 1 ? " per rank" : "", S,
+                       (arena + scratch * sizeof(float)) / 1073741824.0);
+    return VT_OK;
 }
 
 void vt_eval_close(vt_evaluator *ev) {

@@ -52,8 +52,8 @@ static vt_status add_samples(logits_out *lo, vt_evaluator *ev, const int *labels
 static vt_status eval_at(const vt_config *cfg, vt_vit *m, int S, const vt_eval_opts *o, logits_out *lo,
                          eval_row *row) {
     vt_evaluator ev;
-    vt_status st = vt_dist_agree(vt_eval_open(&ev, cfg, S));
-    if (st != VT_OK) {
+    vt_status st = vt_eval_open(&ev, cfg, S);
+    if ((st = vt_dist_agree(st == VT_OK ? vt_eval_reserve(&ev, m) : st)) != VT_OK) {
         vt_eval_close(&ev);
         return st;
     }

@@ -115,6 +115,28 @@ float *vt_tape_scratch(vt_tape *t, size_t floats) {
     return t->scratch;
 }
 
+vt_status vt_tape_reserve(vt_tape *t, size_t region_bytes, size_t scratch_floats) {
+    VT_ASSERT(!t->open_scope && !t->fwd_scope, "tape reserve inside a scope");
+    vt_tape_scope_reserve(t, region_bytes);
+    if (region_bytes > t->region_cap) {
+        unsigned char *r = vt_aligned_alloc(region_bytes);
+        if (!r) return vt_fail(VT_ERR_RUNTIME, "out of memory: a gradient region of %zu bytes", region_bytes);
+        memset(r, 0, region_bytes);
+        free(t->region);
+        t->region = r;
+        t->region_cap = region_bytes;
+    }
+    if (scratch_floats > t->scratch_floats) {
+        float *s = vt_aligned_alloc(scratch_floats * sizeof(float));
+        if (!s) return vt_fail(VT_ERR_RUNTIME, "out of memory: a tape scratch of %zu bytes",
+                               scratch_floats * sizeof(float));
+        free(t->scratch);
+        t->scratch = s;
+        t->scratch_floats = scratch_floats;
+    }
+    return VT_OK;
+}
+
 void *vt_tape_ctx(vt_tape *t, size_t bytes) { return vt_arena_alloc(t->arena, bytes); }
 
 int vt_tape_wants_grad_at(vt_tape *t, vt_tensor *a, vt_tensor *b, vt_tensor *c, const char *file, int line) {

@@ -131,6 +131,11 @@ vt_tensor *vt_tape_scope_result(vt_tape *t, vt_tensor *y);
  * what does not fit overflows as without it; too large, and the region is larger than
  * needed for as long as the tape lives. */
 void vt_tape_scope_reserve(vt_tape *t, size_t bytes);
+/* Allocate now, between steps (no scope open), a grad region of at least region_bytes
+ * (and reserve it, as vt_tape_scope_reserve) and a scratch of at least scratch_floats:
+ * the owner of a step learns before it starts that the system cannot give the memory.
+ * Errors: VT_ERR_RUNTIME naming the buffer and its bytes (the tape keeps what it had). */
+vt_status vt_tape_reserve(vt_tape *t, size_t region_bytes, size_t scratch_floats);
 /* Context storage for a backward: arena memory that lives until the next reset. */
 void *vt_tape_ctx(vt_tape *t, size_t bytes);
 /* A tape-owned float buffer of at least `floats` floats, 64-byte aligned, contents

@@ -45,6 +45,20 @@ void vt_arena_reset(vt_arena *a) {
     a->total_used = 0;
 }
 
+vt_status vt_arena_reserve(vt_arena *a, size_t bytes) {
+    VT_ASSERT(a->total_used == 0 && a->head->next == NULL, "arena reserve with %zu bytes in use",
+              a->total_used);
+    if (bytes <= a->head->cap) return VT_OK;
+    size_t cap = (bytes + 63) / 64 * 64;
+    unsigned char *base = vt_aligned_alloc(cap);
+    if (!base) return vt_fail(VT_ERR_RUNTIME, "out of memory: an arena block of %zu bytes", cap);
+    free(a->head->base);
+    a->head->base = base;
+    a->head->cap = cap;
+    a->head->used = 0;
+    return VT_OK;
+}
+
 void *vt_arena_alloc(vt_arena *a, size_t bytes) {
     size_t need = (bytes + 63) / 64 * 64;
     if (need == 0) need = 64;

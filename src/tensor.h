@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "status.h"
+
 #define VT_MAX_DIMS 4
 
 typedef struct vt_tensor {
@@ -50,6 +52,11 @@ void vt_arena_init(vt_arena *a, size_t initial_bytes);
 void vt_arena_free(vt_arena *a);
 /* Make every byte free again; consolidates chained blocks into one. */
 void vt_arena_reset(vt_arena *a);
+/* Make the arena (empty: just initialised or reset) one block of at least `bytes`, so a
+ * step of that size chains no block, allocated now: the owner of a step learns before it
+ * starts that the system cannot give the memory. Errors: VT_ERR_RUNTIME naming the bytes
+ * (the arena keeps its block). */
+vt_status vt_arena_reserve(vt_arena *a, size_t bytes);
 /* 64-byte aligned, uninitialised. Aborts if the system is out of memory. */
 void *vt_arena_alloc(vt_arena *a, size_t bytes);
 /* Same, zero-filled. */

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <omp.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -97,6 +98,8 @@ typedef struct {
     float *images, *soft;
     int *labels;
     vt_rundir_lock lock;     /* rank 0: the run directory's lock, held for the whole run */
+    int move_aside;          /* rank 0, start_over: the directory holds a run to move aside */
+    char old_run[1024];      /* what that run is (rundir.h vt_rundir_inspect) */
     vt_run_log log;          /* rank 0: metrics.jsonl, event files, summary.csv */
     int log_ok;
     vt_epoch_stats ep;       /* the current epoch's running sums */
@@ -302,33 +305,62 @@ static vt_status nonfinite_stop(trainer *tr, const char *what, double value) {
                                       (long long)step_epoch(tr, tr->step) + 1, hint));
 }
 
-/* Rank 0 makes the run directory this run's own: its lock, then, for a new run, a
- * directory that holds no other run (rundir.h), or, with start_over, one whose old run
- * was moved aside. */
-static vt_status claim_run_dir(trainer *tr, const vt_train_opts *opts) {
+/* The memory a training step of this rank's batch needs, allocated before the first step
+ * (the arena, vit.h vt_vit_activation_floats, the grad region and the tape scratch): a
+ * batch too large for this machine is an error naming it here, not an abort inside the
+ * first forward. */
+static vt_status reserve_step_memory(trainer *tr) {
+    const vt_vit *m = &tr->model;
+    const int S = tr->cfg->model.img_size;
+    const double B = tr->local_bs, N = 1.0 + (double)(S / m->P) * (S / m->P);
+    const double wide = m->mlp_hidden > m->D ? m->mlp_hidden : m->D;
+    double region_f, arena_f = vt_vit_activation_floats(m, S, tr->cfg->train.precision == VT_PRECISION_BF16,
+                                                        &region_f);
+    /* the activations and the loss's 2 K per image; 1/8 and 1 MiB more for what the
+     * estimate leaves out (tensor headers, op records) */
+    double arena = B * (arena_f + 2.0 * m->num_classes) * sizeof(float) * 1.125 + 1048576.0;
+    double region = (double)vt_vit_grad_region_bytes(m, tr->local_bs, S, 1);
+    double scratch = B * N * wide; /* layernorm_linear, gelu_linear: one (B N, max(D, Dh)) */
+    double total = arena + region + scratch * sizeof(float);
+    vt_status st = total < 0.5 * (double)SIZE_MAX ? vt_arena_reserve(&tr->arena, (size_t)arena) : VT_ERR_RUNTIME;
+    if (st == VT_OK) st = vt_tape_reserve(&tr->tape, (size_t)region, (size_t)scratch);
+    if (st == VT_OK) return VT_OK;
+    char per_rank[64] = "";
+    if (tr->ranks > 1) snprintf(per_rank, sizeof per_rank, " (%d per rank)", tr->local_bs);
+    return vt_fail(VT_ERR_RUNTIME, "out of memory: a training step of train.batch_size %d images%s at "
+                   "%dpx needs %.2f GiB (activations %.2f, gradient region %.2f, scratch %.2f GiB), "
+                   "which this process cannot allocate; lower train.batch_size (raising "
+                   "train.accum_steps as much keeps the global batch of %d images; `vitrain info "
+                   "CONFIG` estimates the memory of a config)", tr->bs, per_rank, S, total / 1073741824.0,
+                   arena / 1073741824.0, region / 1073741824.0, scratch * sizeof(float) / 1073741824.0,
+                   tr->bs * tr->accum);
+}
+
+/* Rank 0 makes the run directory this run's own, touching nothing in it yet: the
+ * directory (created when missing) and its lock, then, for a new run, a directory that
+ * holds no other run (rundir.h), or, with start_over, one whose run take_run_dir moves
+ * aside once everything else has been checked. */
+static vt_status lock_run_dir(trainer *tr, const vt_train_opts *opts) {
     vt_status st = vt_rundir_lock_take(&tr->lock, tr->dir);
     if (st != VT_OK || opts->resume_dir) return st;
-    char what[1024];
-    if (vt_rundir_inspect(tr->dir, what, sizeof what) != VT_RUNDIR_RUN) return VT_OK;
+    if (vt_rundir_inspect(tr->dir, tr->old_run, sizeof tr->old_run) != VT_RUNDIR_RUN) return VT_OK;
     if (!opts->start_over)
         return vt_fail(VT_ERR_USAGE, "%s holds another run (%s); a new run there would overwrite "
                        "it. To continue it: vitrain --resume %s; to keep it and start elsewhere: "
                        "--run-dir OTHER_DIR; to move it aside to %s.old-N and start here: "
-                       "--start-over", tr->dir, what, tr->dir, tr->dir);
-    char moved[VT_STR + 32];
-    if ((st = vt_rundir_move_aside(tr->dir, moved, sizeof moved)) != VT_OK) return st;
-    vt_rundir_lock old = tr->lock;
-    st = vt_rundir_lock_take(&tr->lock, tr->dir);
-    vt_rundir_lock_release(&old);
-    if (st == VT_OK)
-        fprintf(stderr, "vitrain: --start-over: moved the run in %s (%s) to %s\n", tr->dir, what,
-                moved);
-    return st;
+                       "--start-over", tr->dir, tr->old_run, tr->dir, tr->dir);
+    tr->move_aside = 1;
+    return VT_OK;
 }
 
-/* Everything but communication (vt_train_run agrees on the outcome across ranks, then
- * runs setup_ranks). */
-static vt_status setup(trainer *tr, const vt_train_opts *opts) {
+/* Everything that only reads or allocates, on every rank, before anything in the run
+ * directory changes (vt_train_run agrees on the outcome across ranks, then runs
+ * take_run_dir): the options against the ranks, the run directory's lock and what it
+ * holds, the data, the model and its train.init weights (read before a --start-over moves
+ * them aside with the old run), the optimizer and the memory of a step and of an
+ * evaluation. A failure here leaves the run directory as it was (a new one: empty but for
+ * its lock). */
+static vt_status prepare(trainer *tr, const vt_train_opts *opts) {
     const vt_config *cfg = tr->cfg;
     vt_status st;
     tr->root = vt_dist_root();
@@ -342,18 +374,9 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     } else if (tr->root && (st = vt_mkdir_p(tr->dir)) != VT_OK) {
         return st;
     }
-    if (tr->root && (st = claim_run_dir(tr, opts)) != VT_OK) return st;
+    if (tr->root && (st = lock_run_dir(tr, opts)) != VT_OK) return st;
     snprintf(tr->last_path, sizeof tr->last_path, "%s/last.safetensors", tr->dir);
     snprintf(tr->best_path, sizeof tr->best_path, "%s/best.safetensors", tr->dir);
-    char cpath[VT_STR + 32];
-    snprintf(cpath, sizeof cpath, "%s/config.json", tr->dir);
-    /* config.json records the directory the run is in: `vitrain --resume DIR` reads it */
-    vt_config recorded = *cfg;
-    snprintf(recorded.train.run_dir, sizeof recorded.train.run_dir, "%s", tr->dir);
-    char *json = vt_config_to_json(&recorded);
-    st = tr->root ? vt_durable_write_file(cpath, json, strlen(json)) : VT_OK;
-    free(json);
-    if (st != VT_OK) return st;
 
     tr->bs = cfg->train.batch_size;
     tr->accum = cfg->train.accum_steps; /* >= 1: the schema bounds it */
@@ -423,6 +446,49 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
     tr->last_eval_step = -1;
     tr->saved_step = -1;
 
+    vt_arena_init(&tr->arena, (size_t)1 << 20);
+    vt_tape_init(&tr->tape, &tr->arena);
+    tr->arena_ok = 1;
+    tr->tape.grad_enabled = 1;
+    tr->tape.training = 1;
+    tr->tape.rng = &tr->drop_rng;
+    if ((st = reserve_step_memory(tr)) != VT_OK) return st;
+    if ((st = vt_eval_reserve(&tr->ev, &tr->model)) != VT_OK) return st;
+    if (cfg->train.precision == VT_PRECISION_BF16) {
+        tr->tape.bf16 = 1;
+        if ((st = vt_precision_select(cfg->train.precision)) != VT_OK) return st;
+    }
+    int tty = isatty(fileno(stderr));
+    tr->live = tr->root && (cfg->runtime.progress == VT_PROGRESS_ALWAYS ||
+                            (cfg->runtime.progress == VT_PROGRESS_AUTO && tty));
+    return VT_OK;
+}
+
+/* Once every rank prepared: rank 0 moves an old run aside (start_over) and writes
+ * config.json, a resume reads the pair, rank 0 opens the logs, and under bf16 the
+ * weights (initial or resumed) get their copies. */
+static vt_status take_run_dir(trainer *tr, const vt_train_opts *opts) {
+    const vt_config *cfg = tr->cfg;
+    vt_status st;
+    if (tr->root && tr->move_aside) {
+        char moved[VT_STR + 32];
+        if ((st = vt_rundir_move_aside(tr->dir, moved, sizeof moved)) != VT_OK) return st;
+        vt_rundir_lock old = tr->lock;
+        st = vt_rundir_lock_take(&tr->lock, tr->dir);
+        vt_rundir_lock_release(&old);
+        if (st != VT_OK) return st;
+        fprintf(stderr, "vitrain: --start-over: moved the run in %s (%s) to %s\n", tr->dir, tr->old_run,
+                moved);
+    }
+    /* config.json records the directory the run is in: `vitrain --resume DIR` reads it */
+    char cpath[VT_STR + 32];
+    snprintf(cpath, sizeof cpath, "%s/config.json", tr->dir);
+    vt_config recorded = *cfg;
+    snprintf(recorded.train.run_dir, sizeof recorded.train.run_dir, "%s", tr->dir);
+    char *json = vt_config_to_json(&recorded);
+    st = tr->root ? vt_durable_write_file(cpath, json, strlen(json)) : VT_OK;
+    free(json);
+    if (st != VT_OK) return st;
     if (opts->resume_dir) {
         if ((st = load_state(tr)) != VT_OK) return st;
         if (tr->root)
@@ -431,26 +497,13 @@ static vt_status setup(trainer *tr, const vt_train_opts *opts) {
                     (long long)step_batch(tr, tr->step));
     }
     if (tr->root) {
-        if ((st = vt_run_log_open(&tr->log, tr->dir, S, opts->resume_dir ? tr->step : -1)) != VT_OK)
+        if ((st = vt_run_log_open(&tr->log, tr->dir, cfg->model.img_size, opts->resume_dir ? tr->step : -1)) != VT_OK)
             return st;
         tr->log_ok = 1;
     }
-
-    vt_arena_init(&tr->arena, (size_t)1 << 20);
-    vt_tape_init(&tr->tape, &tr->arena);
-    tr->arena_ok = 1;
-    tr->tape.grad_enabled = 1;
-    tr->tape.training = 1;
-    tr->tape.rng = &tr->drop_rng;
-    if (cfg->train.precision == VT_PRECISION_BF16) { /* after any resume load: copies of those weights */
-        if ((st = vt_bf16_weights_attach(&tr->model, &tr->w16)) != VT_OK) return st;
-        tr->tape.bf16 = 1;
-        if ((st = vt_precision_select(cfg->train.precision)) != VT_OK) return st;
-    }
-
-    int tty = isatty(fileno(stderr));
-    tr->live = tr->root && (cfg->runtime.progress == VT_PROGRESS_ALWAYS ||
-                            (cfg->runtime.progress == VT_PROGRESS_AUTO && tty));
+    /* after any resume load: copies of those weights */
+    if (cfg->train.precision == VT_PRECISION_BF16 && (st = vt_bf16_weights_attach(&tr->model, &tr->w16)) != VT_OK)
+        return st;
     return VT_OK;
 }
 
@@ -696,7 +749,8 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
         int S = cfg->eval.resolutions[i];
         if (S == cfg->model.img_size) continue;
         vt_evaluator ev;
-        if ((st = vt_dist_agree(vt_eval_open(&ev, cfg, S))) != VT_OK) {
+        st = vt_eval_open(&ev, cfg, S);
+        if ((st = vt_dist_agree(st == VT_OK ? vt_eval_reserve(&ev, &tr->model) : st)) != VT_OK) {
             vt_eval_close(&ev);
             return st;
         }
@@ -770,7 +824,8 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts_in, vt_tr
         find_resume_point(tr.dir, &resume);
         if (resume) o.resume_dir = tr.dir;
     }
-    vt_status st = vt_dist_agree(setup(&tr, opts));
+    vt_status st = vt_dist_agree(prepare(&tr, opts));
+    if (st == VT_OK) st = vt_dist_agree(take_run_dir(&tr, opts));
     if (st == VT_OK) st = setup_ranks(&tr, opts);
     if (st == VT_OK) {
         if (tr.root) print_start(&tr, opts);

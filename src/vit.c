@@ -300,6 +300,12 @@ static double block_scope_grad_floats(const vt_vit *m, double N, int training) {
     return nd * N * m->D + (drop ? 3.0 : 1.0) * N * m->mlp_hidden;
 }
 
+size_t vt_vit_grad_region_bytes(const vt_vit *m, int64_t B, int S, int training) {
+    double N = 1.0 + (double)(S / m->P) * (S / m->P);
+    double floats = (double)B * block_scope_grad_floats(m, N, training);
+    return (size_t)(floats * sizeof(float)) + 16 * 64; /* + each tensor's rounding to 64 bytes */
+}
+
 /* One pre-norm block (see the file header). Everything but the block's output is
  * created inside a scope (tape.h): with gradients, those gradients live only during
  * this block's backward and share one region with every other block's; without, the
@@ -374,12 +380,7 @@ vt_tensor *vt_vit_forward(vt_vit *m, vt_tape *t, vt_tensor *images) {
     vt_pe_prepare(m->pe, t, grid, grid, images);
     x = vt_pe_add_ape(m->pe, t, x);
     x = vt_op_dropout(t, x, (float)m->spec.model.drop_rate);
-    if (t->grad_enabled) {
-        double N = 1.0 + (double)grid * grid;
-        double floats = (double)B * block_scope_grad_floats(m, N, t->training);
-        size_t bytes = (size_t)(floats * sizeof(float));
-        vt_tape_scope_reserve(t, bytes + 16 * 64); /* + each tensor's rounding to 64 bytes */
-    }
+    if (t->grad_enabled) vt_tape_scope_reserve(t, vt_vit_grad_region_bytes(m, B, (int)S, t->training));
     for (int i = 0; i < m->L; i++) x = block_forward(m, t, i, x);
 
     vt_tape_mark_grads_final(t, m->norm_w->data - m->params);

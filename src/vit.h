@@ -95,10 +95,14 @@ double vt_vit_flops(const vt_vit *m, int S);
  * arena (activations kept for backward and the gradients outside grad scopes; returned)
  * and its grad region (*region_floats). bf16: the step runs with train.precision = bf16,
  * which decides whether attention keeps its probabilities (vt_attention_keep_probs). For
- * `vitrain info`. */
+ * `vitrain info`, and for the training loop's arena, sized before the first step. */
 double vt_vit_activation_floats(const vt_vit *m, int S, int bf16, double *region_floats);
+/* The grad region (tape.h grad scopes) a forward with gradients of B images at size S
+ * reserves, in bytes; training: dropout and DropPath run. */
+size_t vt_vit_grad_region_bytes(const vt_vit *m, int64_t B, int S, int training);
 /* Evaluation memory per image at image size S, in floats (analytic, vit.c): what a
- * forward without gradients holds at its peak. For `vitrain info`. */
+ * forward without gradients holds at its peak. For `vitrain info`, and for the evaluator's
+ * arena, sized before the first evaluation. */
 double vt_vit_eval_floats(const vt_vit *m, int S);
 
 /* Performer feature redraw hook, called by the training loop before optimizer step

@@ -5,7 +5,9 @@
  *     fails with exit 2 naming what is there and the ways on, leaving every file of the
  *     first run as it was; --start-over moves that run, unchanged, to DIR.old-1 and
  *     starts anew; a directory holding only what a run killed before its first pair left
- *     starts again
+ *     starts again; --start-over checks train.init, the data and the step's memory
+ *     before it moves anything (a bad one leaves the directory as it was), and reads a
+ *     train.init inside the directory before moving it
  *   - one owner: two processes started together on one run directory, many times (two
  *     new runs; two resumes of a stopped run): exactly one trains, the other is refused
  *     naming the holder's PID (or, started after the first ended, finds its run); the
@@ -114,6 +116,60 @@ static void test_no_overwrite(void) {
     int whole = 0;
     CHECK(rc == 0 && pair_ok(l, 4) && train_records(l, &whole) == 4 && whole,
           "a run restarted over leftovers: exit %d, its own pair and records", rc);
+}
+
+/* --start-over checks everything before it moves the old run: train.init inside the
+ * directory being started over is read from there first (the new run starts from those
+ * weights, as from the moved copy), and a bad train.init, data root or batch leaves the
+ * directory as it was, with no DIR.old-N made. */
+static void test_start_over_checks_first(void) {
+    char d[512], snap[600], log[600], old[600], other[600];
+    snprintf(d, sizeof d, "%s/B", tmp);
+    snprintf(snap, sizeof snap, "%s/B.snap", tmp);
+    snprintf(log, sizeof log, "%s/B.log", tmp);
+    snprintf(old, sizeof old, "%s/B.old-1", tmp);
+    snprintf(other, sizeof other, "%s/B.other", tmp);
+    int rc = run("%s " CFG " " SETS " --run-dir %s 2>/dev/null", bin, d);
+    CHECK(rc == 0 && pair_ok(d, 16), "first run: exit %d", rc);
+    run("cp -a %s %s", d, snap);
+
+    static const struct {
+        const char *what, *sets, *says;
+    } bad[] = {
+        {"a missing train.init", "--set train.init=%s/nothing.safetensors", "train.init"},
+        {"a train.init of another model", "--set train.init=%s/last.safetensors --set model.width=64",
+         "train.init"},
+        {"a missing data root", "--set data.kind=idx --set data.root=%s/no_such_data", "no_such_data"},
+        {"a batch the memory cannot hold",
+         "--set data.train_size=65536 --set train.batch_size=65536 --set eval.batch_size=64 "
+         "--set train.init=%s/last.safetensors", "train.batch_size 65536"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char sets[512];
+        snprintf(sets, sizeof sets, bad[i].sets, d);
+        rc = run("ulimit -v 3145728 && %s " CFG " " SETS " %s --start-over --run-dir %s 2>%s", bin,
+                 sets, d, log);
+        CHECK(rc == 1 || rc == 2, "--start-over with %s: exit %d, expected 1 or 2", bad[i].what, rc);
+        CHECK(file_contains(log, bad[i].says), "the message names what is wrong (%s)", bad[i].what);
+        CHECK(access(old, F_OK) != 0 && run("diff -r -x lock %s %s >/dev/null", d, snap) == 0,
+              "--start-over with %s: the run in %s is untouched, nothing moved aside", bad[i].what, d);
+    }
+
+    /* train.init inside the directory: read before the move; the run is the one the moved
+     * copy starts, bit for bit */
+    rc = run("%s " CFG " " SETS " --set train.init=%s/last.safetensors --stop-after 3 --start-over "
+             "--run-dir %s 2>%s", bin, d, d, log);
+    CHECK(rc == 0 && file_contains(log, "32 of 32 model tensors loaded") && pair_ok(d, 3),
+          "--start-over with train.init in the directory: exit %d, the weights loaded", rc);
+    CHECK(run("diff -r -x lock %s %s >/dev/null", old, snap) == 0, "the old run is at %s, unchanged", old);
+    rc = run("%s " CFG " " SETS " --set train.init=%s/last.safetensors --stop-after 3 --run-dir %s "
+             "2>/dev/null", bin, old, other);
+    int na = 0, nb = 0;
+    char *ra = train_records_text(d, &na), *rb = train_records_text(other, &nb);
+    CHECK(rc == 0 && na == 3 && nb == 3 && ra && rb && strcmp(ra, rb) == 0,
+          "the new run's losses and gradient norms equal those of one started from the moved copy");
+    free(ra);
+    free(rb);
 }
 
 /* Two processes started together on dir with `args`; their exit codes and logs. */
@@ -282,6 +338,7 @@ int main(void) {
     snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
     if (test_tmpdir(tmp, sizeof tmp, "e2e_rundir")) return 1;
     test_no_overwrite();
+    test_start_over_checks_first();
     test_one_owner();
     test_nothing_unloadable();
     test_symlinked_temporaries();
