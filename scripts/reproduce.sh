@@ -196,32 +196,31 @@ trained_positions() {
 positions_evals() {
     local v=$1 s=$2 res=$3 dir=$RUNS/$1/seed$2 trained mode size
     evaluate "$v" "$s" resolution --resolutions "$res" "${SWEEP[@]}"
-    case $v in
-        ape_sincos)
-            if [[ ! -s $dir/eval_positions_sincos_resampled.jsonl && ! -f $dir/sincos_as_learned.safetensors ]]; then
-                "$PYTHON" scripts/sincos_as_learned.py "$dir/last.safetensors" "$dir/sincos_as_learned.safetensors" ||
-                    { echo "reproduce: converting $dir/last.safetensors failed" >&2; exit 1; }
-            fi
-            CKPT=sincos_as_learned.safetensors evaluate "$v" "$s" positions_sincos_resampled \
-                --resolutions "$res" --set pe.ape=learned "${SWEEP[@]}"
-            rm -f "$dir/sincos_as_learned.safetensors" ;;
-        rope_*|cayley|circulant|liere|liere_commute)
-            trained=$(trained_positions "$v" "$s") || { echo "reproduce: no pe.positions in $dir/config.json" >&2; exit 1; }
-            for mode in index interpolate normalized; do
-                [[ $mode == "$trained" ]] || evaluate "$v" "$s" "positions_$mode" --resolutions "$res" \
-                    --set "pe.positions=$mode" "${SWEEP[@]}"
+    if [[ $v == ape_sincos ]]; then
+        if [[ ! -s $dir/eval_positions_sincos_resampled.jsonl && ! -f $dir/sincos_as_learned.safetensors ]]; then
+            "$PYTHON" scripts/sincos_as_learned.py "$dir/last.safetensors" "$dir/sincos_as_learned.safetensors" ||
+                { echo "reproduce: converting $dir/last.safetensors failed" >&2; exit 1; }
+        fi
+        CKPT=sincos_as_learned.safetensors evaluate "$v" "$s" positions_sincos_resampled \
+            --resolutions "$res" --set pe.ape=learned "${SWEEP[@]}"
+        rm -f "$dir/sincos_as_learned.safetensors"
+    elif [[ " ${ROTARY[*]} " == *" $v "* ]]; then
+        trained=$(trained_positions "$v" "$s") || { echo "reproduce: no pe.positions in $dir/config.json" >&2; exit 1; }
+        for mode in index interpolate normalized; do
+            [[ $mode == "$trained" ]] || evaluate "$v" "$s" "positions_$mode" --resolutions "$res" \
+                --set "pe.positions=$mode" "${SWEEP[@]}"
+        done
+        if [[ $trained == normalized && ! -s $dir/eval_positions_normalized_eval_grid.jsonl ]]; then
+            # the evaluated grid spans [0, 1] as the training grid did: one size per call
+            for size in ${res//,/ }; do
+                evaluate "$v" "$s" "positions_normalized_eval_grid_$size" --resolutions "$size" \
+                    --set "pe.train_img_size=$size" "${SWEEP[@]}"
             done
-            if [[ $trained == normalized && ! -s $dir/eval_positions_normalized_eval_grid.jsonl ]]; then
-                # the evaluated grid spans [0, 1] as the training grid did: one size per call
-                for size in ${res//,/ }; do
-                    evaluate "$v" "$s" "positions_normalized_eval_grid_$size" --resolutions "$size" \
-                        --set "pe.train_img_size=$size" "${SWEEP[@]}"
-                done
-                for size in ${res//,/ }; do cat "$dir/eval_positions_normalized_eval_grid_$size.jsonl"; done \
-                    >"$dir/eval_positions_normalized_eval_grid.jsonl.tmp"
-                mv "$dir/eval_positions_normalized_eval_grid.jsonl.tmp" "$dir/eval_positions_normalized_eval_grid.jsonl"
-            fi ;;
-    esac
+            for size in ${res//,/ }; do cat "$dir/eval_positions_normalized_eval_grid_$size.jsonl"; done \
+                >"$dir/eval_positions_normalized_eval_grid.jsonl.tmp"
+            mv "$dir/eval_positions_normalized_eval_grid.jsonl.tmp" "$dir/eval_positions_normalized_eval_grid.jsonl"
+        fi
+    fi
 }
 
 # task TABLE VARIANT SEED: the training run of one table cell and its evaluations.

@@ -3,25 +3,27 @@
  * config.c is the only cJSON user: one schema table (name, type, default, range or
  * choices, help, whether the key defines the model) drives parsing, defaults, the per-key
  * checks, --set overrides, the JSON dump, `vitrain help-config` and configs/README.md.
- * Every field of the sections (below, and model, pe, performer in model_spec.h) has one
- * row in that table under "section.key". Enumerations are parsed from strings.
+ * Every field of the sections (below; model, pe, performer in model_spec.h; data in
+ * data/data_config.h) has one row in that table under "section.key". Enumerations are
+ * parsed from strings.
  *
  * A config read here is not yet resolved: presets, kind-dependent defaults and the rules
  * between keys are resolve.h's (vt_resolve), which runs once after parsing and --set and
  * writes every resolved value into the config. Code below it reads values only.
  *
  * Sections: model, pe, performer (model_spec.h: what defines a model, the part of a config
- * vit.h and pe/ receive), data, optim, train, eval, runtime.
+ * vit.h and pe/ receive), data (data/data_config.h: the part data/ receives), optim,
+ * train, eval, runtime.
  */
 #ifndef VT_CONFIG_H
 #define VT_CONFIG_H
 
 #include <stddef.h>
 
+#include "data/data_config.h"
 #include "model_spec.h"
 #include "status.h"
 
-#define VT_STR 512
 #define VT_MAX_RES 16
 #define VT_CONFIG_MAX_KEYS 128 /* capacity of vt_config.set (schema rows) */
 
@@ -30,49 +32,10 @@
     X("vit_tiny", 192, 12, 3) X("vit_small", 384, 12, 6) X("vit_base", 768, 12, 12) \
     X("vit_large", 1024, 24, 16)
 
-/* Dataset formats, one X(enum value, id) each: id is its data.kind name and names its
- * descriptor vt_dataset_<id> (src/data/formats.h generates the externs and the registry's
- * rows from this list; "Adding a format" is there). */
-#define VT_DATA_KINDS(X)                                                              \
-    X(VT_DATA_IDX, idx) X(VT_DATA_SYNTHETIC, synthetic)                               \
-    X(VT_DATA_IMAGEFOLDER, imagefolder) X(VT_DATA_CIFAR10, cifar10)                   \
-    X(VT_DATA_CIFAR100, cifar100)
-typedef enum { VT_DATA_KINDS(VT_KIND_ENUM_) VT_DATA_KIND_COUNT } vt_data_kind;
-typedef enum { VT_ONERR_FAIL = 0, VT_ONERR_SKIP } vt_on_error;
-typedef enum { VT_TT_AUTO = 0, VT_TT_SIMPLE, VT_TT_RRC } vt_train_transform;
-typedef enum { VT_ET_AUTO = 0, VT_ET_RESIZE, VT_ET_CENTER_CROP } vt_eval_transform;
-typedef enum { VT_INTERP_BILINEAR = 0, VT_INTERP_BICUBIC } vt_interp;
-typedef enum { VT_REMODE_PIXEL = 0, VT_REMODE_CONST } vt_remode;
 typedef enum { VT_OPT_ADAMW = 0, VT_OPT_SGD } vt_optim_name;
 typedef enum { VT_SCHED_COSINE = 0, VT_SCHED_CONSTANT } vt_schedule;
 typedef enum { VT_PROGRESS_AUTO = 0, VT_PROGRESS_ALWAYS, VT_PROGRESS_NEVER } vt_progress;
 typedef enum { VT_PRECISION_FP32 = 0, VT_PRECISION_BF16 } vt_precision;
-
-typedef struct {
-    vt_data_kind kind;
-    char root[VT_STR];
-    char train_split[64], val_split[64];
-    double mean[3], std[3];
-    int workers;
-    vt_on_error on_error;
-    long long max_image_pixels; /* imagefolder: largest decoded image (width x height) */
-    char class_list[VT_STR]; /* imagefolder: file naming the classes in index order; "" = folders */
-    char label[16];         /* cifar100: fine | coarse */
-    int train_size, val_size; /* synthetic dataset sizes */
-    int synthetic_seed;
-    int synthetic_depth_label; /* synthetic RGB-D: label needs the depth map (pairs of classes
-                                  share the RGB pattern, depth bump vs dent tells them apart) */
-    double crop_pct;
-    vt_eval_transform eval_transform;   /* resolved (never auto): resize | center_crop */
-    double hflip;
-    vt_train_transform train_transform; /* resolved (never auto): simple | rrc */
-    vt_interp interpolation;
-    double scale[2], ratio[2];  /* RandomResizedCrop area fraction and aspect ranges */
-    char auto_augment[64];      /* timm RandAugment string, "" = off */
-    double mixup, cutmix, mixup_prob, mixup_switch_prob;
-    double reprob;              /* random erasing probability */
-    vt_remode remode;
-} vt_data_config;
 
 typedef struct {
     vt_optim_name name;

@@ -30,7 +30,7 @@
 #include "data/formats.h"
 #include "dist.h"
 #include "eval_checkpoint.h"
-#include "footprint.h"
+#include "info.h"
 #include "kernels.h"
 #include "pe/kinds.h"
 #include "precision.h"
@@ -39,7 +39,6 @@
 #include "status.h"
 #include "stop.h"
 #include "train.h"
-#include "vit.h"
 
 #define MAX_SETS 256
 
@@ -471,46 +470,8 @@ static int cmd_info(const cli_args *a) {
         fprintf(stderr, "vitrain: %s\n", err);
         return 2;
     }
-    /* The model's plan, not the model: sizes of any magnitude answer at once. */
-    vt_vit m;
-    vt_model_spec ms;
-    vt_status st = vt_vit_plan(&m, vt_resolve_model_spec(&cfg, &ms));
-    if (st != VT_OK) return fail_exit(st);
-    vt_footprint fp;
-    st = vt_footprint_estimate(&cfg, vt_footprint_resident(), &fp);
-    if (st != VT_OK) {
-        vt_vit_free(&m);
-        return fail_exit(st);
-    }
-    const int S = cfg.model.img_size;
-    const int64_t gb = (int64_t)cfg.train.batch_size * cfg.train.accum_steps;
-    double fwd = vt_vit_flops(&m, S);
-    double step_flops = 3.0 * fwd * (double)gb;
-    const double MiB = 1048576.0;
-    printf("model: width %d, depth %d, heads %d, patch %d, image %dx%d, %d classes, pe %s\n",
-           cfg.model.width, cfg.model.depth, cfg.model.heads, cfg.model.patch_size, S, S,
-           cfg.model.num_classes, vt_pe_kind_name(cfg.pe.kind));
-    char origin[VT_STR + 128];
-    printf("classes: %d (%s)\n", cfg.model.num_classes, vt_resolve_classes_origin(&cfg, origin, sizeof origin));
-    printf("parameters: %lld (%.2f M)\n", (long long)m.n_params, m.n_params / 1e6);
-    printf("forward FLOPs per image: %.4g G\n", fwd / 1e9);
-    printf("training step FLOPs: %.4g G (3 x forward x global batch %lld)\n", step_flops / 1e9,
-           (long long)gb);
-    printf("memory estimate (peak resident set of training): %.1f MiB = model and optimizer %.1f "
-           "+ activations (batch %d) %.1f + evaluation %.1f + data loaders %.1f + dataset %.1f + "
-           "scratch %.1f + process %.1f MiB; --resume peaks at %.1f MiB while loading\n",
-           fp.total / MiB, fp.model / MiB, cfg.train.batch_size, fp.activations / MiB, fp.eval / MiB,
-           fp.loader / MiB, fp.dataset / MiB, fp.scratch / MiB, fp.baseline / MiB,
-           fp.resume_peak / MiB);
-    printf("{\"params\":%lld,\"forward_flops_per_image\":%.6g,\"train_step_flops\":%.6g,"
-           "\"global_batch\":%lld,\"memory_bytes\":%.0f,\"param_state_bytes\":%.0f,"
-           "\"activation_bytes\":%.0f,\"eval_bytes\":%.0f,\"loader_bytes\":%.0f,"
-           "\"dataset_bytes\":%.0f,\"scratch_bytes\":%.0f,\"process_bytes\":%.0f,"
-           "\"resume_peak_bytes\":%.0f,\"img_size\":%d}\n", (long long)m.n_params, fwd, step_flops,
-           (long long)gb, fp.total, fp.model, fp.activations, fp.eval, fp.loader, fp.dataset,
-           fp.scratch, fp.baseline, fp.resume_peak, S);
-    vt_vit_free(&m);
-    return 0;
+    vt_status st = vt_info_print(&cfg, stdout);
+    return st == VT_OK ? 0 : fail_exit(st);
 }
 
 static int cmd_help_config(const cli_args *a) {

@@ -19,7 +19,7 @@
 /* ---- metrics and weights ------------------------------------------------------------ */
 
 static inline int count_in_file(const char *path, const char *needle) {
-    char *s = slurp(path, NULL);
+    char *s = test_read_file(path, NULL);
     int n = 0;
     for (const char *p = s; p && (p = strstr(p, needle)); p += strlen(needle)) n++;
     if (!n && s) fprintf(stderr, "--- %s does not contain '%s'; it reads:\n%s\n", path, needle, s);
@@ -49,7 +49,7 @@ static inline double json_num(const char *line, const char *key, char *raw, size
 static inline void read_log(const char *dir, train_log *t, double *last_top1) {
     char path[600];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    char *s = slurp(path, NULL);
+    char *s = test_read_file(path, NULL);
     memset(t, 0, sizeof *t);
     *last_top1 = -1;
     for (char *line = s ? strtok(s, "\n") : NULL; line; line = strtok(NULL, "\n")) {

@@ -43,7 +43,7 @@
     "--set model.depth=1 --set train.eval_every=0 --set train.keep_checkpoints=1 --threads 1"
 
 static char bin[1024];
-static char tmp[256];
+static char tmp[64];
 
 static long file_size(const char *path) {
     struct stat sb;
@@ -96,7 +96,7 @@ static int finish_and_compare(const char *dir, const char *env, int has_pair, co
     snprintf(log, sizeof log, "%s.resume.log", dir);
     int rc = run("%s%s " CFG " " SETS " --resume %s 2>%s", env, bin, dir, log);
     if (!has_pair) {
-        char *t = slurp(log, NULL);
+        char *t = test_read_file(log, NULL);
         int said = rc == 2 && t && strstr(t, "holds no checkpoint to resume from");
         free(t);
         if (!said) {
@@ -213,7 +213,7 @@ static void fault_points(const char *mode, const char *env, int copy_only, const
         int rc = run("%sVT_FAULT_ENOSPC_AT=%d %s " CFG " " SETS " --run-dir %s 2>%s", env, i + 1,
                      bin, dir, log);
         failed += rc == 1;
-        char *t = slurp(log, NULL);
+        char *t = test_read_file(log, NULL);
         event_path(ref_dir, i, dir, want, sizeof want);
         int says = t && strstr(t, "No space left on device") && strstr(t, want);
         named += says;
@@ -356,10 +356,10 @@ static void test_tmpfs_full(void) {
     CHECK(rc == 0, "namespace script exit %d", rc);
     char p[700];
     snprintf(p, sizeof p, "%s.rc", out1);
-    char *t = slurp(p, NULL);
+    char *t = test_read_file(p, NULL);
     CHECK(t && atoi(t) == 1, "the run on a full tmpfs exits 1 (got %s)", t ? t : "nothing");
     free(t);
-    t = slurp(log1, NULL);
+    t = test_read_file(log1, NULL);
     CHECK(t && strstr(t, "No space left on device") && strstr(t, "step_00000008.state.safetensors") &&
               strstr(t, "the previous checkpoint is intact"),
           "full-disk message: %s", t ? t : "(none)");
@@ -370,7 +370,7 @@ static void test_tmpfs_full(void) {
     snprintf(p, sizeof p, "%s/step_00000008.safetensors", out1);
     CHECK(access(p, F_OK) != 0 && !has_tmp_file(out1), "nothing of the failed save is left");
     snprintf(p, sizeof p, "%s.rc", out2);
-    t = slurp(p, NULL);
+    t = test_read_file(p, NULL);
     CHECK(t && atoi(t) == 0, "--resume after the disk grew exits 0 (got %s)", t ? t : "nothing");
     free(t);
     snprintf(p, sizeof p, "%s/last.safetensors", out2);
@@ -391,8 +391,5 @@ int main(void) {
     test_kills_and_enospc();
     test_resume_tidy();
     test_tmpfs_full();
-    int rc = test_summary();
-    if (rc == 0) test_rm_rf(tmp);
-    else fprintf(stderr, "run directories kept in %s\n", tmp);
-    return rc;
+    return e2e_finish(tmp);
 }

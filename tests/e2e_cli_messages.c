@@ -25,7 +25,7 @@ static int run_out(char **text, const char *args) {
     char out[128];
     snprintf(out, sizeof out, "%s/out.txt", tmp);
     int rc = run("%s %s > %s 2>&1", bin, args, out);
-    *text = slurp(out, NULL);
+    *text = test_read_file(out, NULL);
     if (!*text) *text = calloc(1, 1);
     return rc;
 }
@@ -99,15 +99,10 @@ static void test_warmup(void) {
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    snprintf(bin, sizeof bin, "%s", b && b[0] ? b : "./vitrain");
-    snprintf(tmp, sizeof tmp, "/tmp/vt_msg_XXXXXX");
-    if (!mkdtemp(tmp)) return 1;
+    if (e2e_start("msg", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     test_bad_values();
     test_set_attribution();
     test_help_config();
     test_warmup();
-    int rc = test_summary();
-    if (rc == 0) run("rm -rf %s", tmp);
-    return rc;
+    return e2e_finish(tmp);
 }

@@ -187,7 +187,7 @@ static void test_eval(void) {
     {
         char p[600];
         snprintf(p, sizeof p, "%s.json", out);
-        one = slurp(p, NULL);
+        one = test_read_file(p, NULL);
     }
     for (int np = 2; np <= 3; np++) {
         snprintf(npy, sizeof npy, "%s/eval%d", tmp, np);
@@ -196,7 +196,7 @@ static void test_eval(void) {
         CHECK(rc == 0, "eval on %d ranks exit %d", np, rc);
         char p[600];
         snprintf(p, sizeof p, "%s.json", npy);
-        char *got = slurp(p, NULL);
+        char *got = test_read_file(p, NULL);
         char f1[32] = "", f5[32] = "", n1[32] = "", g1[32] = "", g5[32] = "", gn[32] = "", fs[32] = "",
              gs[32] = "";
         if (one && got) {
@@ -219,7 +219,7 @@ static void test_eval(void) {
         snprintf(a, sizeof a, "%s.npz", out);
         snprintf(b, sizeof b, "%s.npz", npy);
         size_t la, lb;
-        char *x = slurp(a, &la), *y = slurp(b, &lb);
+        char *x = test_read_file(a, &la), *y = test_read_file(b, &lb);
         CHECK(x && y && la == lb && !memcmp(x, y, la), "%d ranks: the gathered logits equal one process's "
               "bit for bit", np);
         free(x);
@@ -235,7 +235,7 @@ static void test_eval(void) {
     char p1[600], p3[600], t1[32] = "", t3[32] = "", m1[32] = "", m3[32] = "";
     snprintf(p1, sizeof p1, "%s1.json", out);
     snprintf(p3, sizeof p3, "%s3.json", out);
-    char *j1 = slurp(p1, NULL), *j3 = slurp(p3, NULL);
+    char *j1 = test_read_file(p1, NULL), *j3 = test_read_file(p3, NULL);
     if (j1 && j3) {
         json_num(j1, "top1", t1, sizeof t1);
         json_num(j3, "top1", t3, sizeof t3);
@@ -285,7 +285,7 @@ static void test_eval(void) {
     snprintf(p, sizeof p, "%s.err", f2);
     CHECK(count_in_file(p, "21 images in 3 classes") == 1, "2 ranks: the dataset line once (rank 0's)");
     size_t la, lb;
-    char *x = slurp(f1, &la), *y = slurp(f2, &lb);
+    char *x = test_read_file(f1, &la), *y = test_read_file(f2, &lb);
     CHECK(x && y && la == lb && !memcmp(x, y, la), "image folder on 2 ranks: the archive (logits, labels, "
           "paths, class names) equals one process's bit for bit");
     npz_array paths = {0}, names = {0};
@@ -519,7 +519,7 @@ static void test_bad_inputs(void) {
     /* ranks running different builds: a copy of the binary whose build id (the sources'
      * hash, sent from the binary's bytes) differs in one digit */
     size_t blen = 0;
-    char *image = slurp(bin, &blen);
+    char *image = test_read_file(bin, &blen);
     const char *id = vt_dist_build_id();
     int patched = 0;
     for (size_t o = 0; image && o + 17 <= blen; o++)
@@ -658,7 +658,7 @@ static void test_collectives(void) {
         snprintf(out, sizeof out, "%s/ranks%d.txt", tmp, k);
         int rc = run("timeout 120 %s %s --ranks %d >%s 2>&1", mpirun(cases[k].np, cases[k].extra), self_exe,
                      cases[k].np, out);
-        char *s = slurp(out, NULL);
+        char *s = test_read_file(out, NULL);
         int p = -1, f = -1;
         const char *line = s ? strstr(s, " passed, ") : NULL;
         while (line && line > s && line[-1] >= '0' && line[-1] <= '9') line--;
@@ -672,9 +672,7 @@ static void test_collectives(void) {
 
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "--ranks")) return rank_checks(atoi(argv[2]));
-    const char *b = getenv("VT_BIN");
-    if (!b || !*b) b = "vitrain";
-    snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
+    e2e_bin(bin, sizeof bin);
     ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
     self_exe[n > 0 ? n : 0] = '\0';
     if (run("mpirun --version >/dev/null 2>&1") != 0) {
@@ -691,7 +689,5 @@ int main(int argc, char **argv) {
     test_bad_inputs();
     test_dead_peer(SIGKILL);
     test_dead_peer(SIGSTOP);
-    int rc = test_summary();
-    if (rc == 0 && !getenv("VT_KEEP")) test_rm_rf(tmp);
-    return rc;
+    return e2e_finish(tmp);
 }

@@ -63,8 +63,6 @@ static const char *CONFIG =
     " \"data\": {\"kind\": \"imagefolder\", \"root\": \"%s/folder\"},"
     " \"train\": {\"batch_size\": 4}, \"runtime\": {\"progress\": \"never\"}}";
 
-static unsigned char *npz_load(const char *path, size_t *len) { return (unsigned char *)slurp(path, len); }
-
 static void test_logits(const char *cfg, const char *ckpt) {
     char npz[300], out[256];
     snprintf(npz, sizeof npz, "%s/l.npz", tmp);
@@ -73,7 +71,7 @@ static void test_logits(const char *cfg, const char *ckpt) {
                  bin, cfg, ckpt, npz, out, out);
     CHECK(rc == 0, "eval with --logits: exit %d", rc);
     size_t len;
-    unsigned char *b = npz_load(npz, &len);
+    unsigned char *b = (unsigned char *)test_read_file(npz, &len);
     npz_array a;
     const char *names[] = {"logits_8", "logits_12", "shuffled_logits_8", "shuffled_logits_12"};
     for (int i = 0; i < 4; i++)
@@ -104,7 +102,7 @@ static void test_logits(const char *cfg, const char *ckpt) {
             correct += best == npz_i64(&lb, (size_t)i);
             CHECK(npz_i64(&lb, (size_t)i) == i / 3, "label of sample %d is its folder's class", i);
         }
-        char *js = slurp(out, NULL);
+        char *js = test_read_file(out, NULL);
         const char *t = js ? strstr(js, "\"top1\":") : NULL;
         CHECK(t && fabs(atof(t + 7) - 100.0 * correct / 9) < 0.006, "top-1 recomputed from the logits");
         free(js);
@@ -137,7 +135,8 @@ static void test_no_train_split(const char *cfg, const char *ckpt) {
     CHECK(rc == 0 && file_contains(err, "no train split") && file_contains(err, "the val split's folders, sorted"),
           "eval without train split: exit %d", rc);
     size_t la, lb;
-    unsigned char *a = npz_load(with_train, &la), *b = npz_load(out, &lb);
+    unsigned char *a = (unsigned char *)test_read_file(with_train, &la);
+    unsigned char *b = (unsigned char *)test_read_file(out, &lb);
     npz_array x, y;
     CHECK(a && b && npz_find(a, la, "logits_8", &x) && npz_find(b, lb, "logits_8", &y) && x.bytes == y.bytes &&
               memcmp(x.data, y.data, x.bytes) == 0 && npz_find(a, la, "labels", &x) && npz_find(b, lb, "labels", &y) &&
@@ -167,7 +166,7 @@ static void test_no_train_split(const char *cfg, const char *ckpt) {
     rc = run("%s eval %s --checkpoint %s --set data.class_list=%s --logits %s >/dev/null 2>%s", bin, cfg, ckpt,
              list, out, err);
     CHECK(rc == 0 && file_contains(err, "classes from " ), "eval with a class list: exit %d", rc);
-    b = npz_load(out, &lb);
+    b = (unsigned char *)test_read_file(out, &lb);
     CHECK(b && npz_find(b, lb, "labels", &y) && npz_i64(&y, 0) == 2 && npz_i64(&y, 8) == 0,
           "class_list order gives the labels");
     free(b);
@@ -175,7 +174,7 @@ static void test_no_train_split(const char *cfg, const char *ckpt) {
 }
 
 static double json_top1(const char *out) {
-    char *s = slurp(out, NULL);
+    char *s = test_read_file(out, NULL);
     const char *p = s ? strstr(s, "\"top1\":") : NULL;
     double v = p ? atof(p + 7) : -1;
     free(s);
@@ -234,10 +233,8 @@ static void test_checkpoint_config(void) {
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    snprintf(bin, sizeof bin, "%s", b && b[0] ? b : "./vitrain");
     if (test_kernels_init()) return 1;
-    if (test_tmpdir(tmp, sizeof tmp, "eval")) return 1;
+    if (e2e_start("eval", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     char root[256], cfg_path[256], ckpt[256], json[1024];
     snprintf(root, sizeof root, "%s/folder", tmp);
     const char *classes[3] = {"a", "b", "c"};
@@ -258,6 +255,5 @@ int main(void) {
     test_logits(cfg_path, ckpt);
     test_no_train_split(cfg_path, ckpt);
     test_checkpoint_config();
-    test_rm_rf(tmp);
-    return test_summary();
+    return e2e_finish(tmp);
 }

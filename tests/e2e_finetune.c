@@ -26,9 +26,7 @@ static char bin[1024];
 static char tmp[64];
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    snprintf(bin, sizeof bin, "%s", b && b[0] ? b : "./vitrain");
-    if (test_tmpdir(tmp, sizeof tmp, "ft")) return 1;
+    if (e2e_start("ft", bin, sizeof bin, tmp, sizeof tmp)) return 1;
 
     /* A 3-class checkpoint. */
     int rc = run("%s " CFG " --set model.num_classes=3 --set train.epochs=2 --run-dir %s/three " QUIET
@@ -96,7 +94,7 @@ int main(void) {
     rc = run("%s " CFG " --set model.num_classes=3 --set model.width=64 --set model.depth=1 --set "
              "train.init=%s/three/last.safetensors --set train.init_allow_unexpected=true --run-dir %s/wide "
              QUIET " 2>%s", bin, tmp, tmp, log);
-    text = slurp(log, NULL);
+    text = test_read_file(log, NULL);
     CHECK(rc == 1 && file_contains(log, "three/last.safetensors holds another model than the config's: "
                                         "width 32 here, 64 in the config (model.width); depth 2 here, 1 in "
                                         "the config (model.depth). Set those keys") &&
@@ -116,10 +114,9 @@ int main(void) {
     rc = run("mv %s/three %s/three.moved", tmp, tmp);
     rc = run("%s " CFG " --set model.num_classes=10 --set train.init=%s/three/last.safetensors --resume %s/res "
              QUIET " 2>%s", bin, tmp, tmp, log);
-    text = slurp(log, NULL);
+    text = test_read_file(log, NULL);
     CHECK(rc == 0 && text && !strstr(text, "train.init "), "resume ignores train.init (exit %d)", rc);
     free(text);
 
-    test_rm_rf(tmp);
-    return test_summary();
+    return e2e_finish(tmp);
 }

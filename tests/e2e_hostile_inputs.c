@@ -41,7 +41,7 @@ static int run_logged(const char *name, const char *cmd) {
 static int log_lacks(const char *name, const char *needle) {
     char path[256];
     snprintf(path, sizeof path, "%s/%s.log", tmp, name);
-    char *s = slurp(path, NULL);
+    char *s = test_read_file(path, NULL);
     int r = s && !strstr(s, needle);
     free(s);
     return r;
@@ -201,14 +201,7 @@ static void test_binding_warning(void) {
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    if (!b || !*b) b = "vitrain";
-    snprintf(bin, sizeof bin, "%s%.500s", strchr(b, '/') ? "" : "./", b);
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_hostile_XXXXXX");
-    if (!mkdtemp(tmp)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (e2e_start("e2e_hostile", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     test_fifos();
     test_dev_zero();
     test_mlp_ratio();
@@ -216,8 +209,5 @@ int main(void) {
     test_info_circulant();
     test_mixed_pair();
     test_binding_warning();
-    int rc = test_summary();
-    if (rc == 0) run("rm -rf %s", tmp);
-    else fprintf(stderr, "logs kept in %s\n", tmp);
-    return rc;
+    return e2e_finish(tmp);
 }

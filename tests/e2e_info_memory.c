@@ -22,7 +22,7 @@
 #include "harness.h"
 
 static char bin[1024];
-static char tmp[256];
+static char tmp[64];
 
 static const char *BASE =
     "{\"model\": {\"preset\": \"vit_tiny\", \"img_size\": 32, \"patch_size\": 4, \"num_classes\": 10,"
@@ -100,21 +100,15 @@ static void test_no_allocation(void) {
     snprintf(o, sizeof o, "%s/huge.txt", tmp);
     int rc = run("ulimit -v 1048576; %s info configs/synthetic_tiny.json --set model.img_size=16384 "
                  "--set model.patch_size=1 >%s 2>&1", bin, o);
-    char *t = slurp(o, NULL);
+    char *t = test_read_file(o, NULL);
     CHECK(rc == 0 && t && strstr(t, "\"params\":8589952004,"),
           "info on an 8.6e9-parameter model under a 1 GB limit: exit %d, %s", rc, t ? t : "");
     free(t);
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    if (!b || !*b) b = "vitrain";
-    snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
-    if (test_tmpdir(tmp, sizeof tmp, "e2e_info")) return 1;
+    if (e2e_start("e2e_info", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     test_no_allocation();
     test_estimates();
-    int rc = test_summary();
-    if (rc == 0) test_rm_rf(tmp);
-    else fprintf(stderr, "run directories kept in %s\n", tmp);
-    return rc;
+    return e2e_finish(tmp);
 }

@@ -20,15 +20,14 @@ static char bin[1024], out[256], err[256];
 /* `vitrain kinds ARGS` exits 0 printing exactly want. */
 static void expect_lines(const char *args, const char *want) {
     int rc = run("%s kinds %s >%s 2>%s", bin, args, out, err);
-    char *got = slurp(out, NULL);
+    char *got = test_read_file(out, NULL);
     CHECK(rc == 0 && got && strcmp(got, want) == 0, "'vitrain kinds %s' exits 0 (got %d) listing\n%s--- got\n%s",
           args, rc, want, got ? got : "(none)");
     free(got);
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    snprintf(bin, sizeof bin, "%s", b && *b ? b : "./vitrain");
+    e2e_bin(bin, sizeof bin);
     snprintf(out, sizeof out, "/tmp/vt_e2e_kinds_%d.out", (int)getpid());
     snprintf(err, sizeof err, "/tmp/vt_e2e_kinds_%d.err", (int)getpid());
     if (access(bin, X_OK) != 0) {

@@ -39,12 +39,12 @@
 #define SETS "--set train.steps=40 --set train.keep_checkpoints=2 --threads 2"
 
 static char bin[1024];
-static char tmp[256];
+static char tmp[64];
 static int skipped;
 
 /* The line of a log that starts with prefix (malloc'd, without its newline), or NULL. */
 static char *line_of(const char *log, const char *prefix) {
-    char *s = slurp(log, NULL);
+    char *s = test_read_file(log, NULL);
     char *out = NULL;
     for (char *p = s; p && *p;) {
         char *nl = strchr(p, '\n');
@@ -91,7 +91,7 @@ static void facts_of(const char *dir, run_facts f[3]) {
     f[0].best_top1 = -1;
     char path[600];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    char *s = slurp(path, NULL);
+    char *s = test_read_file(path, NULL);
     for (char *line = s ? strtok(s, "\n") : NULL; line; line = strtok(NULL, "\n")) {
         double step, v;
         json_num(line, "step", &step);
@@ -128,7 +128,7 @@ static void drop_field(char *line, const char *key) {
 /* A file's lines with the columns/fields of timing removed: summary.csv's last two
  * columns, metrics.jsonl's img_per_s, wall_s and seconds. */
 static char *untimed(const char *path) {
-    char *s = slurp(path, NULL);
+    char *s = test_read_file(path, NULL);
     if (!s) return NULL;
     char *out = calloc(strlen(s) + 1, 1);
     size_t o = 0;
@@ -173,7 +173,7 @@ static void test_summaries(const char *dir) {
     snprintf(want, sizeof want, "vitrain: run      %s (full config: %s/config.json; --verbose prints it)",
              dir, dir);
     check_line(log, want);
-    char *text = slurp(log, NULL);
+    char *text = test_read_file(log, NULL);
     CHECK(text && !strstr(text, "resolved config"), "no resolved config without --verbose");
     free(text);
 
@@ -196,7 +196,7 @@ static void test_summaries(const char *dir) {
 
     /* summary.csv against the per-step records */
     snprintf(path, sizeof path, "%s/summary.csv", dir);
-    char *csv = slurp(path, NULL);
+    char *csv = test_read_file(path, NULL);
     const char *header = "epoch,step,train_loss,train_top1,eval_loss,eval_top1,eval_top5,lr,img_per_s,wall_s\n";
     size_t hl = strlen(header);
     int header_ok = csv && !strncmp(csv, header, hl);
@@ -327,7 +327,7 @@ static void test_plot(const char *a, const char *b) {
     snprintf(png, sizeof png, "%s/curves.png", tmp);
     snprintf(out, sizeof out, "%s/plot.out", tmp);
     int rc = run("scripts/plot_runs.py %s %s -o %s >%s 2>&1", a, b, png, out);
-    char *s = slurp(png, NULL);
+    char *s = test_read_file(png, NULL);
     CHECK(rc == 0 && s && !memcmp(s, "\x89PNG", 4), "plot_runs.py draws a PNG (exit %d, %s)", rc, out);
     free(s);
     CHECK(file_contains(out, "plot_runs: 2 runs drawn to "), "plot_runs.py says what it drew");
@@ -338,11 +338,8 @@ static void test_plot(const char *a, const char *b) {
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    if (!b || !*b) b = "vitrain";
-    snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
     if (test_kernels_init()) return 1;
-    if (test_tmpdir(tmp, sizeof tmp, "e2e_logging")) return 1;
+    if (e2e_start("e2e_logging", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     char a[300], c[300];
     snprintf(a, sizeof a, "%s/straight", tmp);
     snprintf(c, sizeof c, "%s/resumed", tmp);

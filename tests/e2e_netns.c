@@ -242,8 +242,9 @@ static void test_link_down(void) {
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    if (!realpath(b && *b ? b : "./vitrain", bin)) {
+    char given[1024];
+    e2e_bin(given, sizeof given);
+    if (!realpath(given, bin)) {
         fprintf(stderr, "e2e_netns: no vitrain binary ($VT_BIN or ./vitrain)\n");
         return 1;
     }

@@ -24,11 +24,11 @@
 #define CFG "configs/synthetic_tiny.json"
 
 static char bin[1024];
-static char tmp[256];
+static char tmp[64];
 
 /* How many times needle occurs in the file at path. */
 static int count_in(const char *path, const char *needle) {
-    char *s = slurp(path, NULL);
+    char *s = test_read_file(path, NULL);
     int n = 0;
     for (const char *p = s; p && (p = strstr(p, needle)) != NULL; p++) n++;
     free(s);
@@ -38,7 +38,7 @@ static int count_in(const char *path, const char *needle) {
 /* The JSON header of a safetensors file (after its 8-byte length), or NULL. */
 static char *st_header(const char *path) {
     size_t len = 0;
-    char *s = slurp(path, &len);
+    char *s = test_read_file(path, &len);
     if (!s || len < 8) { free(s); return NULL; }
     unsigned long long n = 0;
     for (int i = 7; i >= 0; i--) n = n << 8 | (unsigned char)s[i];
@@ -79,7 +79,7 @@ static void test_bf16_run(void) {
     snprintf(out, sizeof out, "%s/eval16.json", tmp);
     rc = run("%s eval " CFG " --checkpoint %s --precision bf16 --threads 2 >%s 2>%s.err", bin, ck, out, out);
     CHECK(rc == 0, "vitrain eval --precision bf16 exit %d", rc);
-    char *js = slurp(out, NULL);
+    char *js = test_read_file(out, NULL);
     const char *p = js ? strstr(js, "\"top1\":") : NULL;
     CHECK(p && atof(p + 7) - t16 <= 0.006 && t16 - atof(p + 7) <= 0.006,
           "eval --precision bf16 top-1 %.4f, the run's final %.2f", p ? atof(p + 7) : -1.0, t16);
@@ -140,15 +140,9 @@ static void test_path_override(void) {
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    if (!b || !*b) b = "vitrain";
-    snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
-    if (test_tmpdir(tmp, sizeof tmp, "e2e_precision")) return 1;
+    if (e2e_start("e2e_precision", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     test_bf16_run();
     test_note_without_bf16();
     test_path_override();
-    int rc = test_summary();
-    if (rc == 0) test_rm_rf(tmp);
-    else fprintf(stderr, "run directories kept in %s\n", tmp);
-    return rc;
+    return e2e_finish(tmp);
 }

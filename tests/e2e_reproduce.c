@@ -89,7 +89,7 @@ static double json_num(const char *line, const char *key) {
 
 /* The line of a .jsonl file holding `needle` (the last one if several), malloc'd. */
 static char *jsonl_line(const char *path, const char *needle) {
-    char *s = slurp(path, NULL), *res = NULL;
+    char *s = test_read_file(path, NULL), *res = NULL;
     if (!s) return NULL;
     for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n"))
         if (strstr(line, needle)) {
@@ -104,7 +104,7 @@ static char *jsonl_line(const char *path, const char *needle) {
 static void check_md(const char *table, const char *const *rows, int n_rows, const char *row_fmt) {
     char path[512];
     snprintf(path, sizeof path, "%s/%s.md", out, table);
-    char *md = slurp(path, NULL);
+    char *md = test_read_file(path, NULL);
     CHECK(md != NULL, "%s written", path);
     if (!md) return;
     for (int i = 0; i < n_rows; i++) {
@@ -132,7 +132,7 @@ static void check_md(const char *table, const char *const *rows, int n_rows, con
     free(md);
 
     snprintf(path, sizeof path, "%s/%s.json", out, table);
-    char *js = slurp(path, NULL), want[64];
+    char *js = test_read_file(path, NULL), want[64];
     snprintf(want, sizeof want, "\"table\": \"%s\"", table);
     CHECK(js && strstr(js, want), "%s names its table", path);
     CHECK(js && count_of(js, "\"variant\":") == n_rows, "%s: %d rows", path, n_rows);
@@ -279,7 +279,7 @@ static int md_row_means(const char *md, const char *pe, const char *label, doubl
 static void check_positions(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/positions.md", out);
-    char *md = slurp(path, NULL);
+    char *md = test_read_file(path, NULL);
     CHECK(md != NULL, "%s written", path);
     if (!md) return;
     CHECK(strstr(md, "| PE | positions | 12 (0.75x) | 16* (1.00x) | 20 (1.25x) | 24 (1.50x) | 28 (1.75x) | 32 (2.00x) |")
@@ -318,7 +318,7 @@ static void check_positions(void) {
           "positions.md: provenance lines and bold best entries");
     free(md);
     snprintf(path, sizeof path, "%s/positions.json", out);
-    char *js = slurp(path, NULL);
+    char *js = test_read_file(path, NULL);
     CHECK(js && strstr(js, "\"table\": \"positions\"") && count_of(js, "\"label\":") == 3 + 3 * N_ROT + 2 &&
           count_of(js, "\"kept\":") == (1 + N_ROT) * 5 && count_of(js, "\"positions\": \"interpolate\"") == N_ROT &&
           strstr(js, "\"git_revision\":"),
@@ -334,7 +334,7 @@ static void check_positions(void) {
                  "scripts/reproduce.sh positions --quick --seeds 0,1 --out %s --bin %s >/dev/null 2>%s.log4",
                  dir, dir, dir, out, bin, out);
     snprintf(path, sizeof path, "%s.log4", out);
-    char *log = slurp(path, NULL);
+    char *log = test_read_file(path, NULL);
     CHECK(rc == 1 && log && strstr(log, "circulant seed 1 at the training size 16px: interpolate and index differ"),
           "build_results refuses a positions table whose interpolate row disagrees at the training size (exit %d)",
           rc);
@@ -375,7 +375,7 @@ static void check_jobs(void) {
     rc = run("chmod +x %s/fail.sh && scripts/reproduce.sh classification --quick --seeds 0,1 --jobs 2 --out %s/failed "
              "--bin %s/fail.sh >/dev/null 2>%s.log6", out, out, out, out);
     snprintf(path, sizeof path, "%s.log6", out);
-    char *log = slurp(path, NULL);
+    char *log = test_read_file(path, NULL);
     snprintf(path, sizeof path, "%s/failed/classification.md", out);
     CHECK(rc == 1 && log && strstr(log, "simulated failure") && strstr(log, "stopped after a failed run") &&
           access(path, F_OK) != 0, "a failing run with --jobs 2: exit %d (want 1), its log shown, no table", rc);
@@ -390,7 +390,7 @@ static void check_family14(void) {
                  "--eval-samples 64 --out %s/f14 --bin %s >/dev/null 2>%s.log7", out, bin, out);
     CHECK(rc == 0, "fmnist14 --quick --eval-samples 64: exit %d (log %s.log7)", rc, out);
     snprintf(path, sizeof path, "%s/f14/resolution.md", out);
-    char *md = slurp(path, NULL);
+    char *md = test_read_file(path, NULL);
     CHECK(md && strstr(md, "(quick_fmnist14 family)") && strstr(md, "64 validation images") &&
           strstr(md, "--eval-samples 64") && strstr(md, "2 runs at once"),
           "fmnist14 resolution.md: family, evaluated images, command and jobs recorded");
@@ -400,7 +400,7 @@ static void check_family14(void) {
     CHECK(r20 && json_num(r20, "n") == 64, "the sweep evaluated 64 images (%s)", r20 ? r20 : "none");
     free(r20);
     snprintf(path, sizeof path, "%s/f14/runs/quick_fmnist14/rope_mixed/seed0/config.json", out);
-    char *cfg = slurp(path, NULL);
+    char *cfg = test_read_file(path, NULL);
     CHECK(cfg && strstr(cfg, "\"train_transform\": \"rrc\""), "fmnist14 trains with RandomResizedCrop");
     free(cfg);
     snprintf(path, sizeof path, "%s/f14/runs/quick_fmnist14/rope_mixed/seed0/metrics.jsonl", out);
@@ -416,12 +416,12 @@ static void check_pes(void) {
     int rc = run("scripts/reproduce.sh positions --quick --seeds 0,1 --pes ape,rope_axial --out %s --bin %s "
                  ">/dev/null 2>%s.log8", out, bin, out);
     snprintf(path, sizeof path, "%s.log8", out);
-    char *log = slurp(path, NULL);
+    char *log = test_read_file(path, NULL);
     CHECK(rc == 0 && log && !strstr(log, "training") && !strstr(log, "evaluating"),
           "positions --pes ape,rope_axial reuses the runs and evaluations (exit %d)", rc);
     free(log);
     snprintf(path, sizeof path, "%s/positions.md", out);
-    char *md = slurp(path, NULL);
+    char *md = test_read_file(path, NULL);
     CHECK(md && table_lines(md, NULL) == 1 + 1 + 3 && strstr(md, "| rope_axial | interpolate |") &&
               !strstr(md, "| rope_mixed |") && !strstr(md, "| ape_sincos |") && strstr(md, "--pes ape,rope_axial"),
           "positions.md with --pes: the learned APE and RoPE-Axial's 3 modes only, and the command says so");
@@ -433,7 +433,7 @@ static void check_pes(void) {
     rc = run("scripts/reproduce.sh positions --quick --pes ape,rope --out %s --bin %s >/dev/null 2>%s.log8", out,
              bin, out);
     snprintf(path, sizeof path, "%s.log8", out);
-    log = slurp(path, NULL);
+    log = test_read_file(path, NULL);
     CHECK(rc == 2 && log && strstr(log, "--pes: unknown PE 'rope'"), "--pes with an unknown PE exits 2 (exit %d)", rc);
     free(log);
 }
@@ -460,7 +460,7 @@ static void check_eval_cli(void) {
           big && strstr(big, "\"top1_drop_rel\":"), "--patch-shuffle fields in every line");
     CHECK(plain && !strstr(plain, "shuffled"), "no shuffle fields without --patch-shuffle");
     snprintf(path, sizeof path, "%s/multi.err", out);
-    char *err = slurp(path, NULL);
+    char *err = test_read_file(path, NULL);
     CHECK(err && strstr(err, "resolution") && strstr(err, "shuf top-1") && strstr(err, "\n24 ") &&
           strstr(err, "\n16 "), "readable table with both sizes on stderr");
     free(err);
@@ -477,7 +477,7 @@ static void check_eval_cli(void) {
         rc = run("%s eval %s/config.json --checkpoint %s/last.safetensors %s >/dev/null 2>%s/bad.err", bin,
                  dir, dir, bad[i].args, out);
         snprintf(path, sizeof path, "%s/bad.err", out);
-        err = slurp(path, NULL);
+        err = test_read_file(path, NULL);
         CHECK(rc == 2 && err && strstr(err, bad[i].msg), "'%s': exit %d (want 2) and '%s'", bad[i].args, rc,
               bad[i].msg);
         free(err);
@@ -487,8 +487,7 @@ static void check_eval_cli(void) {
 int main(void) {
     list_variants();
     check_configs();
-    const char *b = getenv("VT_BIN");
-    snprintf(bin, sizeof bin, "%s", b && *b ? b : "./vitrain");
+    e2e_bin(bin, sizeof bin);
     snprintf(out, sizeof out, "/tmp/vt_e2e_reproduce_%d", (int)getpid());
     if (access(bin, X_OK) != 0) {
         fprintf(stderr, "vitrain binary %s not found (set VT_BIN)\n", bin);
@@ -508,7 +507,7 @@ int main(void) {
     check_md("sharing", SHARE_ROWS, 4, "%s)");
     char path[512];
     snprintf(path, sizeof path, "%s/resolution.md", out);
-    char *md = slurp(path, NULL);
+    char *md = test_read_file(path, NULL);
     CHECK(md && strstr(md, "| 12 (0.75x) | 16* (1.00x) | 20 (1.25x) | 24 (1.50x) | 28 (1.75x) | 32 (2.00x) |"),
           "resolution columns 0.75x .. 2x in multiples of the patch");
     int claims = md ? table_lines(md, "\n## The papers' claims at larger sizes") : 0;
@@ -532,13 +531,13 @@ int main(void) {
     rc = run("scripts/reproduce.sh shuffle --quick --seeds 0,1 --out %s --bin %s 2>%s.log2 >/dev/null", out,
              bin, out);
     snprintf(path, sizeof path, "%s.log2", out);
-    char *log = slurp(path, NULL);
+    char *log = test_read_file(path, NULL);
     CHECK(rc == 0 && log && !strstr(log, "training") && !strstr(log, "evaluating"),
           "a second run reuses the runs and evaluations (exit %d)", rc);
     free(log);
     rc = run("scripts/reproduce.sh tables --quick --out %s --bin %s 2>%s.log3", out, bin, out);
     snprintf(path, sizeof path, "%s.log3", out);
-    log = slurp(path, NULL);
+    log = test_read_file(path, NULL);
     CHECK(rc == 2 && log && strstr(log, "unknown table 'tables'"), "a bad table name exits 2 naming it");
     free(log);
     if (test_failed_count == 0) run("rm -rf %s %s.log*", out, out);

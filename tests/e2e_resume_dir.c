@@ -35,7 +35,7 @@ static char tmp[64];
 static char *train_records(const char *dir, int *count) {
     char path[256];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    char *s = slurp(path, NULL);
+    char *s = test_read_file(path, NULL);
     *count = 0;
     if (!s) return calloc(1, 1);
     size_t cap = strlen(s) + 1, o = 0;
@@ -87,7 +87,7 @@ static void test_resume_alone(void) {
 
     /* the original CONFIG without its --set: every differing key named */
     rc = run("%s --resume %s " CFG " --threads 1 2>%s", bin, b, log);
-    char *text = slurp(log, NULL);
+    char *text = test_read_file(log, NULL);
     CHECK(rc == 2 && text && strstr(text, "model.num_classes: 3 in the run, 4 in " CFG) &&
               strstr(text, "data.train_size: 256 in the run, 1024 in " CFG) && !strstr(text, "head.weight"),
           "the original CONFIG without its --set: exit %d, the keys named:\n%s", rc, text ? text : "");
@@ -152,14 +152,9 @@ static void test_not_a_run(void) {
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    snprintf(bin, sizeof bin, "%s", b && b[0] ? b : "./vitrain");
-    snprintf(tmp, sizeof tmp, "/tmp/vt_resume_XXXXXX");
-    if (!mkdtemp(tmp)) return 1;
+    if (e2e_start("resume", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     test_resume_alone();
     test_longer();
     test_not_a_run();
-    int rc = test_summary();
-    if (rc == 0) run("rm -rf %s", tmp);
-    return rc;
+    return e2e_finish(tmp);
 }

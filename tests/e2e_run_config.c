@@ -31,7 +31,7 @@
 #include "data/formats.h"
 
 static char bin[1024];
-static char tmp[256];
+static char tmp[64];
 
 enum { NTRAIN = 48, NVAL = 24, NATIVE = 12 };
 
@@ -167,7 +167,7 @@ static void last_value(const char *text, const char *kind, const char *key, char
 static char *metrics_untimed(const char *dir) {
     char p[512];
     snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
-    char *s = slurp(p, NULL);
+    char *s = test_read_file(p, NULL);
     if (!s) return NULL;
     const char *keys[4] = {"\"img_per_s\":", "\"wall_s\":", "\"seconds\":", "\"bytes\":"};
     for (int k = 0; k < 4; k++)
@@ -192,7 +192,7 @@ static void check_kind(const char *name, const char *cfg_text, const char *other
     if (rc != 0) return;
     char mpath[700];
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", run_dir);
-    char *metrics = slurp(mpath, NULL);
+    char *metrics = test_read_file(mpath, NULL);
     char top1[32], loss[32];
     last_value(metrics ? metrics : "", "\"kind\":\"eval\"", "top1", top1, sizeof top1);
     last_value(metrics ? metrics : "", "\"kind\":\"eval\"", "loss", loss, sizeof loss);
@@ -204,7 +204,7 @@ static void check_kind(const char *name, const char *cfg_text, const char *other
         snprintf(out, sizeof out, "%s/eval%d.jsonl", dir, c);
         rc = run("%s eval %s/%s --checkpoint %s/last.safetensors --threads 1 > %s 2>/dev/null", bin, dir,
                  configs[c], run_dir, out);
-        char *e = slurp(out, NULL);
+        char *e = test_read_file(out, NULL);
         char et1[32], el[32];
         last_value(e ? e : "", "\"resolution\"", "top1", et1, sizeof et1);
         last_value(e ? e : "", "\"resolution\"", "loss", el, sizeof el);
@@ -216,7 +216,7 @@ static void check_kind(const char *name, const char *cfg_text, const char *other
     snprintf(out, sizeof out, "%s/eval_other.jsonl", dir);
     rc = run("%s eval %s/run/config.json --checkpoint %s/last.safetensors --threads 1 --set "
              "data.eval_transform=%s > %s 2>/dev/null", bin, dir, run_dir, other_geometry, out);
-    char *e = slurp(out, NULL);
+    char *e = test_read_file(out, NULL);
     char el[32];
     last_value(e ? e : "", "\"resolution\"", "loss", el, sizeof el);
     free(e);
@@ -238,7 +238,7 @@ static void check_kind(const char *name, const char *cfg_text, const char *other
     /* the same config.json but for train.run_dir, which names each run's own directory */
     snprintf(a, sizeof a, "%s/config.json", run_dir);
     snprintf(b, sizeof b, "%s/config.json", again);
-    char *ca = slurp(a, NULL), *cb = slurp(b, NULL);
+    char *ca = test_read_file(a, NULL), *cb = test_read_file(b, NULL);
     char da[700], db[700];
     snprintf(da, sizeof da, "\"run_dir\": \"%s\"", run_dir);
     snprintf(db, sizeof db, "\"run_dir\": \"%s\"", again);
@@ -263,7 +263,7 @@ static void check_folder_classes(const char *name) {
     snprintf(p, sizeof p, "%s/run/config.json", dir);
     CHECK(file_contains(p, "\"num_classes\": 3,"), "%s: the run's config.json has the folder's 3 classes", name);
     snprintf(p, sizeof p, "%s/run/metrics.jsonl", dir);
-    char *m = slurp(p, NULL);
+    char *m = test_read_file(p, NULL);
     const char *l = m ? strstr(m, "\"loss\":") : NULL;
     double first = l ? strtod(l + 7, NULL) : -1;
     CHECK(first > 0.5 && first < 2.0, "%s: first loss %.4f is near ln 3 = 1.10 (ln 1000 = 6.91)", name, first);
@@ -297,10 +297,7 @@ static void config_for(char *out, size_t n, int in_chans, int classes, const cha
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    if (!b || !*b) b = "vitrain";
-    snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
-    if (test_tmpdir(tmp, sizeof tmp, "e2e_run_config")) return 1;
+    if (e2e_start("e2e_run_config", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     int seen[VT_DATA_KIND_COUNT] = {0};
     for (int k = 0; k < VT_DATA_KIND_COUNT; k++) {
         vt_data_kind kind = (vt_data_kind)k;
@@ -339,7 +336,5 @@ int main(void) {
     }
     for (int k = 0; k < VT_DATA_KIND_COUNT; k++)
         CHECK(seen[k], "data.kind %s is covered", vt_data_kind_name((vt_data_kind)k));
-    int rc = test_summary();
-    if (rc == 0) test_rm_rf(tmp);
-    return rc;
+    return e2e_finish(tmp);
 }

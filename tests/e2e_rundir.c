@@ -55,7 +55,7 @@ static int pair_ok(const char *dir, int64_t step) {
 static int train_records(const char *dir, int *whole) {
     char path[600];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    char *s = slurp(path, NULL);
+    char *s = test_read_file(path, NULL);
     int n = 0;
     *whole = s != NULL;
     for (char *line = s ? strtok(s, "\n") : NULL; line; line = strtok(NULL, "\n")) {
@@ -182,7 +182,7 @@ static void race(const char *dir, const char *args, int rc[2], char logs[2][600]
     run("(%s " CFG " " SETS " %s 2>%s; echo $? >%s) & (%s " CFG " " SETS " %s 2>%s; echo $? >%s) & "
         "wait", bin, args, logs[0], rcs[0], bin, args, logs[1], rcs[1]);
     for (int k = 0; k < 2; k++) {
-        char *t = slurp(rcs[k], NULL);
+        char *t = test_read_file(rcs[k], NULL);
         rc[k] = t ? atoi(t) : -1;
         free(t);
     }
@@ -304,7 +304,7 @@ static void test_symlinked_temporaries(void) {
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         run("ln -s %s %s/%s", victim, d, names[i]);
     rc = run("%s " CFG " " SETS " --stop-after 8 --resume %s 2>%s", bin, d, log);
-    char *v = slurp(victim, NULL);
+    char *v = test_read_file(victim, NULL);
     CHECK(rc == 0 && v && strcmp(v, "precious\n") == 0,
           "a resume past planted links: exit %d, their target untouched", rc);
     free(v);
@@ -333,17 +333,11 @@ static void test_symlinked_temporaries(void) {
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    if (!b || !*b) b = "vitrain";
-    snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
-    if (test_tmpdir(tmp, sizeof tmp, "e2e_rundir")) return 1;
+    if (e2e_start("e2e_rundir", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     test_no_overwrite();
     test_start_over_checks_first();
     test_one_owner();
     test_nothing_unloadable();
     test_symlinked_temporaries();
-    int rc = test_summary();
-    if (rc == 0) test_rm_rf(tmp);
-    else fprintf(stderr, "run directories kept in %s\n", tmp);
-    return rc;
+    return e2e_finish(tmp);
 }

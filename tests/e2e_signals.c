@@ -106,7 +106,7 @@ static int finish(pid_t pid, double limit) {
 static int wait_for_text(const char *path, const char *needle, pid_t pid, double limit) {
     double t0 = now_s();
     while (now_s() - t0 < limit) {
-        char *s = slurp(path, NULL);
+        char *s = test_read_file(path, NULL);
         int found = s && strstr(s, needle);
         free(s);
         if (found) return 1;
@@ -121,7 +121,7 @@ static int wait_for_text(const char *path, const char *needle, pid_t pid, double
 
 /* The text after "vitrain: continue with: " in log, to the end of its line ("" if none). */
 static void continue_cmd(const char *log, char *out, size_t len) {
-    char *s = slurp(log, NULL);
+    char *s = test_read_file(log, NULL);
     const char *p = s ? strstr(s, "vitrain: continue with: ") : NULL;
     out[0] = '\0';
     if (p) {
@@ -133,7 +133,7 @@ static void continue_cmd(const char *log, char *out, size_t len) {
 
 /* The step N of "stopped by SIG after step N" in log, -1 if absent. */
 static int stopped_step(const char *log, const char *signame) {
-    char *s = slurp(log, NULL), pat[64];
+    char *s = test_read_file(log, NULL), pat[64];
     snprintf(pat, sizeof pat, "stopped by %s after step ", signame);
     const char *p = s ? strstr(s, pat) : NULL;
     int step = p ? atoi(p + strlen(pat)) : -1;
@@ -230,7 +230,7 @@ static void interrupt_until_done(const char *name, int np, int sig, int rank, in
             break;
         }
         if (rc != VT_EXIT_STOPPED || !signalled) {
-            char *s = slurp(log, NULL);
+            char *s = test_read_file(log, NULL);
             fprintf(stderr, "--- %s round %d: exit %d (signalled %d); log:\n%s\n", name, round, rc, signalled,
                     s ? s : "(none)");
             free(s);
@@ -271,7 +271,7 @@ static void test_second_sigint(const char *ref) {
     CHECK(rc == 0, "twice: first 8 steps exit %d", rc);
     char latest[600];
     snprintf(latest, sizeof latest, "%s/latest", dir);
-    char *before = slurp(latest, NULL);
+    char *before = test_read_file(latest, NULL);
     int got130 = 0, attempts = 0;
     for (; attempts < 4 && !got130; attempts++) {
         char cmd[4096];
@@ -288,7 +288,7 @@ static void test_second_sigint(const char *ref) {
     }
     CHECK(got130, "twice: a second SIGINT exits 130 at once (exit %d after %d attempts)", rc, attempts);
     CHECK(file_contains(log, "second SIGINT"), "twice: the exit says why");
-    char *after = slurp(latest, NULL);
+    char *after = test_read_file(latest, NULL);
     CHECK(before && after && !strcmp(before, after), "twice: no pair was written (latest still %s)",
           before ? before : "(none)");
     free(before);
@@ -420,18 +420,12 @@ static void test_resume_or_start_errors(void) {
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    if (!b || !*b) b = "vitrain";
-    snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
+    e2e_bin(bin, sizeof bin);
     const char *seed = getenv("VT_TEST_SEED");
     rng_state = seed && *seed ? strtoull(seed, NULL, 10) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     if (!rng_state) rng_state = 1;
     printf("note: VT_TEST_SEED=%llu\n", (unsigned long long)rng_state);
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_signals_XXXXXX");
-    if (!mkdtemp(tmp)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (test_tmpdir(tmp, sizeof tmp, "e2e_signals")) return 1;
     char ref[512], ref2[512];
     double ref_s = reference("one", 0, ref, sizeof ref);
     interrupt_until_done("term", 0, SIGTERM, -1, 0, ref, ref_s);
@@ -451,7 +445,5 @@ int main(void) {
     interrupt_until_done("np2_int", 2, SIGINT, -2, 0, ref2, ref2_s);
     interrupt_until_done("np2_usr1", 2, SIGUSR1, -2, 1, ref2, ref2_s);
     interrupt_until_done("np2_usr1_mpirun", 2, SIGUSR1, -1, 0, ref2, ref2_s);
-    int rc = test_summary();
-    if (rc == 0 && !getenv("VT_KEEP")) run("rm -rf %s", tmp);
-    return rc;
+    return e2e_finish(tmp);
 }

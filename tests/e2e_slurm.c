@@ -118,7 +118,7 @@ static int await_job(int id, const char *want, int min_restarts, int limit, char
 static int records(const char *dir) {
     char p[600];
     snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
-    char *s = slurp(p, NULL);
+    char *s = test_read_file(p, NULL);
     int n = 0;
     for (const char *q = s; q && (q = strstr(q, "\"kind\":\"train\"")); q++) n++;
     free(s);
@@ -187,8 +187,9 @@ static void test_no_pmi(void) {
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    if (!realpath(b && *b ? b : "./vitrain", bin) || !realpath("tests/cluster/slurm.sh", slurm_sh) ||
+    char given[1024];
+    e2e_bin(given, sizeof given);
+    if (!realpath(given, bin) || !realpath("tests/cluster/slurm.sh", slurm_sh) ||
         !realpath("scripts/slurm/vitrain.sbatch", script)) {
         fprintf(stderr, "e2e_slurm: run from the repository root with vitrain built ($VT_BIN)\n");
         return 1;

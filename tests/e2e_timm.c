@@ -149,7 +149,7 @@ static void test_from_timm(const char *name, int round_trip, const char *want_ar
         rc = run("%s scripts/timm_convert.py to-timm %s %s >%s 2>&1", py, out, back, log);
         CHECK(rc == 0, "%s: to-timm exit %d (log %s)", name, rc, log);
         if (rc == 0) check_same_tensors(name, fix, back);
-        char *text = slurp(log, NULL);
+        char *text = test_read_file(log, NULL);
         CHECK(text && strstr(text, want_arg) && strstr(text, "load_state_dict"),
               "%s: to-timm prints the constructor with %s:\n%s", name, want_arg, text ? text : "");
         free(text);
@@ -200,7 +200,7 @@ static void test_ours(const char *name, const char *want_arg) {
     if (!resolved_copy(fix, src, &st)) return;
     int rc = run("%s scripts/timm_convert.py to-timm %s %s --spec %s >%s 2>&1", py, src, timm, spec, log);
     CHECK(rc == 0, "%s: to-timm exit %d (log %s)", name, rc, log);
-    char *text = slurp(log, NULL);
+    char *text = test_read_file(log, NULL);
     CHECK(rc != 0 || (text && strstr(text, want_arg)), "%s: constructor has %s:\n%s", name, want_arg,
           text ? text : "");
     free(text);
@@ -237,7 +237,7 @@ static void test_refused(void) {
         if (!resolved_copy(fix, src, &st)) continue;
         vt_st_free(&st);
         int rc = run("%s scripts/timm_convert.py to-timm %s %s >%s 2>&1", py, src, out, log);
-        char *text = slurp(log, NULL);
+        char *text = test_read_file(log, NULL);
         CHECK(rc == 1 && text && strstr(text, kinds[i][1]) && access(out, F_OK) != 0,
               "%s refused (exit %d): %s", kinds[i][0], rc, text ? text : "");
         free(text);
@@ -262,13 +262,13 @@ static void test_refused(void) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = run("%s scripts/timm_convert.py from-timm tests/fixtures/timm/vit_ape.safetensors %s %s >%s 2>&1",
                      py, out, bad[i].args, log);
-        char *text = slurp(log, NULL);
+        char *text = test_read_file(log, NULL);
         CHECK(rc == 1 && text && strstr(text, bad[i].want), "from-timm %s refused naming '%s' (exit %d): %s",
               bad[i].args, bad[i].want, rc, text ? text : "");
         free(text);
     }
     int rc = run("%s scripts/timm_convert.py to-timm tests/fixtures/timm/vit_ape.safetensors %s >%s 2>&1", py, out, log);
-    char *text = slurp(log, NULL);
+    char *text = test_read_file(log, NULL);
     CHECK(rc == 1 && text && strstr(text, "not a vitrain checkpoint"), "to-timm of a timm file: %s", text ? text : "");
     free(text);
 }
@@ -302,7 +302,7 @@ static void test_names(void) {
     snprintf(names_path, sizeof names_path, "%s/names.txt", tmp);
     snprintf(log, sizeof log, "%s/names.log", tmp);
     rc = run("%s scripts/timm_convert.py names > %s", py, names_path);
-    char *names = slurp(names_path, NULL);
+    char *names = test_read_file(names_path, NULL);
     CHECK(rc == 0 && names && strstr(names, "vit_tiny_patch16_224\n") && strstr(names, "vit_base_patch16_224\n") &&
               strstr(names, "vit_small_patch16_rope_mixed_224\n"),
           "timm_convert.py names lists the supported names (exit %d)", rc);
@@ -372,6 +372,5 @@ int main(void) {
     test_ours("vit_pe_liere_commute", "rope_type='mixed'");
     test_refused();
     test_names();
-    test_rm_rf(tmp);
-    return test_summary();
+    return e2e_finish(tmp);
 }

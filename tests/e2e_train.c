@@ -38,13 +38,13 @@
 #define CFG "configs/synthetic_tiny.json"
 
 static char bin[1024];
-static char tmp[256];
+static char tmp[64];
 
 /* The last eval record's top1 in metrics.jsonl (-1 if none). */
 static double last_eval_top1(const char *dir) {
     char path[1024];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    char *s = slurp(path, NULL);
+    char *s = test_read_file(path, NULL);
     double v = -1;
     if (!s) return v;
     for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
@@ -88,7 +88,7 @@ static void test_learns_and_eval(void) {
     rc = run("%s eval " CFG " --checkpoint %s/last.safetensors --logits %s --threads 1 >%s 2>%s.err",
              bin, dir, npy, out, out);
     CHECK(rc == 0, "vitrain eval exit %d", rc);
-    char *js = slurp(out, NULL);
+    char *js = test_read_file(out, NULL);
     char t[64] = "";
     CHECK(js && json_raw(js, "top1", t, sizeof t), "eval prints a JSON line with top1: %s", js ? js : "");
     CHECK_CLOSE(atof(t), top1, 0.006, 0, "vitrain eval top-1 equals the training's final top-1");
@@ -96,7 +96,7 @@ static void test_learns_and_eval(void) {
     free(js);
 
     size_t len = 0;
-    unsigned char *b = (unsigned char *)slurp(npy, &len);
+    unsigned char *b = (unsigned char *)test_read_file(npy, &len);
     npz_array lgz, lbz;
     int ok = b && npz_find(b, len, "logits_16", &lgz) && npz_find(b, len, "labels", &lbz);
     CHECK(ok, "npz has logits_16 and labels");
@@ -224,7 +224,7 @@ static void test_nan_stop(void) {
     for (int i = 0; i < 2; i++) {
         run("cp %s %s", good_state, state);
         size_t n = 0;
-        char *b = slurp(files[i], &n);
+        char *b = test_read_file(files[i], &n);
         CHECK(b && n > 8, "read %s", files[i]);
         if (!b || n <= 8) continue;
         b[n - 4] ^= 1;
@@ -273,7 +273,7 @@ static void test_accum_and_cadence(void) {
     free(rb);
     char path[1024];
     snprintf(path, sizeof path, "%s/metrics.jsonl", a);
-    char *m = slurp(path, NULL);
+    char *m = test_read_file(path, NULL);
     int evals = 0;
     char steps[64] = "";
     for (char *line = m ? strtok(m, "\n") : NULL; line; line = strtok(NULL, "\n")) {
@@ -350,11 +350,8 @@ static void test_rank_ties(void) {
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    if (!b || !*b) b = "vitrain";
-    snprintf(bin, sizeof bin, "%s%s", strchr(b, '/') ? "" : "./", b);
     if (test_kernels_init()) return 1;
-    if (test_tmpdir(tmp, sizeof tmp, "e2e_train")) return 1;
+    if (e2e_start("e2e_train", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     test_rank_ties();
     test_usage_errors();
     test_info();
@@ -363,8 +360,5 @@ int main(void) {
     test_resume_exact("bf16");
     test_accum_and_cadence();
     test_nan_stop();
-    int rc = test_summary();
-    if (rc == 0) test_rm_rf(tmp);
-    else fprintf(stderr, "run directories kept in %s\n", tmp);
-    return rc;
+    return e2e_finish(tmp);
 }

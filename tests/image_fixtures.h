@@ -261,13 +261,10 @@ static inline int fx_write_bytes(const char *path, const void *data, size_t len)
     return fclose(f) == 0 && n == len ? 0 : -1;
 }
 
-/* Read a whole file (test_util.h's test_read_file, as bytes). */
-static inline uint8_t *fx_read_file(const char *path, size_t *len) { return (uint8_t *)test_read_file(path, len); }
-
 /* Copy the first `keep` bytes of src to dst (a truncated file). */
 static inline int fx_truncate_copy(const char *src, const char *dst, size_t keep) {
     size_t len;
-    uint8_t *b = fx_read_file(src, &len);
+    uint8_t *b = (uint8_t *)test_read_file(src, &len);
     if (!b) return -1;
     int r = fx_write_bytes(dst, b, keep < len ? keep : len);
     free(b);

@@ -15,7 +15,7 @@
 /* Put value into element 0 of tensor `name` of the safetensors file at path; 1 if done. */
 static inline int poke_tensor(const char *path, const char *name, float value) {
     size_t n = 0;
-    char *b = slurp(path, &n);
+    char *b = test_read_file(path, &n);
     if (!b || n < 8) { free(b); return 0; }
     uint64_t hlen = 0;
     for (int i = 0; i < 8; i++) hlen |= (uint64_t)(unsigned char)b[i] << (8 * i);

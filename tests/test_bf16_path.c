@@ -11,6 +11,7 @@
 #include "bf16_path.h"
 #include "harness.h"
 #include "kernels.h"
+#include "test_util.h"
 
 static int pick(double amx, double dp, double fma, vt_bf16_path own) {
     vt_bf16_probe pr = {{amx, dp, fma}};
@@ -124,11 +125,7 @@ static void test_select(void) {
 }
 
 int main(void) {
-    char err[256];
-    if (vt_kernels_init(err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
+    if (test_kernels_init()) return 1;
     test_pick();
     test_names();
     test_offered();

@@ -24,20 +24,9 @@
 
 static char dir[64];
 
-/* A path in this test's directory (test_path's rotating buffers). */
-static const char *tmp_path(const char *name) { return test_path(dir, name); }
-
 static int file_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
-}
-
-/* Whole file into a malloc'd buffer (test_read_file); *len its size (-1 if unreadable). */
-static unsigned char *slurp(const char *path, long *len) {
-    size_t n;
-    unsigned char *b = (unsigned char *)test_read_file(path, &n);
-    *len = b ? (long)n : -1;
-    return b;
 }
 
 static void spit(const char *path, const void *data, size_t len) {
@@ -94,17 +83,17 @@ static void test_round_trip(void) {
                           make_tensor("blocks.0.mid", 3, sc, c), make_tensor("scalar", 0, NULL, s)};
     const char *keys[2] = {"config", "note"};
     const char *vals[2] = {"{\"model\": {\"width\": 16}}", "quotes \" backslash \\ newline\n tab\t utf8 \xc3\xa9"};
-    const char *path = tmp_path("rt.safetensors");
+    const char *path = test_path(dir, "rt.safetensors");
     vt_status st = vt_st_write(path, ts, 4, keys, vals, 2);
     CHECK(st == VT_OK, "write failed: %s", vt_last_error());
-    CHECK(!file_exists(tmp_path("rt.safetensors.tmp")), "tmp file left behind");
+    CHECK(!file_exists(test_path(dir, "rt.safetensors.tmp")), "tmp file left behind");
 
-    long len;
-    unsigned char *raw = slurp(path, &len);
+    size_t len;
+    unsigned char *raw = (unsigned char *)test_read_file(path, &len);
     uint64_t hlen = 0;
     for (int i = 0; i < 8; i++) hlen |= (uint64_t)raw[i] << (8 * i);
     CHECK(hlen % 8 == 0, "header length %llu not a multiple of 8", (unsigned long long)hlen);
-    CHECK((long)(8 + hlen + 4 * (6 + 4 + 2 + 1)) == len, "file size %ld, header %llu", len,
+    CHECK(8 + hlen + 4 * (6 + 4 + 2 + 1) == len, "file size %zu, header %llu", len,
           (unsigned long long)hlen);
     CHECK(raw[8] == '{' && (raw[8 + hlen - 1] == ' ' || raw[8 + hlen - 1] == '}'),
           "header does not start with '{' / end with '}' or padding");
@@ -150,9 +139,9 @@ static void test_round_trip(void) {
     CHECK(in.n == 0 && in.buffer == NULL && in.tensors == NULL, "free resets the struct");
 
     /* No tensors, no metadata: header "{}" padded to 8. */
-    path = tmp_path("empty.safetensors");
+    path = test_path(dir, "empty.safetensors");
     CHECK(vt_st_write(path, NULL, 0, NULL, NULL, 0) == VT_OK, "empty write: %s", vt_last_error());
-    raw = slurp(path, &len);
+    raw = (unsigned char *)test_read_file(path, &len);
     CHECK(len == 16 && raw[0] == 8 && memcmp(raw + 8, "{}      ", 8) == 0, "empty file layout");
     free(raw);
     CHECK(vt_st_read(path, &in) == VT_OK && in.n == 0 && in.n_meta == 0, "empty read: %s",
@@ -165,11 +154,11 @@ static void test_atomic(void) {
     int64_t sh[1] = {3};
     vt_st_tensor t1 = make_tensor("w", 1, sh, v1), t2 = make_tensor("w", 1, sh, v2);
     char path[256], tmp[256];
-    snprintf(path, sizeof path, "%s", tmp_path("keep.safetensors"));
-    snprintf(tmp, sizeof tmp, "%s", tmp_path("keep.safetensors.tmp"));
+    snprintf(path, sizeof path, "%s", test_path(dir, "keep.safetensors"));
+    snprintf(tmp, sizeof tmp, "%s", test_path(dir, "keep.safetensors.tmp"));
     CHECK(vt_st_write(path, &t1, 1, NULL, NULL, 0) == VT_OK, "first write: %s", vt_last_error());
-    long len0, len1;
-    unsigned char *before = slurp(path, &len0);
+    size_t len0, len1;
+    unsigned char *before = (unsigned char *)test_read_file(path, &len0);
 
     /* The tmp file cannot be created (a directory is in the way). */
     mkdir(tmp, 0700);
@@ -178,13 +167,13 @@ static void test_atomic(void) {
     CHECK(strstr(vt_last_error(), path) && strstr(vt_last_error(), "temporary"),
           "message: %s", vt_last_error());
     rmdir(tmp);
-    unsigned char *after = slurp(path, &len1);
+    unsigned char *after = (unsigned char *)test_read_file(path, &len1);
     CHECK(len0 == len1 && len0 > 0 && memcmp(before, after, (size_t)len0) == 0,
           "old file changed by a failed write");
     free(after);
 
     /* The rename fails (the target is a non-empty directory): tmp removed. */
-    const char *dpath = tmp_path("isdir.safetensors");
+    const char *dpath = test_path(dir, "isdir.safetensors");
     mkdir(dpath, 0700);
     char inner[300];
     snprintf(inner, sizeof inner, "%s/x", dpath);
@@ -192,24 +181,24 @@ static void test_atomic(void) {
     st = vt_st_write(dpath, &t2, 1, NULL, NULL, 0);
     CHECK(st == VT_ERR_RUNTIME && strstr(vt_last_error(), "renam"), "rename failure: %d %s", st,
           vt_last_error());
-    CHECK(!file_exists(tmp_path("isdir.safetensors.tmp")), "tmp left after failed rename");
+    CHECK(!file_exists(test_path(dir, "isdir.safetensors.tmp")), "tmp left after failed rename");
     unlink(inner);
     rmdir(dpath);
 
     /* The directory does not exist. */
-    st = vt_st_write(tmp_path("nodir/x.safetensors"), &t2, 1, NULL, NULL, 0);
+    st = vt_st_write(test_path(dir, "nodir/x.safetensors"), &t2, 1, NULL, NULL, 0);
     CHECK(st == VT_ERR_RUNTIME && strstr(vt_last_error(), "nodir/x.safetensors"),
           "missing dir: %d %s", st, vt_last_error());
 
     /* npy through the same protocol. */
-    const char *npy = tmp_path("keep.npy"), *npy_tmp = tmp_path("keep.npy.tmp");
+    const char *npy = test_path(dir, "keep.npy"), *npy_tmp = test_path(dir, "keep.npy.tmp");
     CHECK(vt_npy_write(npy, v1, 1, sh) == VT_OK, "npy write: %s", vt_last_error());
-    long ln0, ln1;
-    unsigned char *nb = slurp(npy, &ln0);
+    size_t ln0, ln1;
+    unsigned char *nb = (unsigned char *)test_read_file(npy, &ln0);
     mkdir(npy_tmp, 0700);
     CHECK(vt_npy_write(npy, v2, 1, sh) == VT_ERR_RUNTIME, "npy over blocked tmp succeeded");
     rmdir(npy_tmp);
-    unsigned char *na = slurp(npy, &ln1);
+    unsigned char *na = (unsigned char *)test_read_file(npy, &ln1);
     CHECK(ln0 == ln1 && memcmp(nb, na, (size_t)ln0) == 0, "old npy changed by a failed write");
     free(nb);
     free(na);
@@ -227,20 +216,20 @@ static void test_atomic(void) {
     st = vt_st_write(path, &tbad, 1, NULL, NULL, 0);
     CHECK(st == VT_ERR_RUNTIME && strstr(vt_last_error(), "holds -Inf at element 1"),
           "an infinity is refused: %d %s", st, vt_last_error());
-    after = slurp(path, &len1);
+    after = (unsigned char *)test_read_file(path, &len1);
     CHECK(len0 == len1 && memcmp(before, after, (size_t)len0) == 0 && !file_exists(tmp),
           "a refused write leaves the old file and no temporary file");
     free(after);
 
     /* A symbolic link planted at the temporary name is replaced, never written through:
      * its target keeps its contents and the file written is a regular file. */
-    const char *victim = tmp_path("victim.txt");
+    const char *victim = test_path(dir, "victim.txt");
     spit(victim, "precious", 8);
     CHECK(symlink(victim, tmp) == 0, "plant %s -> %s", tmp, victim);
     CHECK(vt_st_write(path, &t1, 1, NULL, NULL, 0) == VT_OK, "write past a planted link: %s",
           vt_last_error());
-    long vlen;
-    unsigned char *v = slurp(victim, &vlen);
+    size_t vlen;
+    unsigned char *v = (unsigned char *)test_read_file(victim, &vlen);
     struct stat lsb;
     CHECK(vlen == 8 && memcmp(v, "precious", 8) == 0, "the link's target is untouched");
     CHECK(lstat(path, &lsb) == 0 && S_ISREG(lsb.st_mode) && lstat(tmp, &lsb) != 0,
@@ -276,7 +265,7 @@ static void expect_bad(const char *path, const char *w1, const char *w2, const c
 #define T_B "\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[16,28]}"
 
 static void test_corrupt(void) {
-    const char *p = tmp_path("bad.safetensors");
+    const char *p = test_path(dir, "bad.safetensors");
 
     /* Sanity: the raw builder makes a valid file, so each failure below is its edit. */
     write_raw(p, "{" T_A "," T_B "}", 28, -1);
@@ -293,8 +282,8 @@ static void test_corrupt(void) {
     /* A good file truncated in its data, then in its header. */
     {
         write_raw(p, "{" T_A "," T_B "}", 28, -1);
-        long len;
-        unsigned char *raw = slurp(p, &len);
+        size_t len;
+        unsigned char *raw = (unsigned char *)test_read_file(p, &len);
         spit(p, raw, (size_t)len - 6);
         expect_bad(p, "\"b\"", "out of range", "data truncated by 6 bytes");
         spit(p, raw, 20);
@@ -356,7 +345,7 @@ static void test_corrupt(void) {
         expect_bad(p, cases[i].w1, cases[i].w2, cases[i].what);
     }
 
-    expect_bad(tmp_path("does_not_exist.safetensors"), "cannot open", NULL, "missing file");
+    expect_bad(test_path(dir, "does_not_exist.safetensors"), "cannot open", NULL, "missing file");
     /* A directory given as a checkpoint (it opens, and used to report its size as 2^63 - 1). */
     expect_bad(dir, "is a directory", "checkpoint (.safetensors file)", "not a regular file");
 }
@@ -372,11 +361,11 @@ static void write_ab(const char *path, const float *a, const float *b) {
 /* The per-tensor CRC-32 and the finite-values check of vt_st_read. */
 static void test_integrity(void) {
     CHECK(vt_crc32("123456789", 9) == 0xcbf43926u, "CRC-32 check value (zlib.crc32)");
-    const char *p = tmp_path("crc.safetensors");
+    const char *p = test_path(dir, "crc.safetensors");
     float a[4] = {1, 2, 3, 4}, b[3] = {5, 6, 7};
     write_ab(p, a, b);
-    long len;
-    unsigned char *raw = slurp(p, &len);
+    size_t len;
+    unsigned char *raw = (unsigned char *)test_read_file(p, &len);
     uint64_t hlen = 0;
     for (int i = 0; i < 8; i++) hlen |= (uint64_t)raw[i] << (8 * i);
     char *hdr = calloc(hlen + 1, 1);
@@ -434,7 +423,7 @@ static void test_integrity(void) {
     vt_safetensors in;
     CHECK(vt_st_read(p, &in) == VT_OK, "read: %s", vt_last_error());
     CHECK(in.n_meta == 1 && vt_st_meta(&in, "tensor_crc32") == NULL, "checksum key consumed");
-    CHECK(vt_st_write(tmp_path("copy.safetensors"), in.tensors, in.n, (const char *const *)in.meta_keys,
+    CHECK(vt_st_write(test_path(dir, "copy.safetensors"), in.tensors, in.n, (const char *const *)in.meta_keys,
                       (const char *const *)in.meta_values, in.n_meta) == VT_OK,
           "rewrite with the read metadata: %s", vt_last_error());
     vt_st_free(&in);
@@ -487,8 +476,8 @@ static void test_pairs(void) {
               "last.safetensors is the step %lld weights", (long long)step);
     }
     snprintf(path, sizeof path, "%s/latest", d);
-    long len;
-    unsigned char *txt = slurp(path, &len);
+    size_t len;
+    unsigned char *txt = (unsigned char *)test_read_file(path, &len);
     CHECK(txt && len == 14 && memcmp(txt, "step_00000032\n", 14) == 0, "latest reads %.*s",
           (int)len, txt ? (char *)txt : "");
     free(txt);
@@ -573,7 +562,7 @@ static void test_python_layout(void) {
     static const unsigned char data[16] = {0, 0, 0, 0, 0, 0, 0, 0x80, /* 0, -0 */
                                            0, 0, 0x80, 0x3f, 0, 0, 0, 0x40 /* 1, 2 */};
     memcpy(file + 152, data, 16);
-    const char *p = tmp_path("python.safetensors");
+    const char *p = test_path(dir, "python.safetensors");
     spit(p, file, sizeof file);
     vt_safetensors in;
     vt_status st = vt_st_read(p, &in);
@@ -603,12 +592,12 @@ static void test_python_layout(void) {
     int64_t sa[2] = {1, 2}, sb[1] = {2};
     vt_st_tensor ts[2] = {make_tensor("a", 2, sa, av), make_tensor("b", 1, sb, bv)};
     const char *k[1] = {"format"}, *v[1] = {"pt"};
-    const char *q = tmp_path("ours.safetensors");
+    const char *q = test_path(dir, "ours.safetensors");
     CHECK(vt_st_write(q, ts, 2, k, v, 1) == VT_OK, "write: %s", vt_last_error());
-    long len;
-    unsigned char *ours = slurp(q, &len);
-    CHECK(len == (long)sizeof want && memcmp(ours, want, sizeof want) == 0,
-          "writer output differs from the Python layout with checksums (len %ld)", len);
+    size_t len;
+    unsigned char *ours = (unsigned char *)test_read_file(q, &len);
+    CHECK(len == sizeof want && memcmp(ours, want, sizeof want) == 0,
+          "writer output differs from the Python layout with checksums (len %zu)", len);
     free(ours);
     vt_st_free(&in);
 }
@@ -617,7 +606,7 @@ static void test_npy(void) {
     float x[12];
     for (int i = 0; i < 12; i++) x[i] = (float)i - 5.5f;
     int64_t shape[2] = {3, 4};
-    const char *p = tmp_path("x.npy");
+    const char *p = test_path(dir, "x.npy");
     CHECK(vt_npy_write(p, x, 2, shape) == VT_OK, "npy write: %s", vt_last_error());
     /* numpy 1.24 np.save of a (3, 4) float32 array: 128 header bytes. */
     unsigned char want[128];
@@ -626,9 +615,9 @@ static void test_npy(void) {
     memset(want + 10, ' ', sizeof want - 10);
     memcpy(want + 10, dict, sizeof dict - 1);
     want[127] = '\n';
-    long len;
-    unsigned char *got = slurp(p, &len);
-    CHECK(len == 128 + 48, "npy size %ld", len);
+    size_t len;
+    unsigned char *got = (unsigned char *)test_read_file(p, &len);
+    CHECK(len == 128 + 48, "npy size %zu", len);
     if (len == 128 + 48) {
         CHECK(memcmp(got, want, 128) == 0, "npy header differs: %.118s", (const char *)got + 10);
         CHECK(memcmp(got + 128, x, 48) == 0, "npy data differs");
@@ -639,15 +628,15 @@ static void test_npy(void) {
      * past 128 bytes (numpy 1.24's np.save output: 192 bytes, length field 182). */
     int64_t s1[1] = {5}, s16[16] = {1, 0, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10};
     float y[5] = {0};
-    p = tmp_path("y.npy");
+    p = test_path(dir, "y.npy");
     CHECK(vt_npy_write(p, y, 1, s1) == VT_OK, "npy 1-d");
-    got = slurp(p, &len);
+    got = (unsigned char *)test_read_file(p, &len);
     CHECK(len == 128 + 20 && memcmp(got + 10, "{'descr': '<f4', 'fortran_order': False, "
                                     "'shape': (5,), }", 56) == 0, "1-d header");
     free(got);
-    p = tmp_path("z.npy");
+    p = test_path(dir, "z.npy");
     CHECK(vt_npy_write(p, NULL, 16, s16) == VT_OK, "npy 16-d");
-    got = slurp(p, &len);
+    got = (unsigned char *)test_read_file(p, &len);
     static const char d16[] = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 0, 10, 10, "
                               "10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10), }";
     int ok = len == 192 && got[8] == 182 && got[9] == 0 && got[191] == '\n' &&

@@ -23,6 +23,7 @@
 #include "data/dataset.h"
 #include "data/formats.h"
 #include "data/loader.h"
+#include "data/synthetic.h"
 #include "data/transform.h"
 #include "harness.h"
 #include "test_util.h"

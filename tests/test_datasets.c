@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "data/dataset.h"
+#include "data/imagefolder.h"
 #include "data/loader.h"
 #include "harness.h"
 #include "data_fixture.h"
@@ -87,7 +88,7 @@ static void truncated_image(const char *rel, int jpeg) {
     if (jpeg) fx_jpeg_pattern(full, 24, 24, 3, 90);
     else fx_png_pattern(full, 24, 24, 3);
     size_t len;
-    free(fx_read_file(full, &len));
+    free(test_read_file(full, &len));
     CHECK(fx_truncate_copy(full, tpath(p, rel), len / 2) == 0, "write %s", rel);
     remove(full);
 }
@@ -679,12 +680,12 @@ static void test_train_end_to_end(void) {
     int rc = system(cmd);
     int code = rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
     size_t len = 0;
-    char *out = (char *)fx_read_file(log, &len);
+    char *out = test_read_file(log, &len);
     CHECK(code == 0, "training on an imagefolder exits 0, got %d; log:\n%s", code, out ? out : "");
     CHECK(out && has(out, "class1/img7.jpg") && has(out, "not an image"), "the bad file is logged");
     free(out);
     snprintf(p, sizeof p, "%s/metrics.jsonl", run);
-    char *m = (char *)fx_read_file(p, &len);
+    char *m = test_read_file(p, &len);
     int steps = 0;
     for (char *q = m; q && (q = strstr(q, "\"kind\":\"train\"")) != NULL; q++) steps++;
     CHECK(steps == 4, "4 train records in metrics.jsonl, got %d", steps);

@@ -210,16 +210,12 @@ static void test_not_regular(void) {
 }
 
 int main(void) {
-    snprintf(dir, sizeof dir, "/tmp/vt_test_hostile_XXXXXX");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (test_tmpdir(dir, sizeof dir, "test_hostile")) return 1;
     test_family(META_KEYS, 8000);
     test_family(ZERO_TENSORS, 3000);
     test_family(CRC_ENTRIES, 3000);
     test_escaped_nul();
     test_not_regular();
-    rmdir(dir);
+    test_rm_rf(dir);
     return test_summary();
 }

@@ -234,7 +234,7 @@ static void test_jpeg(void) {
 
     /* From memory, same result as from the file. */
     size_t len;
-    uint8_t *enc = fx_read_file(path_of(p, "color.jpg"), &len);
+    uint8_t *enc = (uint8_t *)test_read_file(path_of(p, "color.jpg"), &len);
     uint8_t *b2 = NULL;
     size_t c2 = 0;
     CHECK(vt_image_decode(enc, len, "mem", MAXPX, &b2, &c2, &gh, &gw, &gc) == VT_OK, "decode: %s", vt_last_error());
@@ -298,7 +298,7 @@ static void test_errors(void) {
     /* Truncated JPEG: half the file, and only the first 20 bytes (inside the header). */
     fx_jpeg_pattern(path_of(p, "full.jpg"), 32, 32, 3, 90);
     size_t len;
-    free(fx_read_file(path_of(p, "full.jpg"), &len));
+    free(test_read_file(path_of(p, "full.jpg"), &len));
     char src[1024];
     path_of(src, "full.jpg");
     fx_truncate_copy(src, path_of(p, "half.jpg"), len / 2);
@@ -310,7 +310,7 @@ static void test_errors(void) {
 
     /* Truncated PNG. */
     fx_png_pattern(path_of(p, "full.png"), 32, 32, 3);
-    free(fx_read_file(path_of(p, "full.png"), &len));
+    free(test_read_file(path_of(p, "full.png"), &len));
     path_of(src, "full.png");
     fx_truncate_copy(src, path_of(p, "half.png"), len / 2);
     expect_error("half.png", "truncated PNG", "at offset");
@@ -318,7 +318,7 @@ static void test_errors(void) {
     expect_error("sig.png", "truncated PNG", NULL);
 
     /* Corrupt PNG: a flipped byte inside the IHDR chunk fails its CRC. */
-    uint8_t *b = fx_read_file(src, &len);
+    uint8_t *b = (uint8_t *)test_read_file(src, &len);
     b[18] ^= 0x40;
     fx_write_bytes(path_of(p, "crc.png"), b, len);
     free(b);
@@ -341,7 +341,7 @@ static void test_mutations(void) {
     int failed = 0, ok = 0, bad_msg = 0, bad_size = 0;
     for (int k = 0; k < 2; k++) {
         size_t len = 0;
-        uint8_t *orig = fx_read_file(path_of(p, srcs[k]), &len);
+        uint8_t *orig = (uint8_t *)test_read_file(path_of(p, srcs[k]), &len);
         CHECK(orig && len > 16, "read %s", srcs[k]);
         if (!orig || len <= 16) { free(orig); continue; }
         uint8_t *m = malloc(len);
@@ -423,7 +423,7 @@ static void test_bounds(void) {
 
     /* A small JPEG whose frame header claims 18000 x 18000 (972 MB of pixels). */
     fx_jpeg_pattern(path_of(p, "small.jpg"), 16, 16, 3, 50);
-    uint8_t *j = fx_read_file(p, &len);
+    uint8_t *j = (uint8_t *)test_read_file(p, &len);
     size_t sof = 2;
     while (sof + 9 < len && !(j[sof] == 0xFF && j[sof + 1] == 0xC0)) sof++;
     CHECK(sof + 9 < len, "SOF0 found");
@@ -447,7 +447,7 @@ static void test_bounds(void) {
     expect_decode_error(png, len, MAXPX, "70000 x 1", "longer than 65536",
                         "PNG wider than libpng's limit");
     fx_png_pattern(path_of(p, "px.png"), 40, 30, 3);
-    uint8_t *q = fx_read_file(p, &len);
+    uint8_t *q = (uint8_t *)test_read_file(p, &len);
     expect_decode_error(q, len, 1199, "40 x 30 = 1200 pixels exceeds data.max_image_pixels = 1199",
                         NULL, "PNG over the pixel limit");
     free(q);
@@ -465,7 +465,7 @@ static void test_bounds(void) {
         noise[i] = (r >> 16) & 1 ? 255 : 0;
     }
     CHECK(fx_write_jpeg(path_of(p, "noise.jpg"), 16, 16, 4, noise, 100) == 0, "write noise.jpg");
-    uint8_t *n = fx_read_file(p, &len);
+    uint8_t *n = (uint8_t *)test_read_file(p, &len);
     size_t sos = 2;
     while (sos + 4 < len && !(n[sos] == 0xFF && n[sos + 1] == 0xDA)) sos++;
     size_t start = sos + 2 + ((size_t)n[sos + 2] << 8 | n[sos + 3]), end = len - 2;
@@ -500,7 +500,7 @@ static void test_undefined_huffman_table(void) {
     char p[1024];
     size_t len;
     fx_jpeg_pattern(path_of(p, "tables.jpg"), 16, 16, 3, 90);
-    uint8_t *j = fx_read_file(p, &len);
+    uint8_t *j = (uint8_t *)test_read_file(p, &len);
     size_t sos = 2;
     while (sos + 6 < len && !(j[sos] == 0xFF && j[sos + 1] == 0xDA)) sos++;
     CHECK(sos + 6 < len && j[sos + 4] == 3, "SOS with 3 components found");
@@ -514,7 +514,7 @@ static void test_undefined_huffman_table(void) {
     j[sos + 8] = (tables1 & 0xF0) | 2; /* component 2: AC table 2 */
     expect_decode_error(j, len, MAXPX, "with AC Huffman table 2", "no DHT", "undefined AC table");
     free(j);
-    uint8_t *r = fx_read_file("tests/fuzz/regressions/image/"
+    uint8_t *r = (uint8_t *)test_read_file("tests/fuzz/regressions/image/"
                               "crash-4b020b681018f7bf29724bd352b5ef75f52bbe72", &len);
     CHECK(r != NULL, "fuzz reproducer present (run from the repository root)");
     if (r) {
@@ -532,7 +532,7 @@ static void test_undefined_quant_table(void) {
     char p[1024];
     size_t len;
     fx_jpeg_pattern(path_of(p, "quant.jpg"), 16, 16, 3, 90);
-    uint8_t *j = fx_read_file(p, &len);
+    uint8_t *j = (uint8_t *)test_read_file(p, &len);
     size_t sof = 2, dqt = 2;
     while (sof + 10 < len && !(j[sof] == 0xFF && j[sof + 1] == 0xC0)) sof++;
     while (dqt + 4 < len && !(j[dqt] == 0xFF && j[dqt + 1] == 0xDB)) dqt++;
@@ -560,7 +560,7 @@ static void test_undefined_quant_table(void) {
  * truncated. */
 static void test_fill_bytes_in_scan(void) {
     size_t len;
-    uint8_t *r = fx_read_file("tests/fuzz/regressions/image/"
+    uint8_t *r = (uint8_t *)test_read_file("tests/fuzz/regressions/image/"
                               "crash-33ffed1a16d0669171bbb3f8b7020760e7f7f188", &len);
     CHECK(r != NULL, "fuzz reproducer present (run from the repository root)");
     if (r) {

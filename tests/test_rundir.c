@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "test_util.h"
 #include "rundir.h"
 
 static char root[64];
@@ -117,16 +118,10 @@ static void test_move_aside(void) {
 }
 
 int main(void) {
-    snprintf(root, sizeof root, "/tmp/vt_rundir_XXXXXX");
-    if (!mkdtemp(root)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (test_tmpdir(root, sizeof root, "rundir")) return 1;
     test_inspect();
     test_lock();
     test_move_aside();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
+    test_rm_rf(root);
     return test_summary();
 }

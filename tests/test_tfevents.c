@@ -115,7 +115,7 @@ static void test_events(void) {
 }
 
 static int count_lines(const char *path) {
-    char *s = slurp(path, NULL);
+    char *s = test_read_file(path, NULL);
     int n = 0;
     for (char *p = s; p && *p; p++) n += *p == '\n';
     free(s);
@@ -138,8 +138,8 @@ static void log_steps(vt_run_log *l, int from, int to) {
 }
 
 static void test_run_log(void) {
-    char dir[] = "/tmp/vt_test_runlog_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char dir[256];
+    CHECK(test_tmpdir(dir, sizeof dir, "test_runlog") == 0, "scratch directory");
     char path[512], names[4][256];
     vt_run_log l;
     CHECK(vt_run_log_open(&l, dir, 16, -1) == VT_OK, "fresh open: %s", vt_last_error());
@@ -184,7 +184,7 @@ static void test_run_log(void) {
     CHECK(count_lines(path) == 2, "summary.csv trimmed to the row of step 5");
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     CHECK(count_lines(path) == 5 + 2 + 2, "metrics.jsonl: steps 1..5, their eval and epoch, 6 and 7");
-    run("rm -rf %s", dir);
+    test_rm_rf(dir);
 }
 
 int main(void) {

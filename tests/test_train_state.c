@@ -8,15 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "e2e_util.h"
 #include "harness.h"
+#include "test_util.h"
 
 #include "safetensors.h"
 #include "train_state.h"
 
 #define N 5
 
-static char dir[] = "/tmp/vt_test_train_state_XXXXXX";
+static char dir[256];
 
 static vt_train_state base(void) {
     vt_train_state s;
@@ -57,7 +57,7 @@ static void write_with(const char *path, const char *key, const char *value, con
 }
 
 int main(void) {
-    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    if (test_tmpdir(dir, sizeof dir, "test_train_state")) return 1;
     char path[600];
     snprintf(path, sizeof path, "%s/s.safetensors", dir);
     float m[N] = {1, 2, 3, 4, 5}, v[N] = {1, 1, 1, 1, 1}, m2[N], v2[N];
@@ -96,6 +96,6 @@ int main(void) {
         CHECK(st == VT_ERR_RUNTIME && strstr(vt_last_error(), path) && strstr(vt_last_error(), want),
               "%s = \"%s\": %s", bad[i].key, bad[i].value, vt_last_error());
     }
-    run("rm -rf %s", dir);
+    test_rm_rf(dir);
     return test_summary();
 }

@@ -34,9 +34,6 @@
 
 static char dir[64];
 
-/* A path in this test's directory (test_path's rotating buffers). */
-static const char *tmp_path(const char *name) { return test_path(dir, name); }
-
 static uint32_t float_bits(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
@@ -114,7 +111,7 @@ static void test_mixed_dtypes(void) {
     data[16] = (unsigned char)bc, data[17] = (unsigned char)(bc >> 8);
     const char *names[3] = {"h", "a", "b"}, *dts[3] = {"F16", "F32", "BF16"};
     int counts[3] = {3, 2, 2};
-    const char *p = tmp_path("mixed.safetensors");
+    const char *p = test_path(dir, "mixed.safetensors");
     write_raw_st(p, 3, names, dts, counts, data, sizeof data);
     vt_safetensors st;
     CHECK(vt_st_read(p, &st) == VT_OK, "mixed dtypes read: %s", vt_last_error());
@@ -237,7 +234,7 @@ static void test_timm_layouts(void) {
         memset(vt_vit_find(&a, nm)->t.data + a.D, 0, (size_t)a.D * 4);
     }
     for (int flags = 1; flags <= 15; flags++) {
-        const char *p = tmp_path("timm.safetensors");
+        const char *p = test_path(dir, "timm.safetensors");
         save_timm_layout(&a, p, flags);
         model(&b, sets, 2);
         vt_status s = vt_vit_load(&b, p);
@@ -247,7 +244,7 @@ static void test_timm_layouts(void) {
         vt_vit_free(&b);
     }
     /* The Eva layer-scale and q/v bias names are what the translation reports. */
-    const char *p = tmp_path("timm.safetensors");
+    const char *p = test_path(dir, "timm.safetensors");
     save_timm_layout(&a, p, 15);
     vt_safetensors st;
     vt_wfile wf;
@@ -301,7 +298,7 @@ static void test_bad_layouts(void) {
          "both 'blocks.1.ls1.gamma'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const char *p = tmp_path("bad.safetensors");
+        const char *p = test_path(dir, "bad.safetensors");
         write_tensors(p, cases[i].n, cases[i].names, cases[i].shapes, cases[i].ndims);
         vt_safetensors st;
         vt_wfile wf;
@@ -319,7 +316,7 @@ static void test_bad_layouts(void) {
     model(&m, "model.img_size=28", 3);
     vt_vit src;
     model(&src, "model.img_size=28", 4);
-    const char *p = tmp_path("nocls.safetensors");
+    const char *p = test_path(dir, "nocls.safetensors");
     save_timm_layout(&src, p, TIMM_NOCLS);
     CHECK(vt_vit_load(&m, p) == VT_OK, "7 x 7 pos_embed without class row loads: %s", vt_last_error());
     vt_vit_free(&m);
@@ -331,7 +328,7 @@ static void test_bad_layouts(void) {
 static void test_strict_errors(void) {
     vt_vit a, b;
     vt_config ca = model(&a, "", 1);
-    const char *p = tmp_path("a.safetensors");
+    const char *p = test_path(dir, "a.safetensors");
     CHECK(vit_save_config(&a, &ca, p) == VT_OK, "save");
     model(&b, "model.num_classes=10", 2);
     float before = param(&b, "cls_token")->t.data[0];
@@ -379,7 +376,7 @@ static void test_init_head(void) {
     vt_vit a, b, fresh;
     vt_config ca = model(&a, "model.layer_scale=0.1", 1);
     scramble(&a, 0.3f);
-    const char *p = tmp_path("three.safetensors");
+    const char *p = test_path(dir, "three.safetensors");
     CHECK(vit_save_config(&a, &ca, p) == VT_OK, "save 3-class");
     model(&b, "model.layer_scale=0.1;model.num_classes=10", 7);
     model(&fresh, "model.layer_scale=0.1;model.num_classes=10", 7);
@@ -410,7 +407,7 @@ static void test_init_pe(void) {
     vt_vit a, b, fresh;
     vt_config ca = model(&a, "pe.kind=ape;model.img_size=16", 1);
     scramble(&a, 0.3f);
-    const char *p = tmp_path("ape.safetensors");
+    const char *p = test_path(dir, "ape.safetensors");
     CHECK(vit_save_config(&a, &ca, p) == VT_OK, "save ape");
     const char *cay = "pe.kind=cayley;pe.ape=learned;model.img_size=24";
     model(&b, cay, 5);
@@ -474,7 +471,7 @@ static void test_init_pe(void) {
     /* ... but never collapse: a per-layer file into a shared model is an error. */
     CHECK(vit_save_config(&a, &ca, p) == VT_OK, "save");
     vt_config cb = model(&b, "pe.kind=rope_mixed;pe.share=none", 2);
-    const char *p2 = tmp_path("perlayer.safetensors");
+    const char *p2 = test_path(dir, "perlayer.safetensors");
     CHECK(vit_save_config(&b, &cb, p2) == VT_OK, "save per-layer");
     vt_vit_free(&b);
     model(&b, "pe.kind=rope_mixed;pe.share=layers", 2);
@@ -490,7 +487,7 @@ static void test_init_pe(void) {
 static void test_init_errors(void) {
     vt_vit a, b;
     vt_config ca = model(&a, "", 1);
-    const char *p = tmp_path("w.safetensors");
+    const char *p = test_path(dir, "w.safetensors");
     CHECK(vit_save_config(&a, &ca, p) == VT_OK, "save");
     vt_weights_report r;
     char *log;
@@ -521,7 +518,7 @@ static void test_init_errors(void) {
     vt_vit_free(&b);
     /* a file that is not there */
     model(&b, "", 2);
-    s = init_from(&b, tmp_path("nope.safetensors"), 0, &r, &log);
+    s = init_from(&b, test_path(dir, "nope.safetensors"), 0, &r, &log);
     CHECK(s == VT_ERR_RUNTIME && strstr(vt_last_error(), "nope.safetensors") && strstr(vt_last_error(), "cannot open"),
           "missing file: %s", vt_last_error());
     free(log);
@@ -537,7 +534,7 @@ static void test_padded_block_index(void) {
     const char *sets = "pe.kind=rope_mixed;pe.ape=learned;model.layer_scale=0.1";
     vt_vit a, b;
     model(&a, sets, 1);
-    const char *p = tmp_path("eva.safetensors"), *q = tmp_path("eva00.safetensors");
+    const char *p = test_path(dir, "eva.safetensors"), *q = test_path(dir, "eva00.safetensors");
     save_timm_layout(&a, p, 15);
     vt_safetensors st;
     CHECK(vt_st_read(p, &st) == VT_OK, "read: %s", vt_last_error());
@@ -572,7 +569,7 @@ static void test_padded_block_index(void) {
 static void test_nocls_resample_log(void) {
     vt_vit a, b;
     model(&a, "model.img_size=4", 1);
-    const char *p = tmp_path("grid1.safetensors");
+    const char *p = test_path(dir, "grid1.safetensors");
     save_timm_layout(&a, p, TIMM_NOCLS);
     model(&b, "model.img_size=16", 2);
     vt_weights_report r;

@@ -17,7 +17,7 @@
  * the first SessionLog START record (its Event ends in field 7 = {status 1}), -1 if none. */
 static int file_steps(const char *path, int64_t *steps, int max, int *clean, int *session_start) {
     size_t len;
-    char *b = slurp(path, &len);
+    char *b = test_read_file(path, &len);
     int k = 0, r = -1;
     if (session_start) *session_start = -1;
     if (b) {

@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "config.h"
+#include "data/data_config.h"
 #include "rng.h"
 #include "status.h"
 

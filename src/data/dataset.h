@@ -38,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "data/data_config.h"
 #include "data/augment.h"
 #include "status.h"
 
@@ -142,13 +142,5 @@ const char *vt_dataset_sample_path(const vt_dataset *ds, int64_t index, char *bu
 /* Name of class k (0 <= k < num_classes), or NULL for a format without class names (all
  * but imagefolder). */
 const char *vt_dataset_class_name(const vt_dataset *ds, int k);
-
-/* Files of an imagefolder split that were not indexed: names without a .jpg, .jpeg or
- * .png extension (any case), hidden names, and files outside class folders. */
-int64_t vt_imagefolder_ignored(const vt_dataset *ds);
-
-/* The synthetic class pattern k, channel ch: p x p floats, zero mean and unit standard
- * deviation (exposed for tests and for documentation of the generator). */
-void vt_synthetic_pattern(uint64_t seed, int k, int ch, int p, float *out);
 
 #endif

@@ -3,7 +3,7 @@
  * (formats.c) has one row per value of vt_data_kind, so a loop over
  * [0, VT_DATA_KIND_COUNT) sees every format (tests enumerate them that way).
  *
- * Adding a format: its line X(VT_DATA_<ID>, <id>) in config.h's VT_DATA_KINDS (the
+ * Adding a format: its line X(VT_DATA_<ID>, <id>) in data_config.h's VT_DATA_KINDS (the
  * externs below and the rows of formats.c follow from it), its file src/data/<id>.c
  * defining its descriptor vt_dataset_<id> (the form of idx.c: what it knows about itself
  * in the descriptor, reading samples through a vt_dataset_ops), its tests in
@@ -14,7 +14,6 @@
 #ifndef VT_DATA_FORMATS_H
 #define VT_DATA_FORMATS_H
 
-#include "config.h"
 #include "data/dataset.h"
 
 /* Every format's descriptor, vt_dataset_<id>, defined in its file (cifar10 and cifar100

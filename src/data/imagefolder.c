@@ -42,7 +42,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "data/dataset.h"
+#include "data/imagefolder.h"
 #include "input_file.h"
 #include "image.h"
 

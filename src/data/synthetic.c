@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "data/dataset.h"
+#include "data/synthetic.h"
 #include "rng.h"
 
 #define SYN_GRID 6

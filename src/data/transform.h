@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "data/data_config.h"
 
 /* src: h x w x c bytes (HWC). dst: c x h x w floats, dst[ch][y][x] = src[y][x'][ch] / 255
  * with x' = w - 1 - x if hflip else x. Exact up to float rounding of the division. */

@@ -10,6 +10,7 @@
 #include <dirent.h>
 
 #include "fuzz_util.h"
+#include "test_util.h"
 #include "run_log.h"
 #include "tfevents.h"
 
@@ -33,17 +34,11 @@ static const char *tfevents_dir(void) {
     return dir;
 }
 
-/* Bytes of a file (malloc'd), its length into *n. */
-static uint8_t *tfevents_slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    FUZZ_CHECK(f != NULL, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)len + 1);
-    FUZZ_CHECK(b && fread(b, 1, (size_t)len, f) == (size_t)len, "cannot read %s", path);
-    fclose(f);
-    *n = (size_t)len;
+/* Bytes of a file (test_util.h's whole-file read), its length into *n; the harness
+ * fails if it cannot be read. */
+static uint8_t *tfevents_read(const char *path, size_t *n) {
+    uint8_t *b = (uint8_t *)test_read_file(path, n);
+    FUZZ_CHECK(b != NULL, "cannot read %s", path);
     return b;
 }
 
@@ -77,11 +72,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     snprintf(fresh, sizeof fresh, "%s", l.events.path);
     vt_run_log_close(&l);
     size_t n;
-    uint8_t *got = tfevents_slurp(path, &n);
+    uint8_t *got = tfevents_read(path, &n);
     FUZZ_CHECK(n == wn && memcmp(got, want, n) == 0, "trimmed file: %zu bytes, expected %zu", n, wn);
     free(got);
     free(want);
-    got = tfevents_slurp(fresh, &n);
+    got = tfevents_read(fresh, &n);
     int64_t steps[3];
     int k = 0;
     pos = 0;

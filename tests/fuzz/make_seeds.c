@@ -118,7 +118,7 @@ static void seeds_hostile_safetensors(void) {
 
 static void seeds_config(void) {
     size_t len;
-    uint8_t *t = fx_read_file("configs/synthetic_tiny.json", &len);
+    uint8_t *t = (uint8_t *)test_read_file("configs/synthetic_tiny.json", &len);
     FUZZ_CHECK(t != NULL, "configs/synthetic_tiny.json (run from the repository root)");
     put_bytes("config", "synthetic_tiny.json", t, len);
     /* the same config, then a NUL and --set assignments */
@@ -160,7 +160,7 @@ static void seeds_image(void) {
     const char *p = seed_path("image", "cmyk.jpg");
     FUZZ_CHECK(fx_write_jpeg(p, 16, 16, 4, cmyk, 100) == 0, "cmyk.jpg");
     size_t len;
-    uint8_t *j = fx_read_file(p, &len);
+    uint8_t *j = (uint8_t *)test_read_file(p, &len);
     size_t sos = 2;
     while (sos + 4 < len && !(j[sos] == 0xFF && j[sos + 1] == 0xDA)) sos++;
     size_t cut = sos + 2 + ((size_t)j[sos + 2] << 8 | j[sos + 3]) + 48;
