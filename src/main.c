@@ -11,6 +11,7 @@
  *   vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle] [--seed N]
  *                       [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...] [--threads N]
  *   vitrain info CONFIG [--set k=v ...]
+ *   vitrain tune CONFIG [--set k=v ...] [--threads N]
  *   vitrain help-config [--markdown]
  *   vitrain kinds [--rotary | --data]
  *
@@ -38,6 +39,7 @@
 #include "status.h"
 #include "stop.h"
 #include "train.h"
+#include "tune.h"
 #include "vit.h"
 
 #define MAX_SETS 256
@@ -126,6 +128,16 @@ static const char *USAGE_INFO =
     "Parameter count, forward FLOPs per image, training-step FLOPs and an estimate of the\n"
     "peak memory of training CONFIG, readable and as a JSON line, from the config alone\n"
     "(no model is allocated, no data read but file sizes).\n";
+static const char *USAGE_TUNE =
+    "usage: vitrain tune CONFIG [--set k=v ...] [--threads N]\n"
+    "Tune the GEMM blocking (cache blocks and register tile) for the products of CONFIG's\n"
+    "training step on this CPU, at N threads (default train.threads), starting from the\n"
+    "built-in table's entry for the CPU (or VT_GEMM_CONTEXT), and store the result in the\n"
+    "tuning cache ($XDG_CACHE_HOME/vitrain, else ~/.cache/vitrain), where a new run of\n"
+    "that config at that thread count finds it (runtime.gemm_tune = auto). Takes seconds;\n"
+    "prints the timings and the blocking, and a JSON line on stdout.\n"
+    "  --set k=v    override one config key (repeatable)\n"
+    "  --threads N  OpenMP threads (default train.threads; 0 = all cores)\n";
 static const char *USAGE_HELPCFG =
     "usage: vitrain help-config [SECTION | SECTION.KEY] [--markdown]\n"
     "Every config key with its type, default, allowed values and meaning, or those of one\n"
@@ -140,14 +152,17 @@ static const char *USAGE_MAIN =
     "       vitrain --resume RUN_DIR              continue a stopped run\n"
     "       vitrain eval [CONFIG] --checkpoint FILE evaluate a checkpoint\n"
     "       vitrain info CONFIG                   model size, FLOPs and memory\n"
+    "       vitrain tune CONFIG                   tune the GEMM blocking for CONFIG\n"
     "       vitrain help-config [KEY|SECTION]     every config key, or one\n"
     "       vitrain kinds [--rotary | --data]     the PE kinds (or dataset formats)\n"
-    "Environment: VT_ISA=LEVEL forces a kernel level (an unknown LEVEL lists them).\n";
+    "Environment: VT_ISA=LEVEL forces a kernel level (an unknown LEVEL lists them);\n"
+    "VT_GEMM_CONTEXT=[NAME,]level.field=value,... sets the GEMM blocking.\n";
 
 static const char *usage_of(const char *cmd) {
     if (!strcmp(cmd, "train")) return USAGE_TRAIN;
     if (!strcmp(cmd, "eval")) return USAGE_EVAL;
     if (!strcmp(cmd, "info")) return USAGE_INFO;
+    if (!strcmp(cmd, "tune")) return USAGE_TUNE;
     if (!strcmp(cmd, "help-config")) return USAGE_HELPCFG;
     if (!strcmp(cmd, "kinds")) return USAGE_KINDS;
     return USAGE_MAIN;
@@ -509,6 +524,14 @@ static int cmd_info(const cli_args *a) {
     return 0;
 }
 
+static int cmd_tune(const cli_args *a) {
+    vt_config cfg;
+    int rc = start_job(load_config(&cfg, a), a, &cfg);
+    if (rc || (rc = start_runtime(&cfg, a))) return rc;
+    vt_status st = vt_dist_agree(vt_tune_command(&cfg)); /* refuses several ranks on each */
+    return st == VT_OK ? 0 : fail_exit(st);
+}
+
 static int cmd_help_config(const cli_args *a) {
     if (a->config && a->markdown) return usage_error("help-config", "--markdown prints every key; give no KEY");
     char *text = NULL;
@@ -554,6 +577,7 @@ static int run(int argc, char **argv) {
                       F_VERBOSE, cmd_train},
         {"eval", F_SET | F_THREADS | F_CKPT | F_LOGITS | F_RES | F_SHUFFLE | F_SEED | F_PRECISION, cmd_eval},
         {"info", F_SET, cmd_info},
+        {"tune", F_SET | F_THREADS, cmd_tune},
         {"help-config", F_MARKDOWN, cmd_help_config},
         {"kinds", F_ROTARY | F_DATA, cmd_kinds}};
     int ci = -1, argi = 2;
@@ -566,8 +590,8 @@ static int run(int argc, char **argv) {
     if (ci < 0) {
         if (first[0] == '-') return usage_error("", "unknown option '%s' (expected a subcommand or CONFIG first)", first);
         if (!looks_like_config(first))
-            return usage_error("", "unknown subcommand '%s' (expected train, eval, info, help-config, "
-                               "kinds or a CONFIG file)", first);
+            return usage_error("", "unknown subcommand '%s' (expected train, eval, info, tune, "
+                               "help-config, kinds or a CONFIG file)", first);
         ci = 0;
         argi = 1;
     }
