@@ -159,8 +159,10 @@ static vt_status choose(const vt_config *cfg, const char *record, int resume, vt
     }
     if (!reason && vt_k.isa < VT_ISA_AVX2) reason = "the scalar level has no blocking to tune";
     if (!reason && ranks > 1)
-        reason = "under MPI no rank tunes (the others' waiting would skew the timings): run `vitrain tune CONFIG` "
-                 "once as one process to fill the cache";
+        reason = "under MPI no rank tunes (the others' waiting would skew the timings): `vitrain tune CONFIG "
+                 "--ranks R --threads T`, run once as one process, fills the cache for R ranks of T threads";
+    if (!reason && cfg->train.precision == VT_PRECISION_BF16 && vt_kernels_bf16_path() != VT_BF16_FMA)
+        reason = "the bf16 products run on their own kernels, whose blocking is not tuned";
     if (!reason && vt_tune_linear_flops(s, n) < VT_TUNE_MIN_FLOPS)
         reason = "the model's products are too small for the blocking to matter";
     if (reason) {

@@ -12,10 +12,11 @@
  *   env       VT_GEMM_CONTEXT is set (vt_kernels_init applied it to the table's entry);
  *   recorded  a resumed run: the blocking its run directory records (a run directory
  *             written before runs recorded it resumes with the table's entry, as it ran);
- *   cache     runtime.gemm_tune = auto and the tuning cache holds an entry for this CPU,
+ *   cache     runtime.gemm_tune = on and the tuning cache holds an entry for this CPU,
  *             level, thread count and the config's products;
- *   tuned     runtime.gemm_tune = auto, no entry, one process, a model whose step's
- *             linear products reach VT_TUNE_MIN_FLOPS and a level with a SIMD GEMM: the
+ *   tuned     runtime.gemm_tune = on, no entry, one process, a model whose step's
+ *             linear products reach VT_TUNE_MIN_FLOPS, a level with a SIMD GEMM and the
+ *             float32 kernels running the products (fp32, or bf16 on the fma path): the
  *             search runs now (gemm_tune.h) and its result is cached;
  *   table     otherwise: the built-in table's entry for the CPU.
  * A new run records its blocking (every field and its source) in DIR/gemm_blocking.txt.

@@ -140,7 +140,7 @@ static const char *const ch_remode[] = { "pixel", "const" };
 static const char *const ch_optim[] = { "adamw", "sgd" };
 static const char *const ch_schedule[] = { "cosine", "constant" };
 static const char *const ch_progress[] = { "auto", "always", "never" };
-static const char *const ch_gemm_tune[] = { "auto", "off" };
+static const char *const ch_gemm_tune[] = { "on", "off" };
 static const char *const ch_precision[] = { "fp32", "bf16" };
 
 static const double def_mean[3] = { 0.485, 0.456, 0.406 };
@@ -421,8 +421,8 @@ static const key_row schema[] = {
     /* runtime */
     K_ENUM("runtime.progress", runtime.progress, ch_progress, VT_PROGRESS_AUTO, NULL,
            "Live progress line: auto (when stderr is a terminal), always, never.", RUN_ONLY),
-    K_ENUM("runtime.gemm_tune", runtime.gemm_tune, ch_gemm_tune, VT_GEMM_TUNE_AUTO, NULL,
-           "GEMM blocking of a new run: auto takes this CPU's entry in the tuning cache "
+    K_ENUM("runtime.gemm_tune", runtime.gemm_tune, ch_gemm_tune, VT_GEMM_TUNE_ON, NULL,
+           "GEMM blocking of a new run: on takes this CPU's entry in the tuning cache "
            "($XDG_CACHE_HOME/vitrain, else ~/.cache/vitrain; `vitrain tune CONFIG` fills it) for the "
            "config's products and thread count, else tunes them once (seconds; a single process and "
            "models whose products reach 4 GFLOP a step) and caches the result, else keeps the "

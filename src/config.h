@@ -47,7 +47,7 @@ typedef enum { VT_OPT_ADAMW = 0, VT_OPT_SGD } vt_optim_name;
 typedef enum { VT_SCHED_COSINE = 0, VT_SCHED_CONSTANT } vt_schedule;
 typedef enum { VT_PROGRESS_AUTO = 0, VT_PROGRESS_ALWAYS, VT_PROGRESS_NEVER } vt_progress;
 /* runtime.gemm_tune: how a new run chooses its GEMM blocking (src/blocking.h). */
-typedef enum { VT_GEMM_TUNE_AUTO = 0, VT_GEMM_TUNE_OFF } vt_gemm_tune;
+typedef enum { VT_GEMM_TUNE_ON = 0, VT_GEMM_TUNE_OFF } vt_gemm_tune;
 typedef enum { VT_PRECISION_FP32 = 0, VT_PRECISION_BF16 } vt_precision;
 
 typedef struct {

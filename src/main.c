@@ -11,7 +11,7 @@
  *   vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle] [--seed N]
  *                       [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...] [--threads N]
  *   vitrain info CONFIG [--set k=v ...]
- *   vitrain tune CONFIG [--set k=v ...] [--threads N]
+ *   vitrain tune CONFIG [--set k=v ...] [--threads N] [--ranks R]
  *   vitrain help-config [--markdown]
  *   vitrain kinds [--rotary | --data]
  *
@@ -47,7 +47,7 @@
 enum { F_SET = 1, F_THREADS = 2, F_RESUME = 4, F_RUNDIR = 8, F_CKPT = 16, F_LOGITS = 32,
        F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024, F_PRECISION = 2048,
        F_ROTARY = 4096, F_DATA = 8192, F_START_OVER = 16384, F_RESUME_OR_START = 32768,
-       F_VERBOSE = 65536 };
+       F_VERBOSE = 65536, F_RANKS = 131072 };
 /* The flags that take no value. */
 enum { F_SWITCHES = F_MARKDOWN | F_SHUFFLE | F_ROTARY | F_DATA | F_START_OVER | F_RESUME_OR_START |
                     F_VERBOSE };
@@ -58,6 +58,7 @@ typedef struct {
     const char *sets[MAX_SETS];
     int n_sets;
     int threads;            /* -1: not given */
+    int ranks;              /* tune --ranks: 1 unless given */
     const char *resume, *run_dir, *checkpoint, *logits;
     long long stop_after;
     int markdown, help, verbose;
@@ -129,15 +130,17 @@ static const char *USAGE_INFO =
     "peak memory of training CONFIG, readable and as a JSON line, from the config alone\n"
     "(no model is allocated, no data read but file sizes).\n";
 static const char *USAGE_TUNE =
-    "usage: vitrain tune CONFIG [--set k=v ...] [--threads N]\n"
+    "usage: vitrain tune CONFIG [--set k=v ...] [--threads N] [--ranks R]\n"
     "Tune the GEMM blocking (cache blocks and register tile) for the products of CONFIG's\n"
     "training step on this CPU, at N threads (default train.threads), starting from the\n"
     "built-in table's entry for the CPU (or VT_GEMM_CONTEXT), and store the result in the\n"
     "tuning cache ($XDG_CACHE_HOME/vitrain, else ~/.cache/vitrain), where a new run of\n"
-    "that config at that thread count finds it (runtime.gemm_tune = auto). Takes seconds;\n"
+    "that config at that thread count finds it (runtime.gemm_tune = on). Takes seconds;\n"
     "prints the timings and the blocking, and a JSON line on stdout.\n"
     "  --set k=v    override one config key (repeatable)\n"
-    "  --threads N  OpenMP threads (default train.threads; 0 = all cores)\n";
+    "  --threads N  OpenMP threads (default train.threads; 0 = all cores)\n"
+    "  --ranks R    tune the products of one of R MPI ranks (train.batch_size / R samples\n"
+    "               each), for runs under mpirun -np R; it runs as one process (default 1)\n";
 static const char *USAGE_HELPCFG =
     "usage: vitrain help-config [SECTION | SECTION.KEY] [--markdown]\n"
     "Every config key with its type, default, allowed values and meaning, or those of one\n"
@@ -194,10 +197,11 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         {"--markdown", F_MARKDOWN}, {"--stop-after", F_STOP}, {"--resolutions", F_RES},
         {"--patch-shuffle", F_SHUFFLE}, {"--seed", F_SEED}, {"--precision", F_PRECISION},
         {"--rotary", F_ROTARY}, {"--data", F_DATA}, {"--start-over", F_START_OVER},
-        {"--resume-or-start", F_RESUME_OR_START}, {"--verbose", F_VERBOSE}};
+        {"--resume-or-start", F_RESUME_OR_START}, {"--verbose", F_VERBOSE}, {"--ranks", F_RANKS}};
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->threads = -1;
+    a->ranks = 1;
     a->argc = argc;
     a->argv = argv;
     for (int i = first; i < argc; i++) {
@@ -238,6 +242,14 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
             if (end == val || *end || n < 0 || n > 4096)
                 return usage_error(cmd, "--threads '%s': expected an integer 0..4096 (0 = all cores)", val);
             a->threads = (int)n;
+            break;
+        }
+        case F_RANKS: {
+            long n = strtol(val, &end, 10);
+            if (end == val || *end || n < 1 || n > 65536)
+                return usage_error(cmd, "--ranks '%s': expected an integer 1..65536 (the MPI ranks of the run "
+                                   "to tune for)", val);
+            a->ranks = (int)n;
             break;
         }
         case F_STOP: {
@@ -528,7 +540,7 @@ static int cmd_tune(const cli_args *a) {
     vt_config cfg;
     int rc = start_job(load_config(&cfg, a), a, &cfg);
     if (rc || (rc = start_runtime(&cfg, a))) return rc;
-    vt_status st = vt_dist_agree(vt_tune_command(&cfg)); /* refuses several ranks on each */
+    vt_status st = vt_dist_agree(vt_tune_command(&cfg, a->ranks)); /* refuses several ranks on each */
     return st == VT_OK ? 0 : fail_exit(st);
 }
 
@@ -577,7 +589,7 @@ static int run(int argc, char **argv) {
                       F_VERBOSE, cmd_train},
         {"eval", F_SET | F_THREADS | F_CKPT | F_LOGITS | F_RES | F_SHUFFLE | F_SEED | F_PRECISION, cmd_eval},
         {"info", F_SET, cmd_info},
-        {"tune", F_SET | F_THREADS, cmd_tune},
+        {"tune", F_SET | F_THREADS | F_RANKS, cmd_tune},
         {"help-config", F_MARKDOWN, cmd_help_config},
         {"kinds", F_ROTARY | F_DATA, cmd_kinds}};
     int ci = -1, argi = 2;

@@ -10,10 +10,13 @@
 #include "gemm_cache.h"
 #include "kernels.h"
 
-vt_status vt_tune_command(const vt_config *cfg) {
+vt_status vt_tune_command(const vt_config *cfg, int ranks) {
     if (vt_dist_size() > 1)
         return vt_fail(VT_ERR_USAGE, "vitrain tune runs as one process, not under mpirun: the other ranks' "
                        "waiting would skew its timings (every rank of a later run reads the cache rank 0 finds)");
+    if (cfg->train.batch_size % ranks)
+        return vt_fail(VT_ERR_USAGE, "vitrain tune --ranks %d: train.batch_size %d is not a multiple of it", ranks,
+                       cfg->train.batch_size);
     if (vt_k.isa < VT_ISA_AVX2)
         return vt_fail(VT_ERR_USAGE, "vitrain tune: the %s level has no blocked GEMM to tune", vt_k.name);
     char dir[4096];
@@ -26,11 +29,11 @@ vt_status vt_tune_command(const vt_config *cfg) {
     vt_cpu_ident_read(&id);
     const int threads = omp_get_max_threads();
     fprintf(stderr, "vitrain: tuning the GEMM blocking of %s on %s family %d model %d stepping %d, level %s, "
-            "%d thread%s, from %s%s\n", cfg->source[0] ? cfg->source : "the config", id.vendor, id.family, id.model,
-            id.stepping, vt_k.name, threads, threads == 1 ? "" : "s", start.name,
+            "%d thread%s x %d rank%s, from %s%s\n", cfg->source[0] ? cfg->source : "the config", id.vendor, id.family,
+            id.model, id.stepping, vt_k.name, threads, threads == 1 ? "" : "s", ranks, ranks == 1 ? "" : "s", start.name,
             env && *env ? " (VT_GEMM_CONTEXT)" : " (the table's entry for this CPU)");
     vt_blocking_tuning t;
-    vt_status st = vt_blocking_tune(cfg, 1, &start, &t);
+    vt_status st = vt_blocking_tune(cfg, ranks, &start, &t);
     if (st != VT_OK) return st;
     if (!t.cache_path[0]) return vt_fail(VT_ERR_RUNTIME, "vitrain tune: %s", t.cache_warn);
     char figures[1024], items[1024];

@@ -51,6 +51,11 @@ static void test_tune_arguments(void) {
           rc);
     rc = run("%s %s tune " CFG " --threads many 2>%s", env, bin, log);
     CHECK(rc == 2 && file_contains(log, "--threads 'many'"), "a bad --threads: exit %d", rc);
+    rc = run("%s %s tune " CFG " --ranks 0 2>%s", env, bin, log);
+    CHECK(rc == 2 && file_contains(log, "--ranks '0'"), "a bad --ranks: exit %d", rc);
+    rc = run("%s %s tune " CFG " --ranks 3 2>%s", env, bin, log);
+    CHECK(rc == 2 && file_contains(log, "train.batch_size 32 is not a multiple of it"),
+          "--ranks that do not divide the batch: exit %d", rc);
     rc = run("%s %s tune " CFG " --set model.widht=8 2>%s", env, bin, log);
     CHECK(rc == 2 && file_contains(log, "model.widht"), "a bad --set: exit %d", rc);
     rc = run("%s %s tune no_such.json 2>%s", env, bin, log);
