@@ -124,18 +124,25 @@ const vt_gemm_context *vt_gemm_context_for_cpu(const char *vendor, int family, i
     return &contexts[CTX_DEFAULT];
 }
 
-const vt_gemm_context *vt_gemm_context_detect(void) {
+void vt_cpu_ident_read(vt_cpu_ident *id) {
     unsigned int a, b, c, d;
-    char vendor[13] = "";
-    if (!__get_cpuid(0, &a, &b, &c, &d)) return &contexts[CTX_DEFAULT];
-    memcpy(vendor, &b, 4);
-    memcpy(vendor + 4, &d, 4);
-    memcpy(vendor + 8, &c, 4);
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return &contexts[CTX_DEFAULT];
-    int family = (a >> 8) & 0xF, model = (a >> 4) & 0xF;
-    if (family == 0xF) family += (a >> 20) & 0xFF;
-    if (family == 0x6 || family >= 0xF) model += ((a >> 16) & 0xF) << 4;
-    return vt_gemm_context_for_cpu(vendor, family, model);
+    memset(id, 0, sizeof *id);
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return;
+    memcpy(id->vendor, &b, 4);
+    memcpy(id->vendor + 4, &d, 4);
+    memcpy(id->vendor + 8, &c, 4);
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+    id->family = (a >> 8) & 0xF;
+    id->model = (a >> 4) & 0xF;
+    id->stepping = a & 0xF;
+    if (id->family == 0xF) id->family += (a >> 20) & 0xFF;
+    if (id->family == 0x6 || id->family >= 0xF) id->model += ((a >> 16) & 0xF) << 4;
+}
+
+const vt_gemm_context *vt_gemm_context_detect(void) {
+    vt_cpu_ident id;
+    vt_cpu_ident_read(&id);
+    return vt_gemm_context_for_cpu(id.vendor, id.family, id.model);
 }
 
 /* A field VT_GEMM_CONTEXT may set: its name, where it is, and its rule: a multiple of
@@ -224,7 +231,7 @@ static int check_f32(const vt_gemm_blocking_f32 *b, const char *level, const int
 int vt_gemm_context_parse(const char *spec, const vt_gemm_context *base, vt_gemm_context *out, char *err,
                           size_t errlen) {
     vt_gemm_context c = *base;
-    char buf[512];
+    char buf[1024]; /* every field, as vt_gemm_context_format writes them, fits */
     if (strlen(spec) >= sizeof buf) {
         snprintf(err, errlen, "VT_GEMM_CONTEXT is longer than %zu characters", sizeof buf - 1);
         return -1;
@@ -295,6 +302,28 @@ int vt_gemm_context_parse(const char *spec, const vt_gemm_context *base, vt_gemm
         return -1;
     *out = c;
     return 0;
+}
+
+int vt_gemm_context_format(const vt_gemm_context *c, char *buf, size_t len) {
+    int n = 0;
+    if (len) buf[0] = '\0';
+    for (int i = 0; i < N_RULES; i++) {
+        int w = snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, "%s%s=%d", i ? "," : "", rules[i].key,
+                         *field((vt_gemm_context *)c, &rules[i]));
+        if (w < 0) return -1;
+        n += w;
+    }
+    return (size_t)n < len ? 0 : -1;
+}
+
+int vt_gemm_tiles(vt_isa level, int (*tiles)[2], int max) {
+#define SHAPE_PAIR(mr, nv, nr) {mr, nr},
+    static const int avx512[][2] = {VT_AVX512_SHAPES(SHAPE_PAIR)}, avx2[][2] = {{VT_AVX2_MR, VT_AVX2_NR}};
+#undef SHAPE_PAIR
+    const int(*list)[2] = level >= VT_ISA_AVX512 ? avx512 : avx2;
+    int n = level >= VT_ISA_AVX512 ? (int)(sizeof avx512 / sizeof avx512[0]) : level >= VT_ISA_AVX2 ? 1 : 0;
+    for (int i = 0; i < n && i < max; i++) tiles[i][0] = list[i][0], tiles[i][1] = list[i][1];
+    return n < max ? n : max;
 }
 
 void vt_gemm_context_set(const vt_gemm_context *c) { vt_gemm_ctx = *c; }

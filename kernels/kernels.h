@@ -117,6 +117,13 @@ const vt_gemm_context *vt_gemm_context_at(int i);
 /* The entry for a CPU by CPUID vendor string, family and model (display values: base +
  * extended); the default entry for a CPU the table does not list. */
 const vt_gemm_context *vt_gemm_context_for_cpu(const char *vendor, int family, int model);
+/* The running CPU as CPUID names it: vendor string, display family and model (base +
+ * extended), stepping (all zero where CPUID is missing). */
+typedef struct {
+    char vendor[13];
+    int family, model, stepping;
+} vt_cpu_ident;
+void vt_cpu_ident_read(vt_cpu_ident *id);
 /* The entry for the CPU running this. */
 const vt_gemm_context *vt_gemm_context_detect(void);
 /* *out = base changed by spec, VT_GEMM_CONTEXT's syntax: comma-separated items, the first
@@ -126,6 +133,13 @@ const vt_gemm_context *vt_gemm_context_detect(void);
  * rule of the kernel: multiples of its tile, mc <= m_one_pass, ...). */
 int vt_gemm_context_parse(const char *spec, const vt_gemm_context *base, vt_gemm_context *out, char *err,
                           size_t errlen);
+/* Every field of c as VT_GEMM_CONTEXT items ("avx2.mr=6,...,amx.nc=1536", without the
+ * name): vt_gemm_context_parse of the text gives c's blocking back whatever the base.
+ * Returns 0, or -1 when len is too small. */
+int vt_gemm_context_format(const vt_gemm_context *c, char *buf, size_t len);
+/* The fp32 register tiles (mr, nr) the level's GEMM is compiled for (kernels/gemm_tiles.h:
+ * avx512's shapes, avx2's one; none below), at most max of them; returns the count. */
+int vt_gemm_tiles(vt_isa level, int (*tiles)[2], int max);
 /* Make c (valid: from the table or vt_gemm_context_parse) the active context; between
  * GEMM calls only (tests running the kernels under each context). */
 void vt_gemm_context_set(const vt_gemm_context *c);

@@ -140,6 +140,7 @@ static const char *const ch_remode[] = { "pixel", "const" };
 static const char *const ch_optim[] = { "adamw", "sgd" };
 static const char *const ch_schedule[] = { "cosine", "constant" };
 static const char *const ch_progress[] = { "auto", "always", "never" };
+static const char *const ch_gemm_tune[] = { "on", "off" };
 static const char *const ch_precision[] = { "fp32", "bf16" };
 
 static const double def_mean[3] = { 0.485, 0.456, 0.406 };
@@ -420,6 +421,14 @@ static const key_row schema[] = {
     /* runtime */
     K_ENUM("runtime.progress", runtime.progress, ch_progress, VT_PROGRESS_AUTO, NULL,
            "Live progress line: auto (when stderr is a terminal), always, never.", RUN_ONLY),
+    K_ENUM("runtime.gemm_tune", runtime.gemm_tune, ch_gemm_tune, VT_GEMM_TUNE_ON, NULL,
+           "GEMM blocking of a new run: on takes this CPU's entry in the tuning cache "
+           "($XDG_CACHE_HOME/vitrain, else ~/.cache/vitrain; `vitrain tune CONFIG` fills it) for the "
+           "config's products and thread count, else tunes them once (seconds; a single process and "
+           "models whose products reach 4 GFLOP a step) and caches the result, else keeps the "
+           "built-in table's entry for the CPU; off keeps the table's entry. A resumed run keeps the "
+           "blocking its run directory records (gemm_blocking.txt); VT_GEMM_CONTEXT overrides both.",
+           RUN_ONLY),
     K_FLT("runtime.comm_timeout", runtime.comm_timeout, VT_DIST_DEFAULT_TIMEOUT_S, 0, 1e9, 0, NULL,
           "Under MPI: seconds a rank waits for the others in one exchange before it decides a "
           "peer is dead or cut off, names itself, its host and what it waited for, and ends "

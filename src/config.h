@@ -35,6 +35,8 @@
 typedef enum { VT_OPT_ADAMW = 0, VT_OPT_SGD } vt_optim_name;
 typedef enum { VT_SCHED_COSINE = 0, VT_SCHED_CONSTANT } vt_schedule;
 typedef enum { VT_PROGRESS_AUTO = 0, VT_PROGRESS_ALWAYS, VT_PROGRESS_NEVER } vt_progress;
+/* runtime.gemm_tune: how a new run chooses its GEMM blocking (src/blocking.h). */
+typedef enum { VT_GEMM_TUNE_ON = 0, VT_GEMM_TUNE_OFF } vt_gemm_tune;
 typedef enum { VT_PRECISION_FP32 = 0, VT_PRECISION_BF16 } vt_precision;
 
 typedef struct {
@@ -78,6 +80,7 @@ typedef struct {
 
 typedef struct {
     vt_progress progress;
+    vt_gemm_tune gemm_tune;
     double comm_timeout;    /* seconds; the MPI watchdog's floor (dist.h), 0 = off */
 } vt_runtime_config;
 

@@ -11,6 +11,7 @@
  *   vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle] [--seed N]
  *                       [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...] [--threads N]
  *   vitrain info CONFIG [--set k=v ...]
+ *   vitrain tune CONFIG [--set k=v ...] [--threads N] [--ranks R]
  *   vitrain help-config [--markdown]
  *   vitrain kinds [--rotary | --data]
  *
@@ -39,13 +40,14 @@
 #include "status.h"
 #include "stop.h"
 #include "train.h"
+#include "tune.h"
 
 #define MAX_SETS 256
 
 enum { F_SET = 1, F_THREADS = 2, F_RESUME = 4, F_RUNDIR = 8, F_CKPT = 16, F_LOGITS = 32,
        F_MARKDOWN = 64, F_STOP = 128, F_RES = 256, F_SHUFFLE = 512, F_SEED = 1024, F_PRECISION = 2048,
        F_ROTARY = 4096, F_DATA = 8192, F_START_OVER = 16384, F_RESUME_OR_START = 32768,
-       F_VERBOSE = 65536 };
+       F_VERBOSE = 65536, F_RANKS = 131072 };
 /* The flags that take no value. */
 enum { F_SWITCHES = F_MARKDOWN | F_SHUFFLE | F_ROTARY | F_DATA | F_START_OVER | F_RESUME_OR_START |
                     F_VERBOSE };
@@ -56,6 +58,7 @@ typedef struct {
     const char *sets[MAX_SETS];
     int n_sets;
     int threads;            /* -1: not given */
+    int ranks;              /* tune --ranks: 1 unless given */
     const char *resume, *run_dir, *checkpoint, *logits;
     long long stop_after;
     int markdown, help, verbose;
@@ -126,6 +129,18 @@ static const char *USAGE_INFO =
     "Parameter count, forward FLOPs per image, training-step FLOPs and an estimate of the\n"
     "peak memory of training CONFIG, readable and as a JSON line, from the config alone\n"
     "(no model is allocated, no data read but file sizes).\n";
+static const char *USAGE_TUNE =
+    "usage: vitrain tune CONFIG [--set k=v ...] [--threads N] [--ranks R]\n"
+    "Tune the GEMM blocking (cache blocks and register tile) for the products of CONFIG's\n"
+    "training step on this CPU, at N threads (default train.threads), starting from the\n"
+    "built-in table's entry for the CPU (or VT_GEMM_CONTEXT), and store the result in the\n"
+    "tuning cache ($XDG_CACHE_HOME/vitrain, else ~/.cache/vitrain), where a new run of\n"
+    "that config at that thread count finds it (runtime.gemm_tune = on). Takes seconds;\n"
+    "prints the timings and the blocking, and a JSON line on stdout.\n"
+    "  --set k=v    override one config key (repeatable)\n"
+    "  --threads N  OpenMP threads (default train.threads; 0 = all cores)\n"
+    "  --ranks R    tune the products of one of R MPI ranks (train.batch_size / R samples\n"
+    "               each), for runs under mpirun -np R; it runs as one process (default 1)\n";
 static const char *USAGE_HELPCFG =
     "usage: vitrain help-config [SECTION | SECTION.KEY] [--markdown]\n"
     "Every config key with its type, default, allowed values and meaning, or those of one\n"
@@ -140,14 +155,17 @@ static const char *USAGE_MAIN =
     "       vitrain --resume RUN_DIR              continue a stopped run\n"
     "       vitrain eval [CONFIG] --checkpoint FILE evaluate a checkpoint\n"
     "       vitrain info CONFIG                   model size, FLOPs and memory\n"
+    "       vitrain tune CONFIG                   tune the GEMM blocking for CONFIG\n"
     "       vitrain help-config [KEY|SECTION]     every config key, or one\n"
     "       vitrain kinds [--rotary | --data]     the PE kinds (or dataset formats)\n"
-    "Environment: VT_ISA=LEVEL forces a kernel level (an unknown LEVEL lists them).\n";
+    "Environment: VT_ISA=LEVEL forces a kernel level (an unknown LEVEL lists them);\n"
+    "VT_GEMM_CONTEXT=[NAME,]level.field=value,... sets the GEMM blocking.\n";
 
 static const char *usage_of(const char *cmd) {
     if (!strcmp(cmd, "train")) return USAGE_TRAIN;
     if (!strcmp(cmd, "eval")) return USAGE_EVAL;
     if (!strcmp(cmd, "info")) return USAGE_INFO;
+    if (!strcmp(cmd, "tune")) return USAGE_TUNE;
     if (!strcmp(cmd, "help-config")) return USAGE_HELPCFG;
     if (!strcmp(cmd, "kinds")) return USAGE_KINDS;
     return USAGE_MAIN;
@@ -179,10 +197,11 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
         {"--markdown", F_MARKDOWN}, {"--stop-after", F_STOP}, {"--resolutions", F_RES},
         {"--patch-shuffle", F_SHUFFLE}, {"--seed", F_SEED}, {"--precision", F_PRECISION},
         {"--rotary", F_ROTARY}, {"--data", F_DATA}, {"--start-over", F_START_OVER},
-        {"--resume-or-start", F_RESUME_OR_START}, {"--verbose", F_VERBOSE}};
+        {"--resume-or-start", F_RESUME_OR_START}, {"--verbose", F_VERBOSE}, {"--ranks", F_RANKS}};
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->threads = -1;
+    a->ranks = 1;
     a->argc = argc;
     a->argv = argv;
     for (int i = first; i < argc; i++) {
@@ -223,6 +242,14 @@ static int parse_args(cli_args *a, const char *cmd, int argc, char **argv, int f
             if (end == val || *end || n < 0 || n > 4096)
                 return usage_error(cmd, "--threads '%s': expected an integer 0..4096 (0 = all cores)", val);
             a->threads = (int)n;
+            break;
+        }
+        case F_RANKS: {
+            long n = strtol(val, &end, 10);
+            if (end == val || *end || n < 1 || n > 65536)
+                return usage_error(cmd, "--ranks '%s': expected an integer 1..65536 (the MPI ranks of the run "
+                                   "to tune for)", val);
+            a->ranks = (int)n;
             break;
         }
         case F_STOP: {
@@ -474,6 +501,14 @@ static int cmd_info(const cli_args *a) {
     return st == VT_OK ? 0 : fail_exit(st);
 }
 
+static int cmd_tune(const cli_args *a) {
+    vt_config cfg;
+    int rc = start_job(load_config(&cfg, a), a, &cfg);
+    if (rc || (rc = start_runtime(&cfg, a))) return rc;
+    vt_status st = vt_dist_agree(vt_tune_command(&cfg, a->ranks)); /* refuses several ranks on each */
+    return st == VT_OK ? 0 : fail_exit(st);
+}
+
 static int cmd_help_config(const cli_args *a) {
     if (a->config && a->markdown) return usage_error("help-config", "--markdown prints every key; give no KEY");
     char *text = NULL;
@@ -519,6 +554,7 @@ static int run(int argc, char **argv) {
                       F_VERBOSE, cmd_train},
         {"eval", F_SET | F_THREADS | F_CKPT | F_LOGITS | F_RES | F_SHUFFLE | F_SEED | F_PRECISION, cmd_eval},
         {"info", F_SET, cmd_info},
+        {"tune", F_SET | F_THREADS | F_RANKS, cmd_tune},
         {"help-config", F_MARKDOWN, cmd_help_config},
         {"kinds", F_ROTARY | F_DATA, cmd_kinds}};
     int ci = -1, argi = 2;
@@ -531,8 +567,8 @@ static int run(int argc, char **argv) {
     if (ci < 0) {
         if (first[0] == '-') return usage_error("", "unknown option '%s' (expected a subcommand or CONFIG first)", first);
         if (!looks_like_config(first))
-            return usage_error("", "unknown subcommand '%s' (expected train, eval, info, help-config, "
-                               "kinds or a CONFIG file)", first);
+            return usage_error("", "unknown subcommand '%s' (expected train, eval, info, tune, "
+                               "help-config, kinds or a CONFIG file)", first);
         ci = 0;
         argi = 1;
     }

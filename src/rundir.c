@@ -93,7 +93,7 @@ void vt_rundir_lock_release(vt_rundir_lock *lk) {
 /* Whether name is one of the files a run writes (besides its lock). */
 static int is_run_file(const char *name) {
     static const char *const names[] = {"config.json", "metrics.jsonl", "best.safetensors",
-                                        "last.safetensors", "latest", "latest.tmp"};
+                                        "last.safetensors", "latest", "latest.tmp", "gemm_blocking.txt"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(name, names[i]) == 0) return 1;
     return strncmp(name, "step_", 5) == 0 || strncmp(name, "last.", 5) == 0 ||

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "blocking.h"
 #include "checkpoint.h"
 #include "data/loader.h"
 #include "dist.h"
@@ -826,6 +827,7 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts_in, vt_tr
     }
     vt_status st = vt_dist_agree(prepare(&tr, opts));
     if (st == VT_OK) st = vt_dist_agree(take_run_dir(&tr, opts));
+    if (st == VT_OK) st = vt_blocking_for_run(tr.cfg, tr.dir, opts->resume_dir != NULL); /* before any step */
     if (st == VT_OK) st = setup_ranks(&tr, opts);
     if (st == VT_OK) {
         if (tr.root) print_start(&tr, opts);

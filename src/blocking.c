@@ -1,0 +1,215 @@
+/* blocking.c - which GEMM blocking a run computes with (contract in blocking.h). */
+#include "blocking.h"
+
+#include <errno.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "dist.h"
+#include "durable.h"
+#include "gemm_cache.h"
+#include "input_file.h"
+#include "kernels.h"
+
+#define RECORD_MAGIC "vitrain-gemm-blocking 1"
+
+static const char *const source_names[] = {"table", "cache", "tuned", "recorded", "env"};
+enum { SRC_TABLE, SRC_CACHE, SRC_TUNED, SRC_RECORDED, SRC_ENV };
+
+/* c with its name set to "<base>/<suffix>" (the table entry it started from). */
+static void name_as(vt_gemm_context *c, const char *base, const char *suffix) {
+    char b[sizeof c->name];
+    snprintf(b, sizeof b, "%s", base);
+    char *plus = strchr(b, '/');
+    if (plus) *plus = '\0';
+    snprintf(c->name, sizeof c->name, "%.60s/%s", b, suffix);
+}
+
+vt_status vt_blocking_tune(const vt_config *cfg, int ranks, const vt_gemm_context *start, vt_blocking_tuning *t) {
+    memset(t, 0, sizeof *t);
+    vt_tune_shape s[VT_TUNE_MAX_SHAPES];
+    int n = vt_tune_shapes(cfg, ranks, s);
+    double t0 = omp_get_wtime();
+    vt_status st = vt_tune_run(start, s, n, &t->r);
+    if (st != VT_OK) return st;
+    t->seconds = omp_get_wtime() - t0;
+    name_as(&t->r.best, start->name, "tuned");
+    char dir[4096], note[512];
+    if (vt_gemm_cache_dir(dir, sizeof dir)) {
+        snprintf(t->cache_warn, sizeof t->cache_warn, "not cached: neither XDG_CACHE_HOME nor HOME is set");
+        return VT_OK;
+    }
+    vt_gemm_cache_key k;
+    vt_gemm_cache_key_make(&k, s, n, omp_get_max_threads());
+    snprintf(note, sizeof note, "tuned from %s in %.1f s: %.4f s -> %.4f s on the products", start->name, t->seconds,
+             t->r.t_start, t->r.t_best);
+    if (vt_gemm_cache_store(dir, &k, &t->r.best, note, t->cache_path, sizeof t->cache_path) != VT_OK) {
+        snprintf(t->cache_warn, sizeof t->cache_warn, "not cached: %s", vt_last_error());
+        vt_clear_error();
+        t->cache_path[0] = '\0';
+    }
+    return VT_OK;
+}
+
+void vt_blocking_tuning_text(const vt_blocking_tuning *t, const char *start_name, char *buf, size_t len) {
+    const vt_tune_result *r = &t->r;
+    snprintf(buf, len, "in %.1f s (%d timings): the step's products %.4f s with %s, %.4f s tuned (%.3fx); %s", t->seconds,
+             r->timed, r->t_start, start_name, r->t_best, r->t_best > 0 ? r->t_start / r->t_best : 1.0,
+             r->changed ? r->changes : "no change beat it by the noise margin");
+}
+
+/* The run record: the blocking, its name and source. */
+static vt_status record_write(const char *path, const vt_gemm_context *c, int source) {
+    char items[1024], text[1400];
+    VT_ASSERT(vt_gemm_context_format(c, items, sizeof items) == 0, "GEMM context fields too long");
+    int n = snprintf(text, sizeof text, RECORD_MAGIC "\nsource %s\nname %s\nblocking %s\n", source_names[source],
+                     c->name, items);
+    return vt_durable_write_file(path, text, (size_t)n);
+}
+
+/* Read the record at path into *c: 1 read, 0 no such file; errors name the file. */
+static vt_status record_read(const char *path, vt_gemm_context *c, int *found) {
+    struct stat sb;
+    *found = 0;
+    if (stat(path, &sb) != 0 && errno == ENOENT) return VT_OK;
+    char *text = NULL;
+    size_t len = 0;
+    vt_status st = vt_input_read(path, "GEMM blocking record", 8192, &text, &len);
+    if (st != VT_OK) return st;
+    char items[1024] = "", name[sizeof c->name] = "", why[256] = "";
+    const char *b = strstr(text, "\nblocking "), *nm = strstr(text, "\nname ");
+    int ok = strlen(text) == len && !strncmp(text, RECORD_MAGIC "\n", strlen(RECORD_MAGIC) + 1) && b && nm;
+    if (ok) {
+        size_t bl = strcspn(b + 10, "\n"), nl = strcspn(nm + 6, "\n");
+        ok = bl < sizeof items && nl < sizeof name;
+        if (ok) {
+            memcpy(items, b + 10, bl);
+            memcpy(name, nm + 6, nl);
+        } else {
+            snprintf(why, sizeof why, "a line is too long");
+        }
+    } else {
+        snprintf(why, sizeof why, "expected the lines '" RECORD_MAGIC "', 'name ...' and 'blocking ...'");
+    }
+    if (ok && vt_gemm_blocking_parse(items, c, why, sizeof why)) ok = 0;
+    free(text);
+    if (!ok)
+        return vt_fail(VT_ERR_USAGE, "%s: not a valid GEMM blocking record (%s); it holds the blocking this run "
+                       "computed with, which a bit-exact resume needs: restore it, or set VT_GEMM_CONTEXT to "
+                       "continue with another blocking (the sums then differ from an uninterrupted run's)",
+                       path, why);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    *found = 1;
+    return VT_OK;
+}
+
+/* Rank 0's choice for a run (blocking.h), into *c, with the line that says why. */
+static vt_status choose(const vt_config *cfg, const char *record, int resume, vt_gemm_context *c, int *source,
+                        char *line, size_t len) {
+    const vt_gemm_context *table = vt_gemm_context_detect();
+    const char *env = getenv("VT_GEMM_CONTEXT");
+    *c = vt_gemm_ctx; /* the table's entry, with VT_GEMM_CONTEXT's changes (vt_kernels_init) */
+    if (env && *env) {
+        *source = SRC_ENV;
+        snprintf(line, len, "GEMM blocking %s from VT_GEMM_CONTEXT (it overrides the %s)", c->name,
+                 resume ? "blocking the run recorded" : "tuning cache and the table");
+        return VT_OK;
+    }
+    if (resume) {
+        int found = 0;
+        vt_status st = record_read(record, c, &found);
+        if (st != VT_OK) return st;
+        *source = found ? SRC_RECORDED : SRC_TABLE;
+        if (found)
+            snprintf(line, len, "GEMM blocking %s, as the run recorded it (%s): the resumed run sums as it did",
+                     c->name, record);
+        else
+            snprintf(line, len, "GEMM blocking %s, the table's entry for this CPU: the run directory records no "
+                     "blocking (%s missing: a run of an older vitrain, which ran with the table's)", c->name,
+                     record);
+        return VT_OK;
+    }
+    *source = SRC_TABLE;
+    if (cfg->runtime.gemm_tune == VT_GEMM_TUNE_OFF) {
+        snprintf(line, len, "GEMM blocking %s, the table's entry for this CPU (runtime.gemm_tune = off)", c->name);
+        return VT_OK;
+    }
+    vt_tune_shape s[VT_TUNE_MAX_SHAPES];
+    const int ranks = vt_dist_size(), n = vt_tune_shapes(cfg, ranks, s);
+    char dir[4096], note[512] = "", why[4400] = "";
+    const char *reason = NULL;
+    if (vt_gemm_cache_dir(dir, sizeof dir) == 0) {
+        vt_gemm_cache_key k;
+        vt_gemm_cache_key_make(&k, s, n, omp_get_max_threads());
+        vt_gemm_context cached;
+        vt_gemm_cache_found f = vt_gemm_cache_load(dir, &k, &cached, note, sizeof note, why, sizeof why);
+        if (f == VT_GEMM_CACHE_HIT) {
+            name_as(&cached, table->name, "cache");
+            *c = cached;
+            *source = SRC_CACHE;
+            snprintf(line, len, "GEMM blocking %s from the tuning cache (%s/%s: %s)", c->name, dir, k.file, note);
+            return VT_OK;
+        }
+        if (f == VT_GEMM_CACHE_IGNORED) fprintf(stderr, "vitrain: warning: ignoring a GEMM cache file: %s\n", why);
+    } else {
+        reason = "no cache directory (neither XDG_CACHE_HOME nor HOME is set)";
+    }
+    if (!reason && vt_k.isa < VT_ISA_AVX2) reason = "the scalar level has no blocking to tune";
+    if (!reason && ranks > 1)
+        reason = "under MPI no rank tunes (the others' waiting would skew the timings): `vitrain tune CONFIG "
+                 "--ranks R --threads T`, run once as one process, fills the cache for R ranks of T threads";
+    if (!reason && cfg->train.precision == VT_PRECISION_BF16 && vt_kernels_bf16_path() != VT_BF16_FMA)
+        reason = "the bf16 products run on their own kernels, whose blocking is not tuned";
+    if (!reason && vt_tune_linear_flops(s, n) < VT_TUNE_MIN_FLOPS)
+        reason = "the model's products are too small for the blocking to matter";
+    if (reason) {
+        snprintf(line, len, "GEMM blocking %s, the table's entry for this CPU (no tuning cached: %s)", c->name,
+                 reason);
+        return VT_OK;
+    }
+    fprintf(stderr, "vitrain: tuning the GEMM blocking for this CPU and model (once: the result is cached; "
+            "runtime.gemm_tune = off skips it)\n");
+    vt_blocking_tuning t;
+    vt_status st = vt_blocking_tune(cfg, ranks, c, &t);
+    if (st != VT_OK) return st;
+    char figures[1024];
+    vt_blocking_tuning_text(&t, c->name, figures, sizeof figures);
+    *c = t.r.best;
+    *source = SRC_TUNED;
+    snprintf(line, len, "GEMM blocking %s, tuned now %s; %s%s", c->name, figures,
+             t.cache_path[0] ? "cached in " : "", t.cache_path[0] ? t.cache_path : t.cache_warn);
+    return VT_OK;
+}
+
+vt_status vt_blocking_for_run(const vt_config *cfg, const char *dir, int resume) {
+    char record[4200];
+    snprintf(record, sizeof record, "%s/" VT_BLOCKING_RECORD, dir);
+    struct {
+        char items[1024], name[96];
+        int source;
+    } chosen;
+    memset(&chosen, 0, sizeof chosen);
+    vt_status st = VT_OK;
+    if (vt_dist_root()) {
+        vt_gemm_context c;
+        char line[6000];
+        st = choose(cfg, record, resume, &c, &chosen.source, line, sizeof line);
+        if (st == VT_OK) {
+            VT_ASSERT(vt_gemm_context_format(&c, chosen.items, sizeof chosen.items) == 0, "GEMM context too long");
+            snprintf(chosen.name, sizeof chosen.name, "%s", c.name);
+            fprintf(stderr, "vitrain: %s\n", line);
+            if (!resume) st = record_write(record, &c, chosen.source);
+        }
+    }
+    if ((st = vt_dist_agree(st)) != VT_OK) return st;
+    vt_dist_bcast(&chosen, sizeof chosen);
+    vt_gemm_context c;
+    char why[256];
+    VT_ASSERT(vt_gemm_blocking_parse(chosen.items, &c, why, sizeof why) == 0, "rank 0's GEMM blocking: %s", why);
+    snprintf(c.name, sizeof c.name, "%s", chosen.name);
+    vt_gemm_context_set(&c);
+    return VT_OK;
+}

@@ -1,0 +1,146 @@
+/* e2e_tune.c - the GEMM blocking's sources through the built binary ($VT_BIN, default
+ * ./vitrain; run from the repository root), with the tuning cache in a temporary
+ * XDG_CACHE_HOME:
+ *   - `vitrain tune CONFIG` writes this CPU's entry for the config's products and says
+ *     where; a bad argument is a usage error (exit 2) naming it;
+ *   - a new run takes the cache's entry and records it in DIR/gemm_blocking.txt;
+ *   - a resumed run computes with the recorded blocking whatever the cache holds now:
+ *     bit for bit the uninterrupted run's weights (and a run started on the changed
+ *     cache differs, so the check has teeth where the blocking changes the sums);
+ *   - VT_GEMM_CONTEXT wins over the record, the cache and the table, and says so;
+ *     runtime.gemm_tune = off keeps the table's entry;
+ *   - a corrupt cache file is ignored with a one-line warning; a corrupt record stops a
+ *     resume naming the file.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e_util.h"
+#include "harness.h"
+
+#define CFG "configs/synthetic_tiny.json"
+#define SETS "--set data.train_size=256 --set model.num_classes=3 --set train.epochs=2 --set runtime.progress=never"
+
+static char bin[1024], tmp[64], env[256];
+
+/* Set every kc (avx2, avx512; not kc_t) of the cache file at path to kc. */
+static int set_cache_kc(const char *path, int kc) {
+    return run("sed -i -E 's/(avx2|avx512)\\.kc=[0-9]+/\\1.kc=%d/g' %s", kc, path);
+}
+
+/* The one cache file of the temporary cache, into path. */
+static int cache_file(char *path, size_t len) {
+    char list[256];
+    snprintf(list, sizeof list, "%s/list", tmp);
+    if (run("ls %s/cache/vitrain/gemm-*.txt > %s 2>/dev/null", tmp, list) != 0) return -1;
+    char *s = slurp(list, NULL);
+    int ok = s && strchr(s, '\n') == s + strlen(s) - 1;
+    if (ok) snprintf(path, len, "%.*s", (int)(strlen(s) - 1), s);
+    free(s);
+    return ok ? 0 : -1;
+}
+
+static void test_tune_arguments(void) {
+    char log[160];
+    snprintf(log, sizeof log, "%s/args.log", tmp);
+    int rc = run("%s %s tune 2>%s", env, bin, log);
+    CHECK(rc == 2 && file_contains(log, "missing CONFIG"), "no CONFIG: exit %d", rc);
+    rc = run("%s %s tune " CFG " --checkpoint x 2>%s", env, bin, log);
+    CHECK(rc == 2 && file_contains(log, "unknown option '--checkpoint' for 'vitrain tune'"), "a foreign option: exit %d",
+          rc);
+    rc = run("%s %s tune " CFG " --threads many 2>%s", env, bin, log);
+    CHECK(rc == 2 && file_contains(log, "--threads 'many'"), "a bad --threads: exit %d", rc);
+    rc = run("%s %s tune " CFG " --ranks 0 2>%s", env, bin, log);
+    CHECK(rc == 2 && file_contains(log, "--ranks '0'"), "a bad --ranks: exit %d", rc);
+    rc = run("%s %s tune " CFG " --ranks 3 2>%s", env, bin, log);
+    CHECK(rc == 2 && file_contains(log, "train.batch_size 32 is not a multiple of it"),
+          "--ranks that do not divide the batch: exit %d", rc);
+    rc = run("%s %s tune " CFG " --set model.widht=8 2>%s", env, bin, log);
+    CHECK(rc == 2 && file_contains(log, "model.widht"), "a bad --set: exit %d", rc);
+    rc = run("%s %s tune no_such.json 2>%s", env, bin, log);
+    CHECK(rc == 2 && file_contains(log, "no_such.json"), "a missing CONFIG file: exit %d", rc);
+    rc = run("env -u HOME -u XDG_CACHE_HOME %s tune " CFG " " SETS " --threads 1 2>%s", bin, log);
+    CHECK(rc == 2 && file_contains(log, "no cache directory"), "no cache directory: exit %d", rc);
+    rc = run("%s %s tune --help >%s", env, bin, log);
+    CHECK(rc == 0 && file_contains(log, "usage: vitrain tune CONFIG"), "tune --help: exit %d", rc);
+}
+
+static void test_sources(void) {
+    char log[160], out[160], a[128], b[128], c[128], d[128], rec[160], cache[512], pa[160], pb[160];
+    snprintf(log, sizeof log, "%s/run.log", tmp);
+    snprintf(out, sizeof out, "%s/tune.out", tmp);
+    int rc = run("%s %s tune " CFG " " SETS " --threads 1 >%s 2>%s", env, bin, out, log);
+    CHECK(rc == 0 && file_contains(out, "cached in ") && file_contains(out, "\"tune\":\"gemm\""),
+          "vitrain tune: exit %d", rc);
+    CHECK(cache_file(cache, sizeof cache) == 0, "one cache file under XDG_CACHE_HOME/vitrain");
+    CHECK(set_cache_kc(cache, 16) == 0, "edit the cache: kc 16");
+
+    /* the straight run and a stopped one, both on the cache's entry */
+    snprintf(a, sizeof a, "%s/straight", tmp);
+    snprintf(b, sizeof b, "%s/stopped", tmp);
+    rc = run("%s %s " CFG " " SETS " --threads 1 --run-dir %s 2>%s", env, bin, a, log);
+    CHECK(rc == 0 && file_contains(log, "from the tuning cache"), "a new run takes the cache's entry: exit %d", rc);
+    snprintf(rec, sizeof rec, "%s/gemm_blocking.txt", a);
+    CHECK(file_contains(rec, "source cache") && file_contains(rec, "avx512.kc=16,"), "the run records its blocking");
+    rc = run("%s %s " CFG " " SETS " --threads 1 --run-dir %s --stop-after 5 2>%s", env, bin, b, log);
+    CHECK(rc == 0, "the stopped run: exit %d", rc);
+
+    /* the cache changes; the resumed run keeps its recorded blocking */
+    CHECK(set_cache_kc(cache, 32) == 0, "edit the cache: kc 32");
+    rc = run("%s %s --resume %s --threads 1 2>%s", env, bin, b, log);
+    CHECK(rc == 0 && file_contains(log, "as the run recorded it"), "the resume says where its blocking comes from: "
+          "exit %d", rc);
+    snprintf(pa, sizeof pa, "%s/last.safetensors", a);
+    snprintf(pb, sizeof pb, "%s/last.safetensors", b);
+    CHECK(same_bytes(pa, pb), "resumed on its recorded blocking: the uninterrupted run's weights bit for bit");
+    snprintf(c, sizeof c, "%s/changed", tmp);
+    rc = run("%s %s " CFG " " SETS " --threads 1 --run-dir %s 2>%s", env, bin, c, log);
+    snprintf(pb, sizeof pb, "%s/last.safetensors", c);
+    if (vt_kernels_best_isa() >= VT_ISA_AVX2)
+        CHECK(rc == 0 && !same_bytes(pa, pb), "a run on the changed cache sums otherwise (the check above has "
+              "teeth): exit %d", rc);
+
+    /* VT_GEMM_CONTEXT wins over the record; runtime.gemm_tune = off over the cache */
+    rc = run("cp -a %s %s.env && %s VT_GEMM_CONTEXT=avx2.kc=48,avx512.kc=48 %s --resume %s.env --threads 1 "
+             "--set train.epochs=3 2>%s", b, b, env, bin, b, log);
+    CHECK(rc == 0 && file_contains(log, "from VT_GEMM_CONTEXT (it overrides the blocking the run recorded)"),
+          "the environment wins over the record: exit %d", rc);
+    snprintf(d, sizeof d, "%s/off", tmp);
+    rc = run("%s %s " CFG " " SETS " --set runtime.gemm_tune=off --threads 1 --run-dir %s --stop-after 1 2>%s", env,
+             bin, d, log);
+    CHECK(rc == 0 && file_contains(log, "the table's entry for this CPU (runtime.gemm_tune = off)"),
+          "runtime.gemm_tune = off: exit %d", rc);
+    rc = run("rm -rf %s && %s VT_GEMM_CONTEXT=avx512.kc=48 %s " CFG " " SETS " --threads 1 --run-dir %s "
+             "--stop-after 1 2>%s", d, env, bin, d, log);
+    snprintf(rec, sizeof rec, "%s/gemm_blocking.txt", d);
+    CHECK(rc == 0 && file_contains(log, "from VT_GEMM_CONTEXT (it overrides the tuning cache and the table)") &&
+              file_contains(rec, "source env") && file_contains(rec, "avx512.kc=48,"),
+          "the environment wins over the cache, and is recorded: exit %d", rc);
+
+    /* a corrupt record stops the resume, naming it */
+    snprintf(rec, sizeof rec, "%s/gemm_blocking.txt", b);
+    rc = run("echo garbage > %s && %s %s --resume %s --threads 1 2>%s", rec, env, bin, b, log);
+    CHECK(rc == 2 && file_contains(log, "gemm_blocking.txt: not a valid GEMM blocking record"),
+          "a corrupt record: exit %d", rc);
+
+    /* a corrupt cache file: one warning, the table's entry */
+    rc = run("echo garbage > %s && rm -rf %s && %s %s " CFG " " SETS " --threads 1 --run-dir %s --stop-after 1 2>%s",
+             cache, c, env, bin, c, log);
+    CHECK(rc == 0 && file_contains(log, "warning: ignoring a GEMM cache file: ") &&
+              file_contains(log, "not a vitrain GEMM cache file") && file_contains(log, "the table's entry"),
+          "a corrupt cache file is ignored with a warning: exit %d", rc);
+}
+
+int main(void) {
+    const char *b = getenv("VT_BIN");
+    snprintf(bin, sizeof bin, "%s", b && *b ? b : "./vitrain");
+    if (test_tmpdir(tmp, sizeof tmp, "e2e_tune")) return 1;
+    snprintf(env, sizeof env, "XDG_CACHE_HOME=%s/cache", tmp);
+    char err[256];
+    if (vt_kernels_init(err, sizeof err)) return 1;
+    test_tune_arguments();
+    test_sources();
+    test_rm_rf(tmp);
+    return test_summary();
+}

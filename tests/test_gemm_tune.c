@@ -1,0 +1,257 @@
+/* test_gemm_tune.c - the GEMM blocking chosen by measurement (gemm_tune.h, gemm_cache.h):
+ *   - every field of a context survives the record / cache text (format, parse), and a
+ *     text that misses, repeats or breaks a field is refused;
+ *   - the products of a config's step (ViT-B/16 at batch 32: the 12 linear products and
+ *     attention's per-head ones);
+ *   - the search's rule with injected timings (no clock): it finds the fastest value of a
+ *     knob, keeps the incumbent when a candidate gains less than the noise margin, only
+ *     times a knob on the products it affects, and drops a result that the final rounds
+ *     find slower than the start;
+ *   - the cache: a round trip, a miss, a corrupt file and another key's file ignored
+ *     with a reason naming the file; the cache directory from XDG_CACHE_HOME or HOME.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "gemm_cache.h"
+#include "gemm_tune.h"
+#include "harness.h"
+#include "kernels.h"
+#include "resolve.h"
+#include "test_util.h"
+
+static int same_blocking(const vt_gemm_context *a, const vt_gemm_context *b) {
+    return !memcmp(&a->avx2, &b->avx2, sizeof a->avx2) && !memcmp(&a->avx512, &b->avx512, sizeof a->avx512) &&
+           !memcmp(&a->avx512bf16, &b->avx512bf16, sizeof a->avx512bf16) && !memcmp(&a->amx, &b->amx, sizeof a->amx);
+}
+
+static void test_text_round_trip(void) {
+    for (int i = 0; i < vt_gemm_context_count(); i++) {
+        const vt_gemm_context *c = vt_gemm_context_at(i);
+        char items[1024], why[256] = "";
+        vt_gemm_context back;
+        memset(&back, 0, sizeof back);
+        CHECK(vt_gemm_context_format(c, items, sizeof items) == 0, "%s: format", c->name);
+        CHECK(vt_gemm_blocking_parse(items, &back, why, sizeof why) == 0 && same_blocking(c, &back),
+              "%s: every field back from '%s' (%s)", c->name, items, why);
+    }
+    char small[32];
+    CHECK(vt_gemm_context_format(vt_gemm_context_at(0), small, sizeof small) == -1, "a short buffer is refused");
+    vt_gemm_context c = *vt_gemm_context_at(0), out;
+    char items[1024], bad[1100], why[256];
+    vt_gemm_context_format(&c, items, sizeof items);
+    /* a field missing (the last), a field repeated, a value out of its rules, garbage */
+    snprintf(bad, sizeof bad, "%.*s", (int)(strrchr(items, ',') - items), items);
+    CHECK(vt_gemm_blocking_parse(bad, &out, why, sizeof why) == -1, "a missing field is refused");
+    snprintf(bad, sizeof bad, "%s,avx512.kc=512", items);
+    CHECK(vt_gemm_blocking_parse(bad, &out, why, sizeof why) == -1, "a repeated field is refused");
+    snprintf(bad, sizeof bad, "%s", items);
+    char *kc = strstr(bad, "avx512.kc=");
+    memcpy(kc, "avx512.kc=1", 11); /* 1xx: not a multiple of 16 */
+    CHECK(vt_gemm_blocking_parse(bad, &out, why, sizeof why) == -1 && strstr(why, "avx512.kc"),
+          "a value that breaks a rule is refused naming it: %s", why);
+    CHECK(vt_gemm_blocking_parse("nonsense", &out, why, sizeof why) == -1, "garbage is refused");
+}
+
+static vt_config vit_b(int batch) {
+    char b[64];
+    snprintf(b, sizeof b, "train.batch_size=%d", batch);
+    const char *sets[] = {"model.width=768", "model.depth=12",    "model.heads=12",   "model.mlp_ratio=4",
+                          "model.patch_size=16", "model.img_size=224", "model.in_chans=3", b};
+    vt_config cfg;
+    vt_status st = vt_resolve_file(&cfg, "configs/synthetic_tiny.json", sets, 8);
+    CHECK(st == VT_OK, "ViT-B config: %s", vt_last_error());
+    return cfg;
+}
+
+static void test_shapes(void) {
+    vt_config cfg = vit_b(32);
+    vt_tune_shape s[VT_TUNE_MAX_SHAPES];
+    int n = vt_tune_shapes(&cfg, 1, s);
+    CHECK(n == 15, "12 linear and 3 attention products, got %d", n);
+    /* fc1: 3072 x 768; 197 tokens x 32 */
+    CHECK(!strcmp(s[6].name, "fc1/fwd") && s[6].ta == 0 && s[6].tb == 1 && s[6].M == 6304 && s[6].N == 3072 &&
+              s[6].K == 768 && s[6].batch == 0,
+          "fc1/fwd: %s %d %d %d %d %d", s[6].name, s[6].ta, s[6].tb, s[6].M, s[6].N, s[6].K);
+    CHECK(!strcmp(s[8].name, "fc1/dW") && s[8].ta == 1 && s[8].M == 3072 && s[8].N == 768 && s[8].K == 6304 &&
+              s[8].beta == 1.0f,
+          "fc1/dW accumulates: %s %d %d %d", s[8].name, s[8].M, s[8].N, s[8].K);
+    CHECK(!strcmp(s[12].name, "attn/qk") && s[12].M == 197 && s[12].N == 197 && s[12].K == 64 &&
+              s[12].batch == 32 * 12,
+          "attn/qk per (sample, head): %d %d %d x %d", s[12].M, s[12].N, s[12].K, s[12].batch);
+    CHECK_CLOSE(vt_tune_linear_flops(s, n), 2.0 * 6304 * 768 * 768 * 12 * 3, 1.0, 1e-12, "linear FLOPs");
+    int n2 = vt_tune_shapes(&cfg, 2, s);
+    CHECK(n2 == 15 && s[0].M == 197 * 16, "a rank's share of the batch: M %d", s[0].M);
+}
+
+/* A made-up CPU: seconds = sum over the timed products of a cost that is lowest at
+ * avx512.kc = 768, mc = 392 and tile 12x32; `bias` scales the time of any blocking with
+ * kc_t = 384 (the margin's test); final_penalty makes every changed blocking slower on
+ * the mask of every product (the final rounds' test). */
+typedef struct {
+    const vt_tune_shape *s;
+    int n;
+    double kc_t_gain;
+    int final_penalty;
+    unsigned masks_seen[64];
+    int calls;
+    const vt_gemm_context *start;
+} fake_cpu;
+
+static double fake_measure(void *user, const vt_gemm_context *c, unsigned mask) {
+    fake_cpu *f = user;
+    if (f->calls < 64) f->masks_seen[f->calls] = mask;
+    f->calls++;
+    const vt_gemm_blocking_f32 *b = &c->avx512;
+    double t = 0.0;
+    for (int i = 0; i < f->n; i++) {
+        if (!(mask >> i & 1)) continue;
+        double x = 1.0 + abs(b->kc - 768) / 2048.0 + abs(b->mc - 392) / 512.0;
+        if (b->mr != 12) x *= 1.2;
+        if (b->kc_t == 384) x *= f->kc_t_gain;
+        t += x;
+    }
+    unsigned all = (1u << f->n) - 1;
+    if (f->final_penalty && mask == all && memcmp(b, &f->start->avx512, sizeof *b)) t *= 10.0;
+    return t;
+}
+
+static void test_search_rule(void) {
+    vt_config cfg = vit_b(32);
+    vt_tune_shape s[VT_TUNE_MAX_SHAPES];
+    int n = vt_tune_shapes(&cfg, 1, s);
+    vt_gemm_context start = *vt_gemm_context_at(0);
+    for (int i = 0; i < vt_gemm_context_count(); i++)
+        if (!strcmp(vt_gemm_context_at(i)->name, "spr")) start = *vt_gemm_context_at(i);
+    CHECK(!strcmp(start.name, "spr"), "the table's spr entry (14x32, kc 384, kc_t 256, mc 280, m_one_pass 784)");
+    fake_cpu f = {s, n, 0.99, 0, {0}, 0, &start};
+    vt_tune_result r;
+    vt_tune_search(&start, VT_ISA_AVX512, s, n, fake_measure, &f, &r);
+    CHECK(r.changed && r.best.avx512.kc == 768 && r.best.avx512.mr == 12 && r.best.avx512.nr == 32,
+          "the fastest kc and tile: kc %d, tile %dx%d (%s)", r.best.avx512.kc, r.best.avx512.mr, r.best.avx512.nr,
+          r.changes);
+    CHECK(r.best.avx512.mc % 12 == 0 && abs(r.best.avx512.mc - 392) <= 12, "mc near 392, a multiple of 12: %d",
+          r.best.avx512.mc);
+    CHECK(r.best.avx512.kc_t == start.avx512.kc_t, "a 1%% gain is within the margin: kc_t stays %d (got %d)",
+          start.avx512.kc_t, r.best.avx512.kc_t);
+    CHECK(r.t_best < r.t_start && r.timed == f.calls, "faster than the start: %.3f < %.3f, %d timings", r.t_best,
+          r.t_start, r.timed);
+    CHECK(strstr(r.changes, "avx512.kc 384 -> 768") != NULL, "the changes are named: %s", r.changes);
+    char items[1024], why[256];
+    vt_gemm_context back;
+    vt_gemm_context_format(&r.best, items, sizeof items);
+    CHECK(vt_gemm_blocking_parse(items, &back, why, sizeof why) == 0, "the result keeps every rule: %s", why);
+
+    /* a 5% gain is taken; the same figures give the same result */
+    fake_cpu g = {s, n, 0.95, 0, {0}, 0, &start};
+    vt_tune_result r2;
+    vt_tune_search(&start, VT_ISA_AVX512, s, n, fake_measure, &g, &r2);
+    CHECK(r2.best.avx512.kc_t == 384, "a 5%% gain beats the margin: kc_t %d", r2.best.avx512.kc_t);
+    CHECK(r2.best.avx512.kc == r.best.avx512.kc && r2.best.avx512.mc == r.best.avx512.mc, "deterministic");
+    /* every knob is timed only on the products it affects: kc (ta = 0) never on a weight gradient */
+    unsigned dw = 0;
+    for (int i = 0; i < n; i++)
+        if (s[i].ta && !s[i].batch) dw |= 1u << i;
+    int kc_masks = 0;
+    for (int i = 0; i < 64 && i < g.calls; i++) kc_masks += (g.masks_seen[i] & dw) == 0 && g.masks_seen[i] != 0;
+    CHECK(kc_masks > 0, "some knobs are timed without the weight gradients");
+
+    /* the final rounds find the result slower: the start is kept */
+    fake_cpu h = {s, n, 0.99, 1, {0}, 0, &start};
+    vt_tune_result r3;
+    vt_tune_search(&start, VT_ISA_AVX512, s, n, fake_measure, &h, &r3);
+    CHECK(!r3.changed && same_blocking(&r3.best, &start) && r3.changes[0] == '\0',
+          "a result slower over every product is dropped (%s)", r3.changes);
+
+    /* avx2: no tile choice; its own fields only */
+    fake_cpu k = {s, n, 1.0, 0, {0}, 0, &start};
+    vt_tune_result r4;
+    vt_tune_search(&start, VT_ISA_AVX2, s, n, fake_measure, &k, &r4);
+    CHECK(!memcmp(&r4.best.avx512, &start.avx512, sizeof start.avx512), "avx2 tuning leaves avx512's fields");
+}
+
+static void test_cache(void) {
+    char dir[256];
+    if (test_tmpdir(dir, sizeof dir, "gemm_cache")) return;
+    char cdir[512];
+    snprintf(cdir, sizeof cdir, "%s/sub/vitrain", dir); /* parents created */
+    vt_config cfg = vit_b(32);
+    vt_tune_shape s[VT_TUNE_MAX_SHAPES];
+    int n = vt_tune_shapes(&cfg, 1, s);
+    vt_gemm_cache_key k1, k2, k3;
+    vt_gemm_cache_key_make(&k1, s, n, 1);
+    vt_gemm_cache_key_make(&k2, s, n, 2);
+    cfg = vit_b(64);
+    vt_tune_shape s64[VT_TUNE_MAX_SHAPES];
+    vt_gemm_cache_key_make(&k3, s64, vt_tune_shapes(&cfg, 1, s64), 1);
+    CHECK(strcmp(k1.file, k2.file) && strcmp(k1.file, k3.file), "threads and shapes are in the key: %s %s %s",
+          k1.file, k2.file, k3.file);
+    vt_gemm_context c = *vt_gemm_context_at(0), got;
+    c.avx512.kc = 768;
+    char note[256], why[4400], path[4200];
+    CHECK(vt_gemm_cache_load(cdir, &k1, &got, note, sizeof note, why, sizeof why) == VT_GEMM_CACHE_MISS, "a miss");
+    CHECK(vt_gemm_cache_store(cdir, &k1, &c, "a note", path, sizeof path) == VT_OK, "store: %s", vt_last_error());
+    memset(&got, 0, sizeof got);
+    CHECK(vt_gemm_cache_load(cdir, &k1, &got, note, sizeof note, why, sizeof why) == VT_GEMM_CACHE_HIT &&
+              same_blocking(&got, &c) && !strcmp(note, "a note"),
+          "a round trip: %s", why);
+    /* another key's file under this key's name (copied from another machine) */
+    char other[4200];
+    snprintf(other, sizeof other, "%s/%s", cdir, k2.file);
+    CHECK(vt_gemm_cache_store(cdir, &k2, &c, "n", other, sizeof other) == VT_OK, "store k2");
+    CHECK(rename(other, path) == 0, "rename");
+    CHECK(vt_gemm_cache_load(cdir, &k1, &got, note, sizeof note, why, sizeof why) == VT_GEMM_CACHE_IGNORED &&
+              strstr(why, k1.file) && strstr(why, "key differs"),
+          "a foreign file is ignored naming it: %s", why);
+    /* corrupt: garbage, a truncated file, a broken blocking */
+    const char *bad[] = {"\x01\x02garbage", "vitrain-gemm-cache 1\nkey ", NULL};
+    for (int i = 0; bad[i]; i++) {
+        FILE *fp = fopen(path, "w");
+        fputs(bad[i], fp);
+        fclose(fp);
+        CHECK(vt_gemm_cache_load(cdir, &k1, &got, note, sizeof note, why, sizeof why) == VT_GEMM_CACHE_IGNORED &&
+                  strstr(why, k1.file),
+              "corrupt file %d ignored: %s", i, why);
+    }
+    FILE *fp = fopen(path, "w");
+    fprintf(fp, "vitrain-gemm-cache 1\nkey %s\nblocking avx512.kc=768\nnote x\n", k1.text);
+    fclose(fp);
+    CHECK(vt_gemm_cache_load(cdir, &k1, &got, note, sizeof note, why, sizeof why) == VT_GEMM_CACHE_IGNORED &&
+              strstr(why, "corrupt blocking"),
+          "a partial blocking is ignored: %s", why);
+    /* a directory in the file's place */
+    remove(path);
+    mkdir(path, 0777);
+    CHECK(vt_gemm_cache_load(cdir, &k1, &got, note, sizeof note, why, sizeof why) == VT_GEMM_CACHE_IGNORED,
+          "a directory is ignored: %s", why);
+    test_rm_rf(dir);
+
+    /* the directory: XDG_CACHE_HOME when absolute, else HOME/.cache */
+    char *old_x = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+    char *old_h = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    char d[512];
+    setenv("XDG_CACHE_HOME", "/x/cache", 1);
+    setenv("HOME", "/h", 1);
+    CHECK(vt_gemm_cache_dir(d, sizeof d) == 0 && !strcmp(d, "/x/cache/vitrain"), "XDG_CACHE_HOME: %s", d);
+    setenv("XDG_CACHE_HOME", "relative", 1);
+    CHECK(vt_gemm_cache_dir(d, sizeof d) == 0 && !strcmp(d, "/h/.cache/vitrain"), "a relative one is ignored: %s", d);
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("HOME");
+    CHECK(vt_gemm_cache_dir(d, sizeof d) == -1, "neither: no cache");
+    if (old_x) setenv("XDG_CACHE_HOME", old_x, 1);
+    if (old_h) setenv("HOME", old_h, 1);
+    free(old_x);
+    free(old_h);
+}
+
+int main(void) {
+    if (test_kernels_init()) return 1;
+    test_text_round_trip();
+    test_shapes();
+    test_search_rule();
+    test_cache();
+    return test_summary();
+}
