@@ -425,7 +425,7 @@ static const key_row schema[] = {
            "GEMM blocking of a new run: on takes this CPU's entry in the tuning cache "
            "($XDG_CACHE_HOME/vitrain, else ~/.cache/vitrain; `vitrain tune CONFIG` fills it) for the "
            "config's products and thread count, else tunes them once (seconds; a single process and "
-           "models whose products reach 4 GFLOP a step) and caches the result, else keeps the "
+           "models whose linear products reach 20 GFLOP a step) and caches the result, else keeps the "
            "built-in table's entry for the CPU; off keeps the table's entry. A resumed run keeps the "
            "blocking its run directory records (gemm_blocking.txt); VT_GEMM_CONTEXT overrides both.",
            RUN_ONLY),

@@ -38,8 +38,9 @@
 #define VT_TUNE_MARGIN 0.03 /* a candidate must be 3% faster than the incumbent */
 #define VT_TUNE_ROWS 1024
 /* A config whose step's products (the 12 linear products, full size) are below this many
- * floating-point operations is not tuned on the fly: its GEMMs take milliseconds. */
-#define VT_TUNE_MIN_FLOPS 4e9
+ * floating-point operations is not tuned on the fly: its step's GEMMs take well under a
+ * second, and seconds of tuning would not pay back over a short run. */
+#define VT_TUNE_MIN_FLOPS 2e10
 
 /* One product of the step: C (M x N) = op(A) op(B) + beta C. batch 0: one call of the
  * threaded vt_gemm (a linear layer); batch > 0: that many independent products on one
