@@ -66,6 +66,17 @@ static char bin[1024], self_exe[1024], tmp[256];
 
 static char ref_dir[512];
 
+/* Whether run directories a and b logged the same `steps` train records, bit for bit. */
+static int same_steps(const char *a, const char *b, int steps) {
+    train_log x, y;
+    double ex, ey;
+    read_log(a, &x, &ex);
+    read_log(b, &y, &ey);
+    int same = x.n == steps && x.n == y.n;
+    for (int i = 0; same && i < x.n; i++) same = !strcmp(x.raw[i], y.raw[i]);
+    return same;
+}
+
 static void test_parity(void) {
     snprintf(ref_dir, sizeof ref_dir, "%s/one", tmp);
     int rc = run("%s " CFG " " RECIPE " --threads 1 --run-dir %s 2>%s.log", bin, ref_dir, ref_dir);
@@ -75,13 +86,7 @@ static void test_parity(void) {
     snprintf(d, sizeof d, "%s/np1", tmp);
     rc = run("%s %s " CFG " " RECIPE " --threads 1 --run-dir %s 2>%s.log", mpirun(1, NULL), bin, d, d);
     CHECK(rc == 0, "mpirun -np 1 exit %d", rc);
-    train_log a, b;
-    double ea, eb;
-    read_log(ref_dir, &a, &ea);
-    read_log(d, &b, &eb);
-    int same = a.n == 24 && a.n == b.n;
-    for (int i = 0; same && i < a.n; i++) same = !strcmp(a.raw[i], b.raw[i]);
-    CHECK(same, "mpirun -np 1: every step's loss and gradient norm equal no mpirun bit for bit");
+    CHECK(same_steps(ref_dir, d, 24), "mpirun -np 1: every step's loss and gradient norm equal no mpirun bit for bit");
     char pa[600], pb[600];
     snprintf(pa, sizeof pa, "%s/last.safetensors", ref_dir);
     snprintf(pb, sizeof pb, "%s/last.safetensors", d);
@@ -154,13 +159,8 @@ static void test_bf16_path_of_rank0(void) {
     rc = run("%s env VT_BF16_PATH=%s %s " BF16_RUN " --run-dir %s 2>%s.log", mpirun(2, NULL), o, bin, others, others);
     CHECK(rc == 0, "2 ranks told VT_BF16_PATH=%s: exit %d", o, rc);
 #undef BF16_RUN
-    train_log a, b;
-    double ea, eb;
-    read_log(same, &a, &ea);
-    read_log(mixed, &b, &eb);
-    int steps_same = a.n == 4 && a.n == b.n;
-    for (int i = 0; steps_same && i < a.n; i++) steps_same = !strcmp(a.raw[i], b.raw[i]);
-    CHECK(steps_same, "ranks told fma and %s: every step's loss and gradient norm those of all ranks on fma", o);
+    CHECK(same_steps(same, mixed, 4), "ranks told fma and %s: every step's loss and gradient norm those of all ranks "
+          "on fma", o);
     char pa[600], pb[600], pc[600], log[600];
     snprintf(pa, sizeof pa, "%s/last.safetensors", same);
     snprintf(pb, sizeof pb, "%s/last.safetensors", mixed);

@@ -26,7 +26,9 @@
  * without reading A or B (BLAS convention).
  * Numerics: float accumulation over each KC block, blocks summed into C; error within
  * the usual K eps sum|a||b| bound, like the scalar reference (different order).
- * work: vt_avx2_gemm_work_floats(M, N, K) floats, 64-byte aligned. */
+ * work: vt_avx2_gemm_work_floats(M, N, K) floats, 64-byte aligned.
+ * gemm_bf16, the bf16 fma path (../kernels.h), runs the same loops with packs that round
+ * op(A) and op(B) to bf16 (or widen a bf16 weight); same work space. */
 #include "avx2.h"
 #include "../gemm_driver.h"
 #include "../gemm_tiles.h"

@@ -44,6 +44,9 @@
  * the usual K eps sum|a||b| bound, like the scalar reference (different order). For a
  * fixed shape, blocking and thread count the result is fixed.
  * work: vt_avx512_gemm_work_floats(M, N, K) floats, 64-byte aligned.
+ * gemm_bf16, the bf16 fma path (../kernels.h), runs the same loops with each shape's
+ * kernels_bf16: packs that round op(A) and op(B) to bf16 (or widen a bf16 weight), no
+ * in-place or B-packing microkernels; same work space.
  * Why the constants and variants are what they are (measurements, CPUs, dead ends):
  * ../TUNING.md. */
 #include <math.h>
