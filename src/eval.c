@@ -142,16 +142,74 @@ int vt_eval_rank(const float *row, int K, int y) {
     return rank;
 }
 
+/* This rank's running counts of one evaluation. */
+typedef struct {
+    int64_t seen, c1, c5;
+    double loss_sum;
+    int ended;           /* the loader had no more samples */
+} eval_counts;
+
+/* The next batch of this rank's shard: forward, counts, and its rows and labels when
+ * wanted. */
+static vt_status eval_batch(vt_evaluator *ev, vt_vit *m, float *rows, int *lab, eval_counts *n) {
+    const int K = ev->num_classes, S = ev->img_size;
+    int count = 0, soft_used = 0;
+    vt_status st = vt_loader_next(ev->loader, ev->images, ev->labels, ev->soft, &soft_used, &count);
+    if (st != VT_OK) return st;
+    if (count == 0) {
+        n->ended = 1;
+        return VT_OK;
+    }
+    if (count > ev->n_local - n->seen) count = (int)(ev->n_local - n->seen); /* eval.max_samples */
+    for (int i = 0; i < count; i++)
+        if (ev->labels[i] < 0 || ev->labels[i] >= K)
+            return vt_fail(VT_ERR_RUNTIME, "validation sample %lld has label %d: expected 0..%d "
+                           "(model.num_classes %d)", (long long)((n->seen + i) * ev->ranks + ev->rank),
+                           ev->labels[i], K - 1, K);
+    if (ev->shuffle) {
+        const int G = S / ev->patch_size;
+        const size_t img = (size_t)ev->in_chans * S * S;
+        for (int i = 0; i < count; i++) {
+            vt_eval_patch_permutation(ev->perm, G * G, ev->shuffle_seed, (n->seen + i) * ev->ranks + ev->rank);
+            memcpy(ev->scratch, ev->images + i * img, img * sizeof(float));
+            vt_eval_permute_patches(ev->images + i * img, ev->scratch, ev->perm, ev->in_chans, S,
+                                    ev->patch_size);
+        }
+    }
+    vt_arena_reset(&ev->arena);
+    vt_tape_clear(&ev->tape);
+    int64_t shape[4] = {count, ev->in_chans, S, S};
+    vt_tensor *x = vt_tensor_wrap(&ev->arena, ev->images, 4, shape);
+    vt_tensor *out = vt_vit_forward(m, &ev->tape, x);
+    VT_ASSERT(out->ndim == 2 && out->shape[0] == count && out->shape[1] == K,
+              "model returned logits of the wrong shape");
+    vt_tensor *loss = vt_op_cross_entropy(&ev->tape, out, ev->labels, NULL, 0.0f);
+    n->loss_sum += (double)loss->data[0] * count;
+    for (int i = 0; i < count; i++) {
+        int r = vt_eval_rank(out->data + (int64_t)i * K, K, ev->labels[i]);
+        n->c1 += r < 1;
+        n->c5 += r < 5;
+    }
+    if (rows || lab) {
+        VT_ASSERT(n->seen + count <= ev->n_local, "loader returned more than %lld samples",
+                  (long long)ev->n_local);
+        if (rows) memcpy(rows + n->seen * K, out->data, (size_t)count * K * sizeof(float));
+        if (lab) memcpy(lab + n->seen, ev->labels, (size_t)count * sizeof(int));
+    }
+    n->seen += count;
+    return VT_OK;
+}
+
 static vt_status eval_batches(vt_evaluator *ev, vt_vit *m, float *logits, vt_eval_result *res) {
     VT_ASSERT(m->num_classes == ev->num_classes && m->in_chans == ev->in_chans,
               "evaluator built for another model (%d classes, %d channels)",
               ev->num_classes, ev->in_chans);
     const int K = ev->num_classes, S = ev->img_size;
-    int64_t seen = 0, c1 = 0, c5 = 0; /* this rank's shard */
-    double loss_sum = 0.0;
+    eval_counts n = {0, 0, 0, 0.0, 0}; /* this rank's shard */
     float *rows = logits;
     int *lab = ev->labels_out;
     vt_status st = VT_OK;
+    ev->stopped = 0;
     if (ev->ranks > 1 && (logits || lab)) { /* this rank's rows, gathered in dataset order below */
         if (!ev->logits_local) ev->logits_local = malloc((size_t)(ev->n_local + 1) * K * sizeof(float));
         if (!ev->labels_local) ev->labels_local = malloc((size_t)(ev->n_local + 1) * sizeof(int));
@@ -162,60 +220,36 @@ static vt_status eval_batches(vt_evaluator *ev, vt_vit *m, float *logits, vt_eva
         lab = lab ? ev->labels_local : NULL;
     }
     vt_loader_seek(ev->loader, 0, 0, ev->batch_size);
-    while (st == VT_OK && seen < ev->n_local) {
-        int count = 0, soft_used = 0;
-        st = vt_loader_next(ev->loader, ev->images, ev->labels, ev->soft, &soft_used, &count);
-        if (st != VT_OK || count == 0) break;
-        if (count > ev->n_local - seen) count = (int)(ev->n_local - seen); /* eval.max_samples */
-        for (int i = 0; i < count && st == VT_OK; i++)
-            if (ev->labels[i] < 0 || ev->labels[i] >= K)
-                st = vt_fail(VT_ERR_RUNTIME, "validation sample %lld has label %d: expected 0..%d "
-                             "(model.num_classes %d)", (long long)((seen + i) * ev->ranks + ev->rank),
-                             ev->labels[i], K - 1, K);
-        if (st != VT_OK) break;
-        if (ev->shuffle) {
-            const int G = S / ev->patch_size;
-            const size_t img = (size_t)ev->in_chans * S * S;
-            for (int i = 0; i < count; i++) {
-                vt_eval_patch_permutation(ev->perm, G * G, ev->shuffle_seed,
-                                          (seen + i) * ev->ranks + ev->rank);
-                memcpy(ev->scratch, ev->images + i * img, img * sizeof(float));
-                vt_eval_permute_patches(ev->images + i * img, ev->scratch, ev->perm, ev->in_chans, S,
-                                        ev->patch_size);
+    /* As many rounds on every rank as rank 0, which holds the most samples, needs; with a
+     * stop check the ranks agree before each round on a failure so far and a stop request,
+     * so they leave the loop together. */
+    const int64_t most = ev->n > 0 ? (ev->n + ev->ranks - 1) / ev->ranks : 0;
+    const int64_t rounds = (most + ev->batch_size - 1) / ev->batch_size;
+    for (int64_t round = 0; round < rounds; round++) {
+        if (ev->stop_signal) {
+            int v[2] = {st != VT_OK, ev->stop_signal()};
+            vt_dist_max_int(v, 2);
+            if (v[0]) break;
+            if (v[1]) {
+                ev->stopped = v[1];
+                break;
             }
+        } else if (st != VT_OK) {
+            break;
         }
-        vt_arena_reset(&ev->arena);
-        vt_tape_clear(&ev->tape);
-        int64_t shape[4] = {count, ev->in_chans, S, S};
-        vt_tensor *x = vt_tensor_wrap(&ev->arena, ev->images, 4, shape);
-        vt_tensor *out = vt_vit_forward(m, &ev->tape, x);
-        VT_ASSERT(out->ndim == 2 && out->shape[0] == count && out->shape[1] == K,
-                  "model returned logits of the wrong shape");
-        vt_tensor *loss = vt_op_cross_entropy(&ev->tape, out, ev->labels, NULL, 0.0f);
-        loss_sum += (double)loss->data[0] * count;
-        for (int i = 0; i < count; i++) {
-            int r = vt_eval_rank(out->data + (int64_t)i * K, K, ev->labels[i]);
-            c1 += r < 1;
-            c5 += r < 5;
-        }
-        if (rows || lab) {
-            VT_ASSERT(seen + count <= ev->n_local, "loader returned more than %lld samples",
-                      (long long)ev->n_local);
-            if (rows) memcpy(rows + seen * K, out->data, (size_t)count * K * sizeof(float));
-            if (lab) memcpy(lab + seen, ev->labels, (size_t)count * sizeof(int));
-        }
-        seen += count;
+        if (st == VT_OK && !n.ended && n.seen < ev->n_local) st = eval_batch(ev, m, rows, lab, &n);
     }
-    if (st == VT_OK && seen != ev->n_local)
+    if (st == VT_OK && !ev->stopped && n.seen != ev->n_local)
         st = vt_fail(VT_ERR_RUNTIME, "validation split: loader produced %lld samples, expected %lld",
-                     (long long)seen, (long long)ev->n_local);
-    if ((st = vt_dist_agree(st)) != VT_OK) return st;
-    int64_t counts[3] = {seen, c1, c5};
+                     (long long)n.seen, (long long)ev->n_local);
+    if ((st = vt_dist_agree(st)) != VT_OK || ev->stopped) return st;
+    int64_t counts[3] = {n.seen, n.c1, n.c5};
     vt_dist_sum_i64(counts, 3);
+    double loss_sum = n.loss_sum;
     vt_dist_sum_f64(&loss_sum, 1);
     if (rows && rows != logits) vt_dist_gather_strided(rows, ev->n, K * sizeof(float), logits);
     if (lab && lab != ev->labels_out) vt_dist_gather_strided(lab, ev->n, sizeof(int), ev->labels_out);
-    seen = counts[0];
+    int64_t seen = counts[0];
     res->n = seen;
     res->img_size = S;
     res->top1 = seen ? 100.0 * (double)counts[1] / (double)seen : 0.0;

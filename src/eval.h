@@ -63,6 +63,11 @@ typedef struct {
     uint64_t shuffle_seed;   /* seed of the per-image permutations */
     int *perm;               /* (S/P)^2 permutation workspace */
     float *scratch;          /* one image, in_chans * S * S */
+    int (*stop_signal)(void); /* NULL, or this process's stop request (stop.h, set by the
+                                 training loop): checked before each batch, agreed across
+                                 ranks; a request ends the evaluation early */
+    int stopped;             /* the request (a signal number) that ended the last
+                                vt_eval_run early, its result left unset; 0: it ran whole */
 } vt_evaluator;
 
 /* Open the val split of a resolved cfg's data at img_size (S, a multiple of
@@ -87,7 +92,9 @@ vt_status vt_eval_reserve(vt_evaluator *ev, const vt_vit *m);
  * gathered on rank 0: every rank passes them (or none does), and the other ranks' pointers
  * are only read as "wanted", never written. The model's parameters are not modified.
  * Errors (every rank returns the first failing rank's): loader failures; a label outside
- * [0, num_classes). */
+ * [0, num_classes). With ev->stop_signal set, a stop request seen by any rank before a
+ * batch ends the evaluation there on every rank: VT_OK with ev->stopped = the request and
+ * *res not set (a long evaluation of a run told to stop does not run to its end). */
 vt_status vt_eval_run(vt_evaluator *ev, vt_vit *m, float *logits, vt_eval_result *res);
 
 /* The patch permutation of dataset sample `index` under `seed`: perm[g] (n entries,

@@ -424,6 +424,10 @@ static void report_stop(const cli_args *a, const vt_train_result *res) {
     if (res->stop_signal) snprintf(why, sizeof why, "%s", vt_stop_signal_name(res->stop_signal));
     fprintf(stderr, "vitrain: stopped by %s after step %lld of %lld; checkpoint pair %s and %s\n", why,
             (long long)res->steps, (long long)res->total_steps, p.weights, p.state);
+    if (res->eval_cut)
+        fprintf(stderr, "vitrain: the stop cut the evaluation%s of step %lld short: the continued run "
+                "makes %s first\n", res->steps >= res->total_steps ? "s" : "", (long long)res->steps,
+                res->steps >= res->total_steps ? "them" : "it");
     char cmd[8192];
     continue_command(a, res->run_dir, !res->stop_signal, cmd, sizeof cmd);
     fprintf(stderr, "vitrain: continue with: %s\n", cmd);

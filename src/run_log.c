@@ -70,9 +70,31 @@ static int64_t csv_step(const char *line, size_t len) {
     return strtoll(c + 1, NULL, 10);
 }
 
+/* Whether a text record is one of an evaluation or an epoch's end (metrics.jsonl's eval and
+ * epoch records; every row of summary.csv). */
+typedef int (*line_drop_fn)(const char *line, size_t len);
+
+static int jsonl_eval_or_epoch(const char *line, size_t len) {
+    return memmem(line, len, "{\"kind\":\"eval\",", 15) == line || memmem(line, len, "{\"kind\":\"epoch\",", 16) == line;
+}
+
+static int csv_row(const char *line, size_t len) {
+    (void)line;
+    (void)len;
+    return 1;
+}
+
+/* Whether an event's tag is one of an evaluation (eval/..., eval_Spx/...) or an epoch's
+ * end (train/..._epoch). */
+static int tag_eval_or_epoch(const char *tag) {
+    size_t n = strlen(tag);
+    return strncmp(tag, "eval", 4) == 0 || (n > 6 && strcmp(tag + n - 6, "_epoch") == 0);
+}
+
 /* Keep the complete lines of a text file whose step is <= step (and lines without a step:
- * the header); a last line without its newline (cut by a crash) is dropped. */
-static vt_status trim_text(const char *path, int64_t step, line_step_fn step_of) {
+ * the header), but those at step that drop_at (non-NULL) says are an evaluation's or an
+ * epoch end's; a last line without its newline (cut by a crash) is dropped. */
+static vt_status trim_text(const char *path, int64_t step, line_step_fn step_of, line_drop_fn drop_at) {
     char *buf;
     size_t n;
     vt_status st = read_whole(path, &buf, &n);
@@ -83,7 +105,8 @@ static vt_status trim_text(const char *path, int64_t step, line_step_fn step_of)
         char *nl = memchr(buf + i, '\n', n - i);
         if (!nl) break;
         size_t len = (size_t)(nl - (buf + i)) + 1;
-        if (step_of(buf + i, len) <= step) {
+        int64_t at = step_of(buf + i, len);
+        if (at <= step && !(drop_at && at == step && drop_at(buf + i, len))) {
             memcpy(out + o, buf + i, len);
             o += len;
         }
@@ -95,9 +118,10 @@ static vt_status trim_text(const char *path, int64_t step, line_step_fn step_of)
     return st;
 }
 
-/* Keep the records of an event file up to step (the file_version record has step 0); a
- * record cut short by a crash ends the file. */
-static vt_status trim_events(const char *path, int64_t step) {
+/* Keep the records of an event file up to step (the file_version record has step 0), but
+ * with drop_evals those of an evaluation or an epoch's end at step; a record cut short by a
+ * crash ends the file. */
+static vt_status trim_events(const char *path, int64_t step, int drop_evals) {
     char *buf;
     size_t n;
     vt_status st = read_whole(path, &buf, &n);
@@ -108,7 +132,9 @@ static vt_status trim_events(const char *path, int64_t step) {
     const uint8_t *b = (const uint8_t *)buf;
     while (vt_tfevents_next(b, n, &pos, &data, &dn) == 1) {
         int64_t s = vt_tfevents_event_step(data, dn);
-        if (s >= 0 && s <= step) {
+        char tag[VT_TFEVENTS_TAG_MAX + 1] = "";
+        if (drop_evals && s == step) vt_tfevents_event_tag(data, dn, tag, sizeof tag);
+        if (s >= 0 && s <= step && !tag_eval_or_epoch(tag)) {
             memcpy(out + o, b + start, pos - start);
             o += pos - start;
         }
@@ -120,9 +146,9 @@ static vt_status trim_events(const char *path, int64_t step) {
     return st;
 }
 
-/* Every event file of dir: trimmed to step (step >= 0), or removed (step < 0). The latest
- * start time in their names into *latest (0 if none). */
-static vt_status each_events_file(const char *dir, int64_t step, long long *latest) {
+/* Every event file of dir: trimmed to step (step >= 0; drop_evals as trim_events), or
+ * removed (step < 0). The latest start time in their names into *latest (0 if none). */
+static vt_status each_events_file(const char *dir, int64_t step, int drop_evals, long long *latest) {
     *latest = 0;
     DIR *d = opendir(dir);
     if (!d) return vt_fail(VT_ERR_RUNTIME, "cannot list '%s': %s", dir, strerror(errno));
@@ -136,7 +162,7 @@ static vt_status each_events_file(const char *dir, int64_t step, long long *late
         if (t > *latest) *latest = t;
         char path[4096 + 256];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (step >= 0) st = trim_events(path, step);
+        if (step >= 0) st = trim_events(path, step, drop_evals);
         else if (vt_durable_unlink(path) != 0)
             st = vt_fail(VT_ERR_RUNTIME, "cannot remove the earlier event file '%s': %s", path,
                          strerror(errno));
@@ -192,6 +218,16 @@ static vt_status open_events(vt_run_log *l, long long after, int64_t resume_step
     return st == VT_OK ? vt_durable_log_write(&l->events, rec, len) : st;
 }
 
+vt_status vt_run_log_drop_evals(const char *dir, int64_t step) {
+    char path[4096 + 64];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    vt_status st = trim_text(path, step, jsonl_step, jsonl_eval_or_epoch);
+    snprintf(path, sizeof path, "%s/summary.csv", dir);
+    if (st == VT_OK) st = trim_text(path, step, csv_step, csv_row);
+    long long latest;
+    return st == VT_OK ? each_events_file(dir, step, 1, &latest) : st;
+}
+
 vt_status vt_run_log_open(vt_run_log *l, const char *dir, int train_size, int64_t resume_step) {
     memset(l, 0, sizeof *l);
     l->metrics.fd = l->summary.fd = l->events.fd = -1;
@@ -204,12 +240,12 @@ vt_status vt_run_log_open(vt_run_log *l, const char *dir, int train_size, int64_
     if (resume) {
         char path[4096 + 64];
         snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-        st = trim_text(path, resume_step, jsonl_step);
+        st = trim_text(path, resume_step, jsonl_step, NULL);
         snprintf(path, sizeof path, "%s/summary.csv", dir);
-        if (st == VT_OK) st = trim_text(path, resume_step, csv_step);
+        if (st == VT_OK) st = trim_text(path, resume_step, csv_step, NULL);
     }
     long long latest = 0;
-    if (st == VT_OK) st = each_events_file(dir, resume ? resume_step : -1, &latest);
+    if (st == VT_OK) st = each_events_file(dir, resume ? resume_step : -1, 0, &latest);
     char path[4096 + 64];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     if (st == VT_OK) st = vt_durable_log_open(&l->metrics, path, !resume);

@@ -85,6 +85,12 @@ typedef struct {
  * empty, earlier event files of the directory removed) or for a run resumed at
  * resume_step (trimmed as above). Errors name the file. */
 vt_status vt_run_log_open(vt_run_log *l, const char *dir, int train_size, int64_t resume_step);
+/* Before a resume at step that makes that step's evaluations and epoch end again (a stop
+ * cut them short, or they are a finished run's final ones): drop the records they left at
+ * step from the three logs of dir (metrics.jsonl's eval and epoch records, summary.csv's
+ * row, the eval and _epoch scalars of the event files), so each is there once. Errors
+ * name the file. */
+vt_status vt_run_log_drop_evals(const char *dir, int64_t step);
 void vt_run_log_close(vt_run_log *l);
 /* Make the three files durable (fsync): before a checkpoint pair is written, so the
  * records a checkpoint has seen survive a power cut with it. */

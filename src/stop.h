@@ -1,6 +1,6 @@
 /* stop.h - a stop requested by a signal: SIGINT, SIGTERM and SIGUSR1 ask the training
- * loop to stop at the next optimizer-step boundary (train.c writes a checkpoint pair
- * there and the program exits with VT_EXIT_STOPPED).
+ * loop to stop at the next optimizer-step boundary or evaluation batch (train.c writes a
+ * checkpoint pair there and the program exits with VT_EXIT_STOPPED).
  *
  * Owns: the handlers of these three signals (from the start of training on) and the
  * request they record. Does not own where the request is acted on (train.c checks it
@@ -25,8 +25,8 @@
 #define VT_EXIT_STOPPED 75
 
 /* Install the handlers and clear any earlier request. They stay for the rest of the
- * process: a signal after the last step or during the final evaluation is recorded and
- * changes nothing, so a run that finished exits 0 rather than dying on the signal.
+ * process: a signal after the final evaluations is recorded and changes nothing, so a run
+ * that finished exits 0 rather than dying on the signal.
  * announce_signals: the first signal is acknowledged on stderr at once ("stopping after
  * the current step"), so a user at a terminal sees it was received (rank 0 announces). */
 void vt_stop_install(int announce_signals);

@@ -2,6 +2,7 @@
 #include "tfevents.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- CRC-32C ----------------------------------------------------------------------- */
@@ -184,4 +185,46 @@ int64_t vt_tfevents_event_step(const uint8_t *data, size_t n) {
         }
     }
     return step;
+}
+
+/* The first length-delimited field `field` of the message [p, end) into *sub and *n; 0 if
+ * absent or the bytes are not well-formed. */
+static int find_bytes(const uint8_t *p, const uint8_t *end, uint64_t field, const uint8_t **sub, size_t *n) {
+    while (p < end) {
+        uint64_t key, v;
+        if (!get_varint(&p, end, &key)) return 0;
+        switch (key & 7) {
+        case 0:
+            if (!get_varint(&p, end, &v)) return 0;
+            break;
+        case 1:
+            if (end - p < 8) return 0;
+            p += 8;
+            break;
+        case 2:
+            if (!get_varint(&p, end, &v) || v > (uint64_t)(end - p)) return 0;
+            if (key >> 3 == field) {
+                *sub = p;
+                *n = (size_t)v;
+                return 1;
+            }
+            p += v;
+            break;
+        case 5:
+            if (end - p < 4) return 0;
+            p += 4;
+            break;
+        default: return 0;
+        }
+    }
+    return 0;
+}
+
+void vt_tfevents_event_tag(const uint8_t *data, size_t n, char *out, size_t len) {
+    const uint8_t *sum, *val, *tag;
+    size_t sn, vn, tn;
+    out[0] = '\0';
+    if (find_bytes(data, data + n, 5, &sum, &sn) && find_bytes(sum, sum + sn, 1, &val, &vn) &&
+        find_bytes(val, val + vn, 1, &tag, &tn))
+        snprintf(out, len, "%.*s", (int)(tn < len ? tn : len - 1), (const char *)tag);
 }

@@ -61,5 +61,8 @@ int vt_tfevents_next(const uint8_t *buf, size_t len, size_t *pos, const uint8_t 
 /* The step of an Event (0 when absent, as protobuf defaults it); -1 if the bytes are not
  * a well-formed protobuf message. */
 int64_t vt_tfevents_event_step(const uint8_t *data, size_t n);
+/* The tag of an Event's first summary value into out (len > 0, cut to len - 1 bytes); ""
+ * for an Event without one (file_version, session_log) or bytes that are not well formed. */
+void vt_tfevents_event_tag(const uint8_t *data, size_t n, char *out, size_t len);
 
 #endif

@@ -117,6 +117,8 @@ typedef struct {
     double wall_offset, t_start;
     double t_ckpt;           /* when the newest pair was written (or the run started) */
     int64_t last_eval_step;
+    int eval_pending;        /* a stop request ended the evaluation due at this step (and so
+                                its epoch record): the pair records it, a resume runs them */
 } trainer;
 
 static double wall(const trainer *tr) { return tr->wall_offset + (now_s() - tr->t_start); }
@@ -145,7 +147,7 @@ static vt_status save_state_files(trainer *tr) {
             .step = tr->step, .epoch = step_epoch(tr, tr->step), .batch = step_batch(tr, tr->step),
             .optim_t = tr->opt.t, .best_top1 = tr->best_top1, .wall_s = wall(tr),
             .params_hash = vt_train_params_hash(tr->model.params, tr->model.n_params),
-            .best_step = tr->best_step, .epoch_stats = tr->ep};
+            .best_step = tr->best_step, .epoch_stats = tr->ep, .eval_pending = tr->eval_pending};
         memcpy(s.rng, tr->drop_rng.s, sizeof s.rng);
         st = vt_train_state_write(p.state, &s, tr->opt.m, tr->opt.v, tr->opt.n, cfg_json);
         if (st != VT_OK) vt_ckpt_discard(&p);
@@ -225,6 +227,7 @@ static vt_status load_state(trainer *tr) {
     tr->best_top1 = s.best_top1;
     tr->best_step = s.best_step;
     tr->ep = s.epoch_stats;
+    tr->eval_pending = s.eval_pending;
     tr->wall_offset = s.wall_s;
     tr->opt.t = s.optim_t;
     tr->step = s.step;
@@ -264,10 +267,12 @@ static void show_progress(trainer *tr, float loss, double lr, double img_s, doub
     fflush(stderr);
 }
 
-/* Evaluate with ev; rank 0 prints and logs the result (a failure to log stops every rank). */
+/* Evaluate with ev; rank 0 prints and logs the result (a failure to log stops every rank).
+ * A stop request ends it early (ev->stopped, eval.h): nothing is printed or logged. */
 static vt_status evaluate(trainer *tr, vt_evaluator *ev, vt_eval_result *r) {
+    ev->stop_signal = vt_stop_signal;
     vt_status st = vt_eval_run(ev, &tr->model, NULL, r);
-    if (st != VT_OK) return st;
+    if (st != VT_OK || ev->stopped) return st;
     int64_t ep = tr->step > 0 ? step_epoch(tr, tr->step - 1) + 1 : 0;
     if (tr->root) {
         end_live_line(tr);
@@ -282,7 +287,7 @@ static vt_status evaluate(trainer *tr, vt_evaluator *ev, vt_eval_result *r) {
 /* Evaluate at the training resolution, update best.safetensors. */
 static vt_status evaluate_main(trainer *tr, vt_eval_result *r) {
     vt_status st = evaluate(tr, &tr->ev, r);
-    if (st != VT_OK) return st;
+    if (st != VT_OK || tr->ev.stopped) return st;
     tr->last_eval_step = tr->step;
     if (r->top1 > tr->best_top1) {
         tr->best_top1 = r->top1;
@@ -498,6 +503,11 @@ static vt_status take_run_dir(trainer *tr, const vt_train_opts *opts) {
                     (long long)step_batch(tr, tr->step));
     }
     if (tr->root) {
+        /* the evaluations a resume makes again: a stop cut them short, or they are the
+         * final ones of a run whose training had finished */
+        if (opts->resume_dir && (tr->eval_pending || tr->step >= tr->T) &&
+            (st = vt_run_log_drop_evals(tr->dir, tr->step)) != VT_OK)
+            return st;
         if ((st = vt_run_log_open(&tr->log, tr->dir, cfg->model.img_size, opts->resume_dir ? tr->step : -1)) != VT_OK)
             return st;
         tr->log_ok = 1;
@@ -646,6 +656,42 @@ static void step_boundary(trainer *tr, int *stop_signal, int *timed_ckpt) {
     *timed_ckpt = v[1];
 }
 
+/* What follows optimizer step tr->step before the last: the evaluation when due, then the
+ * epoch record at an epoch's end. A stop request during the evaluation leaves both to do
+ * (tr->eval_pending): the pair the stop writes records that, and a resume runs them
+ * before its first step. */
+static vt_status step_tail(trainer *tr, vt_eval_result *r, vt_train_result *res) {
+    const vt_config *cfg = tr->cfg;
+    vt_status st;
+    int epoch_end = tr->step % tr->spe == 0;
+    int64_t ep_done = tr->step / tr->spe;
+    int do_eval = (cfg->train.eval_every_steps > 0 && tr->step % cfg->train.eval_every_steps == 0) ||
+                  (epoch_end && cfg->train.eval_every > 0 && ep_done % cfg->train.eval_every == 0);
+    tr->eval_pending = 0;
+    if (do_eval) {
+        if ((st = evaluate_main(tr, r)) != VT_OK) return st;
+        if (tr->ev.stopped) {
+            tr->eval_pending = 1;
+            return VT_OK;
+        }
+        res->final = *r;
+    }
+    return epoch_end ? log_epoch(tr, vt_lr_at(&cfg->optim, tr->step - 1, tr->T, tr->W)) : VT_OK;
+}
+
+/* The end of a run stopped before its last step (stop_after, a signal), or by a signal
+ * during its final evaluations: the pair of this step (already written when training had
+ * finished), and what main.c reports. */
+static vt_status stop_run(trainer *tr, int stop_signal, vt_train_result *res) {
+    vt_status st = save_state(tr);
+    if (st != VT_OK) return st;
+    end_live_line(tr);
+    res->stopped = 1;
+    res->stop_signal = stop_signal;
+    res->eval_cut = tr->eval_pending || tr->step >= tr->T;
+    return VT_OK;
+}
+
 static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_result *res) {
     const vt_config *cfg = tr->cfg;
     vt_status st;
@@ -663,6 +709,11 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
 
     tr->t_ckpt = now_s();
     int stop_signal = 0;
+    if (tr->eval_pending && tr->step < tr->T) { /* resumed after a stop cut this step's evaluation */
+        if ((st = step_tail(tr, &r, res)) != VT_OK) return st;
+        if (tr->eval_pending) return stop_run(tr, tr->ev.stopped, res);
+        t_loop = t_log = now_s(); /* the steps' figures leave that evaluation out */
+    }
     for (;;) {
         int timed_ckpt = 0;
         step_boundary(tr, &stop_signal, &timed_ckpt);
@@ -714,34 +765,30 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
             t_draw = t;
         }
 
+        if (tr->step < tr->T) {
+            if ((st = step_tail(tr, &r, res)) != VT_OK) return st;
+            if (tr->eval_pending) {
+                stop_signal = tr->ev.stopped;
+                break;
+            }
+        }
         int epoch_end = tr->step % tr->spe == 0;
         int64_t ep_done = tr->step / tr->spe;
-        int do_eval = (cfg->train.eval_every_steps > 0 && tr->step % cfg->train.eval_every_steps == 0) ||
-                      (epoch_end && cfg->train.eval_every > 0 && ep_done % cfg->train.eval_every == 0);
-        if (do_eval && tr->step < tr->T) {
-            if ((st = evaluate_main(tr, &r)) != VT_OK) return st;
-            res->final = r;
-        }
-        if (epoch_end && tr->step < tr->T && (st = log_epoch(tr, lr)) != VT_OK) return st;
         int ckpt_due = (epoch_end && cfg->train.ckpt_every > 0 && ep_done % cfg->train.ckpt_every == 0) ||
                        (cfg->train.ckpt_every_steps > 0 && tr->step % cfg->train.ckpt_every_steps == 0);
         if (ckpt_due && tr->step < stop)
             if ((st = save_state(tr)) != VT_OK) return st;
     }
 
-    if (tr->step < tr->T || stop_signal) { /* stopped early: --stop-after or a signal */
-        if ((st = save_state(tr)) != VT_OK) return st;
-        end_live_line(tr);
-        res->stopped = 1;
-        res->stop_signal = stop_signal;
-        return VT_OK;
-    }
-    /* The last pair before the final evaluation: a kill during that evaluation (a long
-     * one, or a scheduler's SIGKILL after its warning signal, which the loop no longer
-     * acts on) loses no training; a resume repeats the evaluation. */
+    if (tr->step < tr->T || stop_signal) /* stopped early: --stop-after or a signal */
+        return stop_run(tr, stop_signal, res);
+    /* The last pair before the final evaluations: a stop request during them ends them and
+     * the run as a stopped one (exit 75), a kill loses no training, and a resume of this
+     * pair makes them all again (run_log.h drops the records of those that were made). */
     if ((st = save_state(tr)) != VT_OK) return st;
     if (tr->last_eval_step != tr->step) {
         if ((st = evaluate_main(tr, &r)) != VT_OK) return st;
+        if (tr->ev.stopped) return stop_run(tr, tr->ev.stopped, res);
         res->final = r;
     }
     if (tr->ep.steps > 0 && (st = log_epoch(tr, vt_lr_at(&cfg->optim, tr->step - 1, tr->T, tr->W))) != VT_OK)
@@ -757,8 +804,10 @@ static vt_status run_loop(trainer *tr, const vt_train_opts *opts, vt_train_resul
         }
         vt_eval_result rr;
         st = evaluate(tr, &ev, &rr);
+        int stopped = ev.stopped;
         vt_eval_close(&ev);
         if (st != VT_OK) return st;
+        if (stopped) return stop_run(tr, stopped, res);
     }
     return VT_OK;
 }

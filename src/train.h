@@ -54,14 +54,17 @@
  * (the gradient exchange and the small reductions, what backward did not hide).
  *
  * Stopping on a signal (stop.h): SIGINT, SIGTERM or SIGUSR1 received by any rank stops
- * the run at the next optimizer-step boundary: the step in progress (and an evaluation
- * in progress) finishes, the ranks agree on the stop at the boundary (one small
- * reduction per step, which also carries rank 0's verdict on ckpt_every_minutes), the
- * pair of that step is written, and vt_train_run returns VT_OK with stopped = 1 and
- * stop_signal set. A signal after the last step stops before the final evaluation,
- * which the resumed run then does. The last step's pair is written before the final
- * evaluation, so a kill during it loses no training; a signal then is recorded and the
- * run finishes normally.
+ * the run at the next optimizer-step boundary: the step in progress finishes, the ranks
+ * agree on the stop at the boundary (one small reduction per step, which also carries
+ * rank 0's verdict on ckpt_every_minutes), the pair of that step is written, and
+ * vt_train_run returns VT_OK with stopped = 1 and stop_signal set. An evaluation in
+ * progress ends at its next batch (the ranks agree before each, eval.h); its step's pair
+ * then records the evaluation and the epoch record as pending (train_state.h
+ * eval_pending), and the resumed run makes them before its next step. The last step's
+ * pair is written before the final evaluations, so a kill during them loses no training;
+ * a signal during them stops the run the same way (eval_cut set), and a resume of that
+ * pair makes all of them again. Either way the logs keep each evaluation once
+ * (vt_run_log_drop_evals).
  *
  * Exact resume: for the same thread count a resumed run's per-step losses equal the
  * uninterrupted run's bit for bit (data order from (seed, epoch) via vt_loader_seek,
@@ -103,6 +106,8 @@ typedef struct {
     int64_t total_steps;     /* T */
     int stopped;             /* 1: ended before T by stop_after, or by a signal */
     int stop_signal;         /* the signal that stopped it (any rank's), 0: none */
+    int eval_cut;            /* the signal cut an evaluation of this step short (the
+                                continued run makes it first) */
     vt_eval_result final;    /* last evaluation at the training resolution (n = 0 if none) */
     double best_top1;
     double wall_s;           /* training wall time, including earlier resumed parts */

@@ -41,9 +41,9 @@ vt_status vt_train_state_write(const char *path, const vt_train_state *s, const 
     snprintf(es, sizeof es, "%.17g %" PRId64 " %" PRId64 " %" PRId64 " %.17g %" PRId64, e->loss_sum,
              e->steps, e->correct, e->counted, e->seconds, e->images);
     const char *keys[] = {"format", "step", "epoch", "batch", "optim_t", "rng", "best_top1",
-                          "wall_s", "params_hash", "best_step", "epoch_stats", "config"};
+                          "wall_s", "params_hash", "best_step", "epoch_stats", "eval_pending", "config"};
     const char *vals[] = {STATE_FORMAT, step, epoch, batch, ot, rng, best, wl, hash, best_step, es,
-                          config_json ? config_json : "{}"};
+                          s->eval_pending ? "1" : "0", config_json ? config_json : "{}"};
     vt_st_tensor t[2];
     int nt = 0;
     const float *bufs[2] = {m, v};
@@ -115,11 +115,20 @@ static int parse_hex_words(const char *v, uint64_t *out, int count) {
     return *v == '\0';
 }
 
-/* The optional keys of newer builds (train_state.h): best_step and epoch_stats. */
+/* The optional keys of newer builds (train_state.h): best_step, epoch_stats and
+ * eval_pending. */
 static vt_status optional_keys(const vt_safetensors *f, const char *path, vt_train_state *s) {
     s->best_step = -1;
+    s->eval_pending = 0;
     memset(&s->epoch_stats, 0, sizeof s->epoch_stats);
     const char *bs = vt_st_meta(f, "best_step"), *es = vt_st_meta(f, "epoch_stats");
+    const char *ep = vt_st_meta(f, "eval_pending");
+    if (ep) {
+        if (strcmp(ep, "0") != 0 && strcmp(ep, "1") != 0)
+            return vt_fail(VT_ERR_RUNTIME, "%s: __metadata__ \"eval_pending\" = \"%.40s\": expected "
+                           "\"0\" or \"1\"", path, ep);
+        s->eval_pending = ep[0] == '1';
+    }
     if (bs) {
         char *end;
         long long x = strtoll(bs, &end, 10);

@@ -16,9 +16,12 @@
  *   best_step           the step of best_top1 (-1 before any evaluation)
  *   epoch_stats         the current epoch's running sums (run_log.h vt_epoch_stats):
  *                       "loss_sum steps correct counted seconds images"
+ *   eval_pending        "1": a stop request ended the evaluation due at this step (and
+ *                       so the epoch record after it) before it finished: a resume runs
+ *                       them before the next step; "0": none pending
  *   config              the resolved config JSON of the run
- * best_step and epoch_stats are absent from states of older builds: read as -1 (unknown)
- * and zero sums (the epoch's means then cover the steps after the resume).
+ * best_step, epoch_stats and eval_pending are absent from states of older builds: read as
+ * -1 (unknown), zero sums (the epoch's means then cover the steps after the resume) and 0.
  * Reading checks every key and tensor a resume relies on, each error naming the file
  * and the key or tensor: format, non-negative integers, finite numbers, the rng words,
  * the hash, the moments' shape, their finiteness (vt_st_read) and optim.v >= 0.
@@ -40,6 +43,7 @@ typedef struct {
     uint64_t params_hash;
     int64_t best_step;
     vt_epoch_stats epoch_stats;
+    int eval_pending;      /* 1: the evaluation due at step (and the epoch record) still to run */
     char *config;          /* read: the saved config JSON (malloc'd, free it); write: unused */
 } vt_train_state;
 

@@ -17,6 +17,9 @@
  *   - train.ckpt_every_steps writes pairs every N steps (mid-epoch) and keep_checkpoints
  *     still bounds them; a run resumed from a mid-epoch step pair ends bit-identical;
  *     train.ckpt_every_minutes writes pairs between the epoch boundaries;
+ *   - a signal during an evaluation (mid-run, and the final one) ends it at its next batch
+ *     with exit 75; the continued run makes it first, each evaluation is logged once and
+ *     equals an uninterrupted run's;
  *   - --resume-or-start in a directory with a run's leftovers but no pair starts the run;
  *     in one whose `latest` names no pair it is an error, not a restart; --resume or
  *     --start-over with --resume-or-start is a usage error.
@@ -398,6 +401,79 @@ static void test_resume_or_start_leftovers(const char *ref) {
     check_same_as(ref, dir, "leftovers");
 }
 
+/* The eval and epoch records of dir/metrics.jsonl without their timings (img_per_s,
+ * wall_s), joined by '\n'. */
+static char *eval_records(const char *dir) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    char *s = slurp(path, NULL), *out = calloc(1, s ? strlen(s) + 1 : 1);
+    size_t o = 0;
+    for (char *line = s ? strtok(s, "\n") : NULL; line && out; line = strtok(NULL, "\n")) {
+        if (strncmp(line, "{\"kind\":\"eval\"", 14) != 0 && strncmp(line, "{\"kind\":\"epoch\"", 15) != 0)
+            continue;
+        char *w = strstr(line, ",\"img_per_s\""); /* the epoch record's timing, then wall_s */
+        if (!w) w = strstr(line, ",\"wall_s\"");
+        size_t n = w ? (size_t)(w - line) : strlen(line);
+        memcpy(out + o, line, n);
+        o += n;
+        out[o++] = '\n';
+    }
+    free(s);
+    return out;
+}
+
+/* A signal during an evaluation (a val split of 100k images, several seconds here): during
+ * the one due at step 2 it exits 75 with step 2's pair and no eval record, and the continued
+ * run makes that evaluation first; during the final one (after step 4's pair) it exits 75
+ * too, and --resume-or-start makes it and exits 0. The evaluations are logged once each and
+ * equal an uninterrupted run's, and so do the weights. */
+static void test_stop_in_eval(void) {
+#define EVAL_RUN CFG " --threads 1 --set train.steps=4 --set train.eval_every_steps=2 " \
+                 "--set data.val_size=100000 --set eval.batch_size=500"
+    char ref[512], dir[512], log[600], cmd[2048];
+    snprintf(ref, sizeof ref, "%s/eval_ref", tmp);
+    snprintf(dir, sizeof dir, "%s/eval_cut", tmp);
+    snprintf(log, sizeof log, "%s.log", dir);
+    int rc = run("%s " EVAL_RUN " --run-dir %s 2>/dev/null", bin, ref);
+    CHECK(rc == 0, "uninterrupted run with long evaluations: exit %d", rc);
+
+    snprintf(cmd, sizeof cmd, "%s " EVAL_RUN " --resume-or-start --run-dir %s", bin, dir);
+    pid_t pid = start(NULL, cmd, log);
+    int seen = wait_for_text(log, "step 2/4", pid, 120);
+    kill(pid, SIGTERM);
+    rc = finish(pid, 120);
+    CHECK(seen && rc == VT_EXIT_STOPPED && stopped_step(log, "SIGTERM") == 2 &&
+              file_contains(log, "cut the evaluation of step 2 short"),
+          "SIGTERM during the evaluation of step 2: exit %d, expected %d, stopped after step 2", rc,
+          VT_EXIT_STOPPED);
+    char *e = eval_records(dir);
+    CHECK(e && !strstr(e, "\"kind\":\"eval\""), "no eval record from the cut evaluation");
+    free(e);
+
+    pid = start(NULL, cmd, log);
+    seen = wait_for_text(log, "step 4/4", pid, 120);
+    kill(pid, SIGUSR1);
+    rc = finish(pid, 120);
+    CHECK(seen && rc == VT_EXIT_STOPPED && file_contains(log, "eval  epoch 1 step 2") &&
+              file_contains(log, "cut the evaluations of step 4 short"),
+          "SIGUSR1 during the final evaluation: exit %d (expected %d), step 2's evaluation made first",
+          rc, VT_EXIT_STOPPED);
+
+    rc = run("%s 2>%s", cmd, log);
+    CHECK(rc == 0 && file_contains(log, "final: top-1"), "--resume-or-start makes the final evaluation: exit %d", rc);
+    char *a = eval_records(ref), *b = eval_records(dir);
+    int same = a && b && *a && strcmp(a, b) == 0;
+    CHECK(same, "each evaluation and epoch record once, equal to the uninterrupted run's");
+    if (!same) fprintf(stderr, "--- uninterrupted:\n%s--- cut twice:\n%s", a ? a : "", b ? b : "");
+    free(a);
+    free(b);
+    char pa[600], pb[600];
+    snprintf(pa, sizeof pa, "%s/last.safetensors", ref);
+    snprintf(pb, sizeof pb, "%s/last.safetensors", dir);
+    CHECK(same_tensors(pa, pb), "the weights equal the uninterrupted run's");
+#undef EVAL_RUN
+}
+
 static void test_resume_or_start_errors(void) {
     char dir[512], log[600];
     snprintf(dir, sizeof dir, "%s/broken", tmp);
@@ -436,6 +512,7 @@ int main(void) {
     test_cadence(ref);
     test_resume_or_start_leftovers(ref);
     test_resume_or_start_errors();
+    test_stop_in_eval();
     if (run("mpirun --version >/dev/null 2>&1") != 0) {
         fprintf(stderr, "mpirun not found: install openmpi-bin (scripts/deps.sh)\n");
         return 1;
