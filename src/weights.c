@@ -7,6 +7,7 @@
 
 #include "safetensors.h"
 #include "checkpoint_timm.h"
+#include "pe/ape.h"
 #include "pe/pe.h"
 
 #define PERFORMER_W "pe.performer_w"

@@ -18,6 +18,7 @@
 #include "test_util.h"
 #include "kernels.h"
 #include "ops/ops.h"
+#include "pe/ape.h"
 #include "pe/pe.h"
 #include "pe/kinds.h"
 #include "resolve.h"

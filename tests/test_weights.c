@@ -27,6 +27,7 @@
 #include "harness.h"
 #include "test_util.h"
 #include "kernels.h"
+#include "pe/ape.h"
 #include "pe/pe.h"
 #include "vit.h"
 #include "vit_fixture.h"

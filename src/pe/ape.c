@@ -12,8 +12,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "ape.h"
 #include "kinds.h"
-#include "pe.h"
 
 /* pe.kind = ape: the absolute table is the only PE; learned unless pe.ape says sincos. */
 static void ape_resolve(const vt_pe_config *pe, int hd, vt_pe_config *def) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ape.h"
 #include "ops/ops.h"
 
 static vt_status none_check(const vt_pe_config *pe, int hd, const char *src) {
