@@ -46,7 +46,7 @@ static int exists(const char *dir, const char *file) {
 static int file_contains_quiet(const char *dir, const char *file, const char *needle) {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    char *s = slurp(path, NULL);
+    char *s = test_read_file(path, NULL);
     int r = s && strstr(s, needle);
     free(s);
     return r;
@@ -116,20 +116,10 @@ static void test_fits(void) {
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    if (!b || !*b) b = "vitrain";
-    snprintf(bin, sizeof bin, "%s%.500s", strchr(b, '/') ? "" : "./", b);
-    snprintf(tmp, sizeof tmp, "/tmp/vt_e2e_batchmem_XXXXXX");
-    if (!mkdtemp(tmp)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (e2e_start("e2e_batch_memory", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     test_train_batch();
     test_train_batch_ranks();
     test_eval_batch();
     test_fits();
-    int rc = test_summary();
-    if (rc == 0) run("rm -rf %s", tmp);
-    else fprintf(stderr, "logs kept in %s\n", tmp);
-    return rc;
+    return e2e_finish(tmp);
 }

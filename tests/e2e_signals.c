@@ -406,7 +406,7 @@ static void test_resume_or_start_leftovers(const char *ref) {
 static char *eval_records(const char *dir) {
     char path[600];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    char *s = slurp(path, NULL), *out = calloc(1, s ? strlen(s) + 1 : 1);
+    char *s = test_read_file(path, NULL), *out = calloc(1, s ? strlen(s) + 1 : 1);
     size_t o = 0;
     for (char *line = s ? strtok(s, "\n") : NULL; line && out; line = strtok(NULL, "\n")) {
         if (strncmp(line, "{\"kind\":\"eval\"", 14) != 0 && strncmp(line, "{\"kind\":\"epoch\"", 15) != 0)

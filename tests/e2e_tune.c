@@ -34,7 +34,7 @@ static int cache_file(char *path, size_t len) {
     char list[256];
     snprintf(list, sizeof list, "%s/list", tmp);
     if (run("ls %s/cache/vitrain/gemm-*.txt > %s 2>/dev/null", tmp, list) != 0) return -1;
-    char *s = slurp(list, NULL);
+    char *s = test_read_file(list, NULL);
     int ok = s && strchr(s, '\n') == s + strlen(s) - 1;
     if (ok) snprintf(path, len, "%.*s", (int)(strlen(s) - 1), s);
     free(s);
@@ -133,14 +133,10 @@ static void test_sources(void) {
 }
 
 int main(void) {
-    const char *b = getenv("VT_BIN");
-    snprintf(bin, sizeof bin, "%s", b && *b ? b : "./vitrain");
-    if (test_tmpdir(tmp, sizeof tmp, "e2e_tune")) return 1;
+    if (e2e_start("e2e_tune", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     snprintf(env, sizeof env, "XDG_CACHE_HOME=%s/cache", tmp);
-    char err[256];
-    if (vt_kernels_init(err, sizeof err)) return 1;
+    if (test_kernels_init()) return 1;
     test_tune_arguments();
     test_sources();
-    test_rm_rf(tmp);
-    return test_summary();
+    return e2e_finish(tmp);
 }
