@@ -98,9 +98,10 @@ static const char *USAGE_TRAIN =
     "  --resume-or-start continue the run in the run directory if it holds a checkpoint,\n"
     "                    else start it there (one command for a job that may be requeued)\n"
     "  --verbose         also print the resolved config at start (saved as DIR/config.json)\n"
-    "SIGINT, SIGTERM or SIGUSR1 stop training after the current step: a checkpoint pair is\n"
-    "written, the command to continue printed, and the exit status is 75 (a second SIGINT\n"
-    "exits at once, status 130, writing nothing).\n";
+    "SIGINT, SIGTERM or SIGUSR1 stop training after the current step (during an evaluation:\n"
+    "after its current batch; the resume redoes it): a checkpoint pair is written, the\n"
+    "command to continue printed, and the exit status is 75 (a second SIGINT exits at once,\n"
+    "status 130, writing nothing).\n";
 static const char *USAGE_EVAL =
     "usage: vitrain eval [CONFIG] --checkpoint FILE [--resolutions S1,S2,...] [--patch-shuffle]\n"
     "                    [--seed N] [--logits OUT.npz] [--precision fp32|bf16] [--set k=v ...]\n"

@@ -11,10 +11,10 @@ static const int stop_signals[] = {SIGINT, SIGTERM, SIGUSR1};
 #define N_STOP (int)(sizeof stop_signals / sizeof stop_signals[0])
 
 static const char *const acks[] = {
-    ("\nvitrain: SIGINT: stopping after the current step with a checkpoint (a second SIGINT "
-     "exits at once without one)\n"),
-    "\nvitrain: SIGTERM: stopping after the current step with a checkpoint\n",
-    "\nvitrain: SIGUSR1: stopping after the current step with a checkpoint\n"};
+    ("\nvitrain: SIGINT: stopping after the current step or evaluation batch with a checkpoint "
+     "(a second SIGINT exits at once without one)\n"),
+    "\nvitrain: SIGTERM: stopping after the current step or evaluation batch with a checkpoint\n",
+    "\nvitrain: SIGUSR1: stopping after the current step or evaluation batch with a checkpoint\n"};
 
 static volatile sig_atomic_t requested; /* the first stop signal, 0: none */
 static int announce;
