@@ -53,8 +53,9 @@ typedef struct {
  * result under the cache directory (a failure to cache is reported in t->cache_warn,
  * not an error). The result is named start's name + "/tuned". Errors: out of memory. */
 vt_status vt_blocking_tune(const vt_config *cfg, int ranks, const vt_gemm_context *start, vt_blocking_tuning *t);
-/* The tuning's figures in words: "in 8.1 s: this step's products 0.512 s -> 0.492 s
- * (1.04x the start's); avx512.kc 384 -> 512 (-4.1%)" or "...: no change beat ...". */
+/* The tuning's figures in words: its wall time, the step's products' seconds from the
+ * start to the result and their ratio, then each kept change with its gain, or that no
+ * change beat the start. */
 void vt_blocking_tuning_text(const vt_blocking_tuning *t, const char *start_name, char *buf, size_t len);
 
 #endif

@@ -76,12 +76,8 @@ vt_status vt_eval_open(vt_evaluator *ev, const vt_config *cfg, int img_size) {
 
 vt_status vt_eval_reserve(vt_evaluator *ev, const vt_vit *m) {
     const int S = ev->img_size;
-    const double B = ev->batch_size, N = 1.0 + (double)(S / m->P) * (S / m->P);
-    const double wide = m->mlp_hidden > m->D ? m->mlp_hidden : m->D;
-    /* the forward's floats and the loss's 2 K per image; 1/8 and 1 MiB more for what the
-     * estimate leaves out (tensor headers, op records) */
-    double arena = B * (vt_vit_eval_floats(m, S) + 2.0 * m->num_classes) * sizeof(float) * 1.125 + 1048576.0;
-    double scratch = B * N * wide; /* layernorm_linear, gelu_linear: one (B N, max(D, Dh)) */
+    double arena, scratch;
+    vt_vit_batch_memory(m, S, ev->batch_size, vt_vit_eval_floats(m, S), &arena, &scratch);
     vt_status st = arena + scratch * sizeof(float) < 0.5 * (double)SIZE_MAX
                    ? vt_arena_reserve(&ev->arena, (size_t)arena) : VT_ERR_RUNTIME;
     if (st == VT_OK) st = vt_tape_reserve(&ev->tape, 0, (size_t)scratch);

@@ -70,7 +70,7 @@ typedef struct {
     double t_start, t_best; /* seconds of every product: start and result, best of the final rounds */
     int timed;             /* measurements made */
     int changed;           /* the result differs from start */
-    char changes[512];     /* "avx512.kc 384 -> 512 (-4.1%), ..." or "" */
+    char changes[512];     /* each kept change "FIELD OLD -> NEW (GAIN%)", comma-separated; "" for none */
 } vt_tune_result;
 
 /* The search above from start for the fp32 level `level` (>= VT_ISA_AVX2) over shapes

@@ -318,15 +318,10 @@ static vt_status nonfinite_stop(trainer *tr, const char *what, double value) {
 static vt_status reserve_step_memory(trainer *tr) {
     const vt_vit *m = &tr->model;
     const int S = tr->cfg->model.img_size;
-    const double B = tr->local_bs, N = 1.0 + (double)(S / m->P) * (S / m->P);
-    const double wide = m->mlp_hidden > m->D ? m->mlp_hidden : m->D;
-    double region_f, arena_f = vt_vit_activation_floats(m, S, tr->cfg->train.precision == VT_PRECISION_BF16,
-                                                        &region_f);
-    /* the activations and the loss's 2 K per image; 1/8 and 1 MiB more for what the
-     * estimate leaves out (tensor headers, op records) */
-    double arena = B * (arena_f + 2.0 * m->num_classes) * sizeof(float) * 1.125 + 1048576.0;
+    double region_f, arena, scratch;
+    double arena_f = vt_vit_activation_floats(m, S, tr->cfg->train.precision == VT_PRECISION_BF16, &region_f);
+    vt_vit_batch_memory(m, S, tr->local_bs, arena_f, &arena, &scratch);
     double region = (double)vt_vit_grad_region_bytes(m, tr->local_bs, S, 1);
-    double scratch = B * N * wide; /* layernorm_linear, gelu_linear: one (B N, max(D, Dh)) */
     double total = arena + region + scratch * sizeof(float);
     vt_status st = total < 0.5 * (double)SIZE_MAX ? vt_arena_reserve(&tr->arena, (size_t)arena) : VT_ERR_RUNTIME;
     if (st == VT_OK) st = vt_tape_reserve(&tr->tape, (size_t)region, (size_t)scratch);

@@ -492,3 +492,11 @@ vt_status vt_vit_save(const vt_vit *m, const char *path, const char *config_json
     free(ts);
     return st;
 }
+
+void vt_vit_batch_memory(const vt_vit *m, int S, double B, double floats_per_image, double *arena_bytes,
+                         double *scratch_floats) {
+    const double N = 1.0 + (double)(S / m->P) * (S / m->P);
+    const double wide = m->mlp_hidden > m->D ? m->mlp_hidden : m->D;
+    *arena_bytes = B * (floats_per_image + 2.0 * m->num_classes) * sizeof(float) * 1.125 + 1048576.0;
+    *scratch_floats = B * N * wide;
+}

@@ -104,6 +104,13 @@ size_t vt_vit_grad_region_bytes(const vt_vit *m, int64_t B, int S, int training)
  * forward without gradients holds at its peak. For `vitrain info`, and for the evaluator's
  * arena, sized before the first evaluation. */
 double vt_vit_eval_floats(const vt_vit *m, int S);
+/* The memory a batch of B images at S x S needs beyond the weights, given the floats one
+ * image's forward keeps (vt_vit_activation_floats or vt_vit_eval_floats): *arena_bytes
+ * for those floats and the loss's 2 K per image, with 1/8 and 1 MiB more for what the
+ * estimate leaves out (tensor headers, op records); *scratch_floats for the fused ops'
+ * one (B N, max(D, Dh)) buffer (layernorm_linear, gelu_linear). */
+void vt_vit_batch_memory(const vt_vit *m, int S, double B, double floats_per_image, double *arena_bytes,
+                         double *scratch_floats);
 
 /* Performer feature redraw hook, called by the training loop before optimizer step
  * `step` (0-based) runs: when performer.redraw_every = R > 0, step > 0 and R | step, the
