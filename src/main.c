@@ -357,9 +357,11 @@ static int start_runtime(const vt_config *cfg, const cli_args *a) {
     if (n == 0) n = omp_get_num_procs();
     omp_set_num_threads(n);
     int logs = vt_dist_root() && strcmp(a->cmd, "train") != 0;
+    char ctx[128] = ""; /* eval names its GEMM blocking once it has chosen it (blocking.h) */
+    if (strcmp(a->cmd, "eval") != 0) snprintf(ctx, sizeof ctx, "GEMM context %s, ", vt_gemm_ctx.name);
     if (logs)
-        fprintf(stderr, "vitrain: kernels %s, GEMM context %s, %d thread%s%s\n", vt_k.name, vt_gemm_ctx.name, n,
-                n == 1 ? "" : "s", vt_dist_size() > 1 ? " per rank" : "");
+        fprintf(stderr, "vitrain: kernels %s, %s%d thread%s%s\n", vt_k.name, ctx, n, n == 1 ? "" : "s",
+                vt_dist_size() > 1 ? " per rank" : "");
     vt_dist_check_placement(n);
     return 0;
 }

@@ -10,7 +10,13 @@
  *   - VT_GEMM_CONTEXT wins over the record, the cache and the table, and says so;
  *     runtime.gemm_tune = off keeps the table's entry;
  *   - a corrupt cache file is ignored with a one-line warning; a corrupt record stops a
- *     resume naming the file.
+ *     resume naming the file;
+ *   - `vitrain eval` of a run's checkpoint computes with the blocking the run recorded
+ *     (here one made under VT_GEMM_CONTEXT, which differs from the table's): its top-1,
+ *     top-5 and loss are the run's final evaluation's, as printed, and its logits those
+ *     of that blocking set by hand, bit for bit; the same file outside the run directory
+ *     evaluates with the table's entry, whose logits differ (the check has teeth);
+ *     VT_GEMM_CONTEXT wins over the record; a corrupt record is an error naming it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,11 +138,77 @@ static void test_sources(void) {
           "a corrupt cache file is ignored with a warning: exit %d", rc);
 }
 
+/* The last "kind":"eval" record of run directory dir's metrics.jsonl, into line. */
+static int last_eval_record(const char *dir, char *line, size_t len) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    char *s = test_read_file(path, NULL);
+    int found = 0;
+    for (char *l = s ? strtok(s, "\n") : NULL; l; l = strtok(NULL, "\n"))
+        if (strstr(l, "\"kind\":\"eval\"")) found = snprintf(line, len, "%s", l) > 0;
+    free(s);
+    return found;
+}
+
+static void test_eval_blocking(void) {
+    char dir[160], log[160], out[160], ckpt[200], alone[160], rec[200], line[1024], got[1024], ln[160];
+    snprintf(dir, sizeof dir, "%s/evalrun", tmp);
+    snprintf(log, sizeof log, "%s/eval.log", tmp);
+    snprintf(out, sizeof out, "%s/eval.out", tmp);
+    snprintf(ckpt, sizeof ckpt, "%s/last.safetensors", dir);
+    snprintf(alone, sizeof alone, "%s/alone.safetensors", tmp);
+    snprintf(rec, sizeof rec, "%s/gemm_blocking.txt", dir);
+    int rc = run("%s VT_GEMM_CONTEXT=avx2.kc=16,avx512.kc=16 %s " CFG " " SETS " --threads 1 --run-dir %s 2>%s", env,
+                 bin, dir, log);
+    CHECK(rc == 0 && file_contains(rec, "avx512.kc=16,"), "a run under VT_GEMM_CONTEXT records its blocking: exit %d",
+          rc);
+    rc = run("%s %s eval --checkpoint %s --threads 1 --logits %s/recorded.npz >%s 2>%s", env, bin, ckpt, tmp, out, log);
+    CHECK(rc == 0 && file_contains(log, "as the checkpoint's run recorded it"),
+          "eval of a run's checkpoint says it takes the run's recorded blocking: exit %d", rc);
+    CHECK(last_eval_record(dir, line, sizeof line), "the run logged its final evaluation");
+    char *o = test_read_file(out, NULL);
+    snprintf(got, sizeof got, "%s", o ? o : "");
+    free(o);
+    static const char *const keys[] = {"top1", "top5", "loss", "n"};
+    for (int k = 0; k < 4; k++) {
+        char a[64] = "", b[64] = "";
+        json_raw(line, keys[k], a, sizeof a);
+        json_raw(got, keys[k], b, sizeof b);
+        CHECK(a[0] && !strcmp(a, b), "eval's %s is the run's final evaluation's: %s, the run's %s", keys[k], b, a);
+    }
+
+    /* The printed metrics of this small model hide a change of blocking (float rounding
+     * of the mean loss), its logits do not: they are those of the run's blocking set by
+     * hand, and the same weights outside the run directory (the table's entry) give
+     * others. */
+    rc = run("cp %s %s && %s VT_GEMM_CONTEXT=avx2.kc=16,avx512.kc=16 %s eval --checkpoint %s --threads 1 --logits "
+             "%s/env.npz >%s 2>%s", ckpt, alone, env, bin, alone, tmp, out, log);
+    CHECK(rc == 0, "eval under the run's VT_GEMM_CONTEXT: exit %d", rc);
+    rc = run("%s %s eval --checkpoint %s --threads 1 --logits %s/table.npz >%s 2>%s", env, bin, alone, tmp, out, log);
+    CHECK(rc == 0 && file_contains(log, "the table's entry for this CPU (no gemm_blocking.txt beside the checkpoint"),
+          "eval of a checkpoint outside a run directory takes the table's entry: exit %d", rc);
+    snprintf(got, sizeof got, "%s/recorded.npz", tmp);
+    snprintf(ln, sizeof ln, "%s/env.npz", tmp);
+    CHECK(same_bytes(got, ln), "eval with the record: the logits of the run's blocking, bit for bit");
+    snprintf(ln, sizeof ln, "%s/table.npz", tmp);
+    if (vt_kernels_best_isa() >= VT_ISA_AVX2)
+        CHECK(!same_bytes(got, ln), "the table's blocking gives other logits (the check above has teeth)");
+
+    rc = run("%s VT_GEMM_CONTEXT=avx512.kc=48 %s eval --checkpoint %s --threads 1 >%s 2>%s", env, bin, ckpt, out, log);
+    CHECK(rc == 0 && file_contains(log, "from VT_GEMM_CONTEXT (it overrides the blocking the checkpoint's run recorded"),
+          "VT_GEMM_CONTEXT wins over the record in eval: exit %d", rc);
+    rc = run("echo garbage > %s && %s %s eval --checkpoint %s --threads 1 >%s 2>%s", rec, env, bin, ckpt, out, log);
+    CHECK(rc == 2 && file_contains(log, "gemm_blocking.txt: not a valid GEMM blocking record") &&
+              file_contains(log, "an evaluation that sums as the run's own did"),
+          "eval with a corrupt record beside the checkpoint: exit %d", rc);
+}
+
 int main(void) {
     if (e2e_start("e2e_tune", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     snprintf(env, sizeof env, "XDG_CACHE_HOME=%s/cache", tmp);
     if (test_kernels_init()) return 1;
     test_tune_arguments();
     test_sources();
+    test_eval_blocking();
     return e2e_finish(tmp);
 }
