@@ -16,7 +16,11 @@
  *     top-5 and loss are the run's final evaluation's, as printed, and its logits those
  *     of that blocking set by hand, bit for bit; the same file outside the run directory
  *     evaluates with the table's entry, whose logits differ (the check has teeth);
- *     VT_GEMM_CONTEXT wins over the record; a corrupt record is an error naming it.
+ *     VT_GEMM_CONTEXT wins over the record; a corrupt record is an error naming it;
+ *   - under mpirun every rank computes with rank 0's blocking: two ranks whose caches
+ *     differ (XDG_CACHE_HOME per rank) train the weights, bit for bit, of two ranks that
+ *     both have rank 0's cache, and two ranks on the other cache train others (the check
+ *     has teeth); skipped with a line without mpirun.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +28,7 @@
 
 #include "e2e_util.h"
 #include "harness.h"
+#include "mpi_launch.h"
 
 #define CFG "configs/synthetic_tiny.json"
 #define SETS "--set data.train_size=256 --set model.num_classes=3 --set train.epochs=2 --set runtime.progress=never"
@@ -35,16 +40,23 @@ static int set_cache_kc(const char *path, int kc) {
     return run("sed -i -E 's/(avx2|avx512)\\.kc=[0-9]+/\\1.kc=%d/g' %s", kc, path);
 }
 
-/* The one cache file of the temporary cache, into path. */
-static int cache_file(char *path, size_t len) {
+/* The one cache file of the cache directory dir (dir/vitrain/gemm-*.txt), into path. */
+static int cache_file_in(const char *dir, char *path, size_t len) {
     char list[256];
     snprintf(list, sizeof list, "%s/list", tmp);
-    if (run("ls %s/cache/vitrain/gemm-*.txt > %s 2>/dev/null", tmp, list) != 0) return -1;
+    if (run("ls %s/vitrain/gemm-*.txt > %s 2>/dev/null", dir, list) != 0) return -1;
     char *s = test_read_file(list, NULL);
     int ok = s && strchr(s, '\n') == s + strlen(s) - 1;
     if (ok) snprintf(path, len, "%.*s", (int)(strlen(s) - 1), s);
     free(s);
     return ok ? 0 : -1;
+}
+
+/* The one cache file of the temporary cache, into path. */
+static int cache_file(char *path, size_t len) {
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/cache", tmp);
+    return cache_file_in(dir, path, len);
 }
 
 static void test_tune_arguments(void) {
@@ -203,6 +215,46 @@ static void test_eval_blocking(void) {
           "eval with a corrupt record beside the checkpoint: exit %d", rc);
 }
 
+static void test_mpi_rank0_blocking(void) {
+    if (run("mpirun --version >/dev/null 2>&1") != 0) {
+        printf("e2e_tune: skipped: rank 0's blocking on every rank (mpirun not found: scripts/deps.sh installs "
+               "openmpi-bin)\n");
+        return;
+    }
+    char a[128], b[128], fa[512], fb[512], same[160], mixed[160], other[160], log[200], p0[200], p1[200];
+    snprintf(a, sizeof a, "%s/mpi_cache_a", tmp);
+    snprintf(b, sizeof b, "%s/mpi_cache_b", tmp);
+    int rc = run("XDG_CACHE_HOME=%s %s tune " CFG " " SETS " --ranks 2 --threads 1 >/dev/null 2>%s/mpi_tune.log", a,
+                 bin, tmp);
+    CHECK(rc == 0 && cache_file_in(a, fa, sizeof fa) == 0, "vitrain tune --ranks 2: exit %d", rc);
+    CHECK(set_cache_kc(fa, 16) == 0, "rank 0's cache: kc 16");
+    CHECK(run("mkdir -p %s && cp -a %s/vitrain %s/", b, a, b) == 0 && cache_file_in(b, fb, sizeof fb) == 0 &&
+              set_cache_kc(fb, 32) == 0,
+          "the other cache: kc 32");
+#define MPI_RUN CFG " " SETS " --set train.log_every=1 --threads 1 --run-dir"
+    snprintf(same, sizeof same, "%s/mpi_same", tmp);
+    snprintf(mixed, sizeof mixed, "%s/mpi_mixed", tmp);
+    snprintf(other, sizeof other, "%s/mpi_other", tmp);
+    rc = run("%s env XDG_CACHE_HOME=%s %s " MPI_RUN " %s 2>%s.log", mpirun(2, NULL), a, bin, same, same);
+    CHECK(rc == 0, "2 ranks on rank 0's cache: exit %d", rc);
+    rc = run("%s env XDG_CACHE_HOME=%s %s " MPI_RUN " %s : -np 1 env XDG_CACHE_HOME=%s %s " MPI_RUN " %s 2>%s.log",
+             mpirun(1, NULL), a, bin, mixed, b, bin, mixed, mixed);
+    CHECK(rc == 0, "rank 0 on its cache, rank 1 on another: exit %d", rc);
+    rc = run("%s env XDG_CACHE_HOME=%s %s " MPI_RUN " %s 2>%s.log", mpirun(2, NULL), b, bin, other, other);
+    CHECK(rc == 0, "2 ranks on the other cache: exit %d", rc);
+#undef MPI_RUN
+    snprintf(log, sizeof log, "%s.log", mixed);
+    snprintf(p0, sizeof p0, "%s/gemm_blocking.txt", mixed);
+    CHECK(file_contains(log, "from the tuning cache") && file_contains(p0, "avx512.kc=16,"),
+          "the caches differ: rank 0's entry is said and recorded");
+    snprintf(p0, sizeof p0, "%s/last.safetensors", same);
+    snprintf(p1, sizeof p1, "%s/last.safetensors", mixed);
+    CHECK(same_bytes(p0, p1), "ranks whose caches differ: the weights of both ranks on rank 0's cache, bit for bit");
+    snprintf(p1, sizeof p1, "%s/last.safetensors", other);
+    if (vt_kernels_best_isa() >= VT_ISA_AVX2)
+        CHECK(!same_bytes(p0, p1), "both ranks on the other cache: other weights (the check above has teeth)");
+}
+
 int main(void) {
     if (e2e_start("e2e_tune", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     snprintf(env, sizeof env, "XDG_CACHE_HOME=%s/cache", tmp);
@@ -210,5 +262,6 @@ int main(void) {
     test_tune_arguments();
     test_sources();
     test_eval_blocking();
+    test_mpi_rank0_blocking();
     return e2e_finish(tmp);
 }
