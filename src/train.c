@@ -436,8 +436,14 @@ static vt_status prepare(trainer *tr, const vt_train_opts *opts) {
     tr->model_ok = 1;
     if (cfg->train.init[0] && !opts->resume_dir) {
         vt_weights_opts wo = {1, cfg->train.init_allow_unexpected};
-        if ((st = vt_weights_load(&tr->model, cfg->train.init, &wo, NULL, stderr)) != VT_OK)
-            return vt_fail_context(st, "train.init");
+        char moved[VT_STR + 64];
+        if ((st = vt_weights_load(&tr->model, cfg->train.init, &wo, NULL, stderr)) != VT_OK &&
+            vt_rundir_moved_copy(tr->dir, cfg->train.init, moved, sizeof moved))
+            return vt_fail(st, "train.init %s does not exist: an earlier --start-over in the run directory %s "
+                           "moved it, with the run it belonged to, to %s (the run started then had read it "
+                           "before the move); to start this run again from the same weights, set train.init=%s",
+                           cfg->train.init, tr->dir, moved, moved);
+        if (st != VT_OK) return vt_fail_context(st, "train.init");
     }
     if ((st = vt_optim_init(&tr->opt, &cfg->optim, tr->model.n_params)) != VT_OK) return st;
     tr->opt_ok = 1;
