@@ -3,7 +3,9 @@
  * 75 (VT_EXIT_STOPPED, stop.h) training stopped by SIGINT, SIGTERM or SIGUSR1 after
  * writing a checkpoint pair: continue it with the command printed (a job script tells
  * "stopped, to be continued" from "done" and "failed" by this code); 130 a second SIGINT
- * ended it at once.
+ * ended it at once. Two ends bypass main, where no status can travel: a second SIGINT
+ * (stop.c, 130) and memory a step cannot get past its reservation (status.h
+ * vt_out_of_memory, 1).
  *
  *   vitrain [train] CONFIG [--set k=v ...] [--threads N] [--resume RUN_DIR] [--run-dir DIR]
  *                          [--resume-or-start] [--stop-after STEPS] [--verbose]

@@ -19,6 +19,7 @@
 #include "input_file.h"
 #include "kernels.h"
 #include "ops/ops.h"
+#include "ops/par.h"
 #include "optim.h"
 #include "precision.h"
 #include "resolve.h"
@@ -311,10 +312,19 @@ static vt_status nonfinite_stop(trainer *tr, const char *what, double value) {
                                       (long long)step_epoch(tr, tr->step) + 1, hint));
 }
 
+/* The largest parameter's size in floats: that of the largest weight gradient, the K
+ * split's partial C (ops/par.h vt_gemm_reserve). */
+static size_t largest_param(const vt_vit *m) {
+    size_t n = 0;
+    for (int i = 0; i < m->n_p; i++)
+        if ((size_t)m->p[i].t.size > n) n = (size_t)m->p[i].t.size;
+    return n;
+}
+
 /* The memory a training step of this rank's batch needs, allocated before the first step
- * (the arena, vit.h vt_vit_activation_floats, the grad region and the tape scratch): a
- * batch too large for this machine is an error naming it here, not an abort inside the
- * first forward. */
+ * (the arena, vit.h vt_vit_activation_floats, the grad region, the tape scratch and the
+ * GEMM buffers): a batch too large for this machine is an error naming it here, not an
+ * abort inside the first forward. */
 static vt_status reserve_step_memory(trainer *tr) {
     const vt_vit *m = &tr->model;
     const int S = tr->cfg->model.img_size;
@@ -325,7 +335,7 @@ static vt_status reserve_step_memory(trainer *tr) {
     double total = arena + region + scratch * sizeof(float);
     vt_status st = total < 0.5 * (double)SIZE_MAX ? vt_arena_reserve(&tr->arena, (size_t)arena) : VT_ERR_RUNTIME;
     if (st == VT_OK) st = vt_tape_reserve(&tr->tape, (size_t)region, (size_t)scratch);
-    if (st == VT_OK) return VT_OK;
+    if (st == VT_OK) return vt_gemm_reserve(largest_param(m)); /* its error names the GEMM buffers */
     char per_rank[64] = "";
     if (tr->ranks > 1) snprintf(per_rank, sizeof per_rank, " (%d per rank)", tr->local_bs);
     return vt_fail(VT_ERR_RUNTIME, "out of memory: a training step of train.batch_size %d images%s at "
@@ -878,6 +888,7 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts_in, vt_tr
     vt_status st = vt_dist_agree(prepare(&tr, opts));
     if (st == VT_OK) st = vt_dist_agree(take_run_dir(&tr, opts));
     if (st == VT_OK) st = vt_blocking_for_run(tr.cfg, tr.dir, opts->resume_dir != NULL); /* before any step */
+    if (st == VT_OK) st = vt_dist_agree(vt_gemm_reserve(largest_param(&tr.model))); /* for that blocking */
     if (st == VT_OK) st = setup_ranks(&tr, opts);
     if (st == VT_OK) {
         if (tr.root) print_start(&tr, opts);
