@@ -59,6 +59,14 @@ static int cache_file(char *path, size_t len) {
     return cache_file_in(dir, path, len);
 }
 
+/* File same holds ref's bytes, and (where the blocking changes the sums: a SIMD level)
+ * file other, made with another blocking, does not: the first check has teeth. what
+ * names both: "SAME's ...; OTHER's". */
+static void same_not_other(const char *ref, const char *same, const char *other, const char *what) {
+    CHECK(same_bytes(ref, same), "%s: bit for bit", what);
+    if (vt_kernels_best_isa() >= VT_ISA_AVX2) CHECK(!same_bytes(ref, other), "%s differ", what);
+}
+
 static void test_tune_arguments(void) {
     char log[160];
     snprintf(log, sizeof log, "%s/args.log", tmp);
@@ -201,10 +209,8 @@ static void test_eval_blocking(void) {
           "eval of a checkpoint outside a run directory takes the table's entry: exit %d", rc);
     snprintf(got, sizeof got, "%s/recorded.npz", tmp);
     snprintf(ln, sizeof ln, "%s/env.npz", tmp);
-    CHECK(same_bytes(got, ln), "eval with the record: the logits of the run's blocking, bit for bit");
-    snprintf(ln, sizeof ln, "%s/table.npz", tmp);
-    if (vt_kernels_best_isa() >= VT_ISA_AVX2)
-        CHECK(!same_bytes(got, ln), "the table's blocking gives other logits (the check above has teeth)");
+    snprintf(out, sizeof out, "%s/table.npz", tmp);
+    same_not_other(got, ln, out, "eval with the record: the logits of the run's blocking set by hand; the table's");
 
     rc = run("%s VT_GEMM_CONTEXT=avx512.kc=48 %s eval --checkpoint %s --threads 1 >%s 2>%s", env, bin, ckpt, out, log);
     CHECK(rc == 0 && file_contains(log, "from VT_GEMM_CONTEXT (it overrides the blocking the checkpoint's run recorded"),
@@ -249,10 +255,9 @@ static void test_mpi_rank0_blocking(void) {
           "the caches differ: rank 0's entry is said and recorded");
     snprintf(p0, sizeof p0, "%s/last.safetensors", same);
     snprintf(p1, sizeof p1, "%s/last.safetensors", mixed);
-    CHECK(same_bytes(p0, p1), "ranks whose caches differ: the weights of both ranks on rank 0's cache, bit for bit");
-    snprintf(p1, sizeof p1, "%s/last.safetensors", other);
-    if (vt_kernels_best_isa() >= VT_ISA_AVX2)
-        CHECK(!same_bytes(p0, p1), "both ranks on the other cache: other weights (the check above has teeth)");
+    snprintf(log, sizeof log, "%s/last.safetensors", other);
+    same_not_other(p0, p1, log, "ranks whose caches differ: the weights of both ranks on rank 0's cache; both ranks "
+                   "on the other cache");
 }
 
 int main(void) {
