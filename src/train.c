@@ -23,6 +23,7 @@
 #include "optim.h"
 #include "precision.h"
 #include "resolve.h"
+#include "resume.h"
 #include "rundir.h"
 #include "rng.h"
 #include "run_log.h"
@@ -880,12 +881,16 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts_in, vt_tr
     snprintf(res->run_dir, sizeof res->run_dir, "%s", tr.dir);
     tr.t_start = now_s();
     vt_stop_install(vt_dist_root());
+    vt_status st = VT_OK;
     if (o.resume_or_start && !o.resume_dir) {
         int resume = 0;
         find_resume_point(tr.dir, &resume);
-        if (resume) o.resume_dir = tr.dir;
+        if (resume) { /* the command's config against the run's, as --resume compares them */
+            o.resume_dir = tr.dir;
+            st = vt_dist_agree(vt_dist_root() ? vt_resume_check(cfg, tr.dir) : VT_OK);
+        }
     }
-    vt_status st = vt_dist_agree(prepare(&tr, opts));
+    if (st == VT_OK) st = vt_dist_agree(prepare(&tr, opts));
     if (st == VT_OK) st = vt_dist_agree(take_run_dir(&tr, opts));
     if (st == VT_OK) st = vt_blocking_for_run(tr.cfg, tr.dir, opts->resume_dir != NULL); /* before any step */
     if (st == VT_OK) st = vt_dist_agree(vt_gemm_reserve(largest_param(&tr.model))); /* for that blocking */
