@@ -2,8 +2,8 @@
  * Not a test: prints figures.
  *
  * For ViT-S/16 at 224 (batch 32) and a ViT-Ti-sized model with patch 4 at 32 (batch 128),
- * builds one model per PE kind (none, ape, rope_axial, rope_mixed, cayley, circulant,
- * liere with one dense generator for the model (share all, block hd), liere_commute) and
+ * builds one model per PE kind of the registry (src/pe/kinds.h: every pe.kind, with its
+ * defaults; liere's is one dense generator for the model, share all, block hd) and
  * times full training steps (zero grad, forward, cross-entropy, backward, AdamW) on the
  * same synthetic batch. Kinds are timed round-robin, 5 rounds in alternating order, and
  * each kind keeps its fastest step, so load on a shared machine hits every kind alike; "ratio" = step time /
@@ -26,27 +26,17 @@
 #include "kernels.h"
 #include "ops/ops.h"
 #include "optim.h"
+#include "pe/kinds.h"
 #include "resolve.h"
 #include "rng.h"
 #include "tape.h"
 #include "vit.h"
 
-typedef struct {
-    const char *name;
-    const char *sets[8];
-} pe_case;
+/* The kinds are the registry's, k in [0, N_KINDS); none is the reference of the ratios. */
+#define N_KINDS VT_PE_KIND_COUNT
+#define REF VT_PE_NONE
 
-static const pe_case kinds[] = {
-    {"none", {"pe.kind=none"}},
-    {"ape", {"pe.kind=ape"}},
-    {"rope_axial", {"pe.kind=rope_axial"}},
-    {"rope_mixed", {"pe.kind=rope_mixed"}},
-    {"cayley", {"pe.kind=cayley"}},
-    {"circulant", {"pe.kind=circulant"}},
-    {"liere", {"pe.kind=liere", "pe.share=all"}},
-    {"liere_commute", {"pe.kind=liere_commute"}},
-};
-#define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))
+static const char *kind_name(int k) { return vt_pe_kind_name((vt_pe_kind)k); }
 
 typedef struct {
     const char *name;
@@ -74,17 +64,19 @@ typedef struct {
     double best;
 } pe_run;
 
-static int setup(pe_run *r, const model_case *mc, const pe_case *pc) {
+static int setup(pe_run *r, const model_case *mc, int k) {
     vt_model_spec ms;
     const char *sets[16];
+    char kind[64];
     int n = 0;
     for (int i = 0; i < 6 && mc->sets[i]; i++) sets[n++] = mc->sets[i];
-    for (int i = 0; i < 8 && pc->sets[i]; i++) sets[n++] = pc->sets[i];
+    snprintf(kind, sizeof kind, "pe.kind=%s", kind_name(k));
+    sets[n++] = kind;
     sets[n++] = "model.in_chans=3";
     sets[n++] = "data.kind=synthetic";
     if (vt_resolve_file(&r->cfg, NULL, sets, n) != VT_OK ||
         vt_vit_init(&r->m, vt_resolve_model_spec(&r->cfg, &ms), 1) != VT_OK || vt_optim_init(&r->o, &r->cfg.optim, r->m.n_params) != VT_OK) {
-        fprintf(stderr, "bench_pe: %s/%s: %s\n", mc->name, pc->name, vt_last_error());
+        fprintf(stderr, "bench_pe: %s/%s: %s\n", mc->name, kind_name(k), vt_last_error());
         return 0;
     }
     r->best = 1e30;
@@ -112,22 +104,22 @@ static double step(pe_run *r, const float *images, const int *labels, int B) {
 }
 
 /* Whether kind k runs under the command-line filter (NULL: all); none always does. */
-static int selected(const char *filter, int k) { return k == 0 || !filter || strstr(kinds[k].name, filter); }
+static int selected(const char *filter, int k) { return k == REF || !filter || strstr(kind_name(k), filter); }
 
 static void bench_model(const model_case *mc, int quick, const char *filter) {
     int B = quick ? mc->batch / 8 : mc->batch, rounds = quick ? 2 : 5;
     pe_run *runs = calloc(N_KINDS, sizeof *runs);
     int ok[N_KINDS];
-    for (int k = 0; k < N_KINDS; k++) ok[k] = selected(filter, k) && setup(&runs[k], mc, &kinds[k]);
-    if (!ok[0]) exit(1);
-    int S = runs[0].m.img_size;
+    for (int k = 0; k < N_KINDS; k++) ok[k] = selected(filter, k) && setup(&runs[k], mc, k);
+    if (!ok[REF]) exit(1);
+    int S = runs[REF].m.img_size;
     size_t n_img = (size_t)B * 3 * S * S;
     float *images = malloc(n_img * sizeof *images);
     int *labels = malloc((size_t)B * sizeof *labels);
     vt_rng g;
     vt_rng_seed(&g, 3);
     for (size_t i = 0; i < n_img; i++) images[i] = (float)(2.0 * vt_rng_uniform(&g) - 1.0);
-    for (int b = 0; b < B; b++) labels[b] = (int)vt_rng_below(&g, (uint64_t)runs[0].m.num_classes);
+    for (int b = 0; b < B; b++) labels[b] = (int)vt_rng_below(&g, (uint64_t)runs[REF].m.num_classes);
     for (int k = 0; k < N_KINDS; k++)
         if (ok[k]) step(&runs[k], images, labels, B); /* warm-up: the arena settles */
     for (int round = 0; round < rounds; round++)
@@ -140,11 +132,11 @@ static void bench_model(const model_case *mc, int quick, const char *filter) {
     fprintf(stderr, "%-20s %-14s %10s %8s\n", "model", "pe", "step ms", "ratio");
     for (int k = 0; k < N_KINDS; k++) {
         if (!ok[k]) continue;
-        double ratio = runs[k].best / runs[0].best;
+        double ratio = runs[k].best / runs[REF].best;
         printf("{\"bench\":\"pe_step\",\"model\":\"%s\",\"pe\":\"%s\",\"batch\":%d,\"threads\":%d,"
                "\"step_ms\":%.2f,\"ratio_vs_none\":%.4f,\"rounds\":%d}\n",
-               mc->name, kinds[k].name, B, omp_get_max_threads(), 1e3 * runs[k].best, ratio, rounds);
-        fprintf(stderr, "%-20s %-14s %10.1f %8.3f\n", mc->name, kinds[k].name, 1e3 * runs[k].best, ratio);
+               mc->name, kind_name(k), B, omp_get_max_threads(), 1e3 * runs[k].best, ratio, rounds);
+        fprintf(stderr, "%-20s %-14s %10.1f %8.3f\n", mc->name, kind_name(k), 1e3 * runs[k].best, ratio);
         teardown(&runs[k]);
     }
     fflush(stdout);
@@ -157,10 +149,11 @@ int main(int argc, char **argv) {
     char err[256];
     const char *filter = argc > 1 ? argv[1] : NULL;
     int any = 0;
-    for (int k = 1; k < N_KINDS; k++) any |= selected(filter, k);
+    for (int k = 0; k < N_KINDS; k++) any |= k != REF && selected(filter, k);
     if (argc > 2 || (filter && !any)) {
         fprintf(stderr, "usage: bench_pe [substring of a PE kind:");
-        for (int k = 1; k < N_KINDS; k++) fprintf(stderr, "%s %s", k > 1 ? "," : "", kinds[k].name);
+        for (int k = 0, shown = 0; k < N_KINDS; k++)
+            if (k != REF) fprintf(stderr, "%s %s", shown++ ? "," : "", kind_name(k));
         fprintf(stderr, "]\n");
         return 2;
     }

@@ -70,8 +70,9 @@ static vt_status record_write(const char *path, const vt_gemm_context *c, int so
     return vt_durable_write_file(path, text, (size_t)n);
 }
 
-/* Read the record at path into *c: 1 read, 0 no such file; errors name the file. */
-static vt_status record_read(const char *path, vt_gemm_context *c, int *found) {
+/* Read the record at path into *c: 1 read, 0 no such file; errors name the file and say
+ * what reads it (needs: "a bit-exact resume", ...). */
+static vt_status record_read(const char *path, const char *needs, vt_gemm_context *c, int *found) {
     struct stat sb;
     *found = 0;
     if (stat(path, &sb) != 0 && errno == ENOENT) return VT_OK;
@@ -98,16 +99,20 @@ static vt_status record_read(const char *path, vt_gemm_context *c, int *found) {
     free(text);
     if (!ok)
         return vt_fail(VT_ERR_USAGE, "%s: not a valid GEMM blocking record (%s); it holds the blocking this run "
-                       "computed with, which a bit-exact resume needs: restore it, or set VT_GEMM_CONTEXT to "
-                       "continue with another blocking (the sums then differ from an uninterrupted run's)",
-                       path, why);
+                       "computed with, which %s needs: restore it, or set VT_GEMM_CONTEXT to compute with "
+                       "another blocking (the sums then differ from the run's)", path, why, needs);
     snprintf(c->name, sizeof c->name, "%s", name);
     *found = 1;
     return VT_OK;
 }
 
-/* Rank 0's choice for a run (blocking.h), into *c, with the line that says why. */
-static vt_status choose(const vt_config *cfg, const char *record, int resume, vt_gemm_context *c, int *source,
+/* What the blocking is chosen for: a new run, a resumed one, or an evaluation of a
+ * checkpoint (whose run directory's record, when there is one, it computes with). */
+typedef enum { FOR_NEW_RUN, FOR_RESUME, FOR_EVAL } purpose;
+
+/* Rank 0's choice (blocking.h), into *c, with the line that says why. cfg: a new run's
+ * config (NULL otherwise); record: the run directory's record. */
+static vt_status choose(const vt_config *cfg, const char *record, purpose p, vt_gemm_context *c, int *source,
                         char *line, size_t len) {
     const vt_gemm_context *table = vt_gemm_context_detect();
     const char *env = getenv("VT_GEMM_CONTEXT");
@@ -115,21 +120,30 @@ static vt_status choose(const vt_config *cfg, const char *record, int resume, vt
     if (env && *env) {
         *source = SRC_ENV;
         snprintf(line, len, "GEMM blocking %s from VT_GEMM_CONTEXT (it overrides the %s)", c->name,
-                 resume ? "blocking the run recorded" : "tuning cache and the table");
+                 p == FOR_RESUME ? "blocking the run recorded"
+                 : p == FOR_EVAL ? "blocking the checkpoint's run recorded and the table"
+                                 : "tuning cache and the table");
         return VT_OK;
     }
-    if (resume) {
+    if (p != FOR_NEW_RUN) {
         int found = 0;
-        vt_status st = record_read(record, c, &found);
+        vt_status st = record_read(record, p == FOR_RESUME ? "a bit-exact resume" : "an evaluation that sums as "
+                                   "the run's own did", c, &found);
         if (st != VT_OK) return st;
         *source = found ? SRC_RECORDED : SRC_TABLE;
-        if (found)
+        if (found && p == FOR_RESUME)
             snprintf(line, len, "GEMM blocking %s, as the run recorded it (%s): the resumed run sums as it did",
                      c->name, record);
-        else
+        else if (found)
+            snprintf(line, len, "GEMM blocking %s, as the checkpoint's run recorded it (%s): the evaluation sums "
+                     "as the run's own evaluations did", c->name, record);
+        else if (p == FOR_RESUME)
             snprintf(line, len, "GEMM blocking %s, the table's entry for this CPU: the run directory records no "
                      "blocking (%s missing: a run of an older vitrain, which ran with the table's)", c->name,
                      record);
+        else
+            snprintf(line, len, "GEMM blocking %s, the table's entry for this CPU (no %s beside the checkpoint: "
+                     "not in a run directory, or a run of an older vitrain)", c->name, VT_BLOCKING_RECORD);
         return VT_OK;
     }
     *source = SRC_TABLE;
@@ -184,9 +198,9 @@ static vt_status choose(const vt_config *cfg, const char *record, int resume, vt
     return VT_OK;
 }
 
-vt_status vt_blocking_for_run(const vt_config *cfg, const char *dir, int resume) {
-    char record[4200];
-    snprintf(record, sizeof record, "%s/" VT_BLOCKING_RECORD, dir);
+/* Rank 0 chooses for p (choose), logs why and, for a new run, writes the record; every
+ * rank then sets rank 0's blocking. Collective under MPI. */
+static vt_status set_rank0_choice(const vt_config *cfg, const char *record, purpose p) {
     struct {
         char items[1024], name[96];
         int source;
@@ -196,12 +210,12 @@ vt_status vt_blocking_for_run(const vt_config *cfg, const char *dir, int resume)
     if (vt_dist_root()) {
         vt_gemm_context c;
         char line[6000];
-        st = choose(cfg, record, resume, &c, &chosen.source, line, sizeof line);
+        st = choose(cfg, record, p, &c, &chosen.source, line, sizeof line);
         if (st == VT_OK) {
             VT_ASSERT(vt_gemm_context_format(&c, chosen.items, sizeof chosen.items) == 0, "GEMM context too long");
             snprintf(chosen.name, sizeof chosen.name, "%s", c.name);
             fprintf(stderr, "vitrain: %s\n", line);
-            if (!resume) st = record_write(record, &c, chosen.source);
+            if (p == FOR_NEW_RUN) st = record_write(record, &c, chosen.source);
         }
     }
     if ((st = vt_dist_agree(st)) != VT_OK) return st;
@@ -212,4 +226,18 @@ vt_status vt_blocking_for_run(const vt_config *cfg, const char *dir, int resume)
     snprintf(c.name, sizeof c.name, "%s", chosen.name);
     vt_gemm_context_set(&c);
     return VT_OK;
+}
+
+vt_status vt_blocking_for_run(const vt_config *cfg, const char *dir, int resume) {
+    char record[4200];
+    snprintf(record, sizeof record, "%s/" VT_BLOCKING_RECORD, dir);
+    return set_rank0_choice(resume ? NULL : cfg, record, resume ? FOR_RESUME : FOR_NEW_RUN);
+}
+
+vt_status vt_blocking_for_eval(const char *checkpoint) {
+    char record[4200];
+    const char *slash = strrchr(checkpoint, '/');
+    if (slash) snprintf(record, sizeof record, "%.*s/" VT_BLOCKING_RECORD, (int)(slash - checkpoint), checkpoint);
+    else snprintf(record, sizeof record, VT_BLOCKING_RECORD);
+    return set_rank0_choice(NULL, record, FOR_EVAL);
 }

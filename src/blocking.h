@@ -20,6 +20,10 @@
  *             search runs now (gemm_tune.h) and its result is cached;
  *   table     otherwise: the built-in table's entry for the CPU.
  * A new run records its blocking (every field and its source) in DIR/gemm_blocking.txt.
+ * An evaluation of a checkpoint (`vitrain eval`) computes with VT_GEMM_CONTEXT's
+ * blocking when it is set, else with the record of the run directory the checkpoint is
+ * in, else with the table's entry: a run's checkpoint then evaluates to its run's own
+ * final validation bit for bit.
  */
 #ifndef VT_BLOCKING_H
 #define VT_BLOCKING_H
@@ -40,6 +44,12 @@
  * does not parse (VT_ERR_USAGE, naming the file), a record that cannot be written or
  * out of memory (VT_ERR_RUNTIME). */
 vt_status vt_blocking_for_run(const vt_config *cfg, const char *dir, int resume);
+
+/* Choose and set the blocking of an evaluation of the checkpoint file at path on every
+ * rank, as above (env, the record beside the file, the table): rank 0 chooses and logs
+ * one line saying what and why, every rank sets rank 0's blocking. Collective under MPI.
+ * Errors: a record beside the file that does not parse (VT_ERR_USAGE, naming it). */
+vt_status vt_blocking_for_eval(const char *checkpoint);
 
 /* What one tuning did (vt_blocking_tune). */
 typedef struct {

@@ -81,9 +81,10 @@ typedef struct {
 vt_status vt_eval_open(vt_evaluator *ev, const vt_config *cfg, int img_size);
 void vt_eval_close(vt_evaluator *ev);
 /* Allocate now the memory a batch of m's evaluation needs (the arena and the tape
- * scratch, vit.h vt_vit_eval_floats), so an eval.batch_size too large for this machine is
- * an error before the first evaluation, not an abort inside it. Errors: VT_ERR_RUNTIME
- * naming the batch, the bytes and eval.batch_size. */
+ * scratch, vit.h vt_vit_eval_floats, and the GEMM buffers, ops/par.h), so an
+ * eval.batch_size too large for this machine is an error before the first evaluation,
+ * not an abort inside it. Errors: VT_ERR_RUNTIME naming the batch, the bytes and
+ * eval.batch_size (or the GEMM buffers and the thread count). */
 vt_status vt_eval_reserve(vt_evaluator *ev, const vt_vit *m);
 
 /* Evaluate m over the first ev->n samples of the split (all of it, or eval.max_samples).

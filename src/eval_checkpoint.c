@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blocking.h"
 #include "dist.h"
 #include "eval.h"
 #include "npz.h"
@@ -217,7 +218,12 @@ vt_status vt_eval_checkpoint_run(vt_eval_checkpoint *ec) {
     const vt_config *cfg = &ec->cfg;
     vt_vit m;
     vt_model_spec ms;
-    vt_status st = vt_vit_init(&m, vt_resolve_model_spec(cfg, &ms), (uint64_t)cfg->train.seed);
+    vt_status st = vt_blocking_for_eval(o->checkpoint); /* agreed across ranks */
+    if (st != VT_OK) {
+        vt_eval_checkpoint_close(ec);
+        return st;
+    }
+    st = vt_vit_init(&m, vt_resolve_model_spec(cfg, &ms), (uint64_t)cfg->train.seed);
     if (st != VT_OK) {
         vt_eval_checkpoint_close(ec);
         return vt_dist_everywhere(st);

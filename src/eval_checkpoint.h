@@ -5,8 +5,9 @@
  * Owns: the config an evaluation runs under (the checkpoint's own, or CONFIG + --set whose
  * model keys must agree with the checkpoint's), the list of image sizes, the model built
  * from the checkpoint, the per-size loop, the output (one JSON line per size on stdout, a
- * readable line per size and a closing table on stderr, rank 0 only) and the .npz of
- * --logits. Does not own the evaluation itself (eval.h), the archive format (npz.h), the
+ * readable line per size and a closing table on stderr, rank 0 only), the .npz of
+ * --logits, and that the evaluation computes with the GEMM blocking the checkpoint's run
+ * recorded (blocking.h vt_blocking_for_eval). Does not own the evaluation itself (eval.h), the archive format (npz.h), the
  * command line or the kernel table and threads (main.c starts those between open and run,
  * as it does for training).
  *

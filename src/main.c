@@ -3,7 +3,9 @@
  * 75 (VT_EXIT_STOPPED, stop.h) training stopped by SIGINT, SIGTERM or SIGUSR1 after
  * writing a checkpoint pair: continue it with the command printed (a job script tells
  * "stopped, to be continued" from "done" and "failed" by this code); 130 a second SIGINT
- * ended it at once.
+ * ended it at once. Two ends bypass main, where no status can travel: a second SIGINT
+ * (stop.c, 130) and memory a step cannot get past its reservation (status.h
+ * vt_out_of_memory, 1).
  *
  *   vitrain [train] CONFIG [--set k=v ...] [--threads N] [--resume RUN_DIR] [--run-dir DIR]
  *                          [--resume-or-start] [--stop-after STEPS] [--verbose]
@@ -357,9 +359,11 @@ static int start_runtime(const vt_config *cfg, const cli_args *a) {
     if (n == 0) n = omp_get_num_procs();
     omp_set_num_threads(n);
     int logs = vt_dist_root() && strcmp(a->cmd, "train") != 0;
+    char ctx[128] = ""; /* eval names its GEMM blocking once it has chosen it (blocking.h) */
+    if (strcmp(a->cmd, "eval") != 0) snprintf(ctx, sizeof ctx, "GEMM context %s, ", vt_gemm_ctx.name);
     if (logs)
-        fprintf(stderr, "vitrain: kernels %s, GEMM context %s, %d thread%s%s\n", vt_k.name, vt_gemm_ctx.name, n,
-                n == 1 ? "" : "s", vt_dist_size() > 1 ? " per rank" : "");
+        fprintf(stderr, "vitrain: kernels %s, %s%d thread%s%s\n", vt_k.name, ctx, n, n == 1 ? "" : "s",
+                vt_dist_size() > 1 ? " per rank" : "");
     vt_dist_check_placement(n);
     return 0;
 }

@@ -9,7 +9,6 @@
 
 #include "data/augment.h"
 #include "data/formats.h"
-#include "pe/ape.h"
 #include "pe/kinds.h"
 
 #define BAD(...) return vt_fail(VT_ERR_USAGE, __VA_ARGS__)

@@ -2,7 +2,7 @@
  *
  * Owns: reading a run directory's own recorded config (DIR/config.json: the resolved
  * config with every --set of the run and the run directory it was written to) and
- * comparing a config given with --resume against it, key by key, with the rule of what
+ * comparing a config given with --resume (or --resume-or-start) against it, key by key, with the rule of what
  * may differ. Does not own the run directory's files or the resume state (train.c,
  * checkpoint.c, train_state.c) nor the keys (config.c marks the run-only ones).
  *
@@ -33,5 +33,12 @@
  * change what is computed; messages name dir and the keys. */
 vt_status vt_resume_config(vt_config *out, const char *dir, const char *config_path,
                            const char *const *sets, int n_sets);
+
+/* A run that --resume-or-start continues: the command's config (cfg, resolved: CONFIG
+ * and every --set) compared against dir/config.json by the same rule, so a requeued
+ * command that changed what is computed is refused as --resume refuses it. Notes on
+ * stderr. A directory without config.json has nothing to compare with (the resume then
+ * reports what it lacks). Errors: VT_ERR_USAGE naming dir and each key that differs. */
+vt_status vt_resume_check(const vt_config *cfg, const char *dir);
 
 #endif

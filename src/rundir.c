@@ -5,7 +5,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -165,4 +167,29 @@ vt_status vt_rundir_move_aside(const char *dir, char *moved_to, size_t len) {
     }
     return vt_fail(VT_ERR_RUNTIME, "cannot move the old run %s aside: %.*s.old-1 ... -99999 all "
                    "exist", dir, (int)n, dir);
+}
+
+int vt_rundir_moved_copy(const char *dir, const char *path, char *copy, size_t len) {
+    struct stat sb;
+    if (stat(path, &sb) == 0 || errno != ENOENT) return 0;
+    const char *slash = strrchr(path, '/');
+    char parent[4200], a[PATH_MAX], b[PATH_MAX];
+    if (!slash) snprintf(parent, sizeof parent, ".");
+    else if (slash == path) snprintf(parent, sizeof parent, "/");
+    else snprintf(parent, sizeof parent, "%.*s", (int)(slash - path), path);
+    if (!realpath(parent, a) || !realpath(dir, b) || strcmp(a, b) != 0) return 0;
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    int found = 0;
+    for (int k = 1; k < 100000; k++) { /* move_aside takes the first free N: the newest is the last */
+        char old[4200], cand[4400];
+        snprintf(old, sizeof old, "%.*s.old-%d", (int)n, dir, k);
+        if (lstat(old, &sb) != 0) break;
+        snprintf(cand, sizeof cand, "%s/%s", old, slash ? slash + 1 : path);
+        if (stat(cand, &sb) == 0 && S_ISREG(sb.st_mode)) {
+            snprintf(copy, len, "%s", cand);
+            found = 1;
+        }
+    }
+    return found;
 }

@@ -49,4 +49,11 @@ vt_rundir_holds vt_rundir_inspect(const char *dir, char *what, size_t len);
  * receives, and create dir anew, empty. Nothing is deleted. */
 vt_status vt_rundir_move_aside(const char *dir, char *moved_to, size_t len);
 
+/* Where a file that path named inside dir went when runs were moved aside: 1 if path does
+ * not exist, its directory is dir and the newest DIR.old-N holding its name has it (that
+ * copy's path into copy), else 0. A run started over with --start-over and a train.init
+ * inside the directory read that file before the move; a later start of the same command
+ * (over what a kill left before the first pair) finds it here. */
+int vt_rundir_moved_copy(const char *dir, const char *path, char *copy, size_t len);
+
 #endif

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 static _Thread_local char last_error[2048];
 
@@ -48,6 +49,15 @@ void vt_assert_fail(const char *file, int line, const char *fmt, ...) {
     va_end(ap);
     fputc('\n', stderr);
     abort();
+}
+
+void vt_out_of_memory(const char *what, size_t bytes) {
+    fflush(stdout);
+    fprintf(stderr, "vitrain: error: out of memory: %s of %zu bytes (%.1f MiB), needed during a step beyond "
+            "the memory reserved before the first one, which this process cannot allocate; lower "
+            "train.batch_size (raising train.accum_steps as much keeps the global batch) or, during an "
+            "evaluation, eval.batch_size\n", what, bytes, (double)bytes / 1048576.0);
+    _exit(1); /* from any thread: the others hold nothing that must be flushed */
 }
 
 void *vt_xmalloc(size_t bytes) {

@@ -40,6 +40,16 @@ void vt_assert_fail(const char *file, int line, const char *fmt, ...)
 #define VT_ASSERT(cond, ...) \
     do { if (!(cond)) vt_assert_fail(__FILE__, __LINE__, __VA_ARGS__); } while (0)
 
+/* Out of memory inside a training step or an evaluation batch, past what its owner
+ * reserved before the first one (an arena block, the grad region, the tape's scratch, a
+ * GEMM workspace: the ops that ask cannot return a status). Prints "vitrain: error: out
+ * of memory: WHAT of N bytes ..." with the batch keys that lower it and ends the process
+ * with exit status 1, VT_ERR_RUNTIME's: the out-of-memory twin of VT_ASSERT, for an
+ * environment failure rather than a bug. Every file of a run is written to a temporary
+ * name and renamed, so the run directory keeps its last checkpoint pair; under MPI the
+ * launcher ends the other ranks. */
+void vt_out_of_memory(const char *what, size_t bytes) __attribute__((noreturn));
+
 /* Allocation that aborts on failure: only for small, bounded bookkeeping. Large
  * user-sized buffers use malloc and report VT_ERR_RUNTIME with the size. */
 void *vt_xmalloc(size_t bytes);

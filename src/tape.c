@@ -109,7 +109,7 @@ float *vt_tape_scratch(vt_tape *t, size_t floats) {
     if (floats > t->scratch_floats) {
         free(t->scratch);
         t->scratch = vt_aligned_alloc(floats * sizeof(float));
-        VT_ASSERT(t->scratch != NULL, "out of memory: tape scratch of %zu floats", floats);
+        if (!t->scratch) vt_out_of_memory("the tape's scratch buffer", floats * sizeof(float));
         t->scratch_floats = floats;
     }
     return t->scratch;
@@ -302,7 +302,7 @@ void vt_tape_scope_begin(vt_tape *t) {
         t->retired[t->n_retired++] = t->region; /* earlier scopes of this step still use it */
         t->region_cap = t->region_need;
         t->region = vt_aligned_alloc(t->region_cap);
-        VT_ASSERT(t->region != NULL, "out of memory: grad region of %zu bytes", t->region_cap);
+        if (!t->region) vt_out_of_memory("the gradient region", t->region_cap);
         memset(t->region, 0, t->region_cap);
     }
     scope_ctx *c = vt_tape_ctx(t, sizeof *c);

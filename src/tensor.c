@@ -12,7 +12,7 @@ static vt_arena_block *block_new(size_t cap) {
     b->cap = (cap + 63) / 64 * 64;
     b->used = 0;
     b->base = vt_aligned_alloc(b->cap);
-    VT_ASSERT(b->base != NULL, "out of memory: arena block of %zu bytes", b->cap);
+    if (!b->base) vt_out_of_memory("an arena block (the step's activations)", b->cap);
     b->next = NULL;
     return b;
 }

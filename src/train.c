@@ -19,9 +19,11 @@
 #include "input_file.h"
 #include "kernels.h"
 #include "ops/ops.h"
+#include "ops/par.h"
 #include "optim.h"
 #include "precision.h"
 #include "resolve.h"
+#include "resume.h"
 #include "rundir.h"
 #include "rng.h"
 #include "run_log.h"
@@ -311,10 +313,19 @@ static vt_status nonfinite_stop(trainer *tr, const char *what, double value) {
                                       (long long)step_epoch(tr, tr->step) + 1, hint));
 }
 
+/* The largest parameter's size in floats: that of the largest weight gradient, the K
+ * split's partial C (ops/par.h vt_gemm_reserve). */
+static size_t largest_param(const vt_vit *m) {
+    size_t n = 0;
+    for (int i = 0; i < m->n_p; i++)
+        if ((size_t)m->p[i].t.size > n) n = (size_t)m->p[i].t.size;
+    return n;
+}
+
 /* The memory a training step of this rank's batch needs, allocated before the first step
- * (the arena, vit.h vt_vit_activation_floats, the grad region and the tape scratch): a
- * batch too large for this machine is an error naming it here, not an abort inside the
- * first forward. */
+ * (the arena, vit.h vt_vit_activation_floats, the grad region, the tape scratch and the
+ * GEMM buffers): a batch too large for this machine is an error naming it here, not an
+ * abort inside the first forward. */
 static vt_status reserve_step_memory(trainer *tr) {
     const vt_vit *m = &tr->model;
     const int S = tr->cfg->model.img_size;
@@ -325,7 +336,7 @@ static vt_status reserve_step_memory(trainer *tr) {
     double total = arena + region + scratch * sizeof(float);
     vt_status st = total < 0.5 * (double)SIZE_MAX ? vt_arena_reserve(&tr->arena, (size_t)arena) : VT_ERR_RUNTIME;
     if (st == VT_OK) st = vt_tape_reserve(&tr->tape, (size_t)region, (size_t)scratch);
-    if (st == VT_OK) return VT_OK;
+    if (st == VT_OK) return vt_gemm_reserve(largest_param(m)); /* its error names the GEMM buffers */
     char per_rank[64] = "";
     if (tr->ranks > 1) snprintf(per_rank, sizeof per_rank, " (%d per rank)", tr->local_bs);
     return vt_fail(VT_ERR_RUNTIME, "out of memory: a training step of train.batch_size %d images%s at "
@@ -436,8 +447,14 @@ static vt_status prepare(trainer *tr, const vt_train_opts *opts) {
     tr->model_ok = 1;
     if (cfg->train.init[0] && !opts->resume_dir) {
         vt_weights_opts wo = {1, cfg->train.init_allow_unexpected};
-        if ((st = vt_weights_load(&tr->model, cfg->train.init, &wo, NULL, stderr)) != VT_OK)
-            return vt_fail_context(st, "train.init");
+        char moved[VT_STR + 64];
+        if ((st = vt_weights_load(&tr->model, cfg->train.init, &wo, NULL, stderr)) != VT_OK &&
+            vt_rundir_moved_copy(tr->dir, cfg->train.init, moved, sizeof moved))
+            return vt_fail(st, "train.init %s does not exist: an earlier --start-over in the run directory %s "
+                           "moved it, with the run it belonged to, to %s (the run started then had read it "
+                           "before the move); to start this run again from the same weights, set train.init=%s",
+                           cfg->train.init, tr->dir, moved, moved);
+        if (st != VT_OK) return vt_fail_context(st, "train.init");
     }
     if ((st = vt_optim_init(&tr->opt, &cfg->optim, tr->model.n_params)) != VT_OK) return st;
     tr->opt_ok = 1;
@@ -864,14 +881,19 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts_in, vt_tr
     snprintf(res->run_dir, sizeof res->run_dir, "%s", tr.dir);
     tr.t_start = now_s();
     vt_stop_install(vt_dist_root());
+    vt_status st = VT_OK;
     if (o.resume_or_start && !o.resume_dir) {
         int resume = 0;
         find_resume_point(tr.dir, &resume);
-        if (resume) o.resume_dir = tr.dir;
+        if (resume) { /* the command's config against the run's, as --resume compares them */
+            o.resume_dir = tr.dir;
+            st = vt_dist_agree(vt_dist_root() ? vt_resume_check(cfg, tr.dir) : VT_OK);
+        }
     }
-    vt_status st = vt_dist_agree(prepare(&tr, opts));
+    if (st == VT_OK) st = vt_dist_agree(prepare(&tr, opts));
     if (st == VT_OK) st = vt_dist_agree(take_run_dir(&tr, opts));
     if (st == VT_OK) st = vt_blocking_for_run(tr.cfg, tr.dir, opts->resume_dir != NULL); /* before any step */
+    if (st == VT_OK) st = vt_dist_agree(vt_gemm_reserve(largest_param(&tr.model))); /* for that blocking */
     if (st == VT_OK) st = setup_ranks(&tr, opts);
     if (st == VT_OK) {
         if (tr.root) print_start(&tr, opts);

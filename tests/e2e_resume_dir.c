@@ -13,7 +13,11 @@
  *   - a longer train.epochs is allowed and says what it does to the schedule: with a
  *     constant schedule the extended run equals an uninterrupted run of the new length bit
  *     for bit; a shorter one, or another kind of length, is an error;
- *   - a directory that is no run is refused naming what is missing.
+ *   - a directory that is no run is refused naming what is missing;
+ *   - --resume-or-start compares the command's config with the run's by the same rule: a
+ *     requeued command that changed what is computed is refused naming the key (exit 2),
+ *     one that changed only its progress display continues the run, bit for bit the
+ *     uninterrupted one.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,9 +155,33 @@ static void test_not_a_run(void) {
     CHECK(rc == 2 && file_contains(log, "needs a value"), "--resume without DIR: exit %d", rc);
 }
 
+static void test_resume_or_start(void) {
+    char a[128], r[128], log[160];
+    snprintf(a, sizeof a, "%s/straight", tmp); /* test_resume_alone's uninterrupted run */
+    snprintf(r, sizeof r, "%s/requeued", tmp);
+    snprintf(log, sizeof log, "%s/requeued.log", tmp);
+#define RUN CFG " " SETS " --set train.epochs=3 --threads 1 --resume-or-start --run-dir"
+    int rc = run("%s " RUN " %s --stop-after 5 2>/dev/null", bin, r);
+    CHECK(rc == 0, "--resume-or-start starts the run: exit %d", rc);
+    rc = run("%s " RUN " %s --set optim.lr=0.1 2>%s", bin, r, log);
+    CHECK(rc == 2 && file_contains(log, "--resume-or-start ") &&
+              file_contains(log, "optim.lr: 0.003 in the run, 0.1 in the command's config"),
+          "--resume-or-start with another optim.lr: exit %d, the key named", rc);
+    rc = run("%s " RUN " %s --set runtime.progress=always --stop-after 9 2>%s", bin, r, log);
+    CHECK(rc == 0 && file_contains(log, "runtime.progress: \"never\" in the run, \"always\" now (does not change "
+                                        "what is computed)"),
+          "--resume-or-start with another runtime.progress: exit %d", rc);
+    rc = run("%s " RUN " %s 2>%s", bin, r, log);
+    CHECK(rc == 0 && file_contains(log, "the command's config agrees with the run's config"),
+          "--resume-or-start with the run's command: exit %d", rc);
+#undef RUN
+    check_same_run("started, refused, resumed twice by --resume-or-start", a, r, 24);
+}
+
 int main(void) {
     if (e2e_start("resume", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     test_resume_alone();
+    test_resume_or_start();
     test_longer();
     test_not_a_run();
     return e2e_finish(tmp);

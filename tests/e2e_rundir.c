@@ -7,7 +7,10 @@
  *     starts anew; a directory holding only what a run killed before its first pair left
  *     starts again; --start-over checks train.init, the data and the step's memory
  *     before it moves anything (a bad one leaves the directory as it was), and reads a
- *     train.init inside the directory before moving it
+ *     train.init inside the directory before moving it; the same command started again
+ *     with --resume-or-start over what a kill before the first pair left (the file is
+ *     gone with the old run) is an error naming where the file went and the key to set,
+ *     and with that key it starts the same run
  *   - one owner: two processes started together on one run directory, many times (two
  *     new runs; two resumes of a stopped run): exactly one trains, the other is refused
  *     naming the holder's PID (or, started after the first ended, finds its run); the
@@ -168,6 +171,25 @@ static void test_start_over_checks_first(void) {
     char *ra = train_records_text(d, &na), *rb = train_records_text(other, &nb);
     CHECK(rc == 0 && na == 3 && nb == 3 && ra && rb && strcmp(ra, rb) == 0,
           "the new run's losses and gradient norms equal those of one started from the moved copy");
+    free(ra);
+    free(rb);
+
+    /* The started-over run killed before its first pair (its pair removed: what is left is
+     * leftovers), then its command again with --resume-or-start, as a requeued job runs it:
+     * train.init is gone with the old run; the error says where and what to set. */
+    char want[700];
+    rc = run("rm -f %s/latest %s/last.safetensors %s/step_* && %s " CFG " " SETS " --set train.init=%s/last.safetensors "
+             "--stop-after 3 --resume-or-start --run-dir %s 2>%s", d, d, d, bin, d, d, log);
+    snprintf(want, sizeof want, "set train.init=%s/last.safetensors", old);
+    CHECK(rc == 1 && file_contains(log, "holds no checkpoint: starting the run") &&
+              file_contains(log, "an earlier --start-over in the run directory") && file_contains(log, want),
+          "--resume-or-start over leftovers with train.init moved aside: exit %d, says where it went", rc);
+    rc = run("%s " CFG " " SETS " --set train.init=%s/last.safetensors --stop-after 3 --resume-or-start --run-dir %s "
+             "2>%s", bin, old, d, log);
+    ra = train_records_text(d, &na);
+    rb = train_records_text(other, &nb);
+    CHECK(rc == 0 && na == 3 && ra && rb && strcmp(ra, rb) == 0,
+          "with train.init set as it says: exit %d, the run started from the moved copy", rc);
     free(ra);
     free(rb);
 }

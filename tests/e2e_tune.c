@@ -10,7 +10,17 @@
  *   - VT_GEMM_CONTEXT wins over the record, the cache and the table, and says so;
  *     runtime.gemm_tune = off keeps the table's entry;
  *   - a corrupt cache file is ignored with a one-line warning; a corrupt record stops a
- *     resume naming the file.
+ *     resume naming the file;
+ *   - `vitrain eval` of a run's checkpoint computes with the blocking the run recorded
+ *     (here one made under VT_GEMM_CONTEXT, which differs from the table's): its top-1,
+ *     top-5 and loss are the run's final evaluation's, as printed, and its logits those
+ *     of that blocking set by hand, bit for bit; the same file outside the run directory
+ *     evaluates with the table's entry, whose logits differ (the check has teeth);
+ *     VT_GEMM_CONTEXT wins over the record; a corrupt record is an error naming it;
+ *   - under mpirun every rank computes with rank 0's blocking: two ranks whose caches
+ *     differ (XDG_CACHE_HOME per rank) train the weights, bit for bit, of two ranks that
+ *     both have rank 0's cache, and two ranks on the other cache train others (the check
+ *     has teeth); skipped with a line without mpirun.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +28,7 @@
 
 #include "e2e_util.h"
 #include "harness.h"
+#include "mpi_launch.h"
 
 #define CFG "configs/synthetic_tiny.json"
 #define SETS "--set data.train_size=256 --set model.num_classes=3 --set train.epochs=2 --set runtime.progress=never"
@@ -29,16 +40,31 @@ static int set_cache_kc(const char *path, int kc) {
     return run("sed -i -E 's/(avx2|avx512)\\.kc=[0-9]+/\\1.kc=%d/g' %s", kc, path);
 }
 
-/* The one cache file of the temporary cache, into path. */
-static int cache_file(char *path, size_t len) {
+/* The one cache file of the cache directory dir (dir/vitrain/gemm-*.txt), into path. */
+static int cache_file_in(const char *dir, char *path, size_t len) {
     char list[256];
     snprintf(list, sizeof list, "%s/list", tmp);
-    if (run("ls %s/cache/vitrain/gemm-*.txt > %s 2>/dev/null", tmp, list) != 0) return -1;
+    if (run("ls %s/vitrain/gemm-*.txt > %s 2>/dev/null", dir, list) != 0) return -1;
     char *s = test_read_file(list, NULL);
     int ok = s && strchr(s, '\n') == s + strlen(s) - 1;
     if (ok) snprintf(path, len, "%.*s", (int)(strlen(s) - 1), s);
     free(s);
     return ok ? 0 : -1;
+}
+
+/* The one cache file of the temporary cache, into path. */
+static int cache_file(char *path, size_t len) {
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/cache", tmp);
+    return cache_file_in(dir, path, len);
+}
+
+/* File same holds ref's bytes, and (where the blocking changes the sums: a SIMD level)
+ * file other, made with another blocking, does not: the first check has teeth. what
+ * names both: "SAME's ...; OTHER's". */
+static void same_not_other(const char *ref, const char *same, const char *other, const char *what) {
+    CHECK(same_bytes(ref, same), "%s: bit for bit", what);
+    if (vt_kernels_best_isa() >= VT_ISA_AVX2) CHECK(!same_bytes(ref, other), "%s differ", what);
 }
 
 static void test_tune_arguments(void) {
@@ -132,11 +158,115 @@ static void test_sources(void) {
           "a corrupt cache file is ignored with a warning: exit %d", rc);
 }
 
+/* The last "kind":"eval" record of run directory dir's metrics.jsonl, into line. */
+static int last_eval_record(const char *dir, char *line, size_t len) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    char *s = test_read_file(path, NULL);
+    int found = 0;
+    for (char *l = s ? strtok(s, "\n") : NULL; l; l = strtok(NULL, "\n"))
+        if (strstr(l, "\"kind\":\"eval\"")) found = snprintf(line, len, "%s", l) > 0;
+    free(s);
+    return found;
+}
+
+static void test_eval_blocking(void) {
+    char dir[160], log[160], out[160], ckpt[200], alone[160], rec[200], line[1024], got[1024], ln[160];
+    snprintf(dir, sizeof dir, "%s/evalrun", tmp);
+    snprintf(log, sizeof log, "%s/eval.log", tmp);
+    snprintf(out, sizeof out, "%s/eval.out", tmp);
+    snprintf(ckpt, sizeof ckpt, "%s/last.safetensors", dir);
+    snprintf(alone, sizeof alone, "%s/alone.safetensors", tmp);
+    snprintf(rec, sizeof rec, "%s/gemm_blocking.txt", dir);
+    int rc = run("%s VT_GEMM_CONTEXT=avx2.kc=16,avx512.kc=16 %s " CFG " " SETS " --threads 1 --run-dir %s 2>%s", env,
+                 bin, dir, log);
+    CHECK(rc == 0 && file_contains(rec, "avx512.kc=16,"), "a run under VT_GEMM_CONTEXT records its blocking: exit %d",
+          rc);
+    rc = run("%s %s eval --checkpoint %s --threads 1 --logits %s/recorded.npz >%s 2>%s", env, bin, ckpt, tmp, out, log);
+    CHECK(rc == 0 && file_contains(log, "as the checkpoint's run recorded it"),
+          "eval of a run's checkpoint says it takes the run's recorded blocking: exit %d", rc);
+    CHECK(last_eval_record(dir, line, sizeof line), "the run logged its final evaluation");
+    char *o = test_read_file(out, NULL);
+    snprintf(got, sizeof got, "%s", o ? o : "");
+    free(o);
+    static const char *const keys[] = {"top1", "top5", "loss", "n"};
+    for (int k = 0; k < 4; k++) {
+        char a[64] = "", b[64] = "";
+        json_raw(line, keys[k], a, sizeof a);
+        json_raw(got, keys[k], b, sizeof b);
+        CHECK(a[0] && !strcmp(a, b), "eval's %s is the run's final evaluation's: %s, the run's %s", keys[k], b, a);
+    }
+
+    /* The printed metrics of this small model hide a change of blocking (float rounding
+     * of the mean loss), its logits do not: they are those of the run's blocking set by
+     * hand, and the same weights outside the run directory (the table's entry) give
+     * others. */
+    rc = run("cp %s %s && %s VT_GEMM_CONTEXT=avx2.kc=16,avx512.kc=16 %s eval --checkpoint %s --threads 1 --logits "
+             "%s/env.npz >%s 2>%s", ckpt, alone, env, bin, alone, tmp, out, log);
+    CHECK(rc == 0, "eval under the run's VT_GEMM_CONTEXT: exit %d", rc);
+    rc = run("%s %s eval --checkpoint %s --threads 1 --logits %s/table.npz >%s 2>%s", env, bin, alone, tmp, out, log);
+    CHECK(rc == 0 && file_contains(log, "the table's entry for this CPU (no gemm_blocking.txt beside the checkpoint"),
+          "eval of a checkpoint outside a run directory takes the table's entry: exit %d", rc);
+    snprintf(got, sizeof got, "%s/recorded.npz", tmp);
+    snprintf(ln, sizeof ln, "%s/env.npz", tmp);
+    snprintf(out, sizeof out, "%s/table.npz", tmp);
+    same_not_other(got, ln, out, "eval with the record: the logits of the run's blocking set by hand; the table's");
+
+    rc = run("%s VT_GEMM_CONTEXT=avx512.kc=48 %s eval --checkpoint %s --threads 1 >%s 2>%s", env, bin, ckpt, out, log);
+    CHECK(rc == 0 && file_contains(log, "from VT_GEMM_CONTEXT (it overrides the blocking the checkpoint's run recorded"),
+          "VT_GEMM_CONTEXT wins over the record in eval: exit %d", rc);
+    rc = run("echo garbage > %s && %s %s eval --checkpoint %s --threads 1 >%s 2>%s", rec, env, bin, ckpt, out, log);
+    CHECK(rc == 2 && file_contains(log, "gemm_blocking.txt: not a valid GEMM blocking record") &&
+              file_contains(log, "an evaluation that sums as the run's own did"),
+          "eval with a corrupt record beside the checkpoint: exit %d", rc);
+}
+
+static void test_mpi_rank0_blocking(void) {
+    if (run("mpirun --version >/dev/null 2>&1") != 0) {
+        printf("e2e_tune: skipped: rank 0's blocking on every rank (mpirun not found: scripts/deps.sh installs "
+               "openmpi-bin)\n");
+        return;
+    }
+    char a[128], b[128], fa[512], fb[512], same[160], mixed[160], other[160], log[200], p0[200], p1[200];
+    snprintf(a, sizeof a, "%s/mpi_cache_a", tmp);
+    snprintf(b, sizeof b, "%s/mpi_cache_b", tmp);
+    int rc = run("XDG_CACHE_HOME=%s %s tune " CFG " " SETS " --ranks 2 --threads 1 >/dev/null 2>%s/mpi_tune.log", a,
+                 bin, tmp);
+    CHECK(rc == 0 && cache_file_in(a, fa, sizeof fa) == 0, "vitrain tune --ranks 2: exit %d", rc);
+    CHECK(set_cache_kc(fa, 16) == 0, "rank 0's cache: kc 16");
+    CHECK(run("mkdir -p %s && cp -a %s/vitrain %s/", b, a, b) == 0 && cache_file_in(b, fb, sizeof fb) == 0 &&
+              set_cache_kc(fb, 32) == 0,
+          "the other cache: kc 32");
+#define MPI_RUN CFG " " SETS " --set train.log_every=1 --threads 1 --run-dir"
+    snprintf(same, sizeof same, "%s/mpi_same", tmp);
+    snprintf(mixed, sizeof mixed, "%s/mpi_mixed", tmp);
+    snprintf(other, sizeof other, "%s/mpi_other", tmp);
+    rc = run("%s env XDG_CACHE_HOME=%s %s " MPI_RUN " %s 2>%s.log", mpirun(2, NULL), a, bin, same, same);
+    CHECK(rc == 0, "2 ranks on rank 0's cache: exit %d", rc);
+    rc = run("%s env XDG_CACHE_HOME=%s %s " MPI_RUN " %s : -np 1 env XDG_CACHE_HOME=%s %s " MPI_RUN " %s 2>%s.log",
+             mpirun(1, NULL), a, bin, mixed, b, bin, mixed, mixed);
+    CHECK(rc == 0, "rank 0 on its cache, rank 1 on another: exit %d", rc);
+    rc = run("%s env XDG_CACHE_HOME=%s %s " MPI_RUN " %s 2>%s.log", mpirun(2, NULL), b, bin, other, other);
+    CHECK(rc == 0, "2 ranks on the other cache: exit %d", rc);
+#undef MPI_RUN
+    snprintf(log, sizeof log, "%s.log", mixed);
+    snprintf(p0, sizeof p0, "%s/gemm_blocking.txt", mixed);
+    CHECK(file_contains(log, "from the tuning cache") && file_contains(p0, "avx512.kc=16,"),
+          "the caches differ: rank 0's entry is said and recorded");
+    snprintf(p0, sizeof p0, "%s/last.safetensors", same);
+    snprintf(p1, sizeof p1, "%s/last.safetensors", mixed);
+    snprintf(log, sizeof log, "%s/last.safetensors", other);
+    same_not_other(p0, p1, log, "ranks whose caches differ: the weights of both ranks on rank 0's cache; both ranks "
+                   "on the other cache");
+}
+
 int main(void) {
     if (e2e_start("e2e_tune", bin, sizeof bin, tmp, sizeof tmp)) return 1;
     snprintf(env, sizeof env, "XDG_CACHE_HOME=%s/cache", tmp);
     if (test_kernels_init()) return 1;
     test_tune_arguments();
     test_sources();
+    test_eval_blocking();
+    test_mpi_rank0_blocking();
     return e2e_finish(tmp);
 }

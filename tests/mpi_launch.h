@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 /* "mpirun -np N --oversubscribe [--allow-run-as-root] EXTRA" */
-static const char *mpirun(int np, const char *extra) {
+static inline const char *mpirun(int np, const char *extra) {
     static char buf[8][256];
     static int k = 0;
     char *b = buf[k++ % 8];
@@ -23,14 +23,14 @@ static const char *mpirun(int np, const char *extra) {
     return b;
 }
 
-static double now_s(void) {
+static inline double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* A /proc file (size 0 to stat and ftell) read to its end; NUL-terminated, length in *len. */
-static char *read_proc(const char *path, size_t *len) {
+static inline char *read_proc(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     size_t cap = 4096, n = 0;
@@ -46,7 +46,7 @@ static char *read_proc(const char *path, size_t *len) {
 }
 
 /* PID of the child of `parent` whose environment has OMPI_COMM_WORLD_RANK=rank, or -1. */
-static pid_t rank_pid(pid_t parent, int rank) {
+static inline pid_t rank_pid(pid_t parent, int rank) {
     DIR *d = opendir("/proc");
     pid_t found = -1;
     char want[64];

@@ -62,22 +62,43 @@ static void tls_free(void *p) {
 
 static void tls_key_make(void) { VT_ASSERT(pthread_key_create(&tls_key, tls_free) == 0, "gemm: pthread_key_create"); }
 
-static float *tls_buffer_get(tls_buffer *b, size_t floats, const char *what) {
+/* Grow b to at least floats (0 on success; -1 out of memory, b then holds nothing). */
+static int tls_buffer_grow(tls_buffer *b, size_t floats) {
     if (floats == 0) floats = 16;
-    if (floats > b->floats) {
-        if (b->data == NULL) { /* this thread's first buffer: free both at its exit */
-            pthread_once(&tls_key_once, tls_key_make);
-            VT_ASSERT(pthread_setspecific(tls_key, &tls) == 0, "gemm: pthread_setspecific");
-        }
-        free(b->data);
-        b->data = vt_aligned_alloc(floats * sizeof(float));
-        VT_ASSERT(b->data != NULL, "out of memory: GEMM %s of %zu floats", what, floats);
-        b->floats = floats;
+    if (floats <= b->floats) return 0;
+    if (b->data == NULL) { /* this thread's first buffer: free both at its exit */
+        pthread_once(&tls_key_once, tls_key_make);
+        VT_ASSERT(pthread_setspecific(tls_key, &tls) == 0, "gemm: pthread_setspecific");
     }
+    free(b->data);
+    b->data = vt_aligned_alloc(floats * sizeof(float));
+    b->floats = b->data ? floats : 0;
+    return b->data ? 0 : -1;
+}
+
+/* The buffer inside a product: a failure is out of memory past the reservation. */
+static float *tls_buffer_get(tls_buffer *b, size_t floats, const char *what) {
+    if (tls_buffer_grow(b, floats)) vt_out_of_memory(what, (floats ? floats : 16) * sizeof(float));
     return b->data;
 }
 
-float *vt_gemm_workspace(size_t floats) { return tls_buffer_get(&tls.work, floats, "workspace"); }
+float *vt_gemm_workspace(size_t floats) { return tls_buffer_get(&tls.work, floats, "a GEMM packing workspace"); }
+
+vt_status vt_gemm_reserve(size_t partial_floats) {
+    VT_ASSERT(!omp_in_parallel(), "vt_gemm_reserve inside a parallel region");
+    const int any = 1 << 30; /* a workspace's size is bounded by the blocking for any shape */
+    size_t work = vt_k.gemm_work_floats(any, any, any), w16 = vt_k.gemm_bf16_work_floats(any, any, any);
+    if (w16 > work) work = w16;
+    int failed = 0, nt = omp_get_max_threads();
+    #pragma omp parallel num_threads(nt) reduction(| : failed)
+    failed |= tls_buffer_grow(&tls.work, work) ||
+              (omp_get_thread_num() > 0 && tls_buffer_grow(&tls.partial, partial_floats));
+    if (!failed) return VT_OK;
+    return vt_fail(VT_ERR_RUNTIME, "out of memory: the GEMM buffers of %d thread%s (a packing workspace of %.1f "
+                   "MiB each, and %.1f MiB of partial sums on each but the first), which this process cannot "
+                   "allocate; fewer threads (--threads) need less", nt, nt == 1 ? "" : "s",
+                   (double)work * sizeof(float) / 1048576.0, (double)partial_floats * sizeof(float) / 1048576.0);
+}
 
 /* One product: C = alpha op(A) op(B) + beta C (+ bias), op(B) from B16 when bf16 and B16
  * is not NULL. */
@@ -135,7 +156,7 @@ static void gemm_split_k(const gemm_args *g, int M, int N, int K, int nblk) {
         if (t == 0) {
             kernel_call(g, 0, M, 0, N, s, e - s, g->beta, NULL, g->C, g->ldc);
         } else {
-            partial[t] = tls_buffer_get(&tls.partial, (size_t)M * N, "partial");
+            partial[t] = tls_buffer_get(&tls.partial, (size_t)M * N, "a GEMM partial sum buffer");
             kernel_call(g, 0, M, 0, N, s, e - s, 0.0f, NULL, partial[t], N);
         }
         #pragma omp barrier

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "status.h"
 #include "tape.h"
 #include "tensor.h"
 
@@ -37,6 +38,16 @@ void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, co
  * comes, so the step loop does not malloc after warm-up. For ops that call vt_k.gemm
  * directly inside their own OpenMP loops (attention, batched matmul). */
 float *vt_gemm_workspace(size_t floats);
+
+/* Every OpenMP thread's GEMM buffers allocated now at their largest: the packing
+ * workspace any product needs under the current blocking and bf16 path, and, on threads
+ * past the first, the K split's partial C of partial_floats (it serves the weight
+ * gradients: their largest size). A step's products then allocate nothing; one that
+ * still needs more grows its buffer, and a failure there is vt_out_of_memory's. Call
+ * outside parallel regions, after the blocking is set (vt_gemm_context_set), again
+ * after it changes. Errors: out of memory (VT_ERR_RUNTIME naming the buffers, their
+ * size and the thread count). */
+vt_status vt_gemm_reserve(size_t partial_floats);
 
 /* out[c] += sum_r x[r, c] (y == NULL) or sum_r x[r, c] y[r, c], x/y rows x cols.
  * The rows are cut into a fixed number of chunks (independent of the thread count),

@@ -1,89 +1,14 @@
-/* ape.c - absolute position embeddings (position-encodings.md 2.1): the learned
- * table "pos_embed" (1, 1 + N, D), CLS slot first (timm layout), and the fixed 2-D
- * sin-cos table of timm's build_sincos2d_pos_embed (not a parameter, never stored).
- *
- * At the training grid a learned table is added as the parameter itself (its gradient
- * accumulates into the model's grads). At another grid the patch part is resampled
- * bicubic (torch interpolate, align_corners=False, antialias=False), the CLS slot kept;
- * that resampling is for evaluation only and not differentiable (asserted: gradients
- * enabled at a non-training grid is a bug). The sin-cos table is rebuilt from integer
- * positions on the current grid. Tables of a forward live in the step arena.
+/* ape.c - the tables of absolute position embeddings (position-encodings.md 2.1): the
+ * fixed 2-D sin-cos table of timm's build_sincos2d_pos_embed, and the bicubic resampling
+ * of a learned table "pos_embed" (1, 1 + N, D), CLS slot first (timm layout), to another
+ * grid (torch interpolate, align_corners=False, antialias=False; the CLS slot kept).
+ * Plain arrays only: the slot (pe.c) builds a forward's table from them, the checkpoint
+ * loader (weights.c) resamples a stored table.
  */
+#include "ape.h"
+
 #include <math.h>
 #include <string.h>
-
-#include "ape.h"
-#include "kinds.h"
-
-/* pe.kind = ape: the absolute table is the only PE; learned unless pe.ape says sincos. */
-static void ape_resolve(const vt_pe_config *pe, int hd, vt_pe_config *def) {
-    (void)pe;
-    (void)hd;
-    def->ape = VT_APE_LEARNED;
-}
-
-static vt_status ape_check(const vt_pe_config *pe, int hd, const char *src) {
-    (void)hd;
-    if (pe->ape == VT_APE_NONE)
-        return vt_fail(VT_ERR_USAGE, "%s: pe.kind = ape needs pe.ape = learned or sincos; found none",
-                       src);
-    return VT_OK;
-}
-
-const vt_pe_kind_ops vt_pe_ape_ops = {
-    .kind = VT_PE_APE,
-    .resolve = ape_resolve,
-    .check = ape_check,
-    .defaults_doc = "ape learned",
-    .rules_doc = "pe.ape = learned or sincos",
-};
-
-vt_status vt_ape_check(const vt_pe_config *pe, int D, const char *src) {
-    if (pe->ape == VT_APE_SINCOS && D % 4 != 0)
-        return vt_fail(VT_ERR_USAGE, "%s: pe.ape = sincos needs model.width divisible by 4; found %d",
-                       src, D);
-    return VT_OK;
-}
-
-void vt_ape_declare(vt_pe *pe) {
-    VT_ASSERT(pe->ape != VT_APE_SINCOS || pe->D % 4 == 0, "sincos APE with width %d", pe->D);
-    if (pe->ape == VT_APE_LEARNED) {
-        int64_t shape[3] = {1, 1 + (int64_t)pe->train_rows * pe->train_cols, pe->D};
-        pe->ape_param = vt_pe_declare(pe, "pos_embed", 3, shape);
-    }
-}
-
-void vt_ape_init(vt_pe *pe, vt_rng *rng) {
-    if (pe->ape_param < 0) return;
-    vt_tensor *t = pe->params[pe->ape_param].t;
-    for (int64_t i = 0; i < t->size; i++) t->data[i] = (float)vt_rng_trunc_normal(rng, 0.02, -2.0, 2.0);
-}
-
-void vt_ape_prepare(vt_pe *pe, vt_tape *t) {
-    pe->ape_table = NULL;
-    int64_t n = (int64_t)pe->rows * pe->cols;
-    int64_t shape[3] = {1, 1 + n, pe->D};
-    if (pe->ape == VT_APE_LEARNED) {
-        vt_tensor *p = pe->params[pe->ape_param].t;
-        if (pe->rows == pe->train_rows && pe->cols == pe->train_cols) {
-            pe->ape_table = p;
-            return;
-        }
-        VT_ASSERT(!t->grad_enabled,
-                  "learned pos_embed resampled to a %d x %d grid (training grid %d x %d) with "
-                  "gradients enabled: resampling is for evaluation only",
-                  pe->rows, pe->cols, pe->train_rows, pe->train_cols);
-        vt_tensor *y = vt_tape_new(t, 0, 3, shape);
-        memcpy(y->data, p->data, (size_t)pe->D * sizeof(float));
-        vt_pe_resample_bicubic(p->data + pe->D, pe->train_rows, pe->train_cols, y->data + pe->D,
-                               pe->rows, pe->cols, pe->D);
-        pe->ape_table = y;
-    } else if (pe->ape == VT_APE_SINCOS) {
-        vt_tensor *y = vt_tape_new(t, 0, 3, shape);
-        vt_pe_sincos_table(y->data, pe->rows, pe->cols, pe->D);
-        pe->ape_table = y;
-    }
-}
 
 void vt_pe_sincos_table(float *out, int rows, int cols, int D) {
     VT_ASSERT(D % 4 == 0, "sincos table needs D %% 4 == 0, got %d", D);

@@ -1,14 +1,14 @@
-/* ape.h - what ape.c offers beside the APE kind's entry in the registry (kinds.h): the
- * absolute part any kind may carry (its parameter, initialisation, per-grid table and
- * rule) and the tables themselves (timm's 2-D sin-cos table, the bicubic resampling of
- * a learned one to another grid), which weights.c uses to load a table of another grid.
+/* ape.h - the tables of absolute position embeddings (ape.c): timm's 2-D sin-cos table
+ * and the bicubic resampling of a learned one to another grid, on plain arrays. The
+ * slot (pe.c) builds a forward's table with them, weights.c loads a table of another
+ * grid. The absolute part of a PE and the APE kind's entry are the slot's (pe.h).
  */
 #ifndef VT_PE_APE_H
 #define VT_PE_APE_H
 
 #include <stdint.h>
 
-#include "pe.h"
+#include "status.h"
 
 /* Bicubic resampling of a grid table exactly as torch.nn.functional.interpolate(
  * mode='bicubic', align_corners=False, antialias=False) on a (1, D, h, w) tensor:
@@ -30,14 +30,5 @@ vt_status vt_pe_resample_pos_embed(const float *src, int64_t ni, float *dst, int
  * [sin(i w_k), sin(j w_k), cos(i w_k), cos(j w_k)] (each block pd wide). float32 math
  * as torch does it (error a few ulp of the angle). */
 void vt_pe_sincos_table(float *out, int rows, int cols, int D);
-
-/* The absolute part every PE carries (pe.ape, any kind): pe.c calls these when it
- * builds, initialises and prepares a PE. */
-void vt_ape_declare(vt_pe *pe);
-void vt_ape_init(vt_pe *pe, vt_rng *rng);
-void vt_ape_prepare(vt_pe *pe, vt_tape *t);
-/* The rule of the absolute part any kind may carry: pe.ape = sincos needs
- * model.width (D) divisible by 4. VT_ERR_USAGE with src and the key otherwise. */
-vt_status vt_ape_check(const vt_pe_config *pe, int D, const char *src);
 
 #endif

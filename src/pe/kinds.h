@@ -23,8 +23,8 @@
 #include "pe.h"
 #include "status.h"
 
-/* Every kind's entry, vt_pe_<id>_ops, defined in its file (none in pe.c, liere_commute
- * beside liere in liere.c, the others in <id>.c). */
+/* Every kind's entry, vt_pe_<id>_ops, defined in its file (none and ape in pe.c,
+ * liere_commute beside liere in liere.c, the others in <id>.c). */
 #define VT_PE_KIND_EXTERN_(e, id) extern const vt_pe_kind_ops vt_pe_##id##_ops;
 VT_PE_KINDS(VT_PE_KIND_EXTERN_)
 #undef VT_PE_KIND_EXTERN_

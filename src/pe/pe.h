@@ -1,9 +1,9 @@
 /* pe.h - the position-encoding slot of the ViT (position-encodings.md).
  *
  * Owns: the interface between the model and every position encoding (PE), the absolute
- * part (APE: none | learned | sincos, src/pe/ape.c) that any kind may carry, bicubic
- * resampling of a learned APE table (also used by the checkpoint loader) and the
- * registry of rotary kinds. Does not own the flat parameter buffers (the model places
+ * part (APE: none | learned | sincos; its tables, sincos and the bicubic resampling of a
+ * learned one that the checkpoint loader also uses, are src/pe/ape.c's) that any kind
+ * may carry and the registry of rotary kinds. Does not own the flat parameter buffers (the model places
  * the PE's parameters in them) nor the attention itself.
  *
  * Life cycle, as vit.c drives it:
@@ -32,7 +32,8 @@
  *                                from the packed qkv (vt_op_attention_qkv).
  *
  * Kinds: every pe.kind (none and ape included) is one entry, a vt_pe_kind_ops defined in
- * its own file (none in pe.c, ape in ape.c, rotary kinds in src/pe/<kind>.c) with its
+ * its own file (none and ape, which have no hooks, in pe.c; rotary kinds in
+ * src/pe/<kind>.c) with its
  * defaults (resolve) and rules (check), which resolve.c applies once per config, and the
  * hooks below. src/pe/kinds.h is the registry: it lists the entries, names them and
  * builds a PE of any kind (vt_pe_create); "Adding a kind" is there. The model (vit.c)
@@ -138,6 +139,10 @@ typedef struct vt_pe {
  * are resolve's: here they are asserted. */
 vt_pe *vt_pe_build(const vt_pe_kind_ops *kind, const vt_pe_config *pe, const vt_model_config *model);
 void vt_pe_free(vt_pe *pe);
+
+/* The rule of the absolute part any kind may carry: pe.ape = sincos needs model.width
+ * (D) divisible by 4. VT_ERR_USAGE with src and the key otherwise. */
+vt_status vt_ape_check(const vt_pe_config *pe, int D, const char *src);
 
 /* Declare one parameter (for kind create hooks): name, checkpoint shape. Returns its index. */
 int vt_pe_declare(vt_pe *pe, const char *name, int ndim, const int64_t *shape);

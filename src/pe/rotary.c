@@ -130,7 +130,9 @@ static void coords_fill(const vt_pe *pe, int rows, int cols, const vt_tensor *im
 
 void vt_pe_coords(const vt_pe *pe, int rows, int cols, const vt_tensor *images, float *out) {
     int Ba = vt_rot_coords_batch(pe, images);
-    float *dmean = has_depth(pe, images) ? vt_xmalloc((size_t)Ba * rows * cols * sizeof(float)) : NULL;
+    size_t bytes = has_depth(pe, images) ? (size_t)Ba * rows * cols * sizeof(float) : 0;
+    float *dmean = bytes ? malloc(bytes) : NULL;
+    if (bytes && !dmean) vt_out_of_memory("the patches' depth means", bytes);
     coords_fill(pe, rows, cols, images, out, dmean);
     free(dmean);
 }
