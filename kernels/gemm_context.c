@@ -89,12 +89,16 @@ static const vt_gemm_context contexts[] = {
      .avx512 = {.mr = 14, .nr = 32, .kc = 1024, .kc_t = 256, .mc = 112, .nc = 1536, .m_one_pass = 392,
                 .nc_one_pass = 128, .one_pass_min_n = 384, .inplace_rows_max_n = 1536, .inplace_t_max_n = 768},
      .avx512bf16 = VDPBF16PS_BLOCKING, .amx = AMX_BLOCKING},
-    /* Sapphire / Emerald Rapids: a 2 MB L2 holds the one-pass order's packed A for the
-     * ViT-B weight gradients' M = 768 (784 x 256 floats, 784 KB, + 256 KB of packed B). */
+    /* Sapphire / Emerald Rapids: 2 MB L2, 48 KB L1d, two 512-bit FMA ports (TUNING.md: why
+     * these values). An 8 x 48 tile (24 accumulators, 3 B vectors and 8 broadcasts a step);
+     * K blocks of 512 (ta = 0) with 280 x 512 floats of packed A (560 KB) in L2; op(A)
+     * always packed: read in place, its rows a page apart each step (ta = 1) or a transposed
+     * read (ta = 0) ran slower than the pack; the BLIS order for M > 392 (the ViT-B
+     * weight gradients) as on Zen 5. */
     [CTX_SPR] = {.name = "spr",
      .avx2 = ZEN4_AVX2,
-     .avx512 = {.mr = 14, .nr = 32, .kc = 384, .kc_t = 256, .mc = 280, .nc = 1536, .m_one_pass = 784,
-                .nc_one_pass = 256, .one_pass_min_n = 384, .inplace_rows_max_n = 1536, .inplace_t_max_n = 768},
+     .avx512 = {.mr = 8, .nr = 48, .kc = 512, .kc_t = 256, .mc = 280, .nc = 1536, .m_one_pass = 392,
+                .nc_one_pass = 240, .one_pass_min_n = 384, .inplace_rows_max_n = 0, .inplace_t_max_n = 0},
      .avx512bf16 = VDPBF16PS_BLOCKING, .amx = AMX_BLOCKING},
 };
 #define N_CONTEXTS (int)(sizeof contexts / sizeof contexts[0])
