@@ -41,6 +41,8 @@
  * contains the substring (e.g. "vit_ti", "fc1/fwd"; one that matches none is an error).
  * VT_BENCH_PRECISION=fp32 or bf16: that precision only (default both; bf16 only where
  * the CPU has bf16 instructions). The peaks are always measured.
+ * VT_BENCH_REFS=onednn,openblas: time only the named reference libraries (default: every
+ * one installed), e.g. VT_BENCH_REFS=onednn for a shorter run against oneDNN alone.
  * VT_BF16_PATH=amx|dpbf16|fma: the bf16 rows on that path, as training runs it
  * (src/bf16_path.h; e.g. fma, the float32 kernels on rounded operands, on a CPU with
  * VDPBF16PS); the bf16 rows name the path they ran on ("bf16_path").
@@ -410,6 +412,24 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_kernels: VT_BENCH_PRECISION=%s: expected fp32 or bf16\n", pe);
         return 2;
     }
+    int want_ref[N_LIBS] = {1, 1, 1}; /* ours, onednn, openblas */
+    const char *refs = getenv("VT_BENCH_REFS");
+    if (refs && *refs) {
+        static const char *const ref_names[N_LIBS] = {"", "onednn", "openblas"};
+        char list[128];
+        snprintf(list, sizeof list, "%s", refs);
+        want_ref[1] = want_ref[2] = 0;
+        for (char *save = NULL, *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+            int found = 0;
+            for (int l = 1; l < N_LIBS; l++)
+                if (!strcmp(w, ref_names[l])) want_ref[l] = found = 1;
+            if (!found) {
+                fprintf(stderr, "bench_kernels: VT_BENCH_REFS=%s: \"%s\" is not a reference (onednn, openblas)\n",
+                        refs, w);
+                return 2;
+            }
+        }
+    }
     char err[256];
     if (vt_kernels_init(err, sizeof err) != 0) {
         fprintf(stderr, "bench_kernels: %s\n", err);
@@ -453,6 +473,11 @@ int main(int argc, char **argv) {
     snprintf(libs[0][0].detail, sizeof libs[0][0].detail, "%s", vt_k.name);
     snprintf(libs[1][0].detail, sizeof libs[1][0].detail, "%s", vt_k.name);
     load_refs(&libs[0][1], &libs[1][1], &libs[0][2]);
+    /* VT_BENCH_REFS: only the named references are timed (a shorter run) */
+    int skipped[N_LIBS] = {0};
+    for (int pr = 0; pr < 2; pr++)
+        for (int l = 1; l < N_LIBS; l++)
+            if (!want_ref[l] && libs[pr][l].present) libs[pr][l].present = 0, skipped[l] = 1;
     for (int pr = 0; pr < 2; pr++)
         for (int l = 1; l < N_LIBS; l++) {
             if (pr == 1 && l == 2) continue; /* OpenBLAS has no bf16 GEMM */
@@ -461,6 +486,7 @@ int main(int argc, char **argv) {
                    libs[pr][l].present ? "true" : "false", libs[pr][l].detail);
             fprintf(stderr, "reference %s %-9s %s\n", pr ? "bf16" : "fp32", libs[pr][l].lib,
                     libs[pr][l].present ? libs[pr][l].detail
+                    : skipped[l] ? "installed, not timed (VT_BENCH_REFS)"
                     : l == 1 ? (pr ? "not available (needs libdnnl2's 2.x C API)" : "not installed (apt-get install libdnnl2)")
                              : "not installed (apt-get install libopenblas0-openmp)");
         }

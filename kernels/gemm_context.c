@@ -28,6 +28,8 @@
         .m_one_pass = 392,     /* one-pass packed A up to 392 KB (M <= 392: the weight gradients) */ \
         .nc_one_pass = 256,    /* + 256 KB of packed B: both in L2 */                               \
         .one_pass_min_n = 384, /* narrower products keep the BLIS order (TUNING.md) */              \
+        .inplace_rows_max_n = 1536, /* op(A) rows in place: the transposing pack skipped */         \
+        .inplace_t_max_n = 768,     /* ta = 1: in place up to ViT-B's weight gradients' N */         \
     }
 #define ZEN4_AVX2                                                                                    \
     {                                                                                                \
@@ -85,14 +87,18 @@ static const vt_gemm_context contexts[] = {
     [CTX_ZEN5] = {.name = "zen5",
      .avx2 = ZEN4_AVX2,
      .avx512 = {.mr = 14, .nr = 32, .kc = 1024, .kc_t = 256, .mc = 112, .nc = 1536, .m_one_pass = 392,
-                .nc_one_pass = 128, .one_pass_min_n = 384},
+                .nc_one_pass = 128, .one_pass_min_n = 384, .inplace_rows_max_n = 1536, .inplace_t_max_n = 768},
      .avx512bf16 = VDPBF16PS_BLOCKING, .amx = AMX_BLOCKING},
-    /* Sapphire / Emerald Rapids: a 2 MB L2 holds the one-pass order's packed A for the
-     * ViT-B weight gradients' M = 768 (784 x 256 floats, 784 KB, + 256 KB of packed B). */
+    /* Sapphire / Emerald Rapids: 2 MB L2, 48 KB L1d, two 512-bit FMA ports (TUNING.md: why
+     * these values). An 8 x 48 tile (24 accumulators, 3 B vectors and 8 broadcasts a step);
+     * K blocks of 512 (ta = 0) with 280 x 512 floats of packed A (560 KB) in L2; op(A)
+     * always packed: read in place, its rows a page apart each step (ta = 1) or a transposed
+     * read (ta = 0) ran slower than the pack; the BLIS order for M > 392 (the ViT-B
+     * weight gradients) as on Zen 5. */
     [CTX_SPR] = {.name = "spr",
      .avx2 = ZEN4_AVX2,
-     .avx512 = {.mr = 14, .nr = 32, .kc = 384, .kc_t = 256, .mc = 280, .nc = 1536, .m_one_pass = 784,
-                .nc_one_pass = 256, .one_pass_min_n = 384},
+     .avx512 = {.mr = 8, .nr = 48, .kc = 512, .kc_t = 256, .mc = 280, .nc = 1536, .m_one_pass = 392,
+                .nc_one_pass = 240, .one_pass_min_n = 384, .inplace_rows_max_n = 0, .inplace_t_max_n = 0},
      .avx512bf16 = VDPBF16PS_BLOCKING, .amx = AMX_BLOCKING},
 };
 #define N_CONTEXTS (int)(sizeof contexts / sizeof contexts[0])
@@ -166,7 +172,8 @@ static const field_rule rules[] = {
     RULE(avx512, kc, 16, 16, 8192), RULE(avx512, kc_t, 16, 16, 8192),
     RULE(avx512, mc, 1, 1, 8192), RULE(avx512, nc, 1, 1, 1 << 16),
     RULE(avx512, m_one_pass, 1, 0, 8192), RULE(avx512, nc_one_pass, 1, 1, 1 << 16),
-    RULE(avx512, one_pass_min_n, 1, 0, 1 << 16),
+    RULE(avx512, one_pass_min_n, 1, 0, 1 << 16), RULE(avx512, inplace_rows_max_n, 1, 0, 1 << 16),
+    RULE(avx512, inplace_t_max_n, 1, 0, 1 << 16),
     /* bf16: whole pairs of steps (VDPBF16PS), whole 32-step tiles (AMX) */
     RULE(avx512bf16, kc, 2, 2, 16384), RULE(avx512bf16, mc, VT_AVX512BF16_MR, VT_AVX512BF16_MR, 8192),
     RULE(avx512bf16, nc, VT_BF16_NR, VT_BF16_NR, 1 << 16), RULE(amx, kc, 32, 32, 16384),
@@ -268,7 +275,8 @@ int vt_gemm_context_parse(const char *spec, const vt_gemm_context *base, vt_gemm
         if (!r) {
             snprintf(err, errlen,
                      "VT_GEMM_CONTEXT: \"%.64s\" is not a field (avx2.* and avx512.*: mr, nr, kc, kc_t, mc, nc, m_one_pass, "
-                     "nc_one_pass, one_pass_min_n; avx512bf16.* and amx.*: kc, mc, nc)",
+                     "nc_one_pass, one_pass_min_n; avx512.* also inplace_rows_max_n, inplace_t_max_n; "
+                     "avx512bf16.* and amx.*: kc, mc, nc)",
                      item);
             return -1;
         }

@@ -94,9 +94,13 @@ extern vt_kernels vt_k;
  * register tile, mr x nr (one of the level's shapes, kernels/gemm_tiles.h); K blocks of at
  * most kc steps (kc_t: with ta = 1), M blocks of at most mc rows, N blocks of at most nc
  * columns; the fp32 kernels run K blocks outermost (the one-pass order) for
- * M <= m_one_pass and N > one_pass_min_n, in N blocks of nc_one_pass. */
+ * M <= m_one_pass and N > one_pass_min_n, in N blocks of nc_one_pass; outside that
+ * order they read a large op(A) in place instead of packing it for N up to
+ * inplace_rows_max_n (ta = 0) or inplace_t_max_n (ta = 1) (0: always packed; a choice of
+ * route, not of sums: an element's bits are the same either way; avx512 only, the avx2
+ * kernel has no in-place route). */
 typedef struct {
-    int mr, nr, kc, kc_t, mc, nc, m_one_pass, nc_one_pass, one_pass_min_n;
+    int mr, nr, kc, kc_t, mc, nc, m_one_pass, nc_one_pass, one_pass_min_n, inplace_rows_max_n, inplace_t_max_n;
 } vt_gemm_blocking_f32;
 typedef struct {
     int kc, mc, nc;

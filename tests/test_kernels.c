@@ -1042,6 +1042,9 @@ static void test_gemm_context_table(void) {
           "values kc %d mc %d", p.avx512.kc, p.amx.mc);
     rc = vt_gemm_context_parse("avx2.kc=512", zen4, &p, err, sizeof err); /* no name: the base */
     CHECK(rc == 0 && p.avx2.kc == 512 && !strcmp(p.name, "zen4+avx2.kc=512"), "%s", rc ? err : p.name);
+    rc = vt_gemm_context_parse("avx512.inplace_rows_max_n=0,avx512.inplace_t_max_n=0", zen4, &p, err, sizeof err);
+    CHECK(rc == 0 && p.avx512.inplace_rows_max_n == 0 && p.avx512.inplace_t_max_n == 0 &&
+          zen4->avx512.inplace_t_max_n > 0, "op(A) always packed: %s", rc ? err : p.name);
 
     static const struct {
         const char *spec, *says;
@@ -1060,6 +1063,8 @@ static void test_gemm_context_table(void) {
         {"avx512bf16.kc=33", "avx512bf16.kc=33 must be a multiple of 2"},
         {"amx.kc=48", "amx.kc=48 must be a multiple of 32"},
         {"amx.mc=-32", "amx.mc=-32 must be"},
+        {"avx512.inplace_t_max_n=-1", "avx512.inplace_t_max_n=-1 must be"},
+        {"avx2.inplace_rows_max_n=768", "\"avx2.inplace_rows_max_n\" is not a field"},
         {"avx512.mc=420", "avx512.mc = 420 exceeds avx512.m_one_pass"},
         {"avx512.nc=128", "avx512.nc_one_pass = 256 exceeds avx512.nc = 128"},
         {"avx2.one_pass_min_n=100", "avx2.one_pass_min_n = 100 is below"},

@@ -20,10 +20,10 @@
  * of at most NC_ONE_PASS columns, so both stay in L2 (see gemm_blocked).
  * All four (ta, tb) cases are absorbed by the packing routines (the transposing ones
  * use 16 x 16 in-register transposes); for N <= 64, and when A has at least
- * INPLACE_ROWS_MIN_A floats for N <= 1536 (ta = 0) or N <= 768 (ta = 1) outside the
- * one-pass order, the whole MR-row panels of op(A) are read in place instead
- * (kernel_inplace, see gemm_blocked; ta = 0 only when the row stride does not put the
- * MR rows in few L1 sets).
+ * INPLACE_ROWS_MIN_A floats for N <= INPLACE_ROWS_MAX_N (ta = 0) or INPLACE_T_MAX_N
+ * (ta = 1) outside the one-pass order (the context's; 0: never), the whole MR-row
+ * panels of op(A) are read in place instead (kernel_inplace, see gemm_blocked; ta = 0
+ * only when the row stride does not put the MR rows in few L1 sets).
  * With tb = 0, op(B) is not packed in a pass of its own: the first call on each B panel
  * of more than 16 columns (a whole MR-row one) reads it from its source and stores the
  * packed panel beside its FMAs (kernel_full_pack_b, kernel_inplace_pack_b; see
@@ -69,11 +69,14 @@
 #define M_ONE_PASS (vt_gemm_ctx.avx512.m_one_pass)
 #define NC_ONE_PASS (vt_gemm_ctx.avx512.nc_one_pass)
 #define ONE_PASS_MIN_N (vt_gemm_ctx.avx512.one_pass_min_n)
+#define INPLACE_ROWS_MAX_N (vt_gemm_ctx.avx512.inplace_rows_max_n)
+#define INPLACE_T_MAX_N (vt_gemm_ctx.avx512.inplace_t_max_n)
 #define SHORT_MR 4 /* last panels of <= 4 rows use kernel_short with 4-row FMAs, */
 #define NARROW_NR 4 /* last panels of <= 4 columns use kernel_narrow */
 #define OWN_C 72    /* a 14 x 32 C tile's 28 lines, one per odd step, all out 16 steps before the epilogue */
-/* A (N <= 1536 with ta = 0, N <= 768 with ta = 1) of at least this many floats is read
- * in place: a smaller one is packed from cache at little cost and reads faster packed. */
+/* A (N <= INPLACE_ROWS_MAX_N with ta = 0, N <= INPLACE_T_MAX_N with ta = 1) of at least
+ * this many floats is read in place: a smaller one is packed from cache at little cost
+ * and reads faster packed. */
 #define INPLACE_ROWS_MIN_A ((size_t)1 << 16)
 
 /* Floats of the packed-A region: mc x kc rounded to 64 bytes so the B panels that
@@ -214,8 +217,8 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
                         .next_c = 1,
                         .own_c = OWN_C,
                         .inplace_max_n = 64,
-                        .inplace_rows_max_n = 1536,
-                        .inplace_t_max_n = 768,
+                        .inplace_rows_max_n = INPLACE_ROWS_MAX_N,
+                        .inplace_t_max_n = INPLACE_T_MAX_N,
                         .inplace_rows_min_a = INPLACE_ROWS_MIN_A,
                         .m_one_pass = M_ONE_PASS,
                         .one_pass_min_n = ONE_PASS_MIN_N,
