@@ -39,6 +39,20 @@ int vt_gemm_cache_dir(char *buf, size_t len) {
     return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
+/* Whether text is full (a vt_gemm_context_format text) without its avx512.inplace_*
+ * items. */
+static int is_without_inplace(const char *full, const char *text) {
+    char cut[1024] = "";
+    size_t n = 0;
+    for (const char *p = full; *p;) {
+        size_t len = strcspn(p, ",");
+        if (strncmp(p, "avx512.inplace_", 15) && n + len + 2 < sizeof cut)
+            n += (size_t)snprintf(cut + n, sizeof cut - n, "%s%.*s", n ? "," : "", (int)len, p);
+        p += len + (p[len] == ',');
+    }
+    return !strcmp(cut, text);
+}
+
 int vt_gemm_blocking_parse(const char *text, vt_gemm_context *c, char *why, size_t whylen) {
     char err[256], back[1024];
     vt_gemm_context out;
@@ -46,8 +60,10 @@ int vt_gemm_blocking_parse(const char *text, vt_gemm_context *c, char *why, size
         snprintf(why, whylen, "%s", err);
         return -1;
     }
-    /* every field, each once and in order: what vt_gemm_context_format writes */
-    if (vt_gemm_context_format(&out, back, sizeof back) || strcmp(back, text)) {
+    /* every field, each once and in order: what vt_gemm_context_format writes; or, from
+     * a record written before the avx512 in-place limits existed, every field but those
+     * two (they choose packing or not, never the sums: the base's values stand in) */
+    if (vt_gemm_context_format(&out, back, sizeof back) || (strcmp(back, text) && !is_without_inplace(back, text))) {
         snprintf(why, whylen, "the blocking does not list every field once, in order");
         return -1;
     }
