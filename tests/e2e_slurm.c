@@ -26,11 +26,13 @@
 #include "harness.h"
 
 #define CFG "configs/synthetic_tiny.json"
-/* 256 samples / 32 = 8 steps per epoch, 10 epochs */
+/* 256 samples / 32 = 8 steps per epoch, 10 epochs; a model large enough that the run lasts
+ * seconds, so the signal sent after its 8th step arrives before its last */
 #define STEPS 80
 #define ARGS                                                                                      \
     "--set data.train_size=256 --set train.epochs=10 --set train.log_every=1 "                    \
-    "--set train.eval_every=0 --set runtime.progress=never"
+    "--set train.eval_every=0 --set runtime.progress=never --set model.img_size=32 "              \
+    "--set model.width=96 --set model.depth=4 --set model.heads=4"
 
 static char bin[1024], tmp[256], name[32], slurm_sh[1100], script[1100];
 
