@@ -92,9 +92,8 @@ static const vt_gemm_context contexts[] = {
     /* Sapphire / Emerald Rapids: 2 MB L2, 48 KB L1d, two 512-bit FMA ports (TUNING.md: why
      * these values). An 8 x 48 tile (24 accumulators, 3 B vectors and 8 broadcasts a step);
      * K blocks of 512 (ta = 0) with 280 x 512 floats of packed A (560 KB) in L2; op(A)
-     * always packed: read in place, its rows a page apart each step (ta = 1) or a transposed
-     * read (ta = 0) ran slower than the pack; the BLIS order for M > 392 (the ViT-B
-     * weight gradients) as on Zen 5. */
+     * always packed, so no step reads rows a page apart (ta = 1) or across (ta = 0); the
+     * BLIS order for M > 392 (the ViT-B weight gradients) as on Zen 5. */
     [CTX_SPR] = {.name = "spr",
      .avx2 = ZEN4_AVX2,
      .avx512 = {.mr = 8, .nr = 48, .kc = 512, .kc_t = 256, .mc = 280, .nc = 1536, .m_one_pass = 392,

@@ -75,8 +75,8 @@
 #define NARROW_NR 4 /* last panels of <= 4 columns use kernel_narrow */
 #define OWN_C 72    /* a 14 x 32 C tile's 28 lines, one per odd step, all out 16 steps before the epilogue */
 /* A (N <= INPLACE_ROWS_MAX_N with ta = 0, N <= INPLACE_T_MAX_N with ta = 1) of at least
- * this many floats is read in place: a smaller one is packed from cache at little cost
- * and reads faster packed. */
+ * this many floats is read in place: a smaller one is packed from cache at little cost,
+ * and the kernel then reads contiguous panels. */
 #define INPLACE_ROWS_MIN_A ((size_t)1 << 16)
 
 /* Floats of the packed-A region: mc x kc rounded to 64 bytes so the B panels that
