@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the test binaries and prints the total "N passed, N failed" line last.
 # Unit tests (build/tests/test_*) run under every ISA this CPU supports and with 1 and
-# 2 OpenMP threads (test_kernels, which tests every level itself, under the top one only;
+# 2 OpenMP threads (test_kernels, which tests every level itself and starts no threads,
+# under the top one and 2 threads only;
 # VT_TEST_ISAS="avx512 amx": those ISAs instead of the CPU's;
 # VT_TEST_ISAS=lacking: the levels above avx2 this CPU lacks, for the emulation build;
 # VT_TEST_MATRIX=0: default ISA, 2 threads only), and test_ops_grad once more with 4
@@ -58,11 +59,12 @@ run_one() { # label, then command
 for t in "$BUILD"/tests/test_*; do
     [[ -x $t ]] || continue
     # test_kernels checks every level the CPU has against the scalar one in each run, so
-    # it runs under the top level only (VT_ISA changes no kernel it tests)
-    t_isas=$isas
-    [[ $(basename "$t") == test_kernels ]] && t_isas=${isas##* }
+    # it runs under the top level only (VT_ISA changes no kernel it tests), and on one
+    # thread count (kernels start no threads)
+    t_isas=$isas t_threads=$threads
+    [[ $(basename "$t") == test_kernels ]] && t_isas=${isas##* } t_threads=${threads##* }
     for isa in $t_isas; do
-        for th in $threads; do
+        for th in $t_threads; do
             if [[ $isa == default ]]; then
                 run_one "$(basename "$t") threads=$th" env OMP_NUM_THREADS=$th "$t"
             else
