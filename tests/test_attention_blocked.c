@@ -6,10 +6,11 @@
  * attention dropout (the reference rebuilds the mask from the documented per-row
  * streams), keeping the probabilities and recomputing them. Also: the same output and
  * gradients for a short sequence (one row block) computed twice give identical bits (no
- * state leaks between calls), and when not keeping the op holds nothing N x N: without
- * gradients, and with gradients (its backward recomputes the probabilities and the
- * mask) the arena use of forward + backward grows by one block's output and output grad
- * per extra (batch, head), not by an N x N block.
+ * state leaks between calls) and on 2 and 3 threads the 1-thread bits; and when not
+ * keeping the op holds nothing N x N: without gradients, and with gradients (its
+ * backward recomputes the probabilities and the mask) the arena use of forward +
+ * backward grows by one block's output and output grad per extra (batch, head), not by
+ * an N x N block.
  * (tests/test_ops_grad.c holds the finite-difference checks on small shapes.) */
 #include <math.h>
 #include <omp.h>
@@ -171,6 +172,28 @@ int main(void) {
     int same = memcmp(first, o->data, m * sizeof(float)) == 0;
     for (int i = 0; i < 3; i++) same &= memcmp(first + (i + 1) * m, g[i], m * sizeof(float)) == 0;
     CHECK(same, "two identical calls (N %d, dropout 0.1) differ", ns);
+
+    /* The (b, h) blocks go to threads as they come free: 24 blocks (dropout 0.1, keeping
+     * and recomputing the probabilities) give the 1-thread bits on 2 and 3 threads. */
+    const int nbs = 24, max_threads = omp_get_max_threads();
+    size_t mb = (size_t)nbs * ns * HD;
+    float *one = malloc(4 * mb * sizeof(float));
+    for (int keep = 0; keep < 2; keep++)
+        for (int nt = 1; nt <= 3; nt++) {
+            omp_set_num_threads(nt);
+            vt_rng_seed(&tape_rng, 4);
+            o = run(src, src + 3 * n, 0.1f, keep, nbs, ns, g);
+            if (nt == 1) {
+                memcpy(one, o->data, mb * sizeof(float));
+                for (int i = 0; i < 3; i++) memcpy(one + (i + 1) * mb, g[i], mb * sizeof(float));
+                continue;
+            }
+            same = memcmp(one, o->data, mb * sizeof(float)) == 0;
+            for (int i = 0; i < 3; i++) same &= memcmp(one + (i + 1) * mb, g[i], mb * sizeof(float)) == 0;
+            CHECK(same, "%d (b, h) blocks, dropout 0.1, keep %d: %d threads differ from 1 thread", nbs, keep, nt);
+        }
+    omp_set_num_threads(max_threads);
+    free(one);
 
     /* With gradients, recomputing (forward + backward, dropout 0.2, two row blocks): a
      * second (b, h) block adds its output and output grad (2 N HD floats), where keeping

@@ -311,6 +311,37 @@ static void test_gemm(vt_rng *r) {
     omp_set_num_threads(max_threads);
 }
 
+/* C split into more blocks than threads (rows, then columns; 4 blocks of the minimum
+ * size, on 2 and 3 threads; float32 and bf16 products, with and without a bias): each
+ * block handed to whichever thread is free, the result bitwise the 1-thread one (C
+ * blocks do not change any element's sums). */
+static void test_gemm_blocks(vt_rng *r) {
+    const int shapes[2][3] = {{2100, 40, 30}, {20, 2100, 30}};
+    const int max_threads = omp_get_max_threads();
+    for (int s = 0; s < 2; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int bf16 = 0; bf16 < 2; bf16++) {
+                const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], lda = ta ? M : K;
+                const size_t bytes = (size_t)M * N * sizeof(float);
+                vt_tensor *A = input(r, -1, 1, 2, M, K, 0, 0), *B = input(r, -1, 1, 2, K, N, 0, 0);
+                vt_tensor *C0 = input(r, -1, 1, 2, M, N, 0, 0), *C1 = input(r, -1, 1, 2, M, N, 0, 0);
+                vt_tensor *C = input(r, -1, 1, 2, M, N, 0, 0), *bias = input(r, -1, 1, 1, N, 0, 0, 0);
+                const float *bv = ta ? bias->data : NULL;
+                memcpy(C1->data, C0->data, bytes);
+                omp_set_num_threads(1);
+                vt_gemm_prec(bf16, ta, 0, M, N, K, 0.5f, A->data, lda, B->data, NULL, N, 1.0f, bv, C1->data, N);
+                for (int nt = 2; nt <= 3; nt++) {
+                    omp_set_num_threads(nt);
+                    memcpy(C->data, C0->data, bytes);
+                    vt_gemm_prec(bf16, ta, 0, M, N, K, 0.5f, A->data, lda, B->data, NULL, N, 1.0f, bv, C->data, N);
+                    CHECK(memcmp(C->data, C1->data, bytes) == 0,
+                          "vt_gemm_prec(bf16 %d) %dx%dx%d ta=%d in blocks on %d threads: not bitwise the "
+                          "1-thread result", bf16, M, N, K, ta, nt);
+                }
+            }
+    omp_set_num_threads(max_threads);
+}
+
 static void test_linear(vt_rng *r) {
     vt_tensor *in[3] = {input(r, -1, 1, 3, 2, 5, 6, 0), input(r, -1, 1, 2, 4, 6, 0, 0), input(r, -1, 1, 1, 4, 0, 0, 0)};
     vt_tensor *y = fwd1(f_linear, in, NULL);
@@ -1053,6 +1084,7 @@ int main(void) {
     vt_rng_seed(&r, 12345);
 
     test_gemm(&r);
+    test_gemm_blocks(&r);
     test_linear(&r);
     test_matmul(&r);
     test_add(&r);

@@ -5,7 +5,8 @@
  * [h hd, (h + 1) hd), the layout vt_op_merge_heads gives), written there directly:
  *   S = scale q k^T (N x N),  P = softmax(S) rows,  Pd = P * mask / (1 - p),  out = Pd v.
  *
- * Fused path. One OpenMP loop over the B H blocks (one parallel region per call, forward
+ * Fused path. One OpenMP loop over the B H blocks, handed out VT_ATTN_CHUNK at a time to
+ * the threads as they come free (one parallel region per call, forward
  * and backward each); inside a block the query rows are processed in row blocks of R rows
  * (R = N when an N x N score block fits the per-thread cache budget, VT_ATTN_BLOCK_BYTES;
  * else the largest multiple of 16 that fits), and each row block goes scores -> scale (in
@@ -63,6 +64,10 @@
 /* Cache budget for one thread's R x N score block: half of a 1 MB L2 (every row block
  * packs all of k and v again, so fewer, larger blocks win; kernels/TUNING.md). */
 #define VT_ATTN_BLOCK_BYTES (512 * 1024)
+/* B H blocks per hand-out of the loop over them: blocks go to threads as they come free
+ * (a host may run one vCPU slower than the other), a few at a time so that each block's
+ * prefetch of the next one mostly serves the same thread. */
+#define VT_ATTN_CHUNK 4
 
 /* q, k, v (and dq, dk, dv) point at block 0's row 0; block bh starts at in_offset and
  * its rows are ld floats apart: separate tensors (qkv NULL, ld = hd) or the packed qkv
@@ -186,7 +191,7 @@ static void attention_bwd(void *p) {
     const size_t nh = (size_t)N * hd;
     float *rounded = c->preround ? vt_arena_alloc(c->arena, (size_t)nt * 4 * nh * sizeof(float)) : NULL;
     size_t wf = attn_work_floats(c);
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(dynamic, VT_ATTN_CHUNK)
     for (int bh = 0; bh < c->BH; bh++) {
         int tid = omp_get_thread_num();
         float *P = scratch + (size_t)tid * 2 * rn, *dP = P + rn;
@@ -297,7 +302,7 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
     float *rounded = c.preround ? vt_arena_alloc(t->arena, (size_t)nt * 3 * nh * sizeof(float)) : NULL;
     size_t wf = attn_work_floats(&c);
     float *od = out->data;
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(dynamic, VT_ATTN_CHUNK)
     for (int bh = 0; bh < BH; bh++) {
         int tid = omp_get_thread_num();
         float *Pd = scratch + (size_t)tid * rn, *work = vt_gemm_workspace(wf);

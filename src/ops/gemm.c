@@ -3,13 +3,17 @@
  * OpenMP threads; the arithmetic is vt_k.gemm's or vt_k.gemm_bf16's (kernels.h). Does
  * not own any tape or tensor logic.
  *
- * Split: C is cut into one block per thread, over rows when M >= N, over columns
- * otherwise, so each thread packs the whole of the smaller operand (the one it does not
- * split); block edges are multiples of 16 (whole 16-float vectors of a column cut; a row
- * cut leaves at most one part-filled row panel per block, which the edge tiles take)
- * except the last. Each element of C is computed by exactly one thread with the same
- * kernel call shape for a fixed thread count, so the result is deterministic and needs
- * no cross-thread reduction.
+ * Split: C is cut into blocks, over rows when M >= N, over columns otherwise, so each
+ * block packs the whole of the smaller operand (the one it does not split); up to
+ * VT_GEMM_BLOCKS_PER_THREAD blocks per thread of at least VT_GEMM_MIN_BLOCK rows (columns),
+ * at least one per thread, handed out to the threads as they come free, so that a thread
+ * whose core the host slows (a VM's vCPU) takes fewer of them; block edges are multiples
+ * of 16 (whole 16-float vectors of a column cut; a row cut leaves at most one part-filled
+ * row panel per block, which the edge tiles take) except the last. The blocks' edges
+ * depend on the sizes and the thread count only, and each element of C is computed by
+ * one kernel call whatever thread makes it, so the result is deterministic and needs
+ * no cross-thread reduction (C blocks do not change any element's sums: it equals the
+ * 1-thread result).
  * Products with a long K and a small C (the weight gradients: K = B N tokens) are cut
  * over K instead, only when op(A) is transposed (the weight gradients' form): with A as
  * stored every row of C stays a function of its row of A alone, so a sample's forward
@@ -20,7 +24,7 @@
  * added to C in thread order, so the result is again fixed for a fixed thread count
  * (but, unlike the C split, not equal to the 1-thread sums).
  * Small products (under VT_GEMM_PAR_FLOPS multiply-adds) run on the calling thread.
- * The split is static (measurements: kernels/TUNING.md). */
+ * Measurements behind the split: kernels/TUNING.md. */
 #include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -34,6 +38,8 @@
 #define VT_GEMM_ALIGN 16
 #define VT_GEMM_K_ALIGN 64 /* K cuts of the K split */
 #define VT_GEMM_MAX_THREADS 256
+#define VT_GEMM_BLOCKS_PER_THREAD 4 /* a slowed thread hands most of its share to the others */
+#define VT_GEMM_MIN_BLOCK 512       /* a block's pack of the unsplit operand stays small next to its FMAs */
 
 /* A per-thread buffer that only grows (the first training step sizes it). */
 typedef struct {
@@ -200,8 +206,11 @@ void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, co
     int by_rows = M >= N;
     int len = by_rows ? M : N;
     int tiles = (len + VT_GEMM_ALIGN - 1) / VT_GEMM_ALIGN;
-    int nblk = tiles < nt ? tiles : nt;
-    #pragma omp parallel for num_threads(nblk) schedule(static, 1)
+    int nblk = len / VT_GEMM_MIN_BLOCK;
+    if (nblk > nt * VT_GEMM_BLOCKS_PER_THREAD) nblk = nt * VT_GEMM_BLOCKS_PER_THREAD;
+    if (nblk < nt) nblk = nt;
+    if (nblk > tiles) nblk = tiles;
+    #pragma omp parallel for num_threads(nblk < nt ? nblk : nt) schedule(dynamic, 1)
     for (int t = 0; t < nblk; t++) {
         int s = (int)((int64_t)tiles * t / nblk) * VT_GEMM_ALIGN;
         int e = (int)((int64_t)tiles * (t + 1) / nblk) * VT_GEMM_ALIGN;
