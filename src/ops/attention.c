@@ -155,6 +155,16 @@ static void round_rows(const float *x, size_t ldx, int rows, int hd, float *dst)
     for (int i = 0; i < rows; i++) vt_k.bf16_round_float(x + (size_t)i * ldx, dst + (size_t)i * hd, (size_t)hd);
 }
 
+/* preround: block bh's q, k, v (and with dout its output gradient) rounded to bf16 into
+ * r, N x hd each in that order, rows hd floats apart. */
+static void round_block(const attn_ctx *c, int bh, int dout, float *r) {
+    size_t o = in_offset(c, bh), nh = (size_t)c->N * c->hd;
+    round_rows(c->q + o, (size_t)c->ld, c->N, c->hd, r);
+    round_rows(c->k + o, (size_t)c->ld, c->N, c->hd, r + nh);
+    round_rows(c->v + o, (size_t)c->ld, c->N, c->hd, r + 2 * nh);
+    if (dout) round_rows(c->dout + out_offset(c, bh, 0), (size_t)c->H * c->hd, c->N, c->hd, r + 3 * nh);
+}
+
 /* Whether the products run on rounded copies (attn_ctx.preround): bf16 on the fma path. */
 static int attn_preround(int bf16) { return bf16 && vt_kernels_bf16_path() == VT_BF16_FMA; }
 
@@ -202,15 +212,12 @@ static void attention_bwd(void *p) {
         float *dq = c->dq ? c->dq + o : NULL, *dk = c->dk ? c->dk + o : NULL, *dv = c->dv ? c->dv + o : NULL;
         int la = ld, ldo = c->H * hd; /* the operands' row strides: q, k, v; dout */
         if (c->preround) {
-            float *qr = rounded + (size_t)tid * 4 * nh, *kr = qr + nh, *vr = kr + nh, *dr = vr + nh;
-            round_rows(q, (size_t)ld, N, hd, qr);
-            round_rows(k, (size_t)ld, N, hd, kr);
-            round_rows(v, (size_t)ld, N, hd, vr);
-            round_rows(dout0, (size_t)ldo, N, hd, dr);
-            q = qr;
-            k = kr;
-            v = vr;
-            dout0 = dr;
+            float *rq = rounded + (size_t)tid * 4 * nh;
+            round_block(c, bh, 1, rq);
+            q = rq;
+            k = rq + nh;
+            v = rq + 2 * nh;
+            dout0 = rq + 3 * nh;
             la = ldo = hd;
         }
         for (int i0 = 0; i0 < N; i0 += R) {
@@ -309,13 +316,11 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
         const float *q = c.q + in_offset(&c, bh), *k = c.k + in_offset(&c, bh), *v = c.v + in_offset(&c, bh);
         int la = c.ld; /* the operands' row stride */
         if (c.preround) {
-            float *qr = rounded + (size_t)tid * 3 * nh, *kr = qr + nh, *vr = kr + nh;
-            round_rows(q, (size_t)la, N, hd, qr);
-            round_rows(k, (size_t)la, N, hd, kr);
-            round_rows(v, (size_t)la, N, hd, vr);
-            q = qr;
-            k = kr;
-            v = vr;
+            float *rq = rounded + (size_t)tid * 3 * nh;
+            round_block(&c, bh, 0, rq);
+            q = rq;
+            k = rq + nh;
+            v = rq + 2 * nh;
             la = hd;
         }
         for (int i0 = 0; i0 < N; i0 += R) {
