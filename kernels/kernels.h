@@ -9,7 +9,8 @@
  * CPU or OS lacks it). It also picks the GEMMs' blocking for the CPU (vt_gemm_context,
  * below); VT_GEMM_CONTEXT overrides it.
  *
- * bf16 numerics (train.precision = bf16: the entries gemm_bf16 and bf16_round).
+ * bf16 numerics (train.precision = bf16: the entries gemm_bf16, bf16_round and
+ * bf16_round_float).
  * - bf16 is the upper half of a float32: sign, 8 exponent bits, 7 mantissa bits (vt_bf16).
  *   Rounding a float32 to bf16 is VCVTNEPS2BF16's: to nearest, ties to even; a zero or
  *   denormal gives a zero of its sign; an infinity stays one; a NaN stays a NaN, made
@@ -45,7 +46,8 @@
  *     widens them back to float32 (a bf16 op(B) only widened) as it copies them into
  *     its panels; no operand is read unpacked. Its results are bitwise that level's
  *     gemm_bias on the rounded operands: its K blocks summed into C, no chunks of its
- *     own; no denormal flush.
+ *     own; no denormal flush. So an op that reuses operands may round them once
+ *     (bf16_round_float) and call the level's float32 GEMM instead (attention does).
  */
 #ifndef VT_KERNELS_H
 #define VT_KERNELS_H

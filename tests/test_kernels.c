@@ -328,6 +328,27 @@ static void test_bf16_round(const vt_kernels *t, const vt_kernels *s) {
             CHECK(!past, "%s bf16_round n=%d off=%d wrote past n", t->name, n, off);
         }
     }
+    /* bf16_round_float: the scalar bf16_round's bits widened, into another buffer at
+     * every misalignment and in place, nothing written past n */
+    float *fb, *f = fbuf(N + 64, 0, &fb);
+    for (size_t c = 0; c < sizeof ns_ / sizeof *ns_; c++) {
+        int n = ns_[c];
+        s->bf16_round(x, z, (size_t)n);
+        for (int off = 0; off < 4; off++) {
+            for (int i = 0; i < n + 32; i++) f[off + i] = bitsf(0x7fabcdefu);
+            if (off == 3) memcpy(f + off, x, (size_t)n * sizeof *x); /* in place */
+            t->bf16_round_float(off == 3 ? f + off : x, f + off, (size_t)n);
+            long b = -1;
+            for (int i = 0; i < n && b < 0; i++)
+                if (fbits(f[off + i]) != (uint32_t)z[i] << 16) b = i;
+            int past = 0;
+            for (int i = n; i < n + 32; i++) past |= fbits(f[off + i]) != 0x7fabcdefu;
+            CHECK(b < 0, "%s bf16_round_float n=%d off=%d: x=%08x gives %08x, scalar bf16_round %04x", t->name, n,
+                  off, b < 0 ? 0u : fbits(x[b]), b < 0 ? 0u : fbits(f[off + b]), b < 0 ? 0u : (unsigned)z[b]);
+            CHECK(!past, "%s bf16_round_float n=%d off=%d wrote past n", t->name, n, off);
+        }
+    }
+    free(fb);
     free(xb);
     free(y);
     free(z);

@@ -101,16 +101,18 @@ static inline __mmask16 vt512_tail(size_t n) {
  * the lower. Nearest even; a zero or denormal gives a zero of its sign; a NaN stays a
  * NaN, made quiet. */
 static inline __m512i vt512_bf16_rounded(__m512 x) {
-    const __m512i expo = _mm512_set1_epi32(0x7f800000), absm = _mm512_set1_epi32(0x7fffffff);
-    const __m512i upper = _mm512_set1_epi32((int)0xffff0000u);
+    const __m512i expo = _mm512_set1_epi32(0x7f800000);
     __m512i u = _mm512_castps_si512(x);
     __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
-    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, absm), expo);
-    __mmask16 tiny = _mm512_cmpeq_epi32_mask(_mm512_and_si512(u, expo), _mm512_setzero_si512());
+    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, odd), _mm512_set1_epi32(0x7fff));
+    /* one instruction per special case (the packs of the bf16 fma path run this on
+     * every operand element): NaN is x unordered with itself, zero or denormal an
+     * exponent of zeros */
+    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    __mmask16 tiny = _mm512_testn_epi32_mask(u, expo);
     r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
     r = _mm512_mask_and_epi32(r, tiny, u, _mm512_set1_epi32((int)0x80000000u));
-    return _mm512_and_si512(r, upper);
+    return _mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u));
 }
 
 /* The first min(n, 16) bf16 at p widened to float32 (exact), lanes past n zero and
@@ -157,7 +159,7 @@ static inline int vt512_gemm_no_product(int M, int N, int K, float alpha, float 
 #define VT_AVX512_ENTRIES(X)                                                                                          \
     /* gemm.c */ X(avx512, gemm) X(avx512, gemm_bias) X(avx512, gemm_prefetch) X(avx512, gemm_work_floats)            \
     /* gemm.c */ X(avx512, gemm_bf16) X(avx512, gemm_bf16_work_floats)                                                \
-    /* bf16.c */ X(avx512, bf16_round)                                                                                \
+    /* bf16.c */ X(avx512, bf16_round) X(avx512, bf16_round_float)                                                    \
     /* softmax.c */ X(avx512, softmax_rows) X(avx512, softmax_bwd_rows)                                               \
     /* layernorm.c */ X(avx512, layernorm_fwd) X(avx512, layernorm_bwd)                                               \
     /* gelu.c */ X(avx512, gelu_fwd) X(avx512, gelu_bwd) X(avx512, gelu_bwd_fwd)                                      \

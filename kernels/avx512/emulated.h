@@ -17,6 +17,7 @@
  *   cvttps_epi32  truncates, out of range or NaN -> INT32_MIN (vcvttps2dq on each
  *       half); cvtepi32_ps  rounds to nearest-even (vcvtdq2ps on each half);
  *   cvtps_pd, cvtepu16_epi32, extractf32x8_ps, shuffle_f32x4  exact;
+ *   testn_epi32_mask  lane i set where a & b is zero in lane i;
  *   reduce_add_ps / reduce_add_pd / reduce_max_ps  Intel leaves the order open; these
  *       use the order of GCC 12's native versions, so they round as a native build does.
  */
@@ -173,6 +174,7 @@ static inline double vt_emu_reduce_add_pd(simde__m512d a) {
 #undef _mm512_reduce_max_ps
 #undef _mm512_reduce_add_pd
 #undef _mm512_stream_ps
+#undef _mm512_testn_epi32_mask
 #define _mm512_load_ps(p) vt_emu_load_ps(p)
 #define _mm512_stream_ps(p, a) vt_emu_stream_ps(p, a)
 #define _mm512_store_ps(p, a) vt_emu_store_ps(p, a)
@@ -192,5 +194,6 @@ static inline double vt_emu_reduce_add_pd(simde__m512d a) {
 #define _mm512_reduce_add_ps(a) vt_emu_reduce_add_ps(a)
 #define _mm512_reduce_max_ps(a) vt_emu_reduce_max_ps(a)
 #define _mm512_reduce_add_pd(a) vt_emu_reduce_add_pd(a)
+#define _mm512_testn_epi32_mask(a, b) simde_mm512_cmpeq_epi32_mask(simde_mm512_and_si512(a, b), simde_mm512_setzero_si512())
 
 #endif

@@ -23,21 +23,30 @@
 #define SH_NR (16 * SH_NV)
 
 /* Pack the mc x kc block of op(A) at (i0, p0) into SH_MR-row panels (zero past mc),
- * reading A as `kind` says (SRC_F32, SRC_ROUND). */
+ * reading A as `kind` says (SRC_F32, SRC_ROUND). With ta = 1 a step's rows are
+ * contiguous floats of A: for SH_MR <= 8 one vector holds two panels' rows, so each
+ * load (and rounding) fills both, the upper lanes stored through a mask shifted by
+ * SH_MR lanes (a vector per panel would leave half of every load idle). */
 static inline __attribute__((always_inline)) void SH(pack_a_src)(int ta, const float *A, int lda, int i0, int p0,
                                                                  int mc, int kc, float *dst, const int kind) {
     const __mmask16 wmask = (__mmask16)((1u << SH_MR) - 1u);
-    for (int ir = 0; ir < mc; ir += SH_MR) {
-        int rows = imin(SH_MR, mc - ir);
+    const int per_load = 2 * SH_MR <= 16 ? 2 * SH_MR : SH_MR; /* rows one ta = 1 load covers */
+    for (int ir = 0; ir < mc; ir += ta ? per_load : SH_MR) {
         float *d = dst + (size_t)ir * kc;
         if (ta) {
+            int rows = imin(per_load, mc - ir);
             __mmask16 rm = vt512_tail((size_t)rows);
             size_t s = (size_t)p0 * lda + i0 + ir;
-            for (int k = 0; k < kc; k++)
-                _mm512_mask_storeu_ps(d + (size_t)k * SH_MR, wmask,
-                                      load_src_tail(A, s + (size_t)k * lda, rm, (size_t)rows, kind));
+            /* the second panel's step k at d + SH_MR kc + k SH_MR, its first row in lane SH_MR */
+            float *d2 = d + (size_t)SH_MR * kc - SH_MR;
+            for (int k = 0; k < kc; k++) {
+                __m512 v = load_src_tail(A, s + (size_t)k * lda, rm, (size_t)rows, kind);
+                _mm512_mask_storeu_ps(d + (size_t)k * SH_MR, wmask, v);
+                if (rows > SH_MR) _mm512_mask_storeu_ps(d2 + (size_t)k * SH_MR, (__mmask16)(wmask << SH_MR), v);
+            }
         } else {
-            pack_transposed(A, (size_t)(i0 + ir) * lda + p0, (size_t)lda, rows, kc, d, SH_MR, wmask, kind);
+            pack_transposed(A, (size_t)(i0 + ir) * lda + p0, (size_t)lda, imin(SH_MR, mc - ir), kc, d, SH_MR,
+                            wmask, kind);
         }
     }
 }

@@ -1,4 +1,5 @@
-/* scalar/bf16.c - the bf16 reference (kernels.h: bf16 numerics): bf16_round, and
+/* scalar/bf16.c - the bf16 reference (kernels.h: bf16 numerics): bf16_round,
+ * bf16_round_float, and
  * gemm_bf16 as a plain triple loop over the rounded operands, one float accumulator per
  * output element summed over k in order. The specification the other levels are tested
  * against. */
@@ -7,6 +8,10 @@
 
 void vt_scalar_bf16_round(const float *x, vt_bf16 *y, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = vt_bf16_round(x[i]);
+}
+
+void vt_scalar_bf16_round_float(const float *x, float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] = vt_bf16_float(vt_bf16_round(x[i]));
 }
 
 void vt_scalar_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,

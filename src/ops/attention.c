@@ -47,7 +47,12 @@
  * softmax_rows / softmax_bwd_rows; with t->bf16 (train.precision = bf16) every product
  * is vt_k.gemm_bf16's instead (q, k, v, P, dout and dS rounded to bf16 as they are
  * packed, float32 sums; kernels.h), the softmax, its backward, the scale and the
- * dropout float32. */
+ * dropout float32. On the fma bf16 path (float32 FMA kernels on rounded operands) the op
+ * rounds each block's q, k, v, output gradient, Pd and dS once into per-thread scratch
+ * (bf16_round_float) and multiplies them with vt_k.gemm_prefetch: kernels.h makes the fma
+ * path's results bitwise the float32 GEMM's on rounded operands, so the bits are the
+ * same, while the float32 GEMM reads the N x N operands in place instead of packing and
+ * rounding them for every product. */
 #include <omp.h>
 #include <stdint.h>
 
@@ -80,6 +85,7 @@ typedef struct {
     const uint8_t *mk;           /* kept mask with dropout, else NULL */
     int BH, H, N, hd;
     int bf16;                    /* products in bf16 (t->bf16) */
+    int preround;                /* bf16 on the fma path: operands rounded once, float32 products */
 } attn_ctx;
 
 /* Offset of row 0 of block bh in q, k, v and their gradients. */
@@ -124,16 +130,17 @@ int vt_attention_row_block(int N) {
 /* Packing workspace for every product of a block (rows <= N). */
 static size_t attn_work_floats(const attn_ctx *c) {
     int N = c->N, hd = c->hd;
-    size_t a = c->bf16 ? vt_k.gemm_bf16_work_floats(N, N, hd) : vt_k.gemm_work_floats(N, N, hd);
-    size_t b = c->bf16 ? vt_k.gemm_bf16_work_floats(N, hd, N) : vt_k.gemm_work_floats(N, hd, N);
+    int b16 = c->bf16 && !c->preround;
+    size_t a = b16 ? vt_k.gemm_bf16_work_floats(N, N, hd) : vt_k.gemm_work_floats(N, N, hd);
+    size_t b = b16 ? vt_k.gemm_bf16_work_floats(N, hd, N) : vt_k.gemm_work_floats(N, hd, N);
     return a > b ? a : b;
 }
 
 /* One product of a row block: vt_k.gemm_prefetch, or under bf16 vt_k.gemm_bf16 (which
- * takes the same prefetch hint). */
+ * takes the same prefetch hint) unless the operands are rounded already (preround). */
 static void attn_gemm(const attn_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                       const float *B, int ldb, float beta, float *C, int ldc, float *work, const vt_region next[2]) {
-    if (c->bf16) vt_k.gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, NULL, C, ldc, work, next);
+    if (c->bf16 && !c->preround) vt_k.gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, NULL, C, ldc, work, next);
     else vt_k.gemm_prefetch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, work, next);
 }
 
@@ -142,15 +149,34 @@ static void apply_mask(const float *P, const uint8_t *mask, float inv_keep, floa
     for (size_t i = 0; i < n; i++) Pd[i] = mask[i] ? P[i] * inv_keep : 0.0f;
 }
 
+/* dst (rows x hd, packed) = the rows x hd floats at x (row stride ldx) rounded to bf16
+ * (the fma path's operands, rounded once per block). */
+static void round_rows(const float *x, size_t ldx, int rows, int hd, float *dst) {
+    for (int i = 0; i < rows; i++) vt_k.bf16_round_float(x + (size_t)i * ldx, dst + (size_t)i * hd, (size_t)hd);
+}
+
+/* preround: block bh's q, k, v (and with dout its output gradient) rounded to bf16 into
+ * r, N x hd each in that order, rows hd floats apart. */
+static void round_block(const attn_ctx *c, int bh, int dout, float *r) {
+    size_t o = in_offset(c, bh), nh = (size_t)c->N * c->hd;
+    round_rows(c->q + o, (size_t)c->ld, c->N, c->hd, r);
+    round_rows(c->k + o, (size_t)c->ld, c->N, c->hd, r + nh);
+    round_rows(c->v + o, (size_t)c->ld, c->N, c->hd, r + 2 * nh);
+    if (dout) round_rows(c->dout + out_offset(c, bh, 0), (size_t)c->H * c->hd, c->N, c->hd, r + 3 * nh);
+}
+
+/* Whether the products run on rounded copies (attn_ctx.preround): bf16 on the fma path. */
+static int attn_preround(int bf16) { return bf16 && vt_kernels_bf16_path() == VT_BF16_FMA; }
+
 /* Rows [i0, i0 + r) of block bh: P (r x N) = softmax(scale q k^T) and, when c->drop > 0,
- * mask (r x N) = the keep decisions. The forward and the backward both call this, so the
- * backward's P and mask are bitwise the forward's. work: attn_work_floats(c) floats;
- * next: what the caller reads after (prefetched during the product). */
-static void attn_probs(const attn_ctx *c, int bh, int i0, int r, float *P, uint8_t *mask, float *work,
-                       const vt_region next[2]) {
-    int N = c->N, hd = c->hd, ld = c->ld;
-    size_t o = in_offset(c, bh);
-    attn_gemm(c, 0, 1, r, N, hd, c->scale, c->q + o + (size_t)i0 * ld, ld, c->k + o, ld, 0.0f, P, N, work, next);
+ * mask (r x N) = the keep decisions; q and k: the block's row 0, rows ld floats apart.
+ * The forward and the backward both call this, so the backward's P and mask are bitwise
+ * the forward's. work: attn_work_floats(c) floats; next: what the caller reads after
+ * (prefetched during the product). */
+static void attn_probs(const attn_ctx *c, int bh, const float *q, const float *k, int ld, int i0, int r, float *P,
+                       uint8_t *mask, float *work, const vt_region next[2]) {
+    int N = c->N, hd = c->hd;
+    attn_gemm(c, 0, 1, r, N, hd, c->scale, q + (size_t)i0 * ld, ld, k, ld, 0.0f, P, N, work, next);
     vt_k.softmax_rows(P, P, r, N, 1.0f);
     if (c->drop == 0.0f) return;
     uint64_t gbh = (uint64_t)(c->sample0 + (int64_t)(bh / c->H) * c->sample_stride) * c->H + bh % c->H;
@@ -171,6 +197,9 @@ static void attention_bwd(void *p) {
     /* Per thread: P and dP (R x N floats each); then, with dropout, nt R x N masks. */
     float *scratch = vt_arena_alloc(c->arena, (size_t)nt * rn * (2 * sizeof(float) + (c->drop > 0.0f)));
     uint8_t *masks = (uint8_t *)(scratch + (size_t)nt * 2 * rn);
+    /* preround: per thread the block's rounded q, k, v and output gradient, N x hd each */
+    const size_t nh = (size_t)N * hd;
+    float *rounded = c->preround ? vt_arena_alloc(c->arena, (size_t)nt * 4 * nh * sizeof(float)) : NULL;
     size_t wf = attn_work_floats(c);
     #pragma omp parallel for schedule(dynamic, VT_ATTN_CHUNK)
     for (int bh = 0; bh < c->BH; bh++) {
@@ -179,13 +208,22 @@ static void attention_bwd(void *p) {
         uint8_t *mask = c->drop > 0.0f ? masks + (size_t)tid * rn : NULL;
         float *work = vt_gemm_workspace(wf);
         size_t o = in_offset(c, bh);
-        const float *q = c->q + o, *k = c->k + o, *v = c->v + o;
+        const float *q = c->q + o, *k = c->k + o, *v = c->v + o, *dout0 = c->dout + out_offset(c, bh, 0);
         float *dq = c->dq ? c->dq + o : NULL, *dk = c->dk ? c->dk + o : NULL, *dv = c->dv ? c->dv + o : NULL;
+        int la = ld, ldo = c->H * hd; /* the operands' row strides: q, k, v; dout */
+        if (c->preround) {
+            float *rq = rounded + (size_t)tid * 4 * nh;
+            round_block(c, bh, 1, rq);
+            q = rq;
+            k = rq + nh;
+            v = rq + 2 * nh;
+            dout0 = rq + 3 * nh;
+            la = ldo = hd;
+        }
         for (int i0 = 0; i0 < N; i0 += R) {
             int r = N - i0 < R ? N - i0 : R;
             size_t rnb = (size_t)r * N;
-            const float *dout = c->dout + out_offset(c, bh, i0);
-            int ldo = c->H * hd;
+            const float *dout = dout0 + (size_t)i0 * ldo;
             /* Each product prefetches what the next ones read first: v and k (read whole,
              * by the first row block), this row block's q rows, then the next row block's
              * kept P rows (or q rows, and k of a new block) and its output gradient. */
@@ -205,23 +243,32 @@ static void attention_bwd(void *p) {
                 Pb = c->Pk + bh * nn + (size_t)i0 * N;
                 mb = c->mk ? c->mk + bh * nn + (size_t)i0 * N : NULL;
             } else {
-                attn_probs(c, bh, i0, r, P, mask, work, (vt_region[2]){dout_rows(c, bh, i0, r), no_region});
+                attn_probs(c, bh, q, k, la, i0, r, P, mask, work, (vt_region[2]){dout_rows(c, bh, i0, r), no_region});
             }
             float first = fresh && i0 == 0 ? 0.0f : 1.0f; /* beta of the sums over row blocks */
             if (dv) {
-                if (mb) apply_mask(Pb, mb, c->inv_keep, dP, rnb);
-                attn_gemm(c, 1, 0, N, hd, r, 1.0f, mb ? dP : Pb, N, dout, ldo, first, dv, ld, work, next_dv);
+                const float *pd = Pb; /* Pd: with dropout or rounded, in dP (P stays for the softmax's backward) */
+                if (mb) {
+                    apply_mask(Pb, mb, c->inv_keep, dP, rnb);
+                    pd = dP;
+                }
+                if (c->preround) {
+                    vt_k.bf16_round_float(pd, dP, rnb);
+                    pd = dP;
+                }
+                attn_gemm(c, 1, 0, N, hd, r, 1.0f, pd, N, dout, ldo, first, dv, ld, work, next_dv);
             }
             if (!dq && !dk) continue;
-            attn_gemm(c, 0, 1, r, N, hd, 1.0f, dout, ldo, v, ld, 0.0f, dP, N, work, next_dp);
+            attn_gemm(c, 0, 1, r, N, hd, 1.0f, dout, ldo, v, la, 0.0f, dP, N, work, next_dp);
             if (mb)
                 for (size_t e = 0; e < rnb; e++) dP[e] = mb[e] ? dP[e] * c->inv_keep : 0.0f;
             vt_k.softmax_bwd_rows(Pb, dP, dP, r, N);
+            if (c->preround) vt_k.bf16_round_float(dP, dP, rnb); /* dS */
             if (dq)
-                attn_gemm(c, 0, 0, r, hd, N, c->scale, dP, N, k, ld, fresh ? 0.0f : 1.0f, dq + (size_t)i0 * ld, ld, work,
+                attn_gemm(c, 0, 0, r, hd, N, c->scale, dP, N, k, la, fresh ? 0.0f : 1.0f, dq + (size_t)i0 * ld, ld, work,
                           next_dq);
             if (dk)
-                attn_gemm(c, 1, 0, N, hd, r, c->scale, dP, N, q + (size_t)i0 * ld, ld, first, dk, ld, work, next_dk);
+                attn_gemm(c, 1, 0, N, hd, r, c->scale, dP, N, q + (size_t)i0 * la, la, first, dk, ld, work, next_dk);
         }
     }
 }
@@ -237,6 +284,7 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
     int drop = t->training && attn_drop > 0.0f;
     c.arena = t->arena;
     c.bf16 = t->bf16;
+    c.preround = attn_preround(t->bf16);
     c.dout = out->grad;
     c.drop = drop ? attn_drop : 0.0f;
     c.inv_keep = drop ? 1.0f / (1.0f - attn_drop) : 1.0f;
@@ -256,12 +304,25 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
      * dropout, nt R x N masks (used when not keeping). */
     float *scratch = vt_arena_alloc(t->arena, (size_t)nt * rn * (sizeof(float) + drop));
     uint8_t *masks = (uint8_t *)(scratch + (size_t)nt * rn);
+    /* preround: per thread the block's rounded q, k and v, N x hd each */
+    const size_t nh = (size_t)N * hd;
+    float *rounded = c.preround ? vt_arena_alloc(t->arena, (size_t)nt * 3 * nh * sizeof(float)) : NULL;
     size_t wf = attn_work_floats(&c);
     float *od = out->data;
     #pragma omp parallel for schedule(dynamic, VT_ATTN_CHUNK)
     for (int bh = 0; bh < BH; bh++) {
         int tid = omp_get_thread_num();
         float *Pd = scratch + (size_t)tid * rn, *work = vt_gemm_workspace(wf);
+        const float *q = c.q + in_offset(&c, bh), *k = c.k + in_offset(&c, bh), *v = c.v + in_offset(&c, bh);
+        int la = c.ld; /* the operands' row stride */
+        if (c.preround) {
+            float *rq = rounded + (size_t)tid * 3 * nh;
+            round_block(&c, bh, 0, rq);
+            q = rq;
+            k = rq + nh;
+            v = rq + 2 * nh;
+            la = hd;
+        }
         for (int i0 = 0; i0 < N; i0 += R) {
             int r = N - i0 < R ? N - i0 : R;
             uint8_t *mask = !drop ? NULL : mk ? mk + bh * nn + (size_t)i0 * N : masks + (size_t)tid * rn;
@@ -271,11 +332,12 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
             /* P into the thread's scratch, in cache for the product below; a kept P is
              * streamed from there to the arena (written in place there, the scores'
              * product waited on every line of it coming from memory) */
-            attn_probs(&c, bh, i0, r, Pd, mask, work,
+            attn_probs(&c, bh, q, k, la, i0, r, Pd, mask, work,
                        (vt_region[2]){i0 == 0 ? in_rows(&c, c.v, bh, 0, N) : no_region, no_region});
             if (Pk) vt_k.copy_stream(Pd, Pk + bh * nn + (size_t)i0 * N, (size_t)r * N);
             if (mask) apply_mask(Pd, mask, c.inv_keep, Pd, (size_t)r * N);
-            attn_gemm(&c, 0, 0, r, hd, N, 1.0f, Pd, N, c.v + in_offset(&c, bh), c.ld, 0.0f, od + out_offset(&c, bh, i0),
+            if (c.preround) vt_k.bf16_round_float(Pd, Pd, (size_t)r * N);
+            attn_gemm(&c, 0, 0, r, hd, N, 1.0f, Pd, N, v, la, 0.0f, od + out_offset(&c, bh, i0),
                       H * hd, work,
                       (vt_region[2]){nr ? in_rows(&c, c.q, nbh, ni0, nr) : no_region,
                                      nr && nbh != bh ? in_rows(&c, c.k, nbh, 0, N) : no_region});
