@@ -1,7 +1,7 @@
-/* avx2/bf16.c - bf16_round and bf16_round_float at the AVX2 level, which has no bf16 instructions (kernels.h:
- * bf16 numerics): vt256_bf16_rounded's integer rounding (avx2.h), bitwise the scalar
- * rounding (../bf16.h owns the rule), 8 floats a step, prefetching ahead
- * (../prefetch.h). The level's gemm_bf16, the fma path, is gemm.c's. */
+/* avx2/bf16.c - bf16_round and bf16_round_float at the AVX2 level, which has no bf16
+ * instructions (kernels.h: bf16 numerics): vt256_bf16_rounded's integer rounding
+ * (avx2.h), bitwise the scalar rounding (../bf16.h owns the rule), 8 floats a step,
+ * prefetching ahead (../prefetch.h). The level's gemm_bf16, the fma path, is gemm.c's. */
 #include "avx2.h"
 #include "../bf16.h"
 #include "../prefetch.h"

@@ -1,7 +1,7 @@
 /* avx512/bf16.c - bf16_round and bf16_round_float at the AVX-512 (F/BW/DQ/VL) level,
  * which has no bf16 instructions (kernels.h: bf16 numerics): vt512_bf16_rounded's integer
- * rounding (avx512.h), bitwise the scalar rounding, 16 floats a step, prefetching ahead (../prefetch.h). The
- * level's gemm_bf16, the fma path, is gemm.c's. */
+ * rounding (avx512.h), bitwise the scalar rounding, 16 floats a step, prefetching ahead
+ * (../prefetch.h). The level's gemm_bf16, the fma path, is gemm.c's. */
 #include "avx512.h"
 #include "../bf16.h"
 #include "../prefetch.h"

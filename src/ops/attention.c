@@ -6,8 +6,8 @@
  *   S = scale q k^T (N x N),  P = softmax(S) rows,  Pd = P * mask / (1 - p),  out = Pd v.
  *
  * Fused path. One OpenMP loop over the B H blocks, handed out VT_ATTN_CHUNK at a time to
- * the threads as they come free (one parallel region per call, forward
- * and backward each); inside a block the query rows are processed in row blocks of R rows
+ * the threads as they come free (one parallel region per call, forward and backward
+ * each); inside a block the query rows are processed in row blocks of R rows
  * (R = N when an N x N score block fits the per-thread cache budget, VT_ATTN_BLOCK_BYTES;
  * else the largest multiple of 16 that fits), and each row block goes scores -> scale (in
  * the GEMM's alpha) -> softmax -> dropout -> weighted sum while its R x N scores are still
@@ -140,7 +140,8 @@ static size_t attn_work_floats(const attn_ctx *c) {
  * takes the same prefetch hint) unless the operands are rounded already (preround). */
 static void attn_gemm(const attn_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                       const float *B, int ldb, float beta, float *C, int ldc, float *work, const vt_region next[2]) {
-    if (c->bf16 && !c->preround) vt_k.gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, NULL, C, ldc, work, next);
+    if (c->bf16 && !c->preround)
+        vt_k.gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, NULL, C, ldc, work, next);
     else vt_k.gemm_prefetch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, work, next);
 }
 
@@ -155,14 +156,25 @@ static void round_rows(const float *x, size_t ldx, int rows, int hd, float *dst)
     for (int i = 0; i < rows; i++) vt_k.bf16_round_float(x + (size_t)i * ldx, dst + (size_t)i * hd, (size_t)hd);
 }
 
-/* preround: block bh's q, k, v (and with dout its output gradient) rounded to bf16 into
- * r, N x hd each in that order, rows hd floats apart. */
-static void round_block(const attn_ctx *c, int bh, int dout, float *r) {
+/* The operands of block bh's products: q, k, v (rows la floats apart) and, with_dout,
+ * the output gradient (rows ldo apart; else NULL). Under preround they are copies
+ * rounded to bf16 in r (the thread's scratch: q, k, v, dout, N x hd each, rows hd floats
+ * apart); else the caller's tensors. */
+typedef struct {
+    const float *q, *k, *v, *dout;
+    int la, ldo;
+} attn_operands;
+
+static attn_operands block_operands(const attn_ctx *c, int bh, int with_dout, float *r) {
     size_t o = in_offset(c, bh), nh = (size_t)c->N * c->hd;
-    round_rows(c->q + o, (size_t)c->ld, c->N, c->hd, r);
-    round_rows(c->k + o, (size_t)c->ld, c->N, c->hd, r + nh);
-    round_rows(c->v + o, (size_t)c->ld, c->N, c->hd, r + 2 * nh);
-    if (dout) round_rows(c->dout + out_offset(c, bh, 0), (size_t)c->H * c->hd, c->N, c->hd, r + 3 * nh);
+    attn_operands x = {c->q + o, c->k + o, c->v + o, with_dout ? c->dout + out_offset(c, bh, 0) : NULL, c->ld,
+                       c->H * c->hd};
+    if (!c->preround) return x;
+    round_rows(x.q, (size_t)x.la, c->N, c->hd, r);
+    round_rows(x.k, (size_t)x.la, c->N, c->hd, r + nh);
+    round_rows(x.v, (size_t)x.la, c->N, c->hd, r + 2 * nh);
+    if (with_dout) round_rows(x.dout, (size_t)x.ldo, c->N, c->hd, r + 3 * nh);
+    return (attn_operands){r, r + nh, r + 2 * nh, with_dout ? r + 3 * nh : NULL, c->hd, c->hd};
 }
 
 /* Whether the products run on rounded copies (attn_ctx.preround): bf16 on the fma path. */
@@ -208,22 +220,14 @@ static void attention_bwd(void *p) {
         uint8_t *mask = c->drop > 0.0f ? masks + (size_t)tid * rn : NULL;
         float *work = vt_gemm_workspace(wf);
         size_t o = in_offset(c, bh);
-        const float *q = c->q + o, *k = c->k + o, *v = c->v + o, *dout0 = c->dout + out_offset(c, bh, 0);
         float *dq = c->dq ? c->dq + o : NULL, *dk = c->dk ? c->dk + o : NULL, *dv = c->dv ? c->dv + o : NULL;
-        int la = ld, ldo = c->H * hd; /* the operands' row strides: q, k, v; dout */
-        if (c->preround) {
-            float *rq = rounded + (size_t)tid * 4 * nh;
-            round_block(c, bh, 1, rq);
-            q = rq;
-            k = rq + nh;
-            v = rq + 2 * nh;
-            dout0 = rq + 3 * nh;
-            la = ldo = hd;
-        }
+        const attn_operands x = block_operands(c, bh, 1, rounded ? rounded + (size_t)tid * 4 * nh : NULL);
+        const float *q = x.q, *k = x.k, *v = x.v;
+        const int la = x.la, ldo = x.ldo;
         for (int i0 = 0; i0 < N; i0 += R) {
             int r = N - i0 < R ? N - i0 : R;
             size_t rnb = (size_t)r * N;
-            const float *dout = dout0 + (size_t)i0 * ldo;
+            const float *dout = x.dout + (size_t)i0 * ldo;
             /* Each product prefetches what the next ones read first: v and k (read whole,
              * by the first row block), this row block's q rows, then the next row block's
              * kept P rows (or q rows, and k of a new block) and its output gradient. */
@@ -265,8 +269,8 @@ static void attention_bwd(void *p) {
             vt_k.softmax_bwd_rows(Pb, dP, dP, r, N);
             if (c->preround) vt_k.bf16_round_float(dP, dP, rnb); /* dS */
             if (dq)
-                attn_gemm(c, 0, 0, r, hd, N, c->scale, dP, N, k, la, fresh ? 0.0f : 1.0f, dq + (size_t)i0 * ld, ld, work,
-                          next_dq);
+                attn_gemm(c, 0, 0, r, hd, N, c->scale, dP, N, k, la, fresh ? 0.0f : 1.0f, dq + (size_t)i0 * ld, ld,
+                          work, next_dq);
             if (dk)
                 attn_gemm(c, 1, 0, N, hd, r, c->scale, dP, N, q + (size_t)i0 * la, la, first, dk, ld, work, next_dk);
         }
@@ -313,16 +317,7 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
     for (int bh = 0; bh < BH; bh++) {
         int tid = omp_get_thread_num();
         float *Pd = scratch + (size_t)tid * rn, *work = vt_gemm_workspace(wf);
-        const float *q = c.q + in_offset(&c, bh), *k = c.k + in_offset(&c, bh), *v = c.v + in_offset(&c, bh);
-        int la = c.ld; /* the operands' row stride */
-        if (c.preround) {
-            float *rq = rounded + (size_t)tid * 3 * nh;
-            round_block(&c, bh, 0, rq);
-            q = rq;
-            k = rq + nh;
-            v = rq + 2 * nh;
-            la = hd;
-        }
+        const attn_operands x = block_operands(&c, bh, 0, rounded ? rounded + (size_t)tid * 3 * nh : NULL);
         for (int i0 = 0; i0 < N; i0 += R) {
             int r = N - i0 < R ? N - i0 : R;
             uint8_t *mask = !drop ? NULL : mk ? mk + bh * nn + (size_t)i0 * N : masks + (size_t)tid * rn;
@@ -332,12 +327,12 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
             /* P into the thread's scratch, in cache for the product below; a kept P is
              * streamed from there to the arena (written in place there, the scores'
              * product waited on every line of it coming from memory) */
-            attn_probs(&c, bh, q, k, la, i0, r, Pd, mask, work,
+            attn_probs(&c, bh, x.q, x.k, x.la, i0, r, Pd, mask, work,
                        (vt_region[2]){i0 == 0 ? in_rows(&c, c.v, bh, 0, N) : no_region, no_region});
             if (Pk) vt_k.copy_stream(Pd, Pk + bh * nn + (size_t)i0 * N, (size_t)r * N);
             if (mask) apply_mask(Pd, mask, c.inv_keep, Pd, (size_t)r * N);
             if (c.preround) vt_k.bf16_round_float(Pd, Pd, (size_t)r * N);
-            attn_gemm(&c, 0, 0, r, hd, N, 1.0f, Pd, N, v, la, 0.0f, od + out_offset(&c, bh, i0),
+            attn_gemm(&c, 0, 0, r, hd, N, 1.0f, Pd, N, x.v, x.la, 0.0f, od + out_offset(&c, bh, i0),
                       H * hd, work,
                       (vt_region[2]){nr ? in_rows(&c, c.q, nbh, ni0, nr) : no_region,
                                      nr && nbh != bh ? in_rows(&c, c.k, nbh, 0, N) : no_region});
