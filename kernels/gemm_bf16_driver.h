@@ -14,7 +14,11 @@
  * multiple of pair_step; A panels are MR kc2p words apart, B panels NR kc2p.
  * alpha and beta are applied at the store of the first K block (later K blocks add with
  * beta = 1), the bias after the last; beta == 0 never reads C. Splitting M and N into
- * blocks does not change any element's sums. */
+ * blocks does not change any element's sums.
+ * The shared packed form of op(B) (entries.def: gemm_bf16_packed_b_floats) is the blocks
+ * pack_b fills in those loops, one after the other: N block by N block, K block by K
+ * block within each; gemm_bf16_blocked then reads each block there instead of packing it,
+ * so its sums are bitwise those of packing it in place. */
 #ifndef VT_KERNELS_GEMM_BF16_DRIVER_H
 #define VT_KERNELS_GEMM_BF16_DRIVER_H
 
@@ -71,6 +75,46 @@ static inline size_t bf16_work_floats(const bf16_blocking *bl, int M, int N, int
     if (M <= 0 || N <= 0 || K <= 0) return 0;
     int kc = (int)round_up((size_t)imin(K, bl->kc), (size_t)bl->k_step);
     return bf16_a_words(bl, M, kc) + (size_t)bf16_pairs(bl, kc) * round_up((size_t)imin(N, bl->nc), VT_BF16_NR);
+}
+
+/* The pairs of a whole column of the packed form: kc2p summed over the K blocks. */
+static inline size_t bf16_column_pairs(const bf16_blocking *bl, int K) {
+    int KB = bf16_k_block(bl, K), full = K / KB, rest = K - full * KB;
+    return (size_t)full * (size_t)bf16_pairs(bl, KB) + (rest ? (size_t)bf16_pairs(bl, rest) : 0);
+}
+
+/* Words of op(B) (K x N) packed whole, *panels its VT_BF16_NR-column panels; 0 for an
+ * empty op(B). */
+static inline size_t bf16_packed_b_words(const bf16_blocking *bl, int N, int K, int *panels) {
+    *panels = N > 0 && K > 0 ? (N + VT_BF16_NR - 1) / VT_BF16_NR : 0;
+    return *panels ? (size_t)*panels * VT_BF16_NR * bf16_column_pairs(bl, K) : 0;
+}
+
+/* Where block (jc, pc) of the packed form starts: past jc whole columns (every N block
+ * before it is nc wide, a multiple of VT_BF16_NR) and, within its N block of nc columns,
+ * past pc / KB K blocks of KB steps. */
+static inline size_t bf16_packed_block_at(const bf16_blocking *bl, int N, int K, int jc, int pc) {
+    int KB = bf16_k_block(bl, K), nc = imin(bl->nc, N - jc);
+    return (size_t)jc * bf16_column_pairs(bl, K) +
+           round_up((size_t)nc, VT_BF16_NR) * (size_t)(pc / KB) * (size_t)bf16_pairs(bl, KB);
+}
+
+/* Panels [q0, q1) of op(B) packed into the packed form at packed: each N block's share
+ * of them by pack_b, K block by K block. */
+static inline __attribute__((always_inline)) void bf16_pack_b_panels(const bf16_blocking *bl, bf16_pack_b_fn pack_b,
+                                                                     int tb, int N, int K, const float *B,
+                                                                     const vt_bf16 *B16, int ldb, int q0, int q1,
+                                                                     uint32_t *packed) {
+    const int KB = bf16_k_block(bl, K);
+    for (int j0 = q0 * VT_BF16_NR; j0 < imin(q1 * VT_BF16_NR, N);) {
+        int jc = j0 / bl->nc * bl->nc, j1 = imin(imin(q1 * VT_BF16_NR, jc + bl->nc), N);
+        for (int pc = 0; pc < K; pc += KB) {
+            int kc = imin(KB, K - pc), kc2p = bf16_pairs(bl, kc);
+            pack_b(tb, B, B16, ldb, pc, j0, kc, j1 - j0, kc2p,
+                   packed + bf16_packed_block_at(bl, N, K, jc, pc) + (size_t)(j0 - jc) * kc2p);
+        }
+        j0 = j1;
+    }
 }
 
 /* The epilogue of a C tile of nr (<= 32) columns: alpha, beta, the column masks and the
@@ -167,12 +211,14 @@ static inline bf16_pf_block bf16_pf_next(const vt_region *next, int i) {
 /* C = alpha op(A') op(B') + beta C (+ bias) for M, N, K > 0 and alpha != 0 (the callers
  * handle the rest with vt512_gemm_no_product), through the work space (bf16_work_floats).
  * next (NULL: none): what the caller reads right after, brought into L2 over the last
- * M block's calls as the next packing's source is over the others'. */
+ * M block's calls as the next packing's source is over the others'. packed (NULL: none):
+ * op(B) packed whole (bf16_pack_b_panels), read there instead of packed block by block
+ * (tb, B, B16 and ldb unused). */
 static inline __attribute__((always_inline)) void
 gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_pack_b_fn pack_b, bf16_micro_fn micro,
                   int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                   const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
-                  const vt_region *next) {
+                  const vt_region *next, const uint32_t *packed) {
     const int MR = bl->mr, NR = VT_BF16_NR, NC = bl->nc;
     const int KB = bf16_k_block(bl, K);
     const int mblocks = (M + bl->mc - 1) / bl->mc;
@@ -184,11 +230,13 @@ gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_pack_b_fn
             int kc = imin(KB, K - pc), kc2p = bf16_pairs(bl, kc);
             float bet = pc == 0 ? beta : 1.0f;
             const float *bias_k = pc + kc == K ? bias : NULL;
-            pack_b(tb, B, B16, ldb, pc, jc, kc, nc, kc2p, pb);
+            const uint32_t *b_block = pb;
+            if (packed) b_block = packed + bf16_packed_block_at(bl, N, K, jc, pc);
+            else pack_b(tb, B, B16, ldb, pc, jc, kc, nc, kc2p, pb);
             for (int ic = 0; ic < M; ic += MB) {
                 int mc = imin(MB, M - ic);
                 pack_a(ta, A, lda, ic, pc, mc, kc, kc2p, pa);
-                /* what the next pack_a (and, after the last M block, pack_b) reads */
+                /* what the next pack_a (and, after the last M block, pack_b unless packed) reads */
                 bf16_pf_block na = bf16_pf_of(NULL, 0, 0, 0), nb = na;
                 if (bl->prefetch) {
                     if (ic + MB < M) {
@@ -196,10 +244,10 @@ gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_pack_b_fn
                     } else if (pc + KB < K) {
                         int kn = imin(KB, K - pc - KB);
                         na = bf16_pf_a(ta, A, lda, 0, pc + KB, imin(MB, M), kn);
-                        nb = bf16_pf_b(tb, B, B16, ldb, pc + KB, jc, kn, nc);
+                        if (!packed) nb = bf16_pf_b(tb, B, B16, ldb, pc + KB, jc, kn, nc);
                     } else if (jc + NC < N) {
                         na = bf16_pf_a(ta, A, lda, 0, 0, imin(MB, M), KB);
-                        nb = bf16_pf_b(tb, B, B16, ldb, 0, jc + NC, KB, imin(NC, N - jc - NC));
+                        if (!packed) nb = bf16_pf_b(tb, B, B16, ldb, 0, jc + NC, KB, imin(NC, N - jc - NC));
                     } else {
                         na = bf16_pf_next(next, 0);
                         nb = bf16_pf_next(next, 1);
@@ -209,7 +257,7 @@ gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_pack_b_fn
                 int qa = (bf16_pf_lines(&na) + calls - 1) / calls, qb = (bf16_pf_lines(&nb) + calls - 1) / calls;
                 for (int jr = 0; jr < nc; jr += NR) {
                     int nr = imin(NR, nc - jr);
-                    const uint32_t *b = pb + (size_t)jr * kc2p;
+                    const uint32_t *b = b_block + (size_t)jr * kc2p;
                     for (int ir = 0; ir < mc; ir += MR) {
                         float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
                         /* the next call's tile: the next rows, or the next columns' first rows */

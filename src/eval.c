@@ -82,7 +82,8 @@ vt_status vt_eval_reserve(vt_evaluator *ev, const vt_vit *m) {
     vt_status st = arena + scratch * sizeof(float) < 0.5 * (double)SIZE_MAX
                    ? vt_arena_reserve(&ev->arena, (size_t)arena) : VT_ERR_RUNTIME;
     if (st == VT_OK) st = vt_tape_reserve(&ev->tape, 0, (size_t)scratch);
-    if (st == VT_OK) return vt_gemm_reserve(0); /* no weight gradients; its error names the GEMM buffers */
+    /* no weight gradients; the forward's op(B) cut over rows: a weight. Its error names the GEMM buffers */
+    if (st == VT_OK) return vt_gemm_reserve(0, vt_vit_largest_param(m));
     return vt_fail(VT_ERR_RUNTIME, "out of memory: an evaluation batch of %d images%s at %dpx needs %.2f GiB, "
                    "which this process cannot allocate; lower eval.batch_size", ev->batch_size,
                    ev->ranks > 1 ? " per rank" : "", S, (arena + scratch * sizeof(float)) / 1073741824.0);

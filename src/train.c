@@ -313,13 +313,15 @@ static vt_status nonfinite_stop(trainer *tr, const char *what, double value) {
                                       (long long)step_epoch(tr, tr->step) + 1, hint));
 }
 
-/* The largest parameter's size in floats: that of the largest weight gradient, the K
- * split's partial C (ops/par.h vt_gemm_reserve). */
-static size_t largest_param(const vt_vit *m) {
-    size_t n = 0;
-    for (int i = 0; i < m->n_p; i++)
-        if ((size_t)m->p[i].t.size > n) n = (size_t)m->p[i].t.size;
-    return n;
+/* The GEMM buffers of a step of this rank's batch (ops/par.h vt_gemm_reserve): the K
+ * split's partial C of the largest weight gradient, and the shared packing of the
+ * largest op(B) cut over rows: a weight, or a weight gradient's input activations (B N
+ * rows of at most max(D, Dh) columns: the fused ops' scratch size). */
+static vt_status reserve_gemm(const trainer *tr) {
+    double arena, scratch;
+    vt_vit_batch_memory(&tr->model, tr->cfg->model.img_size, tr->local_bs, 0.0, &arena, &scratch);
+    size_t param = vt_vit_largest_param(&tr->model);
+    return vt_gemm_reserve(param, scratch > (double)param ? (size_t)scratch : param);
 }
 
 /* The memory a training step of this rank's batch needs, allocated before the first step
@@ -336,7 +338,7 @@ static vt_status reserve_step_memory(trainer *tr) {
     double total = arena + region + scratch * sizeof(float);
     vt_status st = total < 0.5 * (double)SIZE_MAX ? vt_arena_reserve(&tr->arena, (size_t)arena) : VT_ERR_RUNTIME;
     if (st == VT_OK) st = vt_tape_reserve(&tr->tape, (size_t)region, (size_t)scratch);
-    if (st == VT_OK) return vt_gemm_reserve(largest_param(m)); /* its error names the GEMM buffers */
+    if (st == VT_OK) return reserve_gemm(tr); /* its error names the GEMM buffers */
     char per_rank[64] = "";
     if (tr->ranks > 1) snprintf(per_rank, sizeof per_rank, " (%d per rank)", tr->local_bs);
     return vt_fail(VT_ERR_RUNTIME, "out of memory: a training step of train.batch_size %d images%s at "
@@ -893,7 +895,7 @@ vt_status vt_train_run(const vt_config *cfg, const vt_train_opts *opts_in, vt_tr
     if (st == VT_OK) st = vt_dist_agree(prepare(&tr, opts));
     if (st == VT_OK) st = vt_dist_agree(take_run_dir(&tr, opts));
     if (st == VT_OK) st = vt_blocking_for_run(tr.cfg, tr.dir, opts->resume_dir != NULL); /* before any step */
-    if (st == VT_OK) st = vt_dist_agree(vt_gemm_reserve(largest_param(&tr.model))); /* for that blocking */
+    if (st == VT_OK) st = vt_dist_agree(reserve_gemm(&tr)); /* for that blocking */
     if (st == VT_OK) st = setup_ranks(&tr, opts);
     if (st == VT_OK) {
         if (tr.root) print_start(&tr, opts);

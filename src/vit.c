@@ -458,6 +458,13 @@ int vt_vit_performer_step(vt_vit *m, int64_t step) {
     return 1;
 }
 
+size_t vt_vit_largest_param(const vt_vit *m) {
+    size_t n = 0;
+    for (int i = 0; i < m->n_p; i++)
+        if ((size_t)m->p[i].t.size > n) n = (size_t)m->p[i].t.size;
+    return n;
+}
+
 vt_param *vt_vit_find(vt_vit *m, const char *name) {
     for (int i = 0; i < m->n_p; i++)
         if (strcmp(m->p[i].name, name) == 0) return &m->p[i];

@@ -121,6 +121,9 @@ int vt_vit_performer_step(vt_vit *m, int64_t step);
 
 /* Parameter by name, or NULL. */
 vt_param *vt_vit_find(vt_vit *m, const char *name);
+/* The largest parameter's size in floats: that of the largest weight, and weight gradient
+ * (the GEMM buffers, ops/par.h vt_gemm_reserve). */
+size_t vt_vit_largest_param(const vt_vit *m);
 void vt_vit_zero_grad(vt_vit *m);
 
 /* Checkpoint: every parameter under its name as float32 safetensors (and the Performer

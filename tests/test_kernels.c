@@ -485,6 +485,82 @@ static void test_gemm_bf16(const vt_kernels *t, const vt_kernels *s) {
 }
 
 
+/* The packed op(B) entries of t (entries.def: gemm_bf16_packed_b_floats, _pack_b,
+ * _packed) for one product: a level without a packed form says so with no panels; else
+ * packing the panels in three ranges, each into a buffer of its own full of a marker
+ * (two bf16 NaNs, which no finite operand packs to), writes disjoint words that together
+ * cover the packed form and nothing past it, and gemm_bf16_packed on the ranges packed
+ * into one buffer, last range first, gives bitwise t's gemm_bf16 (itself tested against
+ * the scalar reference; for the scalar level, the reference). */
+static void gemm_bf16_packed_case(const vt_kernels *t, int ta, int tb, int M, int N, int K, float alpha,
+                                  float beta, int b16, int with_bias) {
+    int panels = -1;
+    size_t pf = t->gemm_bf16_packed_b_floats(N, K, &panels);
+    if (pf == 0) {
+        CHECK(panels == 0, "%s gemm_bf16_packed_b_floats(%d, %d) = 0 with %d panels", t->name, N, K, panels);
+        return;
+    }
+    CHECK(panels > 0, "%s gemm_bf16_packed_b_floats(%d, %d) = %zu with %d panels", t->name, N, K, pf, panels);
+    if (panels <= 0) return;
+    int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    int lda = ac + 1, ldb = bc + 2, ldc = N + 3;
+    size_t na = (size_t)ar * lda, nb = (size_t)br * ldb, nc = (size_t)M * ldc;
+    float *ab, *bb, *cb, *rb, *biasb, *pb, *mb, *wb;
+    float *A = fbuf(na, 1, &ab), *B = fbuf(nb, 2, &bb), *C = fbuf(nc, 3, &cb), *R = fbuf(nc, 3, &rb);
+    float *bias = fbuf((size_t)N, 0, &biasb), *P = fbuf(pf, 0, &pb), *Mk = fbuf(pf, 0, &mb);
+    vt_bf16 *B16 = aligned_alloc(64, (nb * sizeof(vt_bf16) + 63) / 64 * 64 + 64);
+    size_t wf = t->gemm_bf16_work_floats(M, N, K);
+    float *W = fbuf(wf, 0, &wb);
+    unsigned char *owner = calloc(pf, 1);
+    for (size_t i = 0; i < na; i++) A[i] = frand() * (i % 7 == 0 ? 64.0f : 1.0f);
+    fill(B, nb, -1, 1);
+    fill(bias, (size_t)N, -2, 2);
+    for (size_t i = 0; i < nc; i++) C[i] = R[i] = (int)(i % ldc) >= N ? 12345.0f : frand();
+    t->bf16_round(B, B16, nb);
+    const float *Bp = b16 ? NULL : B, *bias_p = with_bias ? bias : NULL;
+    const vt_bf16 *B16p = b16 ? B16 : NULL;
+    const uint32_t marker = 0xFFFFFFFFu;
+    int cut[4] = {0, panels / 3, panels - panels / 4, panels}, overlap = 0, outside = 0;
+    for (int r = 0; r < 3; r++) {
+        for (size_t i = 0; i < pf + 64; i++) memcpy(&Mk[i], &marker, 4);
+        t->gemm_bf16_pack_b(tb, N, K, Bp, B16p, ldb, cut[r], cut[r + 1], Mk);
+        for (size_t i = 0; i < pf + 64; i++) {
+            uint32_t w;
+            memcpy(&w, &Mk[i], 4);
+            if (w == marker) continue;
+            if (i >= pf) outside++;
+            else if (owner[i]++) overlap++;
+        }
+    }
+    size_t unwritten = 0;
+    for (size_t i = 0; i < pf; i++) unwritten += owner[i] == 0;
+    CHECK(overlap == 0 && outside == 0 && unwritten == 0,
+          "%s gemm_bf16_pack_b tb=%d N=%d K=%d b16=%d in panel ranges [%d %d %d %d): %d words written twice, %d "
+          "past the %zu floats, %zu never written", t->name, tb, N, K, b16, cut[0], cut[1], cut[2], cut[3], overlap,
+          outside, pf, unwritten);
+    for (size_t i = 0; i < pf; i++) P[i] = NAN;
+    for (int r = 2; r >= 0; r--) t->gemm_bf16_pack_b(tb, N, K, Bp, B16p, ldb, cut[r], cut[r + 1], P);
+    t->gemm_bf16(ta, tb, M, N, K, alpha, A, lda, Bp, B16p, ldb, beta, bias_p, R, ldc, W, NULL);
+    t->gemm_bf16_packed(ta, M, N, K, alpha, A, lda, P, beta, bias_p, C, ldc, W);
+    long bad = -1;
+    for (size_t i = 0; i < nc && bad < 0; i++)
+        if (memcmp(&C[i], &R[i], 4)) bad = (long)i;
+    CHECK(bad < 0, "%s gemm_bf16_packed ta=%d tb=%d M=%d N=%d K=%d alpha=%g beta=%g b16=%d bias=%d: C[%ld] = %.9g, "
+          "gemm_bf16 gives %.9g", t->name, ta, tb, M, N, K, alpha, beta, b16, with_bias, bad, bad < 0 ? 0 : C[bad],
+          bad < 0 ? 0 : R[bad]);
+    free(ab), free(bb), free(cb), free(rb), free(biasb), free(pb), free(mb), free(wb), free(B16), free(owner);
+}
+
+static void test_gemm_bf16_packed(const vt_kernels *t) {
+    static const int shapes[][3] = {{1, 1, 1},     {7, 17, 33},   {33, 63, 2},   {70, 96, 77},
+                                    {40, 1700, 40}, {37, 45, 1001}, {64, 48, 2600}, {130, 200, 192}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int tr = 0; tr < 4; tr++)
+            gemm_bf16_packed_case(t, tr >> 1, tr & 1, shapes[i][0], shapes[i][1], shapes[i][2],
+                                  i % 3 ? 1.0f : -0.7f, i % 2 ? 0.5f : 0.0f, (int)(i + tr) % 2, (int)i % 3 != 1);
+    gemm_bf16_packed_case(t, 0, 1, 5, 9, 8, 0.0f, 0.5f, 0, 1); /* alpha = 0 */
+}
+
 /* A float32 with denormals flushed to a zero of their sign (the bf16 instructions' FTZ). */
 static float ftz(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
 
@@ -1224,6 +1300,7 @@ static void test_gemm_contexts(const vt_kernels *s) {
             test_gemm(&t, s);
             test_work_monotone(&t, t.gemm_work_floats, "gemm_work_floats");
             test_gemm_bf16(&t, s);
+            test_gemm_bf16_packed(&t);
             test_gemm_bf16_fma(&t);
             test_work_monotone(&t, t.gemm_bf16_work_floats, "gemm_bf16_work_floats");
             if (test_failed_count > failed)
@@ -1242,6 +1319,7 @@ int main(void) {
     test_work_monotone(&s, s.gemm_work_floats, "gemm_work_floats");
     test_bf16_round(&s, &s);
     test_gemm_bf16(&s, &s);
+    test_gemm_bf16_packed(&s);
     test_matmul_f64(&s);
     for (int tr = 0; tr < 4; tr++) /* the scalar gemm_bias against its gemm */
         gemm_case(&s, &s, tr >> 1, tr & 1, 7, 9, 5, -0.7f, tr & 1 ? 0.5f : 0.0f, tr);
@@ -1268,6 +1346,7 @@ int main(void) {
         test_work_monotone(&t, t.gemm_bf16_work_floats, "gemm_bf16_work_floats");
         test_bf16_round(&t, &s);
         test_gemm_bf16(&t, &s);
+        test_gemm_bf16_packed(&t);
         test_gemm_bf16_fma(&t);
         if (t.isa >= VT_ISA_AVX512BF16) test_gemm_bf16_order(&t);
     }

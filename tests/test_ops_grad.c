@@ -311,33 +311,42 @@ static void test_gemm(vt_rng *r) {
     omp_set_num_threads(max_threads);
 }
 
-/* C split into more blocks than threads (rows, then columns; 4 blocks of the minimum
- * size, on 2 and 3 threads; float32 and bf16 products, with and without a bias): each
- * block handed to whichever thread is free, the result bitwise the 1-thread one (C
- * blocks do not change any element's sums). */
+/* C split into more blocks than threads (rows, then columns, then rows of odd sizes; on
+ * 2 and 3 threads; float32 and bf16 products, op(B) rounded or from a bf16 copy, every
+ * ta / tb, beta 1 or 0.5, with and without a bias): each block handed to whichever
+ * thread is free, the bf16 cut over rows on op(B) packed once by all threads (where the
+ * level has a packed form), the result bitwise the 1-thread one (C blocks do not change
+ * any element's sums, nor does where op(B) is packed). */
 static void test_gemm_blocks(vt_rng *r) {
-    const int shapes[2][3] = {{2100, 40, 30}, {20, 2100, 30}};
+    /* cut over rows (the last with odd sizes: part-filled panels and tiles) or columns */
+    const int shapes[3][3] = {{2100, 40, 30}, {20, 2100, 30}, {1100, 75, 67}};
     const int max_threads = omp_get_max_threads();
-    for (int s = 0; s < 2; s++)
-        for (int ta = 0; ta < 2; ta++)
-            for (int bf16 = 0; bf16 < 2; bf16++) {
-                const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], lda = ta ? M : K;
+    for (int s = 0; s < 3; s++)
+        for (int tr = 0; tr < 4; tr++)
+            for (int prec = 0; prec < 3; prec++) { /* float32, bf16, bf16 with op(B) from a bf16 copy */
+                const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ta = tr >> 1, tb = tr & 1;
+                const int bf16 = prec > 0, lda = ta ? M : K, ldb = tb ? K : N;
+                const float beta = tb ? 0.5f : 1.0f;
                 const size_t bytes = (size_t)M * N * sizeof(float);
                 vt_tensor *A = input(r, -1, 1, 2, M, K, 0, 0), *B = input(r, -1, 1, 2, K, N, 0, 0);
                 vt_tensor *C0 = input(r, -1, 1, 2, M, N, 0, 0), *C1 = input(r, -1, 1, 2, M, N, 0, 0);
                 vt_tensor *C = input(r, -1, 1, 2, M, N, 0, 0), *bias = input(r, -1, 1, 1, N, 0, 0, 0);
-                const float *bv = ta ? bias->data : NULL;
+                uint16_t *B16 = prec == 2 ? malloc((size_t)K * N * sizeof(uint16_t)) : NULL;
+                if (B16) vt_k.bf16_round(B->data, B16, (size_t)K * N);
+                const float *bv = ta != tb ? bias->data : NULL;
                 memcpy(C1->data, C0->data, bytes);
                 omp_set_num_threads(1);
-                vt_gemm_prec(bf16, ta, 0, M, N, K, 0.5f, A->data, lda, B->data, NULL, N, 1.0f, bv, C1->data, N);
+                vt_gemm_prec(bf16, ta, tb, M, N, K, 0.5f, A->data, lda, B->data, B16, ldb, beta, bv, C1->data, N);
                 for (int nt = 2; nt <= 3; nt++) {
                     omp_set_num_threads(nt);
                     memcpy(C->data, C0->data, bytes);
-                    vt_gemm_prec(bf16, ta, 0, M, N, K, 0.5f, A->data, lda, B->data, NULL, N, 1.0f, bv, C->data, N);
+                    vt_gemm_prec(bf16, ta, tb, M, N, K, 0.5f, A->data, lda, B->data, B16, ldb, beta, bv, C->data, N);
                     CHECK(memcmp(C->data, C1->data, bytes) == 0,
-                          "vt_gemm_prec(bf16 %d) %dx%dx%d ta=%d in blocks on %d threads: not bitwise the "
-                          "1-thread result", bf16, M, N, K, ta, nt);
+                          "vt_gemm_prec(bf16 %d%s) %dx%dx%d ta=%d tb=%d beta=%g bias=%d in blocks on %d threads: not "
+                          "bitwise the 1-thread result", bf16, B16 ? " from a bf16 copy" : "", M, N, K, ta, tb,
+                          beta, bv != NULL, nt);
                 }
+                free(B16);
             }
     omp_set_num_threads(max_threads);
 }

@@ -81,13 +81,16 @@ static void grow_region(void) {
 
 static void grow_workspace(void) { vt_gemm_workspace(ASK / sizeof(float)); }
 
-/* vt_gemm_reserve's error on 2 threads: exit 3 with the message, 4 if it succeeded. */
-static void reserve_partials(void) {
+/* vt_gemm_reserve's error on 2 threads: exit 3 with the message, 4 if it succeeded; for
+ * the K split's partials, then for the shared packed operand. */
+static void reserve_on_two(size_t partial, size_t operand) {
     omp_set_num_threads(2);
-    vt_status st = vt_gemm_reserve(ASK / sizeof(float));
+    vt_status st = vt_gemm_reserve(partial, operand);
     fprintf(stderr, "%s\n", vt_last_error());
     _exit(st == VT_ERR_RUNTIME ? 3 : 4);
 }
+static void reserve_partials(void) { reserve_on_two(ASK / sizeof(float), 0); }
+static void reserve_shared_operand(void) { reserve_on_two(0, ASK / sizeof(float)); }
 
 static void test_growth_fails_clearly(void) {
 #if defined(__SANITIZE_ADDRESS__)
@@ -112,13 +115,18 @@ static void test_growth_fails_clearly(void) {
                   strstr(err, "eval.batch_size") && !strstr(err, "internal error"),
               "%s: the message names it, its size and the batch keys: %s", cases[i].name, err);
     }
-    int rc = in_capped_child(reserve_partials, err, sizeof err);
-    CHECK(rc == 3 && strstr(err, "out of memory: the GEMM buffers of 2 threads") && strstr(err, "--threads"),
-          "vt_gemm_reserve past the cap: exit %d, a status naming the buffers and the threads: %s", rc, err);
+    void (*reserves[2])(void) = {reserve_partials, reserve_shared_operand};
+    for (int i = 0; i < 2; i++) {
+        int rc = in_capped_child(reserves[i], err, sizeof err);
+        CHECK(rc == 3 && strstr(err, "out of memory: the GEMM buffers of 2 threads") && strstr(err, "--threads") &&
+                  strstr(err, "shared packed operands"),
+              "vt_gemm_reserve past the cap (%s): exit %d, a status naming the buffers and the threads: %s",
+              i ? "shared operand" : "partials", rc, err);
+    }
 }
 
 static void test_reserve_covers_the_largest_product(void) {
-    CHECK(vt_gemm_reserve(0) == VT_OK, "vt_gemm_reserve(0): %s", vt_last_error());
+    CHECK(vt_gemm_reserve(0, 0) == VT_OK, "vt_gemm_reserve(0, 0): %s", vt_last_error());
     float *reserved = vt_gemm_workspace(1);
     const int any = 1 << 30;
     size_t largest = vt_k.gemm_work_floats(any, any, any);

@@ -12,7 +12,9 @@
 #include "emulated.h"
 #endif
 
-#define VT_AMX_ENTRIES(X) X(amx, gemm_bf16) X(amx, gemm_bf16_work_floats)
+#define VT_AMX_ENTRIES(X)                                                                                    \
+    X(amx, gemm_bf16) X(amx, gemm_bf16_work_floats) X(amx, gemm_bf16_packed_b_floats) X(amx, gemm_bf16_pack_b) \
+        X(amx, gemm_bf16_packed)
 VT_AMX_ENTRIES(VT_LEVEL_PROTOTYPE)
 
 #endif

@@ -21,7 +21,9 @@
 #include "../bf16.h"
 #include "../gemm_tiles.h" /* VT_BF16_NR */
 
-#define VT_AVX512BF16_ENTRIES(X) X(avx512bf16, gemm_bf16) X(avx512bf16, gemm_bf16_work_floats) X(avx512bf16, bf16_round)
+#define VT_AVX512BF16_ENTRIES(X)                                                                           \
+    X(avx512bf16, gemm_bf16) X(avx512bf16, gemm_bf16_work_floats) X(avx512bf16, gemm_bf16_packed_b_floats)    \
+        X(avx512bf16, gemm_bf16_pack_b) X(avx512bf16, gemm_bf16_packed) X(avx512bf16, bf16_round)
 VT_AVX512BF16_ENTRIES(VT_LEVEL_PROTOTYPE)
 
 #ifndef VT_AVX512_EMULATED

@@ -13,7 +13,11 @@
  * depend on the sizes and the thread count only, and each element of C is computed by
  * one kernel call whatever thread makes it, so the result is deterministic and needs
  * no cross-thread reduction (C blocks do not change any element's sums: it equals the
- * 1-thread result).
+ * 1-thread result). In a cut over rows in bf16 whose path has a packed form of op(B)
+ * (kernels/entries.def: gemm_bf16_packed_b_floats), the threads first pack op(B) once
+ * between them, in parts handed out as they come free, into one buffer of the calling
+ * thread's, and every row block then runs on that packing (vt_k.gemm_bf16_packed)
+ * instead of packing op(B) again: the same sums, bitwise.
  * Products with a long K and a small C (the weight gradients: K = B N tokens) are cut
  * over K instead, only when op(A) is transposed (the weight gradients' form): with A as
  * stored every row of C stays a function of its row of A alone, so a sample's forward
@@ -47,9 +51,10 @@ typedef struct {
     size_t floats;
 } tls_buffer;
 
-/* A thread's two buffers: the kernels' packing workspace and the K split's partial C. */
+/* A thread's buffers: the kernels' packing workspace, the K split's partial C, and the
+ * packed op(B) its products cut over rows share with their team. */
 typedef struct {
-    tls_buffer work, partial;
+    tls_buffer work, partial, shared_b;
 } tls_buffers;
 
 static _Thread_local tls_buffers tls;
@@ -63,7 +68,8 @@ static void tls_free(void *p) {
     tls_buffers *t = p;
     free(t->work.data);
     free(t->partial.data);
-    *t = (tls_buffers){{NULL, 0}, {NULL, 0}};
+    free(t->shared_b.data);
+    *t = (tls_buffers){{NULL, 0}, {NULL, 0}, {NULL, 0}};
 }
 
 static void tls_key_make(void) { VT_ASSERT(pthread_key_create(&tls_key, tls_free) == 0, "gemm: pthread_key_create"); }
@@ -90,20 +96,23 @@ static float *tls_buffer_get(tls_buffer *b, size_t floats, const char *what) {
 
 float *vt_gemm_workspace(size_t floats) { return tls_buffer_get(&tls.work, floats, "a GEMM packing workspace"); }
 
-vt_status vt_gemm_reserve(size_t partial_floats) {
+vt_status vt_gemm_reserve(size_t partial_floats, size_t operand_floats) {
     VT_ASSERT(!omp_in_parallel(), "vt_gemm_reserve inside a parallel region");
     const int any = 1 << 30; /* a workspace's size is bounded by the blocking for any shape */
     size_t work = vt_k.gemm_work_floats(any, any, any), w16 = vt_k.gemm_bf16_work_floats(any, any, any);
     if (w16 > work) work = w16;
     int failed = 0, nt = omp_get_max_threads();
+    size_t shared = nt > 1 ? operand_floats : 0; /* one thread packs per call */
     #pragma omp parallel num_threads(nt) reduction(| : failed)
     failed |= tls_buffer_grow(&tls.work, work) ||
               (omp_get_thread_num() > 0 && tls_buffer_grow(&tls.partial, partial_floats));
+    if (!failed) failed = tls_buffer_grow(&tls.shared_b, shared); /* the calling thread's */
     if (!failed) return VT_OK;
     return vt_fail(VT_ERR_RUNTIME, "out of memory: the GEMM buffers of %d thread%s (a packing workspace of %.1f "
-                   "MiB each, and %.1f MiB of partial sums on each but the first), which this process cannot "
-                   "allocate; fewer threads (--threads) need less", nt, nt == 1 ? "" : "s",
-                   (double)work * sizeof(float) / 1048576.0, (double)partial_floats * sizeof(float) / 1048576.0);
+                   "MiB each, %.1f MiB of partial sums on each but the first, and %.1f MiB of shared packed "
+                   "operands), which this process cannot allocate; fewer threads (--threads) need less", nt,
+                   nt == 1 ? "" : "s", (double)work * sizeof(float) / 1048576.0,
+                   (double)partial_floats * sizeof(float) / 1048576.0, (double)shared * sizeof(float) / 1048576.0);
 }
 
 /* One product: C = alpha op(A) op(B) + beta C (+ bias), op(B) from B16 when bf16 and B16
@@ -138,6 +147,41 @@ static void kernel_call(const gemm_args *g, int i0, int m, int j0, int n, int k0
 static void gemm_block(const gemm_args *g, int i0, int m, int j0, int n, int K) {
     kernel_call(g, i0, m, j0, n, 0, K, g->beta, g->bias ? g->bias + j0 : NULL, g->C + (size_t)i0 * g->ldc + j0,
                 g->ldc);
+}
+
+/* Block t of nblk of a side of len rows (columns) of C, [*s, *e): edges on multiples of
+ * VT_GEMM_ALIGN but the last. */
+static void block_edges(int len, int nblk, int t, int *s, int *e) {
+    int tiles = (len + VT_GEMM_ALIGN - 1) / VT_GEMM_ALIGN;
+    *s = (int)((int64_t)tiles * t / nblk) * VT_GEMM_ALIGN;
+    *e = (int)((int64_t)tiles * (t + 1) / nblk) * VT_GEMM_ALIGN;
+    if (*e > len) *e = len;
+}
+
+/* The bf16 cut over rows of M with op(B) packed once: the nth threads pack its panels
+ * in up to nblk parts, then run the nblk row blocks on packed (gemm_bf16_packed_b_floats
+ * floats). */
+static void gemm_rows_shared_b(const gemm_args *g, int M, int N, int K, int nblk, int nth, int panels,
+                               float *packed) {
+    const float *B = g->B16 ? NULL : g->B;
+    const int parts = nblk < panels ? nblk : panels;
+    #pragma omp parallel num_threads(nth)
+    {
+        #pragma omp for schedule(dynamic, 1)
+        for (int t = 0; t < parts; t++)
+            vt_k.gemm_bf16_pack_b(g->tb, N, K, B, g->B16, g->ldb, (int)((int64_t)panels * t / parts),
+                                  (int)((int64_t)panels * (t + 1) / parts), packed);
+        /* the loop's barrier: every panel is packed before any block reads one */
+        #pragma omp for schedule(dynamic, 1)
+        for (int t = 0; t < nblk; t++) {
+            int s, e;
+            block_edges(M, nblk, t, &s, &e);
+            const float *a = g->A + (g->ta ? (size_t)s : (size_t)s * g->lda);
+            float *work = vt_gemm_workspace(vt_k.gemm_bf16_work_floats(e - s, N, K));
+            vt_k.gemm_bf16_packed(g->ta, e - s, N, K, g->alpha, a, g->lda, packed, g->beta, g->bias,
+                                  g->C + (size_t)s * g->ldc, g->ldc, work);
+        }
+    }
 }
 
 /* Whether to cut over K: K at least 4 times the larger side of C, so each thread's
@@ -210,11 +254,17 @@ void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, co
     if (nblk > nt * VT_GEMM_BLOCKS_PER_THREAD) nblk = nt * VT_GEMM_BLOCKS_PER_THREAD;
     if (nblk < nt) nblk = nt;
     if (nblk > tiles) nblk = tiles;
-    #pragma omp parallel for num_threads(nblk < nt ? nblk : nt) schedule(dynamic, 1)
+    int nth = nblk < nt ? nblk : nt, panels = 0;
+    size_t packed = by_rows && bf16 && nblk > 1 ? vt_k.gemm_bf16_packed_b_floats(N, K, &panels) : 0;
+    /* a packing past the reservation that cannot be allocated: each block packs its own */
+    if (packed && tls_buffer_grow(&tls.shared_b, packed) == 0) {
+        gemm_rows_shared_b(&g, M, N, K, nblk, nth, panels, tls.shared_b.data);
+        return;
+    }
+    #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
     for (int t = 0; t < nblk; t++) {
-        int s = (int)((int64_t)tiles * t / nblk) * VT_GEMM_ALIGN;
-        int e = (int)((int64_t)tiles * (t + 1) / nblk) * VT_GEMM_ALIGN;
-        if (e > len) e = len;
+        int s, e;
+        block_edges(len, nblk, t, &s, &e);
         if (by_rows) gemm_block(&g, s, e - s, 0, N, K);
         else gemm_block(&g, 0, M, s, e - s, K);
     }

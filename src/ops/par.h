@@ -42,12 +42,15 @@ float *vt_gemm_workspace(size_t floats);
 /* Every OpenMP thread's GEMM buffers allocated now at their largest: the packing
  * workspace any product needs under the current blocking and bf16 path, and, on threads
  * past the first, the K split's partial C of partial_floats (it serves the weight
- * gradients: their largest size). A step's products then allocate nothing; one that
- * still needs more grows its buffer, and a failure there is vt_out_of_memory's. Call
- * outside parallel regions, after the blocking is set (vt_gemm_context_set), again
- * after it changes. Errors: out of memory (VT_ERR_RUNTIME naming the buffers, their
- * size and the thread count). */
-vt_status vt_gemm_reserve(size_t partial_floats);
+ * gradients: their largest size); with more than one thread, on the calling thread the
+ * packed op(B) its products cut over rows share, of operand_floats (the bf16 packing of
+ * an op(B) of that many elements, a weight or a weight gradient's input, takes about half
+ * as many). A step's products then allocate nothing; one that still needs more grows its
+ * buffer, and a failure there is vt_out_of_memory's (for the shared packing: the blocks
+ * pack op(B) each, as one thread does). Call outside parallel regions, after the
+ * blocking is set (vt_gemm_context_set), again after it changes. Errors: out of memory
+ * (VT_ERR_RUNTIME naming the buffers, their size and the thread count). */
+vt_status vt_gemm_reserve(size_t partial_floats, size_t operand_floats);
 
 /* out[c] += sum_r x[r, c] (y == NULL) or sum_r x[r, c] y[r, c], x/y rows x cols.
  * The rows are cut into a fixed number of chunks (independent of the thread count),
