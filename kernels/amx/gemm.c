@@ -61,12 +61,19 @@ static void pack_a(int ta, const float *A, int lda, int i0, int p0, int mc, int 
                     _mm512_store_si512(d + (size_t)(k0 / 32) * MR * 16, vt_cvtne2ps(hi, lo));
                 }
             }
-        } else { /* A is K x M: 16 rows x 16 pairs at a time, interleaved then transposed */
-            for (int i16 = 0; i16 < MR; i16 += 16) {
-                int n = rows - i16 < 0 ? 0 : imin(16, rows - i16);
-                __mmask16 rm = vt512_tail((size_t)n);
-                const float *s = A + (size_t)p0 * lda + i0 + ir + i16;
-                for (int q = 0; q < kc2p; q += 16) {
+        } else { /* A is K x M: 16 rows x 16 pairs at a time, interleaved then transposed; per 32
+                  * steps both 16-row halves (a step's MR floats are adjacent), while the next 32
+                  * steps' rows are brought into L1 (each step is a row of A, lda floats apart) */
+            for (int q = 0; q < kc2p; q += 16) {
+                for (int k = 2 * (q + 16); k < 2 * (q + 32) && k < kc; k++) {
+                    const float *next = A + (size_t)(p0 + k) * lda + i0 + ir;
+                    _mm_prefetch((const char *)next, _MM_HINT_T0);
+                    if (rows > 16) _mm_prefetch((const char *)(next + 16), _MM_HINT_T0);
+                }
+                for (int i16 = 0; i16 < MR; i16 += 16) {
+                    int n = rows - i16 < 0 ? 0 : imin(16, rows - i16);
+                    __mmask16 rm = vt512_tail((size_t)n);
+                    const float *s = A + (size_t)p0 * lda + i0 + ir + i16;
                     __m512 r[16];
 #pragma GCC unroll 16
                     for (int m = 0; m < 16; m++) {
