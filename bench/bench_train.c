@@ -18,7 +18,8 @@
  *      threads);
  *      flops = 12 N^2 hd per (batch, head) (two products forward, four backward);
  *      "pct_peak" against "peak_gflops", the best of the start measurement and one taken
- *      again before each row, as for the models below.
+ *      again before each row, as for the models below; the bf16 rows run on the product
+ *      path training would choose (the probe, or VT_BF16_PATH) and name it ("bf16_path").
  *  (c) "train": images/s of a full training step (zero grad, forward, cross-entropy,
  *      backward, clip, AdamW and, in bf16, the weights' bf16 copies) on synthetic data for
  *      ViT-Ti/4 at 32 (batch 128), ViT-S/16 at 224 (batch 64), ViT-B/16 at 224 (batch 32);
@@ -278,6 +279,11 @@ int main(int argc, char **argv) {
     bench_cpu(cpu, sizeof cpu);
     fprintf(stderr, "bench_train, %s (%s kernels%s)\n", cpu, vt_k.name, quick ? ", quick" : "");
     if (!has_bf16) fprintf(stderr, "  the %s level has no bf16 instructions: fp32 rows only\n", vt_k.name);
+    /* the attention bf16 rows run on the path training would take (the probe, or VT_BF16_PATH) */
+    if (has_bf16 && selected(filter, "attention/bf16") && vt_precision_select(VT_PRECISION_BF16) != VT_OK) {
+        fprintf(stderr, "%s\n", vt_last_error());
+        return 1;
+    }
     for (int pr = 0; pr < 1 + has_bf16; pr++)
         for (int ti = 0; ti < 2; ti++) {
             int nt = threads[ti];
@@ -301,9 +307,11 @@ int main(int argc, char **argv) {
                 refresh_peak(&peak[pr][nt], avx512, pr, nt);
                 double gf = bench_attention(BH, N, 64, nt, quick ? 1 : 5, pr);
                 printf("{\"bench\":\"attention\",\"cpu\":\"%s\",\"precision\":\"%s\",\"tokens\":%d,\"hd\":64,"
-                       "\"blocks\":%d,\"threads\":%d,\"isa\":\"%s\",\"gemm_ctx\":\"%s\",\"gflops\":%.2f,\"pct_peak\":%.1f,"
-                       "\"peak_gflops\":%.1f}\n",
-                       cpu, pr ? "bf16" : "fp32", N, BH, nt, vt_k.name, vt_gemm_ctx.name, gf, 100.0 * gf / peak[pr][nt], peak[pr][nt]);
+                       "\"blocks\":%d,\"threads\":%d,\"isa\":\"%s\",\"bf16_path\":\"%s\",\"gemm_ctx\":\"%s\",\"gflops\":%.2f,"
+                       "\"pct_peak\":%.1f,\"peak_gflops\":%.1f}\n",
+                       cpu, pr ? "bf16" : "fp32", N, BH, nt, vt_k.name,
+                       pr ? vt_bf16_path_name((vt_bf16_path)vt_kernels_bf16_path()) : "-", vt_gemm_ctx.name, gf,
+                       100.0 * gf / peak[pr][nt], peak[pr][nt]);
                 fprintf(stderr, "  N %4d, %3d blocks            %-9s %d    %8.1f   %5.1f%%\n", N, BH,
                         pr ? "bf16" : "fp32", nt, gf, 100.0 * gf / peak[pr][nt]);
             }

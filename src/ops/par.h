@@ -16,6 +16,8 @@
 /* Loops over fewer elements than this run on one thread (an OpenMP if clause): below it
  * starting the team costs more than the work. */
 #define VT_PAR_MIN 16384
+/* Loops doing fewer multiply-adds than this run on one thread, for the same reason. */
+#define VT_PAR_MIN_WORK 65536
 
 /* Threaded GEMM (same contract as vt_k.gemm; splits C over OpenMP threads, each with
  * its own packing workspace). Not an op: no tape. For use inside ops. */

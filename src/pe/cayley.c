@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "kinds.h"
+#include "ops/par.h"
 #include "rotary.h"
 
 typedef struct {
@@ -89,7 +90,7 @@ static void cayley_inverse(const float *u, int n, double *b, double *work) {
 static void cayley_bwd(void *p) {
     cayley_ctx *c = p;
     int n = (int)c->hd;
-    #pragma omp parallel for schedule(static) if (c->G > 1 && c->G * c->hd * c->hd * c->hd > 262144)
+    #pragma omp parallel for schedule(static) if (c->G > 1 && c->G * c->hd * c->hd * c->hd > VT_PAR_MIN_WORK)
     for (int64_t g = 0; g < c->G; g++) {
         const double *b = c->binv + g * n * n;
         const float *gp = c->dp + g * n * n;
@@ -124,7 +125,7 @@ vt_tensor *vt_op_cayley(vt_tape *t, vt_tensor *u) {
     vt_tensor *y = vt_tape_new(t, g, 3, u->shape);
     double *binv = vt_arena_alloc(t->arena, (size_t)(G * n * n) * sizeof(double));
     double *work = vt_arena_alloc(t->arena, (size_t)(G * 2 * n * n) * sizeof(double));
-    #pragma omp parallel for schedule(static) if (G > 1 && G * n * n * n > 262144)
+    #pragma omp parallel for schedule(static) if (G > 1 && G * n * n * n > VT_PAR_MIN_WORK)
     for (int64_t i = 0; i < G; i++) {
         double *b = binv + i * n * n;
         cayley_inverse(u->data + i * n * n, n, b, work + i * 2 * n * n);

@@ -41,9 +41,6 @@
 #include "lie.h"
 #include "rotary.h"
 
-/* Loops with less work than this (multiply-adds) run on the calling thread. */
-#define PAR_WORK 65536
-
 typedef struct {
     int b, nb, C, Lp, Hp, param;
     float *F;            /* (b, b) DFT basis, rows as in the header */
@@ -149,7 +146,7 @@ static void dft_bwd(void *p) {
     dft_ctx *c = p;
     int64_t hd = c->hd, N = c->N;
     size_t wf = vt_k.gemm_work_floats((int)(N - 1), c->b, c->b);
-    #pragma omp parallel for schedule(static) if (c->rows * N * hd * c->b > PAR_WORK)
+    #pragma omp parallel for schedule(static) if (c->rows * N * hd * c->b > VT_PAR_MIN_WORK)
     for (int64_t r = 0; r < c->rows; r++) {
         const float *dy = c->dy + r * N * hd;
         float *dx = c->dx + r * N * hd;
@@ -167,7 +164,7 @@ static vt_tensor *circ_dft(vt_tape *t, vt_tensor *x, const float *F, int b, int 
     int g = vt_tape_wants_grad(t, x, NULL, NULL);
     vt_tensor *y = vt_tape_new(t, g, 4, x->shape);
     size_t wf = vt_k.gemm_work_floats((int)(N - 1), b, b);
-    #pragma omp parallel for schedule(static) if (B * H * N * hd * b > PAR_WORK)
+    #pragma omp parallel for schedule(static) if (B * H * N * hd * b > VT_PAR_MIN_WORK)
     for (int64_t r = 0; r < B * H; r++) {
         const float *xs = x->data + r * N * hd;
         float *ys = y->data + r * N * hd;

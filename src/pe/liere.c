@@ -43,9 +43,6 @@
 #include "lie.h"
 #include "rotary.h"
 
-/* Loops with less work than this (multiply-adds) run on the calling thread. */
-#define PAR_WORK 65536
-
 typedef struct {
     int g, nb, C, Lp, Hp, param;
     vt_tensor **R;       /* per parameter layer: (Ba, Hp, Np, nb g g) of this forward */
@@ -100,7 +97,7 @@ static void rot_bwd(void *p) {
     size_t per = g == 2 ? 0 : vt_expm_frechet_work_doubles((int)g) + 3 * (size_t)gg;
     int nt = omp_get_max_threads();
     double *scratch = per ? vt_arena_alloc(c->arena, (size_t)nt * per * sizeof(double)) : NULL;
-    #pragma omp parallel for schedule(dynamic, 1) if (items * gg * g > PAR_WORK)
+    #pragma omp parallel for schedule(dynamic, 1) if (items * gg * g > VT_PAR_MIN_WORK)
     for (int64_t it = 0; it < items; it++) {
         item_idx x = item_of(it, G, Np, nb);
         const float *r = c->coords + (x.ba * Np + x.np) * C;
@@ -124,7 +121,7 @@ static void rot_bwd(void *p) {
     }
     /* dU[h', k, n, i, j] += sum over (ba, position) of r_k S, in that order. */
     if (c->dU) {
-        #pragma omp parallel for schedule(static) if (Ba * Np * G * C * nb * gg > PAR_WORK)
+        #pragma omp parallel for schedule(static) if (Ba * Np * G * C * nb * gg > VT_PAR_MIN_WORK)
         for (int64_t hkn = 0; hkn < G * C * nb; hkn++) {
             int64_t h = hkn / (C * nb), k = (hkn / nb) % C, n = hkn % nb;
             float *dU = c->dU + hkn * gg;
@@ -143,7 +140,7 @@ static void rot_bwd(void *p) {
     }
     /* dr_k += sum over (h', block) of sum_{i<j} U_k,ij S_ij. */
     if (c->dcoords) {
-        #pragma omp parallel for schedule(static) if (Ba * Np * G * C * nb * gg > PAR_WORK)
+        #pragma omp parallel for schedule(static) if (Ba * Np * G * C * nb * gg > VT_PAR_MIN_WORK)
         for (int64_t bn = 0; bn < Ba * Np; bn++) {
             int64_t ba = bn / Np, np = bn % Np;
             for (int64_t k = 0; k < C; k++) {
@@ -179,7 +176,7 @@ static vt_tensor *liere_rot(vt_tape *t, vt_tensor *coords, vt_tensor *U, int g) 
     size_t per = g == 2 ? 0 : vt_expm_work_doubles(g) + 2 * (size_t)gg;
     int nt = omp_get_max_threads();
     double *scratch = per ? vt_arena_alloc(t->arena, (size_t)nt * per * sizeof(double)) : NULL;
-    #pragma omp parallel for schedule(dynamic, 1) if (items * gg * g > PAR_WORK)
+    #pragma omp parallel for schedule(dynamic, 1) if (items * gg * g > VT_PAR_MIN_WORK)
     for (int64_t it = 0; it < items; it++) {
         item_idx x = item_of(it, G, Np, nb);
         const float *r = coords->data + (x.ba * Np + x.np) * C;
@@ -238,7 +235,7 @@ static void apply_bwd_small(const apply_ctx *c) {
     int64_t B = c->B, H = c->H, N = c->N, hd = c->hd, Ba = c->Ba, G = c->G, g = c->g;
     int64_t nb = hd / g, Np = N - 1, gg = g * g;
     if (c->dx) {
-        #pragma omp parallel for schedule(static) if (B * H * N * hd * g > PAR_WORK)
+        #pragma omp parallel for schedule(static) if (B * H * N * hd * g > VT_PAR_MIN_WORK)
         for (int64_t bh = 0; bh < B * H; bh++) {
             int64_t b = bh / H, h = bh % H;
             const float *Rb = c->R + ((Ba > 1 ? b : 0) * G + (G > 1 ? h : 0)) * Np * nb * gg;
@@ -256,7 +253,7 @@ static void apply_bwd_small(const apply_ctx *c) {
     }
     if (c->dR) {
         int64_t nbat = Ba > 1 ? 1 : B, nh = G > 1 ? 1 : H;
-        #pragma omp parallel for schedule(static) if (B * H * N * hd * g > PAR_WORK)
+        #pragma omp parallel for schedule(static) if (B * H * N * hd * g > VT_PAR_MIN_WORK)
         for (int64_t r = 0; r < Ba * G * Np; r++) {
             int64_t ba = r / (G * Np), hg = (r / Np) % G, n = 1 + r % Np;
             float *dR = c->dR + r * nb * gg;
@@ -291,7 +288,7 @@ static void apply_bwd(void *p) {
         for (int64_t bh = 0; bh < B * H; bh++)
             for (int64_t i = 0; i < hd; i++) c->dx[bh * N * hd + i] += c->dy[bh * N * hd + i];
     }
-    #pragma omp parallel for schedule(static) if (B * H * N * hd * g > PAR_WORK)
+    #pragma omp parallel for schedule(static) if (B * H * N * hd * g > VT_PAR_MIN_WORK)
     for (int64_t it = 0; it < items; it++) {
         item_idx x = item_of(it, G, Np, nb);
         int64_t M, stride, off;
@@ -321,7 +318,7 @@ static vt_tensor *liere_apply(vt_tape *t, vt_tensor *x, vt_tensor *R, int g) {
     int grad = vt_tape_wants_grad(t, x, R, NULL);
     vt_tensor *y = vt_tape_new(t, grad, 4, x->shape);
     if (g <= SMALL_G) {
-        #pragma omp parallel for schedule(static) if (B * H * N * hd * g > PAR_WORK)
+        #pragma omp parallel for schedule(static) if (B * H * N * hd * g > VT_PAR_MIN_WORK)
         for (int64_t bh = 0; bh < B * H; bh++) {
             int64_t b = bh / H, h = bh % H;
             const float *Rb = R->data + ((Ba > 1 ? b : 0) * G + (G > 1 ? h : 0)) * Np * nb * gg;
@@ -345,7 +342,7 @@ static vt_tensor *liere_apply(vt_tape *t, vt_tensor *x, vt_tensor *R, int g) {
         size_t wf = vt_k.gemm_work_floats((int)M0, g, g);
         for (int64_t bh = 0; bh < B * H; bh++)
             memcpy(y->data + bh * N * hd, x->data + bh * N * hd, (size_t)hd * sizeof(float));
-        #pragma omp parallel for schedule(static) if (B * H * N * hd * g > PAR_WORK)
+        #pragma omp parallel for schedule(static) if (B * H * N * hd * g > VT_PAR_MIN_WORK)
         for (int64_t it = 0; it < items; it++) {
             item_idx ix = item_of(it, G, Np, nb);
             int64_t M, stride, off;

@@ -88,7 +88,7 @@ static void rsplit_bwd(void *p) {
             }
     }
     if (c->pcs) {
-        #pragma omp parallel for schedule(static) if (ncs * nchunk > 65536)
+        #pragma omp parallel for schedule(static) if (ncs * nchunk > VT_PAR_MIN_WORK)
         for (int64_t e = 0; e < ncs; e++)
             for (int64_t ch = 0; ch < nchunk; ch++) c->dcs[e] += c->pcs[ch * ncs + e];
     }
@@ -164,7 +164,7 @@ static void fold_bwd(void *p) {
     fold_ctx *c = p;
     int64_t H = c->H, hd = c->hd, D = H * hd, Din = c->Din, G = c->G;
     if (c->dw || c->db) {
-        #pragma omp parallel for schedule(static) if (2 * H > 1 && 2 * D * Din * hd > 262144)
+        #pragma omp parallel for schedule(static) if (2 * H > 1 && 2 * D * Din * hd > VT_PAR_MIN_WORK)
         for (int64_t sh = 0; sh < 2 * H; sh++) {
             int64_t h = sh % H, r0 = (sh / H) * D + h * hd;
             const float *m = c->m + (G > 1 ? h : 0) * hd * hd;
@@ -185,7 +185,7 @@ static void fold_bwd(void *p) {
     }
     if (c->dm) {
         /* dm[g] += sum over (q, k) and the heads of g of dW2 W^T + db2 b^T, in that order. */
-        #pragma omp parallel for schedule(static) if (G > 1 && 2 * D * Din * hd > 262144)
+        #pragma omp parallel for schedule(static) if (G > 1 && 2 * D * Din * hd > VT_PAR_MIN_WORK)
         for (int64_t g = 0; g < G; g++) {
             float *dm = c->dm + g * hd * hd;
             float *w = vt_gemm_workspace(vt_k.gemm_work_floats((int)hd, (int)hd, (int)Din));
@@ -214,7 +214,7 @@ void vt_op_qkv_fold(vt_tape *t, vt_tensor *w, vt_tensor *b, vt_tensor *m, int H,
               "that is not (3 D)", vt_shape_str(m, sb, sizeof sb), vt_shape_str(w, sa, sizeof sa), H);
     int gw = vt_tape_wants_grad(t, w, m, NULL), gb = b && vt_tape_wants_grad(t, b, m, NULL);
     vt_tensor *w2 = vt_tape_new(t, gw, 2, w->shape), *b2 = b ? vt_tape_new(t, gb, 1, b->shape) : NULL;
-    #pragma omp parallel for schedule(static) if (2 * H > 1 && 2 * D * Din * hd > 262144)
+    #pragma omp parallel for schedule(static) if (2 * H > 1 && 2 * D * Din * hd > VT_PAR_MIN_WORK)
     for (int64_t sh = 0; sh < 2 * H; sh++) {
         int64_t h = sh % H, r0 = (sh / H) * D + h * hd;
         const float *mm = m->data + (G > 1 ? h : 0) * hd * hd;

@@ -18,10 +18,6 @@
 #include "ops/ops.h"
 #include "ops/par.h"
 
-/* Loops over fewer elements than this run on one thread: an OpenMP region costs more
- * than the work (and much more when the cores are shared). Results do not depend on it. */
-#define VT_ROT_PAR_MIN 32768
-
 /* ---- Sharing ---- */
 
 void vt_rot_share_dims(const vt_pe *pe, int *Lp, int *Hp) {
@@ -86,7 +82,7 @@ static void patch_depth_means(const vt_tensor *images, int rows, int cols, int P
               "depth: images of side %lld do not match a %d x %d grid of patch %d", (long long)S, rows,
               cols, P);
     int64_t Np = (int64_t)rows * cols;
-    #pragma omp parallel for schedule(static) if (B * Np * P * P > VT_ROT_PAR_MIN)
+    #pragma omp parallel for schedule(static) if (B * Np * P * P > VT_PAR_MIN)
     for (int64_t bn = 0; bn < B * Np; bn++) {
         int64_t b = bn / Np, n = bn % Np, i = n / cols, j = n % cols;
         const float *d = images->data + (b * 4 + 3) * S * S;
@@ -179,7 +175,7 @@ static void angles_bwd(void *p) {
     angles_ctx *c = p;
     int64_t Ba = c->Ba, G = c->G, Np = c->Np, npr = c->npr, C = c->C;
     if (c->dcoords) {
-        #pragma omp parallel for schedule(static) if (Ba * Np * G * npr * C > VT_ROT_PAR_MIN)
+        #pragma omp parallel for schedule(static) if (Ba * Np * G * npr * C > VT_PAR_MIN)
         for (int64_t bn = 0; bn < Ba * Np; bn++) {
             int64_t b = bn / Np, n = bn % Np;
             for (int64_t k = 0; k < C; k++) {
@@ -194,7 +190,7 @@ static void angles_bwd(void *p) {
         }
     }
     if (c->dfreqs) {
-        #pragma omp parallel for schedule(static) if (Ba * Np * G * npr * C > VT_ROT_PAR_MIN)
+        #pragma omp parallel for schedule(static) if (Ba * Np * G * npr * C > VT_PAR_MIN)
         for (int64_t gp = 0; gp < G * npr; gp++) {
             int64_t g = gp / npr, q = gp % npr;
             for (int64_t k = 0; k < C; k++) {
@@ -220,7 +216,7 @@ vt_tensor *vt_op_rot_angles(vt_tape *t, vt_tensor *coords, vt_tensor *freqs) {
     int g = vt_tape_wants_grad(t, coords, freqs, NULL);
     int64_t shape[4] = {Ba, G, Np, npr};
     vt_tensor *y = vt_tape_new(t, g, 4, shape);
-    #pragma omp parallel for schedule(static) if (Ba * G * Np * npr * C > VT_ROT_PAR_MIN)
+    #pragma omp parallel for schedule(static) if (Ba * G * Np * npr * C > VT_PAR_MIN)
     for (int64_t r = 0; r < Ba * G * Np; r++) {
         int64_t b = r / (G * Np), gg = (r / Np) % G, n = r % Np;
         const float *x = coords->data + (b * Np + n) * C;
@@ -251,7 +247,7 @@ typedef struct {
 
 static void cossin_bwd(void *p) {
     cossin_ctx *c = p;
-    #pragma omp parallel for schedule(static) if (c->n > VT_ROT_PAR_MIN)
+    #pragma omp parallel for schedule(static) if (c->n > VT_PAR_MIN)
     for (int64_t i = 0; i < c->n; i++)
         c->dang[i] += c->cs[2 * i] * c->dcs[2 * i + 1] - c->cs[2 * i + 1] * c->dcs[2 * i];
 }
@@ -264,7 +260,7 @@ vt_tensor *vt_op_rot_cossin(vt_tape *t, vt_tensor *ang) {
     int64_t shape[4] = {ang->shape[0], ang->shape[1], ang->shape[2], 2 * ang->shape[3]};
     vt_tensor *y = vt_tape_new(t, g, 4, shape);
     int64_t n = ang->size;
-    #pragma omp parallel for schedule(static) if (n > VT_ROT_PAR_MIN / 8)
+    #pragma omp parallel for schedule(static) if (n > VT_PAR_MIN / 8) /* a sine and a cosine: ~8 passes' work */
     for (int64_t i = 0; i < n; i++) {
         y->data[2 * i] = cosf(ang->data[i]);
         y->data[2 * i + 1] = sinf(ang->data[i]);
@@ -289,7 +285,7 @@ static void pairs_bwd(void *p) {
     pairs_ctx *c = p;
     int64_t B = c->B, H = c->H, N = c->N, hd = c->hd, G = c->G, npr = c->npr, Np = N - 1;
     if (c->dx) {
-        #pragma omp parallel for schedule(static) if (B * H > 1 && B * H * N * hd > VT_ROT_PAR_MIN)
+        #pragma omp parallel for schedule(static) if (B * H > 1 && B * H * N * hd > VT_PAR_MIN)
         for (int64_t bh = 0; bh < B * H; bh++) {
             int64_t b = bh / H, h = bh % H;
             const float *cs = c->cs + ((c->Ba > 1 ? b : 0) * G + (G > 1 ? h : 0)) * Np * 2 * npr;
@@ -302,7 +298,7 @@ static void pairs_bwd(void *p) {
     }
     if (c->dcs) {
         int64_t nb = c->Ba > 1 ? 1 : B, nh = G > 1 ? 1 : H;
-        #pragma omp parallel for schedule(static) if (B * H * N * hd > VT_ROT_PAR_MIN)
+        #pragma omp parallel for schedule(static) if (B * H * N * hd > VT_PAR_MIN)
         for (int64_t r = 0; r < c->Ba * G * Np; r++) {
             int64_t ba = r / (G * Np), g = (r / Np) % G, n = 1 + r % Np;
             float *d = c->dcs + r * 2 * npr;
@@ -331,7 +327,7 @@ vt_tensor *vt_op_rot_pairs(vt_tape *t, vt_tensor *x, vt_tensor *cs) {
     int g = vt_tape_wants_grad(t, x, cs, NULL);
     vt_tensor *y = vt_tape_new(t, g, 4, x->shape);
     int64_t Np = N - 1;
-    #pragma omp parallel for schedule(static) if (B * H > 1 && B * H * N * hd > VT_ROT_PAR_MIN)
+    #pragma omp parallel for schedule(static) if (B * H > 1 && B * H * N * hd > VT_PAR_MIN)
     for (int64_t bh = 0; bh < B * H; bh++) {
         int64_t b = bh / H, h = bh % H;
         const float *c = cs->data + ((Ba > 1 ? b : 0) * G + (G > 1 ? h : 0)) * Np * 2 * npr;
@@ -362,7 +358,7 @@ static void hmm_bwd(void *p) {
     int64_t B = c->B, H = c->H, N = c->N, G = c->G;
     int hd = (int)c->hd, Np = (int)(N - 1);
     if (c->dx) {
-        #pragma omp parallel for schedule(static) if (B * H > 1 && B * H * N * hd * hd > VT_ROT_PAR_MIN * 16)
+        #pragma omp parallel for schedule(static) if (B * H > 1 && B * H * N * hd * hd > VT_PAR_MIN_WORK)
         for (int64_t bh = 0; bh < B * H; bh++) {
             int64_t h = bh % H;
             const float *m = c->m + (G > 1 ? h : 0) * hd * hd;
@@ -376,7 +372,7 @@ static void hmm_bwd(void *p) {
     }
     if (c->dm && Np > 0) {
         int64_t nb = G > 1 ? B : B * H;
-        #pragma omp parallel for schedule(static) if (G > 1 && B * H * N * hd * hd > VT_ROT_PAR_MIN * 16)
+        #pragma omp parallel for schedule(static) if (G > 1 && B * H * N * hd * hd > VT_PAR_MIN_WORK)
         for (int64_t g = 0; g < G; g++) {
             float *w = vt_gemm_workspace(vt_k.gemm_work_floats(hd, hd, Np));
             for (int64_t i = 0; i < nb; i++) {
@@ -399,7 +395,7 @@ vt_tensor *vt_op_head_matmul(vt_tape *t, vt_tensor *x, vt_tensor *m) {
               vt_shape_str(m, sb, sizeof sb), vt_shape_str(x, sa, sizeof sa));
     int g = vt_tape_wants_grad(t, x, m, NULL);
     vt_tensor *y = vt_tape_new(t, g, 4, x->shape);
-    #pragma omp parallel for schedule(static) if (B * H > 1 && B * H * N * hd * hd > VT_ROT_PAR_MIN * 16)
+    #pragma omp parallel for schedule(static) if (B * H > 1 && B * H * N * hd * hd > VT_PAR_MIN_WORK)
     for (int64_t bh = 0; bh < B * H; bh++) {
         int64_t h = bh % H;
         const float *xs = x->data + bh * N * hd, *mm = m->data + (G > 1 ? h : 0) * hd * hd;
