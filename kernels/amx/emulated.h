@@ -9,7 +9,8 @@
  *                               per row, rows[16]); palette 1: tiles 0-7, at most 16 rows
  *                               of 64 bytes; palette 0 releases;
  *   _tile_loadd(t, p, stride)   rows[t] rows of colsb[t] bytes from p + r stride, the rest
- *                               of the register zero;
+ *                               of the register zero; _tile_stream_loadd (TILELOADDT1) the
+ *                               same (its caching hint has no effect on values);
  *   _tile_stored(t, p, stride)  the same rows written; _tile_zero(t) zeroes;
  *   _tile_dpbf16ps(c, a, b)     TDPBF16PS: for each row m of c and column n, the even and
  *                               the odd steps of a's row m against b's column n (b's row k
@@ -121,11 +122,13 @@ static inline void vt_emu_tile_release(void) { memset(&vt_emu_tile_state, 0, siz
 
 /* <immintrin.h> defines the tile macros whatever the flags: these replace them */
 #undef _tile_loadd
+#undef _tile_stream_loadd
 #undef _tile_stored
 #undef _tile_zero
 #undef _tile_dpbf16ps
 #define _tile_loadconfig(cfg) vt_emu_tile_loadconfig(cfg)
 #define _tile_loadd(t, base, stride) vt_emu_tile_loadd(t, base, (long)(stride))
+#define _tile_stream_loadd(t, base, stride) vt_emu_tile_loadd(t, base, (long)(stride))
 #define _tile_stored(t, base, stride) vt_emu_tile_stored(t, base, (long)(stride))
 #define _tile_zero(t) vt_emu_tile_zero(t)
 #define _tile_dpbf16ps(c, a, b) vt_emu_tile_dpbf16ps(c, a, b)

@@ -10,6 +10,11 @@
  * straight to C when they are the result (a whole tile, alpha 1, beta 0, no bias), else
  * to a 32 x 32 buffer and applied to C with AVX-512 (alpha, beta, bias, masked to the
  * valid rows and columns).
+ * Caching: the driver runs the A panels of an M block under one B panel, so the B panel
+ * is the operand worth keeping in L1 and the A tiles are loaded with TILELOADDT1 (the
+ * streamed operand's hint); each call brings the next call's C tile (c_next) into L2,
+ * a share of its rows per 32 steps, so that its stores (or its epilogue's loads) do not
+ * wait on memory.
  * Packed A panel: MR rows of kc2p words (pairs of steps, low half the even step) laid out
  * tile by tile, so that each A tile (16 rows of 64 bytes) is one contiguous read (a row
  * stride of a whole packed row would make every tile load 16 separate streams): row i's
@@ -57,12 +62,19 @@ static void pack_a(int ta, const float *A, int lda, int i0, int p0, int mc, int 
                     _mm512_store_si512(d + (size_t)(k0 / 32) * MR * 16, vt_cvtne2ps(hi, lo));
                 }
             }
-        } else { /* A is K x M: 16 rows x 16 pairs at a time, interleaved then transposed */
-            for (int i16 = 0; i16 < MR; i16 += 16) {
-                int n = rows - i16 < 0 ? 0 : imin(16, rows - i16);
-                __mmask16 rm = vt512_tail((size_t)n);
-                const float *s = A + (size_t)p0 * lda + i0 + ir + i16;
-                for (int q = 0; q < kc2p; q += 16) {
+        } else { /* A is K x M: 16 rows x 16 pairs at a time, interleaved then transposed; per 32
+                  * steps both 16-row halves (a step's MR floats are adjacent), while the next 32
+                  * steps' rows are brought into L1 (each step is a row of A, lda floats apart) */
+            for (int q = 0; q < kc2p; q += 16) {
+                for (int k = 2 * (q + 16); k < 2 * (q + 32) && k < kc; k++) {
+                    const float *next = A + (size_t)(p0 + k) * lda + i0 + ir;
+                    _mm_prefetch((const char *)next, _MM_HINT_T0);
+                    if (rows > 16) _mm_prefetch((const char *)(next + 16), _MM_HINT_T0);
+                }
+                for (int i16 = 0; i16 < MR; i16 += 16) {
+                    int n = rows - i16 < 0 ? 0 : imin(16, rows - i16);
+                    __mmask16 rm = vt512_tail((size_t)n);
+                    const float *s = A + (size_t)p0 * lda + i0 + ir + i16;
                     __m512 r[16];
 #pragma GCC unroll 16
                     for (int m = 0; m < 16; m++) {
@@ -80,19 +92,23 @@ static void pack_a(int ta, const float *A, int lda, int i0, int p0, int mc, int 
 }
 
 /* c[0:mr, 0:nr] = alpha (A panel)(B panel) + beta c (+ bias) over kc2p pairs
- * (bf16_micro_fn; the tiles take no prefetch hint). */
+ * (bf16_micro_fn); c_next's MR rows of NR floats (two 64-byte halves each) are brought
+ * into L2 over the K loop. */
 static void kernel_32x32(int kc2p, const uint32_t *a, const uint32_t *b, float *c, int ldc, int mr, int nr,
                          float alpha, float beta, const float *bias, const float *c_next) {
-    (void)c_next;
     float t[MR * NR] __attribute__((aligned(64)));
     const size_t as = 64, bs = NR * 4; /* tile row strides in bytes */
+    const int halves = 2 * MR, per_step = (halves + kc2p / 16 - 1) / (kc2p / 16); /* prefetches per 32 steps */
+    int h = 0;                                                                   /* c_next's next half-row */
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
     for (int p = 0; p < kc2p; p += 16) {
-        _tile_loadd(4, a + (size_t)p * MR, as);
-        _tile_loadd(5, a + (size_t)p * MR + 256, as);
+        for (int q = 0; q < per_step && h < halves; q++, h++)
+            _mm_prefetch((const char *)(c_next + (size_t)(h >> 1) * ldc + (h & 1) * 16), _MM_HINT_T1);
+        _tile_stream_loadd(4, a + (size_t)p * MR, as);
+        _tile_stream_loadd(5, a + (size_t)p * MR + 256, as);
         _tile_loadd(6, b + (size_t)p * NR, bs);
         _tile_loadd(7, b + (size_t)p * NR + 16, bs);
         _tile_dpbf16ps(0, 4, 6);
