@@ -10,12 +10,12 @@
  * each); inside a block the query rows are processed in row blocks of R rows
  * (R = N when an N x N score block fits the per-thread cache budget, VT_ATTN_BLOCK_BYTES;
  * else the largest multiple of 16 that fits), and each row block goes scores -> scale (in
- * the GEMM's alpha) -> softmax -> dropout -> weighted sum while its R x N scores are still
- * in cache. The products of each row block run through the packed GEMM microkernel
- * (vt_k.gemm_prefetch with the thread's workspace), each prefetching into L2 what the
- * next one reads first from memory (the next block's q and k during the weighted sum,
- * and so on): a block's operands are too small for the hardware prefetchers to get
- * ahead of the products (kernels/TUNING.md).
+ * the GEMM's alpha, or the softmax's, below) -> softmax -> dropout -> weighted sum while
+ * its R x N scores are still in cache. The products of each row block run through the
+ * packed GEMM microkernel (vt_k.gemm_prefetch with the thread's workspace), each
+ * prefetching into L2 what the next one reads first from memory (the next block's q and
+ * k during the weighted sum, and so on): a block's operands are too small for the
+ * hardware prefetchers to get ahead of the products (kernels/TUNING.md).
  *
  * Memory, chosen by the caller (keep_probs; vt_attention_keep_probs is the model's rule).
  * Keeping: with gradients the op keeps P (B H N N floats) and, with dropout, the keep
@@ -52,7 +52,13 @@
  * (bf16_round_float) and multiplies them with vt_k.gemm_prefetch: kernels.h makes the fma
  * path's results bitwise the float32 GEMM's on rounded operands, so the bits are the
  * same, while the float32 GEMM reads the N x N operands in place instead of packing and
- * rounding them for every product. */
+ * rounding them for every product. When the products run through vt_k.gemm_bf16 (bf16
+ * on the amx and dpbf16 paths), the R x N blocks (P, dP) have rows of N rounded up to 16
+ * floats in the scratch, each starting a 64-byte line, and the scores' product has alpha
+ * 1 with the scale in the softmax (scale times the sum, the multiplication alpha would
+ * be): the AMX kernel then stores its whole C tiles straight into those rows, where a
+ * tile with alpha, or rows that straddle lines, goes through a buffer and the vector
+ * unit. */
 #include <omp.h>
 #include <stdint.h>
 
@@ -86,6 +92,8 @@ typedef struct {
     int BH, H, N, hd;
     int bf16;                    /* products in bf16 (t->bf16) */
     int preround;                /* bf16 on the fma path: operands rounded once, float32 products */
+    int ldp;                     /* row stride of the scratch's R x N blocks (P, dP): attn_ldp */
+    float score_alpha, softmax_scale; /* scale and 1, or 1 and scale (attn_ldp's paths) */
 } attn_ctx;
 
 /* Offset of row 0 of block bh in q, k, v and their gradients. */
@@ -145,9 +153,33 @@ static void attn_gemm(const attn_ctx *c, int ta, int tb, int M, int N, int K, fl
     else vt_k.gemm_prefetch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, work, next);
 }
 
-/* Pd = P * mask * inv_keep for n elements (Pd may equal P). */
-static void apply_mask(const float *P, const uint8_t *mask, float inv_keep, float *Pd, size_t n) {
-    for (size_t i = 0; i < n; i++) Pd[i] = mask[i] ? P[i] * inv_keep : 0.0f;
+/* Row stride of the scratch's R x N blocks: N, or N rounded up to 16 floats (64-byte
+ * rows) on the gemm_bf16 paths (see the top of the file). */
+static int attn_ldp(int N, int bf16, int preround) { return bf16 && !preround ? (N + 15) / 16 * 16 : N; }
+
+/* Pd = P * mask * inv_keep for r rows of n (rows ldp, lpd and n apart in P, Pd and mask;
+ * Pd may equal P). */
+static void apply_mask(const float *P, int ldp, const uint8_t *mask, float inv_keep, float *Pd, int lpd, int r,
+                       int n) {
+    for (int i = 0; i < r; i++)
+        for (int j = 0; j < n; j++)
+            Pd[(size_t)i * lpd + j] = mask[(size_t)i * n + j] ? P[(size_t)i * ldp + j] * inv_keep : 0.0f;
+}
+
+/* y = softmax(scale x) for r rows of n, rows ld floats apart (y may equal x). */
+static void softmax_block(const float *x, float *y, int r, int n, int ld, float scale) {
+    if (ld == n) vt_k.softmax_rows(x, y, r, n, scale);
+    else
+        for (int i = 0; i < r; i++) vt_k.softmax_rows(x + (size_t)i * ld, y + (size_t)i * ld, 1, n, scale);
+}
+
+/* dx = softmax_bwd(y, dy) for r rows of n; y's rows ly floats apart, dy's and dx's ld
+ * (dx may equal dy). */
+static void softmax_bwd_block(const float *y, int ly, const float *dy, float *dx, int ld, int r, int n) {
+    if (ly == n && ld == n) vt_k.softmax_bwd_rows(y, dy, dx, r, n);
+    else
+        for (int i = 0; i < r; i++)
+            vt_k.softmax_bwd_rows(y + (size_t)i * ly, dy + (size_t)i * ld, dx + (size_t)i * ld, 1, n);
 }
 
 /* dst (rows x hd, packed) = the rows x hd floats at x (row stride ldx) rounded to bf16
@@ -180,16 +212,17 @@ static attn_operands block_operands(const attn_ctx *c, int bh, int with_dout, fl
 /* Whether the products run on rounded copies (attn_ctx.preround): bf16 on the fma path. */
 static int attn_preround(int bf16) { return bf16 && vt_kernels_bf16_path() == VT_BF16_FMA; }
 
-/* Rows [i0, i0 + r) of block bh: P (r x N) = softmax(scale q k^T) and, when c->drop > 0,
- * mask (r x N) = the keep decisions; q and k: the block's row 0, rows ld floats apart.
+/* Rows [i0, i0 + r) of block bh: P (r x N, rows c->ldp apart) = softmax(scale q k^T) and,
+ * when c->drop > 0, mask (r x N) = the keep decisions; q and k: the block's row 0, rows ld
+ * floats apart.
  * The forward and the backward both call this, so the backward's P and mask are bitwise
  * the forward's. work: attn_work_floats(c) floats; next: what the caller reads after
  * (prefetched during the product). */
 static void attn_probs(const attn_ctx *c, int bh, const float *q, const float *k, int ld, int i0, int r, float *P,
                        uint8_t *mask, float *work, const vt_region next[2]) {
     int N = c->N, hd = c->hd;
-    attn_gemm(c, 0, 1, r, N, hd, c->scale, q + (size_t)i0 * ld, ld, k, ld, 0.0f, P, N, work, next);
-    vt_k.softmax_rows(P, P, r, N, 1.0f);
+    attn_gemm(c, 0, 1, r, N, hd, c->score_alpha, q + (size_t)i0 * ld, ld, k, ld, 0.0f, P, c->ldp, work, next);
+    softmax_block(P, P, r, N, c->ldp, c->softmax_scale);
     if (c->drop == 0.0f) return;
     uint64_t gbh = (uint64_t)(c->sample0 + (int64_t)(bh / c->H) * c->sample_stride) * c->H + bh % c->H;
     for (int i = 0; i < r; i++) {
@@ -201,12 +234,13 @@ static void attn_probs(const attn_ctx *c, int bh, const float *q, const float *k
 
 static void attention_bwd(void *p) {
     attn_ctx *c = p;
-    int N = c->N, hd = c->hd, R = vt_attention_row_block(N), ld = c->ld;
-    size_t rn = (size_t)R * N, nn = (size_t)N * N;
+    int N = c->N, hd = c->hd, R = vt_attention_row_block(N), ld = c->ld, ldp = c->ldp;
+    size_t rn = (size_t)R * ldp, nn = (size_t)N * N;
     /* a fresh qkv gradient: every dq row written once, dk and dv by the first row block */
     int fresh = c->qkv && vt_tape_grad_fresh(c->qkv);
     int nt = omp_get_max_threads();
-    /* Per thread: P and dP (R x N floats each); then, with dropout, nt R x N masks. */
+    /* Per thread: P and dP (R x N floats each, rows ldp apart); then, with dropout, nt
+     * masks of R x N bytes (rn apart). */
     float *scratch = vt_arena_alloc(c->arena, (size_t)nt * rn * (2 * sizeof(float) + (c->drop > 0.0f)));
     uint8_t *masks = (uint8_t *)(scratch + (size_t)nt * 2 * rn);
     /* preround: per thread the block's rounded q, k, v and output gradient, N x hd each */
@@ -241,10 +275,12 @@ static void attention_bwd(void *p) {
                         : in_rows(c, c->q, nbh, ni0, nr),
                 nr && !c->Pk && nbh != bh ? in_rows(c, c->k, nbh, 0, N) : no_region};
             const vt_region next_dk[2] = {nr ? dout_rows(c, nbh, ni0, nr) : no_region, no_region};
-            const float *Pb = P; /* this row block's P and mask: kept, or recomputed */
+            const float *Pb = P; /* this row block's P (rows lpb apart) and mask: kept, or recomputed */
+            int lpb = ldp;
             const uint8_t *mb = mask;
             if (c->Pk) {
                 Pb = c->Pk + bh * nn + (size_t)i0 * N;
+                lpb = N;
                 mb = c->mk ? c->mk + bh * nn + (size_t)i0 * N : NULL;
             } else {
                 attn_probs(c, bh, q, k, la, i0, r, P, mask, work, (vt_region[2]){dout_rows(c, bh, i0, r), no_region});
@@ -252,27 +288,28 @@ static void attention_bwd(void *p) {
             float first = fresh && i0 == 0 ? 0.0f : 1.0f; /* beta of the sums over row blocks */
             if (dv) {
                 const float *pd = Pb; /* Pd: with dropout or rounded, in dP (P stays for the softmax's backward) */
+                int lpd = lpb;
                 if (mb) {
-                    apply_mask(Pb, mb, c->inv_keep, dP, rnb);
+                    apply_mask(Pb, lpb, mb, c->inv_keep, dP, ldp, r, N);
                     pd = dP;
+                    lpd = ldp;
                 }
-                if (c->preround) {
+                if (c->preround) { /* ldp == N == lpb */
                     vt_k.bf16_round_float(pd, dP, rnb);
                     pd = dP;
                 }
-                attn_gemm(c, 1, 0, N, hd, r, 1.0f, pd, N, dout, ldo, first, dv, ld, work, next_dv);
+                attn_gemm(c, 1, 0, N, hd, r, 1.0f, pd, lpd, dout, ldo, first, dv, ld, work, next_dv);
             }
             if (!dq && !dk) continue;
-            attn_gemm(c, 0, 1, r, N, hd, 1.0f, dout, ldo, v, la, 0.0f, dP, N, work, next_dp);
-            if (mb)
-                for (size_t e = 0; e < rnb; e++) dP[e] = mb[e] ? dP[e] * c->inv_keep : 0.0f;
-            vt_k.softmax_bwd_rows(Pb, dP, dP, r, N);
+            attn_gemm(c, 0, 1, r, N, hd, 1.0f, dout, ldo, v, la, 0.0f, dP, ldp, work, next_dp);
+            if (mb) apply_mask(dP, ldp, mb, c->inv_keep, dP, ldp, r, N);
+            softmax_bwd_block(Pb, lpb, dP, dP, ldp, r, N);
             if (c->preround) vt_k.bf16_round_float(dP, dP, rnb); /* dS */
             if (dq)
-                attn_gemm(c, 0, 0, r, hd, N, c->scale, dP, N, k, la, fresh ? 0.0f : 1.0f, dq + (size_t)i0 * ld, ld,
+                attn_gemm(c, 0, 0, r, hd, N, c->scale, dP, ldp, k, la, fresh ? 0.0f : 1.0f, dq + (size_t)i0 * ld, ld,
                           work, next_dq);
             if (dk)
-                attn_gemm(c, 1, 0, N, hd, r, c->scale, dP, N, q + (size_t)i0 * la, la, first, dk, ld, work, next_dk);
+                attn_gemm(c, 1, 0, N, hd, r, c->scale, dP, ldp, q + (size_t)i0 * la, la, first, dk, ld, work, next_dk);
         }
     }
 }
@@ -283,12 +320,16 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
     VT_ASSERT(attn_drop >= 0.0f && attn_drop < 1.0f, "attention: dropout %g not in [0, 1)", attn_drop);
     int H = c.H, BH = c.BH, N = c.N, hd = c.hd;
     int R = vt_attention_row_block(N);
-    size_t rn = (size_t)R * N;
     vt_tensor *out = vt_tape_new(t, g, 3, (const int64_t[]){B, N, (int64_t)H * hd});
     int drop = t->training && attn_drop > 0.0f;
     c.arena = t->arena;
     c.bf16 = t->bf16;
     c.preround = attn_preround(t->bf16);
+    c.ldp = attn_ldp(N, c.bf16, c.preround);
+    c.score_alpha = c.ldp == N ? c.scale : 1.0f;
+    c.softmax_scale = c.ldp == N ? 1.0f : c.scale;
+    const int ldp = c.ldp;
+    const size_t rn = (size_t)R * ldp;
     c.dout = out->grad;
     c.drop = drop ? attn_drop : 0.0f;
     c.inv_keep = drop ? 1.0f / (1.0f - attn_drop) : 1.0f;
@@ -304,8 +345,8 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
     c.Pk = Pk;
     c.mk = mk;
     int nt = omp_get_max_threads();
-    /* Per thread one R x N float block: P, then Pd (dropout applied) over it; then, with
-     * dropout, nt R x N masks (used when not keeping). */
+    /* Per thread one R x N float block (rows ldp apart): P, then Pd (dropout applied) over
+     * it; then, with dropout, nt masks of R x N bytes, rn apart (used when not keeping). */
     float *scratch = vt_arena_alloc(t->arena, (size_t)nt * rn * (sizeof(float) + drop));
     uint8_t *masks = (uint8_t *)(scratch + (size_t)nt * rn);
     /* preround: per thread the block's rounded q, k and v, N x hd each */
@@ -329,10 +370,13 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
              * product waited on every line of it coming from memory) */
             attn_probs(&c, bh, x.q, x.k, x.la, i0, r, Pd, mask, work,
                        (vt_region[2]){i0 == 0 ? in_rows(&c, c.v, bh, 0, N) : no_region, no_region});
-            if (Pk) vt_k.copy_stream(Pd, Pk + bh * nn + (size_t)i0 * N, (size_t)r * N);
-            if (mask) apply_mask(Pd, mask, c.inv_keep, Pd, (size_t)r * N);
-            if (c.preround) vt_k.bf16_round_float(Pd, Pd, (size_t)r * N);
-            attn_gemm(&c, 0, 0, r, hd, N, 1.0f, Pd, N, x.v, x.la, 0.0f, od + out_offset(&c, bh, i0),
+            if (Pk)
+                for (int i = 0; i < (ldp == N ? 1 : r); i++)
+                    vt_k.copy_stream(Pd + (size_t)i * ldp, Pk + bh * nn + (size_t)(i0 + i) * N,
+                                     ldp == N ? (size_t)r * N : (size_t)N);
+            if (mask) apply_mask(Pd, ldp, mask, c.inv_keep, Pd, ldp, r, N);
+            if (c.preround) vt_k.bf16_round_float(Pd, Pd, (size_t)r * N); /* ldp == N */
+            attn_gemm(&c, 0, 0, r, hd, N, 1.0f, Pd, ldp, x.v, x.la, 0.0f, od + out_offset(&c, bh, i0),
                       H * hd, work,
                       (vt_region[2]){nr ? in_rows(&c, c.q, nbh, ni0, nr) : no_region,
                                      nr && nbh != bh ? in_rows(&c, c.k, nbh, 0, N) : no_region});
