@@ -1,12 +1,17 @@
-/* test_attention_fma.c - vt_op_attention in bf16 on the fma product path, where it rounds
- * q, k, v, the output gradient, Pd and dS once and multiplies them with the float32 GEMM
- * (attention.c): bitwise the results of the same products through the fma path's
- * gemm_bf16 (which rounds as it packs), computed here step by step as the op specifies
- * them for one row block: S = scale q k^T, P = softmax(S), out = P v; dv += P^T dout,
- * dP = dout v^T, dS = softmax_bwd(P, dP), dq += scale dS k, dk += scale dS^T q. Shapes:
- * ViT's head (N 197, hd 64: the float32 GEMM reads P and dS in place there) and ragged
- * ones (N 37 and 70, hd 16 and 24). A level without the fma path (scalar) skips. */
+/* test_attention_bf16.c - vt_op_attention in bf16 on every bf16 product path the CPU
+ * offers (amx, dpbf16, fma), each set in turn: bitwise the results of the same products
+ * through that path's gemm_bf16, computed here step by step as the op specifies them for
+ * one row block, every N x N block with rows N floats apart and the scale as the scores'
+ * alpha: S = scale q k^T, P = softmax(S), out = P v; dv += P^T dout, dP = dout v^T,
+ * dS = softmax_bwd(P, dP), dq += scale dS k, dk += scale dS^T q. The op differs from
+ * that in layout only (attention.c): on the fma path it rounds q, k, v, the output
+ * gradient, Pd and dS once and multiplies them with the float32 GEMM; on the amx and
+ * dpbf16 paths its P and dP rows are padded to 64 bytes and the scale moves into the
+ * softmax. Shapes: ViT's head (N 197, hd 64: rows that straddle cache lines) and ragged
+ * ones (N 37 and 70, hd 16 and 24; N 64: rows without padding). Also: on 2 and 3 threads
+ * the 1-thread bits. A level without bf16 paths (scalar) skips. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +47,7 @@ static void reference(int N, int hd, int H, float scale, const float *q, const f
     free(w);
 }
 
-static void check_shape(int H, int N, int hd) {
+static void check_shape(vt_bf16_path path, int H, int N, int hd) {
     VT_ASSERT(vt_attention_row_block(N) == N, "test shape N %d must be one row block", N);
     const size_t n = (size_t)H * N * hd;
     const float scale = 1.0f / sqrtf((float)hd);
@@ -50,6 +55,8 @@ static void check_shape(int H, int N, int hd) {
     vt_rng_seed(&r, (uint64_t)(N * 131 + hd));
     float *src = malloc(4 * n * sizeof(float)); /* q, k, v (H, N, hd), dout (N, H hd) */
     for (size_t i = 0; i < 4 * n; i++) src[i] = 2.0f * (float)vt_rng_uniform(&r) - 1.0f;
+    const int max_threads = omp_get_max_threads();
+    omp_set_num_threads(1);
     vt_arena_reset(&arena);
     vt_tape_clear(&tape);
     tape.grad_enabled = 1;
@@ -64,6 +71,7 @@ static void check_shape(int H, int N, int hd) {
     vt_tensor *o = vt_op_attention(&tape, in[0], in[1], in[2], scale, 0.0f, vt_attention_keep_probs(N, hd, 1));
     memcpy(o->grad, src + 3 * n, n * sizeof(float));
     vt_tape_replay(&tape);
+    float *got1 = malloc(4 * n * sizeof(float)); /* the 1-thread results, for the runs on 2 and 3 */
 
     float *ref = calloc(4 * n, sizeof(float)); /* out (N, H hd), dq, dk, dv (H, N, hd) */
     for (int h = 0; h < H; h++) {
@@ -77,25 +85,52 @@ static void check_shape(int H, int N, int hd) {
         long bad = -1;
         for (size_t i = 0; i < n && bad < 0; i++)
             if (memcmp(&got[t][i], &ref[t * n + i], sizeof(float))) bad = (long)i;
-        CHECK(bad < 0, "H %d N %d hd %d: %s[%ld] = %a, the fma path's gemm_bf16 step by step gives %a", H, N, hd,
-              what[t], bad, bad < 0 ? 0.0 : got[t][bad], bad < 0 ? 0.0 : ref[t * n + bad]);
+        CHECK(bad < 0, "%s path, H %d N %d hd %d: %s[%ld] = %a, its gemm_bf16 step by step gives %a",
+              vt_bf16_path_name(path), H, N, hd, what[t], bad, bad < 0 ? 0.0 : got[t][bad],
+              bad < 0 ? 0.0 : ref[t * n + bad]);
+        memcpy(got1 + t * n, got[t], n * sizeof(float));
     }
+    for (int nt = 2; nt <= 3; nt++) {
+        omp_set_num_threads(nt);
+        vt_arena_reset(&arena);
+        vt_tape_clear(&tape);
+        for (int i = 0; i < 3; i++) {
+            in[i] = vt_tensor_new(&arena, 1, 4, shape);
+            memcpy(in[i]->data, src + i * n, n * sizeof(float));
+        }
+        o = vt_op_attention(&tape, in[0], in[1], in[2], scale, 0.0f, vt_attention_keep_probs(N, hd, 1));
+        memcpy(o->grad, src + 3 * n, n * sizeof(float));
+        vt_tape_replay(&tape);
+        const float *again[4] = {o->data, in[0]->grad, in[1]->grad, in[2]->grad};
+        int same = 1;
+        for (int t = 0; t < 4; t++) same &= memcmp(again[t], got1 + t * n, n * sizeof(float)) == 0;
+        CHECK(same, "%s path, H %d N %d hd %d: %d threads differ from 1 thread", vt_bf16_path_name(path), H, N, hd,
+              nt);
+    }
+    omp_set_num_threads(max_threads);
+    free(got1);
     free(src);
     free(ref);
 }
 
 int main(void) {
     if (test_runtime_init(&arena, 1 << 20, &tape) != 0) return 1;
-    char why[256];
-    if (vt_kernels_set_bf16_path(VT_BF16_FMA, why, sizeof why) != 0) {
-        printf("test_attention_fma: skipped (%s)\n", why);
-        return test_summary();
+    int paths = 0;
+    for (int p = 0; p < VT_BF16_PATH_COUNT; p++) {
+        char why[256];
+        if (vt_kernels_set_bf16_path((vt_bf16_path)p, why, sizeof why) != 0) {
+            printf("test_attention_bf16: the %s path skipped (%s)\n", vt_bf16_path_name((vt_bf16_path)p), why);
+            continue;
+        }
+        paths++;
+        CHECK(vt_kernels_bf16_path() == p, "the %s path is set but the table reports %d",
+              vt_bf16_path_name((vt_bf16_path)p), vt_kernels_bf16_path());
+        check_shape((vt_bf16_path)p, 2, 197, 64);
+        check_shape((vt_bf16_path)p, 3, 37, 16);
+        check_shape((vt_bf16_path)p, 1, 70, 24);
+        check_shape((vt_bf16_path)p, 2, 64, 8);
     }
-    CHECK(vt_kernels_bf16_path() == VT_BF16_FMA, "the fma path is set but the table reports %d",
-          vt_kernels_bf16_path());
-    check_shape(2, 197, 64);
-    check_shape(3, 37, 16);
-    check_shape(1, 70, 24);
+    if (!paths) printf("test_attention_bf16: skipped (the %s level has no bf16 product path)\n", vt_k.name);
     test_runtime_done(&arena, &tape);
     return test_summary();
 }
