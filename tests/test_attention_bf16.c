@@ -35,11 +35,11 @@ static void reference(int N, int hd, int H, float scale, const float *q, const f
     float *w = aligned_alloc(64, (wf + 16) * sizeof(float));
     int ldo = H * hd;
     vt_k.gemm_bf16(0, 1, N, N, hd, scale, q, hd, k, NULL, hd, 0.0f, NULL, P, N, w, NULL);
-    vt_k.softmax_rows(P, P, N, N, 1.0f);
+    vt_k.softmax_rows(P, P, N, N, N, 1.0f);
     vt_k.gemm_bf16(0, 0, N, hd, N, 1.0f, P, N, v, NULL, hd, 0.0f, NULL, out, ldo, w, NULL);
     vt_k.gemm_bf16(1, 0, N, hd, N, 1.0f, P, N, dout, NULL, ldo, 1.0f, NULL, dv, hd, w, NULL);
     vt_k.gemm_bf16(0, 1, N, N, hd, 1.0f, dout, ldo, v, NULL, hd, 0.0f, NULL, dP, N, w, NULL);
-    vt_k.softmax_bwd_rows(P, dP, dP, N, N);
+    vt_k.softmax_bwd_rows(P, dP, dP, N, N, N);
     vt_k.gemm_bf16(0, 0, N, hd, N, scale, dP, N, k, NULL, hd, 1.0f, NULL, dq, hd, w, NULL);
     vt_k.gemm_bf16(1, 0, N, hd, N, scale, dP, N, q, NULL, hd, 1.0f, NULL, dk, hd, w, NULL);
     free(P);

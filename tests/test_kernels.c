@@ -841,40 +841,52 @@ static void test_adamw(const vt_kernels *t, const vt_kernels *s) {
 
 /* ---------------------------------------------------------------- softmax */
 
+/* Rows cols floats long, ld = cols (contiguous) and ld = cols + 5 (a gap after each
+ * row, which must keep its sentinel). */
 static void test_softmax(const vt_kernels *t, const vt_kernels *s) {
-    for (int r = 0; r < NRAGGED; r++) {
-        int cols = ragged[r], rows = 3, off = 1 + r % 3;
-        size_t n = (size_t)rows * cols;
-        float *b[6];
-        float *x = fbuf(n, off, &b[0]), *y = fbuf(n, off, &b[1]), *yr = fbuf(n, 0, &b[2]);
-        float *dy = fbuf(n, (off + 1) % 4, &b[3]), *dx = fbuf(n, off, &b[4]), *dxr = fbuf(n, 0, &b[5]);
-        for (int big = 0; big < 2; big++) {
-            fill(x, n, big ? -1000.0f : -4.0f, big ? 1000.0f : 4.0f);
-            if (cols > 3) x[2] = x[cols + 1] = -INFINITY; /* masked positions */
-            float sc = big ? 1.0f : 0.125f;
-            t->softmax_rows(x, y, rows, cols, sc);
-            s->softmax_rows(x, yr, rows, cols, sc);
-            CHECK_ARRAY_CLOSE(y, yr, n, 1e-9, 2e-6, "%s softmax rows=%d cols=%d big=%d", t->name, rows, cols, big);
-            if (cols > 3) CHECK(y[2] == 0.0f && y[cols + 1] == 0.0f, "%s softmax: exp(-inf) not 0", t->name);
-            double tot = 0;
-            for (int c = 0; c < cols; c++) tot += y[c];
-            CHECK_CLOSE(tot, 1.0, 1e-5, 0.0, "%s softmax row sum cols=%d", t->name, cols);
-            memcpy(x, yr, n * 4); /* in place: y == x */
-            fill(x, n, -4, 4);
-            memcpy(yr, x, n * 4);
-            t->softmax_rows(x, x, rows, cols, sc);
-            s->softmax_rows(yr, yr, rows, cols, sc);
-            CHECK_ARRAY_CLOSE(x, yr, n, 1e-9, 2e-6, "%s softmax in place cols=%d", t->name, cols);
+    const float sentinel = 7.0f;
+    for (int r = 0; r < NRAGGED; r++)
+        for (int gap = 0; gap <= 5; gap += 5) {
+            int cols = ragged[r], rows = 3, off = 1 + r % 3, ld = cols + gap;
+            size_t n = (size_t)rows * ld;
+            float *b[6];
+            float *x = fbuf(n, off, &b[0]), *y = fbuf(n, off, &b[1]), *yr = fbuf(n, 0, &b[2]);
+            float *dy = fbuf(n, (off + 1) % 4, &b[3]), *dx = fbuf(n, off, &b[4]), *dxr = fbuf(n, 0, &b[5]);
+            for (int big = 0; big < 2; big++) {
+                fill(x, n, big ? -1000.0f : -4.0f, big ? 1000.0f : 4.0f);
+                if (cols > 3) x[2] = x[ld + 1] = -INFINITY; /* masked positions */
+                for (size_t i = 0; i < n; i++) y[i] = yr[i] = sentinel;
+                float sc = big ? 1.0f : 0.125f;
+                t->softmax_rows(x, y, rows, cols, ld, sc);
+                s->softmax_rows(x, yr, rows, cols, ld, sc);
+                CHECK_ARRAY_CLOSE(y, yr, n, 1e-9, 2e-6, "%s softmax rows=%d cols=%d ld=%d big=%d", t->name, rows, cols,
+                                  ld, big);
+                if (gap) CHECK(y[cols] == sentinel && y[n - 1] == sentinel, "%s softmax ld=%d: wrote between rows", t->name, ld);
+                if (cols > 3) CHECK(y[2] == 0.0f && y[ld + 1] == 0.0f, "%s softmax: exp(-inf) not 0", t->name);
+                double tot = 0;
+                for (int c = 0; c < cols; c++) tot += y[c];
+                CHECK_CLOSE(tot, 1.0, 1e-5, 0.0, "%s softmax row sum cols=%d", t->name, cols);
+                memcpy(x, yr, n * 4); /* in place: y == x */
+                fill(x, n, -4, 4);
+                memcpy(yr, x, n * 4);
+                t->softmax_rows(x, x, rows, cols, ld, sc);
+                s->softmax_rows(yr, yr, rows, cols, ld, sc);
+                CHECK_ARRAY_CLOSE(x, yr, n, 1e-9, 2e-6, "%s softmax in place cols=%d ld=%d", t->name, cols, ld);
+            }
+            fill(dy, n, -1, 1);
+            for (size_t i = 0; i < n; i++) dx[i] = dxr[i] = sentinel;
+            t->softmax_bwd_rows(yr, dy, dx, rows, cols, ld);
+            s->softmax_bwd_rows(yr, dy, dxr, rows, cols, ld);
+            CHECK_ARRAY_CLOSE(dx, dxr, n, 1e-6, 1e-5, "%s softmax_bwd cols=%d ld=%d", t->name, cols, ld);
+            if (gap) CHECK(dx[cols] == sentinel && dx[n - 1] == sentinel, "%s softmax_bwd ld=%d: wrote between rows", t->name, ld);
+            memcpy(dx, dy, n * 4); /* dx == dy allowed */
+            t->softmax_bwd_rows(yr, dx, dx, rows, cols, ld);
+            s->softmax_bwd_rows(yr, dy, dxr, rows, cols, ld);
+            for (int i = 0; i < rows && gap; i++) /* the gaps keep dy's values in place */
+                for (int c = cols; c < ld; c++) dxr[(size_t)i * ld + c] = dy[(size_t)i * ld + c];
+            CHECK_ARRAY_CLOSE(dx, dxr, n, 1e-6, 1e-5, "%s softmax_bwd in place cols=%d ld=%d", t->name, cols, ld);
+            for (int i = 0; i < 6; i++) free(b[i]);
         }
-        fill(dy, n, -1, 1);
-        t->softmax_bwd_rows(yr, dy, dx, rows, cols);
-        s->softmax_bwd_rows(yr, dy, dxr, rows, cols);
-        CHECK_ARRAY_CLOSE(dx, dxr, n, 1e-6, 1e-5, "%s softmax_bwd cols=%d", t->name, cols);
-        memcpy(dx, dy, n * 4); /* dx == dy allowed */
-        t->softmax_bwd_rows(yr, dx, dx, rows, cols);
-        CHECK_ARRAY_CLOSE(dx, dxr, n, 1e-6, 1e-5, "%s softmax_bwd in place cols=%d", t->name, cols);
-        for (int i = 0; i < 6; i++) free(b[i]);
-    }
 }
 
 /* ---------------------------------------------------------------- layernorm */

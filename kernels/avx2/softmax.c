@@ -5,11 +5,11 @@
 
 #include "avx2.h"
 
-void vt_avx2_softmax_rows(const float *x, float *y, int rows, int cols, float scale) {
+void vt_avx2_softmax_rows(const float *x, float *y, int rows, int cols, int ld, float scale) {
     const __m256 vs = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
     for (int r = 0; r < rows; r++) {
-        const float *xr = x + (size_t)r * cols;
-        float *yr = y + (size_t)r * cols;
+        const float *xr = x + (size_t)r * ld;
+        float *yr = y + (size_t)r * ld;
         __m256 vm = ninf;
         for (int c = 0; c < cols; c += 8) {
             size_t k = (size_t)(cols - c);
@@ -33,10 +33,10 @@ void vt_avx2_softmax_rows(const float *x, float *y, int rows, int cols, float sc
     }
 }
 
-void vt_avx2_softmax_bwd_rows(const float *y, const float *dy, float *dx, int rows, int cols) {
+void vt_avx2_softmax_bwd_rows(const float *y, const float *dy, float *dx, int rows, int cols, int ld) {
     for (int r = 0; r < rows; r++) {
-        const float *yr = y + (size_t)r * cols, *dyr = dy + (size_t)r * cols;
-        float *dxr = dx + (size_t)r * cols;
+        const float *yr = y + (size_t)r * ld, *dyr = dy + (size_t)r * ld;
+        float *dxr = dx + (size_t)r * ld;
         __m256 vsum = _mm256_setzero_ps();
         for (int c = 0; c < cols; c += 8) {
             size_t k = (size_t)(cols - c);

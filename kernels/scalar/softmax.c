@@ -4,10 +4,10 @@
 
 #include "scalar.h"
 
-void vt_scalar_softmax_rows(const float *x, float *y, int rows, int cols, float scale) {
+void vt_scalar_softmax_rows(const float *x, float *y, int rows, int cols, int ld, float scale) {
     for (int r = 0; r < rows; r++) {
-        const float *xr = x + (size_t)r * cols;
-        float *yr = y + (size_t)r * cols;
+        const float *xr = x + (size_t)r * ld;
+        float *yr = y + (size_t)r * ld;
         float mx = -INFINITY;
         for (int c = 0; c < cols; c++) mx = fmaxf(mx, scale * xr[c]);
         double s = 0.0; /* in double: the reference's sum must not be the least accurate */
@@ -20,10 +20,10 @@ void vt_scalar_softmax_rows(const float *x, float *y, int rows, int cols, float 
     }
 }
 
-void vt_scalar_softmax_bwd_rows(const float *y, const float *dy, float *dx, int rows, int cols) {
+void vt_scalar_softmax_bwd_rows(const float *y, const float *dy, float *dx, int rows, int cols, int ld) {
     for (int r = 0; r < rows; r++) {
-        const float *yr = y + (size_t)r * cols, *dyr = dy + (size_t)r * cols;
-        float *dxr = dx + (size_t)r * cols;
+        const float *yr = y + (size_t)r * ld, *dyr = dy + (size_t)r * ld;
+        float *dxr = dx + (size_t)r * ld;
         float s = 0.0f;
         for (int c = 0; c < cols; c++) s += dyr[c] * yr[c];
         for (int c = 0; c < cols; c++) dxr[c] = yr[c] * (dyr[c] - s);

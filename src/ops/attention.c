@@ -166,20 +166,13 @@ static void apply_mask(const float *P, int ldp, const uint8_t *mask, float inv_k
             Pd[(size_t)i * lpd + j] = mask[(size_t)i * n + j] ? P[(size_t)i * ldp + j] * inv_keep : 0.0f;
 }
 
-/* y = softmax(scale x) for r rows of n, rows ld floats apart (y may equal x). */
-static void softmax_block(const float *x, float *y, int r, int n, int ld, float scale) {
-    if (ld == n) vt_k.softmax_rows(x, y, r, n, scale);
-    else
-        for (int i = 0; i < r; i++) vt_k.softmax_rows(x + (size_t)i * ld, y + (size_t)i * ld, 1, n, scale);
-}
-
 /* dx = softmax_bwd(y, dy) for r rows of n; y's rows ly floats apart, dy's and dx's ld
- * (dx may equal dy). */
+ * (dx may equal dy; ly differs from ld for a kept P under attn_ldp's padding). */
 static void softmax_bwd_block(const float *y, int ly, const float *dy, float *dx, int ld, int r, int n) {
-    if (ly == n && ld == n) vt_k.softmax_bwd_rows(y, dy, dx, r, n);
+    if (ly == ld) vt_k.softmax_bwd_rows(y, dy, dx, r, n, ld);
     else
         for (int i = 0; i < r; i++)
-            vt_k.softmax_bwd_rows(y + (size_t)i * ly, dy + (size_t)i * ld, dx + (size_t)i * ld, 1, n);
+            vt_k.softmax_bwd_rows(y + (size_t)i * ly, dy + (size_t)i * ld, dx + (size_t)i * ld, 1, n, ld);
 }
 
 /* dst (rows x hd, packed) = the rows x hd floats at x (row stride ldx) rounded to bf16
@@ -222,7 +215,7 @@ static void attn_probs(const attn_ctx *c, int bh, const float *q, const float *k
                        uint8_t *mask, float *work, const vt_region next[2]) {
     int N = c->N, hd = c->hd;
     attn_gemm(c, 0, 1, r, N, hd, c->score_alpha, q + (size_t)i0 * ld, ld, k, ld, 0.0f, P, c->ldp, work, next);
-    softmax_block(P, P, r, N, c->ldp, c->softmax_scale);
+    vt_k.softmax_rows(P, P, r, N, c->ldp, c->softmax_scale);
     if (c->drop == 0.0f) return;
     uint64_t gbh = (uint64_t)(c->sample0 + (int64_t)(bh / c->H) * c->sample_stride) * c->H + bh % c->H;
     for (int i = 0; i < r; i++) {

@@ -27,7 +27,7 @@ static void softmax_bwd(void *p) {
         int64_t r0 = k * SOFTMAX_ROWS_PER_TASK;
         int64_t r1 = r0 + SOFTMAX_ROWS_PER_TASK < c->rows ? r0 + SOFTMAX_ROWS_PER_TASK : c->rows;
         size_t off = (size_t)r0 * C, n = (size_t)(r1 - r0) * C;
-        vt_k.softmax_bwd_rows(c->y + off, c->dy + off, tmp + off, (int)(r1 - r0), C);
+        vt_k.softmax_bwd_rows(c->y + off, c->dy + off, tmp + off, (int)(r1 - r0), C, C);
         vt_k.axpy(1.0f, tmp + off, c->dx + off, n);
     }
 }
@@ -44,7 +44,7 @@ vt_tensor *vt_op_softmax(vt_tape *t, vt_tensor *x) {
     for (int64_t k = 0; k < nb; k++) {
         int64_t r0 = k * SOFTMAX_ROWS_PER_TASK;
         int64_t r1 = r0 + SOFTMAX_ROWS_PER_TASK < rows ? r0 + SOFTMAX_ROWS_PER_TASK : rows;
-        vt_k.softmax_rows(xd + r0 * C, yd + r0 * C, (int)(r1 - r0), C, 1.0f);
+        vt_k.softmax_rows(xd + r0 * C, yd + r0 * C, (int)(r1 - r0), C, C, 1.0f);
     }
     if (g) {
         softmax_ctx *c = vt_tape_ctx(t, sizeof *c);
