@@ -47,16 +47,9 @@ static void reference(int N, int hd, int H, float scale, const float *q, const f
     free(w);
 }
 
-static void check_shape(vt_bf16_path path, int H, int N, int hd) {
-    VT_ASSERT(vt_attention_row_block(N) == N, "test shape N %d must be one row block", N);
-    const size_t n = (size_t)H * N * hd;
-    const float scale = 1.0f / sqrtf((float)hd);
-    vt_rng r;
-    vt_rng_seed(&r, (uint64_t)(N * 131 + hd));
-    float *src = malloc(4 * n * sizeof(float)); /* q, k, v (H, N, hd), dout (N, H hd) */
-    for (size_t i = 0; i < 4 * n; i++) src[i] = 2.0f * (float)vt_rng_uniform(&r) - 1.0f;
-    const int max_threads = omp_get_max_threads();
-    omp_set_num_threads(1);
+/* One forward + backward of the op in bf16 on H heads of N x hd from src (q, k, v, then
+ * the output gradient, n floats each): res[0..3] = out, dq, dk, dv (in the arena). */
+static void run_op(int H, int N, int hd, float scale, const float *src, size_t n, const float *res[4]) {
     vt_arena_reset(&arena);
     vt_tape_clear(&tape);
     tape.grad_enabled = 1;
@@ -71,6 +64,22 @@ static void check_shape(vt_bf16_path path, int H, int N, int hd) {
     vt_tensor *o = vt_op_attention(&tape, in[0], in[1], in[2], scale, 0.0f, vt_attention_keep_probs(N, hd, 1));
     memcpy(o->grad, src + 3 * n, n * sizeof(float));
     vt_tape_replay(&tape);
+    res[0] = o->data;
+    for (int i = 0; i < 3; i++) res[i + 1] = in[i]->grad;
+}
+
+static void check_shape(vt_bf16_path path, int H, int N, int hd) {
+    VT_ASSERT(vt_attention_row_block(N) == N, "test shape N %d must be one row block", N);
+    const size_t n = (size_t)H * N * hd;
+    const float scale = 1.0f / sqrtf((float)hd);
+    vt_rng r;
+    vt_rng_seed(&r, (uint64_t)(N * 131 + hd));
+    float *src = malloc(4 * n * sizeof(float)); /* q, k, v (H, N, hd), dout (N, H hd) */
+    for (size_t i = 0; i < 4 * n; i++) src[i] = 2.0f * (float)vt_rng_uniform(&r) - 1.0f;
+    const int max_threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const float *got[4];
+    run_op(H, N, hd, scale, src, n, got);
     float *got1 = malloc(4 * n * sizeof(float)); /* the 1-thread results, for the runs on 2 and 3 */
 
     float *ref = calloc(4 * n, sizeof(float)); /* out (N, H hd), dq, dk, dv (H, N, hd) */
@@ -79,7 +88,6 @@ static void check_shape(vt_bf16_path path, int H, int N, int hd) {
         reference(N, hd, H, scale, src + bo, src + n + bo, src + 2 * n + bo, src + 3 * n + (size_t)h * hd,
                   ref + (size_t)h * hd, ref + n + bo, ref + 2 * n + bo, ref + 3 * n + bo);
     }
-    const float *got[4] = {o->data, in[0]->grad, in[1]->grad, in[2]->grad};
     static const char *const what[4] = {"out", "dq", "dk", "dv"};
     for (int t = 0; t < 4; t++) {
         long bad = -1;
@@ -92,16 +100,8 @@ static void check_shape(vt_bf16_path path, int H, int N, int hd) {
     }
     for (int nt = 2; nt <= 3; nt++) {
         omp_set_num_threads(nt);
-        vt_arena_reset(&arena);
-        vt_tape_clear(&tape);
-        for (int i = 0; i < 3; i++) {
-            in[i] = vt_tensor_new(&arena, 1, 4, shape);
-            memcpy(in[i]->data, src + i * n, n * sizeof(float));
-        }
-        o = vt_op_attention(&tape, in[0], in[1], in[2], scale, 0.0f, vt_attention_keep_probs(N, hd, 1));
-        memcpy(o->grad, src + 3 * n, n * sizeof(float));
-        vt_tape_replay(&tape);
-        const float *again[4] = {o->data, in[0]->grad, in[1]->grad, in[2]->grad};
+        const float *again[4];
+        run_op(H, N, hd, scale, src, n, again);
         int same = 1;
         for (int t = 0; t < 4; t++) same &= memcmp(again[t], got1 + t * n, n * sizeof(float)) == 0;
         CHECK(same, "%s path, H %d N %d hd %d: %d threads differ from 1 thread", vt_bf16_path_name(path), H, N, hd,
