@@ -48,8 +48,10 @@ static void reference(int N, int hd, int H, float scale, const float *q, const f
 }
 
 /* One forward + backward of the op in bf16 on H heads of N x hd from src (q, k, v, then
- * the output gradient, n floats each): res[0..3] = out, dq, dk, dv (in the arena). */
-static void run_op(int H, int N, int hd, float scale, const float *src, size_t n, const float *res[4]) {
+ * the output gradient, n floats each): res[0..3] = out, dq, dk, dv (in the arena). keep:
+ * the forward keeps P (rows of N) for the backward, which bf16 training never asks for
+ * but the op accepts. */
+static void run_op(int H, int N, int hd, float scale, const float *src, size_t n, int keep, const float *res[4]) {
     vt_arena_reset(&arena);
     vt_tape_clear(&tape);
     tape.grad_enabled = 1;
@@ -61,7 +63,7 @@ static void run_op(int H, int N, int hd, float scale, const float *src, size_t n
         in[i] = vt_tensor_new(&arena, 1, 4, shape);
         memcpy(in[i]->data, src + i * n, n * sizeof(float));
     }
-    vt_tensor *o = vt_op_attention(&tape, in[0], in[1], in[2], scale, 0.0f, vt_attention_keep_probs(N, hd, 1));
+    vt_tensor *o = vt_op_attention(&tape, in[0], in[1], in[2], scale, 0.0f, keep);
     memcpy(o->grad, src + 3 * n, n * sizeof(float));
     vt_tape_replay(&tape);
     res[0] = o->data;
@@ -79,7 +81,7 @@ static void check_shape(vt_bf16_path path, int H, int N, int hd) {
     const int max_threads = omp_get_max_threads();
     omp_set_num_threads(1);
     const float *got[4];
-    run_op(H, N, hd, scale, src, n, got);
+    run_op(H, N, hd, scale, src, n, vt_attention_keep_probs(N, hd, 1), got);
     float *got1 = malloc(4 * n * sizeof(float)); /* the 1-thread results, for the runs on 2 and 3 */
 
     float *ref = calloc(4 * n, sizeof(float)); /* out (N, H hd), dq, dk, dv (H, N, hd) */
@@ -101,12 +103,18 @@ static void check_shape(vt_bf16_path path, int H, int N, int hd) {
     for (int nt = 2; nt <= 3; nt++) {
         omp_set_num_threads(nt);
         const float *again[4];
-        run_op(H, N, hd, scale, src, n, again);
+        run_op(H, N, hd, scale, src, n, vt_attention_keep_probs(N, hd, 1), again);
         int same = 1;
         for (int t = 0; t < 4; t++) same &= memcmp(again[t], got1 + t * n, n * sizeof(float)) == 0;
         CHECK(same, "%s path, H %d N %d hd %d: %d threads differ from 1 thread", vt_bf16_path_name(path), H, N, hd,
               nt);
     }
+    /* a kept P (rows of N) read by the backward beside its padded dP: the same bits */
+    const float *kept[4];
+    run_op(H, N, hd, scale, src, n, 1, kept);
+    int same = 1;
+    for (int t = 0; t < 4; t++) same &= memcmp(kept[t], got1 + t * n, n * sizeof(float)) == 0;
+    CHECK(same, "%s path, H %d N %d hd %d: keeping P changes the results", vt_bf16_path_name(path), H, N, hd);
     omp_set_num_threads(max_threads);
     free(got1);
     free(src);
