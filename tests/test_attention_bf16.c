@@ -49,8 +49,8 @@ static void reference(int N, int hd, int H, float scale, const float *q, const f
 
 /* One forward + backward of the op in bf16 on H heads of N x hd from src (q, k, v, then
  * the output gradient, n floats each): res[0..3] = out, dq, dk, dv (in the arena). keep:
- * the forward keeps P (rows of N) for the backward, which bf16 training never asks for
- * but the op accepts. */
+ * the forward keeps P for the backward, which bf16 training never asks for but the op
+ * accepts. */
 static void run_op(int H, int N, int hd, float scale, const float *src, size_t n, int keep, const float *res[4]) {
     vt_arena_reset(&arena);
     vt_tape_clear(&tape);
@@ -109,7 +109,7 @@ static void check_shape(vt_bf16_path path, int H, int N, int hd) {
         CHECK(same, "%s path, H %d N %d hd %d: %d threads differ from 1 thread", vt_bf16_path_name(path), H, N, hd,
               nt);
     }
-    /* a kept P (rows of N) read by the backward beside its padded dP: the same bits */
+    /* P kept in the arena in the scratch's row layout, then read by the backward: the same bits */
     const float *kept[4];
     run_op(H, N, hd, scale, src, n, 1, kept);
     int same = 1;

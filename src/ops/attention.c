@@ -18,8 +18,9 @@
  * hardware prefetchers to get ahead of the products (kernels/TUNING.md).
  *
  * Memory, chosen by the caller (keep_probs; vt_attention_keep_probs is the model's rule).
- * Keeping: with gradients the op keeps P (B H N N floats) and, with dropout, the keep
- * mask (B H N N bytes) in the arena for backward. Recomputing: it keeps nothing N x N;
+ * Keeping: with gradients the op keeps P (B H N rows of attn_ldp floats: N, or N
+ * rounded up to 16 on the gemm_bf16 paths) and, with dropout, the keep mask (B H N N
+ * bytes) in the arena for backward. Recomputing: it keeps nothing N x N;
  * the backward recomputes, per (b, h) and row block, the block's P (and mask) with the
  * forward's own calls (attn_probs: the same vt_k.gemm shapes, alpha and workspace
  * sizing, the same softmax_rows call, the same rng streams), so the recomputed P and mask
@@ -53,8 +54,8 @@
  * path's results bitwise the float32 GEMM's on rounded operands, so the bits are the
  * same, while the float32 GEMM reads the N x N operands in place instead of packing and
  * rounding them for every product. When the products run through vt_k.gemm_bf16 (bf16
- * on the amx and dpbf16 paths), the R x N blocks (P, dP) have rows of N rounded up to 16
- * floats in the scratch, each starting a 64-byte line, and the scores' product has alpha
+ * on the amx and dpbf16 paths), the R x N blocks (P, dP, a kept P) have rows of N rounded
+ * up to 16 floats, each starting a 64-byte line, and the scores' product has alpha
  * 1 with the scale in the softmax (scale times the sum, the multiplication alpha would
  * be): the AMX kernel then stores its whole C tiles straight into those rows, where a
  * tile with alpha, or rows that straddle lines, goes through a buffer and the vector
@@ -87,13 +88,11 @@ typedef struct {
     float scale, drop, inv_keep; /* drop: the dropout p, 0 when no dropout */
     uint64_t base;               /* dropout base seed */
     int64_t sample0, sample_stride; /* the tape's global sample keys (vt_tape_sample_key) */
-    const float *Pk;             /* kept P (B H N N), NULL: the backward recomputes */
+    const float *Pk;             /* kept P (B H N rows, attn_ldp apart), NULL: the backward recomputes */
     const uint8_t *mk;           /* kept mask with dropout, else NULL */
     int BH, H, N, hd;
     int bf16;                    /* products in bf16 (t->bf16) */
     int preround;                /* bf16 on the fma path: operands rounded once, float32 products */
-    int ldp;                     /* row stride of the scratch's R x N blocks (P, dP): attn_ldp */
-    float score_alpha, softmax_scale; /* scale and 1, or 1 and scale (attn_ldp's paths) */
 } attn_ctx;
 
 /* Offset of row 0 of block bh in q, k, v and their gradients. */
@@ -135,10 +134,18 @@ int vt_attention_row_block(int N) {
     return rows < 16 ? 16 : (int)rows;
 }
 
+/* Whether the products run through vt_k.gemm_bf16 (bf16 on the amx and dpbf16 paths),
+ * with P and dP in rows of 64 bytes and the scale in the softmax (see the top of the file). */
+static int on_gemm_bf16(const attn_ctx *c) { return c->bf16 && !c->preround; }
+
+/* Row stride of the R x N blocks P and dP (scratch and kept P): N, or N rounded up to
+ * 16 floats on the gemm_bf16 paths. */
+static int attn_ldp(const attn_ctx *c) { return on_gemm_bf16(c) ? (c->N + 15) / 16 * 16 : c->N; }
+
 /* Packing workspace for every product of a block (rows <= N). */
 static size_t attn_work_floats(const attn_ctx *c) {
     int N = c->N, hd = c->hd;
-    int b16 = c->bf16 && !c->preround;
+    int b16 = on_gemm_bf16(c);
     size_t a = b16 ? vt_k.gemm_bf16_work_floats(N, N, hd) : vt_k.gemm_work_floats(N, N, hd);
     size_t b = b16 ? vt_k.gemm_bf16_work_floats(N, hd, N) : vt_k.gemm_work_floats(N, hd, N);
     return a > b ? a : b;
@@ -148,31 +155,17 @@ static size_t attn_work_floats(const attn_ctx *c) {
  * takes the same prefetch hint) unless the operands are rounded already (preround). */
 static void attn_gemm(const attn_ctx *c, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                       const float *B, int ldb, float beta, float *C, int ldc, float *work, const vt_region next[2]) {
-    if (c->bf16 && !c->preround)
+    if (on_gemm_bf16(c))
         vt_k.gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, NULL, C, ldc, work, next);
     else vt_k.gemm_prefetch(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, work, next);
 }
 
-/* Row stride of the scratch's R x N blocks: N, or N rounded up to 16 floats (64-byte
- * rows) on the gemm_bf16 paths (see the top of the file). */
-static int attn_ldp(int N, int bf16, int preround) { return bf16 && !preround ? (N + 15) / 16 * 16 : N; }
-
-/* Pd = P * mask * inv_keep for r rows of n (rows ldp, lpd and n apart in P, Pd and mask;
- * Pd may equal P). */
-static void apply_mask(const float *P, int ldp, const uint8_t *mask, float inv_keep, float *Pd, int lpd, int r,
-                       int n) {
+/* Pd = P * mask * inv_keep for r rows of n (P's and Pd's rows ld floats apart, the
+ * mask's n; Pd may equal P). */
+static void apply_mask(const float *P, const uint8_t *mask, float inv_keep, float *Pd, int ld, int r, int n) {
     for (int i = 0; i < r; i++)
         for (int j = 0; j < n; j++)
-            Pd[(size_t)i * lpd + j] = mask[(size_t)i * n + j] ? P[(size_t)i * ldp + j] * inv_keep : 0.0f;
-}
-
-/* dx = softmax_bwd(y, dy) for r rows of n; y's rows ly floats apart, dy's and dx's ld
- * (dx may equal dy; ly differs from ld for a kept P under attn_ldp's padding). */
-static void softmax_bwd_block(const float *y, int ly, const float *dy, float *dx, int ld, int r, int n) {
-    if (ly == ld) vt_k.softmax_bwd_rows(y, dy, dx, r, n, ld);
-    else
-        for (int i = 0; i < r; i++)
-            vt_k.softmax_bwd_rows(y + (size_t)i * ly, dy + (size_t)i * ld, dx + (size_t)i * ld, 1, n, ld);
+            Pd[(size_t)i * ld + j] = mask[(size_t)i * n + j] ? P[(size_t)i * ld + j] * inv_keep : 0.0f;
 }
 
 /* dst (rows x hd, packed) = the rows x hd floats at x (row stride ldx) rounded to bf16
@@ -205,7 +198,7 @@ static attn_operands block_operands(const attn_ctx *c, int bh, int with_dout, fl
 /* Whether the products run on rounded copies (attn_ctx.preround): bf16 on the fma path. */
 static int attn_preround(int bf16) { return bf16 && vt_kernels_bf16_path() == VT_BF16_FMA; }
 
-/* Rows [i0, i0 + r) of block bh: P (r x N, rows c->ldp apart) = softmax(scale q k^T) and,
+/* Rows [i0, i0 + r) of block bh: P (r x N, rows attn_ldp apart) = softmax(scale q k^T) and,
  * when c->drop > 0, mask (r x N) = the keep decisions; q and k: the block's row 0, rows ld
  * floats apart.
  * The forward and the backward both call this, so the backward's P and mask are bitwise
@@ -213,9 +206,10 @@ static int attn_preround(int bf16) { return bf16 && vt_kernels_bf16_path() == VT
  * (prefetched during the product). */
 static void attn_probs(const attn_ctx *c, int bh, const float *q, const float *k, int ld, int i0, int r, float *P,
                        uint8_t *mask, float *work, const vt_region next[2]) {
-    int N = c->N, hd = c->hd;
-    attn_gemm(c, 0, 1, r, N, hd, c->score_alpha, q + (size_t)i0 * ld, ld, k, ld, 0.0f, P, c->ldp, work, next);
-    vt_k.softmax_rows(P, P, r, N, c->ldp, c->softmax_scale);
+    int N = c->N, hd = c->hd, tiles = on_gemm_bf16(c);
+    attn_gemm(c, 0, 1, r, N, hd, tiles ? 1.0f : c->scale, q + (size_t)i0 * ld, ld, k, ld, 0.0f, P, attn_ldp(c),
+              work, next);
+    vt_k.softmax_rows(P, P, r, N, attn_ldp(c), tiles ? c->scale : 1.0f);
     if (c->drop == 0.0f) return;
     uint64_t gbh = (uint64_t)(c->sample0 + (int64_t)(bh / c->H) * c->sample_stride) * c->H + bh % c->H;
     for (int i = 0; i < r; i++) {
@@ -227,8 +221,8 @@ static void attn_probs(const attn_ctx *c, int bh, const float *q, const float *k
 
 static void attention_bwd(void *p) {
     attn_ctx *c = p;
-    int N = c->N, hd = c->hd, R = vt_attention_row_block(N), ld = c->ld, ldp = c->ldp;
-    size_t rn = (size_t)R * ldp, nn = (size_t)N * N;
+    int N = c->N, hd = c->hd, R = vt_attention_row_block(N), ld = c->ld, ldp = attn_ldp(c);
+    size_t rn = (size_t)R * ldp, nn = (size_t)N * N, np = (size_t)N * ldp;
     /* a fresh qkv gradient: every dq row written once, dk and dv by the first row block */
     int fresh = c->qkv && vt_tape_grad_fresh(c->qkv);
     int nt = omp_get_max_threads();
@@ -264,16 +258,14 @@ static void attention_bwd(void *p) {
                                           in_rows(c, c->q, bh, i0, r)};
             const vt_region next_dq[2] = {
                 !nr     ? no_region
-                : c->Pk ? (vt_region){c->Pk + nbh * nn + (size_t)ni0 * N, (size_t)N, nr, N}
+                : c->Pk ? (vt_region){c->Pk + nbh * np + (size_t)ni0 * ldp, (size_t)ldp, nr, N}
                         : in_rows(c, c->q, nbh, ni0, nr),
                 nr && !c->Pk && nbh != bh ? in_rows(c, c->k, nbh, 0, N) : no_region};
             const vt_region next_dk[2] = {nr ? dout_rows(c, nbh, ni0, nr) : no_region, no_region};
-            const float *Pb = P; /* this row block's P (rows lpb apart) and mask: kept, or recomputed */
-            int lpb = ldp;
+            const float *Pb = P; /* this row block's P (rows ldp apart) and mask: kept, or recomputed */
             const uint8_t *mb = mask;
             if (c->Pk) {
-                Pb = c->Pk + bh * nn + (size_t)i0 * N;
-                lpb = N;
+                Pb = c->Pk + bh * np + (size_t)i0 * ldp;
                 mb = c->mk ? c->mk + bh * nn + (size_t)i0 * N : NULL;
             } else {
                 attn_probs(c, bh, q, k, la, i0, r, P, mask, work, (vt_region[2]){dout_rows(c, bh, i0, r), no_region});
@@ -281,22 +273,20 @@ static void attention_bwd(void *p) {
             float first = fresh && i0 == 0 ? 0.0f : 1.0f; /* beta of the sums over row blocks */
             if (dv) {
                 const float *pd = Pb; /* Pd: with dropout or rounded, in dP (P stays for the softmax's backward) */
-                int lpd = lpb;
                 if (mb) {
-                    apply_mask(Pb, lpb, mb, c->inv_keep, dP, ldp, r, N);
+                    apply_mask(Pb, mb, c->inv_keep, dP, ldp, r, N);
                     pd = dP;
-                    lpd = ldp;
                 }
-                if (c->preround) { /* ldp == N == lpb */
+                if (c->preround) { /* ldp == N */
                     vt_k.bf16_round_float(pd, dP, rnb);
                     pd = dP;
                 }
-                attn_gemm(c, 1, 0, N, hd, r, 1.0f, pd, lpd, dout, ldo, first, dv, ld, work, next_dv);
+                attn_gemm(c, 1, 0, N, hd, r, 1.0f, pd, ldp, dout, ldo, first, dv, ld, work, next_dv);
             }
             if (!dq && !dk) continue;
             attn_gemm(c, 0, 1, r, N, hd, 1.0f, dout, ldo, v, la, 0.0f, dP, ldp, work, next_dp);
-            if (mb) apply_mask(dP, ldp, mb, c->inv_keep, dP, ldp, r, N);
-            softmax_bwd_block(Pb, lpb, dP, dP, ldp, r, N);
+            if (mb) apply_mask(dP, mb, c->inv_keep, dP, ldp, r, N);
+            vt_k.softmax_bwd_rows(Pb, dP, dP, r, N, ldp);
             if (c->preround) vt_k.bf16_round_float(dP, dP, rnb); /* dS */
             if (dq)
                 attn_gemm(c, 0, 0, r, hd, N, c->scale, dP, ldp, k, la, fresh ? 0.0f : 1.0f, dq + (size_t)i0 * ld, ld,
@@ -318,10 +308,7 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
     c.arena = t->arena;
     c.bf16 = t->bf16;
     c.preround = attn_preround(t->bf16);
-    c.ldp = attn_ldp(N, c.bf16, c.preround);
-    c.score_alpha = c.ldp == N ? c.scale : 1.0f;
-    c.softmax_scale = c.ldp == N ? 1.0f : c.scale;
-    const int ldp = c.ldp;
+    const int ldp = attn_ldp(&c);
     const size_t rn = (size_t)R * ldp;
     c.dout = out->grad;
     c.drop = drop ? attn_drop : 0.0f;
@@ -332,8 +319,8 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
         c.sample0 = t->sample0;
         c.sample_stride = t->sample_stride;
     }
-    size_t nn = (size_t)N * N;
-    float *Pk = g && keep_probs ? vt_arena_alloc(t->arena, (size_t)BH * nn * sizeof(float)) : NULL;
+    size_t nn = (size_t)N * N, np = (size_t)N * ldp;
+    float *Pk = g && keep_probs ? vt_arena_alloc(t->arena, (size_t)BH * np * sizeof(float)) : NULL;
     uint8_t *mk = Pk && drop ? vt_arena_alloc(t->arena, (size_t)BH * nn) : NULL;
     c.Pk = Pk;
     c.mk = mk;
@@ -363,11 +350,8 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
              * product waited on every line of it coming from memory) */
             attn_probs(&c, bh, x.q, x.k, x.la, i0, r, Pd, mask, work,
                        (vt_region[2]){i0 == 0 ? in_rows(&c, c.v, bh, 0, N) : no_region, no_region});
-            if (Pk)
-                for (int i = 0; i < (ldp == N ? 1 : r); i++)
-                    vt_k.copy_stream(Pd + (size_t)i * ldp, Pk + bh * nn + (size_t)(i0 + i) * N,
-                                     ldp == N ? (size_t)r * N : (size_t)N);
-            if (mask) apply_mask(Pd, ldp, mask, c.inv_keep, Pd, ldp, r, N);
+            if (Pk) vt_k.copy_stream(Pd, Pk + bh * np + (size_t)i0 * ldp, (size_t)r * ldp);
+            if (mask) apply_mask(Pd, mask, c.inv_keep, Pd, ldp, r, N);
             if (c.preround) vt_k.bf16_round_float(Pd, Pd, (size_t)r * N); /* ldp == N */
             attn_gemm(&c, 0, 0, r, hd, N, 1.0f, Pd, ldp, x.v, x.la, 0.0f, od + out_offset(&c, bh, i0),
                       H * hd, work,
