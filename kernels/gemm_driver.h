@@ -29,8 +29,8 @@ static inline int imax(int a, int b) { return a > b ? a : b; }
  * half_nr: the most columns the `half` microkernel takes (one vector; 0: NR / 2), and
  * `quarter` half_nr / 2;
  * next_c: whether each call prefetches the next call's C tile;
- * own_c: with next_c, each call of MR rows also prefetches its own C tile into L1 on
- * the odd steps of its last own_c (>= 2 MR lines) steps (0: not);
+ * own_c: with next_c, each call of MR rows also prefetches its own C tile into L1, a
+ * line per group of PF_GROUP steps over its last own_c steps (0: not);
  * inplace_max_n: products with N up to this read op(A) in place (0: never);
  * inplace_rows_max_n (ta = 0), inplace_t_max_n (ta = 1): the same for A of at least
  * inplace_rows_min_a floats (M K), which streams in place with no pass to skip (ta = 0:
@@ -62,22 +62,22 @@ typedef void (*gemm_pack16_fn)(int trans, const vt_bf16 *X, int ldx, int r0, int
  * at c + 64 j, the last one at c + c_last; c_rows 0: none). The C tile's addresses are
  * computed as they are issued rather than listed, the first line of every row first:
  * each row is a page of its own when ldc is 1024 floats or more, so its page walk
- * starts early. prefetch_step also issues, from step own_from on, the lines of the
- * call's own C tile (own_lines a row) into L1: the next-C prefetch of the call before
- * brought them to L2, and the epilogue's loads and stores then hit L1. A microkernel
- * issues the lines spread over its loop (prefetch_step) or at its start (prefetch_all,
- * without the own tile): a burst of a few dozen prefetches can exceed a core's
- * outstanding-miss buffers and stall it (../TUNING.md). */
+ * starts early. From group own_group on (prefetch_group) the loop also issues the lines
+ * of the call's own C tile (own_lines a row) into L1: the next-C prefetch of the call
+ * before brought them to L2, and the epilogue's loads and stores then hit L1. A
+ * microkernel issues the lines spread over its loop (prefetch_group) or at its start
+ * (prefetch_all, without the own tile): a burst of a few dozen prefetches can exceed a
+ * core's outstanding-miss buffers and stall it (../TUNING.md). */
 /* 512: with K blocks of 1024 a call's lines (its share of the next B panel's source,
  * 2-3 lines a row over a panel's 8 calls, and of the next packing sources) fit the
- * loop's 512 even steps, rather than overflowing in bursts of PREFETCH_MAX */
+ * loop's two list slots per group, rather than overflowing in bursts of PREFETCH_MAX */
 #define PREFETCH_MAX 512
 typedef struct {
     const char *line[PREFETCH_MAX];
     int n;
     const char *c, *own;
     size_t ldc_bytes;
-    int c_rows, c_lines, c_last, own_lines, own_from;
+    int c_rows, c_lines, c_last, own_lines, own_group;
 } prefetch_list;
 
 /* The i-th (< c_rows lines) line of the C tile at c (pf's next tile, lines = c_lines, or
@@ -113,24 +113,56 @@ static inline __attribute__((always_inline)) void prefetch_add(prefetch_list *pf
     pf->line[pf->n++] = (const char *)p;
 }
 
-/* Called at each step k of a microkernel's loop: every even step issues the next listed
- * line, every odd step the next line of the next C tile, so that neither waits behind
- * the other, then from own_from on the next line of the call's own tile;
- * prefetch_rest after the loop issues what a short loop did not reach of the first two
- * (the own tile's lines would arrive after the epilogue). */
-static inline __attribute__((always_inline)) void prefetch_step(const prefetch_list *pf, int k) {
-    if (!(k & 1)) {
-        if ((k >> 1) < pf->n) _mm_prefetch(pf->line[k >> 1], _MM_HINT_T1);
-    } else if ((k >> 1) < pf->c_rows * pf->c_lines) {
-        _mm_prefetch(prefetch_c_line(pf, pf->c, pf->c_lines, k >> 1), _MM_HINT_T1);
-    } else if (k >= pf->own_from && ((k - pf->own_from) >> 1) < pf->c_rows * pf->own_lines) {
-        _mm_prefetch(prefetch_c_line(pf, pf->own, pf->own_lines, (k - pf->own_from) >> 1), _MM_HINT_T0);
-    }
+/* The microkernels' loops issue their prefetches in groups of PF_GROUP steps: per group
+ * at most one line of the next C tile, one of the call's own tile and two listed lines
+ * (the second slot only when the list is longer than the loop's groups). Fewer
+ * prefetches in flight than one every other step leave the fill buffers to the B
+ * panel's stream from L2, and the loop in groups carries no per-step bookkeeping
+ * (../TUNING.md). */
+#define PF_GROUP 4
+
+/* The i-th line of the C tile at c (lines a row, `rows` rows: the caller's constant
+ * c_rows when it has a tile, so no division runs): line i / rows of row i % rows. */
+static inline __attribute__((always_inline)) const char *prefetch_tile_line(const prefetch_list *pf,
+                                                                            const char *c, int lines, unsigned i,
+                                                                            const unsigned rows) {
+    unsigned j = i / rows;
+    return c + (size_t)(i % rows) * pf->ldc_bytes + ((int)j < lines - 1 ? (size_t)64 * j : (size_t)pf->c_last);
 }
-static inline __attribute__((always_inline)) void prefetch_rest(const prefetch_list *pf, int kc) {
-    for (int i = (kc + 1) >> 1; i < pf->n; i++) _mm_prefetch(pf->line[i], _MM_HINT_T1);
-    for (int i = kc >> 1; i < pf->c_rows * pf->c_lines; i++)
-        _mm_prefetch(prefetch_c_line(pf, pf->c, pf->c_lines, i), _MM_HINT_T1);
+
+/* Group g (of `groups` in the loop) of a microkernel whose C tiles have `rows` rows (the
+ * blocking's mr): the listed lines g and groups + g, the next C tile's line g and, from
+ * own_group on, the own tile's next line. The three calls spread the group's lines over
+ * its steps. */
+static inline __attribute__((always_inline)) void prefetch_group_list(const prefetch_list *pf, int g, int groups) {
+    if (g < pf->n) _mm_prefetch(pf->line[g], _MM_HINT_T1);
+    if (groups + g < pf->n) _mm_prefetch(pf->line[groups + g], _MM_HINT_T1);
+}
+static inline __attribute__((always_inline)) void prefetch_group_next_c(const prefetch_list *pf, int g,
+                                                                        const int rows) {
+    if (g < pf->c_rows * pf->c_lines)
+        _mm_prefetch(prefetch_tile_line(pf, pf->c, pf->c_lines, (unsigned)g, (unsigned)rows), _MM_HINT_T1);
+}
+static inline __attribute__((always_inline)) void prefetch_group_own_c(const prefetch_list *pf, int g,
+                                                                       const int rows) {
+    unsigned o = (unsigned)(g - pf->own_group);
+    if (o < (unsigned)(pf->c_rows * pf->own_lines))
+        _mm_prefetch(prefetch_tile_line(pf, pf->own, pf->own_lines, o, (unsigned)rows), _MM_HINT_T0);
+}
+static inline __attribute__((always_inline)) void prefetch_group(const prefetch_list *pf, int g, int groups,
+                                                                 const int rows) {
+    prefetch_group_list(pf, g, groups);
+    prefetch_group_next_c(pf, g, rows);
+    prefetch_group_own_c(pf, g, rows);
+}
+
+/* After a loop of `groups` groups: what it did not reach of the list and the next C tile
+ * (the own tile's lines would arrive after the epilogue). */
+static inline __attribute__((always_inline)) void prefetch_rest(const prefetch_list *pf, int groups,
+                                                                const int rows) {
+    for (int i = 2 * groups; i < pf->n; i++) _mm_prefetch(pf->line[i], _MM_HINT_T1);
+    for (int i = groups; i < pf->c_rows * pf->c_lines; i++)
+        _mm_prefetch(prefetch_tile_line(pf, pf->c, pf->c_lines, (unsigned)i, (unsigned)rows), _MM_HINT_T1);
 }
 
 /* C (mr x nr valid, row stride ldc) = alpha a b + beta C over packed panels of depth kc,
@@ -215,7 +247,7 @@ static inline __attribute__((always_inline)) void call_prefetches(prefetch_list 
     pf->c_lines = row_lines(c_next, pf->c_last);
     pf->own = (const char *)c;
     pf->own_lines = row_lines(c, pf->c_last);
-    pf->own_from = own && bl.own_c ? kc - bl.own_c : INT_MAX;
+    pf->own_group = own && bl.own_c ? imax(0, (kc - bl.own_c) / PF_GROUP) : INT_MAX;
     if (na.rows) prefetch_part(pf, na.base, na.ld, na.rows, na.len, part, parts);
     if (nb.rows) prefetch_part(pf, nb.base, nb.ld, nb.rows, nb.len, part, parts);
 }

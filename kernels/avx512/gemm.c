@@ -30,13 +30,14 @@
  * gemm_blocked).
  * Edge tiles: packing zero-pads panels to MR/NR, the microkernel stores only the valid
  * rows, with masked column stores.
- * Latency hiding: each microkernel call prefetches into L2, a line a step of its loop,
- * the next call's C tile (odd steps) and, in a block's last calls, its share of the
- * source of the next pack_a (even steps; and, at the end of a K block, of the next
- * pack_b; in the last block, of what the caller of gemm_prefetch reads next); where the
- * calls pack op(B), each panel's calls also prefetch the next panel's source; over its
- * last OWN_C steps (odd ones) a call also prefetches its own C tile into L1 for its
- * epilogue: see prefetch_list and gemm_macro in ../gemm_driver.h.
+ * Latency hiding: each microkernel call prefetches into L2, at fixed steps of each
+ * group of PF_GROUP steps of its loop, a line of the next call's C tile and, in a
+ * block's last calls, of its share of the source of the next pack_a (and, at the end of
+ * a K block, of the next pack_b; in the last block, of what the caller of
+ * gemm_prefetch reads next); where the calls pack op(B), each panel's calls also
+ * prefetch the next panel's source; over its last own_c steps a call also prefetches
+ * its own C tile into L1 for its epilogue: see prefetch_list, prefetch_group and
+ * gemm_macro in ../gemm_driver.h.
  * alpha and beta are applied at the store of the first K block (later K blocks add
  * with beta = 1); beta == 0 never reads C. K == 0 or alpha == 0 gives C = beta C
  * without reading A or B (BLAS convention).
@@ -73,7 +74,9 @@
 #define INPLACE_T_MAX_N (vt_gemm_ctx.avx512.inplace_t_max_n)
 #define SHORT_MR 4 /* last panels of <= 4 rows use kernel_short with 4-row FMAs, */
 #define NARROW_NR 4 /* last panels of <= 4 columns use kernel_narrow */
-#define OWN_C 72    /* a 14 x 32 C tile's 28 lines, one per odd step, all out 16 steps before the epilogue */
+/* the steps over which a call prefetches its own mr x nr C tile: its lines (at most
+ * nr / 16 + 1 a row), one per group of PF_GROUP steps, all out 16 steps before the epilogue */
+#define OWN_C(mr, nr) (PF_GROUP * (mr) * ((nr) / 16 + 1) + 16)
 /* A (N <= INPLACE_ROWS_MAX_N with ta = 0, N <= INPLACE_T_MAX_N with ta = 1) of at least
  * this many floats is read in place: a smaller one is packed from cache at little cost,
  * and the kernel then reads contiguous panels. */
@@ -215,7 +218,7 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
                         .narrow_nr = NARROW_NR,
                         .half_nr = 16,
                         .next_c = 1,
-                        .own_c = OWN_C,
+                        .own_c = OWN_C(MR, NR),
                         .inplace_max_n = 64,
                         .inplace_rows_max_n = INPLACE_ROWS_MAX_N,
                         .inplace_t_max_n = INPLACE_T_MAX_N,

@@ -94,14 +94,42 @@ static void SH(pack_b16)(int tb, const vt_bf16 *B, int ldb, int p0, int j0, int 
     SH(pack_b_src)(tb, B, ldb, p0, j0, kc, nc, dst, SRC_BF16);
 }
 
+/* One step of kernel_rows: R rows of FMAs on step k's B vectors (from b, or with PACK_B
+ * from the source bs, stored to bd as pack_b stores them) and op(A)'s column at a (row i
+ * at (i % 5) rs from a, a + 5 rs or a + 10 rs: with rs a runtime stride GCC keeps 3
+ * pointers and 4 offsets in registers instead of spilling 14 row offsets). */
+static inline __attribute__((always_inline)) void SH(rows_step)(__m512 acc[SH_MR][SH_NV], const float *a, size_t rs,
+                                                                const float *b, const __mmask16 km[SH_NV],
+                                                                const int R, const int PACK_B, const float *bs,
+                                                                float *bd) {
+    __m512 bv[SH_NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < SH_NV; v++) {
+        if (PACK_B) {
+            bv[v] = _mm512_maskz_loadu_ps(km[v], bs + 16 * v);
+            _mm512_store_ps(bd + 16 * v, bv[v]);
+        } else {
+            bv[v] = _mm512_load_ps(b + 16 * v);
+        }
+    }
+    const float *a5 = a + 5 * rs, *a10 = a + 10 * rs;
+#pragma GCC unroll 16
+    for (int i = 0; i < SH_MR; i++) {
+        if (i < R) {
+            __m512 av = _mm512_set1_ps((i < 5 ? a : i < 10 ? a5 : a10)[(i % 5) * rs]);
+#pragma GCC unroll 4
+            for (int v = 0; v < SH_NV; v++) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
+        }
+    }
+}
+
 /* c[0:mr, 0:nr] = alpha * (a panel) (b panel) + beta * c (beta == 0: c not read),
  * mr <= R <= SH_MR, row i of op(A) at step k at a[i rs + k ks] ((1, MR) for a packed
  * panel). R rows of FMAs (R SH_NV accumulators). With PACK_B, step k's B vectors come
  * from the source bs[k ldbs + j] (zero past nr) and are stored to bd[k NR] as pack_b
- * stores them. Rows are addressed from a, a + 5 rs and a + 10 rs (row i at
- * (i % 5) rs from one of them): with rs a runtime stride GCC keeps 3 pointers and 4
- * offsets in registers instead of spilling 14 row offsets. Always inlined, so each
- * caller's constant R, PACK_B and strides give their own code. */
+ * stores them. The loop runs in groups of PF_GROUP steps, each issuing its prefetches
+ * at fixed steps (prefetch_group), and the last kc % PF_GROUP steps without. Always
+ * inlined, so each caller's constant R, PACK_B and strides give their own code. */
 static inline __attribute__((always_inline)) void
 SH(kernel_rows)(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c, int ldc, int mr, int nr,
                 float alpha, float beta, const prefetch_list *pf, const int R, const int PACK_B, const float *bs,
@@ -114,36 +142,35 @@ SH(kernel_rows)(int kc, const float *a, size_t rs, size_t ks, const float *b, fl
     for (int i = 0; i < SH_MR; i++)
 #pragma GCC unroll 4
         for (int v = 0; v < SH_NV; v++) acc[i][v] = _mm512_setzero_ps();
-    for (int k = 0; k < kc; k++) {
-        prefetch_step(pf, k);
-        __m512 bv[SH_NV];
+    const int groups = kc / PF_GROUP;
+    for (int g = 0; g < groups; g++) {
 #pragma GCC unroll 4
-        for (int v = 0; v < SH_NV; v++) {
-            if (PACK_B) {
-                bv[v] = _mm512_maskz_loadu_ps(km[v], bs + 16 * v);
-                _mm512_store_ps(bd + 16 * v, bv[v]);
-            } else {
-                bv[v] = _mm512_load_ps(b + 16 * v);
-            }
+        for (int s = 0; s < PF_GROUP; s++) {
+            if (s == 0) prefetch_group_list(pf, g, groups);
+            if (s == PF_GROUP / 2) prefetch_group_next_c(pf, g, SH_MR);
+            if (s == PF_GROUP - 1) prefetch_group_own_c(pf, g, SH_MR);
+            if (PACK_B) SH(rows_step)(acc, a + s * ks, rs, NULL, km, R, 1, bs + s * ldbs, bd + s * SH_NR);
+            else SH(rows_step)(acc, a + s * ks, rs, b + s * SH_NR, km, R, 0, NULL, NULL);
         }
+        a += PF_GROUP * ks;
+        if (PACK_B) {
+            bs += PF_GROUP * ldbs;
+            bd += PF_GROUP * SH_NR;
+        } else {
+            b += PF_GROUP * SH_NR;
+        }
+    }
+    for (int k = groups * PF_GROUP; k < kc; k++) {
+        SH(rows_step)(acc, a, rs, b, km, R, PACK_B, bs, bd);
+        a += ks;
         if (PACK_B) {
             bs += ldbs;
             bd += SH_NR;
         } else {
             b += SH_NR;
         }
-        const float *a5 = a + 5 * rs, *a10 = a + 10 * rs;
-#pragma GCC unroll 16
-        for (int i = 0; i < SH_MR; i++) {
-            if (i < R) {
-                __m512 av = _mm512_set1_ps((i < 5 ? a : i < 10 ? a5 : a10)[(i % 5) * rs]);
-#pragma GCC unroll 4
-                for (int v = 0; v < SH_NV; v++) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
-            }
-        }
-        a += ks;
     }
-    prefetch_rest(pf, kc);
+    prefetch_rest(pf, groups, SH_MR);
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
 #pragma GCC unroll 16
     for (int i = 0; i < SH_MR; i++) {
@@ -210,15 +237,16 @@ static void SH(kernel_inplace_pack_b)(int kc, const float *a, size_t rs, size_t 
                      float beta, const prefetch_list *pf) {                                                  \
         __m##W acc[SH_MR];                                                                                   \
         _Pragma("GCC unroll 16") for (int i = 0; i < SH_MR; i++) acc[i] = _mm##W##_setzero_ps();             \
+        const int groups = (kc + PF_GROUP - 1) / PF_GROUP; /* the last one shorter */                        \
         for (int k = 0; k < kc; k++) {                                                                       \
-            prefetch_step(pf, k);                                                                            \
+            if (k % PF_GROUP == 0) prefetch_group(pf, k / PF_GROUP, groups, SH_MR);                          \
             __m##W b0 = _mm##W##_load_ps(b);                                                                 \
             _Pragma("GCC unroll 16") for (int i = 0; i < SH_MR; i++) acc[i] =                                \
                 _mm##W##_fmadd_ps(_mm##W##_set1_ps(a[i]), b0, acc[i]);                                       \
             a += SH_MR;                                                                                      \
             b += SH_NR;                                                                                      \
         }                                                                                                    \
-        prefetch_rest(pf, kc);                                                                               \
+        prefetch_rest(pf, groups, SH_MR);                                                                    \
         const __m##W va = _mm##W##_set1_ps(alpha), vb = _mm##W##_set1_ps(beta);                               \
         const mask_t k0 = mask;                                                                              \
         _Pragma("GCC unroll 16") for (int i = 0; i < SH_MR; i++) {                                           \
@@ -245,14 +273,15 @@ static inline __attribute__((always_inline)) void SH(kernel_narrow_n)(int kc, co
     const __mmask16 rows = (__mmask16)((1u << SH_MR) - 1u);
     __m512 e[4];
     for (int j = 0; j < n; j++) e[j] = _mm512_setzero_ps();
+    const int groups = (kc + PF_GROUP - 1) / PF_GROUP; /* the last one shorter */
     for (int k = 0; k < kc; k++) {
-        prefetch_step(pf, k);
+        if (k % PF_GROUP == 0) prefetch_group(pf, k / PF_GROUP, groups, SH_MR);
         __m512 a0 = _mm512_maskz_loadu_ps(rows, a);
         for (int j = 0; j < n; j++) e[j] = _mm512_fmadd_ps(a0, _mm512_set1_ps(b[j]), e[j]);
         a += SH_MR;
         b += SH_NR;
     }
-    prefetch_rest(pf, kc);
+    prefetch_rest(pf, groups, SH_MR);
     float col[16] __attribute__((aligned(64)));
     for (int j = 0; j < n; j++) {
         _mm512_store_ps(col, _mm512_mul_ps(e[j], _mm512_set1_ps(alpha)));
