@@ -80,16 +80,14 @@ typedef struct {
     int c_rows, c_lines, c_last, own_lines, own_group;
 } prefetch_list;
 
-/* The i-th (< c_rows lines) line of the C tile at c (pf's next tile, lines = c_lines, or
- * its own, own_lines): line i / c_rows of row i % c_rows. */
-static inline __attribute__((always_inline)) const char *prefetch_c_line(const prefetch_list *pf, const char *c,
-                                                                         int lines, int i) {
-    int j = 0;
-    while (i >= pf->c_rows) {
-        i -= pf->c_rows;
-        j++;
-    }
-    return c + (size_t)i * pf->ldc_bytes + (j < lines - 1 ? 64 * j : pf->c_last);
+/* The i-th line of the C tile at c (lines a row, `rows` rows): line i / rows of row
+ * i % rows. The microkernels' loops pass their constant MR (pf->c_rows when there is a
+ * tile), so the division is a multiply. */
+static inline __attribute__((always_inline)) const char *prefetch_tile_line(const prefetch_list *pf,
+                                                                            const char *c, int lines, unsigned i,
+                                                                            const unsigned rows) {
+    unsigned j = i / rows;
+    return c + (size_t)(i % rows) * pf->ldc_bytes + ((int)j < lines - 1 ? (size_t)64 * j : (size_t)pf->c_last);
 }
 
 /* always_inline throughout: GCC deletes calls to a separate function whose only
@@ -99,8 +97,10 @@ static inline __attribute__((always_inline)) void prefetch_listed(const prefetch
 }
 static inline __attribute__((always_inline)) void prefetch_all(const prefetch_list *pf) {
     prefetch_listed(pf);
-    for (int i = 0; i < pf->c_rows * pf->c_lines; i++)
-        _mm_prefetch(prefetch_c_line(pf, pf->c, pf->c_lines, i), _MM_HINT_T1);
+    for (int j = 0; j < pf->c_lines; j++) /* prefetch_tile_line's order: line j of every row */
+        for (int r = 0; r < pf->c_rows; r++)
+            _mm_prefetch(pf->c + (size_t)r * pf->ldc_bytes + (j < pf->c_lines - 1 ? (size_t)64 * j : (size_t)pf->c_last),
+                         _MM_HINT_T1);
 }
 
 /* A full list's lines are issued at once and the list emptied (blocks with few
@@ -115,25 +115,15 @@ static inline __attribute__((always_inline)) void prefetch_add(prefetch_list *pf
 
 /* The microkernels' loops issue their prefetches in groups of PF_GROUP steps: per group
  * at most one line of the next C tile, one of the call's own tile and two listed lines
- * (the second slot only when the list is longer than the loop's groups). Fewer
- * prefetches in flight than one every other step leave the fill buffers to the B
- * panel's stream from L2, and the loop in groups carries no per-step bookkeeping
- * (../TUNING.md). */
+ * (the second slot only when the list is longer than the loop's groups). A C line per
+ * group rather than per other step leaves more fill buffers to the B panel's stream
+ * from L2, and a loop unrolled by groups carries no per-step bookkeeping (../TUNING.md). */
 #define PF_GROUP 4
-
-/* The i-th line of the C tile at c (lines a row, `rows` rows: the caller's constant
- * c_rows when it has a tile, so no division runs): line i / rows of row i % rows. */
-static inline __attribute__((always_inline)) const char *prefetch_tile_line(const prefetch_list *pf,
-                                                                            const char *c, int lines, unsigned i,
-                                                                            const unsigned rows) {
-    unsigned j = i / rows;
-    return c + (size_t)(i % rows) * pf->ldc_bytes + ((int)j < lines - 1 ? (size_t)64 * j : (size_t)pf->c_last);
-}
 
 /* Group g (of `groups` in the loop) of a microkernel whose C tiles have `rows` rows (the
  * blocking's mr): the listed lines g and groups + g, the next C tile's line g and, from
- * own_group on, the own tile's next line. The three calls spread the group's lines over
- * its steps. */
+ * own_group on, the own tile's next line. kernel_rows issues the three parts at
+ * different steps of the group, the one-vector kernels prefetch_group at its first. */
 static inline __attribute__((always_inline)) void prefetch_group_list(const prefetch_list *pf, int g, int groups) {
     if (g < pf->n) _mm_prefetch(pf->line[g], _MM_HINT_T1);
     if (groups + g < pf->n) _mm_prefetch(pf->line[groups + g], _MM_HINT_T1);
