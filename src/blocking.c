@@ -30,10 +30,11 @@ static void name_as(vt_gemm_context *c, const char *base, const char *suffix) {
 
 vt_status vt_blocking_tune(const vt_config *cfg, int ranks, const vt_gemm_context *start, vt_blocking_tuning *t) {
     memset(t, 0, sizeof *t);
+    t->target = vt_tune_target_of(cfg);
     vt_tune_shape s[VT_TUNE_MAX_SHAPES];
     int n = vt_tune_shapes(cfg, ranks, s);
     double t0 = omp_get_wtime();
-    vt_status st = vt_tune_run(start, s, n, &t->r);
+    vt_status st = vt_tune_run(start, &t->target, s, n, &t->r);
     if (st != VT_OK) return st;
     t->seconds = omp_get_wtime() - t0;
     name_as(&t->r.best, start->name, "tuned");
@@ -43,9 +44,10 @@ vt_status vt_blocking_tune(const vt_config *cfg, int ranks, const vt_gemm_contex
         return VT_OK;
     }
     vt_gemm_cache_key k;
-    vt_gemm_cache_key_make(&k, s, n, omp_get_max_threads());
-    snprintf(note, sizeof note, "tuned from %s in %.1f s: %.4f s -> %.4f s on the products", start->name, t->seconds,
-             t->r.t_start, t->r.t_best);
+    vt_gemm_cache_key_make(&k, &t->target, s, n, omp_get_max_threads());
+    snprintf(note, sizeof note, "%s.* tuned from %s in %.1f s: %.4f s -> %.4f s on the %s products",
+             vt_tune_blocking_name(&t->target), start->name, t->seconds, t->r.t_start, t->r.t_best,
+             vt_tune_target_name(&t->target));
     if (vt_gemm_cache_store(dir, &k, &t->r.best, note, t->cache_path, sizeof t->cache_path) != VT_OK) {
         snprintf(t->cache_warn, sizeof t->cache_warn, "not cached: %s", vt_last_error());
         vt_clear_error();
@@ -56,8 +58,10 @@ vt_status vt_blocking_tune(const vt_config *cfg, int ranks, const vt_gemm_contex
 
 void vt_blocking_tuning_text(const vt_blocking_tuning *t, const char *start_name, char *buf, size_t len) {
     const vt_tune_result *r = &t->r;
-    snprintf(buf, len, "in %.1f s (%d timings): the step's products %.4f s with %s, %.4f s tuned (%.3fx); %s", t->seconds,
-             r->timed, r->t_start, start_name, r->t_best, r->t_best > 0 ? r->t_start / r->t_best : 1.0,
+    snprintf(buf, len, "in %.1f s (%d timings of the %s.* fields): the step's %s products %.4f s with %s, %.4f s "
+             "tuned (%.3fx); %s", t->seconds, r->timed, vt_tune_blocking_name(&t->target),
+             vt_tune_target_name(&t->target), r->t_start, start_name, r->t_best,
+             r->t_best > 0 ? r->t_start / r->t_best : 1.0,
              r->changed ? r->changes : "no change beat it by the noise margin");
 }
 
@@ -153,11 +157,12 @@ static vt_status choose(const vt_config *cfg, const char *record, purpose p, vt_
     }
     vt_tune_shape s[VT_TUNE_MAX_SHAPES];
     const int ranks = vt_dist_size(), n = vt_tune_shapes(cfg, ranks, s);
+    const vt_tune_target target = vt_tune_target_of(cfg);
     char dir[4096], note[512] = "", why[4400] = "";
     const char *reason = NULL;
     if (vt_gemm_cache_dir(dir, sizeof dir) == 0) {
         vt_gemm_cache_key k;
-        vt_gemm_cache_key_make(&k, s, n, omp_get_max_threads());
+        vt_gemm_cache_key_make(&k, &target, s, n, omp_get_max_threads());
         vt_gemm_context cached;
         vt_gemm_cache_found f = vt_gemm_cache_load(dir, &k, &cached, note, sizeof note, why, sizeof why);
         if (f == VT_GEMM_CACHE_HIT) {
@@ -175,8 +180,6 @@ static vt_status choose(const vt_config *cfg, const char *record, purpose p, vt_
     if (!reason && ranks > 1)
         reason = "under MPI no rank tunes (the others' waiting would skew the timings): `vitrain tune CONFIG "
                  "--ranks R --threads T`, run once as one process, fills the cache for R ranks of T threads";
-    if (!reason && cfg->train.precision == VT_PRECISION_BF16 && vt_kernels_bf16_path() != VT_BF16_FMA)
-        reason = "the bf16 products run on their own kernels, whose blocking is not tuned";
     if (!reason && vt_tune_linear_flops(s, n) < VT_TUNE_MIN_FLOPS)
         reason = "the model's products are too small for the blocking to matter";
     if (reason) {

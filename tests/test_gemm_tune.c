@@ -159,9 +159,10 @@ static void test_search_rule(void) {
                                 "avx512.m_one_pass=784,avx512.nc_one_pass=256,avx512.one_pass_min_n=384",
                                 vt_gemm_context_at(0), &start, err, sizeof err) == 0,
           "the start (14x32, kc 384, kc_t 256, mc 280, m_one_pass 784): %s", err);
+    const vt_tune_target avx512 = {VT_ISA_AVX512, 0, -1}, avx2 = {VT_ISA_AVX2, 0, -1};
     fake_cpu f = {s, n, 0.99, 0, {0}, 0, &start};
     vt_tune_result r;
-    vt_tune_search(&start, VT_ISA_AVX512, s, n, fake_measure, &f, &r);
+    vt_tune_search(&start, &avx512, s, n, fake_measure, &f, &r);
     CHECK(r.changed && r.best.avx512.kc == 768 && r.best.avx512.mr == 12 && r.best.avx512.nr == 32,
           "the fastest kc and tile: kc %d, tile %dx%d (%s)", r.best.avx512.kc, r.best.avx512.mr, r.best.avx512.nr,
           r.changes);
@@ -180,7 +181,7 @@ static void test_search_rule(void) {
     /* a 5% gain is taken; the same figures give the same result */
     fake_cpu g = {s, n, 0.95, 0, {0}, 0, &start};
     vt_tune_result r2;
-    vt_tune_search(&start, VT_ISA_AVX512, s, n, fake_measure, &g, &r2);
+    vt_tune_search(&start, &avx512, s, n, fake_measure, &g, &r2);
     CHECK(r2.best.avx512.kc_t == 384, "a 5%% gain beats the margin: kc_t %d", r2.best.avx512.kc_t);
     CHECK(r2.best.avx512.kc == r.best.avx512.kc && r2.best.avx512.mc == r.best.avx512.mc, "deterministic");
     /* every knob is timed only on the products it affects: kc (ta = 0) never on a weight gradient */
@@ -194,14 +195,14 @@ static void test_search_rule(void) {
     /* the final rounds find the result slower: the start is kept */
     fake_cpu h = {s, n, 0.99, 1, {0}, 0, &start};
     vt_tune_result r3;
-    vt_tune_search(&start, VT_ISA_AVX512, s, n, fake_measure, &h, &r3);
+    vt_tune_search(&start, &avx512, s, n, fake_measure, &h, &r3);
     CHECK(!r3.changed && same_blocking(&r3.best, &start) && r3.changes[0] == '\0',
           "a result slower over every product is dropped (%s)", r3.changes);
 
     /* avx2: no tile choice; its own fields only */
     fake_cpu k = {s, n, 1.0, 0, {0}, 0, &start};
     vt_tune_result r4;
-    vt_tune_search(&start, VT_ISA_AVX2, s, n, fake_measure, &k, &r4);
+    vt_tune_search(&start, &avx2, s, n, fake_measure, &k, &r4);
     CHECK(!memcmp(&r4.best.avx512, &start.avx512, sizeof start.avx512), "avx2 tuning leaves avx512's fields");
 }
 
@@ -213,12 +214,13 @@ static void test_cache(void) {
     vt_config cfg = vit_b(32);
     vt_tune_shape s[VT_TUNE_MAX_SHAPES];
     int n = vt_tune_shapes(&cfg, 1, s);
+    const vt_tune_target fp32 = {vt_k.isa, 0, -1};
     vt_gemm_cache_key k1, k2, k3;
-    vt_gemm_cache_key_make(&k1, s, n, 1);
-    vt_gemm_cache_key_make(&k2, s, n, 2);
+    vt_gemm_cache_key_make(&k1, &fp32, s, n, 1);
+    vt_gemm_cache_key_make(&k2, &fp32, s, n, 2);
     cfg = vit_b(64);
     vt_tune_shape s64[VT_TUNE_MAX_SHAPES];
-    vt_gemm_cache_key_make(&k3, s64, vt_tune_shapes(&cfg, 1, s64), 1);
+    vt_gemm_cache_key_make(&k3, &fp32, s64, vt_tune_shapes(&cfg, 1, s64), 1);
     CHECK(strcmp(k1.file, k2.file) && strcmp(k1.file, k3.file), "threads and shapes are in the key: %s %s %s",
           k1.file, k2.file, k3.file);
     vt_gemm_context c = *vt_gemm_context_at(0), got;
