@@ -361,12 +361,11 @@ static double measure_cpu(void *user, const vt_gemm_context *ctx, unsigned mask)
         size_t f[3];
         shape_floats(bn, s, f);
         const size_t sa = f[0] / s->batch, sb = f[1] / s->batch, sc = f[2] / s->batch;
-        const size_t wf = bn->tiles ? vt_k.gemm_bf16_work_floats(s->M, s->N, s->K)
-                                    : vt_k.gemm_work_floats(s->M, s->N, s->K);
-        #pragma omp parallel for schedule(dynamic, 4)
-        for (int j = 0; j < s->batch; j++) {
+        float *work = vt_gemm_workspace(bn->tiles ? vt_k.gemm_bf16_work_floats(s->M, s->N, s->K)
+                                                  : vt_k.gemm_work_floats(s->M, s->N, s->K));
+        for (int j = 0; j < s->batch; j++) { /* each on one thread, as the step runs them: here the calling one */
             const float *a = bn->a + j * sa, *b = bn->b + j * sb;
-            float *c = bn->c + j * sc, *work = vt_gemm_workspace(wf);
+            float *c = bn->c + j * sc;
             if (bn->tiles)
                 vt_k.gemm_bf16(s->ta, s->tb, s->M, s->N, s->K, 1.0f, a, ld[0], b, NULL, ld[1], s->beta, NULL, c, ld[2],
                                work, NULL);
@@ -379,14 +378,14 @@ static double measure_cpu(void *user, const vt_gemm_context *ctx, unsigned mask)
 vt_status vt_tune_run(const vt_gemm_context *start, const vt_tune_target *t, const vt_tune_shape *s, int n,
                       vt_tune_result *r) {
     vt_tune_shape sh[VT_TUNE_MAX_SHAPES];
-    const int threads = omp_get_max_threads(), dw_k = weight_gradient_k(t);
+    const int dw_k = weight_gradient_k(t);
     bench bn = {sh, n, t->bf16, bf16_blocking(t), NULL, NULL, NULL, NULL};
     size_t na = 1, nb = 1, ncf = 1;
     for (int i = 0; i < n; i++) {
         sh[i] = s[i];
         if (!sh[i].batch && !sh[i].ta && sh[i].M > VT_TUNE_ROWS) sh[i].M = VT_TUNE_ROWS;
         if (!sh[i].batch && sh[i].ta && sh[i].K > dw_k) sh[i].K = dw_k;
-        if (sh[i].batch > 8 * threads) sh[i].batch = 8 * threads;
+        if (sh[i].batch > VT_TUNE_BATCH) sh[i].batch = VT_TUNE_BATCH;
         size_t f[3];
         shape_floats(&bn, &sh[i], f);
         if (f[0] > na) na = f[0];

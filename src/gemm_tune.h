@@ -28,7 +28,10 @@
  * through vt_gemm_prec with the weight from its bf16 copy (forward and dX) and, on the
  * amx and dpbf16 paths, attention's per-head products through vt_k.gemm_bf16 with the
  * rows of the N x N blocks padded to 16 floats (src/ops/attention.c; on the fma path
- * they are float32 products of rounded operands, vt_k.gemm). Timed products are
+ * they are float32 products of rounded operands, vt_k.gemm). Each per-head product runs
+ * on one thread in the step, so VT_TUNE_BATCH of them are timed on the calling thread
+ * (a parallel region of a few such products would time the threads' wake-up instead).
+ * Timed products are
  * shortened where they are long: the rows of a product with A as stored (the tokens of
  * the batch) to VT_TUNE_ROWS, which stays above every m_one_pass candidate, so each
  * shortened product takes the loop order its full one takes; the K of a weight gradient
@@ -49,6 +52,7 @@
 #define VT_TUNE_ROUNDS 2
 #define VT_TUNE_MARGIN 0.03 /* a candidate must be 3% faster than the incumbent */
 #define VT_TUNE_ROWS 1024
+#define VT_TUNE_BATCH 8 /* attention's per-head products timed: 8 of them, one after another */
 /* A config whose step's products (the 12 linear products, full size) are below this many
  * floating-point operations is not tuned on the fly: its step's GEMMs take well under a
  * second, and seconds of tuning would not pay back over a short run. */
