@@ -456,6 +456,18 @@ static int read_record(const char *dir, vt_gemm_context *c, char *source, size_t
     return rc;
 }
 
+/* Whether a new run of cfg in dir/sub computes with the table's entry (every blocking). */
+static int new_run_takes_table(const vt_config *cfg, const char *dir, const char *sub, const vt_gemm_context *table) {
+    char run[320];
+    snprintf(run, sizeof run, "%s/%s", dir, sub);
+    mkdir(run, 0777);
+    vt_gemm_context_set(table);
+    return vt_blocking_for_run(cfg, run, 0) == VT_OK && !strcmp(vt_gemm_ctx.name, table->name) &&
+           !memcmp(&vt_gemm_ctx.avx512, &table->avx512, sizeof table->avx512) &&
+           !memcmp(&vt_gemm_ctx.avx512bf16, &table->avx512bf16, sizeof table->avx512bf16) &&
+           !memcmp(&vt_gemm_ctx.amx, &table->amx, sizeof table->amx);
+}
+
 /* blocking.c's choice for a bf16 run from the cache: its own path's entry only. The
  * tiny model is below the on-the-fly tuning's size, so a miss takes the table's entry. */
 static void test_bf16_run_choice(void) {
@@ -498,23 +510,15 @@ static void test_bf16_run_choice(void) {
     /* an fp32 run of the same config does not take the bf16 entry */
     vt_config fp32 = cfg;
     fp32.train.precision = VT_PRECISION_FP32;
-    snprintf(run, sizeof run, "%s/fp32", dir);
-    mkdir(run, 0777);
-    vt_gemm_context_set(&table);
-    CHECK(vt_blocking_for_run(&fp32, run, 0) == VT_OK && !strcmp(vt_gemm_ctx.name, table.name) &&
-              vt_gemm_ctx.avx512.kc == table.avx512.kc,
-          "an fp32 run takes the table's entry, not the bf16 one: %s", vt_gemm_ctx.name);
+    CHECK(new_run_takes_table(&fp32, dir, "fp32", &table), "an fp32 run takes the table's entry, not the bf16 one: %s",
+          vt_gemm_ctx.name);
 
     /* another path (dpbf16 where the level is amx): a miss for the amx entry */
     char why[256];
     const int path0 = vt_kernels_bf16_path();
     if (own.path == VT_BF16_AMX && vt_kernels_set_bf16_path(VT_BF16_DPBF16, why, sizeof why) == 0) {
-        snprintf(run, sizeof run, "%s/dpbf16", dir);
-        mkdir(run, 0777);
-        vt_gemm_context_set(&table);
-        CHECK(vt_blocking_for_run(&cfg, run, 0) == VT_OK && !strcmp(vt_gemm_ctx.name, table.name) &&
-                  vt_gemm_ctx.avx512bf16.kc == table.avx512bf16.kc,
-              "a dpbf16 run does not take the amx entry: %s", vt_gemm_ctx.name);
+        CHECK(new_run_takes_table(&cfg, dir, "dpbf16", &table), "a dpbf16 run does not take the amx entry: %s",
+              vt_gemm_ctx.name);
         vt_kernels_set_bf16_path((vt_bf16_path)path0, why, sizeof why);
     }
     vt_gemm_context_set(&table);
