@@ -20,7 +20,10 @@
  *             (gemm_tune.h: the fp32 level's, or the amx / dpbf16 path's in bf16) and
  *             its result is cached;
  *   table     otherwise: the built-in table's entry for the CPU.
- * A new run records its blocking (every field and its source) in DIR/gemm_blocking.txt.
+ * A new run records its blocking (every field and its source) in DIR/gemm_blocking.txt,
+ * and a bf16 run the product path it runs (bf16_path.h), which orders the sums too: a
+ * resumed bf16 run, and a bf16 evaluation of its checkpoint, run that path again
+ * (precision.h: vt_precision_adopt_recorded).
  * An evaluation of a checkpoint (`vitrain eval`) computes with VT_GEMM_CONTEXT's
  * blocking when it is set, else with the record of the run directory the checkpoint is
  * in, else with the table's entry: a run's checkpoint then evaluates to its run's own
@@ -48,9 +51,10 @@ vt_status vt_blocking_for_run(const vt_config *cfg, const char *dir, int resume)
 
 /* Choose and set the blocking of an evaluation of the checkpoint file at path on every
  * rank, as above (env, the record beside the file, the table): rank 0 chooses and logs
- * one line saying what and why, every rank sets rank 0's blocking. Collective under MPI.
- * Errors: a record beside the file that does not parse (VT_ERR_USAGE, naming it). */
-vt_status vt_blocking_for_eval(const char *checkpoint);
+ * one line saying what and why, every rank sets rank 0's blocking and, for an evaluation
+ * in bf16 (bf16), the bf16 path the record names. Collective under MPI. Errors: a record
+ * beside the file that does not parse (VT_ERR_USAGE, naming it). */
+vt_status vt_blocking_for_eval(const char *checkpoint, int bf16);
 
 /* What one tuning did (vt_blocking_tune). */
 typedef struct {

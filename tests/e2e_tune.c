@@ -23,6 +23,10 @@
  *     another path's run (dpbf16 on an AMX CPU) and an fp32 run do not take it; a
  *     corrupt entry is ignored with a one-line warning; a VT_BF16_PATH that is no path
  *     or one the level lacks is a usage error, one an fp32 config ignores a warning;
+ *   - the bf16 path is recorded beside the blocking: a resumed bf16 run and a bf16
+ *     evaluation of its checkpoint run the recorded path whatever the probe picks (bit
+ *     for bit, with teeth), VT_BF16_PATH overrides it and a path the level cannot run
+ *     falls back, each with a warning; a record naming no path stops the resume;
  *   - under mpirun every rank computes with rank 0's blocking: two ranks whose caches
  *     differ (XDG_CACHE_HOME per rank) train the weights, bit for bit, of two ranks that
  *     both have rank 0's cache, and two ranks on the other cache train others (the check
@@ -251,6 +255,83 @@ static void test_bf16_sources(void) {
           "a corrupt bf16 cache file is ignored with a warning: exit %d", rc);
 }
 
+/* The bf16 path named by the record file rec ("bf16_path NAME"), into name; -1 when none. */
+static int recorded_path(const char *rec, char *name, size_t len) {
+    char *s = test_read_file(rec, NULL), *l = s ? strstr(s, "\nbf16_path ") : NULL;
+    int ok = l != NULL;
+    if (ok) snprintf(name, len, "%.*s", (int)strcspn(l + 11, "\n"), l + 11);
+    free(s);
+    return ok ? 0 : -1;
+}
+
+/* The bf16 path is part of how a run sums: a new bf16 run records the one it chose, a
+ * resumed run and an evaluation of its checkpoint run that one again whatever the probe
+ * picks now (bit for bit the uninterrupted run's weights; a run on the probe's path sums
+ * otherwise: teeth), unless VT_BF16_PATH says otherwise or the path cannot run here
+ * (a warning each); a record naming no path stops the resume. Needs two paths. */
+static void test_bf16_path_record(void) {
+    const vt_isa top = vt_kernels_best_isa();
+    if (top < VT_ISA_AVX512BF16) {
+        printf("e2e_tune: skipped: the bf16 path's record (this CPU offers one bf16 path, fma)\n");
+        return;
+    }
+    char log[160], a[128], b[128], q[128], rec[160], probe[16] = "", other[16], pa[200], pb[200], pq[200], want[160];
+    snprintf(log, sizeof log, "%s/path.log", tmp);
+    snprintf(a, sizeof a, "%s/path_straight", tmp);
+    snprintf(b, sizeof b, "%s/path_stopped", tmp);
+    snprintf(q, sizeof q, "%s/path_probe", tmp);
+    /* the probe's path on this CPU now (a run on it, for the teeth), and another one */
+    int rc = run("%s %s " CFG " " SETS BF16 " --threads 1 --run-dir %s 2>%s", env, bin, q, log);
+    snprintf(rec, sizeof rec, "%s/gemm_blocking.txt", q);
+    CHECK(rc == 0 && recorded_path(rec, probe, sizeof probe) == 0, "a new bf16 run records its path: exit %d", rc);
+    snprintf(other, sizeof other, "%s", strcmp(probe, "fma") ? "fma" : "dpbf16");
+    rc = run("%s %s " CFG " " SETS " --threads 1 --run-dir %s/path_fp32 --stop-after 1 2>%s", env, bin, tmp, log);
+    snprintf(rec, sizeof rec, "%s/path_fp32/gemm_blocking.txt", tmp);
+    CHECK(rc == 0 && recorded_path(rec, want, sizeof want) != 0, "an fp32 run records no bf16 path: exit %d", rc);
+
+    /* a run on the other path, straight and stopped; the resume without VT_BF16_PATH */
+    rc = run("%s VT_BF16_PATH=%s %s " CFG " " SETS BF16 " --threads 1 --run-dir %s 2>%s", env, other, bin, a, log);
+    CHECK(rc == 0, "the straight run on the %s path: exit %d", other, rc);
+    rc = run("%s VT_BF16_PATH=%s %s " CFG " " SETS BF16 " --threads 1 --run-dir %s --stop-after 5 2>%s", env, other,
+             bin, b, log);
+    snprintf(rec, sizeof rec, "%s/gemm_blocking.txt", b);
+    CHECK(rc == 0 && recorded_path(rec, want, sizeof want) == 0 && !strcmp(want, other),
+          "the stopped run records the %s path: exit %d", other, rc);
+    rc = run("cp -a %s %s.env && cp -a %s %s.isa && cp -a %s %s.bad", b, b, b, b, b, b);
+    rc = run("%s %s --resume %s --threads 1 2>%s", env, bin, b, log);
+    snprintf(want, sizeof want, "bf16 products on the %s path, as the run recorded it", other);
+    char chosen[64]; /* the probe may pick the run's path itself this time: then nothing to adopt */
+    snprintf(chosen, sizeof chosen, "bf16 products on the %s path (", other);
+    CHECK(rc == 0 && (file_contains(log, want) || file_contains(log, chosen)),
+          "the resume runs the recorded %s path: exit %d", other, rc);
+    snprintf(pa, sizeof pa, "%s/last.safetensors", a);
+    snprintf(pb, sizeof pb, "%s/last.safetensors", b);
+    snprintf(pq, sizeof pq, "%s/last.safetensors", q);
+    same_not_other(pa, pb, pq, "resumed on its recorded bf16 path: the uninterrupted run's weights; the probe's path's");
+
+    /* VT_BF16_PATH overrides the record; a path this level cannot run; a record naming no path */
+    rc = run("%s VT_BF16_PATH=%s %s --resume %s.env --threads 1 --stop-after 6 2>%s", env, probe, bin, b, log);
+    snprintf(want, sizeof want, "VT_BF16_PATH=%s overrides the %s path the run's products ran on", probe, other);
+    if (strcmp(probe, other))
+        CHECK(rc == 0 && file_contains(log, want), "VT_BF16_PATH over the record, with a warning: exit %d", rc);
+    rc = run("sed -i 's/^bf16_path .*/bf16_path dpbf16/' %s.isa/gemm_blocking.txt && %s VT_ISA=avx2 %s --resume %s.isa "
+             "--threads 1 --stop-after 6 2>%s", b, env, bin, b, log);
+    CHECK(rc == 0 && file_contains(log, "warning: the run's bf16 products ran on the dpbf16 path") &&
+              file_contains(log, "which cannot run here") && file_contains(log, "sum differently from the run's"),
+          "a recorded path this level cannot run: a warning, exit %d", rc);
+    rc = run("sed -i 's/^bf16_path .*/bf16_path tpu/' %s.bad/gemm_blocking.txt && %s %s --resume %s.bad --threads 1 "
+             "2>%s", b, env, bin, b, log);
+    CHECK(rc == 2 && file_contains(log, "gemm_blocking.txt: not a valid GEMM blocking record") &&
+              file_contains(log, "bf16_path 'tpu' is not a bf16 path"),
+          "a record naming no bf16 path stops the resume, naming it: exit %d", rc);
+
+    /* eval of the run's checkpoint in bf16 runs the recorded path too */
+    rc = run("%s %s eval --checkpoint %s --precision bf16 --threads 1 >/dev/null 2>%s", env, bin, pa, log);
+    snprintf(want, sizeof want, "bf16 products on the %s path, as the run recorded it", other);
+    CHECK(rc == 0 && (file_contains(log, want) || file_contains(log, chosen)),
+          "eval --precision bf16 of the run's checkpoint runs its %s path: exit %d", other, rc);
+}
+
 /* The last "kind":"eval" record of run directory dir's metrics.jsonl, into line. */
 static int last_eval_record(const char *dir, char *line, size_t len) {
     char path[256];
@@ -360,6 +441,7 @@ int main(void) {
     test_tune_arguments();
     test_sources();
     test_bf16_sources();
+    test_bf16_path_record();
     test_eval_blocking();
     test_mpi_rank0_blocking();
     return e2e_finish(tmp);
