@@ -182,6 +182,14 @@ static const field_rule rules[] = {
 
 static int *field(vt_gemm_context *c, const field_rule *r) { return (int *)((char *)c + r->offset); }
 
+/* The tile dimension a field of an fp32 blocking must be a multiple of: mr for mc, nr
+ * for nc and nc_one_pass (the panels fill whole blocks); 1 for the others. */
+static int tile_multiple(const vt_gemm_blocking_f32 *b, const char *f, const char **tile) {
+    int m = !strcmp(f, "mc") ? b->mr : !strcmp(f, "nc") || !strcmp(f, "nc_one_pass") ? b->nr : 1;
+    if (tile) *tile = !strcmp(f, "mc") ? "mr" : "nr";
+    return m;
+}
+
 /* The rules between fields of one fp32 kernel: mr x nr is one of the level's shapes
  * (shapes: n pairs), mc a multiple of mr, nc and nc_one_pass of nr; the packed-A region
  * holds min(M, m_one_pass) rows (so an M block, mc rows, must fit in it), the packed-B
@@ -203,15 +211,17 @@ static int check_f32(const vt_gemm_blocking_f32 *b, const char *level, const int
     }
     const struct {
         const char *name;
-        int v, of;
+        int v;
+    } mult[] = {{"mc", b->mc}, {"nc", b->nc}, {"nc_one_pass", b->nc_one_pass}};
+    for (int i = 0; i < 3; i++) {
         const char *tile;
-    } mult[] = {{"mc", b->mc, b->mr, "mr"}, {"nc", b->nc, b->nr, "nr"}, {"nc_one_pass", b->nc_one_pass, b->nr, "nr"}};
-    for (int i = 0; i < 3; i++)
-        if (mult[i].v % mult[i].of) {
+        int of = tile_multiple(b, mult[i].name, &tile);
+        if (mult[i].v % of) {
             snprintf(err, errlen, "VT_GEMM_CONTEXT: %s.%s=%d must be a multiple of %s.%s = %d", level, mult[i].name,
-                     mult[i].v, level, mult[i].tile, mult[i].of);
+                     mult[i].v, level, tile, of);
             return -1;
         }
+    }
     if (b->mc > b->m_one_pass) {
         snprintf(err, errlen,
                  "VT_GEMM_CONTEXT: %s.mc = %d exceeds %s.m_one_pass = %d (an M block must fit the packed-A "
@@ -309,6 +319,22 @@ int vt_gemm_context_parse(const char *spec, const vt_gemm_context *base, vt_gemm
         return -1;
     *out = c;
     return 0;
+}
+
+int vt_gemm_context_field(const vt_gemm_context *c, const char *key, int *value, int *multiple) {
+    for (int i = 0; i < N_RULES; i++) {
+        if (strcmp(key, rules[i].key)) continue;
+        *value = *field((vt_gemm_context *)c, &rules[i]);
+        *multiple = rules[i].multiple;
+        /* an fp32 blocking's tile multiples (those fields' own rules take any whole number) */
+        const char *f = strchr(key, '.') + 1;
+        const vt_gemm_blocking_f32 *b = !strncmp(key, "avx2.", 5)     ? &c->avx2
+                                        : !strncmp(key, "avx512.", 7) ? &c->avx512
+                                                                      : NULL;
+        if (b && tile_multiple(b, f, NULL) > 1) *multiple = tile_multiple(b, f, NULL);
+        return 0;
+    }
+    return -1;
 }
 
 int vt_gemm_context_format(const vt_gemm_context *c, char *buf, size_t len) {

@@ -143,6 +143,11 @@ int vt_gemm_context_parse(const char *spec, const vt_gemm_context *base, vt_gemm
  * name): vt_gemm_context_parse of the text gives c's blocking back whatever the base.
  * Returns 0, or -1 when len is too small. */
 int vt_gemm_context_format(const vt_gemm_context *c, char *buf, size_t len);
+/* c's field key (VT_GEMM_CONTEXT's name: "amx.kc", "avx512.mc") in *value, and in
+ * *multiple what its values must be a multiple of in c (its own rule's, or for an fp32
+ * blocking's mc, nc and nc_one_pass c's mr or nr; the range and the rules between other
+ * fields are vt_gemm_context_parse's to check). Returns 0, or -1 when key names no field. */
+int vt_gemm_context_field(const vt_gemm_context *c, const char *key, int *value, int *multiple);
 /* The fp32 register tiles (mr, nr) the level's GEMM is compiled for (kernels/gemm_tiles.h:
  * avx512's shapes, avx2's one; none below), at most max of them; returns the count. */
 int vt_gemm_tiles(vt_isa level, int (*tiles)[2], int max);

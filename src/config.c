@@ -424,7 +424,7 @@ static const key_row schema[] = {
     K_ENUM("runtime.gemm_tune", runtime.gemm_tune, ch_gemm_tune, VT_GEMM_TUNE_ON, NULL,
            "GEMM blocking of a new run: on takes this CPU's entry in the tuning cache "
            "($XDG_CACHE_HOME/vitrain, else ~/.cache/vitrain; `vitrain tune CONFIG` fills it) for the "
-           "config's products and thread count, else tunes them once (seconds; a single process and "
+           "config's products, precision, bf16 path and thread count, else tunes them once (seconds; a single process and "
            "models whose linear products reach 20 GFLOP a step) and caches the result, else keeps the "
            "built-in table's entry for the CPU; off keeps the table's entry. A resumed run keeps the "
            "blocking its run directory records (gemm_blocking.txt); VT_GEMM_CONTEXT overrides both.",

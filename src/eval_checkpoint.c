@@ -218,7 +218,7 @@ vt_status vt_eval_checkpoint_run(vt_eval_checkpoint *ec) {
     const vt_config *cfg = &ec->cfg;
     vt_vit m;
     vt_model_spec ms;
-    vt_status st = vt_blocking_for_eval(o->checkpoint); /* agreed across ranks */
+    vt_status st = vt_blocking_for_eval(o->checkpoint, cfg->train.precision == VT_PRECISION_BF16); /* agreed */
     if (st != VT_OK) {
         vt_eval_checkpoint_close(ec);
         return st;

@@ -15,19 +15,20 @@
 #define MAGIC "vitrain-gemm-cache 1"
 #define MAX_FILE_BYTES 16384
 
-void vt_gemm_cache_key_make(vt_gemm_cache_key *k, const vt_tune_shape *s, int n, int threads) {
+void vt_gemm_cache_key_make(vt_gemm_cache_key *k, const vt_tune_target *t, const vt_tune_shape *s, int n,
+                            int threads) {
     vt_cpu_ident id;
     vt_cpu_ident_read(&id);
     char shapes[1536];
     vt_tune_shapes_text(s, n, shapes, sizeof shapes);
-    snprintf(k->text, sizeof k->text, "cpu=%s/%d/%d/%d l1d=%ld l2=%ld l3=%ld isa=%s threads=%d shapes=%s",
+    const char *isa = vt_kernels_isa_name(t->level), *products = vt_tune_target_name(t);
+    snprintf(k->text, sizeof k->text, "cpu=%s/%d/%d/%d l1d=%ld l2=%ld l3=%ld isa=%s products=%s threads=%d shapes=%s",
              id.vendor[0] ? id.vendor : "unknown", id.family, id.model, id.stepping, sysconf(_SC_LEVEL1_DCACHE_SIZE),
-             sysconf(_SC_LEVEL2_CACHE_SIZE), sysconf(_SC_LEVEL3_CACHE_SIZE), vt_kernels_isa_name(vt_k.isa), threads,
-             shapes);
+             sysconf(_SC_LEVEL2_CACHE_SIZE), sysconf(_SC_LEVEL3_CACHE_SIZE), isa, products, threads, shapes);
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (const char *p = k->text; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    snprintf(k->file, sizeof k->file, "gemm-%s-%d-%d-%d-%s-%016llx.txt", id.vendor[0] ? id.vendor : "unknown",
-             id.family, id.model, id.stepping, vt_kernels_isa_name(vt_k.isa), (unsigned long long)h);
+    snprintf(k->file, sizeof k->file, "gemm-%s-%d-%d-%d-%s-%s-%016llx.txt", id.vendor[0] ? id.vendor : "unknown",
+             id.family, id.model, id.stepping, isa, products, (unsigned long long)h);
 }
 
 int vt_gemm_cache_dir(char *buf, size_t len) {
@@ -105,8 +106,8 @@ vt_gemm_cache_found vt_gemm_cache_load(const char *dir, const vt_gemm_cache_key 
     if (strlen(text) != len || strncmp(text, MAGIC "\n", strlen(MAGIC) + 1))
         snprintf(why, whylen, "%s: not a vitrain GEMM cache file (no '" MAGIC "' first line)", path);
     else if (line_value(text, "key", key, sizeof key) || strcmp(key, k->text))
-        snprintf(why, whylen, "%s: written for another CPU, level, thread count or set of shapes (its key "
-                 "differs)", path);
+        snprintf(why, whylen, "%s: written for another CPU, level, precision, bf16 path, thread count or set of "
+                 "shapes (its key differs)", path);
     else if (line_value(text, "blocking", items, sizeof items))
         snprintf(why, whylen, "%s: no blocking line", path);
     else if (vt_gemm_blocking_parse(items, c, err, sizeof err))

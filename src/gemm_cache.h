@@ -2,7 +2,10 @@
  * file per key under $XDG_CACHE_HOME/vitrain/ (else ~/.cache/vitrain/).
  *
  * Owns: the key (CPUID vendor, family, model and stepping; the L1d, L2 and L3 sizes the
- * CPU reports; the kernel level; the OpenMP thread count; the shapes tuned), the file's
+ * CPU reports; the kernel level; the products' precision and bf16 path, which say which
+ * blocking was tuned and how its products ran (vt_tune_target_name: an fp32 entry never
+ * serves a bf16 run, nor an amx entry a dpbf16 one); the OpenMP thread count; the shapes
+ * tuned), the file's
  * name and format, and reading and writing it. Does not own the blocking's rules
  * (kernels/gemm_context.c) nor when the cache is used (blocking.h).
  *
@@ -30,8 +33,9 @@ typedef struct {
     char file[160];  /* the file name in the cache directory */
 } vt_gemm_cache_key;
 
-/* The key of the products s[0..n) on this CPU, at the active level and threads threads. */
-void vt_gemm_cache_key_make(vt_gemm_cache_key *k, const vt_tune_shape *s, int n, int threads);
+/* The key of target t's products s[0..n) on this CPU at threads threads. */
+void vt_gemm_cache_key_make(vt_gemm_cache_key *k, const vt_tune_target *t, const vt_tune_shape *s, int n,
+                            int threads);
 /* The cache directory ($XDG_CACHE_HOME/vitrain, else $HOME/.cache/vitrain); -1 when
  * neither variable is set (no cache). */
 int vt_gemm_cache_dir(char *buf, size_t len);

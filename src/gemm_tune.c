@@ -55,17 +55,68 @@ double vt_tune_linear_flops(const vt_tune_shape *s, int n) {
     return f;
 }
 
-/* ---- the search ------------------------------------------------------------------ */
+/* ---- the target ------------------------------------------------------------------ */
 
-/* The knobs, in the order the search visits them. */
-enum { KNOB_TILE, KNOB_KC, KNOB_KC_T, KNOB_MC, KNOB_NC, KNOB_M_ONE_PASS, KNOB_NC_ONE_PASS, KNOB_ONE_PASS_MIN_N,
-       N_KNOBS };
-static const char *const knob_names[N_KNOBS] = {"tile", "kc", "kc_t", "mc", "nc", "m_one_pass", "nc_one_pass",
-                                                "one_pass_min_n"};
+vt_tune_target vt_tune_target_of(const vt_config *cfg) {
+    vt_tune_target t = {vt_k.isa, cfg->train.precision == VT_PRECISION_BF16, -1};
+    if (t.bf16) t.path = vt_kernels_bf16_path();
+    return t;
+}
+
+const char *vt_tune_target_name(const vt_tune_target *t) {
+    static const char *const names[VT_BF16_PATH_COUNT] = {[VT_BF16_AMX] = "bf16-amx", [VT_BF16_DPBF16] = "bf16-dpbf16",
+                                                          [VT_BF16_FMA] = "bf16-fma"};
+    if (!t->bf16) return "fp32";
+    return t->path >= 0 && t->path < VT_BF16_PATH_COUNT ? names[t->path] : "bf16";
+}
+
+/* Whether t's products run on a bf16 path's own blocking (amx, dpbf16), not the fp32 one. */
+static int bf16_blocking(const vt_tune_target *t) {
+    return t->bf16 && (t->path == VT_BF16_AMX || t->path == VT_BF16_DPBF16);
+}
+
+const char *vt_tune_blocking_name(const vt_tune_target *t) {
+    if (bf16_blocking(t)) return t->path == VT_BF16_AMX ? "amx" : "avx512bf16";
+    return t->level >= VT_ISA_AVX512 ? "avx512" : "avx2";
+}
+
+/* t's blocking in c: where it is and its size (what the search compares). */
+static void *blocking_in(const vt_gemm_context *c, const vt_tune_target *t, size_t *size) {
+    vt_gemm_context *m = (vt_gemm_context *)c;
+    if (bf16_blocking(t)) {
+        *size = sizeof(vt_gemm_blocking_bf16);
+        return t->path == VT_BF16_AMX ? (void *)&m->amx : (void *)&m->avx512bf16;
+    }
+    *size = sizeof(vt_gemm_blocking_f32);
+    return t->level >= VT_ISA_AVX512 ? (void *)&m->avx512 : (void *)&m->avx2;
+}
+
+/* Whether a and b hold the same blocking of t. */
+static int same_blocking(const vt_gemm_context *a, const vt_gemm_context *b, const vt_tune_target *t) {
+    size_t n;
+    const void *x = blocking_in(a, t, &n), *y = blocking_in(b, t, &n);
+    return !memcmp(x, y, n);
+}
+
+/* ---- the knobs --------------------------------------------------------------------- */
+
+/* The products a knob affects (which products its candidates are timed on). */
+typedef int (*affects_fn)(const vt_tune_shape *s);
+
+/* A knob: a field of the blocking (VT_GEMM_CONTEXT's name after the blocking's; "tile":
+ * the fp32 register tile, mr x nr), its candidate values (rounded to the field's
+ * multiple) and the products it affects. */
+typedef struct {
+    const char *field;
+    const int *values;
+    int nv;
+    affects_fn affects;
+} knob;
 #define MAX_CANDS 8
+#define COUNT(a) (int)(sizeof(a) / sizeof(a)[0])
 
-/* The candidate values of each knob (the tile's: gemm_tiles.h's shapes). m_one_pass
- * stays below VT_TUNE_ROWS (gemm_tune.h). */
+/* The fp32 blockings' candidates (the tile's: gemm_tiles.h's shapes). m_one_pass stays
+ * below VT_TUNE_ROWS (gemm_tune.h). */
 static const int kc_values[] = {256, 384, 512, 768, 1024};
 static const int kc_t_values[] = {128, 192, 256, 384};
 static const int mc_values[] = {112, 196, 280, 392, 560};
@@ -73,10 +124,51 @@ static const int nc_values[] = {1536, 3072};
 static const int m_one_pass_values[] = {392, 784};
 static const int nc_one_pass_values[] = {128, 256, 384, 512};
 static const int one_pass_min_n_values[] = {256, 384, 768, 1 << 16};
-#define COUNT(a) (int)(sizeof(a) / sizeof(a)[0])
 
-static vt_gemm_blocking_f32 *level_blocking(vt_gemm_context *c, vt_isa level) {
-    return level >= VT_ISA_AVX512 ? &c->avx512 : &c->avx2;
+static int any_product(const vt_tune_shape *s) { return s != NULL; }
+static int rows_as_stored(const vt_tune_shape *s) { return !s->batch && !s->ta; }
+static int rows_transposed(const vt_tune_shape *s) { return !s->batch && s->ta; }
+static int more_rows_than_a_block(const vt_tune_shape *s) { return !s->batch && s->M >= VT_TUNE_ROWS; }
+static int more_columns_than_a_block(const vt_tune_shape *s) { return !s->batch && !s->ta && s->N > 1536; }
+static int one_pass_order(const vt_tune_shape *s) { return !s->batch && s->M < VT_TUNE_ROWS; } /* M <= m_one_pass */
+
+static const knob f32_knobs[] = {
+    {"tile", NULL, 0, any_product},
+    {"kc", kc_values, COUNT(kc_values), rows_as_stored},
+    {"kc_t", kc_t_values, COUNT(kc_t_values), rows_transposed},
+    {"mc", mc_values, COUNT(mc_values), more_rows_than_a_block},
+    {"nc", nc_values, COUNT(nc_values), more_columns_than_a_block},
+    {"m_one_pass", m_one_pass_values, COUNT(m_one_pass_values), one_pass_order},
+    {"nc_one_pass", nc_one_pass_values, COUNT(nc_one_pass_values), one_pass_order},
+    {"one_pass_min_n", one_pass_min_n_values, COUNT(one_pass_min_n_values), one_pass_order},
+};
+
+/* The bf16 blockings' candidates (amx and avx512bf16 alike, each rounded to its own
+ * multiples); a knob affects the products with a side longer than its shortest
+ * candidate (attention's per-head products: only mc). */
+static const int bf16_kc_values[] = {512, 768, 1024, 1536, 2048};
+static const int bf16_mc_values[] = {128, 192, 256, 384, 512};
+static const int bf16_nc_values[] = {768, 1536, 3072};
+
+static int k_beyond_a_block(const vt_tune_shape *s) { return s->K > bf16_kc_values[0]; }
+static int m_beyond_a_block(const vt_tune_shape *s) { return s->M > bf16_mc_values[0]; }
+static int n_beyond_a_block(const vt_tune_shape *s) { return s->N > bf16_nc_values[0]; }
+
+static const knob bf16_knobs[] = {
+    {"kc", bf16_kc_values, COUNT(bf16_kc_values), k_beyond_a_block},
+    {"mc", bf16_mc_values, COUNT(bf16_mc_values), m_beyond_a_block},
+    {"nc", bf16_nc_values, COUNT(bf16_nc_values), n_beyond_a_block},
+};
+
+/* t's knobs, in the order the search visits them; *n their count. */
+static const knob *knobs_of(const vt_tune_target *t, int *n) {
+    *n = bf16_blocking(t) ? COUNT(bf16_knobs) : COUNT(f32_knobs);
+    return bf16_blocking(t) ? bf16_knobs : f32_knobs;
+}
+
+/* The K a weight gradient is timed at (gemm_tune.h). */
+static int weight_gradient_k(const vt_tune_target *t) {
+    return bf16_blocking(t) ? 2 * bf16_kc_values[COUNT(bf16_kc_values) - 1] : VT_TUNE_ROWS;
 }
 
 /* Whether c keeps every rule of a context (vt_gemm_context_parse checks them). */
@@ -92,62 +184,70 @@ static int round_to(int v, int m) {
     return r < m ? m : r;
 }
 
-/* Whether knob k's value matters to shape s (which products a candidate is timed on). */
-static int affects(int k, const vt_tune_shape *s) {
-    switch (k) {
-    case KNOB_TILE: return 1;
-    case KNOB_KC: return !s->batch && !s->ta;
-    case KNOB_KC_T: return !s->batch && s->ta;
-    case KNOB_MC: return !s->batch && s->M >= VT_TUNE_ROWS; /* more rows than an M block */
-    case KNOB_NC: return !s->batch && !s->ta && s->N > 1536; /* more columns than an N block */
-    default: return !s->batch && s->M < VT_TUNE_ROWS; /* the one-pass order: M <= m_one_pass */
+/* The fp32 tile's candidates: each of the level's shapes, the blocks following it (the
+ * nearest multiples of it). Appends to out[*n] (up to MAX_CANDS). */
+static void tile_candidates(const vt_gemm_context *inc, const vt_tune_target *t, vt_gemm_context *out, int *n) {
+    int tiles[MAX_CANDS][2], nt = vt_gemm_tiles(t->level, tiles, MAX_CANDS);
+    size_t size;
+    const vt_gemm_blocking_f32 *b0 = blocking_in(inc, t, &size);
+    for (int i = 0; i < nt && *n < MAX_CANDS; i++) {
+        vt_gemm_context c = *inc;
+        vt_gemm_blocking_f32 *b = blocking_in(&c, t, &size);
+        b->mr = tiles[i][0];
+        b->nr = tiles[i][1];
+        b->mc = round_to(b0->mc, b->mr);
+        while (b->mc > b->m_one_pass && b->mc > b->mr) b->mc -= b->mr;
+        b->nc = round_to(b0->nc, b->nr);
+        b->nc_one_pass = round_to(b0->nc_one_pass, b->nr);
+        while (b->nc_one_pass > b->nc && b->nc_one_pass > b->nr) b->nc_one_pass -= b->nr;
+        int dup = 0;
+        for (int j = 0; j < *n; j++) dup |= same_blocking(&out[j], &c, t);
+        if (!dup && valid(&c)) out[(*n)++] = c;
     }
 }
 
-/* The candidates of knob k around inc (inc first); returns their count. */
-static int candidates(int k, const vt_gemm_context *inc, vt_isa level, vt_gemm_context *out) {
+/* The candidates of knob k around inc (inc first); returns their count. A value is set
+ * as VT_GEMM_CONTEXT would set it, so a candidate that breaks a rule is left out. */
+static int candidates(const knob *k, const vt_gemm_context *inc, const vt_tune_target *t, vt_gemm_context *out) {
     int n = 0;
     out[n++] = *inc;
-    const vt_gemm_blocking_f32 *b0 = level_blocking((vt_gemm_context *)inc, level);
-    const int *vals = NULL;
-    int nv = 0, tiles[MAX_CANDS][2];
-    switch (k) {
-    case KNOB_TILE: nv = vt_gemm_tiles(level, tiles, MAX_CANDS); break;
-    case KNOB_KC: vals = kc_values, nv = COUNT(kc_values); break;
-    case KNOB_KC_T: vals = kc_t_values, nv = COUNT(kc_t_values); break;
-    case KNOB_MC: vals = mc_values, nv = COUNT(mc_values); break;
-    case KNOB_NC: vals = nc_values, nv = COUNT(nc_values); break;
-    case KNOB_M_ONE_PASS: vals = m_one_pass_values, nv = COUNT(m_one_pass_values); break;
-    case KNOB_NC_ONE_PASS: vals = nc_one_pass_values, nv = COUNT(nc_one_pass_values); break;
-    default: vals = one_pass_min_n_values, nv = COUNT(one_pass_min_n_values); break;
+    if (!k->values) {
+        tile_candidates(inc, t, out, &n);
+        return n;
     }
-    for (int i = 0; i < nv && n < MAX_CANDS; i++) {
-        vt_gemm_context c = *inc;
-        vt_gemm_blocking_f32 *b = level_blocking(&c, level);
-        switch (k) {
-        case KNOB_TILE: /* the blocks follow the tile: the nearest multiples of it */
-            b->mr = tiles[i][0];
-            b->nr = tiles[i][1];
-            b->mc = round_to(b0->mc, b->mr);
-            while (b->mc > b->m_one_pass && b->mc > b->mr) b->mc -= b->mr;
-            b->nc = round_to(b0->nc, b->nr);
-            b->nc_one_pass = round_to(b0->nc_one_pass, b->nr);
-            while (b->nc_one_pass > b->nc && b->nc_one_pass > b->nr) b->nc_one_pass -= b->nr;
-            break;
-        case KNOB_KC: b->kc = vals[i]; break;
-        case KNOB_KC_T: b->kc_t = vals[i]; break;
-        case KNOB_MC: b->mc = round_to(vals[i], b->mr); break;
-        case KNOB_NC: b->nc = round_to(vals[i], b->nr); break;
-        case KNOB_M_ONE_PASS: b->m_one_pass = vals[i]; break;
-        case KNOB_NC_ONE_PASS: b->nc_one_pass = round_to(vals[i], b->nr); break;
-        default: b->one_pass_min_n = vals[i]; break;
-        }
+    char key[64], err[256];
+    snprintf(key, sizeof key, "%s.%s", vt_tune_blocking_name(t), k->field);
+    for (int i = 0; i < k->nv && n < MAX_CANDS; i++) {
+        int now, multiple;
+        VT_ASSERT(vt_gemm_context_field(inc, key, &now, &multiple) == 0, "GEMM tuning: no field %s", key);
+        char spec[96];
+        snprintf(spec, sizeof spec, "%s=%d", key, round_to(k->values[i], multiple));
+        vt_gemm_context c;
+        if (vt_gemm_context_parse(spec, inc, &c, err, sizeof err)) continue;
+        snprintf(c.name, sizeof c.name, "%s", inc->name);
         int dup = 0;
-        for (int j = 0; j < n; j++) dup |= !memcmp(level_blocking(&out[j], level), b, sizeof *b);
-        if (!dup && valid(&c)) out[n++] = c;
+        for (int j = 0; j < n; j++) dup |= same_blocking(&out[j], &c, t);
+        if (!dup) out[n++] = c;
     }
     return n;
 }
+
+/* The value of knob k in c, as text. */
+static void knob_value(const knob *k, const vt_gemm_context *c, const vt_tune_target *t, char *buf, size_t len) {
+    size_t size;
+    if (!k->values) {
+        const vt_gemm_blocking_f32 *b = blocking_in(c, t, &size);
+        snprintf(buf, len, "%dx%d", b->mr, b->nr);
+        return;
+    }
+    char key[64];
+    int v = 0, multiple;
+    snprintf(key, sizeof key, "%s.%s", vt_tune_blocking_name(t), k->field);
+    vt_gemm_context_field(c, key, &v, &multiple);
+    snprintf(buf, len, "%d", v);
+}
+
+/* ---- the search ------------------------------------------------------------------ */
 
 /* Each of cands[0..n) timed on mask in VT_TUNE_ROUNDS alternating rounds; best of each. */
 static void time_rounds(const vt_gemm_context *cands, int n, unsigned mask, vt_tune_measure_fn measure, void *user,
@@ -162,28 +262,23 @@ static void time_rounds(const vt_gemm_context *cands, int n, unsigned mask, vt_t
         }
 }
 
-/* The value of knob k in b, as text. */
-static void knob_value(int k, const vt_gemm_blocking_f32 *b, char *buf, size_t len) {
-    const int v[N_KNOBS] = {0, b->kc, b->kc_t, b->mc, b->nc, b->m_one_pass, b->nc_one_pass, b->one_pass_min_n};
-    if (k == KNOB_TILE) snprintf(buf, len, "%dx%d", b->mr, b->nr);
-    else snprintf(buf, len, "%d", v[k]);
-}
-
-void vt_tune_search(const vt_gemm_context *start, vt_isa level, const vt_tune_shape *s, int n,
+void vt_tune_search(const vt_gemm_context *start, const vt_tune_target *t, const vt_tune_shape *s, int n,
                     vt_tune_measure_fn measure, void *user, vt_tune_result *r) {
     memset(r, 0, sizeof *r);
     r->best = *start;
-    const char *lname = level >= VT_ISA_AVX512 ? "avx512" : "avx2";
+    const char *bname = vt_tune_blocking_name(t);
     unsigned all = n >= 32 ? ~0u : (1u << n) - 1;
     size_t used = 0;
     measure(user, start, all); /* a warm-up: first touches, thread start-up */
     r->timed++;
-    for (int k = 0; k < N_KNOBS; k++) {
+    int nk;
+    const knob *knobs = knobs_of(t, &nk);
+    for (int k = 0; k < nk; k++) {
         unsigned mask = 0;
         for (int i = 0; i < n && i < 32; i++)
-            if (affects(k, &s[i])) mask |= 1u << i;
+            if (knobs[k].affects(&s[i])) mask |= 1u << i;
         vt_gemm_context cands[MAX_CANDS];
-        int nc = candidates(k, &r->best, level, cands);
+        int nc = candidates(&knobs[k], &r->best, t, cands);
         if (!mask || nc < 2) continue;
         double best[MAX_CANDS];
         time_rounds(cands, nc, mask, measure, user, best, &r->timed);
@@ -192,32 +287,31 @@ void vt_tune_search(const vt_gemm_context *start, vt_isa level, const vt_tune_sh
             if (best[i] < best[win]) win = i;
         if (win == 0 || !(best[win] < best[0] * (1.0 - VT_TUNE_MARGIN))) continue;
         char from[32], to[32];
-        knob_value(k, level_blocking(&r->best, level), from, sizeof from);
-        knob_value(k, level_blocking(&cands[win], level), to, sizeof to);
+        knob_value(&knobs[k], &r->best, t, from, sizeof from);
+        knob_value(&knobs[k], &cands[win], t, to, sizeof to);
         if (used < sizeof r->changes)
             used += (size_t)snprintf(r->changes + used, sizeof r->changes - used, "%s%s.%s %s -> %s (%+.1f%%)",
-                                     used ? ", " : "", lname, knob_names[k], from, to,
+                                     used ? ", " : "", bname, knobs[k].field, from, to,
                                      100.0 * (best[win] / best[0] - 1.0));
         r->best = cands[win];
     }
     /* the start and the result on every product: the result only if faster there too */
     vt_gemm_context pair[2] = {*start, r->best};
-    double t[2] = {0.0, 0.0};
-    if (memcmp(level_blocking(&pair[0], level), level_blocking(&pair[1], level), sizeof(vt_gemm_blocking_f32))) {
-        time_rounds(pair, 2, all, measure, user, t, &r->timed);
-        if (!(t[1] < t[0])) {
+    double tm[2] = {0.0, 0.0};
+    if (!same_blocking(&pair[0], &pair[1], t)) {
+        time_rounds(pair, 2, all, measure, user, tm, &r->timed);
+        if (!(tm[1] < tm[0])) {
             r->best = *start;
-            t[1] = t[0];
+            tm[1] = tm[0];
             r->changes[0] = '\0';
         }
     } else {
-        t[0] = t[1] = measure(user, start, all);
+        tm[0] = tm[1] = measure(user, start, all);
         r->timed++;
     }
-    r->t_start = t[0];
-    r->t_best = t[1];
-    r->changed = memcmp(level_blocking(&r->best, level), level_blocking((vt_gemm_context *)start, level),
-                        sizeof(vt_gemm_blocking_f32)) != 0;
+    r->t_start = tm[0];
+    r->t_best = tm[1];
+    r->changed = !same_blocking(&r->best, start, t);
 }
 
 /* ---- the timing on this CPU -------------------------------------------------------- */
@@ -225,8 +319,30 @@ void vt_tune_search(const vt_gemm_context *start, vt_isa level, const vt_tune_sh
 typedef struct {
     const vt_tune_shape *s; /* shortened (gemm_tune.h) */
     int n;
+    int bf16, tiles; /* bf16 products; attention's through vt_k.gemm_bf16 (the amx and dpbf16 paths) */
     float *a, *b, *c; /* operands big enough for every shape (batch products side by side) */
+    vt_bf16 *b16;     /* b rounded: the weights' bf16 copies */
 } bench;
+
+/* The leading dimensions of shape s's operands as stored: attention's N x N blocks on
+ * the gemm_bf16 paths have rows padded to 16 floats (src/ops/attention.c), so there every
+ * row of a per-head product is. */
+static void shape_lds(const bench *bn, const vt_tune_shape *s, int ld[3]) {
+    ld[0] = s->ta ? s->M : s->K;
+    ld[1] = s->tb ? s->K : s->N;
+    ld[2] = s->N;
+    for (int i = 0; i < 3 && s->batch && bn->tiles; i++) ld[i] = (ld[i] + 15) / 16 * 16;
+}
+
+/* The floats each of A, B and C of shape s take, every copy of a batch product. */
+static void shape_floats(const bench *bn, const vt_tune_shape *s, size_t f[3]) {
+    int ld[3];
+    shape_lds(bn, s, ld);
+    const size_t copies = s->batch ? (size_t)s->batch : 1;
+    f[0] = (size_t)(s->ta ? s->K : s->M) * ld[0] * copies;
+    f[1] = (size_t)(s->tb ? s->N : s->K) * ld[1] * copies;
+    f[2] = (size_t)s->M * ld[2] * copies;
+}
 
 static double measure_cpu(void *user, const vt_gemm_context *ctx, unsigned mask) {
     bench *bn = user;
@@ -235,51 +351,66 @@ static double measure_cpu(void *user, const vt_gemm_context *ctx, unsigned mask)
     for (int i = 0; i < bn->n; i++) {
         if (!(mask >> i & 1)) continue;
         const vt_tune_shape *s = &bn->s[i];
-        const int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
-        if (!s->batch) {
-            vt_gemm(s->ta, s->tb, s->M, s->N, s->K, 1.0f, bn->a, lda, bn->b, ldb, s->beta, bn->c, s->N);
+        int ld[3];
+        shape_lds(bn, s, ld);
+        if (!s->batch) { /* a linear layer's product; in bf16 the weight (op(B) but in dW) from its copy */
+            vt_gemm_prec(bn->bf16, s->ta, s->tb, s->M, s->N, s->K, 1.0f, bn->a, ld[0], bn->b,
+                         bn->bf16 && !s->ta ? bn->b16 : NULL, ld[1], s->beta, NULL, bn->c, ld[2]);
             continue;
         }
-        const size_t sa = (size_t)s->M * s->K, sb = (size_t)s->K * s->N, sc = (size_t)s->M * s->N;
-        const size_t wf = vt_k.gemm_work_floats(s->M, s->N, s->K);
-        #pragma omp parallel for schedule(static)
-        for (int j = 0; j < s->batch; j++)
-            vt_k.gemm(s->ta, s->tb, s->M, s->N, s->K, 1.0f, bn->a + j * sa, lda, bn->b + j * sb, ldb, s->beta,
-                      bn->c + j * sc, s->N, vt_gemm_workspace(wf));
+        size_t f[3];
+        shape_floats(bn, s, f);
+        const size_t sa = f[0] / s->batch, sb = f[1] / s->batch, sc = f[2] / s->batch;
+        float *work = vt_gemm_workspace(bn->tiles ? vt_k.gemm_bf16_work_floats(s->M, s->N, s->K)
+                                                  : vt_k.gemm_work_floats(s->M, s->N, s->K));
+        for (int j = 0; j < s->batch; j++) { /* each on one thread, as the step runs them: here the calling one */
+            const float *a = bn->a + j * sa, *b = bn->b + j * sb;
+            float *c = bn->c + j * sc;
+            if (bn->tiles)
+                vt_k.gemm_bf16(s->ta, s->tb, s->M, s->N, s->K, 1.0f, a, ld[0], b, NULL, ld[1], s->beta, NULL, c, ld[2],
+                               work, NULL);
+            else vt_k.gemm(s->ta, s->tb, s->M, s->N, s->K, 1.0f, a, ld[0], b, ld[1], s->beta, c, ld[2], work);
+        }
     }
     return omp_get_wtime() - t0;
 }
 
-vt_status vt_tune_run(const vt_gemm_context *start, const vt_tune_shape *s, int n, vt_tune_result *r) {
+vt_status vt_tune_run(const vt_gemm_context *start, const vt_tune_target *t, const vt_tune_shape *s, int n,
+                      vt_tune_result *r) {
     vt_tune_shape sh[VT_TUNE_MAX_SHAPES];
-    const int threads = omp_get_max_threads();
+    const int dw_k = weight_gradient_k(t);
+    bench bn = {sh, n, t->bf16, bf16_blocking(t), NULL, NULL, NULL, NULL};
     size_t na = 1, nb = 1, ncf = 1;
     for (int i = 0; i < n; i++) {
         sh[i] = s[i];
         if (!sh[i].batch && !sh[i].ta && sh[i].M > VT_TUNE_ROWS) sh[i].M = VT_TUNE_ROWS;
-        if (!sh[i].batch && sh[i].ta && sh[i].K > VT_TUNE_ROWS) sh[i].K = VT_TUNE_ROWS;
-        if (sh[i].batch > 8 * threads) sh[i].batch = 8 * threads;
-        const size_t copies = sh[i].batch ? (size_t)sh[i].batch : 1;
-        if ((size_t)sh[i].M * sh[i].K * copies > na) na = (size_t)sh[i].M * sh[i].K * copies;
-        if ((size_t)sh[i].K * sh[i].N * copies > nb) nb = (size_t)sh[i].K * sh[i].N * copies;
-        if ((size_t)sh[i].M * sh[i].N * copies > ncf) ncf = (size_t)sh[i].M * sh[i].N * copies;
+        if (!sh[i].batch && sh[i].ta && sh[i].K > dw_k) sh[i].K = dw_k;
+        if (sh[i].batch > VT_TUNE_BATCH) sh[i].batch = VT_TUNE_BATCH;
+        size_t f[3];
+        shape_floats(&bn, &sh[i], f);
+        if (f[0] > na) na = f[0];
+        if (f[1] > nb) nb = f[1];
+        if (f[2] > ncf) ncf = f[2];
     }
-    bench bn = {sh, n, vt_aligned_alloc(na * sizeof(float)), vt_aligned_alloc(nb * sizeof(float)),
-                vt_aligned_alloc(ncf * sizeof(float))};
-    if (!bn.a || !bn.b || !bn.c) {
-        free(bn.a);
-        free(bn.b);
-        free(bn.c);
-        return vt_fail(VT_ERR_RUNTIME, "out of memory: the GEMM tuning's operands (%zu floats)", na + nb + ncf);
+    bn.a = vt_aligned_alloc(na * sizeof(float));
+    bn.b = vt_aligned_alloc(nb * sizeof(float));
+    bn.c = vt_aligned_alloc(ncf * sizeof(float));
+    bn.b16 = t->bf16 ? vt_aligned_alloc(nb * sizeof(vt_bf16)) : NULL;
+    vt_status st = VT_OK;
+    if (!bn.a || !bn.b || !bn.c || (t->bf16 && !bn.b16)) {
+        st = vt_fail(VT_ERR_RUNTIME, "out of memory: the GEMM tuning's operands (%zu floats)", na + nb + ncf);
+    } else {
+        for (size_t i = 0; i < na; i++) bn.a[i] = (float)((i * 2654435761u) % 1999) / 1999.0f - 0.5f;
+        for (size_t i = 0; i < nb; i++) bn.b[i] = (float)((i * 40503u) % 997) / 997.0f - 0.5f;
+        if (bn.b16) vt_k.bf16_round(bn.b, bn.b16, nb);
+        memset(bn.c, 0, ncf * sizeof(float));
+        const vt_gemm_context active = vt_gemm_ctx;
+        vt_tune_search(start, t, sh, n, measure_cpu, &bn, r);
+        vt_gemm_context_set(&active);
     }
-    for (size_t i = 0; i < na; i++) bn.a[i] = (float)((i * 2654435761u) % 1999) / 1999.0f - 0.5f;
-    for (size_t i = 0; i < nb; i++) bn.b[i] = (float)((i * 40503u) % 997) / 997.0f - 0.5f;
-    memset(bn.c, 0, ncf * sizeof(float));
-    const vt_gemm_context active = vt_gemm_ctx;
-    vt_tune_search(start, vt_k.isa, sh, n, measure_cpu, &bn, r);
-    vt_gemm_context_set(&active);
     free(bn.a);
     free(bn.b);
     free(bn.c);
-    return VT_OK;
+    free(bn.b16);
+    return st;
 }

@@ -74,3 +74,27 @@ vt_status vt_precision_select(vt_precision p) {
                 vt_k.name, line, vt_dist_size() > 1 ? "; every rank on this path" : "");
     return VT_OK;
 }
+
+vt_status vt_precision_adopt_recorded(int recorded, const char *record) {
+    int path = vt_kernels_bf16_path(); /* rank 0's decision, what every rank runs */
+    if (vt_dist_root() && recorded >= 0 && recorded != path) {
+        const char *rec = vt_bf16_path_name((vt_bf16_path)recorded), *now = vt_bf16_path_name((vt_bf16_path)path);
+        char why[256];
+        int env = -1;
+        vt_bf16_path_env(&env); /* checked by vt_precision_select */
+        vt_clear_error();
+        if (env >= 0)
+            fprintf(stderr, "vitrain: warning: VT_BF16_PATH=%s overrides the %s path the run's products ran on "
+                    "(%s): the sums differ from the run's\n", now, rec, record);
+        else if (vt_kernels_set_bf16_path((vt_bf16_path)recorded, why, sizeof why) == 0) {
+            fprintf(stderr, "vitrain: bf16 products on the %s path, as the run recorded it (%s), not the %s path "
+                    "chosen now: they sum as the run's did\n", rec, record, now);
+            path = recorded;
+        } else
+            fprintf(stderr, "vitrain: warning: the run's bf16 products ran on the %s path (%s), which cannot run "
+                    "here (%s): they run on the %s path and sum differently from the run's\n", rec, record, why,
+                    now);
+    }
+    vt_dist_bcast(&path, sizeof path);
+    return vt_dist_agree(vt_dist_root() ? VT_OK : adopt_root_path(path));
+}

@@ -42,5 +42,14 @@ void vt_bf16_weights_detach(vt_vit *m, uint16_t *buf);
  * messages, with the rank), a rank that cannot run rank 0's path; as
  * vt_bf16_path_select's otherwise. */
 vt_status vt_precision_select(vt_precision p);
+/* After vt_precision_select, for a resumed bf16 run or a bf16 evaluation of a run's
+ * checkpoint whose record (blocking.h) names the path the run's products ran on
+ * (recorded: a vt_bf16_path, -1 when none is recorded; record: the file, for messages):
+ * every rank runs that path again, so the products sum as the run's did, and rank 0 says
+ * so when it differs from the one just chosen. Unless VT_BF16_PATH chose, or rank 0 cannot
+ * run the recorded path (a different CPU, VT_ISA): then every rank keeps the chosen path
+ * and rank 0 warns that the sums differ from the run's. Collective under MPI. Errors
+ * (VT_ERR_USAGE): a rank that cannot run rank 0's path. */
+vt_status vt_precision_adopt_recorded(int recorded, const char *record);
 
 #endif

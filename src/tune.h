@@ -12,7 +12,9 @@
 #include "config.h"
 #include "status.h"
 
-/* Tune cfg's products (on one of `ranks` MPI ranks: its share of the batch) from the active context (the table's entry for this CPU, changed
+/* Tune cfg's products (on one of `ranks` MPI ranks: its share of the batch; in cfg's
+ * train.precision, on the bf16 path chosen before: the blocking of the kernels that run
+ * them, gemm_tune.h) from the active context (the table's entry for this CPU, changed
  * by VT_GEMM_CONTEXT when that is set), whatever the cache holds, and cache the result.
  * Errors (VT_ERR_USAGE): running under several MPI ranks, a batch the ranks do not divide, the scalar level, no cache directory;
  * VT_ERR_RUNTIME: the cache cannot be written, out of memory. */

@@ -17,6 +17,16 @@
  *     of that blocking set by hand, bit for bit; the same file outside the run directory
  *     evaluates with the table's entry, whose logits differ (the check has teeth);
  *     VT_GEMM_CONTEXT wins over the record; a corrupt record is an error naming it;
+ *   - in bf16 (on the CPU's own path, VT_BF16_PATH set to it): `vitrain tune` tunes and
+ *     caches that path's blocking under a key of its own; a new run takes it, a resumed
+ *     run keeps its record whatever the cache holds (bit for bit, with teeth as above);
+ *     another path's run (dpbf16 on an AMX CPU) and an fp32 run do not take it; a
+ *     corrupt entry is ignored with a one-line warning; a VT_BF16_PATH that is no path
+ *     or one the level lacks is a usage error, one an fp32 config ignores a warning;
+ *   - the bf16 path is recorded beside the blocking: a resumed bf16 run and a bf16
+ *     evaluation of its checkpoint run the recorded path whatever the probe picks (bit
+ *     for bit, with teeth), VT_BF16_PATH overrides it and a path the level cannot run
+ *     falls back, each with a warning; a record naming no path stops the resume;
  *   - under mpirun every rank computes with rank 0's blocking: two ranks whose caches
  *     differ (XDG_CACHE_HOME per rank) train the weights, bit for bit, of two ranks that
  *     both have rank 0's cache, and two ranks on the other cache train others (the check
@@ -38,6 +48,11 @@ static char bin[1024], tmp[64], env[256];
 /* Set every kc (avx2, avx512; not kc_t) of the cache file at path to kc. */
 static int set_cache_kc(const char *path, int kc) {
     return run("sed -i -E 's/(avx2|avx512)\\.kc=[0-9]+/\\1.kc=%d/g' %s", kc, path);
+}
+
+/* Set every blocking's kc, the bf16 ones' too (avx512bf16, amx), to kc (a multiple of 32). */
+static int set_all_kc(const char *path, int kc) {
+    return run("sed -i -E 's/(avx2|avx512|avx512bf16|amx)\\.kc=[0-9]+/\\1.kc=%d/g' %s", kc, path);
 }
 
 /* The one cache file of the cache directory dir (dir/vitrain/gemm-*.txt), into path. */
@@ -158,6 +173,165 @@ static void test_sources(void) {
           "a corrupt cache file is ignored with a warning: exit %d", rc);
 }
 
+#define BF16 " --set train.precision=bf16"
+
+static void test_bf16_sources(void) {
+    const vt_isa top = vt_kernels_best_isa();
+    if (top < VT_ISA_AVX2) {
+        printf("e2e_tune: skipped: the bf16 blockings (the scalar level has none to tune)\n");
+        return;
+    }
+    const char *path = top >= VT_ISA_AMX ? "amx" : top >= VT_ISA_AVX512BF16 ? "dpbf16" : "fma";
+    char cdir[128], benv[320], log[160], out[160], cache[512], a[128], b[128], c[128], rec[160], pa[160], pb[160];
+    snprintf(cdir, sizeof cdir, "%s/cache_bf16", tmp);
+    snprintf(benv, sizeof benv, "XDG_CACHE_HOME=%s VT_BF16_PATH=%s", cdir, path);
+    snprintf(log, sizeof log, "%s/bf16.log", tmp);
+    snprintf(out, sizeof out, "%s/bf16_tune.out", tmp);
+    int rc = run("env %s %s tune " CFG " " SETS BF16 " --threads 1 >%s 2>%s", benv, bin, out, log);
+    char want[64], products[32];
+    snprintf(products, sizeof products, "bf16-%s", path);
+    snprintf(want, sizeof want, "\"products\":\"%s\"", products);
+    CHECK(rc == 0 && file_contains(out, want) && file_contains(log, "products: the "),
+          "vitrain tune of a bf16 config tunes the %s path's blocking: exit %d", path, rc);
+    CHECK(cache_file_in(cdir, cache, sizeof cache) == 0 && strstr(cache, products) != NULL,
+          "one cache file, named for %s: %s", products, cache);
+    CHECK(set_all_kc(cache, 32) == 0, "edit the cache: kc 32");
+
+    snprintf(a, sizeof a, "%s/bf16_straight", tmp);
+    snprintf(b, sizeof b, "%s/bf16_stopped", tmp);
+    rc = run("env %s %s " CFG " " SETS BF16 " --threads 1 --run-dir %s 2>%s", benv, bin, a, log);
+    CHECK(rc == 0 && file_contains(log, "from the tuning cache"), "a new bf16 run takes its path's entry: exit %d", rc);
+    snprintf(rec, sizeof rec, "%s/gemm_blocking.txt", a);
+    CHECK(file_contains(rec, "source cache") && file_contains(rec, "amx.kc=32") && file_contains(rec, "avx512bf16.kc=32"),
+          "the bf16 run records its blocking");
+    rc = run("env %s %s " CFG " " SETS BF16 " --threads 1 --run-dir %s --stop-after 5 2>%s", benv, bin, b, log);
+    CHECK(rc == 0, "the stopped bf16 run: exit %d", rc);
+    CHECK(set_all_kc(cache, 64) == 0, "edit the cache: kc 64");
+    rc = run("env %s %s --resume %s --threads 1 2>%s", benv, bin, b, log);
+    CHECK(rc == 0 && file_contains(log, "as the run recorded it"), "the bf16 resume takes its record: exit %d", rc);
+    snprintf(pa, sizeof pa, "%s/last.safetensors", a);
+    snprintf(pb, sizeof pb, "%s/last.safetensors", b);
+    CHECK(same_bytes(pa, pb), "resumed bf16 run on its recorded blocking: the uninterrupted run's weights bit for bit");
+    snprintf(c, sizeof c, "%s/bf16_changed", tmp);
+    rc = run("env %s %s " CFG " " SETS BF16 " --threads 1 --run-dir %s 2>%s", benv, bin, c, log);
+    snprintf(pb, sizeof pb, "%s/last.safetensors", c);
+    CHECK(rc == 0 && !same_bytes(pa, pb), "a bf16 run on the changed cache sums otherwise (teeth): exit %d", rc);
+
+    /* an fp32 run, and a run on another bf16 path, do not take the entry */
+    rc = run("rm -rf %s && XDG_CACHE_HOME=%s %s " CFG " " SETS " --threads 1 --run-dir %s --stop-after 1 2>%s", c,
+             cdir, bin, c, log);
+    CHECK(rc == 0 && !file_contains(log, "from the tuning cache") && file_contains(log, "the table's entry"),
+          "an fp32 run does not take the bf16 entry: exit %d", rc);
+    if (top >= VT_ISA_AMX) {
+        rc = run("rm -rf %s && XDG_CACHE_HOME=%s VT_BF16_PATH=dpbf16 %s " CFG " " SETS BF16
+                 " --threads 1 --run-dir %s --stop-after 1 2>%s", c, cdir, bin, c, log);
+        CHECK(rc == 0 && !file_contains(log, "from the tuning cache") && file_contains(log, "the table's entry"),
+              "a dpbf16 run does not take the amx entry: exit %d", rc);
+        rc = run("XDG_CACHE_HOME=%s VT_BF16_PATH=dpbf16 %s tune " CFG " " SETS BF16 " --threads 1 >%s 2>%s", cdir, bin,
+                 out, log);
+        CHECK(rc == 0 && file_contains(out, "\"products\":\"bf16-dpbf16\"") &&
+                  run("ls %s/vitrain/gemm-*-bf16-dpbf16-*.txt >/dev/null 2>&1", cdir) == 0,
+              "tuning for dpbf16 writes an entry of its own: exit %d", rc);
+    }
+
+    /* the user's mistakes: no such path, a path the level lacks, a path an fp32 config ignores */
+    rc = run("XDG_CACHE_HOME=%s VT_BF16_PATH=nope %s tune " CFG " " SETS BF16 " --threads 1 >%s 2>%s", cdir, bin, out,
+             log);
+    CHECK(rc == 2 && file_contains(log, "VT_BF16_PATH=nope is not a bf16 path"), "VT_BF16_PATH=nope: exit %d", rc);
+    rc = run("XDG_CACHE_HOME=%s VT_ISA=avx2 VT_BF16_PATH=amx %s tune " CFG " " SETS BF16 " --threads 1 >%s 2>%s", cdir,
+             bin, out, log);
+    CHECK(rc == 2 && file_contains(log, "VT_BF16_PATH=amx cannot run here"), "an amx path on the avx2 level: exit %d",
+          rc);
+    rc = run("XDG_CACHE_HOME=%s VT_BF16_PATH=%s %s tune " CFG " " SETS " --threads 1 >%s 2>%s", cdir, path, bin, out,
+             log);
+    CHECK(rc == 0 && file_contains(log, "is ignored: the config trains in fp32") &&
+              file_contains(out, "\"products\":\"fp32\""),
+          "VT_BF16_PATH with an fp32 config: a warning, the fp32 blocking tuned: exit %d", rc);
+
+    /* a corrupt bf16 entry: one warning, the table's entry */
+    rc = run("echo garbage > %s && rm -rf %s && env %s %s " CFG " " SETS BF16 " --threads 1 --run-dir %s "
+             "--stop-after 1 2>%s", cache, c, benv, bin, c, log);
+    CHECK(rc == 0 && file_contains(log, "warning: ignoring a GEMM cache file: ") && file_contains(log, "the table's entry"),
+          "a corrupt bf16 cache file is ignored with a warning: exit %d", rc);
+}
+
+/* The bf16 path named by the record file rec ("bf16_path NAME"), into name; -1 when none. */
+static int recorded_path(const char *rec, char *name, size_t len) {
+    char *s = test_read_file(rec, NULL), *l = s ? strstr(s, "\nbf16_path ") : NULL;
+    int ok = l != NULL;
+    if (ok) snprintf(name, len, "%.*s", (int)strcspn(l + 11, "\n"), l + 11);
+    free(s);
+    return ok ? 0 : -1;
+}
+
+/* The bf16 path is part of how a run sums: a new bf16 run records the one it chose, a
+ * resumed run and an evaluation of its checkpoint run that one again whatever the probe
+ * picks now (bit for bit the uninterrupted run's weights; a run on the probe's path sums
+ * otherwise: teeth), unless VT_BF16_PATH says otherwise or the path cannot run here
+ * (a warning each); a record naming no path stops the resume. Needs two paths. */
+static void test_bf16_path_record(void) {
+    const vt_isa top = vt_kernels_best_isa();
+    if (top < VT_ISA_AVX512BF16) {
+        printf("e2e_tune: skipped: the bf16 path's record (this CPU offers one bf16 path, fma)\n");
+        return;
+    }
+    char log[160], a[128], b[128], q[128], rec[160], probe[16] = "", other[16], pa[200], pb[200], pq[200], want[160];
+    snprintf(log, sizeof log, "%s/path.log", tmp);
+    snprintf(a, sizeof a, "%s/path_straight", tmp);
+    snprintf(b, sizeof b, "%s/path_stopped", tmp);
+    snprintf(q, sizeof q, "%s/path_probe", tmp);
+    /* the probe's path on this CPU now (a run on it, for the teeth), and another one */
+    int rc = run("%s %s " CFG " " SETS BF16 " --threads 1 --run-dir %s 2>%s", env, bin, q, log);
+    snprintf(rec, sizeof rec, "%s/gemm_blocking.txt", q);
+    CHECK(rc == 0 && recorded_path(rec, probe, sizeof probe) == 0, "a new bf16 run records its path: exit %d", rc);
+    snprintf(other, sizeof other, "%s", strcmp(probe, "fma") ? "fma" : "dpbf16");
+    rc = run("%s %s " CFG " " SETS " --threads 1 --run-dir %s/path_fp32 --stop-after 1 2>%s", env, bin, tmp, log);
+    snprintf(rec, sizeof rec, "%s/path_fp32/gemm_blocking.txt", tmp);
+    CHECK(rc == 0 && recorded_path(rec, want, sizeof want) != 0, "an fp32 run records no bf16 path: exit %d", rc);
+
+    /* a run on the other path, straight and stopped; the resume without VT_BF16_PATH */
+    rc = run("%s VT_BF16_PATH=%s %s " CFG " " SETS BF16 " --threads 1 --run-dir %s 2>%s", env, other, bin, a, log);
+    CHECK(rc == 0, "the straight run on the %s path: exit %d", other, rc);
+    rc = run("%s VT_BF16_PATH=%s %s " CFG " " SETS BF16 " --threads 1 --run-dir %s --stop-after 5 2>%s", env, other,
+             bin, b, log);
+    snprintf(rec, sizeof rec, "%s/gemm_blocking.txt", b);
+    CHECK(rc == 0 && recorded_path(rec, want, sizeof want) == 0 && !strcmp(want, other),
+          "the stopped run records the %s path: exit %d", other, rc);
+    rc = run("cp -a %s %s.env && cp -a %s %s.isa && cp -a %s %s.bad", b, b, b, b, b, b);
+    rc = run("%s %s --resume %s --threads 1 2>%s", env, bin, b, log);
+    snprintf(want, sizeof want, "bf16 products on the %s path, as the run recorded it", other);
+    char chosen[64]; /* the probe may pick the run's path itself this time: then nothing to adopt */
+    snprintf(chosen, sizeof chosen, "bf16 products on the %s path (", other);
+    CHECK(rc == 0 && (file_contains(log, want) || file_contains(log, chosen)),
+          "the resume runs the recorded %s path: exit %d", other, rc);
+    snprintf(pa, sizeof pa, "%s/last.safetensors", a);
+    snprintf(pb, sizeof pb, "%s/last.safetensors", b);
+    snprintf(pq, sizeof pq, "%s/last.safetensors", q);
+    same_not_other(pa, pb, pq, "resumed on its recorded bf16 path: the uninterrupted run's weights; the probe's path's");
+
+    /* VT_BF16_PATH overrides the record; a path this level cannot run; a record naming no path */
+    rc = run("%s VT_BF16_PATH=%s %s --resume %s.env --threads 1 --stop-after 6 2>%s", env, probe, bin, b, log);
+    snprintf(want, sizeof want, "VT_BF16_PATH=%s overrides the %s path the run's products ran on", probe, other);
+    if (strcmp(probe, other))
+        CHECK(rc == 0 && file_contains(log, want), "VT_BF16_PATH over the record, with a warning: exit %d", rc);
+    rc = run("sed -i 's/^bf16_path .*/bf16_path dpbf16/' %s.isa/gemm_blocking.txt && %s VT_ISA=avx2 %s --resume %s.isa "
+             "--threads 1 --stop-after 6 2>%s", b, env, bin, b, log);
+    CHECK(rc == 0 && file_contains(log, "warning: the run's bf16 products ran on the dpbf16 path") &&
+              file_contains(log, "which cannot run here") && file_contains(log, "sum differently from the run's"),
+          "a recorded path this level cannot run: a warning, exit %d", rc);
+    rc = run("sed -i 's/^bf16_path .*/bf16_path tpu/' %s.bad/gemm_blocking.txt && %s %s --resume %s.bad --threads 1 "
+             "2>%s", b, env, bin, b, log);
+    CHECK(rc == 2 && file_contains(log, "gemm_blocking.txt: not a valid GEMM blocking record") &&
+              file_contains(log, "bf16_path 'tpu' is not a bf16 path"),
+          "a record naming no bf16 path stops the resume, naming it: exit %d", rc);
+
+    /* eval of the run's checkpoint in bf16 runs the recorded path too */
+    rc = run("%s %s eval --checkpoint %s --precision bf16 --threads 1 >/dev/null 2>%s", env, bin, pa, log);
+    snprintf(want, sizeof want, "bf16 products on the %s path, as the run recorded it", other);
+    CHECK(rc == 0 && (file_contains(log, want) || file_contains(log, chosen)),
+          "eval --precision bf16 of the run's checkpoint runs its %s path: exit %d", other, rc);
+}
+
 /* The last "kind":"eval" record of run directory dir's metrics.jsonl, into line. */
 static int last_eval_record(const char *dir, char *line, size_t len) {
     char path[256];
@@ -266,6 +440,8 @@ int main(void) {
     if (test_kernels_init()) return 1;
     test_tune_arguments();
     test_sources();
+    test_bf16_sources();
+    test_bf16_path_record();
     test_eval_blocking();
     test_mpi_rank0_blocking();
     return e2e_finish(tmp);
