@@ -80,14 +80,19 @@ typedef struct {
     int c_rows, c_lines, c_last, own_lines, own_group;
 } prefetch_list;
 
+/* Line j of row r of the C tile at c (lines a row; the last one at c_last). */
+static inline __attribute__((always_inline)) const char *tile_line(const prefetch_list *pf, const char *c,
+                                                                   int lines, unsigned r, unsigned j) {
+    return c + (size_t)r * pf->ldc_bytes + ((int)j < lines - 1 ? (size_t)64 * j : (size_t)pf->c_last);
+}
+
 /* The i-th line of the C tile at c (lines a row, `rows` rows): line i / rows of row
  * i % rows. The microkernels' loops pass their constant MR (pf->c_rows when there is a
  * tile), so the division is a multiply. */
 static inline __attribute__((always_inline)) const char *prefetch_tile_line(const prefetch_list *pf,
                                                                             const char *c, int lines, unsigned i,
                                                                             const unsigned rows) {
-    unsigned j = i / rows;
-    return c + (size_t)(i % rows) * pf->ldc_bytes + ((int)j < lines - 1 ? (size_t)64 * j : (size_t)pf->c_last);
+    return tile_line(pf, c, lines, i % rows, i / rows);
 }
 
 /* always_inline throughout: GCC deletes calls to a separate function whose only
@@ -98,9 +103,7 @@ static inline __attribute__((always_inline)) void prefetch_listed(const prefetch
 static inline __attribute__((always_inline)) void prefetch_all(const prefetch_list *pf) {
     prefetch_listed(pf);
     for (int j = 0; j < pf->c_lines; j++) /* prefetch_tile_line's order: line j of every row */
-        for (int r = 0; r < pf->c_rows; r++)
-            _mm_prefetch(pf->c + (size_t)r * pf->ldc_bytes + (j < pf->c_lines - 1 ? (size_t)64 * j : (size_t)pf->c_last),
-                         _MM_HINT_T1);
+        for (int r = 0; r < pf->c_rows; r++) _mm_prefetch(tile_line(pf, pf->c, pf->c_lines, r, j), _MM_HINT_T1);
 }
 
 /* A full list's lines are issued at once and the list emptied (blocks with few

@@ -141,12 +141,14 @@ static vt_status choose(const vt_config *cfg, const char *record, purpose p, vt_
     const char *env = getenv("VT_GEMM_CONTEXT");
     *c = vt_gemm_ctx; /* the table's entry, with VT_GEMM_CONTEXT's changes (vt_kernels_init) */
     *bf16_path = -1;
-    if (p != FOR_NEW_RUN && env && *env) { /* the blocking is env's; the run's bf16 path, when the record says */
-        vt_gemm_context ignored;
-        int found;
-        if (record_read(record, "", &ignored, bf16_path, &found) != VT_OK) vt_clear_error();
-    }
-    if (env && *env) {
+    vt_gemm_context recorded;
+    int found = 0;
+    vt_status rst = p == FOR_NEW_RUN ? VT_OK
+                                     : record_read(record, p == FOR_RESUME ? "a bit-exact resume"
+                                                                           : "an evaluation that sums as the run's own did",
+                                                   &recorded, bf16_path, &found);
+    if (env && *env) { /* env's blocking; the record only for its bf16 path, when it reads */
+        if (rst != VT_OK) vt_clear_error();
         *source = SRC_ENV;
         snprintf(line, len, "GEMM blocking %s from VT_GEMM_CONTEXT (it overrides the %s)", c->name,
                  p == FOR_RESUME ? "blocking the run recorded"
@@ -155,10 +157,8 @@ static vt_status choose(const vt_config *cfg, const char *record, purpose p, vt_
         return VT_OK;
     }
     if (p != FOR_NEW_RUN) {
-        int found = 0;
-        vt_status st = record_read(record, p == FOR_RESUME ? "a bit-exact resume" : "an evaluation that sums as "
-                                   "the run's own did", c, bf16_path, &found);
-        if (st != VT_OK) return st;
+        if (rst != VT_OK) return rst;
+        if (found) *c = recorded;
         *source = found ? SRC_RECORDED : SRC_TABLE;
         if (found && p == FOR_RESUME)
             snprintf(line, len, "GEMM blocking %s, as the run recorded it (%s): the resumed run sums as it did",

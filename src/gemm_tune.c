@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "model_spec.h"
+#include "ops/ops.h"
 #include "ops/par.h"
 
 int vt_tune_shapes(const vt_config *cfg, int ranks, vt_tune_shape *out) {
@@ -324,14 +325,14 @@ typedef struct {
     vt_bf16 *b16;     /* b rounded: the weights' bf16 copies */
 } bench;
 
-/* The leading dimensions of shape s's operands as stored: attention's N x N blocks on
- * the gemm_bf16 paths have rows padded to 16 floats (src/ops/attention.c), so there every
- * row of a per-head product is. */
+/* The leading dimensions of shape s's operands as stored: attention's score blocks on
+ * the gemm_bf16 paths have padded rows (vt_attention_score_ld), so there every row of a
+ * per-head product is. */
 static void shape_lds(const bench *bn, const vt_tune_shape *s, int ld[3]) {
     ld[0] = s->ta ? s->M : s->K;
     ld[1] = s->tb ? s->K : s->N;
     ld[2] = s->N;
-    for (int i = 0; i < 3 && s->batch && bn->tiles; i++) ld[i] = (ld[i] + 15) / 16 * 16;
+    for (int i = 0; i < 3 && s->batch; i++) ld[i] = vt_attention_score_ld(ld[i], bn->tiles);
 }
 
 /* The floats each of A, B and C of shape s take, every copy of a batch product. */

@@ -138,9 +138,10 @@ int vt_attention_row_block(int N) {
  * with P and dP in rows of 64 bytes and the scale in the softmax (see the top of the file). */
 static int on_gemm_bf16(const attn_ctx *c) { return c->bf16 && !c->preround; }
 
-/* Row stride of the R x N blocks P and dP (scratch and kept P): N, or N rounded up to
- * 16 floats on the gemm_bf16 paths. */
-static int attn_ldp(const attn_ctx *c) { return on_gemm_bf16(c) ? (c->N + 15) / 16 * 16 : c->N; }
+int vt_attention_score_ld(int N, int tiles) { return tiles ? (N + 15) / 16 * 16 : N; }
+
+/* Row stride of the R x N blocks P and dP (scratch and kept P). */
+static int attn_ldp(const attn_ctx *c) { return vt_attention_score_ld(c->N, on_gemm_bf16(c)); }
 
 /* Packing workspace for every product of a block (rows <= N). */
 static size_t attn_work_floats(const attn_ctx *c) {

@@ -100,6 +100,10 @@ int vt_attention_keep_probs(int N, int hd, int bf16);
 /* Query rows per row block of the fused attention for N tokens: N when one N x N score
  * block fits the per-thread cache budget, else fewer (a multiple of 16, at least 16). */
 int vt_attention_row_block(int N);
+/* Row stride of attention's N-column score blocks (P, dP) for N tokens: N, or N rounded
+ * up to 16 floats (64-byte rows) when the products run through vt_k.gemm_bf16 (tiles:
+ * bf16 on the amx and dpbf16 paths), as the tiles store whole rows. */
+int vt_attention_score_ld(int N, int tiles);
 
 /* Performer (FAVOR+) linear attention (src/ops/performer.c; position-encodings.md
  * section 3). Feature kernel: positive (exp features) or relu. */
