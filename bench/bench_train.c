@@ -57,20 +57,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "fma_peak.h"
 #include "kernels.h"
-#include "ops/ops.h"
-#include "optim.h"
-#include "precision.h"
-#include "resolve.h"
-#include "rng.h"
-#include "tape.h"
-#include "vit.h"
-
-static void fill_uniform(float *x, size_t n, vt_rng *r, float amp) {
-    for (size_t i = 0; i < n; i++) x[i] = amp * (2.0f * (float)vt_rng_uniform(r) - 1.0f);
-}
+#include "vit_step.h"
 
 /* Attention forward + backward GFLOP/s at nt threads, bf16 products or not; best of reps. */
 static double bench_attention(int BH, int N, int hd, int nt, int reps, int bf16) {
@@ -140,72 +129,18 @@ static double step_clock(int nt) {
 /* Runs in the child: build the model, time steps, print one JSON line. */
 static int run_model(const model_case *mc, int nt, double peak, int quick) {
     omp_set_num_threads(nt);
-    vt_config cfg;
-    vt_config_defaults(&cfg);
-    char s[7][96];
-    snprintf(s[0], sizeof s[0], "model.preset=%s", mc->preset);
-    snprintf(s[1], sizeof s[1], "model.img_size=%d", mc->img);
-    snprintf(s[2], sizeof s[2], "model.patch_size=%d", mc->patch);
-    snprintf(s[3], sizeof s[3], "model.num_classes=%d", mc->classes);
-    snprintf(s[4], sizeof s[4], "model.drop_path=0");
-    snprintf(s[5], sizeof s[5], "data.kind=synthetic");
-    snprintf(s[6], sizeof s[6], "train.precision=%s", mc->bf16 ? "bf16" : "fp32");
-    for (int i = 0; i < 7; i++)
-        if (vt_config_set(&cfg, s[i]) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
-    if (vt_resolve(&cfg) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
-    vt_vit m;
-    vt_model_spec ms;
-    if (vt_vit_init(&m, vt_resolve_model_spec(&cfg, &ms), 1) != VT_OK) { fprintf(stderr, "%s\n", vt_last_error()); return 1; }
-    vt_optim opt; /* training rows only: an inference row's RSS holds no AdamW moments */
-    if (mc->train && vt_optim_init(&opt, &cfg.optim, m.n_params) != VT_OK) {
-        fprintf(stderr, "%s\n", vt_last_error());
-        return 1;
-    }
-    uint16_t *w16 = NULL; /* bf16: the weights' copies, as training keeps them */
-    if (mc->bf16 && (vt_precision_select(VT_PRECISION_BF16) != VT_OK || vt_bf16_weights_attach(&m, &w16) != VT_OK)) {
-        fprintf(stderr, "%s\n", vt_last_error());
-        return 1;
-    }
     int B = quick ? (mc->batch / 8 > 0 ? mc->batch / 8 : 1) : mc->batch;
-    int C = m.in_chans, S = mc->img;
-    size_t ni = (size_t)B * C * S * S;
-    float *img = vt_xmalloc(ni * sizeof(float));
-    int *labels = vt_xmalloc((size_t)B * sizeof(int));
-    vt_rng r;
-    vt_rng_seed(&r, 2);
-    fill_uniform(img, ni, &r, 1.0f);
-    for (int i = 0; i < B; i++) labels[i] = (int)vt_rng_below(&r, (uint64_t)mc->classes);
-    vt_arena arena;
-    vt_arena_init(&arena, (size_t)1 << 20);
-    vt_tape tape;
-    vt_tape_init(&tape, &arena);
-    tape.grad_enabled = mc->train;
-    tape.training = mc->train;
-    tape.rng = &r;
-    tape.bf16 = mc->bf16;
-    int warm = 2, timed = quick ? 1 : (mc->train && m.D >= 768 ? 2 : 3);
+    vit_step st;
+    if (vit_step_init(&st, mc->preset, mc->img, mc->patch, B, mc->classes, mc->train, mc->bf16)) return 1;
+    int warm = 2, timed = quick ? 1 : (mc->train && st.m.D >= 768 ? 2 : 3);
     double t_total = 0, loss = 0, arena_mb = 0;
     long faults = 0;
     for (int it = 0; it < warm + timed; it++) {
         struct rusage ru0, ru1;
         getrusage(RUSAGE_SELF, &ru0);
         double t0 = step_clock(nt);
-        if (mc->train) vt_vit_zero_grad(&m);
-        vt_arena_reset(&arena);
-        vt_tape_clear(&tape);
-        int64_t shape[4] = {B, C, S, S};
-        vt_tensor *x = vt_tensor_wrap(&arena, img, 4, shape);
-        vt_tensor *logits = vt_vit_forward(&m, &tape, x);
-        if (mc->train) {
-            vt_tensor *l = vt_op_cross_entropy(&tape, logits, labels, NULL, 0.0f);
-            loss = l->data[0];
-            vt_tape_backward(&tape, l);
-            vt_clip_grad_norm(&m, 1.0);
-            vt_optim_step(&opt, &m, 1e-4f);
-        } else {
-            loss = logits->data[0];
-        }
-        arena_mb = (double)arena.total_used / 1048576.0;
+        loss = vit_step_run(&st);
+        arena_mb = (double)st.arena.total_used / 1048576.0;
         if (it >= warm) {
             t_total += step_clock(nt) - t0;
             getrusage(RUSAGE_SELF, &ru1);
@@ -213,23 +148,17 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
         }
     }
     double ips = (double)B * timed / t_total;
-    double flops = vt_vit_flops(&m, S) * (mc->train ? 3.0 : 1.0);
+    double flops = vit_step_flops(&st);
     double mfu = peak > 0 ? flops * ips * 1e-9 / peak : 0.0; /* 0: no peak given (bench_torch --vs) */
     char cpu[192];
     bench_cpu(cpu, sizeof cpu);
     printf("{\"bench\":\"%s\",\"cpu\":\"%s\",\"model\":\"%s\",\"precision\":\"%s\",\"img\":%d,\"batch\":%d,"
            "\"threads\":%d,\"isa\":\"%s\",\"bf16_path\":\"%s\",\"gemm_ctx\":\"%s\",\"img_per_s\":%.3f,\"step_s\":%.4f,\"gflop_per_img\":%.3f,\"mfu\":%.4f,"
            "\"loss\":%.4f,\"page_faults_per_step\":%ld,\"arena_mb\":%.1f,\"grad_region_mb\":%.1f",
-           mc->train ? "train" : "infer", cpu, mc->name, mc->bf16 ? "bf16" : "fp32", S, B, nt, vt_k.name,
-           mc->bf16 ? vt_bf16_path_name((vt_bf16_path)vt_kernels_bf16_path()) : "-", vt_gemm_ctx.name, ips, t_total / timed, flops * 1e-9, mfu, loss, faults / timed, arena_mb, (double)tape.region_cap / 1048576.0);
+           mc->train ? "train" : "infer", cpu, mc->name, mc->bf16 ? "bf16" : "fp32", mc->img, B, nt, vt_k.name,
+           mc->bf16 ? vt_bf16_path_name((vt_bf16_path)vt_kernels_bf16_path()) : "-", vt_gemm_ctx.name, ips, t_total / timed, flops * 1e-9, mfu, loss, faults / timed, arena_mb, (double)st.tape.region_cap / 1048576.0);
     fflush(stdout);
-    vt_tape_free(&tape);
-    vt_arena_free(&arena);
-    if (mc->train) vt_optim_free(&opt);
-    if (w16) vt_bf16_weights_detach(&m, w16);
-    vt_vit_free(&m);
-    free(img);
-    free(labels);
+    vit_step_free(&st);
     return 0;
 }
 

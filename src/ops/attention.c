@@ -59,7 +59,8 @@
  * 1 with the scale in the softmax (scale times the sum, the multiplication alpha would
  * be): the AMX kernel then stores its whole C tiles straight into those rows, where a
  * tile with alpha, or rows that straddle lines, goes through a buffer and the vector
- * unit. */
+ * unit. With the product trace on (trace.h), the forward and the backward are each
+ * timed into it. */
 #include <omp.h>
 #include <stdint.h>
 
@@ -67,6 +68,7 @@
 #include "ops.h"
 #include "par.h"
 #include "status.h"
+#include "trace.h"
 
 /* Cache budget for one thread's R x N score block: half of a 1 MB L2 (every row block
  * packs all of k and v again, so fewer, larger blocks win; kernels/TUNING.md). */
@@ -220,8 +222,19 @@ static void attn_probs(const attn_ctx *c, int bh, const float *q, const float *k
     }
 }
 
+/* Into the trace (trace.h): the forward's or backward's wall time since t0 and its products'
+ * flops (2 products forward, 4 backward, of 2 N^2 hd each per block). */
+static void trace_attention(const attn_ctx *c, vt_trace_kind kind, double t0) {
+    double products = kind == VT_TRACE_ATTENTION_FWD ? 2.0 : 4.0;
+    vt_trace_add(&(vt_trace_call){.kind = kind, .M = c->BH, .N = c->N, .K = c->hd,
+                                  .flops = products * 2.0 * c->BH * (double)c->N * c->N * c->hd,
+                                  .seconds = vt_trace_now() - t0});
+}
+
 static void attention_bwd(void *p) {
     attn_ctx *c = p;
+    int traced = vt_trace_active();
+    double t0 = traced ? vt_trace_now() : 0.0;
     int N = c->N, hd = c->hd, R = vt_attention_row_block(N), ld = c->ld, ldp = attn_ldp(c);
     size_t rn = (size_t)R * ldp, nn = (size_t)N * N, np = (size_t)N * ldp;
     /* a fresh qkv gradient: every dq row written once, dk and dv by the first row block */
@@ -296,12 +309,15 @@ static void attention_bwd(void *p) {
                 attn_gemm(c, 1, 0, N, hd, r, c->scale, dP, ldp, q + (size_t)i0 * la, la, first, dk, ld, work, next_dk);
         }
     }
+    if (traced) trace_attention(c, VT_TRACE_ATTENTION_BWD, t0);
 }
 
 /* The forward of both ops: c holds the inputs, their gradients (NULL: none), layout,
  * scale and sizes; the rest is filled here. g: whether the inputs want gradients. */
 static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_drop, int keep_probs) {
     VT_ASSERT(attn_drop >= 0.0f && attn_drop < 1.0f, "attention: dropout %g not in [0, 1)", attn_drop);
+    int traced = vt_trace_active();
+    double t0 = traced ? vt_trace_now() : 0.0;
     int H = c.H, BH = c.BH, N = c.N, hd = c.hd;
     int R = vt_attention_row_block(N);
     vt_tensor *out = vt_tape_new(t, g, 3, (const int64_t[]){B, N, (int64_t)H * hd});
@@ -365,6 +381,7 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
         *cb = c;
         vt_tape_record(t, "attention", attention_bwd, cb);
     }
+    if (traced) trace_attention(&c, VT_TRACE_ATTENTION_FWD, t0);
     return out;
 }
 

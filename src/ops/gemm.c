@@ -28,6 +28,7 @@
  * added to C in thread order, so the result is again fixed for a fixed thread count
  * (but, unlike the C split, not equal to the 1-thread sums).
  * Small products (under VT_GEMM_PAR_FLOPS multiply-adds) run on the calling thread.
+ * With the product trace on (trace.h), each call is timed into it.
  * Measurements behind the split: kernels/TUNING.md. */
 #include <omp.h>
 #include <pthread.h>
@@ -37,6 +38,7 @@
 #include "ops.h"
 #include "par.h"
 #include "status.h"
+#include "trace.h"
 
 #define VT_GEMM_PAR_FLOPS 65536.0
 #define VT_GEMM_ALIGN 16
@@ -232,8 +234,9 @@ void vt_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
     vt_gemm_prec(0, ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, bias, C, ldc);
 }
 
-void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                  const float *B, const uint16_t *B16, int ldb, float beta, const float *bias, float *C, int ldc) {
+static void gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                      const float *B, const uint16_t *B16, int ldb, float beta, const float *bias, float *C,
+                      int ldc) {
     VT_ASSERT(M >= 0 && N >= 0 && K >= 0, "gemm: negative size %d x %d x %d", M, N, K);
     if (M == 0 || N == 0) return;
     const gemm_args g = {bf16, ta, tb, alpha, beta, A, B, bias, bf16 ? B16 : NULL, lda, ldb, ldc, C};
@@ -268,4 +271,17 @@ void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, co
         if (by_rows) gemm_block(&g, s, e - s, 0, N, K);
         else gemm_block(&g, 0, M, s, e - s, K);
     }
+}
+
+/* The product, timed into the trace when it is on (trace.h). */
+void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const float *B, const uint16_t *B16, int ldb, float beta, const float *bias, float *C, int ldc) {
+    if (!vt_trace_active()) {
+        gemm_prec(bf16, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc);
+        return;
+    }
+    double t0 = vt_trace_now();
+    gemm_prec(bf16, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc);
+    vt_trace_add(&(vt_trace_call){VT_TRACE_GEMM, bf16, ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, A, B, bias, B16,
+                                  C, 2.0 * M * N * (double)K, vt_trace_now() - t0});
 }

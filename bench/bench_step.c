@@ -1,0 +1,431 @@
+/* bench_step.c - a training step's products against the same products run alone, in one
+ * process, in alternating rounds (issue 40 item 3: where the step's MFU loses against the
+ * GEMM's % of peak). Not a test: prints figures.
+ *
+ * stdout: one JSON object per line, each naming the CPU ("cpu": /proc/cpuinfo's model
+ * name, family and model), the kernel level ("isa") and the GEMM context; stderr: a
+ * readable table.
+ * Per round and thread count (the thread counts' order alternating from round to round):
+ *  (a) "fma_peak" (bench/fma_peak.h; in bf16 "bf16_peak", VDPBF16PS), measured again
+ *      before each round; every % below refers to the best this run has seen on that
+ *      thread count, as bench_train's do.
+ *  (b) one training step as bench_train times it (bench/vit_step.h; 2 warm-up steps
+ *      before the first round, 1 more on the second thread count), with the trace on
+ *      (src/ops/trace.h): every vt_gemm_prec call and every attention forward and
+ *      backward, timed where they run. The step's time splits into those and the rest
+ *      (LayerNorm, GELU, residual adds, bias sums, AdamW, clipping; the softmax is inside
+ *      attention's time).
+ *  (c) then, with the trace off, each GEMM shape of the step alone (a shape: ta, tb, M,
+ *      N, K, whether beta is 0, whether a bias is fused), up to 2 of its calls (its first
+ *      and its middle one in the step), each timed three ways, in an order that rotates
+ *      from round to round:
+ *      "warm":  the same call (the step's own pointers, leading dimensions, alpha, beta,
+ *               bias) run once untimed and again timed: its operands as warm as they get;
+ *      "cold":  the same call after writing a buffer of twice the last-level cache size
+ *               (at least 64 MiB, at most 1 GiB): its operands in memory;
+ *      "fresh": the shape as bench_kernels times it: alpha 1, beta 0, no bias, fresh
+ *               operands in bench_kernels' fill with their own leading dimensions, run
+ *               once untimed and again timed.
+ *      Replaying the step's calls rewrites activations and gradients the step has done
+ *      with (the next step starts from the weights the step left). Attention alone: its
+ *      forward and backward on a fresh (B, N, 3 H hd) qkv, as the model calls it, the
+ *      second of two runs.
+ *  (d) "step_gemm": per shape, the calls, flops and seconds in the step, and GFLOP/s in
+ *      the step (all its calls) and alone (warm, cold, fresh: its replayed calls);
+ *      "step_attention": the same for attention's forward and backward;
+ *      "step_summary": the step's seconds and MFU (vt_vit_flops x 3 x images / seconds /
+ *      peak, bench_train's definition), the step's time in GEMMs, attention and the
+ *      rest, the GEMMs' GFLOP/s in the step and, per variant, the step's GEMM seconds had
+ *      every shape run at its alone rate ("gemm_s_at_*"), and the mean of the 12 block
+ *      shapes' % of peak (unweighted, bench_kernels' "mean_pct_peak" definition) in the
+ *      step and fresh.
+ * Usage: bench_step [model [rounds [threads]]]: model vit_b16_224 (default; batch 32),
+ * vit_s16_224 (batch 64) or vit_ti4_32 (batch 128); rounds 1-20 (default 2); threads 1,
+ * 2 or 1,2 (default 1,2). VT_BENCH_PRECISION=bf16: train.precision = bf16 (default fp32).
+ * Wall-clock timing: run it on an otherwise idle machine (the quiet lock).
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fma_peak.h"
+#include "kernels.h"
+#include "ops/par.h"
+#include "ops/trace.h"
+#include "vit_step.h"
+
+#define MAX_CALLS 4096
+#define MAX_SHAPES 64
+#define REPLAYS 2 /* calls of each shape run alone per round */
+
+typedef struct {
+    const char *name, *preset;
+    int img, patch, batch, classes;
+} model_case;
+
+static const model_case cases[] = {
+    {"vit_b16_224", "vit_base", 224, 16, 32, 1000},
+    {"vit_s16_224", "vit_small", 224, 16, 64, 1000},
+    {"vit_ti4_32", "vit_tiny", 32, 4, 128, 10},
+};
+#define N_CASES (int)(sizeof cases / sizeof cases[0])
+
+enum { WARM, COLD, FRESH, N_VARIANTS };
+
+/* One GEMM shape of the step: its calls there and its replays alone. */
+typedef struct {
+    int ta, tb, M, N, K, beta0, bias;
+    char name[32];
+    int calls, first, middle; /* middle: the index of its middle call in the trace */
+    double flops, seconds;    /* in the step */
+    double alone_flops[N_VARIANTS], alone_s[N_VARIANTS];
+} shape;
+
+/* The name of a product of the model: "<layer>/<pass>" (layer qkv, proj, fc1, fc2, patch,
+ * head; pass fwd, dX, dW), from its sizes; "other" when none matches. */
+static void shape_name(const vit_step *st, const vt_trace_call *c, char *out, size_t len) {
+    const vt_vit *m = &st->m;
+    int D = m->D, Dh = m->mlp_hidden, np = (st->S / m->P) * (st->S / m->P);
+    struct { const char *name; int out, in, rows; } layers[] = {
+        {"qkv", 3 * D, D, st->B * (np + 1)},   {"proj", D, D, st->B * (np + 1)},
+        {"fc1", Dh, D, st->B * (np + 1)},      {"fc2", D, Dh, st->B * (np + 1)},
+        {"patch", D, m->in_chans * m->P * m->P, st->B * np}, {"head", m->num_classes, D, st->B}};
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
+        int o = layers[i].out, in = layers[i].in, r = layers[i].rows;
+        const char *pass = !c->ta && c->tb && c->M == r && c->N == o && c->K == in    ? "fwd"
+                           : !c->ta && !c->tb && c->M == r && c->N == in && c->K == o ? "dX"
+                           : c->ta && !c->tb && c->M == o && c->N == in && c->K == r  ? "dW"
+                                                                                      : NULL;
+        if (pass) {
+            snprintf(out, len, "%s/%s", layers[i].name, pass);
+            return;
+        }
+    }
+    snprintf(out, len, "other");
+}
+
+static int same_shape(const shape *s, const vt_trace_call *c) {
+    return s->ta == c->ta && s->tb == c->tb && s->M == c->M && s->N == c->N && s->K == c->K &&
+           s->beta0 == (c->beta == 0.0f) && s->bias == (c->bias != NULL);
+}
+
+/* The GEMM shapes of a traced step (calls[0..n)) into shapes; returns how many. */
+static int group_shapes(const vit_step *st, const vt_trace_call *calls, int n, shape *shapes) {
+    int ns = 0;
+    for (int i = 0; i < n; i++) {
+        const vt_trace_call *c = &calls[i];
+        if (c->kind != VT_TRACE_GEMM) continue;
+        int j = 0;
+        while (j < ns && !same_shape(&shapes[j], c)) j++;
+        if (j == ns) {
+            if (ns == MAX_SHAPES) continue;
+            shapes[ns] = (shape){.ta = c->ta, .tb = c->tb, .M = c->M, .N = c->N, .K = c->K,
+                                 .beta0 = c->beta == 0.0f, .bias = c->bias != NULL, .first = i, .middle = i};
+            shape_name(st, c, shapes[ns].name, sizeof shapes[ns].name);
+            ns++;
+        }
+        shapes[j].calls++;
+        shapes[j].flops += c->flops;
+        shapes[j].seconds += c->seconds;
+    }
+    /* each shape's middle call */
+    for (int j = 0; j < ns; j++) {
+        int seen = 0;
+        for (int i = 0; i < n; i++)
+            if (calls[i].kind == VT_TRACE_GEMM && same_shape(&shapes[j], &calls[i]) && seen++ == shapes[j].calls / 2) {
+                shapes[j].middle = i;
+                break;
+            }
+    }
+    return ns;
+}
+
+/* Operands for the fresh variant: the largest A, B (and its bf16 copy) and C of the step's
+ * shapes, in bench_kernels' fill. */
+typedef struct {
+    float *A, *B, *C;
+    uint16_t *B16;
+    size_t a, b, c;
+} fresh_pool;
+
+static float *pool_floats(size_t n) {
+    float *p = vt_aligned_alloc((n ? n : 1) * sizeof(float));
+    if (!p) {
+        fprintf(stderr, "bench_step: out of memory (%zu floats)\n", n);
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++) p[i] = (float)((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
+    return p;
+}
+
+static void pool_fit(fresh_pool *p, const shape *shapes, int ns) {
+    size_t a = 0, b = 0, c = 0;
+    for (int j = 0; j < ns; j++) {
+        size_t mk = (size_t)shapes[j].M * shapes[j].K, kn = (size_t)shapes[j].K * shapes[j].N,
+               mn = (size_t)shapes[j].M * shapes[j].N;
+        if (mk > a) a = mk;
+        if (kn > b) b = kn;
+        if (mn > c) c = mn;
+    }
+    if (a <= p->a && b <= p->b && c <= p->c) return;
+    free(p->A); free(p->B); free(p->C); free(p->B16);
+    p->A = pool_floats(a);
+    p->B = pool_floats(b);
+    p->C = pool_floats(c);
+    p->B16 = vt_aligned_alloc((b ? b : 1) * sizeof(uint16_t));
+    if (!p->B16) {
+        fprintf(stderr, "bench_step: out of memory (%zu bf16)\n", b);
+        exit(1);
+    }
+    vt_k.bf16_round(p->B, p->B16, b);
+    p->a = a, p->b = b, p->c = c;
+}
+
+/* Seconds of the call c (a trace entry: the step's arguments). */
+static double run_call(const vt_trace_call *c) {
+    double t0 = bench_now();
+    vt_gemm_prec(c->bf16, c->ta, c->tb, c->M, c->N, c->K, c->alpha, c->A, c->lda, c->B, c->B16, c->ldb, c->beta,
+                 c->bias, c->C, c->ldc);
+    return bench_now() - t0;
+}
+
+/* Writes every byte of the eviction buffer, on all threads. */
+static void evict(unsigned char *buf, size_t bytes) {
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < bytes; i += 4096) memset(buf + i, (int)(i >> 12), bytes - i < 4096 ? bytes - i : 4096);
+}
+
+/* Seconds of call c alone in variant v. */
+static double run_alone(const vt_trace_call *c, int v, fresh_pool *p, unsigned char *ev, size_t ev_bytes) {
+    if (v == COLD) {
+        evict(ev, ev_bytes);
+        return run_call(c);
+    }
+    vt_trace_call g = *c;
+    if (v == FRESH) {
+        g.alpha = 1.0f, g.beta = 0.0f, g.bias = NULL;
+        g.A = p->A, g.B = p->B, g.B16 = c->B16 ? p->B16 : NULL, g.C = p->C;
+        g.lda = c->ta ? c->M : c->K, g.ldb = c->tb ? c->K : c->N, g.ldc = c->N;
+    }
+    run_call(&g);
+    return run_call(&g);
+}
+
+/* Attention forward and backward alone on a fresh qkv (B, N, 3 H hd), as the model calls
+ * it: seconds of each into fwd_s, bwd_s, of the second of two runs (the first grows the
+ * arena and the workspaces). */
+static void attention_alone(const vit_step *st, double *fwd_s, double *bwd_s) {
+    const vt_vit *m = &st->m;
+    int N = (st->S / m->P) * (st->S / m->P) + 1, D = m->D;
+    vt_arena arena;
+    vt_arena_init(&arena, (size_t)1 << 20);
+    vt_tape tape;
+    vt_tape_init(&tape, &arena);
+    tape.bf16 = st->bf16;
+    vt_rng r;
+    vt_rng_seed(&r, 3);
+    size_t n = (size_t)st->B * N * 3 * D;
+    float *x = vt_xmalloc(n * sizeof(float));
+    fill_uniform(x, n, &r, 1.0f);
+    for (int it = 0; it < 2; it++) {
+        vt_arena_reset(&arena);
+        vt_tape_clear(&tape);
+        int64_t shape[3] = {st->B, N, 3 * D};
+        vt_tensor *qkv = vt_tensor_new(&arena, 1, 3, shape);
+        memcpy(qkv->data, x, n * sizeof(float));
+        double t0 = bench_now();
+        vt_tensor *o = vt_op_attention_qkv(&tape, qkv, m->H, 1.0f / sqrtf((float)m->hd), 0.0f,
+                                           vt_attention_keep_probs(N, m->hd, st->bf16));
+        *fwd_s = bench_now() - t0;
+        memcpy(o->grad, x, (size_t)o->size * sizeof(float)); /* the upstream gradient: not attention's work */
+        t0 = bench_now();
+        vt_tape_replay(&tape);
+        *bwd_s = bench_now() - t0;
+    }
+    free(x);
+    vt_tape_free(&tape);
+    vt_arena_free(&arena);
+}
+
+/* One round on nt threads: a traced step, then its shapes and attention alone. */
+static void round_at(vit_step *st, const model_case *mc, int round, int nt, double peak, vt_trace_call *calls,
+                     fresh_pool *pool, unsigned char *ev, size_t ev_bytes, const char *cpu) {
+    omp_set_num_threads(nt);
+    vt_trace_start(calls, MAX_CALLS);
+    double t0 = bench_now();
+    double loss = vit_step_run(st);
+    double step_s = bench_now() - t0;
+    int n = vt_trace_stop();
+    if (n > MAX_CALLS) {
+        fprintf(stderr, "bench_step: the step made %d traced calls, more than the %d kept\n", n, MAX_CALLS);
+        exit(1);
+    }
+    static shape shapes[MAX_SHAPES];
+    int ns = group_shapes(st, calls, n, shapes);
+    pool_fit(pool, shapes, ns);
+    double attn_s[2] = {0}, attn_flops[2] = {0};
+    int attn_calls[2] = {0};
+    for (int i = 0; i < n; i++) {
+        int b = calls[i].kind == VT_TRACE_ATTENTION_BWD;
+        if (calls[i].kind == VT_TRACE_GEMM) continue;
+        attn_s[b] += calls[i].seconds, attn_flops[b] += calls[i].flops, attn_calls[b]++;
+    }
+    /* alone: the variants in an order rotating with the round, attention last */
+    for (int j = 0; j < ns; j++) {
+        shape *s = &shapes[j];
+        for (int r = 0; r < (s->calls > 1 ? REPLAYS : 1); r++) {
+            const vt_trace_call *c = &calls[r == 0 ? s->first : s->middle];
+            for (int k = 0; k < N_VARIANTS; k++) {
+                int v = (k + round) % N_VARIANTS;
+                s->alone_s[v] += run_alone(c, v, pool, ev, ev_bytes);
+                s->alone_flops[v] += c->flops;
+            }
+        }
+    }
+    double attn_alone[2];
+    attention_alone(st, &attn_alone[0], &attn_alone[1]);
+
+    const char *prec = st->bf16 ? "bf16" : "fp32";
+    char head[512];
+    snprintf(head, sizeof head,
+             "\"cpu\":\"%s\",\"isa\":\"%s\",\"gemm_ctx\":\"%s\",\"model\":\"%s\",\"precision\":\"%s\",\"batch\":%d,"
+             "\"threads\":%d,\"round\":%d",
+             cpu, vt_k.name, vt_gemm_ctx.name, mc->name, prec, st->B, nt, round);
+    fprintf(stderr, "\nround %d, %d thread%s, peak %.1f GFLOP/s\n  %-10s %2s %2s %5s %5s %5s %4s %4s %5s %8s %7s %7s %7s %7s\n",
+            round, nt, nt > 1 ? "s" : "", peak, "shape", "ta", "tb", "M", "N", "K", "b=0", "bias", "calls", "step s",
+            "step", "warm", "cold", "fresh");
+    double gemm_s = 0, gemm_flops = 0, at[N_VARIANTS] = {0};
+    /* bench_kernels' 12 block products (qkv, proj, fc1, fc2 x fwd, dX, dW), each named
+     * once: a name's shapes with beta 0 and beta 1 together */
+    struct { const char *name; double flops, s, fresh_flops, fresh_s; } names[MAX_SHAPES];
+    int n_names = 0;
+    for (int j = 0; j < ns; j++) {
+        const shape *s = &shapes[j];
+        double g_step = s->flops / s->seconds * 1e-9, g[N_VARIANTS];
+        for (int v = 0; v < N_VARIANTS; v++) {
+            g[v] = s->alone_flops[v] / s->alone_s[v] * 1e-9;
+            at[v] += s->flops / (g[v] * 1e9);
+        }
+        gemm_s += s->seconds;
+        gemm_flops += s->flops;
+        printf("{\"bench\":\"step_gemm\",%s,\"shape\":\"%s\",\"ta\":%d,\"tb\":%d,\"M\":%d,\"N\":%d,\"K\":%d,"
+               "\"beta0\":%d,\"bias\":%d,\"calls\":%d,\"step_s\":%.4f,\"step_gflops\":%.1f,\"warm_gflops\":%.1f,"
+               "\"cold_gflops\":%.1f,\"fresh_gflops\":%.1f,\"peak_gflops\":%.1f}\n",
+               head, s->name, s->ta, s->tb, s->M, s->N, s->K, s->beta0, s->bias, s->calls, s->seconds, g_step,
+               g[WARM], g[COLD], g[FRESH], peak);
+        fprintf(stderr, "  %-10s %2d %2d %5d %5d %5d %4d %4d %5d %8.3f %7.1f %7.1f %7.1f %7.1f\n", s->name, s->ta,
+                s->tb, s->M, s->N, s->K, s->beta0, s->bias, s->calls, s->seconds, g_step, g[WARM], g[COLD], g[FRESH]);
+        if (!strncmp(s->name, "patch", 5) || !strncmp(s->name, "head", 4) || !strcmp(s->name, "other")) continue;
+        int k = 0;
+        while (k < n_names && strcmp(names[k].name, s->name)) k++;
+        if (k == n_names) names[n_names++] = (__typeof__(names[0])){s->name, 0, 0, 0, 0};
+        names[k].flops += s->flops, names[k].s += s->seconds;
+        names[k].fresh_flops += s->alone_flops[FRESH], names[k].fresh_s += s->alone_s[FRESH];
+    }
+    double pct_step = 0, pct_fresh = 0;
+    for (int k = 0; k < n_names; k++) {
+        pct_step += 100.0 * names[k].flops / names[k].s * 1e-9 / peak;
+        pct_fresh += 100.0 * names[k].fresh_flops / names[k].fresh_s * 1e-9 / peak;
+    }
+    int n_block = n_names;
+    double a_flops = attn_flops[0] + attn_flops[1], a_s = attn_s[0] + attn_s[1];
+    for (int b = 0; b < 2; b++) {
+        double per_call = attn_calls[b] ? attn_flops[b] / attn_calls[b] : 0;
+        printf("{\"bench\":\"step_attention\",%s,\"pass\":\"%s\",\"calls\":%d,\"step_s\":%.4f,\"step_gflops\":%.1f,"
+               "\"alone_s\":%.4f,\"alone_gflops\":%.1f,\"peak_gflops\":%.1f}\n",
+               head, b ? "bwd" : "fwd", attn_calls[b], attn_s[b], attn_flops[b] / attn_s[b] * 1e-9, attn_alone[b],
+               per_call / attn_alone[b] * 1e-9, peak);
+        fprintf(stderr, "  attention %s: %d calls, %.3f s in the step, %.1f GFLOP/s; alone %.1f GFLOP/s\n",
+                b ? "bwd" : "fwd", attn_calls[b], attn_s[b], attn_flops[b] / attn_s[b] * 1e-9,
+                per_call / attn_alone[b] * 1e-9);
+    }
+    double flops = vit_step_flops(st) * st->B, mfu = flops / step_s * 1e-9 / peak;
+    double other_s = step_s - gemm_s - a_s;
+    printf("{\"bench\":\"step_summary\",%s,\"loss\":%.4f,\"step_s\":%.4f,\"img_per_s\":%.3f,\"mfu\":%.4f,"
+           "\"peak_gflops\":%.1f,\"gemm_s\":%.4f,\"gemm_gflops\":%.1f,\"gemm_pct_peak\":%.1f,\"attention_s\":%.4f,"
+           "\"attention_gflops\":%.1f,\"other_s\":%.4f,\"gemm_s_at_warm\":%.4f,\"gemm_s_at_cold\":%.4f,"
+           "\"gemm_s_at_fresh\":%.4f,\"block_shapes\":%d,\"block_mean_pct_peak_step\":%.1f,"
+           "\"block_mean_pct_peak_fresh\":%.1f}\n",
+           head, loss, step_s, st->B / step_s, mfu, peak, gemm_s, gemm_flops / gemm_s * 1e-9,
+           100.0 * gemm_flops / gemm_s * 1e-9 / peak, a_s, a_flops / a_s * 1e-9, other_s, at[WARM], at[COLD],
+           at[FRESH], n_block, n_block ? pct_step / n_block : 0.0, n_block ? pct_fresh / n_block : 0.0);
+    fprintf(stderr,
+            "  step %.3f s (%.3f img/s, MFU %.1f%%): GEMMs %.3f s (%.1f%% of peak), attention %.3f s, the rest %.3f s\n"
+            "  the GEMMs at their alone rates: warm %.3f s, cold %.3f s, fresh %.3f s\n"
+            "  mean %% of peak of the %d block shapes (bench_kernels' summary): in the step %.1f%%, fresh %.1f%%\n",
+            step_s, st->B / step_s, 100.0 * mfu, gemm_s, 100.0 * gemm_flops / gemm_s * 1e-9 / peak, a_s, other_s,
+            at[WARM], at[COLD], at[FRESH], n_block, n_block ? pct_step / n_block : 0.0,
+            n_block ? pct_fresh / n_block : 0.0);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+    const char *usage = "usage: bench_step [model: vit_b16_224 (default), vit_s16_224, vit_ti4_32 [rounds 1-20 "
+                        "(default 2) [threads: 1, 2 or 1,2 (default)]]]";
+    int ci = 0, rounds = 2, nthr = 2, thr[2] = {1, 2};
+    if (argc > 4) { fprintf(stderr, "%s\n", usage); return 2; }
+    if (argc > 1) {
+        for (ci = 0; ci < N_CASES && strcmp(argv[1], cases[ci].name); ci++) {}
+        if (ci == N_CASES) { fprintf(stderr, "%s (got model \"%s\")\n", usage, argv[1]); return 2; }
+    }
+    if (argc > 2) {
+        char *end;
+        long v = strtol(argv[2], &end, 10);
+        if (*end || end == argv[2] || v < 1 || v > 20) { fprintf(stderr, "%s (got rounds \"%s\")\n", usage, argv[2]); return 2; }
+        rounds = (int)v;
+    }
+    if (argc > 3) {
+        if (!strcmp(argv[3], "1") || !strcmp(argv[3], "2")) nthr = 1, thr[0] = atoi(argv[3]);
+        else if (strcmp(argv[3], "1,2")) { fprintf(stderr, "%s (got threads \"%s\")\n", usage, argv[3]); return 2; }
+    }
+    const char *pe = getenv("VT_BENCH_PRECISION");
+    if (pe && *pe && strcmp(pe, "fp32") && strcmp(pe, "bf16")) {
+        fprintf(stderr, "bench_step: VT_BENCH_PRECISION=%s: expected fp32 or bf16\n", pe);
+        return 2;
+    }
+    int bf16 = pe && !strcmp(pe, "bf16");
+    char err[256];
+    if (vt_kernels_init(err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return 1; }
+    if (bf16 && vt_k.isa < VT_ISA_AVX512BF16) {
+        fprintf(stderr, "bench_step: the %s level has no bf16 instructions\n", vt_k.name);
+        return 2;
+    }
+    const int avx512 = vt_k.isa >= VT_ISA_AVX512;
+    char cpu[192];
+    bench_cpu(cpu, sizeof cpu);
+    const model_case *mc = &cases[ci];
+    vit_step st;
+    if (vit_step_init(&st, mc->preset, mc->img, mc->patch, mc->batch, mc->classes, 1, bf16)) return 1;
+    fprintf(stderr, "bench_step, %s (%s kernels, GEMM context %s), %s %s batch %d\n", cpu, vt_k.name,
+            vt_gemm_ctx.name, mc->name, bf16 ? "bf16" : "fp32", mc->batch);
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    size_t ev_bytes = l3 > 0 ? 2 * (size_t)l3 : 0;
+    if (ev_bytes < ((size_t)64 << 20)) ev_bytes = (size_t)64 << 20;
+    if (ev_bytes > ((size_t)1 << 30)) ev_bytes = (size_t)1 << 30;
+    unsigned char *ev = vt_aligned_alloc(ev_bytes);
+    vt_trace_call *calls = malloc(MAX_CALLS * sizeof *calls);
+    if (!ev || !calls) { fprintf(stderr, "bench_step: out of memory\n"); return 1; }
+    fresh_pool pool = {0};
+    double peak[3] = {0};
+    for (int ti = 0; ti < nthr; ti++) { /* warm-up: the arena settles, each thread's buffers grow */
+        omp_set_num_threads(thr[ti]);
+        for (int w = ti; w < 2; w++) vit_step_run(&st);
+    }
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < nthr; k++) {
+            int nt = thr[(k + r) % nthr];
+            double pk = bf16 ? bf16_peak_gflops(nt) : fma_peak_gflops(avx512, nt);
+            if (pk > peak[nt]) peak[nt] = pk;
+            printf("{\"bench\":\"%s\",\"cpu\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"round\":%d,\"gflops\":%.2f}\n",
+                   bf16 ? "bf16_peak" : "fma_peak", cpu, bf16 ? "avx512bf16" : avx512 ? "avx512" : "avx2", nt, r, pk);
+            round_at(&st, mc, r, nt, peak[nt], calls, &pool, ev, ev_bytes, cpu);
+        }
+    free(calls);
+    free(ev);
+    free(pool.A); free(pool.B); free(pool.C); free(pool.B16);
+    vit_step_free(&st);
+    return 0;
+}

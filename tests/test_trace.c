@@ -1,0 +1,105 @@
+/* test_trace.c - the product trace (src/ops/trace.h) that bench/bench_step.c reads: off,
+ * nothing is recorded; on, each vt_gemm_prec call made outside a parallel region is
+ * recorded with its arguments (the same call made again from the record gives the same
+ * bits), 2 M N K flops and a time; attention's forward and backward are recorded with
+ * their products' flops; calls inside a parallel region are not; entries past the
+ * capacity are counted but not written; stopping turns it off. */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "kernels.h"
+#include "ops/ops.h"
+#include "ops/par.h"
+#include "ops/trace.h"
+#include "rng.h"
+#include "test_runtime.h"
+
+#define RM 37 /* the product's sizes */
+#define RN 29
+#define RK 23
+
+static void fill(float *x, size_t n, vt_rng *r) {
+    for (size_t i = 0; i < n; i++) x[i] = (float)(2.0 * vt_rng_uniform(r) - 1.0);
+}
+
+int main(void) {
+    vt_arena arena;
+    vt_tape tape;
+    if (test_runtime_init(&arena, 1 << 20, &tape) != 0) return 1;
+    vt_rng r;
+    vt_rng_seed(&r, 7);
+    float A[RM * RK], B[RN * RK], bias[RN], C[RM * RN], C2[RM * RN];
+    fill(A, RM * RK, &r);
+    fill(B, RN * RK, &r);
+    fill(bias, RN, &r);
+    vt_trace_call calls[4];
+    memset(calls, 0, sizeof calls);
+
+    /* off: nothing recorded */
+    CHECK(!vt_trace_active(), "the trace is on before it was started");
+    vt_gemm_prec(0, 0, 1, RM, RN, RK, 1.0f, A, RK, B, NULL, RK, 0.0f, bias, C, RN);
+    vt_trace_start(calls, 4);
+    CHECK(vt_trace_stop() == 0, "a call made while off was counted");
+    CHECK(calls[0].M == 0, "a call made while off was written");
+
+    /* on: the arguments, the flops, a time; the record makes the same call again */
+    vt_trace_start(calls, 4);
+    CHECK(vt_trace_active(), "the trace is off after vt_trace_start");
+    vt_gemm_prec(0, 0, 1, RM, RN, RK, 0.5f, A, RK, B, NULL, RK, 0.0f, bias, C, RN);
+    int n = vt_trace_stop();
+    CHECK(!vt_trace_active(), "the trace is on after vt_trace_stop");
+    CHECK(n == 1, "%d calls recorded for one", n);
+    const vt_trace_call *c = &calls[0];
+    CHECK(c->kind == VT_TRACE_GEMM && c->ta == 0 && c->tb == 1 && c->M == RM && c->N == RN && c->K == RK &&
+              c->lda == RK && c->ldb == RK && c->ldc == RN && c->alpha == 0.5f && c->beta == 0.0f && c->A == A &&
+              c->B == B && c->bias == bias && c->C == C && c->B16 == NULL && c->bf16 == 0,
+          "the record does not hold the call's arguments");
+    CHECK(c->flops == 2.0 * RM * RN * RK, "flops %g, expected 2 M N K = %g", c->flops, 2.0 * RM * RN * RK);
+    CHECK(c->seconds >= 0.0 && c->seconds < 10.0, "seconds %g", c->seconds);
+    vt_gemm_prec(c->bf16, c->ta, c->tb, c->M, c->N, c->K, c->alpha, c->A, c->lda, c->B, c->B16, c->ldb, 0.0f, c->bias,
+                 C2, c->ldc);
+    CHECK(memcmp(C, C2, sizeof C) == 0, "the recorded call made again gives other bits");
+
+    /* inside a parallel region: not recorded */
+    vt_trace_start(calls, 4);
+    #pragma omp parallel num_threads(2)
+    {
+        float Ct[RM * RN];
+        CHECK(!vt_trace_active(), "the trace is active inside a parallel region");
+        vt_gemm_prec(0, 0, 1, RM, RN, RK, 1.0f, A, RK, B, NULL, RK, 0.0f, NULL, Ct, RN);
+    }
+    CHECK(vt_trace_stop() == 0, "calls inside a parallel region were recorded");
+
+    /* past the capacity: counted, not written */
+    memset(calls, 0, sizeof calls);
+    vt_trace_start(calls, 1);
+    vt_gemm_prec(0, 0, 0, RM, RN, RK, 1.0f, A, RK, B, NULL, RN, 0.0f, NULL, C, RN);
+    vt_gemm_prec(0, 1, 0, RK, RN, RM, 1.0f, A, RK, C, NULL, RN, 0.0f, NULL, C2, RN);
+    CHECK(vt_trace_stop() == 2, "two calls not counted");
+    CHECK(calls[0].ta == 0 && calls[1].M == 0, "the record was written past its capacity");
+
+    /* attention: forward and backward, with their products' flops */
+    const int Bt = 2, H = 2, T = 9, hd = 4;
+    int64_t shape[3] = {Bt, T, 3 * H * hd};
+    vt_tensor *qkv = vt_tensor_new(&arena, 1, 3, shape);
+    fill(qkv->data, (size_t)qkv->size, &r);
+    memset(calls, 0, sizeof calls);
+    vt_trace_start(calls, 4);
+    vt_tensor *o = vt_op_attention_qkv(&tape, qkv, H, 0.5f, 0.0f, 1);
+    fill(o->grad, (size_t)o->size, &r);
+    vt_tape_replay(&tape);
+    n = vt_trace_stop();
+    CHECK(n == 2, "attention forward and backward: %d records", n);
+    double per = 2.0 * Bt * H * (double)T * T * hd;
+    CHECK(calls[0].kind == VT_TRACE_ATTENTION_FWD && calls[0].M == Bt * H && calls[0].N == T && calls[0].K == hd &&
+              calls[0].flops == 2.0 * per,
+          "attention forward record: kind %d, %d x %d x %d, %g flops", (int)calls[0].kind, calls[0].M, calls[0].N,
+          calls[0].K, calls[0].flops);
+    CHECK(calls[1].kind == VT_TRACE_ATTENTION_BWD && calls[1].flops == 4.0 * per,
+          "attention backward record: kind %d, %g flops", (int)calls[1].kind, calls[1].flops);
+
+    test_runtime_done(&arena, &tape);
+    return test_summary();
+}
