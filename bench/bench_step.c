@@ -15,30 +15,33 @@
  *      backward, timed where they run. The step's time splits into those and the rest
  *      (LayerNorm, GELU, residual adds, bias sums, AdamW, clipping; the softmax is inside
  *      attention's time).
- *  (c) then, with the trace off, each GEMM shape of the step alone (a shape: ta, tb, M,
- *      N, K, whether beta is 0, whether a bias is fused), up to 2 of its calls (its first
- *      and its middle one in the step), each timed three ways, in an order that rotates
- *      from round to round:
- *      "warm":  the same call (the step's own pointers, leading dimensions, alpha, beta,
- *               bias) run once untimed and again timed: its operands as warm as they get;
- *      "cold":  the same call after writing a buffer of twice the last-level cache size
- *               (at least 64 MiB, at most 1 GiB): its operands in memory;
+ *  (c) attention alone: its forward and backward on a fresh (B, N, 3 H hd) qkv, as the
+ *      model calls it, the third of three runs.
+ *  (d) one paired step: the trace on again, and right after each GEMM call of the step
+ *      (inside it, so within a fraction of a second of it, in the same phase of a host
+ *      whose speed moves over seconds) the same product alone three ways, in an order
+ *      that rotates from call to call:
+ *      "warm":  the same call (the step's pointers, leading dimensions, alpha, beta and
+ *               bias) into a copy of its C: its operands as warm as the step's call
+ *               left them;
+ *      "cold":  the same after writing a buffer of twice the last-level cache size (at
+ *               least 64 MiB, at most 1 GiB): its operands in memory;
  *      "fresh": the shape as bench_kernels times it: alpha 1, beta 0, no bias, fresh
- *               operands in bench_kernels' fill with their own leading dimensions, run
+ *               operands in bench_kernels' fill with their own leading dimensions,
  *               once untimed and again timed.
- *      Replaying the step's calls rewrites activations and gradients the step has done
- *      with (the next step starts from the weights the step left). Attention alone: its
- *      forward and backward on a fresh (B, N, 3 H hd) qkv, as the model calls it, the
- *      second of two runs.
- *  (d) "step_gemm": per shape, the calls, flops and seconds in the step, and GFLOP/s in
- *      the step (all its calls) and alone (warm, cold, fresh: its replayed calls);
- *      "step_attention": the same for attention's forward and backward;
- *      "step_summary": the step's seconds and MFU (vt_vit_flops x 3 x images / seconds /
- *      peak, bench_train's definition), the step's time in GEMMs, attention and the
- *      rest, the GEMMs' GFLOP/s in the step and, per variant, the step's GEMM seconds had
- *      every shape run at its alone rate ("gemm_s_at_*"), and the mean of the 12 block
- *      shapes' % of peak (unweighted, bench_kernels' "mean_pct_peak" definition) in the
- *      step and fresh.
+ *      The copies write only scratch memory, so the step computes what a plain step
+ *      computes.
+ *  (e) "step_gemm": per GEMM shape (ta, tb, M, N, K, whether beta is 0, whether a bias is
+ *      fused), the calls, flops and seconds in the traced step (b) and its GFLOP/s there,
+ *      and from the paired step (d) its GFLOP/s in the step and alone (warm, cold,
+ *      fresh); "step_attention": attention's forward and backward in the step (b) and
+ *      alone (c); "step_summary": the step's seconds and MFU (vt_vit_flops x 3 x images /
+ *      seconds / peak, bench_train's definition), its time in GEMMs, attention and the
+ *      rest, the GEMMs' % of peak in the step, the GEMM seconds of the step (b) had each
+ *      shape run at its alone rate (d) ("gemm_s_at_*": its seconds in (b) times its
+ *      alone / in-step time ratio in (d)), and the mean % of peak of the 12 block
+ *      products (qkv, proj, fc1, fc2 x fwd, dX, dW; unweighted: bench_kernels'
+ *      "mean_pct_peak") in the step (b) and fresh (d).
  * Usage: bench_step [model [rounds [threads]]]: model vit_b16_224 (default; batch 32),
  * vit_s16_224 (batch 64) or vit_ti4_32 (batch 128); rounds 1-20 (default 2); threads 1,
  * 2 or 1,2 (default 1,2). VT_BENCH_PRECISION=bf16: train.precision = bf16 (default fp32).
@@ -59,7 +62,6 @@
 
 #define MAX_CALLS 4096
 #define MAX_SHAPES 64
-#define REPLAYS 2 /* calls of each shape run alone per round */
 
 typedef struct {
     const char *name, *preset;
@@ -75,13 +77,15 @@ static const model_case cases[] = {
 
 enum { WARM, COLD, FRESH, N_VARIANTS };
 
-/* One GEMM shape of the step: its calls there and its replays alone. */
+/* One GEMM shape of the step: its calls in the traced step, and in the paired step with
+ * its copies alone. */
 typedef struct {
     int ta, tb, M, N, K, beta0, bias;
     char name[32];
-    int calls, first, middle; /* middle: the index of its middle call in the trace */
-    double flops, seconds;    /* in the step */
-    double alone_flops[N_VARIANTS], alone_s[N_VARIANTS];
+    int calls;
+    double flops, seconds;              /* in the traced step */
+    double paired_flops, paired_s;      /* its calls in the paired step */
+    double alone_s[N_VARIANTS];         /* their copies alone, per variant */
 } shape;
 
 /* The name of a product of the model: "<layer>/<pass>" (layer qkv, proj, fc1, fc2, patch,
@@ -112,35 +116,16 @@ static int same_shape(const shape *s, const vt_trace_call *c) {
            s->beta0 == (c->beta == 0.0f) && s->bias == (c->bias != NULL);
 }
 
-/* The GEMM shapes of a traced step (calls[0..n)) into shapes; returns how many. */
-static int group_shapes(const vit_step *st, const vt_trace_call *calls, int n, shape *shapes) {
-    int ns = 0;
-    for (int i = 0; i < n; i++) {
-        const vt_trace_call *c = &calls[i];
-        if (c->kind != VT_TRACE_GEMM) continue;
-        int j = 0;
-        while (j < ns && !same_shape(&shapes[j], c)) j++;
-        if (j == ns) {
-            if (ns == MAX_SHAPES) continue;
-            shapes[ns] = (shape){.ta = c->ta, .tb = c->tb, .M = c->M, .N = c->N, .K = c->K,
-                                 .beta0 = c->beta == 0.0f, .bias = c->bias != NULL, .first = i, .middle = i};
-            shape_name(st, c, shapes[ns].name, sizeof shapes[ns].name);
-            ns++;
-        }
-        shapes[j].calls++;
-        shapes[j].flops += c->flops;
-        shapes[j].seconds += c->seconds;
-    }
-    /* each shape's middle call */
-    for (int j = 0; j < ns; j++) {
-        int seen = 0;
-        for (int i = 0; i < n; i++)
-            if (calls[i].kind == VT_TRACE_GEMM && same_shape(&shapes[j], &calls[i]) && seen++ == shapes[j].calls / 2) {
-                shapes[j].middle = i;
-                break;
-            }
-    }
-    return ns;
+/* The shape of c among shapes[0..*ns), added when new (NULL: no room). */
+static shape *shape_of(const vit_step *st, shape *shapes, int *ns, const vt_trace_call *c) {
+    for (int j = 0; j < *ns; j++)
+        if (same_shape(&shapes[j], c)) return &shapes[j];
+    if (*ns == MAX_SHAPES) return NULL;
+    shape *s = &shapes[(*ns)++];
+    *s = (shape){.ta = c->ta, .tb = c->tb, .M = c->M, .N = c->N, .K = c->K, .beta0 = c->beta == 0.0f,
+                 .bias = c->bias != NULL};
+    shape_name(st, c, s->name, sizeof s->name);
+    return s;
 }
 
 /* Operands for the fresh variant: the largest A, B (and its bf16 copy) and C of the step's
@@ -149,6 +134,8 @@ typedef struct {
     float *A, *B, *C;
     uint16_t *B16;
     size_t a, b, c;
+    float *Cs; /* the warm and cold copies' C: M rows of ldc floats */
+    size_t cs;
 } fresh_pool;
 
 static float *pool_floats(size_t n) {
@@ -161,7 +148,15 @@ static float *pool_floats(size_t n) {
     return p;
 }
 
-static void pool_fit(fresh_pool *p, const shape *shapes, int ns) {
+static void pool_fit(fresh_pool *p, const shape *shapes, int ns, const vt_trace_call *calls, int n) {
+    size_t cs = 0;
+    for (int i = 0; i < n; i++)
+        if (calls[i].kind == VT_TRACE_GEMM && (size_t)calls[i].M * calls[i].ldc > cs) cs = (size_t)calls[i].M * calls[i].ldc;
+    if (cs > p->cs) {
+        free(p->Cs);
+        p->Cs = pool_floats(cs);
+        p->cs = cs;
+    }
     size_t a = 0, b = 0, c = 0;
     for (int j = 0; j < ns; j++) {
         size_t mk = (size_t)shapes[j].M * shapes[j].K, kn = (size_t)shapes[j].K * shapes[j].N,
@@ -198,25 +193,51 @@ static void evict(unsigned char *buf, size_t bytes) {
     for (size_t i = 0; i < bytes; i += 4096) memset(buf + i, (int)(i >> 12), bytes - i < 4096 ? bytes - i : 4096);
 }
 
+/* What the paired step's after function works with. */
+typedef struct {
+    const vit_step *st;
+    shape *shapes;
+    int ns, turn;
+    fresh_pool *pool;
+    unsigned char *ev;
+    size_t ev_bytes;
+} pair_ctx;
+
 /* Seconds of call c alone in variant v. */
-static double run_alone(const vt_trace_call *c, int v, fresh_pool *p, unsigned char *ev, size_t ev_bytes) {
-    if (v == COLD) {
-        evict(ev, ev_bytes);
-        return run_call(c);
-    }
+static double run_alone(const vt_trace_call *c, int v, pair_ctx *p) {
     vt_trace_call g = *c;
     if (v == FRESH) {
         g.alpha = 1.0f, g.beta = 0.0f, g.bias = NULL;
-        g.A = p->A, g.B = p->B, g.B16 = c->B16 ? p->B16 : NULL, g.C = p->C;
+        g.A = p->pool->A, g.B = p->pool->B, g.B16 = c->B16 ? p->pool->B16 : NULL, g.C = p->pool->C;
         g.lda = c->ta ? c->M : c->K, g.ldb = c->tb ? c->K : c->N, g.ldc = c->N;
+        run_call(&g);
+        return run_call(&g);
     }
-    run_call(&g);
+    g.C = p->pool->Cs; /* the step's C stays as the step left it */
+    if (c->beta != 0.0f)
+        for (int i = 0; i < c->M; i++) memcpy(g.C + (size_t)i * c->ldc, c->C + (size_t)i * c->ldc, (size_t)c->N * sizeof(float));
+    if (v == COLD) evict(p->ev, p->ev_bytes);
     return run_call(&g);
 }
 
+/* The paired step's after function: each GEMM call's copies alone. */
+static void pair_after(const vt_trace_call *c, void *ctx) {
+    pair_ctx *p = ctx;
+    if (c->kind != VT_TRACE_GEMM) return;
+    shape *s = shape_of(p->st, p->shapes, &p->ns, c);
+    if (!s) return;
+    s->paired_flops += c->flops;
+    s->paired_s += c->seconds;
+    for (int k = 0; k < N_VARIANTS; k++) {
+        int v = (k + p->turn) % N_VARIANTS;
+        s->alone_s[v] += run_alone(c, v, p);
+    }
+    p->turn++;
+}
+
 /* Attention forward and backward alone on a fresh qkv (B, N, 3 H hd), as the model calls
- * it: seconds of each into fwd_s, bwd_s, of the second of two runs (the first grows the
- * arena and the workspaces). */
+ * it: seconds of each into fwd_s, bwd_s, of the third of three runs (the first two grow
+ * the arena into one block and fault its pages in). */
 static void attention_alone(const vit_step *st, double *fwd_s, double *bwd_s) {
     const vt_vit *m = &st->m;
     int N = (st->S / m->P) * (st->S / m->P) + 1, D = m->D;
@@ -230,7 +251,7 @@ static void attention_alone(const vit_step *st, double *fwd_s, double *bwd_s) {
     size_t n = (size_t)st->B * N * 3 * D;
     float *x = vt_xmalloc(n * sizeof(float));
     fill_uniform(x, n, &r, 1.0f);
-    for (int it = 0; it < 2; it++) {
+    for (int it = 0; it < 3; it++) {
         vt_arena_reset(&arena);
         vt_tape_clear(&tape);
         int64_t shape[3] = {st->B, N, 3 * D};
@@ -250,11 +271,11 @@ static void attention_alone(const vit_step *st, double *fwd_s, double *bwd_s) {
     vt_arena_free(&arena);
 }
 
-/* One round on nt threads: a traced step, then its shapes and attention alone. */
+/* One round on nt threads: a traced step, attention alone, a paired step. */
 static void round_at(vit_step *st, const model_case *mc, int round, int nt, double peak, vt_trace_call *calls,
                      fresh_pool *pool, unsigned char *ev, size_t ev_bytes, const char *cpu) {
     omp_set_num_threads(nt);
-    vt_trace_start(calls, MAX_CALLS);
+    vt_trace_start(calls, MAX_CALLS, NULL, NULL);
     double t0 = bench_now();
     double loss = vit_step_run(st);
     double step_s = bench_now() - t0;
@@ -264,29 +285,27 @@ static void round_at(vit_step *st, const model_case *mc, int round, int nt, doub
         exit(1);
     }
     static shape shapes[MAX_SHAPES];
-    int ns = group_shapes(st, calls, n, shapes);
-    pool_fit(pool, shapes, ns);
+    int ns = 0;
     double attn_s[2] = {0}, attn_flops[2] = {0};
     int attn_calls[2] = {0};
     for (int i = 0; i < n; i++) {
-        int b = calls[i].kind == VT_TRACE_ATTENTION_BWD;
-        if (calls[i].kind == VT_TRACE_GEMM) continue;
-        attn_s[b] += calls[i].seconds, attn_flops[b] += calls[i].flops, attn_calls[b]++;
-    }
-    /* alone: the variants in an order rotating with the round, attention last */
-    for (int j = 0; j < ns; j++) {
-        shape *s = &shapes[j];
-        for (int r = 0; r < (s->calls > 1 ? REPLAYS : 1); r++) {
-            const vt_trace_call *c = &calls[r == 0 ? s->first : s->middle];
-            for (int k = 0; k < N_VARIANTS; k++) {
-                int v = (k + round) % N_VARIANTS;
-                s->alone_s[v] += run_alone(c, v, pool, ev, ev_bytes);
-                s->alone_flops[v] += c->flops;
-            }
+        const vt_trace_call *c = &calls[i];
+        if (c->kind == VT_TRACE_GEMM) {
+            shape *s = shape_of(st, shapes, &ns, c);
+            if (s) s->calls++, s->flops += c->flops, s->seconds += c->seconds;
+            continue;
         }
+        int b = c->kind == VT_TRACE_ATTENTION_BWD;
+        attn_s[b] += c->seconds, attn_flops[b] += c->flops, attn_calls[b]++;
     }
+    pool_fit(pool, shapes, ns, calls, n);
     double attn_alone[2];
     attention_alone(st, &attn_alone[0], &attn_alone[1]);
+    pair_ctx pc = {st, shapes, ns, round, pool, ev, ev_bytes};
+    vt_trace_start(calls, MAX_CALLS, pair_after, &pc);
+    vit_step_run(st);
+    vt_trace_stop();
+    ns = pc.ns;
 
     const char *prec = st->bf16 ? "bf16" : "fp32";
     char head[512];
@@ -294,36 +313,39 @@ static void round_at(vit_step *st, const model_case *mc, int round, int nt, doub
              "\"cpu\":\"%s\",\"isa\":\"%s\",\"gemm_ctx\":\"%s\",\"model\":\"%s\",\"precision\":\"%s\",\"batch\":%d,"
              "\"threads\":%d,\"round\":%d",
              cpu, vt_k.name, vt_gemm_ctx.name, mc->name, prec, st->B, nt, round);
-    fprintf(stderr, "\nround %d, %d thread%s, peak %.1f GFLOP/s\n  %-10s %2s %2s %5s %5s %5s %4s %4s %5s %8s %7s %7s %7s %7s\n",
+    fprintf(stderr, "\nround %d, %d thread%s, peak %.1f GFLOP/s; GFLOP/s in the step, in the paired step, alone\n"
+            "  %-10s %2s %2s %5s %5s %5s %4s %4s %5s %8s %7s %7s %7s %7s %7s\n",
             round, nt, nt > 1 ? "s" : "", peak, "shape", "ta", "tb", "M", "N", "K", "b=0", "bias", "calls", "step s",
-            "step", "warm", "cold", "fresh");
+            "step", "paired", "warm", "cold", "fresh");
     double gemm_s = 0, gemm_flops = 0, at[N_VARIANTS] = {0};
-    /* bench_kernels' 12 block products (qkv, proj, fc1, fc2 x fwd, dX, dW), each named
-     * once: a name's shapes with beta 0 and beta 1 together */
+    /* bench_kernels' 12 block products, each named once: a name's shapes with beta 0
+     * and beta 1 together */
     struct { const char *name; double flops, s, fresh_flops, fresh_s; } names[MAX_SHAPES];
     int n_names = 0;
     for (int j = 0; j < ns; j++) {
         const shape *s = &shapes[j];
-        double g_step = s->flops / s->seconds * 1e-9, g[N_VARIANTS];
+        if (!s->calls || !s->paired_s) continue;
+        double g_step = s->flops / s->seconds * 1e-9, g_paired = s->paired_flops / s->paired_s * 1e-9, g[N_VARIANTS];
         for (int v = 0; v < N_VARIANTS; v++) {
-            g[v] = s->alone_flops[v] / s->alone_s[v] * 1e-9;
-            at[v] += s->flops / (g[v] * 1e9);
+            g[v] = s->paired_flops / s->alone_s[v] * 1e-9;
+            at[v] += s->seconds * s->alone_s[v] / s->paired_s;
         }
         gemm_s += s->seconds;
         gemm_flops += s->flops;
         printf("{\"bench\":\"step_gemm\",%s,\"shape\":\"%s\",\"ta\":%d,\"tb\":%d,\"M\":%d,\"N\":%d,\"K\":%d,"
-               "\"beta0\":%d,\"bias\":%d,\"calls\":%d,\"step_s\":%.4f,\"step_gflops\":%.1f,\"warm_gflops\":%.1f,"
-               "\"cold_gflops\":%.1f,\"fresh_gflops\":%.1f,\"peak_gflops\":%.1f}\n",
+               "\"beta0\":%d,\"bias\":%d,\"calls\":%d,\"step_s\":%.4f,\"step_gflops\":%.1f,\"paired_step_gflops\":%.1f,"
+               "\"warm_gflops\":%.1f,\"cold_gflops\":%.1f,\"fresh_gflops\":%.1f,\"peak_gflops\":%.1f}\n",
                head, s->name, s->ta, s->tb, s->M, s->N, s->K, s->beta0, s->bias, s->calls, s->seconds, g_step,
-               g[WARM], g[COLD], g[FRESH], peak);
-        fprintf(stderr, "  %-10s %2d %2d %5d %5d %5d %4d %4d %5d %8.3f %7.1f %7.1f %7.1f %7.1f\n", s->name, s->ta,
-                s->tb, s->M, s->N, s->K, s->beta0, s->bias, s->calls, s->seconds, g_step, g[WARM], g[COLD], g[FRESH]);
+               g_paired, g[WARM], g[COLD], g[FRESH], peak);
+        fprintf(stderr, "  %-10s %2d %2d %5d %5d %5d %4d %4d %5d %8.3f %7.1f %7.1f %7.1f %7.1f %7.1f\n", s->name,
+                s->ta, s->tb, s->M, s->N, s->K, s->beta0, s->bias, s->calls, s->seconds, g_step, g_paired, g[WARM],
+                g[COLD], g[FRESH]);
         if (!strncmp(s->name, "patch", 5) || !strncmp(s->name, "head", 4) || !strcmp(s->name, "other")) continue;
         int k = 0;
         while (k < n_names && strcmp(names[k].name, s->name)) k++;
         if (k == n_names) names[n_names++] = (__typeof__(names[0])){s->name, 0, 0, 0, 0};
         names[k].flops += s->flops, names[k].s += s->seconds;
-        names[k].fresh_flops += s->alone_flops[FRESH], names[k].fresh_s += s->alone_s[FRESH];
+        names[k].fresh_flops += s->paired_flops, names[k].fresh_s += s->alone_s[FRESH];
     }
     double pct_step = 0, pct_fresh = 0;
     for (int k = 0; k < n_names; k++) {
@@ -354,7 +376,7 @@ static void round_at(vit_step *st, const model_case *mc, int round, int nt, doub
            at[FRESH], n_block, n_block ? pct_step / n_block : 0.0, n_block ? pct_fresh / n_block : 0.0);
     fprintf(stderr,
             "  step %.3f s (%.3f img/s, MFU %.1f%%): GEMMs %.3f s (%.1f%% of peak), attention %.3f s, the rest %.3f s\n"
-            "  the GEMMs at their alone rates: warm %.3f s, cold %.3f s, fresh %.3f s\n"
+            "  the GEMMs at their alone rates (paired): warm %.3f s, cold %.3f s, fresh %.3f s\n"
             "  mean %% of peak of the %d block shapes (bench_kernels' summary): in the step %.1f%%, fresh %.1f%%\n",
             step_s, st->B / step_s, 100.0 * mfu, gemm_s, 100.0 * gemm_flops / gemm_s * 1e-9 / peak, a_s, other_s,
             at[WARM], at[COLD], at[FRESH], n_block, n_block ? pct_step / n_block : 0.0,
@@ -425,7 +447,7 @@ int main(int argc, char **argv) {
         }
     free(calls);
     free(ev);
-    free(pool.A); free(pool.B); free(pool.C); free(pool.B16);
+    free(pool.A); free(pool.B); free(pool.C); free(pool.B16); free(pool.Cs);
     vit_step_free(&st);
     return 0;
 }

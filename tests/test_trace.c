@@ -20,6 +20,22 @@
 #define RN 29
 #define RK 23
 
+/* An after function: counts its calls, checks the trace is inactive, and makes a product
+ * (which must not be recorded). */
+typedef struct {
+    int calls, active, M;
+    const float *A;
+} after_seen;
+
+static void after(const vt_trace_call *c, void *ctx) {
+    after_seen *a = ctx;
+    a->calls++;
+    a->M = c->M;
+    a->active |= vt_trace_active();
+    float Cx[4];
+    vt_gemm_prec(0, 0, 0, 2, 2, 1, 1.0f, c->A, 1, c->A, NULL, 2, 0.0f, NULL, Cx, 2);
+}
+
 static void fill(float *x, size_t n, vt_rng *r) {
     for (size_t i = 0; i < n; i++) x[i] = (float)(2.0 * vt_rng_uniform(r) - 1.0);
 }
@@ -40,12 +56,12 @@ int main(void) {
     /* off: nothing recorded */
     CHECK(!vt_trace_active(), "the trace is on before it was started");
     vt_gemm_prec(0, 0, 1, RM, RN, RK, 1.0f, A, RK, B, NULL, RK, 0.0f, bias, C, RN);
-    vt_trace_start(calls, 4);
+    vt_trace_start(calls, 4, NULL, NULL);
     CHECK(vt_trace_stop() == 0, "a call made while off was counted");
     CHECK(calls[0].M == 0, "a call made while off was written");
 
     /* on: the arguments, the flops, a time; the record makes the same call again */
-    vt_trace_start(calls, 4);
+    vt_trace_start(calls, 4, NULL, NULL);
     CHECK(vt_trace_active(), "the trace is off after vt_trace_start");
     vt_gemm_prec(0, 0, 1, RM, RN, RK, 0.5f, A, RK, B, NULL, RK, 0.0f, bias, C, RN);
     int n = vt_trace_stop();
@@ -63,7 +79,7 @@ int main(void) {
     CHECK(memcmp(C, C2, sizeof C) == 0, "the recorded call made again gives other bits");
 
     /* inside a parallel region: not recorded */
-    vt_trace_start(calls, 4);
+    vt_trace_start(calls, 4, NULL, NULL);
     #pragma omp parallel num_threads(2)
     {
         float Ct[RM * RN];
@@ -74,11 +90,20 @@ int main(void) {
 
     /* past the capacity: counted, not written */
     memset(calls, 0, sizeof calls);
-    vt_trace_start(calls, 1);
+    vt_trace_start(calls, 1, NULL, NULL);
     vt_gemm_prec(0, 0, 0, RM, RN, RK, 1.0f, A, RK, B, NULL, RN, 0.0f, NULL, C, RN);
     vt_gemm_prec(0, 1, 0, RK, RN, RM, 1.0f, A, RK, C, NULL, RN, 0.0f, NULL, C2, RN);
     CHECK(vt_trace_stop() == 2, "two calls not counted");
     CHECK(calls[0].ta == 0 && calls[1].M == 0, "the record was written past its capacity");
+
+    /* the after function: called once per recorded call, its own products not recorded */
+    after_seen seen = {0};
+    vt_trace_start(calls, 4, after, &seen);
+    vt_gemm_prec(0, 0, 1, RM, RN, RK, 1.0f, A, RK, B, NULL, RK, 0.0f, NULL, C, RN);
+    n = vt_trace_stop();
+    CHECK(n == 1 && seen.calls == 1 && seen.M == RM, "after: %d recorded, %d after calls (M %d)", n, seen.calls,
+          seen.M);
+    CHECK(!seen.active, "the trace is active inside the after function");
 
     /* attention: forward and backward, with their products' flops */
     const int Bt = 2, H = 2, T = 9, hd = 4;
@@ -86,7 +111,7 @@ int main(void) {
     vt_tensor *qkv = vt_tensor_new(&arena, 1, 3, shape);
     fill(qkv->data, (size_t)qkv->size, &r);
     memset(calls, 0, sizeof calls);
-    vt_trace_start(calls, 4);
+    vt_trace_start(calls, 4, NULL, NULL);
     vt_tensor *o = vt_op_attention_qkv(&tape, qkv, H, 0.5f, 0.0f, 1);
     fill(o->grad, (size_t)o->size, &r);
     vt_tape_replay(&tape);

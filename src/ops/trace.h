@@ -32,13 +32,20 @@ typedef struct {
     double flops, seconds;
 } vt_trace_call;
 
-/* Start recording into calls[0..cap) (the count restarts at 0). */
-void vt_trace_start(vt_trace_call *calls, int cap);
+/* Called after each recorded call with its entry (then already in the record, when under
+ * cap) and the ctx given to vt_trace_start; the trace is inactive while it runs, so
+ * products it makes are not recorded. */
+typedef void (*vt_trace_after_fn)(const vt_trace_call *c, void *ctx);
+
+/* Start recording into calls[0..cap) (the count restarts at 0); after: NULL, or called
+ * after each recorded call. */
+void vt_trace_start(vt_trace_call *calls, int cap, vt_trace_after_fn after, void *ctx);
 /* Stop recording; returns how many calls were made while on (entries past cap were
  * not kept). */
 int vt_trace_stop(void);
 
-/* Whether a call made now would be recorded: on, and outside a parallel region. */
+/* Whether a call made now would be recorded: on, outside a parallel region and outside
+ * the after function. */
 int vt_trace_active(void);
 /* Wall-clock seconds, the clock of vt_trace_call.seconds. */
 double vt_trace_now(void);
