@@ -63,12 +63,7 @@
 #define MAX_CALLS 4096
 #define MAX_SHAPES 64
 
-typedef struct {
-    const char *name, *preset;
-    int img, patch, batch, classes;
-} model_case;
-
-static const model_case cases[] = {
+static const vit_model cases[] = {
     {"vit_b16_224", "vit_base", 224, 16, 32, 1000},
     {"vit_s16_224", "vit_small", 224, 16, 64, 1000},
     {"vit_ti4_32", "vit_tiny", 32, 4, 128, 10},
@@ -272,7 +267,7 @@ static void attention_alone(const vit_step *st, double *fwd_s, double *bwd_s) {
 }
 
 /* One round on nt threads: a traced step, attention alone, a paired step. */
-static void round_at(vit_step *st, const model_case *mc, int round, int nt, double peak, vt_trace_call *calls,
+static void round_at(vit_step *st, const vit_model *mc, int round, int nt, double peak, vt_trace_call *calls,
                      fresh_pool *pool, unsigned char *ev, size_t ev_bytes, const char *cpu) {
     omp_set_num_threads(nt);
     vt_trace_start(calls, MAX_CALLS, NULL, NULL);
@@ -418,7 +413,7 @@ int main(int argc, char **argv) {
     const int avx512 = vt_k.isa >= VT_ISA_AVX512;
     char cpu[192];
     bench_cpu(cpu, sizeof cpu);
-    const model_case *mc = &cases[ci];
+    const vit_model *mc = &cases[ci];
     vit_step st;
     if (vit_step_init(&st, mc->preset, mc->img, mc->patch, mc->batch, mc->classes, 1, bf16)) return 1;
     fprintf(stderr, "bench_step, %s (%s kernels, GEMM context %s), %s %s batch %d\n", cpu, vt_k.name,

@@ -24,6 +24,13 @@ static void fill_uniform(float *x, size_t n, vt_rng *r, float amp) {
     for (size_t i = 0; i < n; i++) x[i] = amp * (2.0f * (float)vt_rng_uniform(r) - 1.0f);
 }
 
+/* A benchmark's model: its row name, model.preset, image size, patch size, batch size
+ * and classes. */
+typedef struct {
+    const char *name, *preset;
+    int img, patch, batch, classes;
+} vit_model;
+
 /* A model (preset at img x img, patch, classes), its optimizer when training, a batch of
  * B images and labels, the step arena and the tape. */
 typedef struct {
