@@ -41,7 +41,10 @@
  *      shape run at its alone rate (d) ("gemm_s_at_*": its seconds in (b) times its
  *      alone / in-step time ratio in (d)), and the mean % of peak of the 12 block
  *      products (qkv, proj, fc1, fc2 x fwd, dX, dW; unweighted: bench_kernels'
- *      "mean_pct_peak") in the step (b) and fresh (d).
+ *      "mean_pct_peak") in the step (b), fresh (d), and fresh in the phase of the host
+ *      the step (b) ran in (each product's rate in (b) times its fresh / in-step ratio
+ *      in (d)), and "gap_points": that last mean minus the MFU, item 3's gap with both
+ *      figures from one step.
  * Usage: bench_step [model [rounds [threads]]]: model vit_s16_224 (default; batch 64),
  * vit_b16_224 (batch 32; issue 40's model: about 5 minutes a round and thread count on 2
  * cores) or vit_ti4_32 (batch 128); rounds 1-20 (default 1); threads 1, 2 or 1,2
@@ -316,7 +319,7 @@ static void round_at(vit_step *st, const vit_model *mc, int round, int nt, doubl
     double gemm_s = 0, gemm_flops = 0, at[N_VARIANTS] = {0};
     /* bench_kernels' 12 block products, each named once: a name's shapes with beta 0
      * and beta 1 together */
-    struct { const char *name; double flops, s, fresh_flops, fresh_s; } names[MAX_SHAPES];
+    struct { const char *name; double flops, s, fresh_flops, fresh_s, paired_s; } names[MAX_SHAPES];
     int n_names = 0;
     for (int j = 0; j < ns; j++) {
         const shape *s = &shapes[j];
@@ -339,14 +342,19 @@ static void round_at(vit_step *st, const vit_model *mc, int round, int nt, doubl
         if (!strncmp(s->name, "patch", 5) || !strncmp(s->name, "head", 4) || !strcmp(s->name, "other")) continue;
         int k = 0;
         while (k < n_names && strcmp(names[k].name, s->name)) k++;
-        if (k == n_names) names[n_names++] = (__typeof__(names[0])){s->name, 0, 0, 0, 0};
+        if (k == n_names) names[n_names++] = (__typeof__(names[0])){s->name, 0, 0, 0, 0, 0};
         names[k].flops += s->flops, names[k].s += s->seconds;
         names[k].fresh_flops += s->paired_flops, names[k].fresh_s += s->alone_s[FRESH];
+        names[k].paired_s += s->paired_s;
     }
-    double pct_step = 0, pct_fresh = 0;
+    /* pct_same: the fresh rate of the traced step's phase of the host, the step's rate
+     * times the paired fresh / in-step ratio, so MFU and it come from the same step */
+    double pct_step = 0, pct_fresh = 0, pct_same = 0;
     for (int k = 0; k < n_names; k++) {
-        pct_step += 100.0 * names[k].flops / names[k].s * 1e-9 / peak;
+        double step_pct = 100.0 * names[k].flops / names[k].s * 1e-9 / peak;
+        pct_step += step_pct;
         pct_fresh += 100.0 * names[k].fresh_flops / names[k].fresh_s * 1e-9 / peak;
+        pct_same += step_pct * names[k].paired_s / names[k].fresh_s;
     }
     int n_block = n_names;
     double a_flops = attn_flops[0] + attn_flops[1], a_s = attn_s[0] + attn_s[1];
@@ -366,17 +374,20 @@ static void round_at(vit_step *st, const vit_model *mc, int round, int nt, doubl
            "\"peak_gflops\":%.1f,\"gemm_s\":%.4f,\"gemm_gflops\":%.1f,\"gemm_pct_peak\":%.1f,\"attention_s\":%.4f,"
            "\"attention_gflops\":%.1f,\"other_s\":%.4f,\"gemm_s_at_warm\":%.4f,\"gemm_s_at_cold\":%.4f,"
            "\"gemm_s_at_fresh\":%.4f,\"block_shapes\":%d,\"block_mean_pct_peak_step\":%.1f,"
-           "\"block_mean_pct_peak_fresh\":%.1f}\n",
+           "\"block_mean_pct_peak_fresh\":%.1f,\"block_mean_pct_peak_fresh_step_phase\":%.1f,\"gap_points\":%.1f}\n",
            head, loss, step_s, st->B / step_s, mfu, peak, gemm_s, gemm_flops / gemm_s * 1e-9,
            100.0 * gemm_flops / gemm_s * 1e-9 / peak, a_s, a_flops / a_s * 1e-9, other_s, at[WARM], at[COLD],
-           at[FRESH], n_block, n_block ? pct_step / n_block : 0.0, n_block ? pct_fresh / n_block : 0.0);
+           at[FRESH], n_block, n_block ? pct_step / n_block : 0.0, n_block ? pct_fresh / n_block : 0.0,
+           n_block ? pct_same / n_block : 0.0, n_block ? pct_same / n_block - 100.0 * mfu : 0.0);
     fprintf(stderr,
             "  step %.3f s (%.3f img/s, MFU %.1f%%): GEMMs %.3f s (%.1f%% of peak), attention %.3f s, the rest %.3f s\n"
             "  the GEMMs at their alone rates (paired): warm %.3f s, cold %.3f s, fresh %.3f s\n"
-            "  mean %% of peak of the %d block shapes (bench_kernels' summary): in the step %.1f%%, fresh %.1f%%\n",
+            "  mean %% of peak of the %d block shapes (bench_kernels' summary): in the step %.1f%%, fresh %.1f%%,\n"
+            "  fresh in the step's phase %.1f%%: MFU %.1f points below it\n",
             step_s, st->B / step_s, 100.0 * mfu, gemm_s, 100.0 * gemm_flops / gemm_s * 1e-9 / peak, a_s, other_s,
             at[WARM], at[COLD], at[FRESH], n_block, n_block ? pct_step / n_block : 0.0,
-            n_block ? pct_fresh / n_block : 0.0);
+            n_block ? pct_fresh / n_block : 0.0, n_block ? pct_same / n_block : 0.0,
+            n_block ? pct_same / n_block - 100.0 * mfu : 0.0);
     fflush(stdout);
 }
 
