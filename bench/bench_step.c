@@ -46,9 +46,8 @@
  *      in (d)), and "gap_points": that last mean minus the MFU, item 3's gap with both
  *      figures from one step.
  * Usage: bench_step [model [rounds [threads]]]: model vit_s16_224 (default; batch 64),
- * vit_b16_224 (batch 32; issue 40's model: about 5 minutes a round and thread count on 2
- * cores) or vit_ti4_32 (batch 128); rounds 1-20 (default 1); threads 1, 2 or 1,2
- * (default 1,2). VT_BENCH_PRECISION=bf16: train.precision = bf16 (default fp32).
+ * vit_b16_224 (batch 32; issue 40's model, the slowest) or vit_ti4_32 (batch 128);
+ * rounds 1-20 (default 1); threads 1, 2 or 1,2 (default 1,2). VT_BENCH_PRECISION=bf16: train.precision = bf16 (default fp32).
  * Wall-clock timing: run it on an otherwise idle machine (the quiet lock).
  */
 #include <math.h>
