@@ -266,7 +266,7 @@ static vt_tensor *fwd1(fwd_fn f, vt_tensor **in, const void *arg) {
 
 static void test_gemm(vt_rng *r) {
     /* Shapes large enough for vt_gemm to split C over threads, by rows and by columns,
-     * and (K >= 4 max(M, N)) over K, with K cuts inside and at the end of a 64 block;
+     * and (K >= 2 max(M, N), float32) over K, with K cuts inside and at the end of a 64 block;
      * vt_gemm_bias on the same splits (the K split adds the bias after the partials).
      * On 1, 2 and 3 threads (3: blocks of unequal size on a 2-core machine too), and
      * each result again from the same inputs: bitwise the same for a fixed thread count. */
