@@ -68,7 +68,10 @@ int vt_bf16_path_entries(vt_bf16_path p, vt_isa active, vt_kernels *t, char *why
     t->gemm_bf16_work_floats = lt.gemm_bf16_work_floats;
     t->gemm_bf16_packed_b_floats = lt.gemm_bf16_packed_b_floats;
     t->gemm_bf16_pack_b = lt.gemm_bf16_pack_b;
-    t->gemm_bf16_packed = lt.gemm_bf16_packed;
+    t->gemm_bf16_packed_b = lt.gemm_bf16_packed_b;
+    t->gemm_bf16_packed_a_floats = lt.gemm_bf16_packed_a_floats;
+    t->gemm_bf16_pack_a = lt.gemm_bf16_pack_a;
+    t->gemm_bf16_packed_a = lt.gemm_bf16_packed_a;
     return 0;
 }
 

@@ -17,8 +17,11 @@
  * blocks does not change any element's sums.
  * The shared packed form of op(B) (entries.def: gemm_bf16_packed_b_floats) is the blocks
  * pack_b fills in those loops, one after the other: N block by N block, K block by K
- * block within each; gemm_bf16_blocked then reads each block there instead of packing it,
- * so its sums are bitwise those of packing it in place. */
+ * block within each; that of op(A) (gemm_bf16_packed_a_floats) the blocks pack_a fills,
+ * K block by K block, all the rows' panels within each. gemm_bf16_blocked then reads
+ * each block there instead of packing it, so its sums are bitwise those of packing it
+ * in place; on a packed op(B) wider than one N block it runs ic outermost (ic -> pc ->
+ * jc), packing each block of op(A) once. */
 #ifndef VT_KERNELS_GEMM_BF16_DRIVER_H
 #define VT_KERNELS_GEMM_BF16_DRIVER_H
 
@@ -208,45 +211,136 @@ static inline bf16_pf_block bf16_pf_next(const vt_region *next, int i) {
     return bf16_pf_of(next[i].base, next[i].ld * 4, next[i].rows, next[i].len * 4);
 }
 
+/* Words of op(A) (M x K) packed whole, *panels its MR-row panels; 0 for an empty op(A).
+ * The packed form holds the K blocks one after the other, each all the panels of that
+ * block in row order (MR kc2p words each), so that a block of rows of a K block is the
+ * packing pack_a writes for it. */
+static inline size_t bf16_packed_a_words(const bf16_blocking *bl, int M, int K, int *panels) {
+    *panels = M > 0 && K > 0 ? (M + bl->mr - 1) / bl->mr : 0;
+    return *panels ? (size_t)*panels * (size_t)bl->mr * bf16_column_pairs(bl, K) : 0;
+}
+
+/* Where rows i0.. (a multiple of MR) of K block pc start in the packed form of op(A):
+ * past pc / KB K blocks of all the rows, then i0 rows of this block. */
+static inline size_t bf16_packed_a_at(const bf16_blocking *bl, int M, int K, int i0, int pc) {
+    int KB = bf16_k_block(bl, K);
+    return round_up((size_t)M, (size_t)bl->mr) * (size_t)(pc / KB) * (size_t)bf16_pairs(bl, KB) +
+           (size_t)i0 * (size_t)bf16_pairs(bl, imin(KB, K - pc));
+}
+
+/* Panels [q0, q1) of op(A) packed into the packed form at packed, K block by K block. */
+static inline __attribute__((always_inline)) void bf16_pack_a_panels(const bf16_blocking *bl, bf16_pack_a_fn pack_a,
+                                                                     int ta, int M, int K, const float *A, int lda,
+                                                                     int q0, int q1, uint32_t *packed) {
+    const int KB = bf16_k_block(bl, K), i0 = q0 * bl->mr, i1 = imin(q1 * bl->mr, M);
+    if (i0 >= i1) return;
+    for (int pc = 0; pc < K; pc += KB) {
+        int kc = imin(KB, K - pc);
+        pack_a(ta, A, lda, i0, pc, i1 - i0, kc, bf16_pairs(bl, kc), packed + bf16_packed_a_at(bl, M, K, i0, pc));
+    }
+}
+
+/* One block's microkernel calls: the nc columns of b_block's panels (jr, NR at a time)
+ * by the mc rows of pa's panels (ir, MR at a time, inner), into C from c0 on, bias (NULL:
+ * none) from the block's first column; after each call a share qa of na's prefetches
+ * and qb of nb's. */
+static inline __attribute__((always_inline)) void bf16_sweep(const bf16_blocking *bl, bf16_micro_fn micro,
+                                                             const uint32_t *pa, const uint32_t *b_block, int kc2p,
+                                                             int mc, int nc, float *c0, int ldc, float alpha,
+                                                             float bet, const float *bias, bf16_pf_block *na, int qa,
+                                                             bf16_pf_block *nb, int qb) {
+    const int MR = bl->mr, NR = VT_BF16_NR;
+    for (int jr = 0; jr < nc; jr += NR) {
+        int nr = imin(NR, nc - jr);
+        const uint32_t *b = b_block + (size_t)jr * kc2p;
+        for (int ir = 0; ir < mc; ir += MR) {
+            float *c = c0 + (size_t)ir * ldc + jr;
+            /* the next call's tile: the next rows, or the next columns' first rows */
+            const float *cn = ir + MR < mc ? c + (size_t)MR * ldc : jr + NR < nc ? c0 + jr + NR : c;
+            micro(kc2p, pa + (size_t)ir * kc2p, b, c, ldc, imin(MR, mc - ir), nr, alpha, bet, bias ? bias + jr : NULL,
+                  cn);
+            bf16_pf_some(na, qa);
+            bf16_pf_some(nb, qb);
+        }
+    }
+}
+
+/* The prefetch quota per microkernel call: p's lines over calls calls. */
+static inline int bf16_pf_quota(const bf16_pf_block *p, int calls) { return (bf16_pf_lines(p) + calls - 1) / calls; }
+
 /* C = alpha op(A') op(B') + beta C (+ bias) for M, N, K > 0 and alpha != 0 (the callers
  * handle the rest with vt512_gemm_no_product), through the work space (bf16_work_floats).
  * next (NULL: none): what the caller reads right after, brought into L2 over the last
- * M block's calls as the next packing's source is over the others'. packed (NULL: none):
- * op(B) packed whole (bf16_pack_b_panels), read there instead of packed block by block
- * (tb, B, B16 and ldb unused). */
+ * M block's calls as the next packing's source is over the others'.
+ * packed (NULL: none): op(B) packed whole (bf16_pack_b_panels), read there instead of
+ * packed block by block (tb, B, B16 and ldb unused); when N spans several N blocks the
+ * loops then run M blocks outermost (ic -> pc -> jc), so that each block of op(A) is
+ * packed once for all of N instead of once per N block (within one N block the usual
+ * order keeps a K block of op(B) in L2 for all the M blocks instead).
+ * packed_a (NULL: none; never with packed): op(A) packed whole (bf16_pack_a_panels), read
+ * there instead of packed block by block (ta, A and lda unused).
+ * Either order makes the same microkernel calls, each C tile's K blocks in order, so the
+ * sums are bitwise those of packing in place. */
 static inline __attribute__((always_inline)) void
 gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_pack_b_fn pack_b, bf16_micro_fn micro,
                   int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                   const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
-                  const vt_region *next, const uint32_t *packed) {
+                  const vt_region *next, const uint32_t *packed, const uint32_t *packed_a) {
     const int MR = bl->mr, NR = VT_BF16_NR, NC = bl->nc;
     const int KB = bf16_k_block(bl, K);
     const int mblocks = (M + bl->mc - 1) / bl->mc;
     const int MB = (int)round_up((size_t)((M + mblocks - 1) / mblocks), (size_t)MR);
+    const bf16_pf_block none = bf16_pf_of(NULL, 0, 0, 0);
     uint32_t *pa = (uint32_t *)work, *pb = pa + bf16_a_words(bl, M, KB);
+    if (packed && N > NC) {
+        for (int ic = 0; ic < M; ic += MB) {
+            int mc = imin(MB, M - ic);
+            for (int pc = 0; pc < K; pc += KB) {
+                int kc = imin(KB, K - pc), kc2p = bf16_pairs(bl, kc);
+                const float *bias_k = pc + kc == K ? bias : NULL;
+                pack_a(ta, A, lda, ic, pc, mc, kc, kc2p, pa);
+                /* what the next pack_a reads, or after the last block what the caller reads */
+                bf16_pf_block na = none, nb = none;
+                if (bl->prefetch) {
+                    if (pc + KB < K) na = bf16_pf_a(ta, A, lda, ic, pc + KB, mc, imin(KB, K - pc - KB));
+                    else if (ic + MB < M) na = bf16_pf_a(ta, A, lda, ic + MB, 0, imin(MB, M - ic - MB), KB);
+                    else na = bf16_pf_next(next, 0), nb = bf16_pf_next(next, 1);
+                }
+                int calls = ((N + NR - 1) / NR) * ((mc + MR - 1) / MR);
+                int qa = bf16_pf_quota(&na, calls), qb = bf16_pf_quota(&nb, calls);
+                for (int jc = 0; jc < N; jc += NC)
+                    bf16_sweep(bl, micro, pa, packed + bf16_packed_block_at(bl, N, K, jc, pc), kc2p, mc,
+                               imin(NC, N - jc), C + (size_t)ic * ldc + jc, ldc, alpha, pc == 0 ? beta : 1.0f,
+                               bias_k ? bias_k + jc : NULL, &na, qa, &nb, qb);
+            }
+        }
+        return;
+    }
     for (int jc = 0; jc < N; jc += NC) {
         int nc = imin(NC, N - jc);
         for (int pc = 0; pc < K; pc += KB) {
             int kc = imin(KB, K - pc), kc2p = bf16_pairs(bl, kc);
-            float bet = pc == 0 ? beta : 1.0f;
             const float *bias_k = pc + kc == K ? bias : NULL;
             const uint32_t *b_block = pb;
             if (packed) b_block = packed + bf16_packed_block_at(bl, N, K, jc, pc);
             else pack_b(tb, B, B16, ldb, pc, jc, kc, nc, kc2p, pb);
             for (int ic = 0; ic < M; ic += MB) {
                 int mc = imin(MB, M - ic);
-                pack_a(ta, A, lda, ic, pc, mc, kc, kc2p, pa);
-                /* what the next pack_a (and, after the last M block, pack_b unless packed) reads */
-                bf16_pf_block na = bf16_pf_of(NULL, 0, 0, 0), nb = na;
+                const uint32_t *a_block = pa;
+                if (packed_a) a_block = packed_a + bf16_packed_a_at(bl, M, K, ic, pc);
+                else pack_a(ta, A, lda, ic, pc, mc, kc, kc2p, pa);
+                /* what the next pack_a (and, after the last M block, pack_b) reads, or after
+                 * the last block what the caller reads; nothing of an operand packed whole */
+                bf16_pf_block na = none, nb = none;
                 if (bl->prefetch) {
                     if (ic + MB < M) {
-                        na = bf16_pf_a(ta, A, lda, ic + MB, pc, imin(MB, M - ic - MB), kc);
+                        if (!packed_a) na = bf16_pf_a(ta, A, lda, ic + MB, pc, imin(MB, M - ic - MB), kc);
                     } else if (pc + KB < K) {
                         int kn = imin(KB, K - pc - KB);
-                        na = bf16_pf_a(ta, A, lda, 0, pc + KB, imin(MB, M), kn);
+                        if (!packed_a) na = bf16_pf_a(ta, A, lda, 0, pc + KB, imin(MB, M), kn);
                         if (!packed) nb = bf16_pf_b(tb, B, B16, ldb, pc + KB, jc, kn, nc);
                     } else if (jc + NC < N) {
-                        na = bf16_pf_a(ta, A, lda, 0, 0, imin(MB, M), KB);
+                        if (!packed_a) na = bf16_pf_a(ta, A, lda, 0, 0, imin(MB, M), KB);
                         if (!packed) nb = bf16_pf_b(tb, B, B16, ldb, 0, jc + NC, KB, imin(NC, N - jc - NC));
                     } else {
                         na = bf16_pf_next(next, 0);
@@ -254,22 +348,9 @@ gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_pack_b_fn
                     }
                 }
                 int calls = ((nc + NR - 1) / NR) * ((mc + MR - 1) / MR);
-                int qa = (bf16_pf_lines(&na) + calls - 1) / calls, qb = (bf16_pf_lines(&nb) + calls - 1) / calls;
-                for (int jr = 0; jr < nc; jr += NR) {
-                    int nr = imin(NR, nc - jr);
-                    const uint32_t *b = b_block + (size_t)jr * kc2p;
-                    for (int ir = 0; ir < mc; ir += MR) {
-                        float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
-                        /* the next call's tile: the next rows, or the next columns' first rows */
-                        const float *cn = ir + MR < mc ? c + (size_t)MR * ldc
-                                          : jr + NR < nc ? C + (size_t)ic * ldc + jc + jr + NR
-                                                         : c;
-                        micro(kc2p, pa + (size_t)ir * kc2p, b, c, ldc, imin(MR, mc - ir), nr, alpha, bet,
-                              bias_k ? bias_k + jc + jr : NULL, cn);
-                        bf16_pf_some(&na, qa);
-                        bf16_pf_some(&nb, qb);
-                    }
-                }
+                bf16_sweep(bl, micro, a_block, b_block, kc2p, mc, nc, C + (size_t)ic * ldc + jc, ldc, alpha,
+                           pc == 0 ? beta : 1.0f, bias_k ? bias_k + jc : NULL, &na, bf16_pf_quota(&na, calls), &nb,
+                           bf16_pf_quota(&nb, calls));
             }
         }
     }

@@ -463,8 +463,9 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
 
 /* The level's GEMM entry points (../entries.def: vt_<level>_gemm_bias, _gemm,
  * _gemm_prefetch, and the bf16 fma path's _gemm_bf16 with the fp32 work space, and its
- * _gemm_bf16_packed_b_floats: no packed form of op(B) to share, its microkernels pack
- * op(B) as they first read it), each but the last a call of the including file's
+ * _gemm_bf16_packed_b_floats and _packed_a_floats: no packed form of op(B) or op(A) to
+ * share, its microkernels pack op(B) as they first read it), each but the last two a
+ * call of the including file's
  *   gemm_all(ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, next, bf16)
  * (B16 NULL: op(B) from B; bias NULL: none; next NULL: nothing to prefetch in the last
  * block; bf16: the operands rounded to bf16 as they are packed). */
@@ -491,6 +492,11 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
     size_t vt_##level##_gemm_bf16_work_floats(int M, int N, int K) { return vt_##level##_gemm_work_floats(M, N, K); } \
     size_t vt_##level##_gemm_bf16_packed_b_floats(int N, int K, int *panels) { /* none: see below */          \
         (void)N, (void)K;                                                                                     \
+        *panels = 0;                                                                                          \
+        return 0;                                                                                             \
+    }                                                                                                         \
+    size_t vt_##level##_gemm_bf16_packed_a_floats(int M, int K, int *panels) { /* none: see below */          \
+        (void)M, (void)K;                                                                                     \
         *panels = 0;                                                                                          \
         return 0;                                                                                             \
     }

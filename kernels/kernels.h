@@ -167,8 +167,8 @@ int vt_bf16_path_parse(const char *name);
 /* The path a level's own table holds: amx, dpbf16, or fma below avx512bf16 (the scalar
  * level's gemm_bf16 is the reference, no path). */
 vt_bf16_path vt_bf16_path_of_level(vt_isa isa);
-/* Set t's gemm_bf16 entries (gemm_bf16, its work-space size and its packed-op(B) trio) to
- * path p's under the level `active`.
+/* Set t's gemm_bf16 entries (gemm_bf16, its work-space size, and its packed op(B) and
+ * packed op(A) trios) to path p's under the level `active`.
  * Returns 0, or -1 with why saying what p needs and what the CPU/OS (or VT_ISA) offers. */
 int vt_bf16_path_entries(vt_bf16_path p, vt_isa active, vt_kernels *t, char *why, size_t whylen);
 /* The same for the active table vt_k; between GEMM calls only (at start-up). */

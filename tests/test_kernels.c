@@ -485,22 +485,25 @@ static void test_gemm_bf16(const vt_kernels *t, const vt_kernels *s) {
 }
 
 
-/* The packed op(B) entries of t (entries.def: gemm_bf16_packed_b_floats, _pack_b,
- * _packed) for one product: a level without a packed form says so with no panels; else
- * packing the panels in three ranges, each into a buffer of its own full of a marker
- * (two bf16 NaNs, which no finite operand packs to), writes disjoint words that together
- * cover the packed form and nothing past it, and gemm_bf16_packed on the ranges packed
- * into one buffer, last range first, gives bitwise t's gemm_bf16 (itself tested against
- * the scalar reference; for the scalar level, the reference). */
-static void gemm_bf16_packed_case(const vt_kernels *t, int ta, int tb, int M, int N, int K, float alpha,
+/* The packed op(B) or op(A) entries of t (entries.def: gemm_bf16_packed_b_floats,
+ * _pack_b, _packed_b; gemm_bf16_packed_a_floats, _pack_a, _packed_a; side 'B' or 'A')
+ * for one product: a level without a packed form says so with no panels; else packing
+ * the panels in three ranges, each into a buffer of its own full of a marker (two bf16
+ * NaNs, which no finite operand packs to), writes disjoint words that together cover the
+ * packed form and nothing past it, and the product on the ranges packed into one buffer,
+ * last range first, gives bitwise t's gemm_bf16 (itself tested against the scalar
+ * reference; for the scalar level, the reference). */
+static void gemm_bf16_packed_case(const vt_kernels *t, char side, int ta, int tb, int M, int N, int K, float alpha,
                                   float beta, int b16, int with_bias) {
     int panels = -1;
-    size_t pf = t->gemm_bf16_packed_b_floats(N, K, &panels);
+    size_t pf = side == 'A' ? t->gemm_bf16_packed_a_floats(M, K, &panels) : t->gemm_bf16_packed_b_floats(N, K, &panels);
     if (pf == 0) {
-        CHECK(panels == 0, "%s gemm_bf16_packed_b_floats(%d, %d) = 0 with %d panels", t->name, N, K, panels);
+        CHECK(panels == 0, "%s gemm_bf16_packed_%c_floats(%d, %d) = 0 with %d panels", t->name, side | 0x20,
+              side == 'A' ? M : N, K, panels);
         return;
     }
-    CHECK(panels > 0, "%s gemm_bf16_packed_b_floats(%d, %d) = %zu with %d panels", t->name, N, K, pf, panels);
+    CHECK(panels > 0, "%s gemm_bf16_packed_%c_floats(%d, %d) = %zu with %d panels", t->name, side | 0x20,
+          side == 'A' ? M : N, K, pf, panels);
     if (panels <= 0) return;
     int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
     int lda = ac + 1, ldb = bc + 2, ldc = N + 3;
@@ -523,7 +526,8 @@ static void gemm_bf16_packed_case(const vt_kernels *t, int ta, int tb, int M, in
     int cut[4] = {0, panels / 3, panels - panels / 4, panels}, overlap = 0, outside = 0;
     for (int r = 0; r < 3; r++) {
         for (size_t i = 0; i < pf + 64; i++) memcpy(&Mk[i], &marker, 4);
-        t->gemm_bf16_pack_b(tb, N, K, Bp, B16p, ldb, cut[r], cut[r + 1], Mk);
+        if (side == 'A') t->gemm_bf16_pack_a(ta, M, K, A, lda, cut[r], cut[r + 1], Mk);
+        else t->gemm_bf16_pack_b(tb, N, K, Bp, B16p, ldb, cut[r], cut[r + 1], Mk);
         for (size_t i = 0; i < pf + 64; i++) {
             uint32_t w;
             memcpy(&w, &Mk[i], 4);
@@ -535,30 +539,39 @@ static void gemm_bf16_packed_case(const vt_kernels *t, int ta, int tb, int M, in
     size_t unwritten = 0;
     for (size_t i = 0; i < pf; i++) unwritten += owner[i] == 0;
     CHECK(overlap == 0 && outside == 0 && unwritten == 0,
-          "%s gemm_bf16_pack_b tb=%d N=%d K=%d b16=%d in panel ranges [%d %d %d %d): %d words written twice, %d "
-          "past the %zu floats, %zu never written", t->name, tb, N, K, b16, cut[0], cut[1], cut[2], cut[3], overlap,
-          outside, pf, unwritten);
+          "%s gemm_bf16_pack_%c ta=%d tb=%d M=%d N=%d K=%d b16=%d in panel ranges [%d %d %d %d): %d words written "
+          "twice, %d past the %zu floats, %zu never written", t->name, side | 0x20, ta, tb, M, N, K, b16, cut[0],
+          cut[1], cut[2], cut[3], overlap, outside, pf, unwritten);
     for (size_t i = 0; i < pf; i++) P[i] = NAN;
-    for (int r = 2; r >= 0; r--) t->gemm_bf16_pack_b(tb, N, K, Bp, B16p, ldb, cut[r], cut[r + 1], P);
+    for (int r = 2; r >= 0; r--) {
+        if (side == 'A') t->gemm_bf16_pack_a(ta, M, K, A, lda, cut[r], cut[r + 1], P);
+        else t->gemm_bf16_pack_b(tb, N, K, Bp, B16p, ldb, cut[r], cut[r + 1], P);
+    }
     t->gemm_bf16(ta, tb, M, N, K, alpha, A, lda, Bp, B16p, ldb, beta, bias_p, R, ldc, W, NULL);
-    t->gemm_bf16_packed(ta, M, N, K, alpha, A, lda, P, beta, bias_p, C, ldc, W);
+    if (side == 'A') t->gemm_bf16_packed_a(tb, M, N, K, alpha, P, Bp, B16p, ldb, beta, bias_p, C, ldc, W);
+    else t->gemm_bf16_packed_b(ta, M, N, K, alpha, A, lda, P, beta, bias_p, C, ldc, W);
     long bad = -1;
     for (size_t i = 0; i < nc && bad < 0; i++)
         if (memcmp(&C[i], &R[i], 4)) bad = (long)i;
-    CHECK(bad < 0, "%s gemm_bf16_packed ta=%d tb=%d M=%d N=%d K=%d alpha=%g beta=%g b16=%d bias=%d: C[%ld] = %.9g, "
-          "gemm_bf16 gives %.9g", t->name, ta, tb, M, N, K, alpha, beta, b16, with_bias, bad, bad < 0 ? 0 : C[bad],
-          bad < 0 ? 0 : R[bad]);
+    CHECK(bad < 0, "%s gemm_bf16_packed_%c ta=%d tb=%d M=%d N=%d K=%d alpha=%g beta=%g b16=%d bias=%d: C[%ld] = "
+          "%.9g, gemm_bf16 gives %.9g", t->name, side | 0x20, ta, tb, M, N, K, alpha, beta, b16, with_bias, bad,
+          bad < 0 ? 0 : C[bad], bad < 0 ? 0 : R[bad]);
     free(ab), free(bb), free(cb), free(rb), free(biasb), free(pb), free(mb), free(wb), free(B16), free(owner);
 }
 
+/* Both packed forms on shapes across the blockings' edges: M and N past a panel and an N
+ * block (1700 columns), K past a K block (1001, 2600), odd K, one row. */
 static void test_gemm_bf16_packed(const vt_kernels *t) {
-    static const int shapes[][3] = {{1, 1, 1},     {7, 17, 33},   {33, 63, 2},   {70, 96, 77},
-                                    {40, 1700, 40}, {37, 45, 1001}, {64, 48, 2600}, {130, 200, 192}};
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        for (int tr = 0; tr < 4; tr++)
-            gemm_bf16_packed_case(t, tr >> 1, tr & 1, shapes[i][0], shapes[i][1], shapes[i][2],
-                                  i % 3 ? 1.0f : -0.7f, i % 2 ? 0.5f : 0.0f, (int)(i + tr) % 2, (int)i % 3 != 1);
-    gemm_bf16_packed_case(t, 0, 1, 5, 9, 8, 0.0f, 0.5f, 0, 1); /* alpha = 0 */
+    static const int shapes[][3] = {{1, 1, 1},      {7, 17, 33},    {33, 63, 2},    {70, 96, 77},
+                                    {40, 1700, 40}, {37, 45, 1001}, {64, 48, 2600}, {130, 200, 192},
+                                    {1700, 40, 40}};
+    for (int side = 0; side < 2; side++) {
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+            for (int tr = 0; tr < 4; tr++)
+                gemm_bf16_packed_case(t, "BA"[side], tr >> 1, tr & 1, shapes[i][0], shapes[i][1], shapes[i][2],
+                                      i % 3 ? 1.0f : -0.7f, i % 2 ? 0.5f : 0.0f, (int)(i + tr) % 2, (int)i % 3 != 1);
+        gemm_bf16_packed_case(t, "BA"[side], 0, 1, 5, 9, 8, 0.0f, 0.5f, 0, 1); /* alpha = 0 */
+    }
 }
 
 /* A float32 with denormals flushed to a zero of their sign (the bf16 instructions' FTZ). */

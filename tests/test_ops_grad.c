@@ -311,17 +311,17 @@ static void test_gemm(vt_rng *r) {
     omp_set_num_threads(max_threads);
 }
 
-/* C split into more blocks than threads (rows, then columns, then rows of odd sizes; on
- * 2 and 3 threads; float32 and bf16 products, op(B) rounded or from a bf16 copy, every
- * ta / tb, beta 1 or 0.5, with and without a bias): each block handed to whichever
- * thread is free, the bf16 cut over rows on op(B) packed once by all threads (where the
- * level has a packed form), the result bitwise the 1-thread one (C blocks do not change
- * any element's sums, nor does where op(B) is packed). */
+/* C split into more blocks than threads (rows, then columns, then rows of odd sizes, then
+ * rows and columns with K past the bf16 kernels' K block; on 2 and 3 threads; float32 and
+ * bf16 products, op(B) rounded or from a bf16 copy, every ta / tb, beta 1 or 0.5, with and
+ * without a bias): each block handed to whichever thread is free, the bf16 cut over rows
+ * on op(B) packed once by all threads and the cut over columns on op(A) packed once
+ * (where the level has packed forms), the result bitwise the 1-thread one (C blocks do
+ * not change any element's sums, nor does where an operand is packed). */
 static void test_gemm_blocks(vt_rng *r) {
-    /* cut over rows (the last with odd sizes: part-filled panels and tiles) or columns */
-    const int shapes[3][3] = {{2100, 40, 30}, {20, 2100, 30}, {1100, 75, 67}};
+    const int shapes[5][3] = {{2100, 40, 30}, {20, 2100, 30}, {1100, 75, 67}, {300, 40, 1100}, {40, 300, 1100}};
     const int max_threads = omp_get_max_threads();
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < 5; s++)
         for (int tr = 0; tr < 4; tr++)
             for (int prec = 0; prec < 3; prec++) { /* float32, bf16, bf16 with op(B) from a bf16 copy */
                 const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ta = tr >> 1, tb = tr & 1;

@@ -14,7 +14,8 @@
 
 #define VT_AMX_ENTRIES(X)                                                                                    \
     X(amx, gemm_bf16) X(amx, gemm_bf16_work_floats) X(amx, gemm_bf16_packed_b_floats) X(amx, gemm_bf16_pack_b) \
-        X(amx, gemm_bf16_packed)
+        X(amx, gemm_bf16_packed_b) X(amx, gemm_bf16_packed_a_floats) X(amx, gemm_bf16_pack_a)                 \
+        X(amx, gemm_bf16_packed_a)
 VT_AMX_ENTRIES(VT_LEVEL_PROTOTYPE)
 
 #endif

@@ -159,6 +159,7 @@ static inline int vt512_gemm_no_product(int M, int N, int K, float alpha, float 
 #define VT_AVX512_ENTRIES(X)                                                                                          \
     /* gemm.c */ X(avx512, gemm) X(avx512, gemm_bias) X(avx512, gemm_prefetch) X(avx512, gemm_work_floats)            \
     /* gemm.c */ X(avx512, gemm_bf16) X(avx512, gemm_bf16_work_floats) X(avx512, gemm_bf16_packed_b_floats)           \
+    /* gemm.c */ X(avx512, gemm_bf16_packed_a_floats)                                                                 \
     /* bf16.c */ X(avx512, bf16_round) X(avx512, bf16_round_float)                                                    \
     /* softmax.c */ X(avx512, softmax_rows) X(avx512, softmax_bwd_rows)                                               \
     /* layernorm.c */ X(avx512, layernorm_fwd) X(avx512, layernorm_bwd)                                               \

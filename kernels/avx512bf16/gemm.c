@@ -23,8 +23,9 @@
  * M block a share of the caller's next regions (attention's chains of small products);
  * the packings that step down a float32 source's rows prefetch PF_PAIRS pairs ahead.
  * K == 0 or alpha == 0 gives C = beta C (+ bias) without reading A or B.
- * work: vt_avx512bf16_gemm_bf16_work_floats(M, N, K) floats, 64-byte aligned. gemm_bf16_pack_b
- * and gemm_bf16_packed: the same loops on op(B) packed once (../gemm_bf16_driver.h). */
+ * work: vt_avx512bf16_gemm_bf16_work_floats(M, N, K) floats, 64-byte aligned. gemm_bf16_pack_b,
+ * gemm_bf16_packed_b, gemm_bf16_pack_a and gemm_bf16_packed_a: the same loops on op(B) or
+ * op(A) packed once (../gemm_bf16_driver.h). */
 #include "avx512bf16.h"
 
 #include "../gemm_bf16_driver.h"
@@ -244,7 +245,7 @@ void vt_avx512bf16_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, c
     if (vt512_gemm_no_product(M, N, K, alpha, beta, bias, C, ldc)) return;
     const bf16_blocking bl = blocking();
     gemm_bf16_blocked(&bl, pack_a, vt_avx512bf16_pack_b, micro, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta,
-                      bias, C, ldc, work, next, NULL);
+                      bias, C, ldc, work, next, NULL, NULL);
 }
 
 size_t vt_avx512bf16_gemm_bf16_packed_b_floats(int N, int K, int *panels) {
@@ -258,11 +259,30 @@ void vt_avx512bf16_gemm_bf16_pack_b(int tb, int N, int K, const float *B, const 
     bf16_pack_b_panels(&bl, vt_avx512bf16_pack_b, tb, N, K, B, B16, ldb, p0, p1, (uint32_t *)packed);
 }
 
-void vt_avx512bf16_gemm_bf16_packed(int ta, int M, int N, int K, float alpha, const float *A, int lda,
-                                    const float *packed, float beta, const float *bias, float *C, int ldc,
-                                    float *work) {
+void vt_avx512bf16_gemm_bf16_packed_b(int ta, int M, int N, int K, float alpha, const float *A, int lda,
+                                      const float *packed, float beta, const float *bias, float *C, int ldc,
+                                      float *work) {
     if (vt512_gemm_no_product(M, N, K, alpha, beta, bias, C, ldc)) return;
     const bf16_blocking bl = blocking();
     gemm_bf16_blocked(&bl, pack_a, vt_avx512bf16_pack_b, micro, ta, 0, M, N, K, alpha, A, lda, NULL, NULL, 0, beta,
-                      bias, C, ldc, work, NULL, (const uint32_t *)packed);
+                      bias, C, ldc, work, NULL, (const uint32_t *)packed, NULL);
+}
+
+size_t vt_avx512bf16_gemm_bf16_packed_a_floats(int M, int K, int *panels) {
+    bf16_blocking bl = blocking();
+    return bf16_packed_a_words(&bl, M, K, panels);
+}
+
+void vt_avx512bf16_gemm_bf16_pack_a(int ta, int M, int K, const float *A, int lda, int p0, int p1, float *packed) {
+    const bf16_blocking bl = blocking();
+    bf16_pack_a_panels(&bl, pack_a, ta, M, K, A, lda, p0, p1, (uint32_t *)packed);
+}
+
+void vt_avx512bf16_gemm_bf16_packed_a(int tb, int M, int N, int K, float alpha, const float *packed, const float *B,
+                                      const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc,
+                                      float *work) {
+    if (vt512_gemm_no_product(M, N, K, alpha, beta, bias, C, ldc)) return;
+    const bf16_blocking bl = blocking();
+    gemm_bf16_blocked(&bl, pack_a, vt_avx512bf16_pack_b, micro, 0, tb, M, N, K, alpha, NULL, 0, B, B16, ldb, beta,
+                      bias, C, ldc, work, NULL, NULL, (const uint32_t *)packed);
 }

@@ -13,11 +13,14 @@
  * depend on the sizes and the thread count only, and each element of C is computed by
  * one kernel call whatever thread makes it, so the result is deterministic and needs
  * no cross-thread reduction (C blocks do not change any element's sums: it equals the
- * 1-thread result). In a cut over rows in bf16 whose path has a packed form of op(B)
- * (kernels/entries.def: gemm_bf16_packed_b_floats), the threads first pack op(B) once
+ * 1-thread result). In bf16, when the path has packed forms (kernels/entries.def:
+ * gemm_bf16_packed_b_floats, gemm_bf16_packed_a_floats), the threads first pack the
+ * operand the cut does not split (op(B) for a cut over rows, op(A) over columns) once
  * between them, in parts handed out as they come free, into one buffer of the calling
- * thread's, and every row block then runs on that packing (vt_k.gemm_bf16_packed)
- * instead of packing op(B) again: the same sums, bitwise.
+ * thread's, and every block then runs on that packing (vt_k.gemm_bf16_packed_b or
+ * gemm_bf16_packed_a) instead of packing it again: the same sums, bitwise (and a row
+ * block wider than the kernel's N block packs each block of op(A) once, not once per N
+ * block: gemm_bf16_driver.h).
  * Products with a long K and a small C (the weight gradients: K = B N tokens) are cut
  * over K instead, only when op(A) is transposed (the weight gradients' form): with A as
  * stored every row of C stays a function of its row of A alone, so a sample's forward
@@ -54,9 +57,9 @@ typedef struct {
 } tls_buffer;
 
 /* A thread's buffers: the kernels' packing workspace, the K split's partial C, and the
- * packed op(B) its products cut over rows share with their team. */
+ * packed operand its bf16 products share with their team. */
 typedef struct {
-    tls_buffer work, partial, shared_b;
+    tls_buffer work, partial, shared;
 } tls_buffers;
 
 static _Thread_local tls_buffers tls;
@@ -70,7 +73,7 @@ static void tls_free(void *p) {
     tls_buffers *t = p;
     free(t->work.data);
     free(t->partial.data);
-    free(t->shared_b.data);
+    free(t->shared.data);
     *t = (tls_buffers){{NULL, 0}, {NULL, 0}, {NULL, 0}};
 }
 
@@ -108,7 +111,7 @@ vt_status vt_gemm_reserve(size_t partial_floats, size_t operand_floats) {
     #pragma omp parallel num_threads(nt) reduction(| : failed)
     failed |= tls_buffer_grow(&tls.work, work) ||
               (omp_get_thread_num() > 0 && tls_buffer_grow(&tls.partial, partial_floats));
-    if (!failed) failed = tls_buffer_grow(&tls.shared_b, shared); /* the calling thread's */
+    if (!failed) failed = tls_buffer_grow(&tls.shared, shared); /* the calling thread's */
     if (!failed) return VT_OK;
     return vt_fail(VT_ERR_RUNTIME, "out of memory: the GEMM buffers of %d thread%s (a packing workspace of %.1f "
                    "MiB each, %.1f MiB of partial sums on each but the first, and %.1f MiB of shared packed "
@@ -180,8 +183,34 @@ static void gemm_rows_shared_b(const gemm_args *g, int M, int N, int K, int nblk
             block_edges(M, nblk, t, &s, &e);
             const float *a = g->A + (g->ta ? (size_t)s : (size_t)s * g->lda);
             float *work = vt_gemm_workspace(vt_k.gemm_bf16_work_floats(e - s, N, K));
-            vt_k.gemm_bf16_packed(g->ta, e - s, N, K, g->alpha, a, g->lda, packed, g->beta, g->bias,
-                                  g->C + (size_t)s * g->ldc, g->ldc, work);
+            vt_k.gemm_bf16_packed_b(g->ta, e - s, N, K, g->alpha, a, g->lda, packed, g->beta, g->bias,
+                                    g->C + (size_t)s * g->ldc, g->ldc, work);
+        }
+    }
+}
+
+/* The bf16 cut over columns of N with op(A) packed once: the nth threads pack its
+ * panels in up to nblk parts, then run the nblk column blocks on packed
+ * (gemm_bf16_packed_a_floats floats). */
+static void gemm_cols_shared_a(const gemm_args *g, int M, int N, int K, int nblk, int nth, int panels,
+                               float *packed) {
+    const int parts = nblk < panels ? nblk : panels;
+    #pragma omp parallel num_threads(nth)
+    {
+        #pragma omp for schedule(dynamic, 1)
+        for (int t = 0; t < parts; t++)
+            vt_k.gemm_bf16_pack_a(g->ta, M, K, g->A, g->lda, (int)((int64_t)panels * t / parts),
+                                  (int)((int64_t)panels * (t + 1) / parts), packed);
+        /* the loop's barrier: every panel is packed before any block reads one */
+        #pragma omp for schedule(dynamic, 1)
+        for (int t = 0; t < nblk; t++) {
+            int s, e;
+            block_edges(N, nblk, t, &s, &e);
+            size_t bo = g->tb ? (size_t)s * g->ldb : (size_t)s;
+            float *work = vt_gemm_workspace(vt_k.gemm_bf16_work_floats(M, e - s, K));
+            vt_k.gemm_bf16_packed_a(g->tb, M, e - s, K, g->alpha, packed, g->B16 ? NULL : g->B + bo,
+                                    g->B16 ? g->B16 + bo : NULL, g->ldb, g->beta, g->bias ? g->bias + s : NULL,
+                                    g->C + s, g->ldc, work);
         }
     }
 }
@@ -259,10 +288,13 @@ void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, co
     if (nblk < nt) nblk = nt;
     if (nblk > tiles) nblk = tiles;
     int nth = nblk < nt ? nblk : nt, panels = 0;
-    size_t packed = by_rows && bf16 && nblk > 1 ? vt_k.gemm_bf16_packed_b_floats(N, K, &panels) : 0;
+    size_t packed = !bf16 || nblk < 2 ? 0
+                    : by_rows ? vt_k.gemm_bf16_packed_b_floats(N, K, &panels)
+                              : vt_k.gemm_bf16_packed_a_floats(M, K, &panels);
     /* a packing past the reservation that cannot be allocated: each block packs its own */
-    if (packed && tls_buffer_grow(&tls.shared_b, packed) == 0) {
-        gemm_rows_shared_b(&g, M, N, K, nblk, nth, panels, tls.shared_b.data);
+    if (packed && tls_buffer_grow(&tls.shared, packed) == 0) {
+        if (by_rows) gemm_rows_shared_b(&g, M, N, K, nblk, nth, panels, tls.shared.data);
+        else gemm_cols_shared_a(&g, M, N, K, nblk, nth, panels, tls.shared.data);
         return;
     }
     #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
