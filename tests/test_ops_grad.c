@@ -319,7 +319,8 @@ static void test_gemm(vt_rng *r) {
  * (where the level has packed forms), the result bitwise the 1-thread one (C blocks do
  * not change any element's sums, nor does where an operand is packed). */
 static void test_gemm_blocks(vt_rng *r) {
-    const int shapes[5][3] = {{2100, 40, 30}, {20, 2100, 30}, {1100, 75, 67}, {600, 40, 1100}, {40, 600, 1100}}; /* sides of 600: K = 1100 stays a C split (float32 cuts over K from 2 max(M, N)) */
+    /* the last two: sides of 600, so K = 1100 stays a C split (float32 cuts over K from 2 max(M, N)) */
+    const int shapes[5][3] = {{2100, 40, 30}, {20, 2100, 30}, {1100, 75, 67}, {600, 40, 1100}, {40, 600, 1100}};
     const int max_threads = omp_get_max_threads();
     for (int s = 0; s < 5; s++)
         for (int tr = 0; tr < 4; tr++)
