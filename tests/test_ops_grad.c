@@ -266,7 +266,7 @@ static vt_tensor *fwd1(fwd_fn f, vt_tensor **in, const void *arg) {
 
 static void test_gemm(vt_rng *r) {
     /* Shapes large enough for vt_gemm to split C over threads, by rows and by columns,
-     * and (K >= 4 max(M, N)) over K, with K cuts inside and at the end of a 64 block;
+     * and (K >= 2 max(M, N), float32) over K, with K cuts inside and at the end of a 64 block;
      * vt_gemm_bias on the same splits (the K split adds the bias after the partials).
      * On 1, 2 and 3 threads (3: blocks of unequal size on a 2-core machine too), and
      * each result again from the same inputs: bitwise the same for a fixed thread count. */
@@ -319,7 +319,8 @@ static void test_gemm(vt_rng *r) {
  * (where the level has packed forms), the result bitwise the 1-thread one (C blocks do
  * not change any element's sums, nor does where an operand is packed). */
 static void test_gemm_blocks(vt_rng *r) {
-    const int shapes[5][3] = {{2100, 40, 30}, {20, 2100, 30}, {1100, 75, 67}, {300, 40, 1100}, {40, 300, 1100}};
+    /* the last two: sides of 600, so K = 1100 stays a C split (float32 cuts over K from 2 max(M, N)) */
+    const int shapes[5][3] = {{2100, 40, 30}, {20, 2100, 30}, {1100, 75, 67}, {600, 40, 1100}, {40, 600, 1100}};
     const int max_threads = omp_get_max_threads();
     for (int s = 0; s < 5; s++)
         for (int tr = 0; tr < 4; tr++)

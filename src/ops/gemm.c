@@ -46,6 +46,8 @@
 #define VT_GEMM_PAR_FLOPS 65536.0
 #define VT_GEMM_ALIGN 16
 #define VT_GEMM_K_ALIGN 64 /* K cuts of the K split */
+#define VT_GEMM_K_SPLIT_F32 2  /* K / max(M, N) from which a float32 product is cut over K (kernels/TUNING.md) */
+#define VT_GEMM_K_SPLIT_BF16 4 /* the same for bf16 products (never measured lower) */
 #define VT_GEMM_MAX_THREADS 256
 #define VT_GEMM_BLOCKS_PER_THREAD 4 /* a slowed thread hands most of its share to the others */
 #define VT_GEMM_MIN_BLOCK 512       /* a block's pack of the unsplit operand stays small next to its FMAs */
@@ -215,11 +217,13 @@ static void gemm_cols_shared_a(const gemm_args *g, int M, int N, int K, int nblk
     }
 }
 
-/* Whether to cut over K: K at least 4 times the larger side of C, so each thread's
- * partial (M N floats) and the final adds cost little next to its M N K / nt FMAs. */
-static int split_over_k(int M, int N, int K, int nt) {
+/* Whether to cut over K: K at least VT_GEMM_K_SPLIT_F32 (bf16: VT_GEMM_K_SPLIT_BF16)
+ * times the larger side of C, so each thread's partial (M N floats) and the final adds
+ * cost little next to its M N K / nt FMAs, while a C split's every block would pack the
+ * whole of the operand it does not split again. */
+static int split_over_k(int bf16, int M, int N, int K, int nt) {
     int side = M > N ? M : N;
-    return K >= 4 * side && K >= nt * VT_GEMM_K_ALIGN;
+    return K >= (bf16 ? VT_GEMM_K_SPLIT_BF16 : VT_GEMM_K_SPLIT_F32) * side && K >= nt * VT_GEMM_K_ALIGN;
 }
 
 /* C = alpha op(A) op(B) + beta C (+ bias rows) on nblk threads, each taking a range of
@@ -275,7 +279,7 @@ static void gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha
         return;
     }
     if (nt > VT_GEMM_MAX_THREADS) nt = VT_GEMM_MAX_THREADS;
-    if (ta && split_over_k(M, N, K, nt)) { /* ta: see the header */
+    if (ta && split_over_k(bf16, M, N, K, nt)) { /* ta: see the header */
         gemm_split_k(&g, M, N, K, nt);
         return;
     }
