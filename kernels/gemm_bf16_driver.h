@@ -4,7 +4,8 @@
  * the next packing's source, and the C tile's epilogue (alpha, beta, bias under column
  * masks). Private to those two files: each includes it after its own header and passes
  * its blocking, its pack_a, its pack_b and its microkernel, so everything here is compiled (and,
- * being always_inline with constant arguments, specialised) with that file's flags.
+ * being always_inline with constant arguments, specialised) with that file's flags; its
+ * entry points are BF16_ENTRY_POINTS (at the end).
  * Loops: jc over N in NC blocks -> pc over K in equal blocks of at most KC steps, each a
  * whole number of k_step steps but the last (pack op(B)'s block into VT_BF16_NR-column
  * panels, the level's pack_b) -> ic over M in equal blocks of at most MC rows, whole
@@ -355,5 +356,54 @@ gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_pack_b_fn
         }
     }
 }
+
+/* The level's bf16 entry points (../entries.def: vt_<level>_gemm_bf16, _work_floats and
+ * the packed op(B) and op(A) trios), each a call of the including file's
+ *   static bf16_blocking blocking(void);            its blocking under the active context
+ *   static void pack_a(...);                        its bf16_pack_a_fn
+ *   static void product(ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc,
+ *                       work, next, packed, packed_a);
+ * (product: gemm_bf16_blocked on the level's microkernel, with what the level sets up
+ * around it), op(B) packed by avx512bf16's pack_b on both levels. */
+#define BF16_ENTRY_POINTS(level)                                                                                   \
+    size_t vt_##level##_gemm_bf16_work_floats(int M, int N, int K) {                                               \
+        const bf16_blocking bl = blocking();                                                                       \
+        return bf16_work_floats(&bl, M, N, K);                                                                     \
+    }                                                                                                              \
+    void vt_##level##_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,          \
+                                const float *B, const vt_bf16 *B16, int ldb, float beta, const float *bias,        \
+                                float *C, int ldc, float *work, const vt_region next[2]) {                         \
+        product(ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, next, NULL, NULL);          \
+    }                                                                                                              \
+    size_t vt_##level##_gemm_bf16_packed_b_floats(int N, int K, int *panels) {                                     \
+        const bf16_blocking bl = blocking();                                                                       \
+        return bf16_packed_b_words(&bl, N, K, panels);                                                             \
+    }                                                                                                              \
+    void vt_##level##_gemm_bf16_pack_b(int tb, int N, int K, const float *B, const vt_bf16 *B16, int ldb, int p0,  \
+                                       int p1, float *packed) {                                                    \
+        const bf16_blocking bl = blocking();                                                                       \
+        bf16_pack_b_panels(&bl, vt_avx512bf16_pack_b, tb, N, K, B, B16, ldb, p0, p1, (uint32_t *)packed);          \
+    }                                                                                                              \
+    void vt_##level##_gemm_bf16_packed_b(int ta, int M, int N, int K, float alpha, const float *A, int lda,         \
+                                         const float *packed, float beta, const float *bias, float *C, int ldc,    \
+                                         float *work) {                                                            \
+        product(ta, 0, M, N, K, alpha, A, lda, NULL, NULL, 0, beta, bias, C, ldc, work, NULL,                      \
+                (const uint32_t *)packed, NULL);                                                                   \
+    }                                                                                                              \
+    size_t vt_##level##_gemm_bf16_packed_a_floats(int M, int K, int *panels) {                                     \
+        const bf16_blocking bl = blocking();                                                                       \
+        return bf16_packed_a_words(&bl, M, K, panels);                                                             \
+    }                                                                                                              \
+    void vt_##level##_gemm_bf16_pack_a(int ta, int M, int K, const float *A, int lda, int p0, int p1,              \
+                                       float *packed) {                                                            \
+        const bf16_blocking bl = blocking();                                                                       \
+        bf16_pack_a_panels(&bl, pack_a, ta, M, K, A, lda, p0, p1, (uint32_t *)packed);                             \
+    }                                                                                                              \
+    void vt_##level##_gemm_bf16_packed_a(int tb, int M, int N, int K, float alpha, const float *packed,            \
+                                         const float *B, const vt_bf16 *B16, int ldb, float beta,                  \
+                                         const float *bias, float *C, int ldc, float *work) {                      \
+        product(0, tb, M, N, K, alpha, NULL, 0, B, B16, ldb, beta, bias, C, ldc, work, NULL, NULL,                 \
+                (const uint32_t *)packed);                                                                         \
+    }
 
 #endif

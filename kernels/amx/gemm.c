@@ -41,11 +41,6 @@ static inline bf16_blocking blocking(void) {
     return bl;
 }
 
-size_t vt_amx_gemm_bf16_work_floats(int M, int N, int K) {
-    bf16_blocking bl = blocking();
-    return bf16_work_floats(&bl, M, N, K);
-}
-
 /* Pack rows [i0, i0 + mc) x steps [p0, p0 + kc) of op(A) (float32, rounded) into MR-row
  * panels of kc2p words per row at dst. */
 static void pack_a(int ta, const float *A, int lda, int i0, int p0, int mc, int kc, int kc2p, uint32_t *dst) {
@@ -134,11 +129,11 @@ static void kernel_32x32(int kc2p, const uint32_t *a, const uint32_t *b, float *
         bf16_store_row(&e, c + (size_t)i * ldc, _mm512_load_ps(t + i * NR), _mm512_load_ps(t + i * NR + 16), 2);
 }
 
-/* gemm_bf16 (packed and packed_a NULL), gemm_bf16_packed_b or gemm_bf16_packed_a: the
- * product on the tiles. */
-static void gemm_tiles(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                       const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
-                       const vt_region next[2], const uint32_t *packed, const uint32_t *packed_a) {
+/* Every entry's product (BF16_ENTRY_POINTS), on the tiles: the tile configuration loaded
+ * around the blocked loops. */
+static void product(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                    const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
+                    const vt_region next[2], const uint32_t *packed, const uint32_t *packed_a) {
     if (vt512_gemm_no_product(M, N, K, alpha, beta, bias, C, ldc)) return;
     /* palette 1: tiles 0-7 of 16 rows x 64 bytes (colsb at byte 16 + 2 t, rows at 48 + t) */
     unsigned char cfg[64] __attribute__((aligned(64))) = {0};
@@ -151,42 +146,4 @@ static void gemm_tiles(int ta, int tb, int M, int N, int K, float alpha, const f
     _tile_release();
 }
 
-void vt_amx_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                      const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
-                      const vt_region next[2]) {
-    gemm_tiles(ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, next, NULL, NULL);
-}
-
-size_t vt_amx_gemm_bf16_packed_b_floats(int N, int K, int *panels) {
-    bf16_blocking bl = blocking();
-    return bf16_packed_b_words(&bl, N, K, panels);
-}
-
-void vt_amx_gemm_bf16_pack_b(int tb, int N, int K, const float *B, const vt_bf16 *B16, int ldb, int p0, int p1,
-                             float *packed) {
-    const bf16_blocking bl = blocking();
-    bf16_pack_b_panels(&bl, vt_avx512bf16_pack_b, tb, N, K, B, B16, ldb, p0, p1, (uint32_t *)packed);
-}
-
-void vt_amx_gemm_bf16_packed_b(int ta, int M, int N, int K, float alpha, const float *A, int lda, const float *packed,
-                               float beta, const float *bias, float *C, int ldc, float *work) {
-    gemm_tiles(ta, 0, M, N, K, alpha, A, lda, NULL, NULL, 0, beta, bias, C, ldc, work, NULL,
-               (const uint32_t *)packed, NULL);
-}
-
-size_t vt_amx_gemm_bf16_packed_a_floats(int M, int K, int *panels) {
-    bf16_blocking bl = blocking();
-    return bf16_packed_a_words(&bl, M, K, panels);
-}
-
-void vt_amx_gemm_bf16_pack_a(int ta, int M, int K, const float *A, int lda, int p0, int p1, float *packed) {
-    const bf16_blocking bl = blocking();
-    bf16_pack_a_panels(&bl, pack_a, ta, M, K, A, lda, p0, p1, (uint32_t *)packed);
-}
-
-void vt_amx_gemm_bf16_packed_a(int tb, int M, int N, int K, float alpha, const float *packed, const float *B,
-                               const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc,
-                               float *work) {
-    gemm_tiles(0, tb, M, N, K, alpha, NULL, 0, B, B16, ldb, beta, bias, C, ldc, work, NULL, NULL,
-               (const uint32_t *)packed);
-}
+BF16_ENTRY_POINTS(amx)

@@ -47,11 +47,6 @@ static inline bf16_blocking blocking(void) {
     return bl;
 }
 
-size_t vt_avx512bf16_gemm_bf16_work_floats(int M, int N, int K) {
-    bf16_blocking bl = blocking();
-    return bf16_work_floats(&bl, M, N, K);
-}
-
 /* The 16-bit index that interleaves two 16-element halves: (lo[i], hi[i]) for i < 16,
  * lo in elements 0..15 of the source (or of a), hi in 16..31 (or of b at +32). */
 __m512i vt_bf16_interleave_idx(int hi_base) {
@@ -239,50 +234,14 @@ static void micro(int kc2, const uint32_t *a, const uint32_t *b, float *c, int l
     }
 }
 
-void vt_avx512bf16_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                             const float *B, const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C,
-                             int ldc, float *work, const vt_region next[2]) {
+/* Every entry's product (BF16_ENTRY_POINTS). */
+static void product(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                    const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
+                    const vt_region next[2], const uint32_t *packed, const uint32_t *packed_a) {
     if (vt512_gemm_no_product(M, N, K, alpha, beta, bias, C, ldc)) return;
     const bf16_blocking bl = blocking();
     gemm_bf16_blocked(&bl, pack_a, vt_avx512bf16_pack_b, micro, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta,
-                      bias, C, ldc, work, next, NULL, NULL);
+                      bias, C, ldc, work, next, packed, packed_a);
 }
 
-size_t vt_avx512bf16_gemm_bf16_packed_b_floats(int N, int K, int *panels) {
-    bf16_blocking bl = blocking();
-    return bf16_packed_b_words(&bl, N, K, panels);
-}
-
-void vt_avx512bf16_gemm_bf16_pack_b(int tb, int N, int K, const float *B, const vt_bf16 *B16, int ldb, int p0,
-                                    int p1, float *packed) {
-    const bf16_blocking bl = blocking();
-    bf16_pack_b_panels(&bl, vt_avx512bf16_pack_b, tb, N, K, B, B16, ldb, p0, p1, (uint32_t *)packed);
-}
-
-void vt_avx512bf16_gemm_bf16_packed_b(int ta, int M, int N, int K, float alpha, const float *A, int lda,
-                                      const float *packed, float beta, const float *bias, float *C, int ldc,
-                                      float *work) {
-    if (vt512_gemm_no_product(M, N, K, alpha, beta, bias, C, ldc)) return;
-    const bf16_blocking bl = blocking();
-    gemm_bf16_blocked(&bl, pack_a, vt_avx512bf16_pack_b, micro, ta, 0, M, N, K, alpha, A, lda, NULL, NULL, 0, beta,
-                      bias, C, ldc, work, NULL, (const uint32_t *)packed, NULL);
-}
-
-size_t vt_avx512bf16_gemm_bf16_packed_a_floats(int M, int K, int *panels) {
-    bf16_blocking bl = blocking();
-    return bf16_packed_a_words(&bl, M, K, panels);
-}
-
-void vt_avx512bf16_gemm_bf16_pack_a(int ta, int M, int K, const float *A, int lda, int p0, int p1, float *packed) {
-    const bf16_blocking bl = blocking();
-    bf16_pack_a_panels(&bl, pack_a, ta, M, K, A, lda, p0, p1, (uint32_t *)packed);
-}
-
-void vt_avx512bf16_gemm_bf16_packed_a(int tb, int M, int N, int K, float alpha, const float *packed, const float *B,
-                                      const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc,
-                                      float *work) {
-    if (vt512_gemm_no_product(M, N, K, alpha, beta, bias, C, ldc)) return;
-    const bf16_blocking bl = blocking();
-    gemm_bf16_blocked(&bl, pack_a, vt_avx512bf16_pack_b, micro, 0, tb, M, N, K, alpha, NULL, 0, B, B16, ldb, beta,
-                      bias, C, ldc, work, NULL, NULL, (const uint32_t *)packed);
-}
+BF16_ENTRY_POINTS(avx512bf16)

@@ -47,7 +47,7 @@
 #define VT_GEMM_ALIGN 16
 #define VT_GEMM_K_ALIGN 64 /* K cuts of the K split */
 #define VT_GEMM_K_SPLIT_F32 2  /* K / max(M, N) from which a float32 product is cut over K (kernels/TUNING.md) */
-#define VT_GEMM_K_SPLIT_BF16 4 /* the same for bf16 products (never measured lower) */
+#define VT_GEMM_K_SPLIT_BF16 4 /* the same for bf16 products (kernels/TUNING.md) */
 #define VT_GEMM_MAX_THREADS 256
 #define VT_GEMM_BLOCKS_PER_THREAD 4 /* a slowed thread hands most of its share to the others */
 #define VT_GEMM_MIN_BLOCK 512       /* a block's pack of the unsplit operand stays small next to its FMAs */
