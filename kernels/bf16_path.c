@@ -50,7 +50,13 @@ int vt_bf16_path_entries(vt_bf16_path p, vt_isa active, vt_kernels *t, char *why
     }
     vt_isa best = vt_kernels_best_isa();
     if (active < paths[p].needs) {
-        if (best < paths[p].needs)
+        if (best < paths[p].needs && active < best)
+            snprintf(why, whylen,
+                     "the %s path (%s) needs the %s level, and this CPU/OS offers at most %s (VT_ISA=%s runs the %s "
+                     "level)",
+                     paths[p].name, paths[p].unit, vt_kernels_isa_name(paths[p].needs), vt_kernels_isa_name(best),
+                     vt_kernels_isa_name(active), vt_kernels_isa_name(active));
+        else if (best < paths[p].needs)
             snprintf(why, whylen, "the %s path (%s) needs the %s level, and this CPU/OS offers at most %s",
                      paths[p].name, paths[p].unit, vt_kernels_isa_name(paths[p].needs), vt_kernels_isa_name(best));
         else
