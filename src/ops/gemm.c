@@ -47,7 +47,7 @@
 #define VT_GEMM_ALIGN 16
 #define VT_GEMM_K_ALIGN 64 /* K cuts of the K split */
 #define VT_GEMM_K_SPLIT_F32 2  /* K / max(M, N) from which a float32 product is cut over K (kernels/TUNING.md) */
-#define VT_GEMM_K_SPLIT_BF16 4 /* the same for bf16 products (kernels/TUNING.md) */
+#define VT_GEMM_K_SPLIT_BF16 4 /* the same for bf16 products on the amx and dpbf16 paths (kernels/TUNING.md) */
 #define VT_GEMM_MAX_THREADS 256
 #define VT_GEMM_BLOCKS_PER_THREAD 4 /* a slowed thread hands most of its share to the others */
 #define VT_GEMM_MIN_BLOCK 512       /* a block's pack of the unsplit operand stays small next to its FMAs */
@@ -217,13 +217,16 @@ static void gemm_cols_shared_a(const gemm_args *g, int M, int N, int K, int nblk
     }
 }
 
-/* Whether to cut over K: K at least VT_GEMM_K_SPLIT_F32 (bf16: VT_GEMM_K_SPLIT_BF16)
- * times the larger side of C, so each thread's partial (M N floats) and the final adds
- * cost little next to its M N K / nt FMAs, while a C split's every block would pack the
- * whole of the operand it does not split again. */
+/* Whether to cut over K: K at least VT_GEMM_K_SPLIT_F32 (bf16 on the amx and dpbf16
+ * paths: VT_GEMM_K_SPLIT_BF16) times the larger side of C, so each thread's partial
+ * (M N floats) and the final adds cost little next to its M N K / nt FMAs, while a C
+ * split's every block would pack (and in bf16 round) the whole of the operand it does not
+ * split again. bf16 products on the fma path run the float32 kernels on operands rounded
+ * as they are packed, so they are cut as float32 products are. */
 static int split_over_k(int bf16, int M, int N, int K, int nt) {
     int side = M > N ? M : N;
-    return K >= (bf16 ? VT_GEMM_K_SPLIT_BF16 : VT_GEMM_K_SPLIT_F32) * side && K >= nt * VT_GEMM_K_ALIGN;
+    int tiles = bf16 && vt_kernels_bf16_path() != VT_BF16_FMA;
+    return K >= (tiles ? VT_GEMM_K_SPLIT_BF16 : VT_GEMM_K_SPLIT_F32) * side && K >= nt * VT_GEMM_K_ALIGN;
 }
 
 /* C = alpha op(A) op(B) + beta C (+ bias rows) on nblk threads, each taking a range of
