@@ -21,14 +21,18 @@
  *      again before each row, as for the models below; the bf16 rows run on the product
  *      path training would choose (the probe, or VT_BF16_PATH) and name it ("bf16_path").
  *  (c) "train": images/s of a full training step (zero grad, forward, cross-entropy,
- *      backward, clip, AdamW and, in bf16, the weights' bf16 copies) on synthetic data for
- *      ViT-Ti/4 at 32 (batch 128), ViT-S/16 at 224 (batch 64), ViT-B/16 at 224 (batch 32);
+ *      backward, clip, AdamW and, in bf16 on the amx and dpbf16 paths, the weights' bf16
+ *      copies) on synthetic data for ViT-Ti/4 at 32 (batch 128), ViT-S/16 at 224 (batch
+ *      64), ViT-B/16 at 224 (batch 32);
  *      "infer": forward-only images/s of the same models and batches. 1 and 2 threads,
- *      each in "precision" fp32 and bf16 (train.precision; bf16 rows only where the level
- *      has bf16 instructions). MFU = analytic FLOPs (vt_vit_flops per image, x3 for
+ *      each in "precision" fp32 and bf16 (train.precision, on every level: where the CPU
+ *      has no bf16 instructions the bf16 rows run on the fma path, the float32 kernels on
+ *      operands rounded to bf16). MFU = analytic FLOPs (vt_vit_flops per image, x3 for
  *      training) x images/s / measured peak ("peak_gflops": the best of the start
- *      measurement and one taken again before each row; the FMA peak for fp32 rows, the
- *      VDPBF16PS peak for bf16 ones). Each model runs in a child
+ *      measurement and one taken again before each row; the FMA peak for fp32 rows and
+ *      bf16 rows on the fma path, the VDPBF16PS peak for bf16 rows on the amx and dpbf16
+ *      paths). The bf16 rows' path is chosen once here (the probe, or VT_BF16_PATH) and
+ *      set in VT_BF16_PATH for the children, so every row runs on it. Each model runs in a child
  *      (fork + exec of this binary with --child: an OpenMP runtime does not survive a bare
  *      fork), so "rss_mb" (ru_maxrss from wait4) is that model's peak resident set.
  *      Also per row: "page_faults_per_step" (minor faults during the timed steps: 0 once
@@ -162,13 +166,18 @@ static int run_model(const model_case *mc, int nt, double peak, int quick) {
     return 0;
 }
 
-/* The FMA peak on nt threads measured again, kept in *best if higher: the best peak this
- * run has seen, which every row's utilisation divides by (a measurement that lost a core
- * to the host would inflate every figure after it). */
+/* The FMA peak (bf16: the VDPBF16PS peak) on nt threads measured again, kept in *best if
+ * higher: the best peak this run has seen, which every row's utilisation divides by (a
+ * measurement that lost a core to the host would inflate every figure after it). */
 static void refresh_peak(double *best, int avx512, int bf16, int nt) {
     double pk = bf16 ? bf16_peak_gflops(nt) : fma_peak_gflops(avx512, nt);
     if (pk > *best) *best = pk;
 }
+
+/* Which peak a row's utilisation refers to (peak[kind][threads]): 0 the FMA peak (fp32 rows,
+ * and bf16 rows on the fma path), 1 the VDPBF16PS peak (bf16 rows on the amx and dpbf16
+ * paths). */
+static int peak_kind(int bf16_row, int bf16_fma) { return bf16_row && !bf16_fma; }
 
 /* The filter name of a model row: "train/<model>/<precision>" or "infer/<model>/<precision>". */
 static const char *case_row(const model_case *mc, char *buf, size_t len) {
@@ -203,16 +212,20 @@ int main(int argc, char **argv) {
     const int avx512 = vt_k.isa >= VT_ISA_AVX512, has_bf16 = vt_k.isa >= VT_ISA_AVX512BF16;
     int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
     int threads[2] = {1, 2};
-    double peak[2][3] = {{0}}; /* [bf16][threads] */
+    double peak[2][3] = {{0}}; /* [peak_kind][threads] */
     char cpu[192];
     bench_cpu(cpu, sizeof cpu);
     fprintf(stderr, "bench_train, %s (%s kernels%s)\n", cpu, vt_k.name, quick ? ", quick" : "");
-    if (!has_bf16) fprintf(stderr, "  the %s level has no bf16 instructions: fp32 rows only\n", vt_k.name);
-    /* the attention bf16 rows run on the path training would take (the probe, or VT_BF16_PATH) */
-    if (has_bf16 && selected(filter, "attention/bf16") && vt_precision_select(VT_PRECISION_BF16) != VT_OK) {
+    /* the bf16 rows run on the path training would take (the probe, or VT_BF16_PATH), the
+     * children too; on the fma path their peak is the FMA peak */
+    int any_bf16 = selected(filter, "attention/bf16");
+    for (size_t c = 0; c < N_CASES; c++) any_bf16 |= cases[c].bf16 && selected(filter, case_row(&cases[c], row, sizeof row));
+    if (any_bf16 && vt_precision_select(VT_PRECISION_BF16) != VT_OK) {
         fprintf(stderr, "%s\n", vt_last_error());
         return 1;
     }
+    const int bf16_fma = vt_kernels_bf16_path() == VT_BF16_FMA;
+    if (any_bf16) setenv("VT_BF16_PATH", vt_bf16_path_name((vt_bf16_path)vt_kernels_bf16_path()), 1);
     for (int pr = 0; pr < 1 + has_bf16; pr++)
         for (int ti = 0; ti < 2; ti++) {
             int nt = threads[ti];
@@ -226,23 +239,24 @@ int main(int argc, char **argv) {
 
     fprintf(stderr, "\n  attention fwd+bwd (hd 64)   precision threads  GFLOP/s   %% peak\n");
     static const int toks[3] = {65, 197, 785};
-    for (int pr = 0; pr < 1 + has_bf16; pr++) {
+    for (int pr = 0; pr < 2; pr++) {
         if (!selected(filter, pr ? "attention/bf16" : "attention/fp32")) continue;
         for (int i = quick ? 1 : 0; i < (quick ? 2 : 3); i++) {
             int N = toks[i];
             for (int ti = 0; ti < 2; ti++) {
                 int nt = threads[ti];
                 int BH = (N >= 785 ? 48 : 384) / (quick ? 8 : 1);
-                refresh_peak(&peak[pr][nt], avx512, pr, nt);
+                double *pk = &peak[peak_kind(pr, bf16_fma)][nt];
+                refresh_peak(pk, avx512, peak_kind(pr, bf16_fma), nt);
                 double gf = bench_attention(BH, N, 64, nt, quick ? 1 : 5, pr);
                 printf("{\"bench\":\"attention\",\"cpu\":\"%s\",\"precision\":\"%s\",\"tokens\":%d,\"hd\":64,"
                        "\"blocks\":%d,\"threads\":%d,\"isa\":\"%s\",\"bf16_path\":\"%s\",\"gemm_ctx\":\"%s\",\"gflops\":%.2f,"
                        "\"pct_peak\":%.1f,\"peak_gflops\":%.1f}\n",
                        cpu, pr ? "bf16" : "fp32", N, BH, nt, vt_k.name,
                        pr ? vt_bf16_path_name((vt_bf16_path)vt_kernels_bf16_path()) : "-", vt_gemm_ctx.name, gf,
-                       100.0 * gf / peak[pr][nt], peak[pr][nt]);
+                       100.0 * gf / *pk, *pk);
                 fprintf(stderr, "  N %4d, %3d blocks            %-9s %d    %8.1f   %5.1f%%\n", N, BH,
-                        pr ? "bf16" : "fp32", nt, gf, 100.0 * gf / peak[pr][nt]);
+                        pr ? "bf16" : "fp32", nt, gf, 100.0 * gf / *pk);
             }
         }
     }
@@ -251,8 +265,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "\n  model          mode   precision batch threads   img/s     MFU   RSS MB\n");
     for (size_t c = 0; c < N_CASES; c++) {
         if (!selected(filter, case_row(&cases[c], row, sizeof row))) continue;
-        if (cases[c].bf16 && !has_bf16) continue;
-        int pr = cases[c].bf16;
+        int pr = peak_kind(cases[c].bf16, bf16_fma);
         for (int ti = 0; ti < 2; ti++) {
             int nt = threads[ti];
             refresh_peak(&peak[pr][nt], avx512, pr, nt);
@@ -299,7 +312,7 @@ int main(int argc, char **argv) {
             if (p) mfu = atof(p + 6);
             const char *bp = strstr(line, "\"batch\":");
             fprintf(stderr, "  %-14s %-6s %-9s %5d    %d    %8.2f  %5.1f%%  %7.0f\n", cases[c].name,
-                    cases[c].train ? "train" : "infer", pr ? "bf16" : "fp32", bp ? atoi(bp + 8) : 0, nt, ips,
+                    cases[c].train ? "train" : "infer", cases[c].bf16 ? "bf16" : "fp32", bp ? atoi(bp + 8) : 0, nt, ips,
                     100.0 * mfu, rss_mb);
         }
     }
