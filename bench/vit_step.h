@@ -1,8 +1,8 @@
 /* vit_step.h - a ViT training (or inference) step on synthetic data, as the benchmarks
  * time it (bench only, not part of vitrain; header-only, included by bench_train.c and
  * bench_step.c). A training step is: zero grad, forward, cross-entropy, backward,
- * gradient clipping, AdamW and, in bf16, the weights' bf16 copies (the optimizer step
- * rounds them); an inference step the forward alone. The model has no drop path, the
+ * gradient clipping, AdamW and, in bf16 on the amx and dpbf16 paths, the weights' bf16
+ * copies (the optimizer step rounds them; src/precision.h); an inference step the forward alone. The model has no drop path, the
  * data are uniform in [-1, 1) with random labels (seeded: the same every run). */
 #ifndef VT_BENCH_VIT_STEP_H
 #define VT_BENCH_VIT_STEP_H

@@ -13,6 +13,8 @@
 static int is_gemm_weight(const vt_param *p) { return p->decay; }
 
 vt_status vt_bf16_weights_attach(vt_vit *m, uint16_t **buf) {
+    *buf = NULL;
+    if (vt_kernels_bf16_path() == VT_BF16_FMA) return VT_OK; /* precision.h: no copies on the fma path */
     size_t n = 0;
     for (int i = 0; i < m->n_p; i++)
         if (is_gemm_weight(&m->p[i])) n += (size_t)m->p[i].t.size;

@@ -6,11 +6,15 @@
  * bf16 as it packs them and sums in float32; master weights, gradients, AdamW moments,
  * LayerNorm, softmax, GELU, the position encodings' rotations and the loss stay
  * float32, and checkpoints hold the float32 weights. The ops read the tape's flag
- * (vt_tape.bf16). The GEMM weights (the parameters with weight decay: the linear and
- * convolution weights) get a bf16 copy, rounded once per optimizer step (vt_optim_step
- * refreshes it after each update) instead of once per GEMM call; an op whose weight has
- * no copy rounds it as it packs it, to the same values. Performer's feature products
- * stay float32. */
+ * (vt_tape.bf16). On the amx and dpbf16 paths the GEMM weights (the parameters with
+ * weight decay: the linear and convolution weights) get a bf16 copy, rounded once per
+ * optimizer step (vt_optim_step refreshes it after each update) instead of once per GEMM
+ * call, which those paths' packs read at half the bytes; an op whose weight has no copy
+ * rounds it as it packs it, to the same values. On the fma path the packs widen what they
+ * read to float32 either way, so the weights keep no copies there: rounding as they pack
+ * costs about what widening a copy does, and the copies' memory stays free (bf16 then
+ * keeps what float32 keeps, ops.h: vt_attention_keep_probs). Performer's feature
+ * products stay float32. */
 #ifndef VT_PRECISION_H
 #define VT_PRECISION_H
 
@@ -21,8 +25,9 @@
 #include "vit.h"
 
 /* Give every GEMM weight of m a bf16 copy (vt_tensor.bf16) in one buffer, rounded from
- * the current weights; *buf receives the buffer (for vt_bf16_weights_detach). Errors:
- * out of memory. */
+ * the current weights; *buf receives the buffer (for vt_bf16_weights_detach). On the fma
+ * bf16 path (the kernel table's: vt_precision_select's choice) nothing: *buf = NULL.
+ * Errors: out of memory. */
 vt_status vt_bf16_weights_attach(vt_vit *m, uint16_t **buf);
 /* Round the copies again from the weights (after m's weights change other than through
  * vt_optim_step, e.g. a checkpoint load). */

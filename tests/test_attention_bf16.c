@@ -9,7 +9,9 @@
  * dpbf16 paths its P and dP rows are padded to 64 bytes and the scale moves into the
  * softmax. Shapes: ViT's head (N 197, hd 64: rows that straddle cache lines) and ragged
  * ones (N 37 and 70, hd 16 and 24; N 64: rows without padding). Also: on 2 and 3 threads
- * the 1-thread bits. A level without bf16 paths (scalar) skips. */
+ * the 1-thread bits; P kept gives the bits of P recomputed; and each path's keep_probs rule
+ * (ops.h: the fma path keeps what float32 keeps, amx and dpbf16 recompute). A level
+ * without bf16 paths (scalar) skips. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -81,7 +83,7 @@ static void check_shape(vt_bf16_path path, int H, int N, int hd) {
     const int max_threads = omp_get_max_threads();
     omp_set_num_threads(1);
     const float *got[4];
-    run_op(H, N, hd, scale, src, n, vt_attention_keep_probs(N, hd, 1), got);
+    run_op(H, N, hd, scale, src, n, 0, got); /* P recomputed in the backward */
     float *got1 = malloc(4 * n * sizeof(float)); /* the 1-thread results, for the runs on 2 and 3 */
 
     float *ref = calloc(4 * n, sizeof(float)); /* out (N, H hd), dq, dk, dv (H, N, hd) */
@@ -103,7 +105,7 @@ static void check_shape(vt_bf16_path path, int H, int N, int hd) {
     for (int nt = 2; nt <= 3; nt++) {
         omp_set_num_threads(nt);
         const float *again[4];
-        run_op(H, N, hd, scale, src, n, vt_attention_keep_probs(N, hd, 1), again);
+        run_op(H, N, hd, scale, src, n, 0, again);
         int same = 1;
         for (int t = 0; t < 4; t++) same &= memcmp(again[t], got1 + t * n, n * sizeof(float)) == 0;
         CHECK(same, "%s path, H %d N %d hd %d: %d threads differ from 1 thread", vt_bf16_path_name(path), H, N, hd,
@@ -133,6 +135,11 @@ int main(void) {
         paths++;
         CHECK(vt_kernels_bf16_path() == p, "the %s path is set but the table reports %d",
               vt_bf16_path_name((vt_bf16_path)p), vt_kernels_bf16_path());
+        int fma = p == VT_BF16_FMA;
+        CHECK(vt_attention_keep_probs(197, 64, 1) == fma && vt_attention_keep_probs(197, 64, 0) == 1 &&
+                  vt_attention_keep_probs(785, 64, 1) == 0 && vt_attention_keep_probs(785, 64, 0) == 0,
+              "%s path: P kept at 197 tokens %s, at 785 never", vt_bf16_path_name((vt_bf16_path)p),
+              fma ? "as in float32" : "only in float32");
         check_shape((vt_bf16_path)p, 2, 197, 64);
         check_shape((vt_bf16_path)p, 3, 37, 16);
         check_shape((vt_bf16_path)p, 1, 70, 24);

@@ -127,7 +127,10 @@ static int next_row_block(const attn_ctx *c, int R, int bh, int i0, int *nbh, in
     return c->N - *ni0 < R ? c->N - *ni0 : R;
 }
 
-int vt_attention_keep_probs(int N, int hd, int bf16) { return !bf16 && N <= 4 * hd; }
+int vt_attention_keep_probs(int N, int hd, int bf16) {
+    int fast_products = bf16 && vt_kernels_bf16_path() != VT_BF16_FMA; /* amx, dpbf16 */
+    return !fast_products && N <= 4 * hd;
+}
 
 int vt_attention_row_block(int N) {
     size_t rows = VT_ATTN_BLOCK_BYTES / ((size_t)N * sizeof(float));
@@ -174,17 +177,28 @@ static void apply_mask(const float *P, const uint8_t *mask, float inv_keep, floa
 /* dst (rows x hd, packed) = the rows x hd floats at x (row stride ldx) rounded to bf16
  * (the fma path's operands, rounded once per block). */
 static void round_rows(const float *x, size_t ldx, int rows, int hd, float *dst) {
-    for (int i = 0; i < rows; i++) vt_k.bf16_round_float(x + (size_t)i * ldx, dst + (size_t)i * hd, (size_t)hd);
+    enum { AHEAD = 8 }; /* rows a whole memory latency ahead: each is only a few lines */
+    for (int i = 0; i < rows; i++) {
+        if (i + AHEAD < rows)
+            for (int j = 0; j < hd; j += 16) __builtin_prefetch(x + (size_t)(i + AHEAD) * ldx + j, 0, 3);
+        vt_k.bf16_round_float(x + (size_t)i * ldx, dst + (size_t)i * hd, (size_t)hd);
+    }
 }
 
 /* The operands of block bh's products: q, k, v (rows la floats apart) and, with_dout,
  * the output gradient (rows ldo apart; else NULL). Under preround they are copies
- * rounded to bf16 in r (the thread's scratch: q, k, v, dout, N x hd each, rows hd floats
- * apart); else the caller's tensors. */
+ * rounded to bf16 in r (the thread's scratch past its GEMM workspace, rounded_floats:
+ * q, k, v, dout, N x hd each, rows hd floats apart); else the caller's tensors. */
 typedef struct {
     const float *q, *k, *v, *dout;
     int la, ldo;
 } attn_operands;
+
+/* Floats of a thread's rounded operands (block_operands; 0 unless preround): q, k, v and,
+ * with_dout, the output gradient. */
+static size_t rounded_floats(const attn_ctx *c, int with_dout) {
+    return c->preround ? (size_t)(3 + with_dout) * c->N * c->hd : 0;
+}
 
 static attn_operands block_operands(const attn_ctx *c, int bh, int with_dout, float *r) {
     size_t o = in_offset(c, bh), nh = (size_t)c->N * c->hd;
@@ -244,19 +258,17 @@ static void attention_bwd(void *p) {
      * masks of R x N bytes (rn apart). */
     float *scratch = vt_arena_alloc(c->arena, (size_t)nt * rn * (2 * sizeof(float) + (c->drop > 0.0f)));
     uint8_t *masks = (uint8_t *)(scratch + (size_t)nt * 2 * rn);
-    /* preround: per thread the block's rounded q, k, v and output gradient, N x hd each */
-    const size_t nh = (size_t)N * hd;
-    float *rounded = c->preround ? vt_arena_alloc(c->arena, (size_t)nt * 4 * nh * sizeof(float)) : NULL;
     size_t wf = attn_work_floats(c);
     #pragma omp parallel for schedule(dynamic, VT_ATTN_CHUNK)
     for (int bh = 0; bh < c->BH; bh++) {
         int tid = omp_get_thread_num();
         float *P = scratch + (size_t)tid * 2 * rn, *dP = P + rn;
         uint8_t *mask = c->drop > 0.0f ? masks + (size_t)tid * rn : NULL;
-        float *work = vt_gemm_workspace(wf);
+        /* the GEMM workspace, then (preround) the block's rounded operands */
+        float *work = vt_gemm_workspace(wf + rounded_floats(c, 1));
         size_t o = in_offset(c, bh);
         float *dq = c->dq ? c->dq + o : NULL, *dk = c->dk ? c->dk + o : NULL, *dv = c->dv ? c->dv + o : NULL;
-        const attn_operands x = block_operands(c, bh, 1, rounded ? rounded + (size_t)tid * 4 * nh : NULL);
+        const attn_operands x = block_operands(c, bh, 1, work + wf);
         const float *q = x.q, *k = x.k, *v = x.v;
         const int la = x.la, ldo = x.ldo;
         for (int i0 = 0; i0 < N; i0 += R) {
@@ -265,11 +277,20 @@ static void attention_bwd(void *p) {
             const float *dout = x.dout + (size_t)i0 * ldo;
             /* Each product prefetches what the next ones read first: v and k (read whole,
              * by the first row block), this row block's q rows, then the next row block's
-             * kept P rows (or q rows, and k of a new block) and its output gradient. */
+             * kept P rows (or q rows, and k of a new block) and its output gradient. Under
+             * preround the block's q, k and v were read whole at its start (rounded), so
+             * the first two prefetch the next block's v, k and q instead, which its start
+             * reads. */
             int nbh, ni0, nr = next_row_block(c, R, bh, i0, &nbh, &ni0);
-            const vt_region next_dv[2] = {i0 == 0 ? in_rows(c, c->v, bh, 0, N) : no_region, no_region};
-            const vt_region next_dp[2] = {i0 == 0 ? in_rows(c, c->k, bh, 0, N) : no_region,
-                                          in_rows(c, c->q, bh, i0, r)};
+            const int new_block = nr && nbh != bh;
+            const vt_region next_dv[2] = {
+                c->preround ? (new_block ? in_rows(c, c->v, nbh, 0, N) : no_region)
+                            : (i0 == 0 ? in_rows(c, c->v, bh, 0, N) : no_region),
+                no_region};
+            const vt_region next_dp[2] = {
+                c->preround ? (new_block ? in_rows(c, c->k, nbh, 0, N) : no_region)
+                            : (i0 == 0 ? in_rows(c, c->k, bh, 0, N) : no_region),
+                c->preround ? (new_block ? in_rows(c, c->q, nbh, 0, N) : no_region) : in_rows(c, c->q, bh, i0, r)};
             const vt_region next_dq[2] = {
                 !nr     ? no_region
                 : c->Pk ? (vt_region){c->Pk + nbh * np + (size_t)ni0 * ldp, (size_t)ldp, nr, N}
@@ -346,27 +367,29 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
      * it; then, with dropout, nt masks of R x N bytes, rn apart (used when not keeping). */
     float *scratch = vt_arena_alloc(t->arena, (size_t)nt * rn * (sizeof(float) + drop));
     uint8_t *masks = (uint8_t *)(scratch + (size_t)nt * rn);
-    /* preround: per thread the block's rounded q, k and v, N x hd each */
-    const size_t nh = (size_t)N * hd;
-    float *rounded = c.preround ? vt_arena_alloc(t->arena, (size_t)nt * 3 * nh * sizeof(float)) : NULL;
     size_t wf = attn_work_floats(&c);
     float *od = out->data;
     #pragma omp parallel for schedule(dynamic, VT_ATTN_CHUNK)
     for (int bh = 0; bh < BH; bh++) {
         int tid = omp_get_thread_num();
-        float *Pd = scratch + (size_t)tid * rn, *work = vt_gemm_workspace(wf);
-        const attn_operands x = block_operands(&c, bh, 0, rounded ? rounded + (size_t)tid * 3 * nh : NULL);
+        /* the GEMM workspace, then (preround) the block's rounded operands */
+        float *Pd = scratch + (size_t)tid * rn, *work = vt_gemm_workspace(wf + rounded_floats(&c, 0));
+        const attn_operands x = block_operands(&c, bh, 0, work + wf);
         for (int i0 = 0; i0 < N; i0 += R) {
             int r = N - i0 < R ? N - i0 : R;
             uint8_t *mask = !drop ? NULL : mk ? mk + bh * nn + (size_t)i0 * N : masks + (size_t)tid * rn;
-            /* the scores' product prefetches v (read whole by the first row block), the
+            /* the scores' product prefetches v (read whole by the first row block; under
+             * preround, read and rounded at the block's start, the next block's v), the
              * weighted sum the next row block's q rows and k of a new block */
             int nbh, ni0, nr = next_row_block(&c, R, bh, i0, &nbh, &ni0);
+            const vt_region next_v = c.preround ? (nr && nbh != bh ? in_rows(&c, c.v, nbh, 0, N) : no_region)
+                                     : i0 == 0  ? in_rows(&c, c.v, bh, 0, N)
+                                                : no_region;
             /* P into the thread's scratch, in cache for the product below; a kept P is
              * streamed from there to the arena (written in place there, the scores'
              * product waited on every line of it coming from memory) */
             attn_probs(&c, bh, x.q, x.k, x.la, i0, r, Pd, mask, work,
-                       (vt_region[2]){i0 == 0 ? in_rows(&c, c.v, bh, 0, N) : no_region, no_region});
+                       (vt_region[2]){next_v, no_region});
             if (Pk) vt_k.copy_stream(Pd, Pk + bh * np + (size_t)i0 * ldp, (size_t)r * ldp);
             if (mask) apply_mask(Pd, mask, c.inv_keep, Pd, ldp, r, N);
             if (c.preround) vt_k.bf16_round_float(Pd, Pd, (size_t)r * N); /* ldp == N */

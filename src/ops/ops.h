@@ -92,9 +92,12 @@ vt_tensor *vt_op_attention_qkv(vt_tape *t, vt_tensor *qkv, int H, float scale, f
 /* The model's rule for keep_probs: in float32 keep when N <= 4 hd, i.e. when the
  * probabilities (H N floats per token) cost at most 4 D per token, no more than the MLP's
  * hidden activation; longer sequences (785 tokens at hd 64: 12 D per token) recompute.
- * Under bf16 (train.precision) recompute always: the products run at twice the rate, so
- * recomputing costs less than moving the kept probabilities through memory, and the
- * memory they would take pays for the weights' bf16 copies. */
+ * Under bf16 (train.precision) on the amx and dpbf16 paths recompute always: the products
+ * run at twice the rate or more, so recomputing costs less than moving the kept
+ * probabilities through memory, and the memory they would take pays for the weights' bf16
+ * copies. On the fma path (the float32 kernels on rounded operands) the products run at
+ * the float32 rate, so bf16 keeps what float32 keeps, and it has no weight copies to pay
+ * for (precision.h). Reads the bf16 path in the kernel table (vt_precision_select's). */
 int vt_attention_keep_probs(int N, int hd, int bf16);
 
 /* Query rows per row block of the fused attention for N tokens: N when one N x N score
