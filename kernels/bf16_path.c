@@ -50,19 +50,15 @@ int vt_bf16_path_entries(vt_bf16_path p, vt_isa active, vt_kernels *t, char *why
     }
     vt_isa best = vt_kernels_best_isa();
     if (active < paths[p].needs) {
-        if (best < paths[p].needs && active < best)
-            snprintf(why, whylen,
-                     "the %s path (%s) needs the %s level, and this CPU/OS offers at most %s (VT_ISA=%s runs the %s "
-                     "level)",
-                     paths[p].name, paths[p].unit, vt_kernels_isa_name(paths[p].needs), vt_kernels_isa_name(best),
-                     vt_kernels_isa_name(active), vt_kernels_isa_name(active));
-        else if (best < paths[p].needs)
-            snprintf(why, whylen, "the %s path (%s) needs the %s level, and this CPU/OS offers at most %s",
-                     paths[p].name, paths[p].unit, vt_kernels_isa_name(paths[p].needs), vt_kernels_isa_name(best));
-        else
-            snprintf(why, whylen, "the %s path (%s) needs the %s level, and VT_ISA=%s runs the %s level",
-                     paths[p].name, paths[p].unit, vt_kernels_isa_name(paths[p].needs),
-                     vt_kernels_isa_name(active), vt_kernels_isa_name(active));
+        /* what stands in the way: VT_ISA below the CPU's best level, the CPU/OS, or both */
+        const char *a = vt_kernels_isa_name(active), *b = vt_kernels_isa_name(best);
+        char what[160];
+        if (best >= paths[p].needs) snprintf(what, sizeof what, "VT_ISA=%s runs the %s level", a, a);
+        else if (active < best)
+            snprintf(what, sizeof what, "this CPU/OS offers at most %s (VT_ISA=%s runs the %s level)", b, a, a);
+        else snprintf(what, sizeof what, "this CPU/OS offers at most %s", b);
+        snprintf(why, whylen, "the %s path (%s) needs the %s level, and %s", paths[p].name, paths[p].unit,
+                 vt_kernels_isa_name(paths[p].needs), what);
         return -1;
     }
     vt_kernels lt;

@@ -293,6 +293,42 @@ static run_result model_step(vt_vit *m, const float *img, int bf16) {
     return r;
 }
 
+/* The weights' bf16 copies (the amx and dpbf16 paths): on exactly the GEMM weights, the
+ * bits of rounding the weights as they are packed (plain), refreshed by the optimizer. */
+static void check_copies(vt_vit *m, const vt_config *c, const float *img, const run_result *plain) {
+    uint16_t *buf = NULL;
+    CHECK(vt_bf16_weights_attach(m, &buf) == VT_OK && buf, "attach: %s", vt_last_error());
+    CHECK(vt_bf16_weights_attached(m), "attached");
+    int which_ok = 1;
+    for (int i = 0; i < m->n_p; i++) which_ok &= (m->p[i].t.bf16 != NULL) == (m->p[i].decay != 0);
+    CHECK(which_ok, "copies on exactly the weight-decay parameters (linear and convolution weights)");
+    run_result copied = model_step(m, img, 1);
+    CHECK(copied.n == plain->n && memcmp(copied.v, plain->v, plain->n * sizeof(float)) == 0,
+          "bf16 forward + backward with the weights' copies gives the bits of rounding them when packed");
+    free(copied.v);
+
+    for (int opt = 0; opt < 2; opt++) {
+        vt_optim o;
+        vt_optim_config oc = c->optim;
+        oc.name = opt ? VT_OPT_SGD : VT_OPT_ADAMW;
+        CHECK(vt_optim_init(&o, &oc, m->n_params) == VT_OK, "optim init");
+        vt_optim_step(&o, m, 1e-2f);
+        long bad = -1;
+        for (int i = 0; i < m->n_p && bad < 0; i++) {
+            if (!m->p[i].t.bf16) continue;
+            uint16_t *want = malloc((size_t)m->p[i].t.size * sizeof(uint16_t));
+            scalar_t.bf16_round(m->p[i].t.data, want, (size_t)m->p[i].t.size);
+            if (memcmp(want, m->p[i].t.bf16, (size_t)m->p[i].t.size * sizeof(uint16_t)) != 0) bad = i;
+            free(want);
+        }
+        CHECK(bad < 0, "%s step: the bf16 copy of %s is not the rounding of the updated weight", opt ? "SGD" : "AdamW",
+              bad < 0 ? "-" : m->p[bad].name);
+        vt_optim_free(&o);
+    }
+    vt_bf16_weights_detach(m, buf);
+    CHECK(!vt_bf16_weights_attached(m), "detached");
+}
+
 static void test_model(void) {
     vt_config c = small_cfg();
     vt_vit m;
@@ -308,52 +344,16 @@ static void test_model(void) {
                                          den += (double)f32.v[i] * f32.v[i];
     CHECK(num > 0 && sqrt(num / den) < 5e-2, "bf16 against float32: relative RMS %.3g (expected small, not 0)",
           sqrt(num / (den + 1e-300)));
-    uint16_t *buf = NULL;
     CHECK(!vt_bf16_weights_attached(&m), "a new model has no bf16 copies");
     if (vt_kernels_bf16_path() == VT_BF16_FMA) { /* precision.h: no copies on the fma path */
+        uint16_t *buf = NULL;
         CHECK(vt_bf16_weights_attach(&m, &buf) == VT_OK && !buf && !vt_bf16_weights_attached(&m),
               "attach on the fma path keeps no copies: %s", vt_last_error());
-        run_result again = model_step(&m, img, 1);
-        CHECK(again.n == plain.n && memcmp(again.v, plain.v, plain.n * sizeof(float)) == 0,
-              "bf16 forward + backward after attach on the fma path: the same bits");
-        free(again.v);
-        free(plain.v);
-        free(f32.v);
-        vt_vit_free(&m);
-        return;
+    } else {
+        check_copies(&m, &c, img, &plain);
     }
-    CHECK(vt_bf16_weights_attach(&m, &buf) == VT_OK && buf, "attach: %s", vt_last_error());
-    CHECK(vt_bf16_weights_attached(&m), "attached");
-    int which_ok = 1;
-    for (int i = 0; i < m.n_p; i++) which_ok &= (m.p[i].t.bf16 != NULL) == (m.p[i].decay != 0);
-    CHECK(which_ok, "copies on exactly the weight-decay parameters (linear and convolution weights)");
-    run_result copied = model_step(&m, img, 1);
-    CHECK(copied.n == plain.n && memcmp(copied.v, plain.v, plain.n * sizeof(float)) == 0,
-          "bf16 forward + backward with the weights' copies gives the bits of rounding them when packed");
-
-    for (int opt = 0; opt < 2; opt++) {
-        vt_optim o;
-        vt_optim_config oc = c.optim;
-        oc.name = opt ? VT_OPT_SGD : VT_OPT_ADAMW;
-        CHECK(vt_optim_init(&o, &oc, m.n_params) == VT_OK, "optim init");
-        vt_optim_step(&o, &m, 1e-2f);
-        long bad = -1;
-        for (int i = 0; i < m.n_p && bad < 0; i++) {
-            if (!m.p[i].t.bf16) continue;
-            uint16_t *want = malloc((size_t)m.p[i].t.size * sizeof(uint16_t));
-            scalar_t.bf16_round(m.p[i].t.data, want, (size_t)m.p[i].t.size);
-            if (memcmp(want, m.p[i].t.bf16, (size_t)m.p[i].t.size * sizeof(uint16_t)) != 0) bad = i;
-            free(want);
-        }
-        CHECK(bad < 0, "%s step: the bf16 copy of %s is not the rounding of the updated weight", opt ? "SGD" : "AdamW",
-              bad < 0 ? "-" : m.p[bad].name);
-        vt_optim_free(&o);
-    }
-    vt_bf16_weights_detach(&m, buf);
-    CHECK(!vt_bf16_weights_attached(&m), "detached");
     free(plain.v);
     free(f32.v);
-    free(copied.v);
     vt_vit_free(&m);
 }
 

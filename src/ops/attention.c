@@ -118,6 +118,13 @@ static vt_region dout_rows(const attn_ctx *c, int bh, int i0, int r) {
     return (vt_region){c->dout + out_offset(c, bh, i0), (size_t)c->H * c->hd, r, c->hd};
 }
 
+/* All N rows of x (c->q, c->k or c->v) of block nbh when the row block after the current one
+ * (nr rows of block nbh) starts a block other than bh, else nothing: under preround what
+ * that block reads first (block_operands rounds all its rows at its start). */
+static vt_region next_block_rows(const attn_ctx *c, const float *x, int bh, int nbh, int nr) {
+    return nr && nbh != bh ? in_rows(c, x, nbh, 0, c->N) : no_region;
+}
+
 /* The row block after (bh, i0) in a loop over blocks and their row blocks of R rows:
  * *nbh, *ni0 and its rows; 0 rows after the last block. */
 static int next_row_block(const attn_ctx *c, int R, int bh, int i0, int *nbh, int *ni0) {
@@ -282,15 +289,12 @@ static void attention_bwd(void *p) {
              * the first two prefetch the next block's v, k and q instead, which its start
              * reads. */
             int nbh, ni0, nr = next_row_block(c, R, bh, i0, &nbh, &ni0);
-            const int new_block = nr && nbh != bh;
-            const vt_region next_dv[2] = {
-                c->preround ? (new_block ? in_rows(c, c->v, nbh, 0, N) : no_region)
-                            : (i0 == 0 ? in_rows(c, c->v, bh, 0, N) : no_region),
-                no_region};
-            const vt_region next_dp[2] = {
-                c->preround ? (new_block ? in_rows(c, c->k, nbh, 0, N) : no_region)
-                            : (i0 == 0 ? in_rows(c, c->k, bh, 0, N) : no_region),
-                c->preround ? (new_block ? in_rows(c, c->q, nbh, 0, N) : no_region) : in_rows(c, c->q, bh, i0, r)};
+            const vt_region whole_v = i0 == 0 ? in_rows(c, c->v, bh, 0, N) : no_region;
+            const vt_region whole_k = i0 == 0 ? in_rows(c, c->k, bh, 0, N) : no_region;
+            const vt_region next_dv[2] = {c->preround ? next_block_rows(c, c->v, bh, nbh, nr) : whole_v, no_region};
+            const vt_region next_dp[2] = {c->preround ? next_block_rows(c, c->k, bh, nbh, nr) : whole_k,
+                                          c->preround ? next_block_rows(c, c->q, bh, nbh, nr)
+                                                      : in_rows(c, c->q, bh, i0, r)};
             const vt_region next_dq[2] = {
                 !nr     ? no_region
                 : c->Pk ? (vt_region){c->Pk + nbh * np + (size_t)ni0 * ldp, (size_t)ldp, nr, N}
@@ -382,7 +386,7 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
              * preround, read and rounded at the block's start, the next block's v), the
              * weighted sum the next row block's q rows and k of a new block */
             int nbh, ni0, nr = next_row_block(&c, R, bh, i0, &nbh, &ni0);
-            const vt_region next_v = c.preround ? (nr && nbh != bh ? in_rows(&c, c.v, nbh, 0, N) : no_region)
+            const vt_region next_v = c.preround ? next_block_rows(&c, c.v, bh, nbh, nr)
                                      : i0 == 0  ? in_rows(&c, c.v, bh, 0, N)
                                                 : no_region;
             /* P into the thread's scratch, in cache for the product below; a kept P is
