@@ -9,6 +9,7 @@
 # threads asked and 2 allowed; VT_EMU_KERNELS=path: that test_kernels (the emulation
 # build's) once, for the levels this CPU lacks; end-to-end tests (build/tests/e2e_*)
 # run once (VT_TEST_E2E="e2e_train": only those). VT_TEST_UNIT_ONLY=1 skips them.
+# Each binary's line ends with its wall time, so CI's log shows where its minutes go.
 # Exit status: non-zero if any binary failed or printed no summary line.
 set -u
 BUILD=${BUILD:-build}
@@ -35,13 +36,15 @@ if [[ ${VT_TEST_MATRIX:-1} == 0 ]]; then isas="default"; threads="2"; fi
 total_pass=0 total_fail=0 bad=0
 run_one() { # label, then command
     local label=$1; shift
-    local out rc
+    local out rc t0=$EPOCHREALTIME
     out=$("$@" 2>&1); rc=$?
+    local secs
+    secs=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
     local line
     line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -1)
     if [[ -z $line ]]; then
         printf '%s\n' "$out" | tail -20
-        echo "FAIL $label: exit $rc, no summary line"
+        echo "FAIL $label: exit $rc, no summary line ($secs s)"
         bad=1; total_fail=$((total_fail + 1)); return
     fi
     local p f
@@ -50,9 +53,9 @@ run_one() { # label, then command
     total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
     if [[ $rc -ne 0 || $f -ne 0 ]]; then
         printf '%s\n' "$out" | grep -v -E '^[0-9]+ passed' | tail -40
-        echo "FAIL $label: $line (exit $rc)"; bad=1
+        echo "FAIL $label: $line (exit $rc, $secs s)"; bad=1
     else
-        echo "ok   $label: $line"
+        echo "ok   $label: $line ($secs s)"
     fi
 }
 
