@@ -49,6 +49,10 @@ ifneq ($(NEEDS_LIBS),)
 endif
 
 CFLAGS  := $(CFLAGS_BASE) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+# The SIMD levels' directories (kernels/avx2, avx512, avx512bf16, amx) take EXTRA_CFLAGS
+# unless a build sets LEVEL_EXTRA_CFLAGS (scripts/fuzz.sh compiles them uninstrumented).
+LEVEL_EXTRA_CFLAGS ?= $(EXTRA_CFLAGS)
+LEVEL_CFLAGS := $(CFLAGS_BASE) $(PKG_CFLAGS) $(LEVEL_EXTRA_CFLAGS)
 LDLIBS  := $(PKG_LIBS) -lm -fopenmp
 
 SRC_ALL   := $(wildcard src/*.c src/*/*.c)
@@ -86,19 +90,19 @@ $(BUILD)/libkernels.a: $(KERN_OBJ)
 
 $(BUILD)/kernels/avx2/%.o: kernels/avx2/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AVX2_FLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(LEVEL_CFLAGS) $(AVX2_FLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/kernels/avx512/%.o: kernels/avx512/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AVX512_FLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(LEVEL_CFLAGS) $(AVX512_FLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/kernels/avx512bf16/%.o: kernels/avx512bf16/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AVX512BF16_FLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(LEVEL_CFLAGS) $(AVX512BF16_FLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/kernels/amx/%.o: kernels/amx/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(AMX_FLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(LEVEL_CFLAGS) $(AMX_FLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

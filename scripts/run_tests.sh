@@ -9,6 +9,7 @@
 # threads asked and 2 allowed; VT_EMU_KERNELS=path: that test_kernels (the emulation
 # build's) once, for the levels this CPU lacks; end-to-end tests (build/tests/e2e_*)
 # run once (VT_TEST_E2E="e2e_train": only those). VT_TEST_UNIT_ONLY=1 skips them.
+# VT_TEST_SKIP="test_kernels ...": binaries not to run (.ci/run: what an earlier step ran).
 # Each binary's line ends with its wall time, so CI's log shows where its minutes go.
 # Exit status: non-zero if any binary failed or printed no summary line.
 set -u
@@ -59,8 +60,11 @@ run_one() { # label, then command
     fi
 }
 
+skipped() { [[ " ${VT_TEST_SKIP:-} " == *" $(basename "$1") "* ]]; }
+
 for t in "$BUILD"/tests/test_*; do
     [[ -x $t ]] || continue
+    skipped "$t" && continue
     # test_kernels checks every level the CPU has against the scalar one in each run, so
     # it runs under the top level only (VT_ISA changes no kernel it tests), and on one
     # thread count (kernels start no threads)
@@ -90,6 +94,7 @@ fi
 if [[ ${VT_TEST_UNIT_ONLY:-0} != 1 ]]; then
     for t in "$BUILD"/tests/e2e_*; do
         [[ -x $t ]] || continue
+        skipped "$t" && continue
         [[ -z ${VT_TEST_E2E:-} || " $VT_TEST_E2E " == *" $(basename "$t") "* ]] || continue
         run_one "$(basename "$t")" env OMP_NUM_THREADS=2 "$t"
     done
