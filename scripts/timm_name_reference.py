@@ -14,7 +14,8 @@ layouts included), and writes
     OUTDIR/NAME.ref.safetensors  input.images_S (2, 3, S, S), output.logits_S (2, K)
 and prints "NAME S" when they are complete. With --wait it then waits until the reader has
 removed NAME.safetensors before the next name (one torch start for every name, one
-model's files on disk at a time).
+state dict on disk at a time; the reader removes it once converted, so the next model is
+made while the last is checked).
 """
 import argparse
 import os
