@@ -60,7 +60,10 @@ run_one() { # label, then command
     fi
 }
 
-skipped() { [[ " ${VT_TEST_SKIP:-} " == *" $(basename "$1") "* ]]; }
+skipped() {
+    [[ " ${VT_TEST_SKIP:-} " == *" $(basename "$1") "* ]] || return 1
+    echo "skip $(basename "$1"): VT_TEST_SKIP"
+}
 
 for t in "$BUILD"/tests/test_*; do
     [[ -x $t ]] || continue
