@@ -162,7 +162,7 @@ check: $(BIN) $(TEST_BIN) $(FAULT_BIN) $(if $(EMU_KERNELS),emu-kernels)
 
 # The emulation build's test_kernels, a prerequisite so that it builds beside the rest.
 emu-kernels:
-	+@$(EMU_MAKE) $(EMU_KERNELS) >/dev/null
+	+@$(if $(EMU_KERNELS),$(EMU_MAKE) $(EMU_KERNELS) >/dev/null)
 
 # Unit tests under ASan + UBSan (separate build tree), one ISA/thread setting.
 san:

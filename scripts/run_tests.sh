@@ -60,8 +60,10 @@ run_one() { # label, then command
     fi
 }
 
+# in_list LIST NAME: NAME is one of the space-separated words of LIST
+in_list() { [[ " $1 " == *" $2 "* ]]; }
 skipped() {
-    [[ " ${VT_TEST_SKIP:-} " == *" $(basename "$1") "* ]] || return 1
+    in_list "${VT_TEST_SKIP:-}" "$(basename "$1")" || return 1
     echo "skip $(basename "$1"): VT_TEST_SKIP"
 }
 
@@ -98,7 +100,7 @@ if [[ ${VT_TEST_UNIT_ONLY:-0} != 1 ]]; then
     for t in "$BUILD"/tests/e2e_*; do
         [[ -x $t ]] || continue
         skipped "$t" && continue
-        [[ -z ${VT_TEST_E2E:-} || " $VT_TEST_E2E " == *" $(basename "$t") "* ]] || continue
+        [[ -z ${VT_TEST_E2E:-} ]] || in_list "$VT_TEST_E2E" "$(basename "$t")" || continue
         run_one "$(basename "$t")" env OMP_NUM_THREADS=2 "$t"
     done
 fi
