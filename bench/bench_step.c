@@ -394,6 +394,7 @@ int main(int argc, char **argv) {
     const char *usage = "usage: bench_step [model: vit_s16_224 (default), vit_b16_224, vit_ti4_32 [rounds 1-20 "
                         "(default 1) [threads: 1, 2 or 1,2 (default)]]]";
     int ci = 0, rounds = 1, nthr = 2, thr[2] = {1, 2};
+    vt_alloc_policy(); /* the vitrain command's */
     if (argc > 4) { fprintf(stderr, "%s\n", usage); return 2; }
     if (argc > 1) {
         for (ci = 0; ci < N_CASES && strcmp(argv[1], cases[ci].name); ci++) {}

@@ -190,6 +190,7 @@ static int selected(const char *filter, const char *name) { return !filter || st
 
 int main(int argc, char **argv) {
     char err[256];
+    vt_alloc_policy(); /* the vitrain command's, so the children's resident sets are a run's */
     if (vt_kernels_init(err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return 1; }
     /* child: --child case threads peak quick (see the fork below) */
     if (argc == 6 && strcmp(argv[1], "--child") == 0) {

@@ -20,7 +20,6 @@
  * Flags take their value as the next argument or after '=' (--threads=2).
  * Under mpirun (dist.h) every rank runs the same command line; rank 0 prints.
  */
-#include <malloc.h>
 #include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -593,12 +592,7 @@ static int run(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    /* Buffers of 1 MiB or more (model, optimizer, arenas, batches) are mappings of their
-     * own, given back to the system when freed: glibc would raise its mmap threshold at
-     * the first such free and then keep later large buffers, once freed, resident in its
-     * heap (the first step's arena blocks), which the memory estimate of `info` and the
-     * peak resident set of a run would both pay for. */
-    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    vt_alloc_policy();
     if (vt_dist_init(&argc, &argv) != VT_OK) {
         fprintf(stderr, "vitrain: error: %s\n", vt_last_error());
         return 2;

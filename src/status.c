@@ -1,6 +1,7 @@
 /* status.c - the thread-local last-error message, assertions, checked allocation. */
 #include "status.h"
 
+#include <malloc.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -77,6 +78,8 @@ void *vt_xrealloc(void *p, size_t bytes) {
     VT_ASSERT(q != NULL, "out of memory reallocating %zu bytes", bytes);
     return q;
 }
+
+void vt_alloc_policy(void) { mallopt(M_MMAP_THRESHOLD, 1 << 20); }
 
 void *vt_aligned_alloc(size_t bytes) {
     const size_t page = (size_t)2 << 20;

@@ -63,4 +63,13 @@ void *vt_xrealloc(void *p, size_t bytes);
  * tables. */
 void *vt_aligned_alloc(size_t bytes);
 
+/* The process's policy for large buffers, set once at start-up before any of them is
+ * allocated (the vitrain command and the benchmarks that time its steps): buffers of
+ * 1 MiB or more (model, optimizer, arenas, batches, GEMM workspaces) are mappings of
+ * their own, given back to the system when freed. glibc would otherwise raise its mmap
+ * threshold at the first such free and then keep later large buffers, once freed,
+ * resident in its heap (the first step's arena blocks, a start-up probe's scratch),
+ * which the memory estimate of `info` and the peak resident set of a run would pay for. */
+void vt_alloc_policy(void);
+
 #endif

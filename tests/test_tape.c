@@ -1,7 +1,8 @@
 /* test_tape.c - the tape end to end: composite forwards gradient-checked through
  * vt_tape_backward, accumulation into tensors used twice, evaluation mode recording
  * nothing, arena reuse after reset, the arena's rewind (in place and across chained
- * blocks), vt_aligned_alloc's huge-page blocks, and bitwise-reproducible steps.
+ * blocks), vt_aligned_alloc's huge-page blocks, the large-buffer policy (vt_alloc_policy)
+ * and bitwise-reproducible steps.
  *
  * Models:
  *  - "mlp" (the residual fan-out composite): x -> layernorm -> linear -> gelu -> linear
@@ -424,10 +425,28 @@ static void test_aligned_alloc(void) {
     free(big);
 }
 
+/* vt_alloc_policy: after a 4 MiB buffer is freed, a 1 MiB one is still a mapping of its
+ * own (glibc's default raises its mmap threshold to 4 MiB at that free and serves the
+ * next one from its heap, where it stays resident once freed); a smaller one is not. */
+static void test_alloc_policy(void) {
+    vt_alloc_policy();
+    free(malloc(4u << 20));
+    size_t sizes[2] = {1u << 20, (1u << 20) - (64u << 10)};
+    for (int i = 0; i < 2; i++) {
+        size_t before = mallinfo2().hblks;
+        void *p = malloc(sizes[i]);
+        size_t mapped = mallinfo2().hblks - before;
+        CHECK(p && mapped == (i == 0), "a %zu-byte buffer after a freed 4 MiB one: %zu new mappings, want %d",
+              sizes[i], mapped, i == 0);
+        free(p);
+    }
+}
+
 int main(void) {
     if (tape_fixture_init() != 0) return 1;
     test_rewind_keep();
     test_aligned_alloc();
+    test_alloc_policy();
     tape.training = 1;
     vt_rng r;
     vt_rng_seed(&r, 2024);
