@@ -1,15 +1,18 @@
-/* erf_table.h - the coefficient table of the vector erf of avx2/avx2.h (vt256_erf) and
- * avx512/avx512.h (vt512_erf), shared by both so they give bitwise the same values:
- * |x| < 4 is split into 16 intervals [i / 4, (i + 1) / 4), and vt_erf_coef[j][i] is the
- * coefficient of u^j, u = 4 |x| - i - 1/2, in interval i's degree-5 polynomial (the
- * Chebyshev interpolant of erf, rounded to float). scripts/fit_erf_table.py prints this
- * table and its error in the kernels' float arithmetic on a 1e-6 grid of [0, 4.2]
- * (5.87e-8 absolute; a one-off C harness over every float of [0, 5] gave 5.9e-8 for the
- * AVX-512 kernel itself). Private to kernels/. */
+/* erf_table.h - the coefficient tables of the vector erf, one per vector width:
+ * |x| < 4 is split into intervals of one width w, and table[j][i] is the coefficient of
+ * u^j, u = |x| / w - i - 1/2, in interval i's polynomial (the Chebyshev interpolant of
+ * erf, rounded to float). Each table has as many intervals as one register's permute
+ * reaches, so every coefficient is one permute:
+ *   vt_erf16_coef: 16 intervals of 1/4, degree 5, for avx512/avx512.h (vt512_erf);
+ *   vt_erf8_coef:  8 intervals of 1/2, degree 6, for avx2/avx2.h (vt256_erf).
+ * scripts/fit_erf_table.py prints both tables and their errors in the kernels' float
+ * arithmetic on a 1e-6 grid of [0, 4.2]: 5.87e-8 and 7.85e-8 absolute (a one-off C
+ * harness over every float of [0, 5] gave 5.9e-8 for the AVX-512 kernel itself).
+ * Private to kernels/. */
 #ifndef VT_KERNELS_ERF_TABLE_H
 #define VT_KERNELS_ERF_TABLE_H
 
-static const float vt_erf_coef[6][16] __attribute__((aligned(64))) = {
+static const float vt_erf16_coef[6][16] __attribute__((aligned(64))) = {
     {1.403162032e-01f, 4.041168988e-01f, 6.232408881e-01f, 7.840750813e-01f, 8.883882165e-01f, 9.481700659e-01f, 9.784437418e-01f, 9.919900298e-01f,
      9.973459840e-01f, 9.992170334e-01f, 9.997946024e-01f, 9.999521375e-01f, 9.999901056e-01f, 9.999982119e-01f, 9.999997020e-01f, 9.999999404e-01f},
     {2.777213156e-01f, 2.450882047e-01f, 1.908748895e-01f, 1.311862618e-01f, 7.956849039e-02f, 4.258994386e-02f, 2.011806332e-02f, 8.386456408e-03f,
@@ -22,6 +25,16 @@ static const float vt_erf_coef[6][16] __attribute__((aligned(64))) = {
      -1.031364372e-04f, -5.158572458e-05f, -2.135522845e-05f, -7.455227660e-06f, -2.219619546e-06f, -5.677458716e-07f, -1.254049380e-07f, -2.400958188e-08f},
     {1.011015556e-04f, 4.426381929e-05f, -2.640141429e-05f, -6.514568668e-05f, -5.963007425e-05f, -2.992569898e-05f, -2.249269528e-06f, 1.106252148e-05f,
      1.215255088e-05f, 8.164627616e-06f, 4.137123142e-06f, 1.687214194e-06f, 5.705683748e-07f, 1.626755619e-07f, 3.951132754e-08f, 8.232841964e-09f},
+};
+
+static const float vt_erf8_coef[7][8] __attribute__((aligned(64))) = {
+    {2.763263881e-01f, 7.111556530e-01f, 9.229001403e-01f, 9.866716862e-01f, 9.985373020e-01f, 9.998993874e-01f, 9.999957085e-01f, 9.999998808e-01f},
+    {5.300068259e-01f, 3.214657605e-01f, 1.182606146e-01f, 2.638741769e-02f, 3.571149893e-03f, 2.931471390e-04f, 1.459682335e-05f, 4.409433245e-07f},
+    {-6.625074148e-02f, -1.205495372e-01f, -7.391293347e-02f, -2.308905125e-02f, -4.017539322e-03f, -4.030668642e-04f, -2.371733353e-05f, -8.265177485e-07f},
+    {-3.863956034e-02f, 3.340902273e-03f, 2.094038576e-02f, 1.127220783e-02f, 2.715872368e-03f, 3.447758791e-04f, 2.440241042e-05f, 9.889660078e-07f},
+    {7.933409885e-03f, 9.417226538e-03f, -3.832521907e-04f, -3.006595187e-03f, -1.193016069e-03f, -2.036069054e-04f, -1.788558984e-05f, -8.615880915e-07f},
+    {2.447117819e-03f, -1.601901953e-03f, -1.461779117e-03f, 1.865481318e-04f, 3.306606959e-04f, 8.830729348e-05f, 1.039424933e-05f, 6.314144798e-07f},
+    {-6.146999076e-04f, -4.153567133e-04f, 3.218396450e-04f, 1.413983555e-04f, -4.343070395e-05f, -2.606016460e-05f, -4.277475455e-06f, -3.233190853e-07f},
 };
 
 #endif

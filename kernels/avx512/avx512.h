@@ -6,8 +6,8 @@
  *   vt256_exp's values; 2^n by scalef.
  * vt512_erf(x): |x| < 4 in 16 intervals [i / 4, (i + 1) / 4): the interval's degree-5
  *   polynomial in u = 4 |x| - i - 1/2 (Chebyshev fits of erf, coefficients rounded to
- *   float, fetched for every lane at once by permutexvar from vt_erf_coef, the table of
- *   ../erf_table.h that vt256_erf shares: the two agree bitwise); |x| >= 4
+ *   float, fetched for every lane at once by permutexvar from vt_erf16_coef of
+ *   ../erf_table.h; vt256_erf has a table of its own, 8 intervals wide); |x| >= 4
  *   gives 1 (erf(4) = 1 - 1.5e-8 rounds to 1 in float); sign(x) restored; NaN stays
  *   NaN. |error| <= 5.9e-8 absolute against double erf, the bound ../erf_table.h states;
  *   tests/test_kernels.c enforces 2e-7 through GELU against double precision.
@@ -53,8 +53,8 @@ static inline __m512 vt512_erf(__m512 x) {
     __m512 t = _mm512_mul_ps(_mm512_min_ps(_mm512_set1_ps(3.99999976f), ax), _mm512_set1_ps(4.0f));
     __m512i i = _mm512_cvttps_epi32(t);
     __m512 u = _mm512_sub_ps(_mm512_sub_ps(t, _mm512_cvtepi32_ps(i)), _mm512_set1_ps(0.5f));
-    __m512 p = _mm512_permutexvar_ps(i, _mm512_load_ps(vt_erf_coef[5]));
-    for (int j = 4; j >= 0; j--) p = _mm512_fmadd_ps(p, u, _mm512_permutexvar_ps(i, _mm512_load_ps(vt_erf_coef[j])));
+    __m512 p = _mm512_permutexvar_ps(i, _mm512_load_ps(vt_erf16_coef[5]));
+    for (int j = 4; j >= 0; j--) p = _mm512_fmadd_ps(p, u, _mm512_permutexvar_ps(i, _mm512_load_ps(vt_erf16_coef[j])));
     p = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(4.0f), _CMP_GE_OQ), p, _mm512_set1_ps(1.0f));
     return _mm512_or_ps(p, _mm512_and_ps(x, sign));
 }
