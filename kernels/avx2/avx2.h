@@ -7,7 +7,7 @@
  * vt256_erf(x): |x| < 4 in 8 intervals [i / 2, (i + 1) / 2): the interval's degree-6
  *   polynomial in u = 2 |x| - i - 1/2, its coefficients fetched for every lane at once by
  *   one 8-entry permute each from vt_erf8_coef (../erf_table.h); 1 for |x| >= 4; sign(x)
- *   restored; NaN stays NaN. Max absolute error 7.9e-8 (see ../erf_table.h).
+ *   restored; NaN stays NaN. Max absolute error 8.1e-8 (see ../erf_table.h).
  * Tails: vt256_load/vt256_store(n, p) move min(n, 8) floats; masked-off lanes are
  * neither read nor written (vt256_tail(n) is the lane mask).
  */
