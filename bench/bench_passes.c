@@ -166,13 +166,24 @@ int main(int argc, char **argv) {
     for (int l = VT_ISA_SCALAR; l <= (int)vt_kernels_best_isa(); l++)
         if (vt_kernels_table((vt_isa)l, &tables[nl]) == 0) nl++;
     int matched = 0;
+    for (size_t m = 0; m < sizeof models / sizeof *models; m++)
+        for (int k = 0; k < N_PASSES; k++) {
+            char name[96];
+            snprintf(name, sizeof name, "%s/%s", models[m].name, pass_names[k]);
+            matched += !filter || strstr(name, filter) != NULL;
+        }
+    if (!matched) {
+        fprintf(stderr, "bench_passes: no pass matches \"%s\" (names: <model>/<pass>, models vit_ti4_32 "
+                        "vit_s16_224, passes gelu_fwd gelu_bwd_fwd layernorm_fwd layernorm_bwd softmax_fwd "
+                        "softmax_bwd)\n", filter);
+        return 2;
+    }
     fprintf(stderr, "%-28s %-16s %12s %9s %10s\n", "model/pass", "level", "ns/value", "GB/s", "vs scalar");
     for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
         for (int k = 0; k < N_PASSES; k++) {
             char name[96];
             snprintf(name, sizeof name, "%s/%s", models[m].name, pass_names[k]);
             if (filter && !strstr(name, filter)) continue;
-            matched++;
             pass_data d = make_pass((pass_kind)k, &models[m]);
             double t[VT_ISA_COUNT][ROUNDS];
             for (int r = 0; r < ROUNDS; r++)
@@ -194,12 +205,6 @@ int main(int argc, char **argv) {
             fflush(stdout);
             free_pass(&d);
         }
-    }
-    if (!matched) {
-        fprintf(stderr, "bench_passes: no pass matches \"%s\" (names: <model>/<pass>, models vit_ti4_32 "
-                        "vit_s16_224, passes gelu_fwd gelu_bwd_fwd layernorm_fwd layernorm_bwd softmax_fwd "
-                        "softmax_bwd)\n", filter);
-        return 2;
     }
     return 0;
 }
