@@ -112,7 +112,8 @@ static inline __m256 vt256_erf(__m256 x) {
     __m256i i = _mm256_cvttps_epi32(t);
     __m256 u = _mm256_sub_ps(_mm256_sub_ps(t, _mm256_cvtepi32_ps(i)), _mm256_set1_ps(0.5f));
     __m256 p = _mm256_permutevar8x32_ps(_mm256_load_ps(vt_erf8_coef[6]), i);
-    for (int j = 5; j >= 0; j--) p = _mm256_fmadd_ps(p, u, _mm256_permutevar8x32_ps(_mm256_load_ps(vt_erf8_coef[j]), i));
+    for (int j = 5; j >= 0; j--)
+        p = _mm256_fmadd_ps(p, u, _mm256_permutevar8x32_ps(_mm256_load_ps(vt_erf8_coef[j]), i));
     p = _mm256_blendv_ps(p, _mm256_set1_ps(1.0f), _mm256_cmp_ps(ax, _mm256_set1_ps(4.0f), _CMP_GE_OQ));
     return _mm256_or_ps(p, _mm256_and_ps(x, sign));
 }
