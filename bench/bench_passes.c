@@ -17,7 +17,6 @@
  * Usage: bench_passes [substring] - only the passes whose "model/pass" name contains it
  * (e.g. "gelu", "vit_ti"); one that matches none is an error.
  */
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,8 @@
 
 #include "bench_util.h"
 #include "kernels.h"
+#include "rng.h"
+#include "status.h"
 
 #define ROUNDS 5
 #define MIN_SECONDS 0.02
@@ -52,7 +53,7 @@ typedef struct {
 } pass_data;
 
 static float *falloc(size_t n) {
-    float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    float *p = vt_aligned_alloc(n * sizeof(float));
     if (!p) {
         fprintf(stderr, "bench_passes: out of memory (%zu floats)\n", n);
         exit(1);
@@ -60,16 +61,10 @@ static float *falloc(size_t n) {
     return p;
 }
 
-/* Pre-activations ~ N(0, 1.5^2) (GELU's inputs), residual rows with an offset, scores. */
-static void fill(float *p, size_t n, uint64_t *s, float scale, float offset) {
-    for (size_t i = 0; i < n; i += 2) {
-        *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-        double u1 = ((*s >> 11) + 1.0) / 9007199254740993.0;
-        *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-        double u2 = (double)(*s >> 11) / 9007199254740992.0, r = sqrt(-2.0 * log(u1));
-        p[i] = offset + scale * (float)(r * cos(6.283185307179586 * u2));
-        if (i + 1 < n) p[i + 1] = offset + scale * (float)(r * sin(6.283185307179586 * u2));
-    }
+/* p[0..n) ~ N(offset, scale^2): pre-activations N(0, 1.5^2) (GELU's inputs), residual
+ * rows with an offset, scores. */
+static void fill(float *p, size_t n, vt_rng *r, float scale, float offset) {
+    for (size_t i = 0; i < n; i++) p[i] = offset + scale * (float)vt_rng_normal(r);
 }
 
 static pass_data make_pass(pass_kind k, const model_shape *m) {
@@ -78,7 +73,8 @@ static pass_data make_pass(pass_kind k, const model_shape *m) {
     if (k == GELU_FWD || k == GELU_BWD_FWD) d.cols = m->hidden;
     if (k == SOFTMAX_FWD || k == SOFTMAX_BWD) d.rows = m->batch * m->heads * m->tokens, d.cols = m->tokens;
     size_t n = (size_t)d.rows * d.cols;
-    uint64_t s = 0x5eed0000u + (uint64_t)k;
+    vt_rng s;
+    vt_rng_seed(&s, 0x5eed0000u + (uint64_t)k);
     d.x = falloc(n), d.y = falloc(n), d.dy = falloc(n), d.dx = falloc(n);
     d.mean = falloc((size_t)d.rows), d.rstd = falloc((size_t)d.rows);
     d.g = falloc((size_t)d.cols), d.b = falloc((size_t)d.cols), d.dg = falloc((size_t)d.cols),
@@ -130,6 +126,12 @@ static void run_pass(const vt_kernels *t, pass_data *d) {
     }
 }
 
+/* Whether the pass "model/pass" (into name) is one the filter asks for. */
+static int pass_selected(const char *filter, size_t m, int k, char *name, size_t len) {
+    snprintf(name, len, "%s/%s", models[m].name, pass_names[k]);
+    return !filter || strstr(name, filter) != NULL;
+}
+
 /* Seconds per call of table t on d: repeated until MIN_SECONDS have passed. */
 static double time_pass(const vt_kernels *t, pass_data *d) {
     int reps = 0;
@@ -157,25 +159,23 @@ int main(int argc, char **argv) {
     int nl = 0;
     for (int l = VT_ISA_SCALAR; l <= (int)vt_kernels_best_isa(); l++)
         if (vt_kernels_table((vt_isa)l, &tables[nl]) == 0) nl++;
+    const size_t n_models = sizeof models / sizeof *models;
+    char name[96];
     int matched = 0;
-    for (size_t m = 0; m < sizeof models / sizeof *models; m++)
-        for (int k = 0; k < N_PASSES; k++) {
-            char name[96];
-            snprintf(name, sizeof name, "%s/%s", models[m].name, pass_names[k]);
-            matched += !filter || strstr(name, filter) != NULL;
-        }
+    for (size_t m = 0; m < n_models; m++)
+        for (int k = 0; k < N_PASSES; k++) matched += pass_selected(filter, m, k, name, sizeof name);
     if (!matched) {
-        fprintf(stderr, "bench_passes: no pass matches \"%s\" (names: <model>/<pass>, models vit_ti4_32 "
-                        "vit_s16_224, passes gelu_fwd gelu_bwd_fwd layernorm_fwd layernorm_bwd softmax_fwd "
-                        "softmax_bwd)\n", filter);
+        fprintf(stderr, "bench_passes: no pass matches \"%s\" (names: <model>/<pass>, models", filter);
+        for (size_t m = 0; m < n_models; m++) fprintf(stderr, " %s", models[m].name);
+        fprintf(stderr, ", passes");
+        for (int k = 0; k < N_PASSES; k++) fprintf(stderr, " %s", pass_names[k]);
+        fprintf(stderr, ")\n");
         return 2;
     }
     fprintf(stderr, "%-28s %-16s %12s %9s %10s\n", "model/pass", "level", "ns/value", "GB/s", "vs scalar");
-    for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
+    for (size_t m = 0; m < n_models; m++) {
         for (int k = 0; k < N_PASSES; k++) {
-            char name[96];
-            snprintf(name, sizeof name, "%s/%s", models[m].name, pass_names[k]);
-            if (filter && !strstr(name, filter)) continue;
+            if (!pass_selected(filter, m, k, name, sizeof name)) continue;
             pass_data d = make_pass((pass_kind)k, &models[m]);
             double t[VT_ISA_COUNT][ROUNDS];
             for (int r = 0; r < ROUNDS; r++)
