@@ -43,13 +43,15 @@
  *
  * Column sums. A producer whose backward adds the column sums of its output's gradient
  * into a buffer (a linear layer's bias gradient) offers them when it records
- * (vt_tape_offer_colsum); a consumer that writes the whole gradient (fresh, above) may
- * take the offer in its backward (vt_tape_take_colsum) and add the sums of the rows as it
- * writes them, while they are in cache; the producer, whose backward runs later, then
- * skips its own pass over the gradient (vt_tape_colsum_taken). The consumer sums in an
+ * (vt_tape_offer_colsum); the consumer, when it is the only one and writes the whole
+ * gradient (fresh, above, or added to zeros), may take the offer in its backward
+ * (vt_tape_take_colsum) and add the sums of the rows as it writes them, while they are
+ * in cache; the producer, whose backward runs later, then skips its own pass over the
+ * gradient (vt_tape_colsum_taken). The consumer sums in an
  * order that does not depend on the thread count: vt_par_colsum_acc's, which gives the
  * producer's own bits (src/ops/par.h: vt_par_rows_colsum; gelu_linear, add), or one of
- * its own, said where it is (attention_qkv: per sample, then the samples in order).
+ * its own, said where it is (attention_qkv: per sample, then the samples in order;
+ * rot_split_heads: per chunk of samples, then the chunks in order).
  *
  * The protocol, and how the tape holds callers to it. Broken, either rule corrupts
  * gradients without a sign, so the tape checks them and aborts (file:line, what broke):
@@ -172,9 +174,9 @@ int vt_tape_grad_fresh(const vt_tensor *x);
  * column sums of y's gradient into `into` (cols floats) unless the consumer took them.
  * Nothing when into or y's gradient is NULL. */
 void vt_tape_offer_colsum(vt_tensor *y, float *into, int cols);
-/* In a consumer's backward that writes all of y's gradient: where to add its column
- * sums (y->colsum_cols floats), y then marked taken; NULL (nothing taken) when y has no
- * offer or its gradient is not fresh (another consumer adds to it). */
+/* In the backward of y's consumer, which writes all of y's gradient: where to add its
+ * column sums (y->colsum_cols floats), y then marked taken; NULL (nothing taken) when y
+ * has no offer or another consumer adds to its gradient too (it has more than one). */
 float *vt_tape_take_colsum(vt_tensor *y);
 /* In the producer's backward: whether y's consumer took the column sums. */
 int vt_tape_colsum_taken(const vt_tensor *y);

@@ -43,10 +43,11 @@
  *   dv += Pd[r]^T dout[r],  dS[r] = P[r] (dP[r] - rowsum(dP[r] P[r])),
  *   dq[r] += scale dS[r] k,  dk += scale dS[r]^T q[r]
  * (with a fresh qkv gradient, tape.h, the first row block's dv and dk and every dq are
- * written instead of added, and the column sums qkv's producer offers are taken: each
- * block's columns summed over its N rows, in order, once the block is done, into its
- * sample's partial; the partials added in sample order). The row-block sums into dv and
- * dk run in a fixed order: results are deterministic for any thread count. Numerics: those of vt_k.gemm /
+ * written instead of added). The column sums qkv's producer offers are taken (tape.h;
+ * attention_qkv is the qkv gradient's only writer): each block's columns summed over its
+ * N rows, in order, once the block is done, into its sample's partial; the partials added
+ * in sample order. The row-block sums into dv and dk run in a fixed order: results are
+ * deterministic for any thread count. Numerics: those of vt_k.gemm /
  * softmax_rows / softmax_bwd_rows; with t->bf16 (train.precision = bf16) every product
  * is vt_k.gemm_bf16's instead (q, k, v, P, dout and dS rounded to bf16 as they are
  * packed, float32 sums; kernels.h), the softmax, its backward, the scale and the
@@ -273,9 +274,9 @@ static void attention_bwd(void *p) {
     size_t rn = (size_t)R * ldp, nn = (size_t)N * N, np = (size_t)N * ldp;
     /* a fresh qkv gradient: every dq row written once, dk and dv by the first row block */
     int fresh = c->qkv && vt_tape_grad_fresh(c->qkv);
-    /* its column sums, when taken (tape.h): per sample, from each block while it is in
-     * cache, then over the samples in order */
-    float *colsum = fresh && c->dq && c->dk && c->dv ? vt_tape_take_colsum(c->qkv) : NULL;
+    /* its column sums, when taken (tape.h: this op the gradient's only writer): per
+     * sample, from each block once it is written, then over the samples in order */
+    float *colsum = c->qkv && c->dq && c->dk && c->dv ? vt_tape_take_colsum(c->qkv) : NULL;
     int B = c->BH / c->H, D3 = 3 * c->H * hd;
     float *part = colsum ? vt_arena_calloc(c->arena, (size_t)B * D3 * sizeof(float)) : NULL;
     int nt = omp_get_max_threads();
