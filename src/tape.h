@@ -50,8 +50,8 @@
  * gradient (vt_tape_colsum_taken). The consumer sums in an
  * order that does not depend on the thread count: vt_par_colsum_acc's, which gives the
  * producer's own bits (src/ops/par.h: vt_par_rows_colsum; gelu_linear, add), or one of
- * its own, said where it is (attention_qkv: per sample, then the samples in order;
- * rot_split_heads: per chunk of samples, then the chunks in order).
+ * its own, said where it is (rot_split_heads: per chunk of samples, then the chunks in
+ * order).
  *
  * The protocol, and how the tape holds callers to it. Broken, either rule corrupts
  * gradients without a sign, so the tape checks them and aborts (file:line, what broke):

@@ -918,52 +918,45 @@ static void test_attention_qkv(vt_rng *r) {
     grad_check("attention_qkv dropout 0.3, recomputing P and mask", f_attention_qkv, small, 1, &p3r);
 }
 
-/* in[] = x (B, N, D), w (3 D, D), b (3 D): x + attention_qkv(linear(x)) in one grad
- * scope, attention taking the column sums the linear offers (attn_qkv_out is the qkv);
- * the _no_sums chain multiplies qkv by ones first, so nothing is offered to attention. */
-enum { ATTN_SUMS_H = 3 };
-static vt_tensor *attn_qkv_out, *attn_ones;
-static int attn_rotary; /* 1: the qkv goes through vt_op_rot_split_heads (cs: in[3]), then attention */
-static vt_tensor *qkv_attention(vt_tape *t, vt_tensor **in, int sums) {
+/* in[] = x (B, N, D), w (3 D, D), b (3 D), cs (1, 1, N - 1, 6): x + attention(
+ * rot_split_heads(linear(x))) in one grad scope, rot_split_heads taking the column sums
+ * the linear offers (rot_qkv is the qkv); the _no_sums chain multiplies qkv by ones
+ * first, so nothing is offered to the split. */
+enum { ROT_SUMS_H = 3 };
+static vt_tensor *rot_qkv, *rot_ones;
+static vt_tensor *rot_qkv_attention(vt_tape *t, vt_tensor **in, int sums) {
     vt_tape_scope_begin(t);
-    attn_qkv_out = vt_op_linear(t, in[0], in[1], in[2]);
-    if (!sums) attn_qkv_out = vt_op_mul_channels(t, attn_qkv_out, attn_ones);
-    float scale = 1.0f / sqrtf((float)(in[0]->shape[2] / ATTN_SUMS_H));
-    vt_tensor *a, *q, *k, *v;
-    if (attn_rotary) {
-        vt_op_rot_split_heads(t, attn_qkv_out, ATTN_SUMS_H, in[3], NULL, &q, &k, &v);
-        a = vt_op_attention(t, q, k, v, scale, 0.0f, 1);
-    } else {
-        a = vt_op_attention_qkv(t, attn_qkv_out, ATTN_SUMS_H, scale, 0.0f, 1);
-    }
+    rot_qkv = vt_op_linear(t, in[0], in[1], in[2]);
+    if (!sums) rot_qkv = vt_op_mul_channels(t, rot_qkv, rot_ones);
+    vt_tensor *q, *k, *v;
+    vt_op_rot_split_heads(t, rot_qkv, ROT_SUMS_H, in[3], NULL, &q, &k, &v);
+    vt_tensor *a = vt_op_attention(t, q, k, v, 1.0f / sqrtf((float)(in[0]->shape[2] / ROT_SUMS_H)), 0.0f, 1);
     vt_tape_scope_end(t);
     return vt_tape_scope_result(t, vt_op_add(t, in[0], a));
 }
-static int f_qkv_attention(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+static int f_rot_qkv_attention(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
     (void)arg;
-    out[0] = qkv_attention(t, in, 1);
+    out[0] = rot_qkv_attention(t, in, 1);
     return 1;
 }
-static int f_qkv_attention_no_sums(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+static int f_rot_qkv_attention_no_sums(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
     (void)arg;
-    out[0] = qkv_attention(t, in, 0);
+    out[0] = rot_qkv_attention(t, in, 0);
     return 1;
 }
 
-/* attention_qkv, or rot_split_heads (rotary), takes the qkv bias's column sums (tape.h)
- * and sums the qkv gradient as it writes it: on 1 and 2 threads the same bits; the output
- * and every other gradient the bits of the chain whose linear sums for itself, the bias
- * gradient within float rounding of it. B = 9: rot_split_heads's chunks of 4 samples,
- * the last one short. */
-static void test_attention_column_sums(vt_rng *r, int rotary) {
-    const int B = 9, N = 23, D = ATTN_SUMS_H * 8, nin = rotary ? 4 : 3;
+/* rot_split_heads takes the qkv bias's column sums (tape.h) and sums the qkv gradient's
+ * rows as it writes them: on 1 and 2 threads the same bits; the output and every other
+ * gradient the bits of the chain whose linear sums for itself, the bias gradient within
+ * float rounding of it. B = 9: the split's chunks of 4 samples, the last one short. */
+static void test_rot_split_column_sums(vt_rng *r) {
+    const int B = 9, N = 23, D = ROT_SUMS_H * 8;
     vt_tensor *in[4] = {input(r, -1, 1, 3, B, N, D, 0), input(r, -0.5f, 0.5f, 2, 3 * D, D, 0, 0),
                         input(r, -1, 1, 1, 3 * D, 0, 0, 0), input(r, -1, 1, 4, 1, 1, N - 1, 6)};
-    attn_rotary = rotary;
     int64_t ones_shape[1] = {3 * D};
-    attn_ones = vt_tensor_new(&store, 0, 1, ones_shape);
-    for (int i = 0; i < 3 * D; i++) attn_ones->data[i] = 1.0f;
-    size_t bias_at = (size_t)2 * B * N * D + (size_t)3 * D * D, nf = bias_at + 3 * D + (rotary ? 6 * (N - 1) : 0);
+    rot_ones = vt_tensor_new(&store, 0, 1, ones_shape);
+    for (int i = 0; i < 3 * D; i++) rot_ones->data[i] = 1.0f;
+    size_t bias_at = (size_t)2 * B * N * D + (size_t)3 * D * D, nf = bias_at + 3 * D + 6 * (N - 1);
     float *res[3], *dy = vt_arena_alloc(&store, (size_t)B * N * D * sizeof(float));
     for (int e = 0; e < B * N * D; e++) dy[e] = (float)(2.0 * vt_rng_uniform(r) - 1.0);
     int threads = omp_get_max_threads(), taken[2] = {0, 0};
@@ -972,27 +965,27 @@ static void test_attention_column_sums(vt_rng *r, int rotary) {
         omp_set_num_threads(k == 0 ? 1 : 2);
         vt_tape_scope_reserve(&tape, (size_t)B * N * 3 * D * sizeof(float) + 256); /* fresh: in the region */
         size_t used;
-        run_and_copy(k < 2 ? f_qkv_attention : f_qkv_attention_no_sums, in, nin, dy, res[k], &used);
-        if (k < 2) taken[k] = vt_tape_colsum_taken(attn_qkv_out);
+        run_and_copy(k < 2 ? f_rot_qkv_attention : f_rot_qkv_attention_no_sums, in, 4, dy, res[k], &used);
+        if (k < 2) taken[k] = vt_tape_colsum_taken(rot_qkv);
     }
     omp_set_num_threads(threads);
-    const char *op = rotary ? "rot_split_heads" : "attention_qkv";
-    CHECK(taken[0] && taken[1], "%s took the qkv bias's column sums: %d (1 thread), %d (2 threads)", op,
+    CHECK(taken[0] && taken[1], "rot_split_heads took the qkv bias's column sums: %d (1 thread), %d (2 threads)",
           taken[0], taken[1]);
-    size_t diff_threads = 0, diff_chain = 0;
     /* (the weight gradient's product is cut over K on 2 threads: only the bias gradient
      * is the same across thread counts; the chains are compared on 2 threads each) */
+    size_t diff_threads = 0, diff_chain = 0;
     for (size_t e = 0; e < nf; e++) {
         int bias = e >= bias_at && e < bias_at + 3 * D;
         if (bias) diff_threads += memcmp(&res[0][e], &res[1][e], sizeof(float)) != 0;
         else diff_chain += memcmp(&res[1][e], &res[2][e], sizeof(float)) != 0;
     }
-    CHECK(diff_threads == 0, "%s: %zu of %d floats of the qkv bias gradient differ between 1 and 2 threads", op,
-          diff_threads, 3 * D);
-    CHECK(diff_chain == 0, "%s column sums: %zu of %zu floats but the bias gradient differ from the chain whose "
-          "linear sums for itself", op, diff_chain, nf - 3 * D);
+    CHECK(diff_threads == 0, "rot_split_heads: %zu of %d floats of the qkv bias gradient differ between 1 and 2 "
+          "threads", diff_threads, 3 * D);
+    CHECK(diff_chain == 0, "rot_split_heads column sums: %zu of %zu floats but the bias gradient differ from the "
+          "chain whose linear sums for itself", diff_chain, nf - 3 * D);
     for (int j = 0; j < 3 * D; j++)
-        CHECK_CLOSE(res[1][bias_at + j], res[2][bias_at + j], 1e-5, 1e-5, "%s: the qkv bias gradient [%d]", op, j);
+        CHECK_CLOSE(res[1][bias_at + j], res[2][bias_at + j], 1e-5, 1e-5, "rot_split_heads: the qkv bias gradient [%d]",
+                    j);
 }
 
 static void test_patch_embed(vt_rng *r) {
@@ -1273,8 +1266,7 @@ int main(void) {
     test_heads(&r);
     test_attention(&r);
     test_attention_qkv(&r);
-    test_attention_column_sums(&r, 0);
-    test_attention_column_sums(&r, 1);
+    test_rot_split_column_sums(&r);
     test_patch_embed(&r);
     test_tokens(&r);
     test_dropout(&r);

@@ -43,11 +43,8 @@
  *   dv += Pd[r]^T dout[r],  dS[r] = P[r] (dP[r] - rowsum(dP[r] P[r])),
  *   dq[r] += scale dS[r] k,  dk += scale dS[r]^T q[r]
  * (with a fresh qkv gradient, tape.h, the first row block's dv and dk and every dq are
- * written instead of added). The column sums qkv's producer offers are taken (tape.h;
- * attention_qkv is the qkv gradient's only writer): each block's columns summed over its
- * N rows, in order, once the block is done, into its sample's partial; the partials added
- * in sample order. The row-block sums into dv and dk run in a fixed order: results are
- * deterministic for any thread count. Numerics: those of vt_k.gemm /
+ * written instead of added). The row-block sums into dv and dk run in a fixed order:
+ * results are deterministic for any thread count. Numerics: those of vt_k.gemm /
  * softmax_rows / softmax_bwd_rows; with t->bf16 (train.precision = bf16) every product
  * is vt_k.gemm_bf16's instead (q, k, v, P, dout and dS rounded to bf16 as they are
  * packed, float32 sums; kernels.h), the softmax, its backward, the scale and the
@@ -89,7 +86,7 @@ typedef struct {
     const float *q, *k, *v, *dout;
     float *dq, *dk, *dv;
     int ld;
-    vt_tensor *qkv;              /* vt_op_attention_qkv's input (its gradient may be fresh), else NULL */
+    const vt_tensor *qkv;        /* vt_op_attention_qkv's input (its gradient may be fresh), else NULL */
     float scale, drop, inv_keep; /* drop: the dropout p, 0 when no dropout */
     uint64_t base;               /* dropout base seed */
     int64_t sample0, sample_stride; /* the tape's global sample keys (vt_tape_sample_key) */
@@ -255,17 +252,6 @@ static void trace_attention(const attn_ctx *c, vt_trace_kind kind, double t0) {
                                   .seconds = vt_trace_now() - t0});
 }
 
-/* Block bh's share of the column sums of a qkv gradient (B N rows of 3 H hd): the
- * sums over its N rows of its columns of dq, dk and dv, into sample bh / H's row of part
- * (3 H hd floats a sample). Blocks of one sample write disjoint columns. */
-static void block_colsums(const attn_ctx *c, int bh, float *part) {
-    size_t o = in_offset(c, bh), D = (size_t)c->H * c->hd;
-    float *p = part + (size_t)(bh / c->H) * 3 * D + (size_t)(bh % c->H) * c->hd;
-    const float *g[3] = {c->dq, c->dk, c->dv};
-    for (int t = 0; t < 3; t++)
-        for (int i = 0; i < c->N; i++) vt_k.axpy(1.0f, g[t] + o + (size_t)i * c->ld, p + t * D, (size_t)c->hd);
-}
-
 static void attention_bwd(void *p) {
     attn_ctx *c = p;
     int traced = vt_trace_active();
@@ -274,11 +260,6 @@ static void attention_bwd(void *p) {
     size_t rn = (size_t)R * ldp, nn = (size_t)N * N, np = (size_t)N * ldp;
     /* a fresh qkv gradient: every dq row written once, dk and dv by the first row block */
     int fresh = c->qkv && vt_tape_grad_fresh(c->qkv);
-    /* its column sums, when taken (tape.h: this op the gradient's only writer): per
-     * sample, from each block once it is written, then over the samples in order */
-    float *colsum = c->qkv && c->dq && c->dk && c->dv ? vt_tape_take_colsum(c->qkv) : NULL;
-    int B = c->BH / c->H, D3 = 3 * c->H * hd;
-    float *part = colsum ? vt_arena_calloc(c->arena, (size_t)B * D3 * sizeof(float)) : NULL;
     int nt = omp_get_max_threads();
     /* Per thread: P and dP (R x N floats each, rows ldp apart); then, with dropout, nt
      * masks of R x N bytes (rn apart). */
@@ -352,14 +333,7 @@ static void attention_bwd(void *p) {
             if (dk)
                 attn_gemm(c, 1, 0, N, hd, r, c->scale, dP, ldp, q + (size_t)i0 * la, la, first, dk, ld, work, next_dk);
         }
-        if (part) block_colsums(c, bh, part);
     }
-    if (part)
-        for (int j = 0; j < D3; j++) {
-            float s = 0.0f;
-            for (int b = 0; b < B; b++) s += part[(size_t)b * D3 + j];
-            colsum[j] += s;
-        }
     if (traced) trace_attention(c, VT_TRACE_ATTENTION_BWD, t0);
 }
 
