@@ -170,23 +170,6 @@ void vt_tape_can_overwrite(vt_tensor *x) { x->grad_overwrite = 1; }
 
 int vt_tape_grad_fresh(const vt_tensor *x) { return x->grad_scoped && x->grad_users == 1 && x->grad_overwrite; }
 
-void vt_tape_offer_colsum(vt_tensor *y, float *into, int cols) {
-    if (!into || !y->grad) return;
-    VT_ASSERT(y->shape[y->ndim - 1] == cols, "tape: column sums offered over %d columns, the tensor's rows have %lld",
-              cols, (long long)y->shape[y->ndim - 1]);
-    y->colsum_into = into;
-    y->colsum_cols = cols;
-    y->colsum_taken = 0;
-}
-
-float *vt_tape_take_colsum(vt_tensor *y) {
-    if (!y->colsum_into || y->grad_users != 1) return NULL;
-    y->colsum_taken = 1;
-    return y->colsum_into;
-}
-
-int vt_tape_colsum_taken(const vt_tensor *y) { return y->colsum_taken; }
-
 typedef struct vt_scope_ctx {
     vt_tape *t;
     unsigned char *region;

@@ -41,18 +41,6 @@
  * it writes (all ops do); a second consumer makes the gradient an ordinary accumulated
  * one. Values are those of adding into zeros but for the sign of a zero sum (-0 + 0).
  *
- * Column sums. A producer whose backward adds the column sums of its output's gradient
- * into a buffer (a linear layer's bias gradient) offers them when it records
- * (vt_tape_offer_colsum); the consumer, when it is the only one and writes the whole
- * gradient (fresh, above, or added to zeros), may take the offer in its backward
- * (vt_tape_take_colsum) and add the sums of the rows as it writes them, while they are
- * in cache; the producer, whose backward runs later, then skips its own pass over the
- * gradient (vt_tape_colsum_taken). The consumer sums in an
- * order that does not depend on the thread count: vt_par_colsum_acc's, which gives the
- * producer's own bits (src/ops/par.h: vt_par_rows_colsum; gelu_linear, add), or one of
- * its own, said where it is (rot_split_heads: per chunk of samples, then the chunks in
- * order).
- *
  * The protocol, and how the tape holds callers to it. Broken, either rule corrupts
  * gradients without a sign, so the tape checks them and aborts (file:line, what broke):
  *  1. A tensor created inside a grad scope is consumed only by ops recorded before the
@@ -169,17 +157,6 @@ void vt_tape_can_overwrite(vt_tensor *x);
 /* In a backward: whether x's gradient is fresh (scoped, this op its only consumer and
  * able to overwrite): its memory holds garbage and must be written, not added to. */
 int vt_tape_grad_fresh(const vt_tensor *x);
-/* Said by a producer when it records, for its output y (..., cols), cols its last
- * dimension (asserted): its backward adds the
- * column sums of y's gradient into `into` (cols floats) unless the consumer took them.
- * Nothing when into or y's gradient is NULL. */
-void vt_tape_offer_colsum(vt_tensor *y, float *into, int cols);
-/* In the backward of y's consumer, which writes all of y's gradient: where to add its
- * column sums (y->colsum_cols floats), y then marked taken; NULL (nothing taken) when y
- * has no offer or another consumer adds to its gradient too (it has more than one). */
-float *vt_tape_take_colsum(vt_tensor *y);
-/* In the producer's backward: whether y's consumer took the column sums. */
-int vt_tape_colsum_taken(const vt_tensor *y);
 /* A new activation from the tape's arena, with a zeroed grad buffer if with_grad
  * (inside a scope: from the grad region, zero when its backward runs unless fresh). */
 vt_tensor *vt_tape_new(vt_tape *t, int with_grad, int ndim, const int64_t *shape);

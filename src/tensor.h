@@ -34,11 +34,6 @@ typedef struct vt_tensor {
      * grad scope's region; whether its consumer can write the grad without reading. */
     int grad_users, grad_consumer, grad_scope;
     unsigned char grad_scoped, grad_overwrite;
-    /* The gradient's column sums a producer offers its consumer (tape.h, "Column sums"):
-     * where they go (colsum_cols floats; NULL: no offer) and whether the consumer took them. */
-    float *colsum_into;
-    int colsum_cols;
-    unsigned char colsum_taken;
 } vt_tensor;
 
 typedef struct vt_arena_block {

@@ -182,30 +182,6 @@ static int f_layernorm_then_linear(vt_tape *t, vt_tensor **in, const void *arg, 
     out[0] = vt_op_linear(t, vt_op_layernorm(t, in[0], in[1], in[2], 1e-5f), in[3], in[4]);
     return 1;
 }
-/* A model block's MLP half, in one grad scope: x + gelu_linear(layernorm_linear(x)),
- * in[] = x, g, beta, w1, b1, w2, b2. Its consumers take the column sums fc1 and fc2 offer
- * (tape.h); mlp_u and mlp_h are fc1's and fc2's outputs, for the test to see that they did.
- * The _no_sums chain computes the same values with consumers that take nothing: gelu, then
- * linear, then a multiplication by ones. */
-static vt_tensor *mlp_u, *mlp_h, *mlp_ones;
-static int f_mlp_block(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
-    (void)arg;
-    vt_tape_scope_begin(t);
-    mlp_u = vt_op_layernorm_linear(t, in[0], in[1], in[2], 1e-5f, in[3], in[4]);
-    mlp_h = vt_op_gelu_linear(t, mlp_u, in[5], in[6]);
-    vt_tape_scope_end(t);
-    out[0] = vt_tape_scope_result(t, vt_op_add(t, in[0], mlp_h));
-    return 1;
-}
-static int f_mlp_block_no_sums(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
-    (void)arg;
-    vt_tape_scope_begin(t);
-    vt_tensor *u = vt_op_layernorm_linear(t, in[0], in[1], in[2], 1e-5f, in[3], in[4]);
-    vt_tensor *h = vt_op_mul_channels(t, vt_op_linear(t, vt_op_gelu(t, u), in[5], in[6]), mlp_ones);
-    vt_tape_scope_end(t);
-    out[0] = vt_tape_scope_result(t, vt_op_add(t, in[0], h));
-    return 1;
-}
 static int f_softmax(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
     (void)arg;
     out[0] = vt_op_softmax(t, in[0]);
@@ -692,70 +668,6 @@ static void test_layernorm_linear(vt_rng *r) {
                        (size_t)2 * M + (size_t)VT_PAR_MAX_CHUNKS * (Dout + 2 * D), (size_t)2 * M, fused, pair);
 }
 
-/* Column sums handed to the consumer (tape.h): in a block's MLP half, gelu_linear takes
- * fc1's bias sums into its GELU pass and the residual add takes fc2's into its copy; the
- * output and every gradient are the bits of the same chain whose producers sum for
- * themselves, on shapes whose rows span several chunks and blocks (1 x 4100: a block of
- * one row; 300 x 5: many rows a block). With a second consumer of fc1's output its
- * gradient is not fresh: nothing is taken and the producer sums (values not compared:
- * another graph). */
-static void test_column_sums_handed_over(vt_rng *r) {
-    const int Ms[3] = {1, 7, 300}, Ds[2] = {5, 33}, Dhs[3] = {3, 4 * 33, 4100};
-    size_t cap = (size_t)2 * 300 * 33 * 2 + (size_t)4 * 33 * 4100 + 4 * 33 + 4100 + 16;
-    float *fused = vt_arena_alloc(&store, cap * sizeof(float)), *pair = vt_arena_alloc(&store, cap * sizeof(float));
-    for (int mi = 0; mi < 3; mi++)
-        for (int di = 0; di < 2; di++)
-            for (int hi = 0; hi < 3; hi++) {
-                int M = Ms[mi], D = Ds[di], Dh = Dhs[hi];
-                if ((size_t)M * Dh > (size_t)300 * 4 * 33) continue; /* 300 x 4100: slow, nothing new */
-                vt_tensor *in[7] = {input(r, -2, 2, 3, 2, M, D, 0), input(r, 0.5f, 1.5f, 1, D, 0, 0, 0),
-                                    input(r, -1, 1, 1, D, 0, 0, 0), input(r, -0.5f, 0.5f, 2, Dh, D, 0, 0),
-                                    input(r, -1, 1, 1, Dh, 0, 0, 0), input(r, -0.5f, 0.5f, 2, D, Dh, 0, 0),
-                                    input(r, -1, 1, 1, D, 0, 0, 0)};
-                int64_t one[1] = {D};
-                mlp_ones = vt_tensor_new(&store, 0, 1, one);
-                for (int i = 0; i < D; i++) mlp_ones->data[i] = 1.0f;
-                float *dy = vt_arena_alloc(&store, (size_t)2 * M * D * sizeof(float));
-                for (int e = 0; e < 2 * M * D; e++) dy[e] = (float)(2.0 * vt_rng_uniform(r) - 1.0);
-                size_t used;
-                /* u's and h's gradients in the scope's region: fresh ones (tape.h) */
-                vt_tape_scope_reserve(&tape, (size_t)2 * M * (Dh + D) * sizeof(float) + 256);
-                int64_t na = run_and_copy(f_mlp_block, in, 7, dy, fused, &used);
-                CHECK(vt_tape_colsum_taken(mlp_u) && vt_tape_colsum_taken(mlp_h),
-                      "MLP block M=%d D=%d Dh=%d: column sums taken by gelu_linear %d, by add %d", M, D, Dh,
-                      vt_tape_colsum_taken(mlp_u), vt_tape_colsum_taken(mlp_h));
-                /* fc2's bias gradient (after y, x's, g's, beta's, w1's, b1's, w2's gradients)
-                 * against the column sums of dy in double: the rows' sums themselves */
-                const float *db2 = fused + (size_t)2 * M * D * 2 + 2 * D + (size_t)2 * Dh * D + Dh;
-                for (int j = 0; j < D; j++) {
-                    double want = 0.25;
-                    for (int m = 0; m < 2 * M; m++) want += dy[(size_t)m * D + j];
-                    CHECK_CLOSE(db2[j], want, 1e-5, 1e-5, "MLP block M=%d D=%d Dh=%d: fc2's bias gradient [%d]", M, D,
-                                Dh, j);
-                }
-                int64_t nb = run_and_copy(f_mlp_block_no_sums, in, 7, dy, pair, &used);
-                int64_t diff = 0;
-                for (int64_t e = 0; e < na && na == nb; e++) diff += memcmp(&fused[e], &pair[e], sizeof(float)) != 0;
-                CHECK(na == nb && diff == 0, "MLP block M=%d D=%d Dh=%d: %lld of %lld floats differ from the chain "
-                      "whose producers sum for themselves", M, D, Dh, (long long)diff, (long long)nb);
-            }
-
-    /* fc1's output with a second consumer (gelu beside gelu_linear): not fresh, not taken. */
-    vt_tensor *x = input(r, -2, 2, 2, 7, 5, 0, 0), *w = input(r, -0.5f, 0.5f, 2, 6, 5, 0, 0);
-    vt_tensor *b = input(r, -1, 1, 1, 6, 0, 0, 0), *w2 = input(r, -0.5f, 0.5f, 2, 5, 6, 0, 0);
-    begin_step(1);
-    vt_tape_scope_reserve(&tape, 4096);
-    vt_tape_scope_begin(&tape);
-    vt_tensor *u = vt_op_linear(&tape, x, w, b);
-    vt_tensor *s = vt_op_add(&tape, vt_op_gelu_linear(&tape, u, w2, NULL),
-                             vt_op_linear(&tape, vt_op_gelu(&tape, u), w2, NULL));
-    vt_tape_scope_end(&tape);
-    vt_tensor *y = vt_tape_scope_result(&tape, vt_op_add(&tape, x, s));
-    for (int64_t e = 0; e < y->size; e++) y->grad[e] = 1.0f;
-    vt_tape_replay(&tape);
-    CHECK(!vt_tape_colsum_taken(u), "a gradient with two consumers: its column sums were taken");
-}
-
 static void test_softmax(vt_rng *r) {
     vt_tensor *in[1] = {input(r, -3, 3, 3, 2, 5, 7, 0)};
     vt_tensor *y = fwd1(f_softmax, in, NULL);
@@ -916,76 +828,6 @@ static void test_attention_qkv(vt_rng *r) {
     const attn_qkv_arg p0 = {2, {0.0f, 1}, 0}, p3r = {2, {0.3f, 0}, 0};
     grad_check("attention_qkv", f_attention_qkv, small, 1, &p0);
     grad_check("attention_qkv dropout 0.3, recomputing P and mask", f_attention_qkv, small, 1, &p3r);
-}
-
-/* in[] = x (B, N, D), w (3 D, D), b (3 D), cs (1, 1, N - 1, 6): x + attention(
- * rot_split_heads(linear(x))) in one grad scope, rot_split_heads taking the column sums
- * the linear offers (rot_qkv is the qkv); the _no_sums chain multiplies qkv by ones
- * first, so nothing is offered to the split. */
-enum { ROT_SUMS_H = 3 };
-static vt_tensor *rot_qkv, *rot_ones;
-static vt_tensor *rot_qkv_attention(vt_tape *t, vt_tensor **in, int sums) {
-    vt_tape_scope_begin(t);
-    rot_qkv = vt_op_linear(t, in[0], in[1], in[2]);
-    if (!sums) rot_qkv = vt_op_mul_channels(t, rot_qkv, rot_ones);
-    vt_tensor *q, *k, *v;
-    vt_op_rot_split_heads(t, rot_qkv, ROT_SUMS_H, in[3], NULL, &q, &k, &v);
-    vt_tensor *a = vt_op_attention(t, q, k, v, 1.0f / sqrtf((float)(in[0]->shape[2] / ROT_SUMS_H)), 0.0f, 1);
-    vt_tape_scope_end(t);
-    return vt_tape_scope_result(t, vt_op_add(t, in[0], a));
-}
-static int f_rot_qkv_attention(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
-    (void)arg;
-    out[0] = rot_qkv_attention(t, in, 1);
-    return 1;
-}
-static int f_rot_qkv_attention_no_sums(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
-    (void)arg;
-    out[0] = rot_qkv_attention(t, in, 0);
-    return 1;
-}
-
-/* rot_split_heads takes the qkv bias's column sums (tape.h) and sums the qkv gradient's
- * rows as it writes them: on 1 and 2 threads the same bits; the output and every other
- * gradient the bits of the chain whose linear sums for itself, the bias gradient within
- * float rounding of it. B = 9: the split's chunks of 4 samples, the last one short. */
-static void test_rot_split_column_sums(vt_rng *r) {
-    const int B = 9, N = 23, D = ROT_SUMS_H * 8;
-    vt_tensor *in[4] = {input(r, -1, 1, 3, B, N, D, 0), input(r, -0.5f, 0.5f, 2, 3 * D, D, 0, 0),
-                        input(r, -1, 1, 1, 3 * D, 0, 0, 0), input(r, -1, 1, 4, 1, 1, N - 1, 6)};
-    int64_t ones_shape[1] = {3 * D};
-    rot_ones = vt_tensor_new(&store, 0, 1, ones_shape);
-    for (int i = 0; i < 3 * D; i++) rot_ones->data[i] = 1.0f;
-    size_t bias_at = (size_t)2 * B * N * D + (size_t)3 * D * D, nf = bias_at + 3 * D + 6 * (N - 1);
-    float *res[3], *dy = vt_arena_alloc(&store, (size_t)B * N * D * sizeof(float));
-    for (int e = 0; e < B * N * D; e++) dy[e] = (float)(2.0 * vt_rng_uniform(r) - 1.0);
-    int threads = omp_get_max_threads(), taken[2] = {0, 0};
-    for (int k = 0; k < 3; k++) { /* the chain on 1 and 2 threads, then the one without sums */
-        res[k] = vt_arena_alloc(&store, nf * sizeof(float));
-        omp_set_num_threads(k == 0 ? 1 : 2);
-        vt_tape_scope_reserve(&tape, (size_t)B * N * 3 * D * sizeof(float) + 256); /* fresh: in the region */
-        size_t used;
-        run_and_copy(k < 2 ? f_rot_qkv_attention : f_rot_qkv_attention_no_sums, in, 4, dy, res[k], &used);
-        if (k < 2) taken[k] = vt_tape_colsum_taken(rot_qkv);
-    }
-    omp_set_num_threads(threads);
-    CHECK(taken[0] && taken[1], "rot_split_heads took the qkv bias's column sums: %d (1 thread), %d (2 threads)",
-          taken[0], taken[1]);
-    /* (the weight gradient's product is cut over K on 2 threads: only the bias gradient
-     * is the same across thread counts; the chains are compared on 2 threads each) */
-    size_t diff_threads = 0, diff_chain = 0;
-    for (size_t e = 0; e < nf; e++) {
-        int bias = e >= bias_at && e < bias_at + 3 * D;
-        if (bias) diff_threads += memcmp(&res[0][e], &res[1][e], sizeof(float)) != 0;
-        else diff_chain += memcmp(&res[1][e], &res[2][e], sizeof(float)) != 0;
-    }
-    CHECK(diff_threads == 0, "rot_split_heads: %zu of %d floats of the qkv bias gradient differ between 1 and 2 "
-          "threads", diff_threads, 3 * D);
-    CHECK(diff_chain == 0, "rot_split_heads column sums: %zu of %zu floats but the bias gradient differ from the "
-          "chain whose linear sums for itself", diff_chain, nf - 3 * D);
-    for (int j = 0; j < 3 * D; j++)
-        CHECK_CLOSE(res[1][bias_at + j], res[2][bias_at + j], 1e-5, 1e-5, "rot_split_heads: the qkv bias gradient [%d]",
-                    j);
 }
 
 static void test_patch_embed(vt_rng *r) {
@@ -1261,12 +1103,10 @@ int main(void) {
     test_gelu(&r);
     test_gelu_linear(&r);
     test_layernorm_linear(&r);
-    test_column_sums_handed_over(&r);
     test_softmax(&r);
     test_heads(&r);
     test_attention(&r);
     test_attention_qkv(&r);
-    test_rot_split_column_sums(&r);
     test_patch_embed(&r);
     test_tokens(&r);
     test_dropout(&r);

@@ -4,8 +4,7 @@
  * (outer, inner) with inner = b->size.
  * Backward: da += dy;  db += sum over outer of dy (vt_par_colsum_acc, deterministic;
  * equal shapes: db += dy, elementwise like da, with no partial sums in the arena). A
- * fresh da (or equal-shape db) is written, da = dy, instead (tape.h), a row at a time
- * with its column sums when the input's producer offered them (tape.h: column sums). */
+ * fresh da (or equal-shape db) is written, da = dy, instead (tape.h). */
 #include <string.h>
 
 #include "kernels.h"
@@ -19,7 +18,7 @@ typedef struct {
     vt_arena *arena;
     const float *dy;
     float *da, *db;
-    vt_tensor *a, *b; /* for vt_tape_grad_fresh, vt_tape_take_colsum */
+    const vt_tensor *a, *b; /* for vt_tape_grad_fresh */
     int64_t outer, inner;
 } add_ctx;
 
@@ -37,35 +36,11 @@ static void rows_add(const float *x, const float *z, float *y, int copy, int64_t
     }
 }
 
-typedef struct {
-    const float *src;
-    float *dst;
-    int64_t cols;
-} copy_rows_ctx;
-
-static void copy_rows(void *p, int64_t r0, int64_t r1) {
-    copy_rows_ctx *c = p;
-    memcpy(c->dst + r0 * c->cols, c->src + r0 * c->cols, (size_t)((r1 - r0) * c->cols) * sizeof(float));
-}
-
-/* z's gradient g (y's shape) += dy, or = dy when fresh; a fresh copy adds g's column sums
- * where z's producer offered them (tape.h) as it goes. */
-static void grad_of_input(const add_ctx *c, vt_tensor *z, float *g, int64_t outer, int64_t inner) {
-    int fresh = vt_tape_grad_fresh(z);
-    float *colsum = fresh ? vt_tape_take_colsum(z) : NULL;
-    if (!colsum) {
-        rows_add(c->dy, NULL, g, fresh, outer, inner);
-        return;
-    }
-    copy_rows_ctx cc = {c->dy, g, z->colsum_cols};
-    vt_par_rows_colsum(c->arena, copy_rows, &cc, g, z->size / cc.cols, cc.cols, colsum);
-}
-
 static void add_bwd(void *p) {
     add_ctx *c = p;
-    if (c->da) grad_of_input(c, c->a, c->da, c->outer, c->inner);
+    if (c->da) rows_add(c->dy, NULL, c->da, vt_tape_grad_fresh(c->a), c->outer, c->inner);
     if (c->db && c->outer == 1) /* equal shapes */
-        grad_of_input(c, c->b, c->db, 1, c->inner);
+        rows_add(c->dy, NULL, c->db, vt_tape_grad_fresh(c->b), 1, c->inner);
     else if (c->db) vt_par_colsum_acc(c->arena, c->dy, NULL, c->outer, c->inner, c->db);
 }
 

@@ -1,7 +1,7 @@
 /* common.c - helpers shared by the op files: deterministic column reductions over
- * rows (bias, gamma, broadcast-add gradients), alone or inside the pass that writes the
- * rows. Not an op, records nothing. Plain column sums go through vt_k.axpy with a = 1
- * (an FMA by 1 rounds exactly like the add, so the result does not depend on the ISA). */
+ * rows (bias, gamma, broadcast-add gradients). Not an op, records nothing. Plain column
+ * sums go through vt_k.axpy with a = 1 (an FMA by 1 rounds exactly like the add, so the
+ * result does not depend on the ISA). */
 #include "kernels.h"
 #include "ops.h"
 #include "par.h"
@@ -15,32 +15,22 @@ int64_t vt_par_chunk_begin(int64_t rows, int nchunks, int c) {
     return rows * c / nchunks;
 }
 
-/* Rows per block of a pass that writes rows as it sums them: about 16 KiB of them, so a
- * block is still in L1 when its rows are added to the partial. */
-static int64_t block_rows(int64_t cols) { return cols >= 4096 ? 1 : 4096 / cols; }
-
-/* The fixed-chunk sums of both functions below: chunk c's rows, in order, into its
- * partial (write, when not NULL, first writes them a block at a time), then the partials
- * in chunk order into out. */
-static void chunked_colsum(vt_arena *arena, vt_par_rows_fn write, void *ctx, const float *x, const float *y,
-                           int64_t rows, int64_t cols, float *out) {
+void vt_par_colsum_acc(vt_arena *arena, const float *x, const float *y,
+                       int64_t rows, int64_t cols, float *out) {
+    if (rows <= 0 || cols <= 0) return;
     int nc = vt_par_nchunks(rows);
     float *part = vt_arena_calloc(arena, (size_t)nc * (size_t)cols * sizeof(float));
     #pragma omp parallel for schedule(static) if (rows * cols > VT_PAR_MIN)
     for (int c = 0; c < nc; c++) {
         float *p = part + (size_t)c * cols;
         int64_t r0 = vt_par_chunk_begin(rows, nc, c), r1 = vt_par_chunk_begin(rows, nc, c + 1);
-        for (int64_t b0 = r0; b0 < r1; b0 += block_rows(cols)) {
-            int64_t b1 = b0 + block_rows(cols) < r1 ? b0 + block_rows(cols) : r1;
-            if (write) write(ctx, b0, b1);
-            for (int64_t r = b0; r < b1; r++) {
-                const float *xr = x + r * cols;
-                if (y) {
-                    const float *yr = y + r * cols;
-                    for (int64_t j = 0; j < cols; j++) p[j] += xr[j] * yr[j];
-                } else {
-                    vt_k.axpy(1.0f, xr, p, (size_t)cols);
-                }
+        for (int64_t r = r0; r < r1; r++) {
+            const float *xr = x + r * cols;
+            if (y) {
+                const float *yr = y + r * cols;
+                for (int64_t j = 0; j < cols; j++) p[j] += xr[j] * yr[j];
+            } else {
+                vt_k.axpy(1.0f, xr, p, (size_t)cols);
             }
         }
     }
@@ -50,16 +40,4 @@ static void chunked_colsum(vt_arena *arena, vt_par_rows_fn write, void *ctx, con
         for (int c = 0; c < nc; c++) s += part[(size_t)c * cols + j];
         out[j] += s;
     }
-}
-
-void vt_par_colsum_acc(vt_arena *arena, const float *x, const float *y,
-                       int64_t rows, int64_t cols, float *out) {
-    if (rows <= 0 || cols <= 0) return;
-    chunked_colsum(arena, NULL, NULL, x, y, rows, cols, out);
-}
-
-void vt_par_rows_colsum(vt_arena *arena, vt_par_rows_fn write, void *ctx, const float *x, int64_t rows,
-                        int64_t cols, float *out) {
-    if (rows <= 0 || cols <= 0) return;
-    chunked_colsum(arena, write, ctx, x, NULL, rows, cols, out);
 }

@@ -2,8 +2,7 @@
  * and vt_par_gelu_fwd / _bwd, its chunked parallel loops (shared with vt_op_gelu_linear).
  * Forward vt_k.gelu_fwd, backward vt_k.gelu_bwd (dx += dy (Phi(x) + x phi(x))), both
  * over fixed contiguous chunks in parallel; vt_par_gelu_bwd_fwd runs vt_k.gelu_bwd_fwd
- * (both in one pass) the same way, or by rows inside the column sums of dx
- * (vt_par_rows_colsum). The SIMD erf error bound is stated in
+ * (both in one pass) the same way. The SIMD erf error bound is stated in
  * tests/test_kernels.c. */
 #include "kernels.h"
 #include "ops.h"
@@ -43,27 +42,8 @@ void vt_par_gelu_bwd(const float *x, const float *dy, float *dx, int64_t n) {
     gelu_chunks(GELU_BWD, x, dy, NULL, dx, n, 1);
 }
 
-typedef struct {
-    const float *x;
-    float *g, *dx;
-    int64_t cols;
-    int add;
-} gelu_rows_ctx;
-
-static void gelu_bwd_fwd_rows(void *p, int64_t r0, int64_t r1) {
-    gelu_rows_ctx *c = p;
-    size_t s = (size_t)(r0 * c->cols), len = (size_t)((r1 - r0) * c->cols);
-    vt_k.gelu_bwd_fwd(c->x + s, c->g + s, c->dx + s, len, c->add);
-}
-
-void vt_par_gelu_bwd_fwd(vt_arena *arena, const float *x, float *g, float *dx, int64_t rows, int64_t cols, int add,
-                         float *colsum) {
-    if (!colsum) {
-        gelu_chunks(GELU_BWD_FWD, x, NULL, g, dx, rows * cols, add);
-        return;
-    }
-    gelu_rows_ctx c = {x, g, dx, cols, add};
-    vt_par_rows_colsum(arena, gelu_bwd_fwd_rows, &c, dx, rows, cols, colsum);
+void vt_par_gelu_bwd_fwd(const float *x, float *g, float *dx, int64_t n, int add) {
+    gelu_chunks(GELU_BWD_FWD, x, NULL, g, dx, n, add);
 }
 
 static void gelu_bwd(void *p) {

@@ -6,14 +6,12 @@
  * Forward: g = gelu(u) into the tape scratch (M Din floats), y = g W^T + b.
  * Backward, with one scratch buffer s of M Din floats and no arena memory beyond the
  * colsum partials: s = dg = dy W; then one pass du += gelu'(u) dg, s = gelu(u) (the
- * recompute shares the erf with the derivative: vt_par_gelu_bwd_fwd), which also adds
- * du's column sums where u's producer offered them (tape.h: column sums); then dW +=
- * dy^T s, db += column sums of dy (unless y's consumer took them). Without du: s =
- * gelu(u), dW, db; without dW: s = dg, du += gelu'(u) dg. With dW and a fresh u
- * gradient (tape.h) du is written, not added to. dg with beta 0 has the floats of the
- * unfused dx += dy W into the zeroed gelu output grad (0 + x = x), but for the sign of a
- * zero result; the du update then gives the same bits unless du held -0, which a zeroed
- * grad that only accumulates never does.
+ * recompute shares the erf with the derivative: vt_par_gelu_bwd_fwd); then dW += dy^T s,
+ * db += column sums of dy. Without du: s = gelu(u), dW, db; without dW: s = dg,
+ * du += gelu'(u) dg. With dW and a fresh u gradient (tape.h) du is written, not added
+ * to. dg with beta 0 has the floats of the unfused dx += dy W into the zeroed gelu
+ * output grad (0 + x = x), but for the sign of a zero result; the du update then gives
+ * the same bits unless du held -0, which a zeroed grad that only accumulates never does.
  * Kept for backward: u (the caller's), w, dy; nothing of M Din floats. */
 #include "ops.h"
 #include "par.h"
@@ -23,7 +21,7 @@ typedef struct {
     const float *u, *dy;
     vt_linear_weight w;
     float *du, *dw, *db;
-    vt_tensor *ut, *y; /* for vt_tape_grad_fresh, the column sums (tape.h) */
+    const vt_tensor *ut; /* for vt_tape_grad_fresh */
     int M, Din, Dout;
 } gelu_linear_ctx;
 
@@ -33,15 +31,12 @@ static void gelu_linear_bwd(void *p) {
     float *s = c->du || c->dw ? vt_tape_scratch(c->t, (size_t)n) : NULL;
     if (c->du) {
         vt_par_linear_bwd(c->t->arena, NULL, c->w, c->dy, s, 0.0f, NULL, NULL, c->M, c->Din, c->Dout);
-        if (c->dw)
-            vt_par_gelu_bwd_fwd(c->t->arena, c->u, s, c->du, c->M, c->Din, !vt_tape_grad_fresh(c->ut),
-                                vt_tape_take_colsum(c->ut));
+        if (c->dw) vt_par_gelu_bwd_fwd(c->u, s, c->du, n, !vt_tape_grad_fresh(c->ut));
         else vt_par_gelu_bwd(c->u, s, c->du, n);
     } else if (c->dw) {
         vt_par_gelu_fwd(c->u, s, n);
     }
-    float *db = vt_tape_colsum_taken(c->y) ? NULL : c->db;
-    vt_par_linear_bwd(c->t->arena, s, c->w, c->dy, NULL, 0.0f, c->dw, db, c->M, c->Din, c->Dout);
+    vt_par_linear_bwd(c->t->arena, s, c->w, c->dy, NULL, 0.0f, c->dw, c->db, c->M, c->Din, c->Dout);
 }
 
 vt_tensor *vt_op_gelu_linear(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *b) {
@@ -56,8 +51,7 @@ vt_tensor *vt_op_gelu_linear(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *
     if (grad) {
         gelu_linear_ctx *c = vt_tape_ctx(t, sizeof *c);
         *c = (gelu_linear_ctx){t, u->data, y->grad, vt_linear_weight_of(t, w), u->grad, w->grad, b ? b->grad : NULL, u,
-                               y, M, Din, Dout};
-        vt_tape_offer_colsum(y, c->db, Dout);
+                               M, Din, Dout};
         if (u->grad && w->grad) vt_tape_can_overwrite(u); /* the bwd_fwd pass writes du whole */
         vt_tape_record(t, "gelu_linear", gelu_linear_bwd, c);
     }

@@ -9,10 +9,9 @@
  * y = h W^T + b.
  * Backward, with one scratch buffer of M D floats: h recomputed (only when dW is wanted)
  * by the forward's call, which also rewrites mean and rstd with the same bits;
- * dW += dy^T h, db += column sums of dy (unless y's consumer took them: tape.h), then
- * dh = dy W overwrites h in the scratch and the LayerNorm backward gives dx +=, dg +=,
- * dbeta += (per-chunk partials from the arena; with x without a gradient, a zeroed M D
- * arena buffer takes dx, as in vt_op_layernorm).
+ * dW += dy^T h, db += column sums of dy, then dh = dy W overwrites h in the scratch and
+ * the LayerNorm backward gives dx +=, dg +=, dbeta += (per-chunk partials from the arena;
+ * with x without a gradient, a zeroed M D arena buffer takes dx, as in vt_op_layernorm).
  * dh with beta 0 has the floats of the unfused dx += dy W into the zeroed LayerNorm output
  * grad (0 + x = x), but for the sign of a zero result; the LayerNorm backward then gives
  * the same bits unless the input grads held -0, which a zeroed grad that only
@@ -29,7 +28,6 @@ typedef struct {
     vt_linear_weight w;
     float *mean, *rstd;
     float *dx, *dg, *dbeta, *dw, *db;
-    const vt_tensor *y; /* for vt_tape_colsum_taken */
     int M, D, Dout;
     float eps;
 } layernorm_linear_ctx;
@@ -39,8 +37,7 @@ static void layernorm_linear_bwd(void *p) {
     int want_dh = c->dx || c->dg || c->dbeta;
     float *s = want_dh || c->dw ? vt_tape_scratch(c->t, (size_t)c->M * c->D) : NULL;
     if (c->dw) vt_par_layernorm_fwd(c->x, c->g, c->beta, s, c->mean, c->rstd, c->M, c->D, c->eps);
-    float *db = vt_tape_colsum_taken(c->y) ? NULL : c->db;
-    vt_par_linear_bwd(c->t->arena, s, c->w, c->dy, want_dh ? s : NULL, 0.0f, c->dw, db, c->M, c->D, c->Dout);
+    vt_par_linear_bwd(c->t->arena, s, c->w, c->dy, want_dh ? s : NULL, 0.0f, c->dw, c->db, c->M, c->D, c->Dout);
     if (want_dh)
         vt_par_layernorm_bwd(c->t->arena, c->x, c->g, c->mean, c->rstd, s, c->dx, c->dg, c->dbeta, c->M, c->D);
 }
@@ -63,8 +60,7 @@ vt_tensor *vt_op_layernorm_linear(vt_tape *t, vt_tensor *x, vt_tensor *g, vt_ten
     if (grad) {
         layernorm_linear_ctx *c = vt_tape_ctx(t, sizeof *c);
         *c = (layernorm_linear_ctx){t, x->data, g->data, beta->data, y->grad, vt_linear_weight_of(t, w), mean, rstd,
-                                    x->grad, g->grad, beta->grad, w->grad, b ? b->grad : NULL, y, M, D, Dout, eps};
-        vt_tape_offer_colsum(y, c->db, Dout);
+                                    x->grad, g->grad, beta->grad, w->grad, b ? b->grad : NULL, M, D, Dout, eps};
         vt_tape_record(t, "layernorm_linear", layernorm_linear_bwd, c);
     }
     return y;

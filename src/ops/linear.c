@@ -4,8 +4,7 @@
  * y (..., Dout). All products through vt_gemm_prec in the tape's precision (the forward
  * with the bias fused; deterministic, no cross-thread sums); under bf16 the weight's
  * bf16 copy is read where it has one.
- * Backward: dW += dy^T x;  db += column sums of dy (vt_par_colsum_acc, or by y's
- * consumer: offered, tape.h);  dx += dy W
+ * Backward: dW += dy^T x;  db += column sums of dy (vt_par_colsum_acc);  dx += dy W
  * (dx = dy W when x's gradient is fresh, tape.h). */
 #include "ops.h"
 #include "par.h"
@@ -16,7 +15,7 @@ typedef struct {
     const float *x, *dy;
     vt_linear_weight w;
     float *dx, *dw, *db;
-    const vt_tensor *xt, *y; /* for vt_tape_grad_fresh, vt_tape_colsum_taken */
+    const vt_tensor *xt; /* for vt_tape_grad_fresh */
     int M, Din, Dout;
 } linear_ctx;
 
@@ -46,8 +45,7 @@ void vt_par_linear_bwd(vt_arena *arena, const float *x, vt_linear_weight w, cons
 static void linear_bwd(void *p) {
     linear_ctx *c = p;
     float dx_beta = vt_tape_grad_fresh(c->xt) ? 0.0f : 1.0f;
-    float *db = vt_tape_colsum_taken(c->y) ? NULL : c->db;
-    vt_par_linear_bwd(c->arena, c->x, c->w, c->dy, c->dx, dx_beta, c->dw, db, c->M, c->Din, c->Dout);
+    vt_par_linear_bwd(c->arena, c->x, c->w, c->dy, c->dx, dx_beta, c->dw, c->db, c->M, c->Din, c->Dout);
 }
 
 vt_tensor *vt_op_linear(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b) {
@@ -63,8 +61,6 @@ vt_tensor *vt_op_linear(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b) {
         c->x = x->data; c->w = vt_linear_weight_of(t, w); c->dy = y->grad;
         c->dx = x->grad; c->dw = w->grad; c->db = b ? b->grad : NULL;
         c->xt = x;
-        c->y = y;
-        vt_tape_offer_colsum(y, c->db, Dout);
         if (x->grad) vt_tape_can_overwrite(x);
         c->M = M; c->Din = Din; c->Dout = Dout;
         vt_tape_record(t, "linear", linear_bwd, c);

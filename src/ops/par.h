@@ -61,16 +61,6 @@ vt_status vt_gemm_reserve(size_t partial_floats, size_t operand_floats);
 void vt_par_colsum_acc(vt_arena *arena, const float *x, const float *y,
                        int64_t rows, int64_t cols, float *out);
 
-/* A pass that writes rows x cols floats x (row stride cols) and sums them as it goes:
- * write(ctx, r0, r1) writes rows [r0, r1), called over vt_par_colsum_acc's row chunks in
- * parallel (its calls for one chunk in row order, on one thread), a block of rows of about
- * 16 KiB at a time; after each call its rows, still in cache, are added to the chunk's
- * partial. Afterwards out holds bitwise what vt_par_colsum_acc(x) would add to it, with
- * no pass of its own over x (tape.h: column sums). */
-typedef void (*vt_par_rows_fn)(void *ctx, int64_t r0, int64_t r1);
-void vt_par_rows_colsum(vt_arena *arena, vt_par_rows_fn write, void *ctx, const float *x, int64_t rows,
-                        int64_t cols, float *out);
-
 /* Row chunking used by vt_par_colsum_acc and the layernorm backward:
  * n chunks of rows (n <= VT_PAR_MAX_CHUNKS), chunk c is [begin(c), begin(c + 1)). */
 #define VT_PAR_MAX_CHUNKS 32
@@ -79,15 +69,12 @@ int64_t vt_par_chunk_begin(int64_t rows, int nchunks, int c);
 
 /* The GELU kernels over n floats in fixed chunks, in parallel (vt_op_gelu's forward and
  * backward): _fwd y = gelu(x) (vt_k.gelu_fwd); _bwd dx += dy gelu'(x) (vt_k.gelu_bwd);
- * _bwd_fwd (vt_k.gelu_bwd_fwd) over rows x cols floats: dx += g gelu'(x) (add 0: dx =
- * that), then g = gelu(x) (g holds dy on entry), bitwise _bwd(x, g, dx, n) followed by
- * _fwd(x, g, n); with colsum (not NULL) it also adds the column sums of dx, as written,
- * to colsum, bitwise vt_par_colsum_acc(arena, dx, ...) after it (vt_par_rows_colsum).
- * Elementwise: the results do not depend on the thread count. */
+ * _bwd_fwd (vt_k.gelu_bwd_fwd) dx += g gelu'(x) (add 0: dx = that), then g = gelu(x) (g
+ * holds dy on entry), bitwise _bwd(x, g, dx, n) followed by _fwd(x, g, n). Elementwise:
+ * the results do not depend on the thread count. */
 void vt_par_gelu_fwd(const float *x, float *y, int64_t n);
 void vt_par_gelu_bwd(const float *x, const float *dy, float *dx, int64_t n);
-void vt_par_gelu_bwd_fwd(vt_arena *arena, const float *x, float *g, float *dx, int64_t rows, int64_t cols, int add,
-                         float *colsum);
+void vt_par_gelu_bwd_fwd(const float *x, float *g, float *dx, int64_t n, int add);
 
 /* vt_op_layernorm's arithmetic on rows x D, over fixed row chunks in parallel (the
  * chunking of vt_par_nchunks). _fwd: y = LayerNorm(x; g, b, eps) per row (vt_k.layernorm_fwd),

@@ -33,8 +33,6 @@ static void cls_row(const float *m, const float *x, int64_t hd, float *y) {
 #define RSPLIT_CHUNK 4
 
 typedef struct {
-    vt_arena *arena;
-    vt_tensor *qkv;        /* for vt_tape_take_colsum */
     const float *x, *cs, *cls, *dq, *dk, *dv;
     float *dx, *dcs, *dcls;
     float *pcs, *pcls;     /* per-chunk partial sums of dcs (when Ba = 1) and dcls, or NULL */
@@ -45,16 +43,12 @@ typedef struct {
  * over a large batch touches a different page per sample and thrashes the TLB). Chunk k
  * (samples [4k, 4k + 4)) writes its rows of dqkv, its own rows of dcs when positions are per
  * sample, else its partial sums of dcs and dcls (summed over b, h, q then k), which are then
- * added in chunk order: deterministic for any thread count. The column sums of dqkv, when
- * this op takes them (tape.h; it is the gradient's only writer), go the same way: each row
- * into its chunk's partial once written, the partials in chunk order. */
+ * added in chunk order: deterministic for any thread count. */
 static void rsplit_bwd(void *p) {
     rsplit_ctx *c = p;
     int64_t B = c->B, N = c->N, H = c->H, hd = c->hd, D = H * hd, npr = c->npr, Np = N - 1;
     int64_t nchunk = (B + RSPLIT_CHUNK - 1) / RSPLIT_CHUNK;
     int64_t ncs = c->G * Np * 2 * npr, ncls = c->Gc * hd * hd;
-    float *colsum = c->dx ? vt_tape_take_colsum(c->qkv) : NULL;
-    float *psum = colsum ? vt_arena_calloc(c->arena, (size_t)(nchunk * 3 * D) * sizeof(float)) : NULL;
     #pragma omp parallel for schedule(static) if (nchunk > 1 && B * N * 3 * D > VT_PAR_MIN)
     for (int64_t ch = 0; ch < nchunk; ch++) {
         float *pcs = c->pcs ? c->pcs + ch * ncs : NULL, *pcls = c->pcls ? c->pcls + ch * ncls : NULL;
@@ -91,15 +85,8 @@ static void rsplit_bwd(void *p) {
                         }
                     }
                 }
-                if (psum) vt_k.axpy(1.0f, dx, psum + ch * 3 * D, (size_t)(3 * D));
             }
     }
-    if (psum)
-        for (int64_t j = 0; j < 3 * D; j++) {
-            float s = 0.0f;
-            for (int64_t ch = 0; ch < nchunk; ch++) s += psum[ch * 3 * D + j];
-            colsum[j] += s;
-        }
     if (c->pcs) {
         #pragma omp parallel for schedule(static) if (ncs * nchunk > VT_PAR_MIN_WORK)
         for (int64_t e = 0; e < ncs; e++)
@@ -155,7 +142,7 @@ void vt_op_rot_split_heads(vt_tape *t, vt_tensor *qkv, int H, vt_tensor *cs, vt_
             ? vt_arena_alloc(t->arena, (size_t)(nchunk * ncs) * sizeof(float)) : NULL;
         float *pcls = cls && cls->grad
             ? vt_arena_alloc(t->arena, (size_t)(nchunk * Gc * hd * hd) * sizeof(float)) : NULL;
-        *c = (rsplit_ctx){t->arena, qkv, qkv->data, cs->data, cls ? cls->data : NULL, out[0]->grad, out[1]->grad,
+        *c = (rsplit_ctx){qkv->data, cs->data, cls ? cls->data : NULL, out[0]->grad, out[1]->grad,
                           out[2]->grad, qkv->grad, cs->grad, cls ? cls->grad : NULL, pcs, pcls,
                           B, N, H, hd, Ba, G, Gc, npr};
         vt_tape_record(t, "rot_split_heads", rsplit_bwd, c);
