@@ -53,8 +53,15 @@ static inline __m512 vt512_erf(__m512 x) {
     __m512 t = _mm512_mul_ps(_mm512_min_ps(_mm512_set1_ps(3.99999976f), ax), _mm512_set1_ps(4.0f));
     __m512i i = _mm512_cvttps_epi32(t);
     __m512 u = _mm512_sub_ps(_mm512_sub_ps(t, _mm512_cvtepi32_ps(i)), _mm512_set1_ps(0.5f));
-    __m512 p = _mm512_permutexvar_ps(i, _mm512_load_ps(vt_erf16_coef[5]));
-    for (int j = 4; j >= 0; j--) p = _mm512_fmadd_ps(p, u, _mm512_permutexvar_ps(i, _mm512_load_ps(vt_erf16_coef[j])));
+    /* Horner written out, as vt256_erf's */
+#define VT512_ERF_COEF(j) _mm512_permutexvar_ps(i, _mm512_load_ps(vt_erf16_coef[j]))
+    __m512 p = VT512_ERF_COEF(5);
+    p = _mm512_fmadd_ps(p, u, VT512_ERF_COEF(4));
+    p = _mm512_fmadd_ps(p, u, VT512_ERF_COEF(3));
+    p = _mm512_fmadd_ps(p, u, VT512_ERF_COEF(2));
+    p = _mm512_fmadd_ps(p, u, VT512_ERF_COEF(1));
+    p = _mm512_fmadd_ps(p, u, VT512_ERF_COEF(0));
+#undef VT512_ERF_COEF
     p = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(4.0f), _CMP_GE_OQ), p, _mm512_set1_ps(1.0f));
     return _mm512_or_ps(p, _mm512_and_ps(x, sign));
 }
