@@ -139,8 +139,12 @@ static inline __attribute__((always_inline)) void pack_a_src(int ta, const float
         float *d = dst + (size_t)ir * kc;
         if (ta) {
             size_t s = (size_t)p0 * lda + i0 + ir;
+            /* a whole panel whose 8 floats from s lie in each row of A (i0 + ir + 8 <= lda)
+             * takes plain loads (masked ones are slow on AMD cores); lanes 6 and 7 land in
+             * the store's spill, which the next store (or panel) overwrites */
+            size_t n = rows == MR && i0 + ir + 8 <= lda ? 8 : (size_t)rows;
             for (int k = 0; k < kc; k++)
-                _mm256_storeu_ps(d + (size_t)k * MR, load_src(A, s + (size_t)k * lda, (size_t)rows, kind));
+                _mm256_storeu_ps(d + (size_t)k * MR, load_src(A, s + (size_t)k * lda, n, kind));
         } else {
             pack_transposed(A, (size_t)(i0 + ir) * lda + p0, (size_t)lda, rows, kc, d, MR, kind);
         }
