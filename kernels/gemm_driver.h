@@ -182,18 +182,43 @@ typedef void (*gemm_inplace_pack_b_fn)(int kc, const float *a, size_t rs, size_t
  * added to a C tile right after its last K block's store, while it is in L1. */
 typedef void (*gemm_bias_fn)(float *c, int ldc, int mr, int nr, const float *bias);
 
-/* Add the part `part` of `parts` of a rows x len float region (row stride ld) to pf:
- * the next block's packing source, spread over the current block's microkernel calls
- * so that packing reads from L2 instead of waiting on memory. */
-static inline __attribute__((always_inline)) void prefetch_part(prefetch_list *pf, const float *base,
-                                                                size_t ld, int rows, int len, int part,
-                                                                int parts) {
-    int r0 = (int)((long)rows * part / parts), r1 = (int)((long)rows * (part + 1) / parts);
+/* Add rows [r0, r1) of a len-float-wide region (row stride ld) to pf: the next block's
+ * packing source, spread over the current block's microkernel calls so that packing
+ * reads from L2 instead of waiting on memory. */
+static inline __attribute__((always_inline)) void prefetch_rows(prefetch_list *pf, const float *base, size_t ld,
+                                                                int r0, int r1, int len) {
     for (int r = r0; r < r1; r++) {
         /* each 64-byte line the row's len floats touch, once */
         uintptr_t p = (uintptr_t)(base + (size_t)r * ld), end = p + (size_t)len * 4;
         for (p &= ~(uintptr_t)63; p < end; p += 64) prefetch_add(pf, (const void *)p);
     }
+}
+
+/* The part `part` of `parts` of a region's rows: [rows part / parts, rows (part + 1) / parts). */
+static inline __attribute__((always_inline)) void prefetch_part(prefetch_list *pf, const float *base,
+                                                                size_t ld, int rows, int len, int part,
+                                                                int parts) {
+    prefetch_rows(pf, base, ld, (int)((long)rows * part / parts), (int)((long)rows * (part + 1) / parts), len);
+}
+
+/* The same parts of `rows` rows, part after part without a division: each call of
+ * row_cursor_next gives the next part's [*r0, *r1), as prefetch_part would. */
+typedef struct {
+    int r1, q, rem, acc, parts;
+} row_cursor;
+static inline row_cursor row_cursor_at_0(int rows, int parts) {
+    row_cursor c = {0, parts ? rows / parts : 0, parts ? rows % parts : 0, 0, parts};
+    return c;
+}
+static inline __attribute__((always_inline)) void row_cursor_next(row_cursor *c, int *r0, int *r1) {
+    *r0 = c->r1;
+    c->r1 += c->q;
+    c->acc += c->rem; /* (part + 1) rem mod parts, carrying its floor into r1 */
+    if (c->acc >= c->parts) {
+        c->acc -= c->parts;
+        c->r1++;
+    }
+    *r1 = c->r1;
 }
 
 /* At most how many 64-byte lines the rows x len floats of r touch. */
@@ -225,13 +250,14 @@ static inline int row_lines(const void *p, int last) { return (int)(((uintptr_t)
 
 /* The prefetches of one microkernel call on the kc-step tile at c (own: whether it has
  * MR rows): the MR x NR C tile at c_next (NULL: none), with bl.own_c its own tile late
- * (an own tile of fewer rows is not prefetched) and the call's share (part of parts) of
- * the next packing sources na and nb (in the last block, the caller's next regions). */
+ * (an own tile of fewer rows is not prefetched) and the call's share of the next packing
+ * sources na and nb (in the last block, the caller's next regions), their next parts
+ * from the cursors ca and cb (NULL: none of that region). */
 static inline __attribute__((always_inline)) void call_prefetches(prefetch_list *pf, gemm_blocking bl, int kc,
                                                                   const float *c, int own,
                                                                   const float *c_next, int ldc,
-                                                                  vt_region na, vt_region nb, int part,
-                                                                  int parts) {
+                                                                  vt_region na, vt_region nb, row_cursor *ca,
+                                                                  row_cursor *cb) {
     pf->n = 0;
     pf->c_rows = c_next ? bl.mr : 0;
     pf->c = (const char *)c_next;
@@ -241,8 +267,15 @@ static inline __attribute__((always_inline)) void call_prefetches(prefetch_list 
     pf->own = (const char *)c;
     pf->own_lines = row_lines(c, pf->c_last);
     pf->own_group = own && bl.own_c ? imax(0, (kc - bl.own_c) / PF_GROUP) : INT_MAX;
-    if (na.rows) prefetch_part(pf, na.base, na.ld, na.rows, na.len, part, parts);
-    if (nb.rows) prefetch_part(pf, nb.base, nb.ld, nb.rows, nb.len, part, parts);
+    int r0, r1;
+    if (ca) {
+        row_cursor_next(ca, &r0, &r1);
+        prefetch_rows(pf, na.base, na.ld, r0, r1, na.len);
+    }
+    if (cb) {
+        row_cursor_next(cb, &r0, &r1);
+        prefetch_rows(pf, nb.base, nb.ld, r0, r1, nb.len);
+    }
 }
 
 /* The kernels of one ISA's GEMM (see gemm_blocked). */
@@ -278,7 +311,8 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
      * they are packed, where the packed A block and the next source nearly fill the L2 */
     const long src_calls = src_lines ? (region_lines(na) + region_lines(nb) + src_lines - 1) / src_lines : parts;
     const int first_src = src_calls < parts ? parts - (int)src_calls : 0;
-    const vt_region none = {NULL, 0, 0, 0};
+    /* the calls from first_src on take parts 0, 1, ... of parts - first_src of each */
+    row_cursor ca = row_cursor_at_0(na.rows, parts - first_src), cb = row_cursor_at_0(nb.rows, parts - first_src);
     for (int jr = 0; jr < nc; jr += NR) {
         int nr = imin(NR, nc - jr);
         float *b = pb + (size_t)jr * kc;
@@ -299,8 +333,8 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
                                   : jr + NR < nc ? C + (size_t)ic * ldc + jc + jr + NR
                                                  : c;
             prefetch_list pf;
-            call_prefetches(&pf, bl, kc, c, mr == MR, bl.next_c ? c_next : NULL, ldc, part < first_src ? none : na,
-                            part < first_src ? none : nb, part - first_src, parts - first_src);
+            call_prefetches(&pf, bl, kc, c, mr == MR, bl.next_c ? c_next : NULL, ldc, na, nb,
+                            part >= first_src && na.rows ? &ca : NULL, part >= first_src && nb.rows ? &cb : NULL);
             /* where this block packs op(B), the next panel's source, over this panel's calls */
             if (bs && jr + NR < nc)
                 prefetch_part(&pf, bs + jr + NR, (size_t)ldb, kc, imin(NR, nc - jr - NR), ir / MR, (mc + MR - 1) / MR);
