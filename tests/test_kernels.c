@@ -51,6 +51,7 @@
 
 #include "harness.h"
 #include "kernels.h"
+#include "gemm_driver.h" /* row_cursor */
 #include "gemm_tiles.h" /* VT_AVX512_SHAPES: every shape is tested */
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -1099,6 +1100,28 @@ static void test_gemm_short_rows(const vt_kernels *t) {
 
 /* ---------------------------------------------------------------- blocking contexts */
 
+/* The drivers' division-free split of a region's rows over a block's microkernel calls
+ * (row_cursor) gives every part the rows the division gives: [rows p / parts,
+ * rows (p + 1) / parts), so each row is prefetched once, by the call the split names. */
+static void test_row_cursor(void) {
+    int bad = 0, cases = 0;
+    for (int rows = 0; rows <= 300 && !bad; rows++)
+        for (int parts = 1; parts <= 2000 && !bad; parts += parts < 64 ? 1 : 37) {
+            row_cursor c = row_cursor_at_0(rows, parts);
+            for (int p = 0; p < parts; p++) {
+                int r0, r1;
+                row_cursor_next(&c, &r0, &r1);
+                if (r0 != (int)((long)rows * p / parts) || r1 != (int)((long)rows * (p + 1) / parts)) {
+                    CHECK(0, "row_cursor: %d rows in %d parts, part %d gave [%d, %d)", rows, parts, p, r0, r1);
+                    bad = 1;
+                    break;
+                }
+            }
+            cases++;
+        }
+    CHECK(!bad && cases > 10000, "row_cursor: %d splits compared", cases);
+}
+
 /* The context table's keys, the rules VT_GEMM_CONTEXT's overrides are checked against,
  * and the names overrides give. */
 static void test_gemm_context_table(void) {
@@ -1356,6 +1379,7 @@ int main(void) {
         if (t.isa >= VT_ISA_AVX512BF16) test_gemm_bf16_order(&t);
     }
     test_gemm_context_table();
+    test_row_cursor();
     test_gemm_contexts(&s);
     return test_summary();
 }
