@@ -163,6 +163,11 @@ static inline __attribute__((always_inline)) void prefetch_rest(const prefetch_l
 typedef void (*gemm_micro_fn)(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
                               float alpha, float beta, const prefetch_list *pf);
 
+/* A gemm_micro_fn that also adds bias[0:nr] to every row of the tile in registers, right
+ * before its store: the bits add_bias gives after the store (the same two roundings). */
+typedef void (*gemm_micro_bias_fn)(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
+                                   float alpha, float beta, const float *bias, const prefetch_list *pf);
+
 /* The `full` microkernel for MR whole rows of op(A) read in place, row i at step k at
  * a[i rs + k ks] (ta = 0: rs = lda, ks = 1; ta = 1: rs = 1, ks = lda). */
 typedef void (*gemm_inplace_fn)(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c,
@@ -287,13 +292,15 @@ typedef struct {
     gemm_pack_b_fn full_pack_b;            /* NULL: only pack_b packs op(B) */
     gemm_inplace_pack_b_fn inplace_pack_b; /* (both or neither) */
     gemm_bias_fn add_bias;
+    gemm_micro_bias_fn full_bias, half_bias; /* NULL: add_bias after the store */
 } gemm_kernels;
 
 /* One packed block's microkernel calls: C[ic : ic + mc, jc : jc + nc] = alpha op(A) op(B)
  * + bet C over K block [pc, pc + kc), op(A)'s first `whole` rows of the block read in
  * place, the others from pa, op(B) from pb; the block's last calls (src_lines lines
  * each; 0: all its calls) prefetch their shares of the next packing sources na and nb.
- * bias_k: added to each tile after its store (NULL: none).
+ * bias_k: added to each tile, by the kernel's bias variant before its store (full_bias,
+ * half_bias) or by add_bias after it (NULL: none).
  * bs (tb = 0 only; NULL: pb is already packed): op(B)[pc + k][jc + j] at bs[k ldb + j],
  * packed into pb here, panel by panel: by the panel's first call (full_pack_b /
  * inplace_pack_b) when it is a whole MR-row call over more than half_nr columns, else by
@@ -327,6 +334,11 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
                                  : nr > HALF                                  ? kn->full
                                  : kn->quarter && nr <= HALF / 2              ? kn->quarter
                                                                               : kn->half;
+            /* the kernel's variant adding this K block's bias in registers, if it has one */
+            gemm_micro_bias_fn kern_bias = !bias_k           ? NULL
+                                           : kern == kn->full ? kn->full_bias
+                                           : kern == kn->half ? kn->half_bias
+                                                              : NULL;
             float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
             /* the next call's tile in this block; for the block's last, its own */
             const float *c_next = ir + MR < mc   ? c + (size_t)MR * ldc
@@ -346,9 +358,12 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
                 kn->full_pack_b(kc, pa, pack_b_from, (size_t)ldb, b, c, ldc, mr, nr, alpha, bet, &pf);
             else if (ir < whole)
                 kn->inplace(kc, a_in, rs, ks, b, c, ldc, nr, alpha, bet, &pf);
+            else if (kern_bias)
+                kern_bias(kc, pa + (size_t)ir * kc, b, c, ldc, mr, nr, alpha, bet, bias_k + jc + jr, &pf);
             else
                 kern(kc, pa + (size_t)ir * kc, b, c, ldc, mr, nr, alpha, bet, &pf);
-            if (bias_k) kn->add_bias(c, ldc, mr, nr, bias_k + jc + jr);
+            const int bias_added = kern_bias && !pack_b_from && ir >= whole; /* the branch above */
+            if (bias_k && !bias_added) kn->add_bias(c, ldc, mr, nr, bias_k + jc + jr);
         }
     }
 }
@@ -383,8 +398,8 @@ static inline __attribute__((always_inline)) void pack_b_block(const gemm_kernel
     else kn->pack_b(tb, B, ldb, pc, jc, kc, nc, pb);
 }
 
-/* C = alpha op(A) op(B) + beta C (+ bias on every row when bias != NULL, added by
- * add_bias to each tile after its last K block) for M, N, K > 0 and alpha != 0, through
+/* C = alpha op(A) op(B) + beta C (+ bias on every row when bias != NULL, added to each
+ * tile in its last K block, see gemm_macro) for M, N, K > 0 and alpha != 0, through
  * packed A at pa and packed B at pb (sized by the caller's work-space formula); the
  * last block's calls prefetch next[0] and next[1] (gemm_prefetch; next NULL: none). Last
  * panels with mr <= short_mr rows use `short_rows`, else those with nr <= narrow_nr columns

@@ -208,14 +208,20 @@ static void pack_b16(int tb, const vt_bf16 *B, int ldb, int p0, int j0, int kc, 
                 x0 = _mm256_fmadd_ps(vb, vt256_load(k0, cr), x0);                     \
                 x1 = _mm256_fmadd_ps(vb, vt256_load(k1, cr + 8), x1);                 \
             }                                                                          \
+            if (bias) {                                                                \
+                x0 = _mm256_add_ps(x0, bias0);                                         \
+                x1 = _mm256_add_ps(x1, bias1);                                         \
+            }                                                                          \
             vt256_store(k0, cr, x0);                                                   \
             vt256_store(k1, cr + 8, x1);                                               \
         }                                                                              \
     } while (0)
 
-/* c[0:mr, 0:nr] = alpha * (a panel) (b panel) + beta * c (beta == 0: c not read). */
-static void kernel_6x16(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
-                        float alpha, float beta, const prefetch_list *pf) {
+/* c[0:mr, 0:nr] = alpha * (a panel) (b panel) + beta * c (beta == 0: c not read), + bias[0:nr]
+ * on every row when bias is not NULL (a constant in each caller). */
+static inline __attribute__((always_inline)) void kernel_6x16_body(int kc, const float *a, const float *b, float *c,
+                                                                   int ldc, int mr, int nr, float alpha, float beta,
+                                                                   const float *bias, const prefetch_list *pf) {
     prefetch_all(pf);
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
@@ -231,7 +237,17 @@ static void kernel_6x16(int kc, const float *a, const float *b, float *c, int ld
     }
     const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
     const size_t k0 = (size_t)nr, k1 = (size_t)(nr > 8 ? nr - 8 : 0);
+    const __m256 bias0 = bias ? vt256_load(k0, bias) : va, bias1 = bias && k1 ? vt256_load(k1, bias + 8) : va;
     ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3); ROW_STORE(4); ROW_STORE(5);
+}
+
+static void kernel_6x16(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr, float alpha,
+                        float beta, const prefetch_list *pf) {
+    kernel_6x16_body(kc, a, b, c, ldc, mr, nr, alpha, beta, NULL, pf);
+}
+static void kernel_6x16_bias(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
+                             float alpha, float beta, const float *bias, const prefetch_list *pf) {
+    kernel_6x16_body(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, pf);
 }
 
 #define ROW_FMA_HALF(i) c##i##0 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + (i)), b0, c##i##0)
@@ -242,14 +258,16 @@ static void kernel_6x16(int kc, const float *a, const float *b, float *c, int ld
             float *cr = c + (size_t)(i) * ldc;                                         \
             __m256 x0 = _mm256_mul_ps(c##i##0, va);                                    \
             if (beta != 0.0f) x0 = _mm256_fmadd_ps(vb, vt256_load(k0, cr), x0);        \
+            if (bias) x0 = _mm256_add_ps(x0, bias0);                                   \
             vt256_store(k0, cr, x0);                                                   \
         }                                                                              \
     } while (0)
 
 /* The same for a last panel with nr <= 8: only the first 8 columns of the (16-wide)
  * B panel are used, halving the work of a narrow edge. */
-static void kernel_6x8(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
-                       float alpha, float beta, const prefetch_list *pf) {
+static inline __attribute__((always_inline)) void kernel_6x8_body(int kc, const float *a, const float *b, float *c,
+                                                                  int ldc, int mr, int nr, float alpha, float beta,
+                                                                  const float *bias, const prefetch_list *pf) {
     prefetch_all(pf);
     __m256 c00 = _mm256_setzero_ps(), c10 = c00, c20 = c00, c30 = c00, c40 = c00, c50 = c00;
     for (int i = 0; i < mr; i++) _mm_prefetch((const char *)(c + (size_t)i * ldc), _MM_HINT_T0);
@@ -262,8 +280,18 @@ static void kernel_6x8(int kc, const float *a, const float *b, float *c, int ldc
     }
     const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
     const size_t k0 = (size_t)nr;
+    const __m256 bias0 = bias ? vt256_load(k0, bias) : va;
     ROW_STORE_HALF(0); ROW_STORE_HALF(1); ROW_STORE_HALF(2); ROW_STORE_HALF(3); ROW_STORE_HALF(4);
     ROW_STORE_HALF(5);
+}
+
+static void kernel_6x8(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr, float alpha,
+                       float beta, const prefetch_list *pf) {
+    kernel_6x8_body(kc, a, b, c, ldc, mr, nr, alpha, beta, NULL, pf);
+}
+static void kernel_6x8_bias(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
+                            float alpha, float beta, const float *bias, const prefetch_list *pf) {
+    kernel_6x8_body(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, pf);
 }
 
 /* c[0:mr, 0:nr] += bias[0:nr] on every row (gemm_bias_fn; nr <= N). */
@@ -305,9 +333,10 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
     }
     /* no quarter, narrow, short-row or in-place kernels (NULL / 0: never chosen) */
     static const gemm_kernels kn = {.pack_a = pack_a, .pack_b = pack_b, .full = kernel_6x16, .half = kernel_6x8,
-                                    .add_bias = add_bias};
+                                    .add_bias = add_bias, .full_bias = kernel_6x16_bias, .half_bias = kernel_6x8_bias};
     static const gemm_kernels kn_bf16 = {.pack_a = pack_a_round, .pack_b = pack_b_round, .pack_b16 = pack_b16,
-                                         .full = kernel_6x16, .half = kernel_6x8, .add_bias = add_bias};
+                                         .full = kernel_6x16, .half = kernel_6x8, .add_bias = add_bias,
+                                         .full_bias = kernel_6x16_bias, .half_bias = kernel_6x8_bias};
     gemm_blocking bl = {.mr = MR, .nr = NR, .kc = KC, .kc_t = KC_T, .mc = MC, .nc = NC, .m_one_pass = M_ONE_PASS,
                         .one_pass_min_n = ONE_PASS_MIN_N, .nc_one_pass = NC_ONE_PASS};
     float *pb = work + a_floats(a_rows(M), (size_t)imin(K, imax(KC, KC_T)));
