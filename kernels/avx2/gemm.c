@@ -241,14 +241,17 @@ static inline __attribute__((always_inline)) void kernel_6x16_body(int kc, const
     ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3); ROW_STORE(4); ROW_STORE(5);
 }
 
-static void kernel_6x16(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr, float alpha,
-                        float beta, const prefetch_list *pf) {
-    kernel_6x16_body(kc, a, b, c, ldc, mr, nr, alpha, beta, NULL, pf);
-}
-static void kernel_6x16_bias(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
-                             float alpha, float beta, const float *bias, const prefetch_list *pf) {
-    kernel_6x16_body(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, pf);
-}
+/* name (a gemm_micro_fn) and name_bias (its gemm_micro_bias_fn) from name_body. */
+#define KERNEL_AND_BIAS_VARIANT(name)                                                                         \
+    static void name(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr, float alpha,  \
+                     float beta, const prefetch_list *pf) {                                                   \
+        name##_body(kc, a, b, c, ldc, mr, nr, alpha, beta, NULL, pf);                                         \
+    }                                                                                                         \
+    static void name##_bias(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,        \
+                            float alpha, float beta, const float *bias, const prefetch_list *pf) {            \
+        name##_body(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, pf);                                         \
+    }
+KERNEL_AND_BIAS_VARIANT(kernel_6x16)
 
 #define ROW_FMA_HALF(i) c##i##0 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + (i)), b0, c##i##0)
 
@@ -285,14 +288,7 @@ static inline __attribute__((always_inline)) void kernel_6x8_body(int kc, const 
     ROW_STORE_HALF(5);
 }
 
-static void kernel_6x8(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr, float alpha,
-                       float beta, const prefetch_list *pf) {
-    kernel_6x8_body(kc, a, b, c, ldc, mr, nr, alpha, beta, NULL, pf);
-}
-static void kernel_6x8_bias(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
-                            float alpha, float beta, const float *bias, const prefetch_list *pf) {
-    kernel_6x8_body(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, pf);
-}
+KERNEL_AND_BIAS_VARIANT(kernel_6x8)
 
 /* c[0:mr, 0:nr] += bias[0:nr] on every row (gemm_bias_fn; nr <= N). */
 static void add_bias(float *c, int ldc, int mr, int nr, const float *bias) {
