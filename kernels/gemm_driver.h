@@ -199,31 +199,32 @@ static inline __attribute__((always_inline)) void prefetch_rows(prefetch_list *p
     }
 }
 
-/* The part `part` of `parts` of a region's rows: [rows part / parts, rows (part + 1) / parts). */
-static inline __attribute__((always_inline)) void prefetch_part(prefetch_list *pf, const float *base,
-                                                                size_t ld, int rows, int len, int part,
-                                                                int parts) {
-    prefetch_rows(pf, base, ld, (int)((long)rows * part / parts), (int)((long)rows * (part + 1) / parts), len);
-}
-
-/* The same parts of `rows` rows, part after part without a division: each call of
- * row_cursor_next gives the next part's [*r0, *r1), as prefetch_part would. */
+/* A region's rows cut into `parts` (>= 1) parts, handed out part after part without a
+ * division: the p-th call of row_cursor_next gives [*r0, *r1) = [rows p / parts,
+ * rows (p + 1) / parts). */
 typedef struct {
     int r1, q, rem, acc, parts;
 } row_cursor;
 static inline row_cursor row_cursor_at_0(int rows, int parts) {
-    row_cursor c = {0, parts ? rows / parts : 0, parts ? rows % parts : 0, 0, parts};
+    row_cursor c = {0, rows / parts, rows % parts, 0, parts};
     return c;
 }
 static inline __attribute__((always_inline)) void row_cursor_next(row_cursor *c, int *r0, int *r1) {
     *r0 = c->r1;
     c->r1 += c->q;
-    c->acc += c->rem; /* (part + 1) rem mod parts, carrying its floor into r1 */
+    c->acc += c->rem; /* (p + 1) rem mod parts, carrying its floor into r1 */
     if (c->acc >= c->parts) {
         c->acc -= c->parts;
         c->r1++;
     }
     *r1 = c->r1;
+}
+
+/* The next part of a region (its rows from cursor c) added to pf. */
+static inline __attribute__((always_inline)) void prefetch_next_part(prefetch_list *pf, vt_region r, row_cursor *c) {
+    int r0, r1;
+    row_cursor_next(c, &r0, &r1);
+    prefetch_rows(pf, r.base, r.ld, r0, r1, r.len);
 }
 
 /* At most how many 64-byte lines the rows x len floats of r touch. */
@@ -272,15 +273,8 @@ static inline __attribute__((always_inline)) void call_prefetches(prefetch_list 
     pf->own = (const char *)c;
     pf->own_lines = row_lines(c, pf->c_last);
     pf->own_group = own && bl.own_c ? imax(0, (kc - bl.own_c) / PF_GROUP) : INT_MAX;
-    int r0, r1;
-    if (ca) {
-        row_cursor_next(ca, &r0, &r1);
-        prefetch_rows(pf, na.base, na.ld, r0, r1, na.len);
-    }
-    if (cb) {
-        row_cursor_next(cb, &r0, &r1);
-        prefetch_rows(pf, nb.base, nb.ld, r0, r1, nb.len);
-    }
+    if (ca) prefetch_next_part(pf, na, ca);
+    if (cb) prefetch_next_part(pf, nb, cb);
 }
 
 /* The kernels of one ISA's GEMM (see gemm_blocked). */
@@ -326,6 +320,9 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
         /* whether the first call packs this panel (its rows: whole MR rows, so `full` or `inplace`) */
         const int first_packs = bs && nr > HALF && mc >= MR && MR > bl.short_full_mr;
         if (bs && !first_packs) kn->pack_b(0, bs + jr, ldb, 0, 0, kc, nr, b);
+        /* the next panel's source, a part per call of this panel */
+        const vt_region next_bs = {bs && jr + NR < nc ? bs + jr + NR : NULL, (size_t)ldb, kc, imin(NR, nc - jr - NR)};
+        row_cursor cbs = row_cursor_at_0(kc, (mc + MR - 1) / MR);
         for (int ir = 0; ir < mc; ir += MR, part++) {
             int mr = imin(MR, mc - ir);
             gemm_micro_fn kern = mr <= bl.short_mr                            ? kn->short_rows
@@ -334,11 +331,6 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
                                  : nr > HALF                                  ? kn->full
                                  : kn->quarter && nr <= HALF / 2              ? kn->quarter
                                                                               : kn->half;
-            /* the kernel's variant adding this K block's bias in registers, if it has one */
-            gemm_micro_bias_fn kern_bias = !bias_k           ? NULL
-                                           : kern == kn->full ? kn->full_bias
-                                           : kern == kn->half ? kn->half_bias
-                                                              : NULL;
             float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
             /* the next call's tile in this block; for the block's last, its own */
             const float *c_next = ir + MR < mc   ? c + (size_t)MR * ldc
@@ -348,10 +340,15 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
             call_prefetches(&pf, bl, kc, c, mr == MR, bl.next_c ? c_next : NULL, ldc, na, nb,
                             part >= first_src && na.rows ? &ca : NULL, part >= first_src && nb.rows ? &cb : NULL);
             /* where this block packs op(B), the next panel's source, over this panel's calls */
-            if (bs && jr + NR < nc)
-                prefetch_part(&pf, bs + jr + NR, (size_t)ldb, kc, imin(NR, nc - jr - NR), ir / MR, (mc + MR - 1) / MR);
+            if (next_bs.base) prefetch_next_part(&pf, next_bs, &cbs);
             const float *a_in = A + (size_t)(ic + ir) * rs + (size_t)pc * ks;
             const float *pack_b_from = first_packs && ir == 0 ? bs + jr : NULL;
+            /* a call of kern that adds this K block's bias in registers, when kern has such a
+             * variant (NULL: add_bias adds it after the call) */
+            gemm_micro_bias_fn kern_bias = !bias_k || pack_b_from || ir < whole ? NULL
+                                           : kern == kn->full                   ? kn->full_bias
+                                           : kern == kn->half                   ? kn->half_bias
+                                                                                : NULL;
             if (pack_b_from && ir < whole)
                 kn->inplace_pack_b(kc, a_in, rs, ks, pack_b_from, (size_t)ldb, b, c, ldc, nr, alpha, bet, &pf);
             else if (pack_b_from)
@@ -362,8 +359,7 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
                 kern_bias(kc, pa + (size_t)ir * kc, b, c, ldc, mr, nr, alpha, bet, bias_k + jc + jr, &pf);
             else
                 kern(kc, pa + (size_t)ir * kc, b, c, ldc, mr, nr, alpha, bet, &pf);
-            const int bias_added = kern_bias && !pack_b_from && ir >= whole; /* the branch above */
-            if (bias_k && !bias_added) kn->add_bias(c, ldc, mr, nr, bias_k + jc + jr);
+            if (bias_k && !kern_bias) kn->add_bias(c, ldc, mr, nr, bias_k + jc + jr);
         }
     }
 }

@@ -140,10 +140,10 @@ static inline __attribute__((always_inline)) void pack_a_src(int ta, const float
         float *d = dst + (size_t)ir * kc;
         if (ta) {
             size_t s = (size_t)p0 * lda + i0 + ir;
-            /* a whole panel whose 8 floats from s lie in each row of A (i0 + ir + 8 <= lda)
+            /* a whole panel whose 8 floats from s are op(A) rows of this block (ir + 8 <= mc)
              * takes plain loads (masked ones are slow on AMD cores); lanes 6 and 7 land in
              * the store's spill, which the next store (or panel) overwrites */
-            size_t n = rows == MR && i0 + ir + 8 <= lda ? 8 : (size_t)rows;
+            size_t n = ir + 8 <= mc ? 8 : (size_t)rows;
             for (int k = 0; k < kc; k++)
                 _mm256_storeu_ps(d + (size_t)k * MR, load_src(A, s + (size_t)k * lda, n, kind));
         } else {
@@ -238,7 +238,8 @@ static inline __attribute__((always_inline)) void kernel_6x16_body(int kc, const
     }
     const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
     const size_t k0 = (size_t)nr, k1 = (size_t)(nr > 8 ? nr - 8 : 0);
-    const __m256 bias0 = bias ? vt256_load(k0, bias) : va, bias1 = bias && k1 ? vt256_load(k1, bias + 8) : va;
+    const __m256 none = _mm256_setzero_ps(); /* bias0, bias1 when there is no bias (unused) */
+    const __m256 bias0 = bias ? vt256_load(k0, bias) : none, bias1 = bias && k1 ? vt256_load(k1, bias + 8) : none;
     ROW_STORE(0); ROW_STORE(1); ROW_STORE(2); ROW_STORE(3); ROW_STORE(4); ROW_STORE(5);
 }
 
@@ -284,7 +285,7 @@ static inline __attribute__((always_inline)) void kernel_6x8_body(int kc, const 
     }
     const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
     const size_t k0 = (size_t)nr;
-    const __m256 bias0 = bias ? vt256_load(k0, bias) : va;
+    const __m256 bias0 = bias ? vt256_load(k0, bias) : _mm256_setzero_ps(); /* unused without a bias */
     ROW_STORE_HALF(0); ROW_STORE_HALF(1); ROW_STORE_HALF(2); ROW_STORE_HALF(3); ROW_STORE_HALF(4);
     ROW_STORE_HALF(5);
 }
