@@ -199,14 +199,15 @@ static inline __attribute__((always_inline)) void prefetch_rows(prefetch_list *p
     }
 }
 
-/* A region's rows cut into `parts` (>= 1) parts, handed out part after part without a
+/* A region's rows cut into `parts` parts, handed out part after part without a
  * division: the p-th call of row_cursor_next gives [*r0, *r1) = [rows p / parts,
- * rows (p + 1) / parts). */
+ * rows (p + 1) / parts). parts 0 (a block none of whose calls prefetches, gemm_macro's
+ * first_src = parts) gives a cursor that must not be advanced. */
 typedef struct {
     int r1, q, rem, acc, parts;
 } row_cursor;
 static inline row_cursor row_cursor_at_0(int rows, int parts) {
-    row_cursor c = {0, rows / parts, rows % parts, 0, parts};
+    row_cursor c = {0, parts ? rows / parts : 0, parts ? rows % parts : 0, 0, parts};
     return c;
 }
 static inline __attribute__((always_inline)) void row_cursor_next(row_cursor *c, int *r0, int *r1) {

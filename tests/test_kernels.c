@@ -1120,6 +1120,10 @@ static void test_row_cursor(void) {
             cases++;
         }
     CHECK(!bad && cases > 10000, "row_cursor: %d splits compared", cases);
+    volatile int zero = 0; /* at run time, as gemm_macro's count: a division by it would trap */
+    row_cursor none = row_cursor_at_0(5, zero); /* a block with no prefetching calls */
+    CHECK(none.parts == 0 && none.r1 == 0 && none.q == 0 && none.rem == 0,
+          "row_cursor of 0 parts: parts %d, r1 %d, q %d, rem %d", none.parts, none.r1, none.q, none.rem);
 }
 
 /* The context table's keys, the rules VT_GEMM_CONTEXT's overrides are checked against,
