@@ -172,6 +172,10 @@ typedef void (*gemm_micro_bias_fn)(int kc, const float *a, const float *b, float
  * a[i rs + k ks] (ta = 0: rs = lda, ks = 1; ta = 1: rs = 1, ks = lda). */
 typedef void (*gemm_inplace_fn)(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c,
                                 int ldc, int nr, float alpha, float beta, const prefetch_list *pf);
+/* The same adding bias[0:nr] in registers before the store, as gemm_micro_bias_fn does. */
+typedef void (*gemm_inplace_bias_fn)(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c,
+                                     int ldc, int nr, float alpha, float beta, const float *bias,
+                                     const prefetch_list *pf);
 
 /* `full` and `inplace` for a panel's first call when op(B) is not transposed (tb = 0):
  * they read the panel's nr > half_nr columns from their source, op(B)[k][j] at
@@ -284,6 +288,7 @@ typedef struct {
     gemm_pack16_fn pack_b16;               /* NULL: no bf16 B */
     gemm_micro_fn full, half, quarter, narrow, short_rows;
     gemm_inplace_fn inplace;
+    gemm_inplace_bias_fn inplace_bias;     /* NULL: add_bias after the store */
     gemm_pack_b_fn full_pack_b;            /* NULL: only pack_b packs op(B) */
     gemm_inplace_pack_b_fn inplace_pack_b; /* (both or neither) */
     gemm_bias_fn add_bias;
@@ -295,7 +300,7 @@ typedef struct {
  * place, the others from pa, op(B) from pb; the block's last calls (src_lines lines
  * each; 0: all its calls) prefetch their shares of the next packing sources na and nb.
  * bias_k: added to each tile, by the kernel's bias variant before its store (full_bias,
- * half_bias) or by add_bias after it (NULL: none).
+ * half_bias, inplace_bias) or by add_bias after it (NULL: none).
  * bs (tb = 0 only; NULL: pb is already packed): op(B)[pc + k][jc + j] at bs[k ldb + j],
  * packed into pb here, panel by panel: by the panel's first call (full_pack_b /
  * inplace_pack_b) when it is a whole MR-row call over more than half_nr columns, else by
@@ -344,23 +349,28 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
             if (next_bs.base) prefetch_next_part(&pf, next_bs, &cbs);
             const float *a_in = A + (size_t)(ic + ir) * rs + (size_t)pc * ks;
             const float *pack_b_from = first_packs && ir == 0 ? bs + jr : NULL;
-            /* a call of kern that adds this K block's bias in registers, when kern has such a
-             * variant (NULL: add_bias adds it after the call) */
-            gemm_micro_bias_fn kern_bias = !bias_k || pack_b_from || ir < whole ? NULL
-                                           : kern == kn->full                   ? kn->full_bias
-                                           : kern == kn->half                   ? kn->half_bias
-                                                                                : NULL;
+            /* the call's variant that adds this K block's bias in registers, when its kernel
+             * has one (both NULL: add_bias adds it after the call) */
+            const int bias_in_regs = bias_k && !pack_b_from;
+            gemm_micro_bias_fn kern_bias = !bias_in_regs || ir < whole ? NULL
+                                           : kern == kn->full          ? kn->full_bias
+                                           : kern == kn->half          ? kn->half_bias
+                                                                       : NULL;
+            gemm_inplace_bias_fn inplace_bias = bias_in_regs && ir < whole ? kn->inplace_bias : NULL;
+            const float *bias_j = bias_k ? bias_k + jc + jr : NULL;
             if (pack_b_from && ir < whole)
                 kn->inplace_pack_b(kc, a_in, rs, ks, pack_b_from, (size_t)ldb, b, c, ldc, nr, alpha, bet, &pf);
             else if (pack_b_from)
                 kn->full_pack_b(kc, pa, pack_b_from, (size_t)ldb, b, c, ldc, mr, nr, alpha, bet, &pf);
+            else if (inplace_bias)
+                inplace_bias(kc, a_in, rs, ks, b, c, ldc, nr, alpha, bet, bias_j, &pf);
             else if (ir < whole)
                 kn->inplace(kc, a_in, rs, ks, b, c, ldc, nr, alpha, bet, &pf);
             else if (kern_bias)
-                kern_bias(kc, pa + (size_t)ir * kc, b, c, ldc, mr, nr, alpha, bet, bias_k + jc + jr, &pf);
+                kern_bias(kc, pa + (size_t)ir * kc, b, c, ldc, mr, nr, alpha, bet, bias_j, &pf);
             else
                 kern(kc, pa + (size_t)ir * kc, b, c, ldc, mr, nr, alpha, bet, &pf);
-            if (bias_k && !kern_bias) kn->add_bias(c, ldc, mr, nr, bias_k + jc + jr);
+            if (bias_k && !kern_bias && !inplace_bias) kn->add_bias(c, ldc, mr, nr, bias_j);
         }
     }
 }

@@ -39,8 +39,11 @@
  * its own C tile into L1 for its epilogue: see prefetch_list, prefetch_group and
  * gemm_macro in ../gemm_driver.h.
  * alpha and beta are applied at the store of the first K block (later K blocks add
- * with beta = 1); beta == 0 never reads C. K == 0 or alpha == 0 gives C = beta C
- * without reading A or B (BLAS convention).
+ * with beta = 1), a bias (gemm_bias) at the store of the last one: in registers by the
+ * full, half and in-place kernels' bias variants, by add_bias after the store of the
+ * others' tiles (short rows, narrow, quarter, and the calls that pack op(B)); beta == 0
+ * never reads C. K == 0 or alpha == 0 gives C = beta C without reading A or B (BLAS
+ * convention).
  * Numerics: float accumulation over each KC block, blocks summed into C; error within
  * the usual K eps sum|a||b| bound, like the scalar reference (different order). For a
  * fixed shape, blocking and thread count the result is fixed.
@@ -150,7 +153,8 @@ static inline __attribute__((always_inline)) void pack_transposed(const void *sr
     }
 }
 
-/* c[0:mr, 0:nr] += bias[0:nr] on every row (gemm_bias_fn; nr <= N). */
+/* c[0:mr, 0:nr] += bias[0:nr] on every row (gemm_bias_fn; nr <= N): for the tiles of
+ * kernels without a bias variant. */
 static void add_bias(float *c, int ldc, int mr, int nr, const float *bias) {
     for (int j = 0; j < nr; j += 16) {
         __mmask16 k = vt512_tail((size_t)(nr - j));

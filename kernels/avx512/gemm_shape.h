@@ -15,7 +15,10 @@
  *               beside the FMAs on the panel's first call;
  *   half        <= 16 columns, one 512-bit vector per row;
  *   quarter     <= 8 columns, one 256-bit vector per row;
- *   narrow      <= 4 columns, turned around: the MR rows in the lanes of one vector.
+ *   narrow      <= 4 columns, turned around: the MR rows in the lanes of one vector;
+ *   full_bias, half_bias, inplace_bias: full, half and inplace adding the bias of a
+ *               product's last K block in registers before the store (gemm_macro; the
+ *               other kernels leave it to add_bias after the store).
  * Every kernel computes an element as one FMA chain in step order and stores
  * alpha acc (+ beta C as one FMA), so an element's bits do not depend on which kernel its
  * tile gets (for one shape and K blocking). */
@@ -123,7 +126,8 @@ static inline __attribute__((always_inline)) void SH(rows_step)(__m512 acc[SH_MR
     }
 }
 
-/* c[0:mr, 0:nr] = alpha * (a panel) (b panel) + beta * c (beta == 0: c not read),
+/* c[0:mr, 0:nr] = alpha * (a panel) (b panel) + beta * c (beta == 0: c not read)
+ * (+ bias[0:nr] on every row when bias is not NULL, a constant in each caller),
  * mr <= R <= SH_MR, row i of op(A) at step k at a[i rs + k ks] ((1, MR) for a packed
  * panel). R rows of FMAs (R SH_NV accumulators). With PACK_B, step k's B vectors come
  * from the source bs[k ldbs + j] (zero past nr) and are stored to bd[k NR] as pack_b
@@ -132,8 +136,8 @@ static inline __attribute__((always_inline)) void SH(rows_step)(__m512 acc[SH_MR
  * inlined, so each caller's constant R, PACK_B and strides give their own code. */
 static inline __attribute__((always_inline)) void
 SH(kernel_rows)(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c, int ldc, int mr, int nr,
-                float alpha, float beta, const prefetch_list *pf, const int R, const int PACK_B, const float *bs,
-                size_t ldbs, float *bd) {
+                float alpha, float beta, const float *bias, const prefetch_list *pf, const int R, const int PACK_B,
+                const float *bs, size_t ldbs, float *bd) {
     __mmask16 km[SH_NV];
     __m512 acc[SH_MR][SH_NV];
 #pragma GCC unroll 4
@@ -172,6 +176,9 @@ SH(kernel_rows)(int kc, const float *a, size_t rs, size_t ks, const float *b, fl
     }
     prefetch_rest(pf, groups, SH_MR);
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    __m512 bias_v[SH_NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < SH_NV; v++) bias_v[v] = bias ? _mm512_maskz_loadu_ps(km[v], bias + 16 * v) : _mm512_setzero_ps();
 #pragma GCC unroll 16
     for (int i = 0; i < SH_MR; i++) {
         if (i < R && i < mr) {
@@ -180,6 +187,7 @@ SH(kernel_rows)(int kc, const float *a, size_t rs, size_t ks, const float *b, fl
             for (int v = 0; v < SH_NV; v++) {
                 __m512 x = _mm512_mul_ps(acc[i][v], va);
                 if (beta != 0.0f) x = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(km[v], cr + 16 * v), x);
+                if (bias) x = _mm512_add_ps(x, bias_v[v]);
                 _mm512_mask_storeu_ps(cr + 16 * v, km[v], x);
             }
         }
@@ -188,19 +196,24 @@ SH(kernel_rows)(int kc, const float *a, size_t rs, size_t ks, const float *b, fl
 
 static void SH(kernel_full)(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr, float alpha,
                             float beta, const prefetch_list *pf) {
-    SH(kernel_rows)(kc, a, 1, SH_MR, b, c, ldc, mr, nr, alpha, beta, pf, SH_MR, 0, NULL, 0, NULL);
+    SH(kernel_rows)(kc, a, 1, SH_MR, b, c, ldc, mr, nr, alpha, beta, NULL, pf, SH_MR, 0, NULL, 0, NULL);
+}
+
+static void SH(kernel_full_bias)(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
+                                 float alpha, float beta, const float *bias, const prefetch_list *pf) {
+    SH(kernel_rows)(kc, a, 1, SH_MR, b, c, ldc, mr, nr, alpha, beta, bias, pf, SH_MR, 0, NULL, 0, NULL);
 }
 
 static void SH(kernel_full_pack_b)(int kc, const float *a, const float *bs, size_t ldbs, float *b, float *c,
                                    int ldc, int mr, int nr, float alpha, float beta, const prefetch_list *pf) {
-    SH(kernel_rows)(kc, a, 1, SH_MR, NULL, c, ldc, mr, nr, alpha, beta, pf, SH_MR, 1, bs, ldbs, b);
+    SH(kernel_rows)(kc, a, 1, SH_MR, NULL, c, ldc, mr, nr, alpha, beta, NULL, pf, SH_MR, 1, bs, ldbs, b);
 }
 
 /* R rows of FMAs for a last panel of mr < MR rows (R = 4 for mr <= 4: 4 SH_NV
  * independent chains cover the FMA latency). */
 #define SH_ROWS_CASE(r)                                                                                      \
     case r:                                                                                                 \
-        SH(kernel_rows)(kc, a, 1, SH_MR, b, c, ldc, mr, nr, alpha, beta, pf, (r) < SH_MR ? (r) : SH_MR, 0, \
+        SH(kernel_rows)(kc, a, 1, SH_MR, b, c, ldc, mr, nr, alpha, beta, NULL, pf, (r) < SH_MR ? (r) : SH_MR, 0, \
                         NULL, 0, NULL);                                                                     \
         break
 static void SH(kernel_short)(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
@@ -210,31 +223,40 @@ static void SH(kernel_short)(int kc, const float *a, const float *b, float *c, i
         SH_ROWS_CASE(10); SH_ROWS_CASE(11); SH_ROWS_CASE(12); SH_ROWS_CASE(13);
     default:
         if (mr <= 4)
-            SH(kernel_rows)(kc, a, 1, SH_MR, b, c, ldc, mr, nr, alpha, beta, pf, imin(4, SH_MR), 0, NULL, 0, NULL);
-        else SH(kernel_rows)(kc, a, 1, SH_MR, b, c, ldc, mr, nr, alpha, beta, pf, SH_MR, 0, NULL, 0, NULL);
+            SH(kernel_rows)(kc, a, 1, SH_MR, b, c, ldc, mr, nr, alpha, beta, NULL, pf, imin(4, SH_MR), 0, NULL, 0, NULL);
+        else SH(kernel_rows)(kc, a, 1, SH_MR, b, c, ldc, mr, nr, alpha, beta, NULL, pf, SH_MR, 0, NULL, 0, NULL);
     }
 }
 #undef SH_ROWS_CASE
 
 static void SH(kernel_inplace)(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c, int ldc,
                                int nr, float alpha, float beta, const prefetch_list *pf) {
-    if (rs == 1) SH(kernel_rows)(kc, a, 1, ks, b, c, ldc, SH_MR, nr, alpha, beta, pf, SH_MR, 0, NULL, 0, NULL);
-    else SH(kernel_rows)(kc, a, rs, 1, b, c, ldc, SH_MR, nr, alpha, beta, pf, SH_MR, 0, NULL, 0, NULL);
+    if (rs == 1) SH(kernel_rows)(kc, a, 1, ks, b, c, ldc, SH_MR, nr, alpha, beta, NULL, pf, SH_MR, 0, NULL, 0, NULL);
+    else SH(kernel_rows)(kc, a, rs, 1, b, c, ldc, SH_MR, nr, alpha, beta, NULL, pf, SH_MR, 0, NULL, 0, NULL);
+}
+
+static void SH(kernel_inplace_bias)(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c,
+                                    int ldc, int nr, float alpha, float beta, const float *bias,
+                                    const prefetch_list *pf) {
+    if (rs == 1) SH(kernel_rows)(kc, a, 1, ks, b, c, ldc, SH_MR, nr, alpha, beta, bias, pf, SH_MR, 0, NULL, 0, NULL);
+    else SH(kernel_rows)(kc, a, rs, 1, b, c, ldc, SH_MR, nr, alpha, beta, bias, pf, SH_MR, 0, NULL, 0, NULL);
 }
 
 static void SH(kernel_inplace_pack_b)(int kc, const float *a, size_t rs, size_t ks, const float *bs, size_t ldbs,
                                       float *b, float *c, int ldc, int nr, float alpha, float beta,
                                       const prefetch_list *pf) {
-    if (rs == 1) SH(kernel_rows)(kc, a, 1, ks, NULL, c, ldc, SH_MR, nr, alpha, beta, pf, SH_MR, 1, bs, ldbs, b);
-    else SH(kernel_rows)(kc, a, rs, 1, NULL, c, ldc, SH_MR, nr, alpha, beta, pf, SH_MR, 1, bs, ldbs, b);
+    if (rs == 1) SH(kernel_rows)(kc, a, 1, ks, NULL, c, ldc, SH_MR, nr, alpha, beta, NULL, pf, SH_MR, 1, bs, ldbs, b);
+    else SH(kernel_rows)(kc, a, rs, 1, NULL, c, ldc, SH_MR, nr, alpha, beta, NULL, pf, SH_MR, 1, bs, ldbs, b);
 }
 
 /* A tile of nr columns that fit one W-bit vector per row (W = 512: nr <= 16, `half`;
  * 256: nr <= 8, `quarter`, where a 256-bit FMA costs half a 512-bit one, e.g. the 5-column
- * tail of attention's 197 x 197 products): the first W / 32 columns of the B panel. */
+ * tail of attention's 197 x 197 products): the first W / 32 columns of the B panel
+ * (+ bias[0:nr] on every row when bias is not NULL, a constant in each caller). */
 #define SH_KERNEL_1V(name, W, mask_t, mask)                                                                  \
-    static void name(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr, float alpha, \
-                     float beta, const prefetch_list *pf) {                                                  \
+    static inline __attribute__((always_inline)) void name(int kc, const float *a, const float *b, float *c, \
+                                                           int ldc, int mr, int nr, float alpha, float beta, \
+                                                           const float *bias, const prefetch_list *pf) {     \
         __m##W acc[SH_MR];                                                                                   \
         _Pragma("GCC unroll 16") for (int i = 0; i < SH_MR; i++) acc[i] = _mm##W##_setzero_ps();             \
         const int groups = (kc + PF_GROUP - 1) / PF_GROUP; /* the last one shorter */                        \
@@ -249,18 +271,33 @@ static void SH(kernel_inplace_pack_b)(int kc, const float *a, size_t rs, size_t 
         prefetch_rest(pf, groups, SH_MR);                                                                    \
         const __m##W va = _mm##W##_set1_ps(alpha), vb = _mm##W##_set1_ps(beta);                               \
         const mask_t k0 = mask;                                                                              \
+        const __m##W bias0 = bias ? _mm##W##_maskz_loadu_ps(k0, bias) : _mm##W##_setzero_ps();              \
         _Pragma("GCC unroll 16") for (int i = 0; i < SH_MR; i++) {                                           \
             if (i < mr) {                                                                                    \
                 float *cr = c + (size_t)i * ldc;                                                             \
                 __m##W x = _mm##W##_mul_ps(acc[i], va);                                                      \
                 if (beta != 0.0f) x = _mm##W##_fmadd_ps(vb, _mm##W##_maskz_loadu_ps(k0, cr), x);             \
+                if (bias) x = _mm##W##_add_ps(x, bias0);                                                     \
                 _mm##W##_mask_storeu_ps(cr, k0, x);                                                          \
             }                                                                                                \
         }                                                                                                    \
     }
 
-SH_KERNEL_1V(SH(kernel_half), 512, __mmask16, vt512_tail((size_t)nr))
-SH_KERNEL_1V(SH(kernel_quarter), 256, __mmask8, (__mmask8)((1u << nr) - 1u))
+SH_KERNEL_1V(SH(kernel_half_body), 512, __mmask16, vt512_tail((size_t)nr))
+SH_KERNEL_1V(SH(kernel_quarter_body), 256, __mmask8, (__mmask8)((1u << nr) - 1u))
+
+static void SH(kernel_half)(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr, float alpha,
+                            float beta, const prefetch_list *pf) {
+    SH(kernel_half_body)(kc, a, b, c, ldc, mr, nr, alpha, beta, NULL, pf);
+}
+static void SH(kernel_half_bias)(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
+                                 float alpha, float beta, const float *bias, const prefetch_list *pf) {
+    SH(kernel_half_body)(kc, a, b, c, ldc, mr, nr, alpha, beta, bias, pf);
+}
+static void SH(kernel_quarter)(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
+                               float alpha, float beta, const prefetch_list *pf) {
+    SH(kernel_quarter_body)(kc, a, b, c, ldc, mr, nr, alpha, beta, NULL, pf);
+}
 
 /* A last panel of nr = n <= 4 columns, turned around: the SH_MR rows in the lanes of one
  * vector (a packed A step is SH_MR contiguous floats), one FMA per column per step
@@ -310,9 +347,12 @@ static const gemm_kernels SH(kernels) = {.pack_a = SH(pack_a),
                                          .narrow = SH(kernel_narrow),
                                          .short_rows = SH(kernel_short),
                                          .inplace = SH(kernel_inplace),
+                                         .inplace_bias = SH(kernel_inplace_bias),
                                          .full_pack_b = SH(kernel_full_pack_b),
                                          .inplace_pack_b = SH(kernel_inplace_pack_b),
-                                         .add_bias = add_bias};
+                                         .add_bias = add_bias,
+                                         .full_bias = SH(kernel_full_bias),
+                                         .half_bias = SH(kernel_half_bias)};
 
 /* The bf16 fma path's (kernels.h): every operand element through the rounding packs, so
  * no kernel reads op(A) in place or op(B) from its source. */
@@ -324,7 +364,9 @@ static const gemm_kernels SH(kernels_bf16) = {.pack_a = SH(pack_a_round),
                                               .quarter = SH(kernel_quarter),
                                               .narrow = SH(kernel_narrow),
                                               .short_rows = SH(kernel_short),
-                                              .add_bias = add_bias};
+                                              .add_bias = add_bias,
+                                              .full_bias = SH(kernel_full_bias),
+                                              .half_bias = SH(kernel_half_bias)};
 
 #undef SH_NR
 #undef SH_KERNEL_1V
