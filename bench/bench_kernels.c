@@ -24,15 +24,18 @@
  *      OpenBLAS's cblas_sgemm (libopenblas.so.0: Debian libopenblas0-openmp); bf16,
  *      oneDNN's matmul primitive on bf16 operands with a float32 result (its 2.x C API;
  *      given operands already converted to bf16, so its time holds no conversion), each
- *      on the same thread count, with "ratio" = our GFLOP/s / theirs. A round times
- *      every contestant of a precision once in turn (each round starting one further
- *      on), so load that comes and goes hits all of them alike; at least 3 rounds, at
- *      most 7. Each library's first result is checked against ours (relative Frobenius
+ *      on the same thread count, with "ratio" = our GFLOP/s / theirs (the best round
+ *      of each) and "ratio_median" = the median over the rounds of that round's ratio.
+ *      A round times every contestant of a precision once in turn (each round starting
+ *      one further on), so load that comes and goes hits all of them alike; at least 5
+ *      rounds, at most 9. On a host whose speed moves between minutes the best rounds
+ *      of two contestants can fall in different phases; the round medians pair each
+ *      round's figures. Each library's first result is checked against ours (relative Frobenius
  *      difference, must be < 1e-4: in bf16 both sum the same rounded products), so a
  *      ratio never compares different products; a mismatch is an error (exit 1).
  *  (d) "gemm_summary": per precision and thread count, our lowest and mean % of peak per
- *      model and, per library, the lowest and geometric-mean ratio and how many shapes
- *      we match.
+ *      model and, per library, the lowest and geometric-mean ratio, the geometric mean
+ *      of the round medians and how many shapes we match.
  *  (e) "gemm" rows of the lower SIMD levels (down to avx2), 1 thread, ours only, in each
  *      precision whose GEMM entry differs from the top level's (on an AVX512-BF16 CPU:
  *      fp32 on avx2, bf16 on avx512 and avx2, where it runs the bf16 numerics through the
@@ -324,15 +327,25 @@ static double rel_diff(const float *x, const float *ref, size_t n) {
 
 /* GFLOP/s of shape s on nt threads for each present library of one precision (gf[l], 0
  * when absent): a warm-up and check call each, then alternating rounds, best wall time
- * per library. */
+ * per library; med[l] (l > 0), the median over the rounds of each round's ratio of our
+ * rate to library l's (0 when absent). */
 /* VT_BENCH_CLOCK=cpu: the products are timed in the process's CPU seconds per thread
  * instead of wall-clock seconds, so that on a machine shared with other work the figures
  * count the work done while running (the threads' waits at barriers included), not the
  * time others took; the peaks stay wall-clock. */
 static int cpu_clock = 0;
 
+/* Rounds per shape: at least MIN_ROUNDS, more while under 1.5 s were spent. */
+#define MIN_ROUNDS 5
+#define MAX_ROUNDS 9
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 static void time_shape(const gemm_lib *libs, int bf16, const gemm_shape *s, int nt, double gf[N_LIBS],
-                       double err[N_LIBS]) {
+                       double med[N_LIBS], double err[N_LIBS]) {
     size_t mk = (size_t)s->M * s->K, kn = (size_t)s->K * s->N, mn = (size_t)s->M * s->N;
     operands o = {falloc(mk), falloc(kn), NULL, NULL, s->ta ? s->M : s->K, s->tb ? s->K : s->N};
     o.A16 = bf16_copy(o.A, mk);
@@ -361,19 +374,29 @@ static void time_shape(const gemm_lib *libs, int bf16, const gemm_shape *s, int 
             }
         }
     }
-    double spent = 0;
-    for (int r = 0; r < 7 && (r < 3 || spent < 1.5); r++) {
+    double spent = 0, t[N_LIBS][MAX_ROUNDS];
+    int rounds = 0;
+    for (; rounds < MAX_ROUNDS && (rounds < MIN_ROUNDS || spent < 1.5); rounds++) {
         for (int j = 0; j < N_LIBS; j++) {
-            int l = (r + j) % N_LIBS; /* each round starts with the next library */
+            int l = (rounds + j) % N_LIBS; /* each round starts with the next library */
             if (!libs[l].present) continue;
             double t0 = cpu_clock ? bench_cpu_now() / nt : bench_now();
             run_gemm(&libs[l], bf16, s, nt, &o, C, &p);
             double dt = (cpu_clock ? bench_cpu_now() / nt : bench_now()) - t0;
             spent += dt;
+            t[l][rounds] = dt;
             if (dt < best[l]) best[l] = dt;
         }
     }
-    for (int l = 0; l < N_LIBS; l++) gf[l] = libs[l].present ? 2.0 * s->M * s->N * (double)s->K / best[l] * 1e-9 : 0;
+    for (int l = 0; l < N_LIBS; l++) {
+        gf[l] = libs[l].present ? 2.0 * s->M * s->N * (double)s->K / best[l] * 1e-9 : 0;
+        med[l] = 0;
+        if (l == 0 || !libs[l].present) continue;
+        double r[MAX_ROUNDS];
+        for (int i = 0; i < rounds; i++) r[i] = t[l][i] / t[0][i];
+        qsort(r, (size_t)rounds, sizeof r[0], cmp_double);
+        med[l] = rounds % 2 ? r[rounds / 2] : 0.5 * (r[rounds / 2 - 1] + r[rounds / 2]);
+    }
     matmul_free(&p);
     free(o.A); free(o.B); free(o.A16); free(o.B16); free(C); free(ref);
 }
@@ -492,24 +515,24 @@ int main(int argc, char **argv) {
         }
     fflush(stdout);
 
-    static double gf[2][N_SHAPES][2][N_LIBS], diff[2][N_SHAPES][2][N_LIBS];
+    static double gf[2][N_SHAPES][2][N_LIBS], med[2][N_SHAPES][2][N_LIBS], diff[2][N_SHAPES][2][N_LIBS];
     int run[N_SHAPES] = {0};
     for (int pr = 0; pr < 2; pr++) {
         if (!run_prec[pr]) continue;
-        fprintf(stderr, "\n%s GFLOP/s  %2s %2s %6s %6s %6s %2s %8s %8s %6s %8s %6s\n", pr ? "bf16" : "fp32", "ta", "tb",
-                "M", "N", "K", "th", "ours", "oneDNN", "ratio", "OpenBLAS", "ratio");
+        fprintf(stderr, "\n%s GFLOP/s  %2s %2s %6s %6s %6s %2s %8s %8s %6s %6s %8s %6s %6s\n", pr ? "bf16" : "fp32", "ta",
+                "tb", "M", "N", "K", "th", "ours", "oneDNN", "ratio", "median", "OpenBLAS", "ratio", "median");
         for (int si = 0; si < ns; si++) {
             const gemm_shape *s = &shapes[si];
             if (filter && !strstr(s->name, filter)) continue;
             run[si] = 1;
             for (int ti = 0; ti < 2; ti++) {
                 double *g = gf[pr][si][ti];
-                time_shape(libs[pr], pr, s, threads[ti], g, diff[pr][si][ti]);
+                time_shape(libs[pr], pr, s, threads[ti], g, med[pr][si][ti], diff[pr][si][ti]);
                 fprintf(stderr, "%-16s %2d %2d %6d %6d %6d %2d %8.1f", s->name, s->ta, s->tb, s->M, s->N, s->K,
                         threads[ti], g[0]);
                 for (int l = 1; l < N_LIBS; l++) {
-                    if (libs[pr][l].present) fprintf(stderr, " %8.1f %6.2f", g[l], g[0] / g[l]);
-                    else fprintf(stderr, " %8s %6s", "-", "-");
+                    if (libs[pr][l].present) fprintf(stderr, " %8.1f %6.2f %6.2f", g[l], g[0] / g[l], med[pr][si][ti][l]);
+                    else fprintf(stderr, " %8s %6s %6s", "-", "-", "-");
                 }
                 fprintf(stderr, "\n");
             }
@@ -539,7 +562,8 @@ int main(int argc, char **argv) {
         const char *pn = pr ? "bf16" : "fp32";
         fprintf(stderr, "\n%s %% of peak   1 thread  2 threads\n", pn);
         /* ratio sums per (threads, lib) and % peak per (threads, model) for the summary */
-        double log_ratio[2][N_LIBS] = {{0}}, min_ratio[2][N_LIBS], pct_min[2][N_MODELS], pct_sum[2][N_MODELS];
+        double log_ratio[2][N_LIBS] = {{0}}, log_med[2][N_LIBS] = {{0}}, min_ratio[2][N_LIBS], pct_min[2][N_MODELS],
+               pct_sum[2][N_MODELS];
         int n_ratio[2][N_LIBS] = {{0}}, n_match[2][N_LIBS] = {{0}}, n_pct[2][N_MODELS] = {{0}};
         const char *min_shape[2][N_LIBS] = {{0}};
         for (int ti = 0; ti < 2; ti++) {
@@ -566,14 +590,15 @@ int main(int argc, char **argv) {
                 n_pct[ti][s->model]++;
                 for (int l = 1; l < N_LIBS; l++) {
                     if (!libs[pr][l].present) continue;
-                    double ratio = g[0] / g[l];
+                    double ratio = g[0] / g[l], ratio_med = med[pr][si][ti][l];
                     printf("{\"bench\":\"gemm_ref\",\"cpu\":\"%s\",\"precision\":\"%s\",\"lib\":\"%s\",\"shape\":\"%s\","
                            "\"threads\":%d,\"gflops\":%.1f,\"pct_peak\":%s,\"ours_isa\":\"%s\",\"ours_gflops\":%.1f,"
-                           "\"ratio\":%.3f,\"rel_diff\":%.2g}\n",
+                           "\"ratio\":%.3f,\"ratio_median\":%.3f,\"rel_diff\":%.2g}\n",
                            cpu, pn, libs[pr][l].lib, s->name, nt, g[l],
                            num_or_null(peak[pr][nt] > 0 ? 100.0 * g[l] / peak[pr][nt] : 0, pb, sizeof pb), vt_k.name,
-                           g[0], ratio, diff[pr][si][ti][l]);
+                           g[0], ratio, ratio_med, diff[pr][si][ti][l]);
                     log_ratio[ti][l] += log(ratio);
+                    log_med[ti][l] += log(ratio_med);
                     n_ratio[ti][l]++;
                     n_match[ti][l] += ratio >= 1.0;
                     if (ratio < min_ratio[ti][l]) min_ratio[ti][l] = ratio, min_shape[ti][l] = s->name;
@@ -598,15 +623,15 @@ int main(int argc, char **argv) {
             }
             for (int l = 1; l < N_LIBS; l++) {
                 if (!n_ratio[ti][l]) continue;
-                double geo = exp(log_ratio[ti][l] / n_ratio[ti][l]);
+                double geo = exp(log_ratio[ti][l] / n_ratio[ti][l]), geo_med = exp(log_med[ti][l] / n_ratio[ti][l]);
                 printf("{\"bench\":\"gemm_summary\",\"cpu\":\"%s\",\"isa\":\"%s\",\"gemm_ctx\":\"%s\",\"precision\":\"%s\",\"lib\":\"%s\","
                        "\"threads\":%d,\"shapes\":%d,\"ours_at_least\":%d,\"min_ratio\":%.3f,\"min_ratio_shape\":\"%s\","
-                       "\"geomean_ratio\":%.3f}\n",
+                       "\"geomean_ratio\":%.3f,\"geomean_ratio_median\":%.3f}\n",
                        cpu, vt_k.name, vt_gemm_ctx.name, pn, libs[pr][l].lib, nt, n_ratio[ti][l], n_match[ti][l], min_ratio[ti][l],
-                       min_shape[ti][l], geo);
-                fprintf(stderr, "  %d thread%s ours / %-8s: min %.2f (%s), geomean %.2f, ours >= theirs on %d of %d\n",
-                        nt, nt > 1 ? "s" : " ", libs[pr][l].lib, min_ratio[ti][l], min_shape[ti][l], geo,
-                        n_match[ti][l], n_ratio[ti][l]);
+                       min_shape[ti][l], geo, geo_med);
+                fprintf(stderr, "  %d thread%s ours / %-8s: min %.2f (%s), geomean %.2f (of the round medians %.2f), "
+                        "ours >= theirs on %d of %d\n", nt, nt > 1 ? "s" : " ", libs[pr][l].lib, min_ratio[ti][l],
+                        min_shape[ti][l], geo, geo_med, n_match[ti][l], n_ratio[ti][l]);
             }
         }
         fflush(stdout);
@@ -630,8 +655,8 @@ int main(int argc, char **argv) {
             for (int si = 0; si < ns; si++) {
                 const gemm_shape *s = &shapes[si];
                 if (filter && !strstr(s->name, filter)) continue;
-                double g1[N_LIBS], d1[N_LIBS];
-                time_shape(only_ours, pr, s, 1, g1, d1);
+                double g1[N_LIBS], m1[N_LIBS], d1[N_LIBS];
+                time_shape(only_ours, pr, s, 1, g1, m1, d1);
                 double pct = peak[pr][1] > 0 ? 100.0 * g1[0] / peak[pr][1] : 0;
                 char pb[32];
                 printf("{\"bench\":\"gemm\",\"cpu\":\"%s\",\"isa\":\"%s\",\"gemm_ctx\":\"%s\",\"precision\":\"%s\",\"shape\":\"%s\","
