@@ -519,8 +519,9 @@ int main(int argc, char **argv) {
     int run[N_SHAPES] = {0};
     for (int pr = 0; pr < 2; pr++) {
         if (!run_prec[pr]) continue;
-        fprintf(stderr, "\n%s GFLOP/s  %2s %2s %6s %6s %6s %2s %8s %8s %6s %6s %8s %6s %6s\n", pr ? "bf16" : "fp32", "ta",
-                "tb", "M", "N", "K", "th", "ours", "oneDNN", "ratio", "median", "OpenBLAS", "ratio", "median");
+        fprintf(stderr, "\n%s GFLOP/s  %2s %2s %6s %6s %6s %2s %8s %8s %6s %6s %8s %6s %6s\n",
+                pr ? "bf16" : "fp32", "ta", "tb", "M", "N", "K", "th", "ours", "oneDNN", "ratio", "median", "OpenBLAS",
+                "ratio", "median");
         for (int si = 0; si < ns; si++) {
             const gemm_shape *s = &shapes[si];
             if (filter && !strstr(s->name, filter)) continue;
@@ -531,8 +532,10 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "%-16s %2d %2d %6d %6d %6d %2d %8.1f", s->name, s->ta, s->tb, s->M, s->N, s->K,
                         threads[ti], g[0]);
                 for (int l = 1; l < N_LIBS; l++) {
-                    if (libs[pr][l].present) fprintf(stderr, " %8.1f %6.2f %6.2f", g[l], g[0] / g[l], med[pr][si][ti][l]);
-                    else fprintf(stderr, " %8s %6s %6s", "-", "-", "-");
+                    if (libs[pr][l].present)
+                        fprintf(stderr, " %8.1f %6.2f %6.2f", g[l], g[0] / g[l], med[pr][si][ti][l]);
+                    else
+                        fprintf(stderr, " %8s %6s %6s", "-", "-", "-");
                 }
                 fprintf(stderr, "\n");
             }

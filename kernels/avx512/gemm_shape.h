@@ -178,7 +178,8 @@ SH(kernel_rows)(int kc, const float *a, size_t rs, size_t ks, const float *b, fl
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     __m512 bias_v[SH_NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < SH_NV; v++) bias_v[v] = bias ? _mm512_maskz_loadu_ps(km[v], bias + 16 * v) : _mm512_setzero_ps();
+    for (int v = 0; v < SH_NV; v++)
+        bias_v[v] = bias ? _mm512_maskz_loadu_ps(km[v], bias + 16 * v) : _mm512_setzero_ps();
 #pragma GCC unroll 16
     for (int i = 0; i < SH_MR; i++) {
         if (i < R && i < mr) {
@@ -213,8 +214,8 @@ static void SH(kernel_full_pack_b)(int kc, const float *a, const float *bs, size
  * independent chains cover the FMA latency). */
 #define SH_ROWS_CASE(r)                                                                                      \
     case r:                                                                                                 \
-        SH(kernel_rows)(kc, a, 1, SH_MR, b, c, ldc, mr, nr, alpha, beta, NULL, pf, (r) < SH_MR ? (r) : SH_MR, 0, \
-                        NULL, 0, NULL);                                                                     \
+        SH(kernel_rows)(kc, a, 1, SH_MR, b, c, ldc, mr, nr, alpha, beta, NULL, pf, (r) < SH_MR ? (r) : SH_MR, \
+                        0, NULL, 0, NULL);                                                                  \
         break
 static void SH(kernel_short)(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr,
                              float alpha, float beta, const prefetch_list *pf) {
@@ -223,7 +224,8 @@ static void SH(kernel_short)(int kc, const float *a, const float *b, float *c, i
         SH_ROWS_CASE(10); SH_ROWS_CASE(11); SH_ROWS_CASE(12); SH_ROWS_CASE(13);
     default:
         if (mr <= 4)
-            SH(kernel_rows)(kc, a, 1, SH_MR, b, c, ldc, mr, nr, alpha, beta, NULL, pf, imin(4, SH_MR), 0, NULL, 0, NULL);
+            SH(kernel_rows)(kc, a, 1, SH_MR, b, c, ldc, mr, nr, alpha, beta, NULL, pf, imin(4, SH_MR), 0, NULL, 0,
+                            NULL);
         else SH(kernel_rows)(kc, a, 1, SH_MR, b, c, ldc, mr, nr, alpha, beta, NULL, pf, SH_MR, 0, NULL, 0, NULL);
     }
 }
