@@ -23,8 +23,8 @@
  * reads next): see prefetch_list in ../gemm_driver.h.
  * alpha and beta are applied at the store of the first K block (later K blocks add
  * with beta = 1), a bias (gemm_bias) in registers at the store of the last one
- * (kernel_6x16_bias, kernel_6x8_bias); beta == 0 never reads C. K == 0 or alpha == 0 gives C = beta C
- * without reading A or B (BLAS convention).
+ * (kernel_6x16_bias, kernel_6x8_bias); beta == 0 never reads C. K == 0 or alpha == 0
+ * gives C = beta C without reading A or B (BLAS convention).
  * Numerics: float accumulation over each KC block, blocks summed into C; error within
  * the usual K eps sum|a||b| bound, like the scalar reference (different order).
  * work: vt_avx2_gemm_work_floats(M, N, K) floats, 64-byte aligned.

@@ -231,17 +231,25 @@ static void SH(kernel_short)(int kc, const float *a, const float *b, float *c, i
 }
 #undef SH_ROWS_CASE
 
+/* MR whole rows of op(A) read in place: one inlined copy of kernel_rows per stride form
+ * (ta = 1: rows contiguous, rs = 1; ta = 0: steps contiguous, ks = 1). */
+static inline __attribute__((always_inline)) void SH(inplace_rows)(int kc, const float *a, size_t rs, size_t ks,
+                                                                   const float *b, float *c, int ldc, int nr,
+                                                                   float alpha, float beta, const float *bias,
+                                                                   const prefetch_list *pf) {
+    if (rs == 1) SH(kernel_rows)(kc, a, 1, ks, b, c, ldc, SH_MR, nr, alpha, beta, bias, pf, SH_MR, 0, NULL, 0, NULL);
+    else SH(kernel_rows)(kc, a, rs, 1, b, c, ldc, SH_MR, nr, alpha, beta, bias, pf, SH_MR, 0, NULL, 0, NULL);
+}
+
 static void SH(kernel_inplace)(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c, int ldc,
                                int nr, float alpha, float beta, const prefetch_list *pf) {
-    if (rs == 1) SH(kernel_rows)(kc, a, 1, ks, b, c, ldc, SH_MR, nr, alpha, beta, NULL, pf, SH_MR, 0, NULL, 0, NULL);
-    else SH(kernel_rows)(kc, a, rs, 1, b, c, ldc, SH_MR, nr, alpha, beta, NULL, pf, SH_MR, 0, NULL, 0, NULL);
+    SH(inplace_rows)(kc, a, rs, ks, b, c, ldc, nr, alpha, beta, NULL, pf);
 }
 
 static void SH(kernel_inplace_bias)(int kc, const float *a, size_t rs, size_t ks, const float *b, float *c,
                                     int ldc, int nr, float alpha, float beta, const float *bias,
                                     const prefetch_list *pf) {
-    if (rs == 1) SH(kernel_rows)(kc, a, 1, ks, b, c, ldc, SH_MR, nr, alpha, beta, bias, pf, SH_MR, 0, NULL, 0, NULL);
-    else SH(kernel_rows)(kc, a, rs, 1, b, c, ldc, SH_MR, nr, alpha, beta, bias, pf, SH_MR, 0, NULL, 0, NULL);
+    SH(inplace_rows)(kc, a, rs, ks, b, c, ldc, nr, alpha, beta, bias, pf);
 }
 
 static void SH(kernel_inplace_pack_b)(int kc, const float *a, size_t rs, size_t ks, const float *bs, size_t ldbs,
