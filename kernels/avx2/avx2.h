@@ -26,14 +26,29 @@ static inline __m256i vt256_tail(size_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* Load/store the first min(n, 8) floats at p: full vectors take plain unaligned moves
- * (VMASKMOVPS stores are slow on AMD cores), only a tail (n < 8) is masked. */
+/* Load/store the first min(n, 8) floats at p: full vectors take plain unaligned moves,
+ * a tail (n < 8) a masked load, and a store in pieces of 4, 2 and 1 floats (a
+ * VMASKMOVPS store takes about 19 cycles on AMD cores, kernels/TUNING.md). */
 static inline __m256 vt256_load(size_t n, const float *p) {
     return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, vt256_tail(n));
 }
 static inline void vt256_store(size_t n, float *p, __m256 v) {
-    if (n >= 8) _mm256_storeu_ps(p, v);
-    else _mm256_maskstore_ps(p, vt256_tail(n), v);
+    if (n >= 8) {
+        _mm256_storeu_ps(p, v);
+        return;
+    }
+    __m128 h = _mm256_castps256_ps128(v);
+    if (n & 4) {
+        _mm_storeu_ps(p, h);
+        h = _mm256_extractf128_ps(v, 1);
+        p += 4;
+    }
+    if (n & 2) {
+        _mm_storel_epi64((__m128i *)p, _mm_castps_si128(h));
+        h = _mm_movehl_ps(h, h);
+        p += 2;
+    }
+    if (n & 1) _mm_store_ss(p, h);
 }
 
 /* x rounded to bf16 (kernels.h: bf16 numerics; ../bf16.h's rule in integer arithmetic,
