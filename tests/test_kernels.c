@@ -222,7 +222,7 @@ static void gemm_case(const vt_kernels *t, const vt_kernels *s, int ta, int tb, 
 
 static void test_gemm(const vt_kernels *t, const vt_kernels *s) {
     static const int Ms[] = {1, 2, 5, 6, 7, 12, 13, 14, 15, 17, 18, 19, 28, 29, 33, 63}; /* MR 6 | 14 */
-    static const int Ns[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 65};     /* NR 16 | 32 */
+    static const int Ns[] = {1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 20, 31, 32, 33, 63, 65}; /* NR 16 | 32 */
     static const int Ks[] = {1, 2, 7, 16, 17, 33};
     static const float alphas[] = {1.0f, -0.7f, 2.5f};
     static const float betas[] = {0.0f, 1.0f, 0.5f};

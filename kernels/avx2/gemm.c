@@ -8,14 +8,15 @@
  * KC x NR panels) -> ic over M in MC blocks (pack op(A) block into MR x KC panels)
  * -> jr over NR columns -> ir over MR rows -> the MR x NR register microkernel
  * (MR = 6 rows x NR = 16 columns: 12 ymm accumulators, 2 ymm of B, 1 broadcast; a
- * last panel with <= 8 columns uses a 6 x 8 variant so narrow edges cost half).
+ * last panel with <= 8 columns uses a 6 x 8 variant so narrow edges cost half, one with
+ * <= 4 columns a turned-around kernel, kernel_narrow, with one FMA per column a step).
  * For M <= M_ONE_PASS and N > NC_ONE_PASS (the weight gradients with M < N) the K
  * blocks are outermost: all of op(A)'s K block is packed once, then op(B) in N blocks
  * of at most NC_ONE_PASS columns, so both stay in L2 (see gemm_blocked).
  * All four (ta, tb) cases are absorbed by the packing routines (the transposing ones
  * use 8 x 8 in-register transposes). Edge tiles: packing zero-pads panels to MR/NR,
- * the microkernel stores only the valid rows, with masked column stores (masked moves
- * only on ragged edges: VMASKMOVPS stores are slow on AMD cores).
+ * the microkernel stores only the valid rows and columns (vt256_store: a ragged edge
+ * in pieces, VMASKMOVPS stores being slow on AMD cores).
  * Latency hiding: each microkernel call prefetches at its start its own C tile (12
  * lines, which the core's outstanding-miss buffers take at once; ../TUNING.md) and its
  * share of the source of the next pack_a (and, at the end of a K
@@ -30,6 +31,8 @@
  * work: vt_avx2_gemm_work_floats(M, N, K) floats, 64-byte aligned.
  * gemm_bf16, the bf16 fma path (../kernels.h), runs the same loops with packs that round
  * op(A) and op(B) to bf16 (or widen a bf16 weight); same work space. */
+#include <math.h>
+
 #include "avx2.h"
 #include "../gemm_driver.h"
 #include "../gemm_tiles.h"
@@ -46,6 +49,7 @@
 #define M_ONE_PASS (vt_gemm_ctx.avx2.m_one_pass)
 #define NC_ONE_PASS (vt_gemm_ctx.avx2.nc_one_pass)
 #define ONE_PASS_MIN_N (vt_gemm_ctx.avx2.one_pass_min_n)
+#define NARROW_NR 4 /* last panels of <= 4 columns use kernel_narrow (<= 4 FMAs a step, kernel_6x8's 6) */
 
 /* Floats of the packed-A region: mc x kc plus the 8-float spill of full-vector stores,
  * rounded to 64 bytes so the B panels that follow stay aligned. */
@@ -292,6 +296,47 @@ static inline __attribute__((always_inline)) void kernel_6x8_body(int kc, const 
 
 KERNEL_AND_BIAS_VARIANT(kernel_6x8)
 
+/* A last panel of nr = n <= NARROW_NR columns, turned around: the MR rows of a packed A
+ * step in the lanes of one vector (its lanes 6 and 7, the next step's first rows or the
+ * work space's spill, are computed and never stored), one FMA per column per step
+ * where kernel_6x8 takes MR (65 = 4 x 16 + 1 tokens leave a 1-column panel in
+ * attention's products). The same FMA chain per element as kernel_6x8, so the same bits.
+ * n is a constant in each caller. */
+static inline __attribute__((always_inline)) void kernel_narrow_n(int kc, const float *a, const float *b, float *c,
+                                                                  int ldc, int mr, float alpha, float beta,
+                                                                  const prefetch_list *pf, const int n) {
+    prefetch_all(pf);
+    __m256 e[NARROW_NR];
+#pragma GCC unroll 4
+    for (int j = 0; j < n; j++) e[j] = _mm256_setzero_ps();
+    for (int k = 0; k < kc; k++) {
+        __m256 a0 = _mm256_loadu_ps(a);
+#pragma GCC unroll 4
+        for (int j = 0; j < n; j++) e[j] = _mm256_fmadd_ps(a0, _mm256_broadcast_ss(b + j), e[j]);
+        a += MR;
+        b += NR;
+    }
+    float col[8] __attribute__((aligned(32)));
+#pragma GCC unroll 4
+    for (int j = 0; j < n; j++) {
+        _mm256_store_ps(col, _mm256_mul_ps(e[j], _mm256_set1_ps(alpha)));
+        for (int i = 0; i < mr; i++) {
+            float *ci = c + (size_t)i * ldc + j;
+            *ci = beta != 0.0f ? fmaf(beta, *ci, col[i]) : col[i];
+        }
+    }
+}
+
+static void kernel_narrow(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr, float alpha,
+                          float beta, const prefetch_list *pf) {
+    switch (nr) {
+    case 1: kernel_narrow_n(kc, a, b, c, ldc, mr, alpha, beta, pf, 1); break;
+    case 2: kernel_narrow_n(kc, a, b, c, ldc, mr, alpha, beta, pf, 2); break;
+    case 3: kernel_narrow_n(kc, a, b, c, ldc, mr, alpha, beta, pf, 3); break;
+    default: kernel_narrow_n(kc, a, b, c, ldc, mr, alpha, beta, pf, 4); break;
+    }
+}
+
 /* c[0:mr, 0:nr] += bias[0:nr] on every row (gemm_bias_fn; nr <= N). */
 static void add_bias(float *c, int ldc, int mr, int nr, const float *bias) {
     for (int j = 0; j < nr; j += 8) {
@@ -329,14 +374,16 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
         scale_c(M, N, beta, bias, C, ldc);
         return;
     }
-    /* no quarter, narrow, short-row or in-place kernels (NULL / 0: never chosen) */
+    /* no quarter, short-row or in-place kernels (NULL / 0: never chosen) */
     static const gemm_kernels kn = {.pack_a = pack_a, .pack_b = pack_b, .full = kernel_6x16, .half = kernel_6x8,
-                                    .add_bias = add_bias, .full_bias = kernel_6x16_bias, .half_bias = kernel_6x8_bias};
+                                    .narrow = kernel_narrow, .add_bias = add_bias, .full_bias = kernel_6x16_bias,
+                                    .half_bias = kernel_6x8_bias};
     static const gemm_kernels kn_bf16 = {.pack_a = pack_a_round, .pack_b = pack_b_round, .pack_b16 = pack_b16,
-                                         .full = kernel_6x16, .half = kernel_6x8, .add_bias = add_bias,
-                                         .full_bias = kernel_6x16_bias, .half_bias = kernel_6x8_bias};
+                                         .full = kernel_6x16, .half = kernel_6x8, .narrow = kernel_narrow,
+                                         .add_bias = add_bias, .full_bias = kernel_6x16_bias,
+                                         .half_bias = kernel_6x8_bias};
     gemm_blocking bl = {.mr = MR, .nr = NR, .kc = KC, .kc_t = KC_T, .mc = MC, .nc = NC, .m_one_pass = M_ONE_PASS,
-                        .one_pass_min_n = ONE_PASS_MIN_N, .nc_one_pass = NC_ONE_PASS};
+                        .one_pass_min_n = ONE_PASS_MIN_N, .nc_one_pass = NC_ONE_PASS, .narrow_nr = NARROW_NR};
     float *pb = work + a_floats(a_rows(M), (size_t)imin(K, imax(KC, KC_T)));
     if (bf16) gemm_blocked(bl, &kn_bf16, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, pb, next);
     else gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, bias, C, ldc, work, pb, next);
