@@ -222,7 +222,7 @@ static void gemm_case(const vt_kernels *t, const vt_kernels *s, int ta, int tb, 
 
 static void test_gemm(const vt_kernels *t, const vt_kernels *s) {
     static const int Ms[] = {1, 2, 5, 6, 7, 12, 13, 14, 15, 17, 18, 19, 28, 29, 33, 63}; /* MR 6 | 14 */
-    static const int Ns[] = {1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 20, 31, 32, 33, 63, 65}; /* NR 16 | 32 */
+    static const int Ns[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 65};     /* NR 16 | 32 */
     static const int Ks[] = {1, 2, 7, 16, 17, 33};
     static const float alphas[] = {1.0f, -0.7f, 2.5f};
     static const float betas[] = {0.0f, 1.0f, 0.5f};
@@ -250,6 +250,10 @@ static void test_gemm(const vt_kernels *t, const vt_kernels *s) {
         gemm_case(t, s, ta, tb, 400, 300, 200, 0.5f, 1.0f, 3);     /* ta = 1: A in place up to N = 768 */
         gemm_case(t, s, ta, tb, 200, 384, 330, 1.0f, 0.5f, 1);     /* not one pass (N <= 384) */
         gemm_case(t, s, ta, tb, 200, 385, 330, 1.0f, 0.5f, 0);     /* one pass */
+        gemm_case(t, s, ta, tb, 13, 3, 33, -0.7f, 0.5f, 1);        /* narrow edges: 3 columns, */
+        gemm_case(t, s, ta, tb, 29, 4, 17, 2.5f, 0.0f, 2);         /* 4, */
+        gemm_case(t, s, ta, tb, 19, 20, 64, 1.0f, 1.0f, 3);        /* 4 after a 16-column panel, */
+        gemm_case(t, s, ta, tb, 33, 36, 7, 0.5f, 0.5f, 0);         /* 4 after a 32-column panel */
     }
     gemm_case(t, s, 0, 0, 0, 5, 5, 1.0f, 0.0f, 0);
     gemm_case(t, s, 0, 0, 5, 5, 0, 1.0f, 0.0f, 0);                 /* K = 0: C = beta C */
