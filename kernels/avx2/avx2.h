@@ -27,8 +27,8 @@ static inline __m256i vt256_tail(size_t n) {
 }
 
 /* Load/store the first min(n, 8) floats at p: full vectors take plain unaligned moves,
- * a tail (n < 8) a masked load, and a store in pieces of 4, 2 and 1 floats (a
- * VMASKMOVPS store takes about 19 cycles on AMD cores, kernels/TUNING.md). */
+ * a tail (n < 8) a masked load, and a store in pieces of 4, 2 and 1 floats (VMASKMOVPS
+ * stores are slow on AMD cores, kernels/TUNING.md). */
 static inline __m256 vt256_load(size_t n, const float *p) {
     return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, vt256_tail(n));
 }

@@ -4,7 +4,7 @@
  * The forward takes two rows at a time with their passes interleaved, as the avx512
  * level's does (a row's max and sum reductions are serial chains), each row's arithmetic
  * as it would be alone, and prefetches its streams ahead (../prefetch.h) for arrays
- * larger than the caches. The backward goes row by row without prefetches, faster on
+ * larger than the caches. The backward goes row by row without prefetches, which suits
  * the cache-resident blocks attention gives it (kernels/TUNING.md). */
 #include <math.h>
 
