@@ -51,8 +51,9 @@
 #define ONE_PASS_MIN_N (vt_gemm_ctx.avx2.one_pass_min_n)
 #define NARROW_NR 4 /* last panels of <= 4 columns use kernel_narrow (<= 4 FMAs a step, kernel_6x8's 6) */
 
-/* Floats of the packed-A region: mc x kc plus the 8-float spill of full-vector stores,
- * rounded to 64 bytes so the B panels that follow stay aligned. */
+/* Floats of the packed-A region: mc x kc plus 8 floats of slack, which the packs' full-vector
+ * stores spill into and kernel_narrow's full-vector loads of a last step read, rounded to
+ * 64 bytes so the B panels that follow stay aligned. */
 static inline size_t a_floats(size_t mc, size_t kc) { return round_up(mc * kc + 8, 16); }
 
 /* Rows of the packed A region: all of M when it may be packed in one pass, else an M
