@@ -980,6 +980,48 @@ static double gelu_grad_d(double x) {
     return 0.5 * (1.0 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2.0 * M_PI);
 }
 
+/* The GELU entries on the ragged lengths, from misaligned starts: each element bitwise the
+ * full-length call's (elementwise kernels), and the float after n never written. */
+static void test_gelu_lengths(const vt_kernels *t) {
+    enum { N = 4099 + 8 };
+    float *b[8];
+    float *x = fbuf(N, 0, &b[0]), *dy = fbuf(N, 0, &b[1]), *y = fbuf(N, 0, &b[2]), *dx = fbuf(N, 0, &b[3]);
+    float *g = fbuf(N, 0, &b[4]), *dxf = fbuf(N, 0, &b[5]), *z = fbuf(N + 1, 0, &b[6]), *gz = fbuf(N + 1, 0, &b[7]);
+    fill(x, N, -6, 6);
+    fill(dy, N, -2, 2);
+    t->gelu_fwd(x, y, N);
+    for (int i = 0; i < N; i++) dx[i] = 0.25f;
+    t->gelu_bwd(x, dy, dx, N);
+    memcpy(g, dy, N * 4);
+    for (int i = 0; i < N; i++) dxf[i] = 0.25f;
+    t->gelu_bwd_fwd(x, g, dxf, N, 1);
+    const float guard = 42.0f;
+    for (int r = 0; r < NRAGGED; r++) {
+        size_t n = (size_t)ragged[r], a = (size_t)r % 3; /* elements [a, a + n) */
+        z[a + n] = guard;
+        t->gelu_fwd(x + a, z + a, n);
+        CHECK(memcmp(z + a, y + a, n * 4) == 0 && z[a + n] == guard,
+              "%s gelu_fwd n=%zu at +%zu: values differ from the full call's or the float after was written",
+              t->name, n, a);
+        for (size_t i = 0; i < n; i++) z[a + i] = 0.25f;
+        z[a + n] = guard;
+        t->gelu_bwd(x + a, dy + a, z + a, n);
+        CHECK(memcmp(z + a, dx + a, n * 4) == 0 && z[a + n] == guard,
+              "%s gelu_bwd n=%zu at +%zu: values differ from the full call's or the float after was written",
+              t->name, n, a);
+        memcpy(gz, dy, (a + n) * 4); /* g: dy in, gelu(x) out */
+        gz[a + n] = guard;
+        for (size_t i = 0; i < n; i++) z[a + i] = 0.25f;
+        z[a + n] = guard;
+        t->gelu_bwd_fwd(x + a, gz + a, z + a, n, 1);
+        CHECK(memcmp(z + a, dxf + a, n * 4) == 0 && memcmp(gz + a, y + a, n * 4) == 0 && z[a + n] == guard &&
+                  gz[a + n] == guard,
+              "%s gelu_bwd_fwd n=%zu at +%zu: values differ from the full call's or a float after was written",
+              t->name, n, a);
+    }
+    for (int i = 0; i < 8; i++) free(b[i]);
+}
+
 static void test_gelu(const vt_kernels *t, const vt_kernels *s) {
     enum { NG = 24001 + 16 };
     float *b[6];
@@ -1041,6 +1083,7 @@ static void test_gelu(const vt_kernels *t, const vt_kernels *s) {
         free(dxn);
     }
     for (int i = 0; i < 6; i++) free(b[i]);
+    test_gelu_lengths(t);
 }
 
 /* gemm_work_floats never decreases as M, N or K grows (kernels.h): callers size one
