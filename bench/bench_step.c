@@ -13,26 +13,27 @@
  *      before the first round, 1 more on the second thread count), with the trace on
  *      (src/ops/trace.h): every vt_gemm_prec call and every attention forward and
  *      backward, timed where they run. The step's time splits into those and the rest
- *      (LayerNorm, GELU, residual adds, bias sums, AdamW, clipping; the softmax is inside
- *      attention's time).
+ *      (LayerNorm, GELU, residual adds, AdamW, clipping; the softmax is inside
+ *      attention's time; a weight gradient's call, vt_gemm_prec_wgrad, also sums its
+ *      layer's bias gradient, inside its time: "sums" 1).
  *  (c) attention alone: its forward and backward on a fresh (B, N, 3 H hd) qkv, as the
  *      model calls it, the third of three runs.
  *  (d) one paired step: the trace on again, and right after each GEMM call of the step
  *      (inside it, so within a fraction of a second of it, in the same phase of a host
  *      whose speed moves over seconds) the same product alone three ways, in an order
  *      that rotates from call to call:
- *      "warm":  the same call (the step's pointers, leading dimensions, alpha, beta and
- *               bias) into a copy of its C: its operands as warm as the step's call
- *               left them;
+ *      "warm":  the same call (the step's pointers, leading dimensions, alpha, beta,
+ *               bias and column sums, those into scratch) into a copy of its C: its
+ *               operands as warm as the step's call left them;
  *      "cold":  the same after writing a buffer of twice the last-level cache size (at
  *               least 64 MiB, at most 1 GiB): its operands in memory;
- *      "fresh": the shape as bench_kernels times it: alpha 1, beta 0, no bias, fresh
+ *      "fresh": the shape as bench_kernels times it: alpha 1, beta 0, no bias or sums, fresh
  *               operands in bench_kernels' fill with their own leading dimensions,
  *               once untimed and again timed.
  *      The copies write only scratch memory, so the step computes what a plain step
  *      computes.
  *  (e) "step_gemm": per GEMM shape (ta, tb, M, N, K, whether beta is 0, whether a bias is
- *      fused), the calls, flops and seconds in the traced step (b) and its GFLOP/s there,
+ *      fused, whether it sums columns), the calls, flops and seconds in the traced step (b) and its GFLOP/s there,
  *      and from the paired step (d) its GFLOP/s in the step and alone (warm, cold,
  *      fresh); "step_attention": attention's forward and backward in the step (b) and
  *      alone (c); "step_summary": the step's seconds and MFU (vt_vit_flops x 3 x images /
@@ -78,7 +79,7 @@ enum { WARM, COLD, FRESH, N_VARIANTS };
 /* One GEMM shape of the step: its calls in the traced step, and in the paired step with
  * its copies alone. */
 typedef struct {
-    int ta, tb, M, N, K, beta0, bias;
+    int ta, tb, M, N, K, beta0, bias, sums;
     char name[32];
     int calls;
     double flops, seconds;              /* in the traced step */
@@ -111,7 +112,7 @@ static void shape_name(const vit_step *st, const vt_trace_call *c, char *out, si
 
 static int same_shape(const shape *s, const vt_trace_call *c) {
     return s->ta == c->ta && s->tb == c->tb && s->M == c->M && s->N == c->N && s->K == c->K &&
-           s->beta0 == (c->beta == 0.0f) && s->bias == (c->bias != NULL);
+           s->beta0 == (c->beta == 0.0f) && s->bias == (c->bias != NULL) && s->sums == c->sums;
 }
 
 /* The shape of c among shapes[0..*ns), added when new (NULL: no room). */
@@ -121,7 +122,7 @@ static shape *shape_of(const vit_step *st, shape *shapes, int *ns, const vt_trac
     if (*ns == MAX_SHAPES) return NULL;
     shape *s = &shapes[(*ns)++];
     *s = (shape){.ta = c->ta, .tb = c->tb, .M = c->M, .N = c->N, .K = c->K, .beta0 = c->beta == 0.0f,
-                 .bias = c->bias != NULL};
+                 .bias = c->bias != NULL, .sums = c->sums};
     shape_name(st, c, s->name, sizeof s->name);
     return s;
 }
@@ -177,11 +178,24 @@ static void pool_fit(fresh_pool *p, const shape *shapes, int ns, const vt_trace_
     p->a = a, p->b = b, p->c = c;
 }
 
-/* Seconds of the call c (a trace entry: the step's arguments). */
+/* Seconds of the call c (a trace entry: the step's arguments; a call that made column
+ * sums makes them again, into scratch from sums_arena). */
 static double run_call(const vt_trace_call *c) {
+    static vt_arena sums_arena;
+    static int sums_ready;
+    float *sums = NULL;
+    if (c->sums) {
+        if (!sums_ready) vt_arena_init(&sums_arena, 1 << 20);
+        sums_ready = 1;
+        vt_arena_reset(&sums_arena);
+        sums = vt_arena_calloc(&sums_arena, (size_t)c->M * sizeof(float));
+    }
     double t0 = bench_now();
-    vt_gemm_prec(c->bf16, c->ta, c->tb, c->M, c->N, c->K, c->alpha, c->A, c->lda, c->B, c->B16, c->ldb, c->beta,
-                 c->bias, c->C, c->ldc);
+    if (sums)
+        vt_gemm_prec_wgrad(&sums_arena, c->bf16, c->M, c->N, c->K, c->A, c->lda, c->B, c->ldb, c->C, c->ldc, sums);
+    else
+        vt_gemm_prec(c->bf16, c->ta, c->tb, c->M, c->N, c->K, c->alpha, c->A, c->lda, c->B, c->B16, c->ldb, c->beta,
+                     c->bias, c->C, c->ldc);
     return bench_now() - t0;
 }
 
@@ -205,7 +219,7 @@ typedef struct {
 static double run_alone(const vt_trace_call *c, int v, pair_ctx *p) {
     vt_trace_call g = *c;
     if (v == FRESH) {
-        g.alpha = 1.0f, g.beta = 0.0f, g.bias = NULL;
+        g.alpha = 1.0f, g.beta = 0.0f, g.bias = NULL, g.sums = 0;
         g.A = p->pool->A, g.B = p->pool->B, g.B16 = c->B16 ? p->pool->B16 : NULL, g.C = p->pool->C;
         g.lda = c->ta ? c->M : c->K, g.ldb = c->tb ? c->K : c->N, g.ldc = c->N;
         run_call(&g);
@@ -312,8 +326,9 @@ static void round_at(vit_step *st, const vit_model *mc, int round, int nt, doubl
              "\"threads\":%d,\"round\":%d",
              cpu, vt_k.name, vt_gemm_ctx.name, mc->name, prec, st->B, nt, round);
     fprintf(stderr, "\nround %d, %d thread%s, peak %.1f GFLOP/s; GFLOP/s in the step, in the paired step, alone\n"
-            "  %-10s %2s %2s %5s %5s %5s %4s %4s %5s %8s %7s %7s %7s %7s %7s\n",
-            round, nt, nt > 1 ? "s" : "", peak, "shape", "ta", "tb", "M", "N", "K", "b=0", "bias", "calls", "step s",
+            "  %-10s %2s %2s %5s %5s %5s %4s %4s %4s %5s %8s %7s %7s %7s %7s %7s\n",
+            round, nt, nt > 1 ? "s" : "", peak, "shape", "ta", "tb", "M", "N", "K", "b=0", "bias", "sums", "calls",
+            "step s",
             "step", "paired", "warm", "cold", "fresh");
     double gemm_s = 0, gemm_flops = 0, at[N_VARIANTS] = {0};
     /* bench_kernels' 12 block products, each named once: a name's shapes with beta 0
@@ -331,13 +346,14 @@ static void round_at(vit_step *st, const vit_model *mc, int round, int nt, doubl
         gemm_s += s->seconds;
         gemm_flops += s->flops;
         printf("{\"bench\":\"step_gemm\",%s,\"shape\":\"%s\",\"ta\":%d,\"tb\":%d,\"M\":%d,\"N\":%d,\"K\":%d,"
-               "\"beta0\":%d,\"bias\":%d,\"calls\":%d,\"step_s\":%.4f,\"step_gflops\":%.1f,\"paired_step_gflops\":%.1f,"
-               "\"warm_gflops\":%.1f,\"cold_gflops\":%.1f,\"fresh_gflops\":%.1f,\"peak_gflops\":%.1f}\n",
-               head, s->name, s->ta, s->tb, s->M, s->N, s->K, s->beta0, s->bias, s->calls, s->seconds, g_step,
-               g_paired, g[WARM], g[COLD], g[FRESH], peak);
-        fprintf(stderr, "  %-10s %2d %2d %5d %5d %5d %4d %4d %5d %8.3f %7.1f %7.1f %7.1f %7.1f %7.1f\n", s->name,
-                s->ta, s->tb, s->M, s->N, s->K, s->beta0, s->bias, s->calls, s->seconds, g_step, g_paired, g[WARM],
-                g[COLD], g[FRESH]);
+               "\"beta0\":%d,\"bias\":%d,\"sums\":%d,\"calls\":%d,\"step_s\":%.4f,\"step_gflops\":%.1f,"
+               "\"paired_step_gflops\":%.1f,\"warm_gflops\":%.1f,\"cold_gflops\":%.1f,\"fresh_gflops\":%.1f,"
+               "\"peak_gflops\":%.1f}\n",
+               head, s->name, s->ta, s->tb, s->M, s->N, s->K, s->beta0, s->bias, s->sums, s->calls, s->seconds,
+               g_step, g_paired, g[WARM], g[COLD], g[FRESH], peak);
+        fprintf(stderr, "  %-10s %2d %2d %5d %5d %5d %4d %4d %4d %5d %8.3f %7.1f %7.1f %7.1f %7.1f %7.1f\n", s->name,
+                s->ta, s->tb, s->M, s->N, s->K, s->beta0, s->bias, s->sums, s->calls, s->seconds, g_step, g_paired,
+                g[WARM], g[COLD], g[FRESH]);
         if (!strncmp(s->name, "patch", 5) || !strncmp(s->name, "head", 4) || !strcmp(s->name, "other")) continue;
         int k = 0;
         while (k < n_names && strcmp(names[k].name, s->name)) k++;

@@ -352,6 +352,48 @@ static void test_gemm_blocks(vt_rng *r) {
     omp_set_num_threads(max_threads);
 }
 
+/* A weight gradient with its bias gradient (vt_gemm_prec_wgrad): the column sums bitwise
+ * vt_par_colsum_acc's on 1, 2 and 3 threads; C within tolerance of vt_gemm_prec's product
+ * and bitwise the same when repeated on a thread count. Shapes: K cut over threads in
+ * pieces of several chunks (float32 K >= 2 max(M, N)), a C split (the sums then a pass of
+ * their own), products small enough for one thread, one row, no rows; float32 and bf16. */
+static void test_gemm_wgrad(vt_rng *r) {
+    const int shapes[6][3] = {{40, 30, 5000}, {24, 9, 3001}, {600, 40, 1100}, {70, 33, 41}, {5, 3, 1}, {6, 4, 0}};
+    const int max_threads = omp_get_max_threads();
+    for (int s = 0; s < 6; s++)
+        for (int bf16 = 0; bf16 < 2; bf16++)
+            for (int nt = 1; nt <= 3; nt++) {
+                omp_set_num_threads(nt);
+                const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+                const size_t bytes = (size_t)M * N * sizeof(float);
+                vt_tensor *A = input(r, -1, 1, 2, K > 0 ? K : 1, M, 0, 0), *B = input(r, -1, 1, 2, K > 0 ? K : 1, N, 0, 0);
+                vt_tensor *C0 = input(r, -1, 1, 2, M, N, 0, 0), *C = input(r, -1, 1, 2, M, N, 0, 0);
+                vt_tensor *C1 = input(r, -1, 1, 2, M, N, 0, 0), *s0 = input(r, -1, 1, 1, M, 0, 0, 0);
+                vt_tensor *sref = input(r, -1, 1, 1, M, 0, 0, 0), *sg = input(r, -1, 1, 1, M, 0, 0, 0);
+                memcpy(sref->data, s0->data, (size_t)M * sizeof(float));
+                memcpy(sg->data, s0->data, (size_t)M * sizeof(float));
+                vt_par_colsum_acc(&store, A->data, NULL, K, M, sref->data);
+                memcpy(C->data, C0->data, bytes);
+                vt_gemm_prec(bf16, 1, 0, M, N, K, 1.0f, A->data, M, B->data, NULL, N, 1.0f, NULL, C->data, N);
+                memcpy(C1->data, C0->data, bytes);
+                vt_gemm_prec_wgrad(&store, bf16, M, N, K, A->data, M, B->data, N, C1->data, N, sg->data);
+                CHECK(memcmp(sg->data, sref->data, (size_t)M * sizeof(float)) == 0,
+                      "vt_gemm_prec_wgrad(bf16 %d) %dx%dx%d on %d threads: column sums not bitwise "
+                      "vt_par_colsum_acc's", bf16, M, N, K, nt);
+                double *ref = vt_arena_alloc(&store, (size_t)M * N * sizeof(double));
+                for (int e = 0; e < M * N; e++) ref[e] = C->data[e];
+                CHECK_ARRAY_CLOSE(C1->data, ref, M * N, 1e-4, 1e-4, "vt_gemm_prec_wgrad(bf16 %d) %dx%dx%d on %d threads",
+                                  bf16, M, N, K, nt);
+                memcpy(C->data, C0->data, bytes);
+                memcpy(sg->data, s0->data, (size_t)M * sizeof(float));
+                vt_gemm_prec_wgrad(&store, bf16, M, N, K, A->data, M, B->data, N, C->data, N, sg->data);
+                CHECK(memcmp(C->data, C1->data, bytes) == 0,
+                      "vt_gemm_prec_wgrad(bf16 %d) %dx%dx%d on %d threads: not bitwise the same when repeated", bf16, M,
+                      N, K, nt);
+            }
+    omp_set_num_threads(max_threads);
+}
+
 static void test_linear(vt_rng *r) {
     vt_tensor *in[3] = {input(r, -1, 1, 3, 2, 5, 6, 0), input(r, -1, 1, 2, 4, 6, 0, 0), input(r, -1, 1, 1, 4, 0, 0, 0)};
     vt_tensor *y = fwd1(f_linear, in, NULL);
@@ -1095,6 +1137,7 @@ int main(void) {
 
     test_gemm(&r);
     test_gemm_blocks(&r);
+    test_gemm_wgrad(&r);
     test_linear(&r);
     test_matmul(&r);
     test_add(&r);

@@ -2,7 +2,8 @@
  * nothing is recorded; on, each vt_gemm_prec call made outside a parallel region is
  * recorded with its arguments (the same call made again from the record gives the same
  * bits), 2 M N K flops and a time; attention's forward and backward are recorded with
- * their products' flops; calls inside a parallel region are not; entries past the
+ * their products' flops; a weight gradient that sums its columns (vt_gemm_prec_wgrad) as
+ * one product marked so; calls inside a parallel region are not; entries past the
  * capacity are counted but not written; stopping turns it off. */
 #include <omp.h>
 #include <stdlib.h>
@@ -77,6 +78,16 @@ int main(void) {
     vt_gemm_prec(c->bf16, c->ta, c->tb, c->M, c->N, c->K, c->alpha, c->A, c->lda, c->B, c->B16, c->ldb, 0.0f, c->bias,
                  C2, c->ldc);
     CHECK(memcmp(C, C2, sizeof C) == 0, "the recorded call made again gives other bits");
+    CHECK(c->sums == 0, "a plain product recorded as one that summed columns");
+
+    /* a weight gradient with its column sums: one product record, marked as summing */
+    vt_trace_start(calls, 4, NULL, NULL);
+    float sums[RK] = {0};
+    vt_gemm_prec_wgrad(&arena, 0, RK, RN, RM, A, RK, C, RN, C2, RN, sums);
+    n = vt_trace_stop();
+    CHECK(n == 1 && calls[0].kind == VT_TRACE_GEMM && calls[0].ta == 1 && calls[0].tb == 0 && calls[0].M == RK &&
+              calls[0].N == RN && calls[0].K == RM && calls[0].beta == 1.0f && calls[0].sums == 1,
+          "a weight gradient with column sums: %d records, sums %d", n, calls[0].sums);
 
     /* inside a parallel region: not recorded */
     vt_trace_start(calls, 4, NULL, NULL);

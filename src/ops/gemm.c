@@ -30,6 +30,12 @@
  * into C, thread t > 0 alpha At Bt into its own partial buffer, and the partials are
  * added to C in thread order, so the result is again fixed for a fixed thread count
  * (but, unlike the C split, not equal to the 1-thread sums).
+ * A weight gradient with its layer's bias gradient (vt_gemm_prec_wgrad: dW += dY^T X and
+ * db += dY's column sums) runs its K (the rows of dY) in pieces of whole
+ * vt_par_colsum_acc chunks, on one thread or, with the K split, on each thread's range of
+ * chunks, and sums each piece's rows of dY right after its product has read them, from
+ * cache: a separate column sum is a pass over dY from memory. The sums are
+ * vt_par_colsum_acc's, chunk by chunk, so db has its bits for any thread count.
  * Small products (under VT_GEMM_PAR_FLOPS multiply-adds) run on the calling thread.
  * With the product trace on (trace.h), each call is timed into it.
  * Measurements behind the split: kernels/TUNING.md. */
@@ -51,6 +57,7 @@
 #define VT_GEMM_MAX_THREADS 256
 #define VT_GEMM_BLOCKS_PER_THREAD 4 /* a slowed thread hands most of its share to the others */
 #define VT_GEMM_MIN_BLOCK 512       /* a block's pack of the unsplit operand stays small next to its FMAs */
+#define VT_GEMM_SUM_ROWS 1024       /* rows of A a wgrad piece multiplies, then sums while they are cached */
 
 /* A per-thread buffer that only grows (the first training step sizes it). */
 typedef struct {
@@ -156,6 +163,31 @@ static void gemm_block(const gemm_args *g, int i0, int m, int j0, int n, int K) 
                 g->ldc);
 }
 
+/* A weight gradient's column sums of A (vt_gemm_prec_wgrad): A's K rows in the nc chunks
+ * of vt_par_colsum_acc, chunk c summed into part + c M. */
+typedef struct {
+    float *part;
+    int nc;
+} col_sums;
+
+/* Rows [begin(c0), begin(c1)) of K (A's chunks c0 to c1): C at c (row stride ldc) = beta
+ * C + alpha op(A) op(B) over them, in pieces of whole chunks of at least
+ * VT_GEMM_SUM_ROWS rows, each piece's chunks summed into their partials right after the
+ * piece's product. No chunks: c = beta c. */
+static void kernel_call_sums(const gemm_args *g, int M, int N, int K, const col_sums *cs, int c0, int c1,
+                             float beta, float *c, int ldc) {
+    if (c0 >= c1) kernel_call(g, 0, M, 0, N, 0, 0, beta, NULL, c, ldc);
+    for (int a = c0; a < c1;) {
+        int k0 = (int)vt_par_chunk_begin(K, cs->nc, a), b = a + 1;
+        while (b < c1 && vt_par_chunk_begin(K, cs->nc, b) - k0 < VT_GEMM_SUM_ROWS) b++;
+        kernel_call(g, 0, M, 0, N, k0, (int)vt_par_chunk_begin(K, cs->nc, b) - k0, beta, NULL, c, ldc);
+        beta = 1.0f;
+        for (; a < b; a++)
+            vt_par_colsum_chunk(g->A, NULL, vt_par_chunk_begin(K, cs->nc, a), vt_par_chunk_begin(K, cs->nc, a + 1),
+                                M, cs->part + (size_t)a * M);
+    }
+}
+
 /* Block t of nblk of a side of len rows (columns) of C, [*s, *e): edges on multiples of
  * VT_GEMM_ALIGN but the last. */
 static void block_edges(int len, int nblk, int t, int *s, int *e) {
@@ -230,8 +262,9 @@ static int split_over_k(int bf16, int M, int N, int K, int nt) {
 }
 
 /* C = alpha op(A) op(B) + beta C (+ bias rows) on nblk threads, each taking a range of
- * K; the bias is added after the partials. */
-static void gemm_split_k(const gemm_args *g, int M, int N, int K, int nblk) {
+ * K (with cs, a range of its chunks, summed as kernel_call_sums does); the bias is added
+ * after the partials. */
+static void gemm_split_k(const gemm_args *g, int M, int N, int K, int nblk, const col_sums *cs) {
     float *partial[VT_GEMM_MAX_THREADS];
     int kblocks = (K + VT_GEMM_K_ALIGN - 1) / VT_GEMM_K_ALIGN;
     #pragma omp parallel num_threads(nblk)
@@ -241,12 +274,16 @@ static void gemm_split_k(const gemm_args *g, int M, int N, int K, int nblk) {
         int s = (int)((int64_t)kblocks * t / nth) * VT_GEMM_K_ALIGN;
         int e = (int)((int64_t)kblocks * (t + 1) / nth) * VT_GEMM_K_ALIGN;
         if (e > K) e = K;
-        if (t == 0) {
-            kernel_call(g, 0, M, 0, N, s, e - s, g->beta, NULL, g->C, g->ldc);
-        } else {
-            partial[t] = tls_buffer_get(&tls.partial, (size_t)M * N, "a GEMM partial sum buffer");
-            kernel_call(g, 0, M, 0, N, s, e - s, 0.0f, NULL, partial[t], N);
+        int c0 = cs ? (int)((int64_t)cs->nc * t / nth) : 0, c1 = cs ? (int)((int64_t)cs->nc * (t + 1) / nth) : 0;
+        float *out = g->C, beta = g->beta; /* thread 0: into C; the others: their partials */
+        int ldo = g->ldc;
+        if (t > 0) {
+            out = partial[t] = tls_buffer_get(&tls.partial, (size_t)M * N, "a GEMM partial sum buffer");
+            beta = 0.0f;
+            ldo = N;
         }
+        if (cs) kernel_call_sums(g, M, N, K, cs, c0, c1, beta, out, ldo);
+        else kernel_call(g, 0, M, 0, N, s, e - s, beta, NULL, out, ldo);
         #pragma omp barrier
         float *C = g->C;
         int ldc = g->ldc;
@@ -270,20 +307,30 @@ void vt_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
     vt_gemm_prec(0, ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, bias, C, ldc);
 }
 
+/* The product; with cs (ta = 1, no bias), also A's column sums into cs's partials. */
 static void gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                       const float *B, const uint16_t *B16, int ldb, float beta, const float *bias, float *C,
-                      int ldc) {
+                      int ldc, const col_sums *cs) {
     VT_ASSERT(M >= 0 && N >= 0 && K >= 0, "gemm: negative size %d x %d x %d", M, N, K);
     if (M == 0 || N == 0) return;
     const gemm_args g = {bf16, ta, tb, alpha, beta, A, B, bias, bf16 ? B16 : NULL, lda, ldb, ldc, C};
     int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
     if (nt <= 1 || (double)M * N * K < VT_GEMM_PAR_FLOPS) {
-        gemm_block(&g, 0, M, 0, N, K);
+        if (cs) kernel_call_sums(&g, M, N, K, cs, 0, cs->nc, beta, C, ldc);
+        else gemm_block(&g, 0, M, 0, N, K);
         return;
     }
     if (nt > VT_GEMM_MAX_THREADS) nt = VT_GEMM_MAX_THREADS;
     if (ta && split_over_k(bf16, M, N, K, nt)) { /* ta: see the header */
-        gemm_split_k(&g, M, N, K, nt);
+        gemm_split_k(&g, M, N, K, nt, cs);
+        return;
+    }
+    if (cs) { /* a C split reads all of A in every block: the sums take a pass of their own */
+        gemm_prec(bf16, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, NULL);
+        #pragma omp parallel for schedule(static)
+        for (int c = 0; c < cs->nc; c++)
+            vt_par_colsum_chunk(A, NULL, vt_par_chunk_begin(K, cs->nc, c), vt_par_chunk_begin(K, cs->nc, c + 1), M,
+                                cs->part + (size_t)c * M);
         return;
     }
     int by_rows = M >= N;
@@ -312,15 +359,36 @@ static void gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha
     }
 }
 
-/* The product, timed into the trace when it is on (trace.h). */
-void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                  const float *B, const uint16_t *B16, int ldb, float beta, const float *bias, float *C, int ldc) {
+/* The product (with cs, its column sums too), timed into the trace when it is on
+ * (trace.h). */
+static void gemm_traced(int bf16, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                        const float *B, const uint16_t *B16, int ldb, float beta, const float *bias, float *C,
+                        int ldc, const col_sums *cs) {
     if (!vt_trace_active()) {
-        gemm_prec(bf16, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc);
+        gemm_prec(bf16, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, cs);
         return;
     }
     double t0 = vt_trace_now();
-    gemm_prec(bf16, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc);
+    gemm_prec(bf16, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, cs);
     vt_trace_add(&(vt_trace_call){VT_TRACE_GEMM, bf16, ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, A, B, bias, B16,
-                                  C, 2.0 * M * N * (double)K, vt_trace_now() - t0});
+                                  C, 2.0 * M * N * (double)K, vt_trace_now() - t0, cs != NULL});
+}
+
+void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const float *B, const uint16_t *B16, int ldb, float beta, const float *bias, float *C, int ldc) {
+    gemm_traced(bf16, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, NULL);
+}
+
+void vt_gemm_prec_wgrad(vt_arena *arena, int bf16, int M, int N, int K, const float *A, int lda, const float *B,
+                        int ldb, float *C, int ldc, float *sums) {
+    VT_ASSERT(lda == M, "gemm wgrad: A's rows %d floats apart, not its %d columns", lda, M);
+    if (K <= 0 || M <= 0 || N <= 0) { /* an empty product: nothing to fuse */
+        vt_gemm_prec(bf16, 1, 0, M, N, K, 1.0f, A, lda, B, NULL, ldb, 1.0f, NULL, C, ldc);
+        vt_par_colsum_acc(arena, A, NULL, K, M, sums);
+        return;
+    }
+    col_sums cs = {NULL, vt_par_nchunks(K)};
+    cs.part = vt_arena_calloc(arena, (size_t)cs.nc * (size_t)M * sizeof(float));
+    gemm_traced(bf16, 1, 0, M, N, K, 1.0f, A, lda, B, NULL, ldb, 1.0f, NULL, C, ldc, &cs);
+    vt_par_colsum_finish(cs.part, cs.nc, M, sums);
 }

@@ -4,8 +4,9 @@
  * y (..., Dout). All products through vt_gemm_prec in the tape's precision (the forward
  * with the bias fused; deterministic, no cross-thread sums); under bf16 the weight's
  * bf16 copy is read where it has one.
- * Backward: dW += dy^T x;  db += column sums of dy (vt_par_colsum_acc);  dx += dy W
- * (dx = dy W when x's gradient is fresh, tape.h). */
+ * Backward: dW += dy^T x;  db += column sums of dy (vt_par_colsum_acc's bits; with dW, summed
+ * by vt_gemm_prec_wgrad in the same pass over dy);  dx += dy W (dx = dy W when x's gradient
+ * is fresh, tape.h). */
 #include "ops.h"
 #include "par.h"
 #include "status.h"
@@ -37,8 +38,12 @@ void vt_par_linear_fwd(const float *x, vt_linear_weight w, const float *b, float
 
 void vt_par_linear_bwd(vt_arena *arena, const float *x, vt_linear_weight w, const float *dy, float *dx,
                        float dx_beta, float *dw, float *db, int M, int Din, int Dout) {
-    if (dw) vt_gemm_prec(w.bf16, 1, 0, Dout, Din, M, 1.0f, dy, Dout, x, NULL, Din, 1.0f, NULL, dw, Din);
-    if (db) vt_par_colsum_acc(arena, dy, NULL, M, Dout, db);
+    if (dw && db) {
+        vt_gemm_prec_wgrad(arena, w.bf16, Dout, Din, M, dy, Dout, x, Din, dw, Din, db);
+    } else {
+        if (dw) vt_gemm_prec(w.bf16, 1, 0, Dout, Din, M, 1.0f, dy, Dout, x, NULL, Din, 1.0f, NULL, dw, Din);
+        if (db) vt_par_colsum_acc(arena, dy, NULL, M, Dout, db);
+    }
     if (dx) vt_gemm_prec(w.bf16, 0, 0, M, Din, Dout, 1.0f, dy, Dout, w.w, w.w16, Din, dx_beta, NULL, dx, Din);
 }
 

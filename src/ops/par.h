@@ -35,6 +35,17 @@ void vt_gemm_bias(int ta, int tb, int M, int N, int K, float alpha,
 void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                   const float *B, const uint16_t *B16, int ldb, float beta, const float *bias, float *C, int ldc);
 
+/* A weight gradient and its bias gradient in one pass over dY: vt_gemm_prec(bf16, 1, 0, M,
+ * N, K, 1, A, lda, B, NULL, ldb, 1, NULL, C, ldc) (C += A^T B; A K x M, B K x N as
+ * stored) that also adds A's column sums into sums (M floats), bitwise what
+ * vt_par_colsum_acc(arena, A, NULL, K, M, sums) adds when lda == M, for any thread count.
+ * The rows of A are run in pieces of whole vt_par_colsum_acc chunks, each summed right
+ * after the product that read it, while it is still in cache (a separate pass would read
+ * dY from memory again). C's sums are fixed for a fixed thread count (the K pieces and the
+ * K split cut at chunk edges). Partials from the arena. */
+void vt_gemm_prec_wgrad(vt_arena *arena, int bf16, int M, int N, int K, const float *A, int lda, const float *B,
+                        int ldb, float *C, int ldc, float *sums);
+
 /* The calling thread's GEMM packing workspace: at least `floats` floats, 64-byte
  * aligned. Thread-local, allocated on first use and grown only when a larger request
  * comes, so the step loop does not malloc after warm-up. For ops that call vt_k.gemm
@@ -60,6 +71,13 @@ vt_status vt_gemm_reserve(size_t partial_floats, size_t operand_floats);
  * chunk order: the result is bitwise reproducible for any thread count. */
 void vt_par_colsum_acc(vt_arena *arena, const float *x, const float *y,
                        int64_t rows, int64_t cols, float *out);
+
+/* vt_par_colsum_acc's two steps, for a caller that sums the chunks itself (the weight
+ * gradient's product, vt_gemm_prec_wgrad): _chunk adds rows [r0, r1) of x (times y's)
+ * into the partial p, row after row; _finish adds the nc partials (nc x cols, chunk c's
+ * at part + c cols) into out in chunk order. */
+void vt_par_colsum_chunk(const float *x, const float *y, int64_t r0, int64_t r1, int64_t cols, float *p);
+void vt_par_colsum_finish(const float *part, int nc, int64_t cols, float *out);
 
 /* Row chunking used by vt_par_colsum_acc and the layernorm backward:
  * n chunks of rows (n <= VT_PAR_MAX_CHUNKS), chunk c is [begin(c), begin(c + 1)). */

@@ -23,8 +23,7 @@ typedef struct {
 static void patch_embed_bwd(void *p) {
     pe_ctx *c = p;
     int P = c->P, gw = c->Wi / P, np = (c->Hi / P) * gw, M = c->B * np, kc = c->C * P * P;
-    if (c->dw) vt_gemm_prec(c->w.bf16, 1, 0, c->D, kc, M, 1.0f, c->dy, c->D, c->cols, NULL, kc, 1.0f, NULL, c->dw, kc);
-    if (c->db) vt_par_colsum_acc(c->arena, c->dy, NULL, M, c->D, c->db);
+    vt_par_linear_bwd(c->arena, c->cols, c->w, c->dy, NULL, 0.0f, c->dw, c->db, M, kc, c->D); /* dW, db */
     if (c->dimg) {
         float *dcols = vt_arena_alloc(c->arena, (size_t)M * kc * sizeof(float));
         vt_gemm_prec(c->w.bf16, 0, 0, M, kc, c->D, 1.0f, c->dy, c->D, c->w.w, c->w.w16, kc, 0.0f, NULL, dcols, kc);

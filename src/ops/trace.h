@@ -30,6 +30,7 @@ typedef struct {
     const uint16_t *B16;
     float *C;
     double flops, seconds;
+    int sums; /* GEMM: 1 when the call also summed A's columns (vt_gemm_prec_wgrad), in its seconds */
 } vt_trace_call;
 
 /* Called after each recorded call with its entry (then already in the record, when under
