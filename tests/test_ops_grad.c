@@ -162,6 +162,31 @@ static int f_gelu(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) 
     out[0] = vt_op_gelu(t, in[0]);
     return 1;
 }
+static int f_linear_add(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    (void)arg;
+    out[0] = vt_op_linear_add(t, in[0], in[1], in[2], in[3]);
+    return 1;
+}
+static int f_linear_add_nobias(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    (void)arg;
+    out[0] = vt_op_linear_add(t, in[0], in[1], NULL, in[2]);
+    return 1;
+}
+static int f_linear_then_add(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    (void)arg;
+    out[0] = vt_op_add(t, in[3], vt_op_linear(t, in[0], in[1], in[2]));
+    return 1;
+}
+static int f_gelu_linear_add(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    (void)arg;
+    out[0] = vt_op_gelu_linear_add(t, in[0], in[1], in[2], in[3]);
+    return 1;
+}
+static int f_gelu_linear_then_add(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    (void)arg;
+    out[0] = vt_op_add(t, in[3], vt_op_gelu_linear(t, in[0], in[1], in[2]));
+    return 1;
+}
 static int f_gelu_linear(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
     (void)arg;
     out[0] = vt_op_gelu_linear(t, in[0], in[1], in[2]);
@@ -636,6 +661,47 @@ static void test_gelu_linear(vt_rng *r) {
                          input(r, -1, 1, 1, Dout, 0, 0, 0)};
     check_fused_memory("gelu_linear", f_gelu_linear, f_gelu_then_linear, big, 3, M, Din,
                        (size_t)VT_PAR_MAX_CHUNKS * Dout, 0, fused, pair);
+}
+
+/* The residual adds fused into their products (vt_op_linear_add, vt_op_gelu_linear_add):
+ * gradient checks, and output and gradients bit for bit those of the product followed by
+ * vt_op_add on ragged shapes (threaded ones too), with and without bias, with the
+ * residual or the input wanting no gradient, and with the input as its own residual. */
+static void test_residual_adds(vt_rng *r) {
+    vt_tensor *in[4] = {input(r, -2, 2, 3, 2, 5, 6, 0), input(r, -1, 1, 2, 4, 6, 0, 0), input(r, -1, 1, 1, 4, 0, 0, 0),
+                        input(r, -1, 1, 3, 2, 5, 4, 0)};
+    grad_check("linear_add", f_linear_add, in, 4, NULL);
+    grad_check("gelu_linear_add", f_gelu_linear_add, in, 4, NULL);
+    vt_tensor *nobias[3] = {in[0], in[1], in[3]};
+    grad_check("linear_add no bias", f_linear_add_nobias, nobias, 3, NULL);
+
+    const int Ms[3] = {1, 7, 197 * 3}, Dins[2] = {5, 40}, Douts[2] = {3, 40};
+    const char *cases[5] = {"all grads", "no bias", "no residual grad", "no input grad", "input as residual"};
+    size_t cap = 4 * ((size_t)591 * 40 * 3 + (size_t)40 * 40 + 40);
+    float *fused = vt_arena_alloc(&store, cap * sizeof(float)), *pair = vt_arena_alloc(&store, cap * sizeof(float));
+    for (int mi = 0; mi < 3; mi++)
+        for (int di = 0; di < 2; di++)
+            for (int oi = 0; oi < 2; oi++) {
+                int M = Ms[mi], Din = Dins[di], Dout = Douts[oi];
+                vt_tensor *x = input(r, -2, 2, 2, M, Din, 0, 0), *w = input(r, -0.5f, 0.5f, 2, Dout, Din, 0, 0);
+                vt_tensor *b = input(r, -1, 1, 1, Dout, 0, 0, 0), *res = input(r, -1, 1, 2, M, Dout, 0, 0);
+                float *dy = vt_arena_alloc(&store, (size_t)M * Dout * sizeof(float));
+                for (int e = 0; e < M * Dout; e++) dy[e] = (float)(2.0 * vt_rng_uniform(r) - 1.0);
+                float *gx = x->grad, *gr = res->grad;
+                for (int k = 0; k < 5; k++) {
+                    if (k == 4 && Din != Dout) continue;
+                    res->grad = k == 2 ? NULL : gr;
+                    x->grad = k == 3 ? NULL : gx;
+                    vt_tensor *args[4] = {x, w, k == 1 ? NULL : b, k == 4 ? x : res};
+                    char what[96];
+                    snprintf(what, sizeof what, "linear_add M=%d Din=%d Dout=%d %s", M, Din, Dout, cases[k]);
+                    check_bitwise(what, f_linear_add, f_linear_then_add, args, 4, dy, fused, pair);
+                    snprintf(what, sizeof what, "gelu_linear_add M=%d Din=%d Dout=%d %s", M, Din, Dout, cases[k]);
+                    check_bitwise(what, f_gelu_linear_add, f_gelu_linear_then_add, args, 4, dy, fused, pair);
+                }
+                x->grad = gx;
+                res->grad = gr;
+            }
 }
 
 static void test_layernorm_linear(vt_rng *r) {
@@ -1145,6 +1211,7 @@ int main(void) {
     test_layernorm(&r);
     test_gelu(&r);
     test_gelu_linear(&r);
+    test_residual_adds(&r);
     test_layernorm_linear(&r);
     test_softmax(&r);
     test_heads(&r);

@@ -5,14 +5,10 @@
  * Backward: da += dy;  db += sum over outer of dy (vt_par_colsum_acc, deterministic;
  * equal shapes: db += dy, elementwise like da, with no partial sums in the arena). A
  * fresh da (or equal-shape db) is written, da = dy, instead (tape.h). */
-#include <string.h>
-
 #include "kernels.h"
 #include "ops.h"
 #include "par.h"
 #include "status.h"
-
-#define ADD_CHUNK 16384 /* elements per parallel work item */
 
 typedef struct {
     vt_arena *arena;
@@ -22,25 +18,11 @@ typedef struct {
     int64_t outer, inner;
 } add_ctx;
 
-/* For each of the outer rows o: y[o] = x[o] + z (z NULL: y[o] += x[o], or with copy
- * y[o] = x[o]), rows of inner floats, z one row. Work items are (row, chunk of ADD_CHUNK)
- * pairs, so a single large row (equal shapes: outer 1) runs on every thread too. */
-static void rows_add(const float *x, const float *z, float *y, int copy, int64_t outer, int64_t inner) {
-    int64_t nc = (inner + ADD_CHUNK - 1) / ADD_CHUNK;
-    #pragma omp parallel for schedule(static) if (outer * inner > ADD_CHUNK)
-    for (int64_t w = 0; w < outer * nc; w++) {
-        int64_t o = w / nc, s = (w % nc) * ADD_CHUNK, e = s + ADD_CHUNK < inner ? s + ADD_CHUNK : inner;
-        if (z) vt_k.add(x + o * inner + s, z + s, y + o * inner + s, (size_t)(e - s));
-        else if (copy) memcpy(y + o * inner + s, x + o * inner + s, (size_t)(e - s) * sizeof(float));
-        else vt_k.axpy(1.0f, x + o * inner + s, y + o * inner + s, (size_t)(e - s));
-    }
-}
-
 static void add_bwd(void *p) {
     add_ctx *c = p;
-    if (c->da) rows_add(c->dy, NULL, c->da, vt_tape_grad_fresh(c->a), c->outer, c->inner);
+    if (c->da) vt_par_rows_add(c->dy, NULL, c->da, vt_tape_grad_fresh(c->a), c->outer, c->inner);
     if (c->db && c->outer == 1) /* equal shapes */
-        rows_add(c->dy, NULL, c->db, vt_tape_grad_fresh(c->b), 1, c->inner);
+        vt_par_rows_add(c->dy, NULL, c->db, vt_tape_grad_fresh(c->b), 1, c->inner);
     else if (c->db) vt_par_colsum_acc(c->arena, c->dy, NULL, c->outer, c->inner, c->db);
 }
 
@@ -56,7 +38,7 @@ vt_tensor *vt_op_add(vt_tape *t, vt_tensor *a, vt_tensor *b) {
     int64_t inner = b->size, outer = a->size / inner;
     int g = vt_tape_wants_grad(t, a, b, NULL);
     vt_tensor *y = vt_tape_new(t, g, a->ndim, a->shape);
-    rows_add(a->data, b->data, y->data, 0, outer, inner);
+    vt_par_rows_add(a->data, b->data, y->data, 0, outer, inner);
     if (g) {
         if (a->grad) vt_tape_can_overwrite(a);
         if (b->grad && outer == 1) vt_tape_can_overwrite(b);

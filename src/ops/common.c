@@ -1,11 +1,27 @@
-/* common.c - helpers shared by the op files: deterministic column reductions over
- * rows (bias, gamma, broadcast-add gradients). Not an op, records nothing. Plain column
+/* common.c - helpers shared by the op files: row-wise adds (vt_op_add and the fused
+ * residual adds) and deterministic column reductions over rows (bias, gamma,
+ * broadcast-add gradients). Not an op, records nothing. Plain column
  * sums go through vt_k.axpy with a = 1 (an FMA by 1 rounds exactly like the add, so the
  * result does not depend on the ISA). */
+#include <string.h>
+
 #include "kernels.h"
 #include "ops.h"
 #include "par.h"
 #include "status.h"
+
+#define ADD_CHUNK 16384 /* elements per parallel work item of vt_par_rows_add */
+
+void vt_par_rows_add(const float *x, const float *z, float *y, int copy, int64_t outer, int64_t inner) {
+    int64_t nc = (inner + ADD_CHUNK - 1) / ADD_CHUNK;
+    #pragma omp parallel for schedule(static) if (outer * inner > ADD_CHUNK)
+    for (int64_t w = 0; w < outer * nc; w++) {
+        int64_t o = w / nc, s = (w % nc) * ADD_CHUNK, e = s + ADD_CHUNK < inner ? s + ADD_CHUNK : inner;
+        if (z) vt_k.add(x + o * inner + s, z + s, y + o * inner + s, (size_t)(e - s));
+        else if (copy) memcpy(y + o * inner + s, x + o * inner + s, (size_t)(e - s) * sizeof(float));
+        else vt_k.axpy(1.0f, x + o * inner + s, y + o * inner + s, (size_t)(e - s));
+    }
+}
 
 int vt_par_nchunks(int64_t rows) {
     return rows < VT_PAR_MAX_CHUNKS ? (int)(rows > 0 ? rows : 1) : VT_PAR_MAX_CHUNKS;

@@ -12,21 +12,25 @@
  * to. dg with beta 0 has the floats of the unfused dx += dy W into the zeroed gelu
  * output grad (0 + x = x), but for the sign of a zero result; the du update then gives
  * the same bits unless du held -0, which a zeroed grad that only accumulates never does.
- * Kept for backward: u (the caller's), w, dy; nothing of M Din floats. */
+ * Kept for backward: u (the caller's), w, dy; nothing of M Din floats.
+ * vt_op_gelu_linear_add adds a residual r to y in place; its backward first does what
+ * vt_op_add's would for r (dr += dy, or dr = dy when fresh). */
 #include "ops.h"
 #include "par.h"
+#include "status.h"
 
 typedef struct {
     vt_tape *t;
     const float *u, *dy;
     vt_linear_weight w;
     float *du, *dw, *db;
-    const vt_tensor *ut; /* for vt_tape_grad_fresh */
+    const vt_tensor *ut, *rt; /* for vt_tape_grad_fresh; rt: the residual or NULL */
     int M, Din, Dout;
 } gelu_linear_ctx;
 
 static void gelu_linear_bwd(void *p) {
     gelu_linear_ctx *c = p;
+    vt_par_residual_bwd(c->dy, c->rt); /* first, as vt_op_add's backward would run */
     int64_t n = (int64_t)c->M * c->Din;
     float *s = c->du || c->dw ? vt_tape_scratch(c->t, (size_t)n) : NULL;
     if (c->du) {
@@ -39,21 +43,36 @@ static void gelu_linear_bwd(void *p) {
     vt_par_linear_bwd(c->t->arena, s, c->w, c->dy, NULL, 0.0f, c->dw, c->db, c->M, c->Din, c->Dout);
 }
 
-vt_tensor *vt_op_gelu_linear(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *b) {
+/* y = gelu(u) W^T + b, plus r (NULL: none) added in place. */
+static vt_tensor *gelu_linear(vt_tape *t, const char *op, vt_tensor *u, vt_tensor *w, vt_tensor *b,
+                              vt_tensor *r) {
     int64_t shape[VT_MAX_DIMS];
-    int M = vt_par_linear_shape("gelu_linear", u, w, b, shape);
+    int M = vt_par_linear_shape(op, u, w, b, shape);
     int Dout = (int)w->shape[0], Din = (int)w->shape[1];
+    if (r) vt_par_residual_check(op, r, u->ndim, shape);
     int grad = vt_tape_wants_grad(t, u, w, b);
+    if (r) grad |= vt_tape_wants_grad(t, r, NULL, NULL);
     vt_tensor *y = vt_tape_new(t, grad, u->ndim, shape);
     float *g = vt_tape_scratch(t, (size_t)u->size);
     vt_par_gelu_fwd(u->data, g, u->size);
     vt_par_linear_fwd(g, vt_linear_weight_of(t, w), b ? b->data : NULL, y->data, M, Din, Dout);
+    if (r) vt_par_rows_add(y->data, r->data, y->data, 0, 1, y->size);
     if (grad) {
         gelu_linear_ctx *c = vt_tape_ctx(t, sizeof *c);
         *c = (gelu_linear_ctx){t, u->data, y->grad, vt_linear_weight_of(t, w), u->grad, w->grad, b ? b->grad : NULL, u,
-                               M, Din, Dout};
+                               r, M, Din, Dout};
         if (u->grad && w->grad) vt_tape_can_overwrite(u); /* the bwd_fwd pass writes du whole */
-        vt_tape_record(t, "gelu_linear", gelu_linear_bwd, c);
+        if (r && r->grad) vt_tape_can_overwrite(r);
+        vt_tape_record(t, op, gelu_linear_bwd, c);
     }
     return y;
+}
+
+vt_tensor *vt_op_gelu_linear(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *b) {
+    return gelu_linear(t, "gelu_linear", u, w, b, NULL);
+}
+
+vt_tensor *vt_op_gelu_linear_add(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *b, vt_tensor *r) {
+    VT_ASSERT(r, "gelu_linear_add: no residual");
+    return gelu_linear(t, "gelu_linear_add", u, w, b, r);
 }

@@ -6,7 +6,8 @@
  * bf16 copy is read where it has one.
  * Backward: dW += dy^T x;  db += column sums of dy (vt_par_colsum_acc's bits; with dW, summed
  * by vt_gemm_prec_wgrad in the same pass over dy);  dx += dy W (dx = dy W when x's gradient
- * is fresh, tape.h). */
+ * is fresh, tape.h). vt_op_linear_add adds a residual r to y in place; its backward first
+ * does what vt_op_add's would for r (dr += dy, or dr = dy when fresh). */
 #include "ops.h"
 #include "par.h"
 #include "status.h"
@@ -16,7 +17,7 @@ typedef struct {
     const float *x, *dy;
     vt_linear_weight w;
     float *dx, *dw, *db;
-    const vt_tensor *xt; /* for vt_tape_grad_fresh */
+    const vt_tensor *xt, *rt; /* for vt_tape_grad_fresh; rt: the residual or NULL */
     int M, Din, Dout;
 } linear_ctx;
 
@@ -47,28 +48,51 @@ void vt_par_linear_bwd(vt_arena *arena, const float *x, vt_linear_weight w, cons
     if (dx) vt_gemm_prec(w.bf16, 0, 0, M, Din, Dout, 1.0f, dy, Dout, w.w, w.w16, Din, dx_beta, NULL, dx, Din);
 }
 
+void vt_par_residual_check(const char *op, const vt_tensor *r, int ndim, const int64_t *shape) {
+    int ok = r->ndim == ndim;
+    for (int i = 0; ok && i < ndim; i++) ok = r->shape[i] == shape[i];
+    char sr[64];
+    VT_ASSERT(ok, "%s: the residual %s is not shaped like the output", op, vt_shape_str(r, sr, sizeof sr));
+}
+
+void vt_par_residual_bwd(const float *dy, const vt_tensor *r) {
+    if (r && r->grad) vt_par_rows_add(dy, NULL, r->grad, vt_tape_grad_fresh(r), 1, r->size);
+}
+
 static void linear_bwd(void *p) {
     linear_ctx *c = p;
+    vt_par_residual_bwd(c->dy, c->rt); /* first, as vt_op_add's backward would run */
     float dx_beta = vt_tape_grad_fresh(c->xt) ? 0.0f : 1.0f;
     vt_par_linear_bwd(c->arena, c->x, c->w, c->dy, c->dx, dx_beta, c->dw, c->db, c->M, c->Din, c->Dout);
 }
 
-vt_tensor *vt_op_linear(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b) {
+/* y = x W^T + b, plus r (NULL: none) added in place. */
+static vt_tensor *linear(vt_tape *t, const char *op, vt_tensor *x, vt_tensor *w, vt_tensor *b, vt_tensor *r) {
     int64_t shape[VT_MAX_DIMS];
-    int M = vt_par_linear_shape("linear", x, w, b, shape);
+    int M = vt_par_linear_shape(op, x, w, b, shape);
     int Dout = (int)w->shape[0], Din = (int)w->shape[1];
+    if (r) vt_par_residual_check(op, r, x->ndim, shape);
     int g = vt_tape_wants_grad(t, x, w, b);
+    if (r) g |= vt_tape_wants_grad(t, r, NULL, NULL);
     vt_tensor *y = vt_tape_new(t, g, x->ndim, shape);
     vt_par_linear_fwd(x->data, vt_linear_weight_of(t, w), b ? b->data : NULL, y->data, M, Din, Dout);
+    if (r) vt_par_rows_add(y->data, r->data, y->data, 0, 1, y->size);
     if (g) {
         linear_ctx *c = vt_tape_ctx(t, sizeof *c);
-        c->arena = t->arena;
-        c->x = x->data; c->w = vt_linear_weight_of(t, w); c->dy = y->grad;
-        c->dx = x->grad; c->dw = w->grad; c->db = b ? b->grad : NULL;
-        c->xt = x;
+        *c = (linear_ctx){t->arena, x->data, y->grad, vt_linear_weight_of(t, w), x->grad, w->grad,
+                          b ? b->grad : NULL, x, r, M, Din, Dout};
         if (x->grad) vt_tape_can_overwrite(x);
-        c->M = M; c->Din = Din; c->Dout = Dout;
-        vt_tape_record(t, "linear", linear_bwd, c);
+        if (r && r->grad) vt_tape_can_overwrite(r);
+        vt_tape_record(t, op, linear_bwd, c);
     }
     return y;
+}
+
+vt_tensor *vt_op_linear(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b) {
+    return linear(t, "linear", x, w, b, NULL);
+}
+
+vt_tensor *vt_op_linear_add(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b, vt_tensor *r) {
+    VT_ASSERT(r, "linear_add: no residual");
+    return linear(t, "linear_add", x, w, b, r);
 }

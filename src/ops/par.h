@@ -65,6 +65,12 @@ float *vt_gemm_workspace(size_t floats);
  * (VT_ERR_RUNTIME naming the buffers, their size and the thread count). */
 vt_status vt_gemm_reserve(size_t partial_floats, size_t operand_floats);
 
+/* For each of the outer rows o: y[o] = x[o] + z (z NULL: y[o] += x[o], or with copy
+ * y[o] = x[o]), rows of inner floats, z one row; y may be x. Work items are (row, chunk)
+ * pairs, so a single large row (outer 1) runs on every thread too. Elementwise: the
+ * results do not depend on the thread count. */
+void vt_par_rows_add(const float *x, const float *z, float *y, int copy, int64_t outer, int64_t inner);
+
 /* out[c] += sum_r x[r, c] (y == NULL) or sum_r x[r, c] y[r, c], x/y rows x cols.
  * The rows are cut into a fixed number of chunks (independent of the thread count),
  * each chunk summed in float into a partial from the arena, the partials added in
@@ -129,5 +135,10 @@ int vt_par_linear_shape(const char *op, const vt_tensor *x, const vt_tensor *w, 
 void vt_par_linear_fwd(const float *x, vt_linear_weight w, const float *b, float *y, int M, int Din, int Dout);
 void vt_par_linear_bwd(vt_arena *arena, const float *x, vt_linear_weight w, const float *dy, float *dx,
                        float dx_beta, float *dw, float *db, int M, int Din, int Dout);
+/* The fused residual adds (vt_op_linear_add, vt_op_gelu_linear_add): _check aborts
+ * naming op unless r is shaped (ndim, shape); _bwd does vt_op_add's backward for r
+ * (r->grad += dy, or = dy when fresh; nothing when r or its gradient is NULL). */
+void vt_par_residual_check(const char *op, const vt_tensor *r, int ndim, const int64_t *shape);
+void vt_par_residual_bwd(const float *dy, const vt_tensor *r);
 
 #endif
