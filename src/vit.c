@@ -32,9 +32,9 @@
  *   fc2(drop(gelu(.))) runs as vt_op_gelu_linear (bitwise the same values, gelu(.) not
  *   kept for backward) unless that dropout is active.
  *   qkv(norm1(.)) and fc1(norm2(.)) run as vt_op_layernorm_linear (likewise, norm not kept).
- *   Where drop_path, ls and both drops are identities (residual_plain), x += proj(.) and
- *   x += fc2(gelu(.)) run as vt_op_linear_add and vt_op_gelu_linear_add (bitwise the same,
- *   the sums made in place: no proj or fc2 output tensor).
+ *   Where ls and both drops are identities (residual_plain), x += drop_path(proj(.)) and
+ *   x += drop_path(fc2(gelu(.))) run as vt_op_linear_add and vt_op_gelu_linear_add
+ *   (bitwise the same, the sums made in place: no proj, fc2 or drop path output tensor).
  * attn is softmax attention, or with model.attention = performer vt_op_performer with this
  * layer's fixed random features (m->performer_w; drawn at init as draw 0 of
  * vt_performer_draw(seed), redrawn only by vt_vit_performer_step from the training loop,
@@ -289,12 +289,11 @@ static float block_drop_path(const vt_vit *m, int i) {
     return m->L > 1 ? (float)(m->spec.model.drop_path * i / (m->L - 1)) : 0.0f;
 }
 
-/* Whether block i's residual branches end in their products (proj, fc2) with nothing
- * between them and the residual adds: no LayerScale, and dropout and DropPath identities
- * (not training, or rates of 0). */
-static int residual_plain(const vt_vit *m, const vt_tape *t, int i) {
-    return m->spec.model.layer_scale <= 0 &&
-           (!t->training || (m->spec.model.drop_rate <= 0 && block_drop_path(m, i) == 0.0f));
+/* Whether the residual branches end in their products (proj, fc2) with at most a drop
+ * path between them and the residual adds: no LayerScale, and dropout the identity (not
+ * training, or a rate of 0). */
+static int residual_plain(const vt_vit *m, const vt_tape *t) {
+    return m->spec.model.layer_scale <= 0 && (!t->training || m->spec.model.drop_rate <= 0);
 }
 
 /* Whether block_forward splits qkv into q, k, v tensors (Performer, or a position
@@ -306,14 +305,14 @@ static int splits_qkv(const vt_vit *m) { return m->performer_m > 0 || vt_pe_tran
  * PE that transforms q and k, or Performer), the attention output N D (Performer: and
  * its merged copy), the residual sum N D, fc1's output N Dh (with MLP dropout also
  * gelu's and its dropout's); unless the residual branches are plain (residual_plain:
- * their products add in place), also proj's and fc2's outputs N D each and after each
- * one N D for each active dropout, LayerScale and DropPath. `training`: dropout and
- * DropPath run (the block with the most, the last). */
+ * their products add in place, through the drop path), also proj's and fc2's outputs N D
+ * each and after each one N D for each active dropout, LayerScale and DropPath.
+ * `training`: dropout and DropPath run (the block with the most, the last). */
 static double block_scope_grad_floats(const vt_vit *m, double N, int training) {
     const vt_model_config *mc = &m->spec.model;
     int drop = training && mc->drop_rate > 0, ls = mc->layer_scale > 0;
     int dp = training && mc->drop_path > 0 && m->L > 1;
-    int plain = !drop && !ls && !dp;
+    int plain = !drop && !ls;
     double nd = 3.0 + (splits_qkv(m) ? 3.0 : 0.0) + 1.0 + (m->performer_m > 0 ? 1.0 : 0.0) + 1.0 +
                 (plain ? 0.0 : 2.0 + 2.0 * (drop + ls + dp));
     return nd * N * m->D + (drop ? 3.0 : 1.0) * N * m->mlp_hidden;
@@ -357,11 +356,12 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     } else { /* q and k as projected: straight from qkv, no split (bitwise the same) */
         a = vt_op_attention_qkv(t, qkv, m->H, scale, attn_drop, keep);
     }
-    /* nothing between a branch's last product and its residual add: the fused ops add
-     * in place (bitwise the same, one N D tensor and pass fewer each) */
-    int plain = residual_plain(m, t, i);
+    /* at most a drop path between a branch's last product and its residual add: the
+     * fused ops add in place (bitwise the same, with one or two N D tensors and passes
+     * fewer each) */
+    int plain = residual_plain(m, t);
     if (plain) {
-        x = vt_op_linear_add(t, a, b->proj_w, b->proj_b, x);
+        x = vt_op_linear_add(t, a, b->proj_w, b->proj_b, dpr, x);
     } else {
         a = vt_op_linear(t, a, b->proj_w, b->proj_b);
         a = vt_op_dropout(t, a, drop);
@@ -373,7 +373,7 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     vt_tensor *h = vt_op_layernorm_linear(t, x, b->norm2_w, b->norm2_b, LN_EPS, b->fc1_w, b->fc1_b);
     if (plain) { /* no MLP dropout either */
         vt_tape_scope_end(t);
-        return vt_tape_scope_result(t, vt_op_gelu_linear_add(t, h, b->fc2_w, b->fc2_b, x));
+        return vt_tape_scope_result(t, vt_op_gelu_linear_add(t, h, b->fc2_w, b->fc2_b, dpr, x));
     }
     if (mlp_dropout_active(m, t)) {
         h = vt_op_gelu(t, h);

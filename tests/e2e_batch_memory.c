@@ -75,12 +75,12 @@ static void test_train_batch_ranks(void) {
     }
     char args[1024];
     snprintf(args, sizeof args, "ulimit -v %d && timeout 300 mpirun --oversubscribe --bind-to none%s "
-             "-np 2 %s " TINY " --set data.train_size=65536 --set train.batch_size=65536 "
+             "-np 2 %s " TINY " --set data.train_size=131072 --set train.batch_size=131072 "
              "--set eval.batch_size=64 --run-dir %s/huge2 >%s/huge2.log 2>&1", LIMIT_KB,
              geteuid() == 0 ? " --allow-run-as-root" : "", bin, tmp, tmp);
     int rc = run("%s", args);
-    CHECK(rc == 1, "2 ranks, train.batch_size 65536: exit %d, expected 1", rc);
-    CHECK(log_has("huge2", "train.batch_size 65536 images (32768 per rank)"),
+    CHECK(rc == 1, "2 ranks, train.batch_size 131072: exit %d, expected 1", rc);
+    CHECK(log_has("huge2", "train.batch_size 131072 images (65536 per rank)"),
           "the message names the images per rank");
     CHECK(!file_contains_quiet(tmp, "huge2" ".log", "internal error"), "no internal-error abort");
 }

@@ -162,30 +162,46 @@ static int f_gelu(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) 
     out[0] = vt_op_gelu(t, in[0]);
     return 1;
 }
+/* The fused residual adds and their unfused ops, with a drop path of rate *arg (NULL: 0;
+ * these wrappers' P_DROP when named _dp). */
+#define P_DROP 0.4f
+static float arg_p(const void *arg) { return arg ? *(const float *)arg : 0.0f; }
 static int f_linear_add(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
-    (void)arg;
-    out[0] = vt_op_linear_add(t, in[0], in[1], in[2], in[3]);
+    out[0] = vt_op_linear_add(t, in[0], in[1], in[2], arg_p(arg), in[3]);
     return 1;
 }
 static int f_linear_add_nobias(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
-    (void)arg;
-    out[0] = vt_op_linear_add(t, in[0], in[1], NULL, in[2]);
+    out[0] = vt_op_linear_add(t, in[0], in[1], NULL, arg_p(arg), in[2]);
     return 1;
 }
 static int f_linear_then_add(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
-    (void)arg;
-    out[0] = vt_op_add(t, in[3], vt_op_linear(t, in[0], in[1], in[2]));
+    out[0] = vt_op_add(t, in[3], vt_op_drop_path(t, vt_op_linear(t, in[0], in[1], in[2]), arg_p(arg)));
     return 1;
 }
 static int f_gelu_linear_add(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
-    (void)arg;
-    out[0] = vt_op_gelu_linear_add(t, in[0], in[1], in[2], in[3]);
+    out[0] = vt_op_gelu_linear_add(t, in[0], in[1], in[2], arg_p(arg), in[3]);
     return 1;
 }
 static int f_gelu_linear_then_add(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
-    (void)arg;
-    out[0] = vt_op_add(t, in[3], vt_op_gelu_linear(t, in[0], in[1], in[2]));
+    out[0] = vt_op_add(t, in[3], vt_op_drop_path(t, vt_op_gelu_linear(t, in[0], in[1], in[2]), arg_p(arg)));
     return 1;
+}
+static const float p_drop = P_DROP;
+static int f_linear_add_dp(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    (void)arg;
+    return f_linear_add(t, in, &p_drop, out);
+}
+static int f_linear_then_add_dp(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    (void)arg;
+    return f_linear_then_add(t, in, &p_drop, out);
+}
+static int f_gelu_linear_add_dp(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    (void)arg;
+    return f_gelu_linear_add(t, in, &p_drop, out);
+}
+static int f_gelu_linear_then_add_dp(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
+    (void)arg;
+    return f_gelu_linear_then_add(t, in, &p_drop, out);
 }
 static int f_gelu_linear(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
     (void)arg;
@@ -665,13 +681,16 @@ static void test_gelu_linear(vt_rng *r) {
 
 /* The residual adds fused into their products (vt_op_linear_add, vt_op_gelu_linear_add):
  * gradient checks, and output and gradients bit for bit those of the product followed by
- * vt_op_add on ragged shapes (threaded ones too), with and without bias, with the
+ * vt_op_drop_path and vt_op_add (rate 0, and P_DROP in training: the same samples dropped,
+ * the same draws) on ragged shapes (threaded ones too), with and without bias, with the
  * residual or the input wanting no gradient, and with the input as its own residual. */
 static void test_residual_adds(vt_rng *r) {
-    vt_tensor *in[4] = {input(r, -2, 2, 3, 2, 5, 6, 0), input(r, -1, 1, 2, 4, 6, 0, 0), input(r, -1, 1, 1, 4, 0, 0, 0),
-                        input(r, -1, 1, 3, 2, 5, 4, 0)};
+    vt_tensor *in[4] = {input(r, -2, 2, 3, 4, 5, 6, 0), input(r, -1, 1, 2, 4, 6, 0, 0), input(r, -1, 1, 1, 4, 0, 0, 0),
+                        input(r, -1, 1, 3, 4, 5, 4, 0)};
     grad_check("linear_add", f_linear_add, in, 4, NULL);
     grad_check("gelu_linear_add", f_gelu_linear_add, in, 4, NULL);
+    grad_check("linear_add with drop path", f_linear_add, in, 4, &p_drop);
+    grad_check("gelu_linear_add with drop path", f_gelu_linear_add, in, 4, &p_drop);
     vt_tensor *nobias[3] = {in[0], in[1], in[3]};
     grad_check("linear_add no bias", f_linear_add_nobias, nobias, 3, NULL);
 
@@ -698,6 +717,12 @@ static void test_residual_adds(vt_rng *r) {
                     check_bitwise(what, f_linear_add, f_linear_then_add, args, 4, dy, fused, pair);
                     snprintf(what, sizeof what, "gelu_linear_add M=%d Din=%d Dout=%d %s", M, Din, Dout, cases[k]);
                     check_bitwise(what, f_gelu_linear_add, f_gelu_linear_then_add, args, 4, dy, fused, pair);
+                    snprintf(what, sizeof what, "linear_add M=%d Din=%d Dout=%d %s, drop path", M, Din, Dout,
+                             cases[k]);
+                    check_bitwise(what, f_linear_add_dp, f_linear_then_add_dp, args, 4, dy, fused, pair);
+                    snprintf(what, sizeof what, "gelu_linear_add M=%d Din=%d Dout=%d %s, drop path", M, Din, Dout,
+                             cases[k]);
+                    check_bitwise(what, f_gelu_linear_add_dp, f_gelu_linear_then_add_dp, args, 4, dy, fused, pair);
                 }
                 x->grad = gx;
                 res->grad = gr;

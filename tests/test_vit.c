@@ -529,9 +529,10 @@ static void test_grad_scopes(void) {
         for (int64_t j = 0; j < 2 * m.n_params; j++) differ += memcmp(&gs[j], &gp[j], sizeof(float)) != 0;
         CHECK(differ == 0, "'%s': %lld of 2 x %lld gradients differ with grad scopes", all, (long long)differ,
               (long long)m.n_params);
-        /* Checking mode saw each block's fresh gradients (4 or 5 a block: attention's
-         * output, fc1's, the two residual branches, and qkv where attention reads it in place). */
-        CHECK(checked >= 4 * 3, "'%s': checking mode checked %d fresh gradients in 3 blocks", all, checked);
+        /* Checking mode saw each block's fresh gradients (2 or 3 a block: attention's
+         * output, fc1's, and qkv where attention reads it in place; with LayerScale or
+         * dropout also the two residual branches' outputs, which otherwise add in place). */
+        CHECK(checked >= 2 * 3, "'%s': checking mode checked %d fresh gradients in 3 blocks", all, checked);
         /* The 3 blocks' grads (up to region bytes each; block 0 has no drop-path) leave
          * the arena; a scope's zeroing entry costs one 64-byte context. */
         CHECK(region > 0 && no_region == 0 && used_plain >= used_scoped + 2 * (region - 64),

@@ -25,13 +25,8 @@ static void drop_path_bwd(void *p) {
     }
 }
 
-vt_tensor *vt_op_drop_path(vt_tape *t, vt_tensor *x, float p) {
-    VT_ASSERT(p >= 0.0f && p < 1.0f, "drop_path: p=%g not in [0, 1)", p);
-    if (!t->training || p == 0.0f) return x;
+float *vt_par_drop_path_factors(vt_tape *t, int64_t B, float p) {
     VT_ASSERT(t->rng != NULL, "drop_path: training forward needs t->rng");
-    int g = vt_tape_wants_grad(t, x, NULL, NULL);
-    vt_tensor *y = vt_tape_new(t, g, x->ndim, x->shape);
-    int64_t B = x->shape[0], per = x->size / B;
     float *factor = vt_arena_alloc(t->arena, (size_t)B * sizeof(float));
     uint64_t base = vt_rng_u64(t->rng);
     float inv_keep = 1.0f / (1.0f - p);
@@ -40,6 +35,16 @@ vt_tensor *vt_op_drop_path(vt_tape *t, vt_tensor *x, float p) {
         vt_rng_seed(&rng, vt_rng_derive(base, vt_tape_sample_key(t, b), 0));
         factor[b] = vt_rng_uniform(&rng) >= p ? inv_keep : 0.0f;
     }
+    return factor;
+}
+
+vt_tensor *vt_op_drop_path(vt_tape *t, vt_tensor *x, float p) {
+    VT_ASSERT(p >= 0.0f && p < 1.0f, "drop_path: p=%g not in [0, 1)", p);
+    if (!t->training || p == 0.0f) return x;
+    int g = vt_tape_wants_grad(t, x, NULL, NULL);
+    vt_tensor *y = vt_tape_new(t, g, x->ndim, x->shape);
+    int64_t B = x->shape[0], per = x->size / B;
+    float *factor = vt_par_drop_path_factors(t, B, p);
     const float *xd = x->data;
     float *yd = y->data;
     #pragma omp parallel for schedule(static) if (x->size > VT_PAR_MIN)

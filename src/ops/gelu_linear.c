@@ -13,24 +13,27 @@
  * output grad (0 + x = x), but for the sign of a zero result; the du update then gives
  * the same bits unless du held -0, which a zeroed grad that only accumulates never does.
  * Kept for backward: u (the caller's), w, dy; nothing of M Din floats.
- * vt_op_gelu_linear_add adds a residual r to y in place; its backward first does what
- * vt_op_add's would for r (dr += dy, or dr = dy when fresh). */
+ * vt_op_gelu_linear_add adds a residual r to y in place as vt_op_linear_add does (through
+ * a drop path; par.h vt_par_residual_fwd and _bwd). */
 #include "ops.h"
 #include "par.h"
 #include "status.h"
 
 typedef struct {
     vt_tape *t;
-    const float *u, *dy;
+    const float *u;
+    float *dy;
     vt_linear_weight w;
     float *du, *dw, *db;
     const vt_tensor *ut, *rt; /* for vt_tape_grad_fresh; rt: the residual or NULL */
+    const float *factor;      /* the residual branch's drop path factors, or NULL */
     int M, Din, Dout;
 } gelu_linear_ctx;
 
 static void gelu_linear_bwd(void *p) {
     gelu_linear_ctx *c = p;
-    vt_par_residual_bwd(c->dy, c->rt); /* first, as vt_op_add's backward would run */
+    /* first, as vt_op_add's and vt_op_drop_path's backwards would run */
+    if (c->rt) vt_par_residual_bwd(c->dy, c->rt, c->factor, c->rt->shape[0]);
     int64_t n = (int64_t)c->M * c->Din;
     float *s = c->du || c->dw ? vt_tape_scratch(c->t, (size_t)n) : NULL;
     if (c->du) {
@@ -43,8 +46,8 @@ static void gelu_linear_bwd(void *p) {
     vt_par_linear_bwd(c->t->arena, s, c->w, c->dy, NULL, 0.0f, c->dw, c->db, c->M, c->Din, c->Dout);
 }
 
-/* y = gelu(u) W^T + b, plus r (NULL: none) added in place. */
-static vt_tensor *gelu_linear(vt_tape *t, const char *op, vt_tensor *u, vt_tensor *w, vt_tensor *b,
+/* y = gelu(u) W^T + b, plus r (NULL: none) added in place after a drop path of rate p. */
+static vt_tensor *gelu_linear(vt_tape *t, const char *op, vt_tensor *u, vt_tensor *w, vt_tensor *b, float p,
                               vt_tensor *r) {
     int64_t shape[VT_MAX_DIMS];
     int M = vt_par_linear_shape(op, u, w, b, shape);
@@ -56,11 +59,11 @@ static vt_tensor *gelu_linear(vt_tape *t, const char *op, vt_tensor *u, vt_tenso
     float *g = vt_tape_scratch(t, (size_t)u->size);
     vt_par_gelu_fwd(u->data, g, u->size);
     vt_par_linear_fwd(g, vt_linear_weight_of(t, w), b ? b->data : NULL, y->data, M, Din, Dout);
-    if (r) vt_par_rows_add(y->data, r->data, y->data, 0, 1, y->size);
+    const float *factor = r ? vt_par_residual_fwd(t, y, r, p) : NULL;
     if (grad) {
         gelu_linear_ctx *c = vt_tape_ctx(t, sizeof *c);
         *c = (gelu_linear_ctx){t, u->data, y->grad, vt_linear_weight_of(t, w), u->grad, w->grad, b ? b->grad : NULL, u,
-                               r, M, Din, Dout};
+                               r, factor, M, Din, Dout};
         if (u->grad && w->grad) vt_tape_can_overwrite(u); /* the bwd_fwd pass writes du whole */
         if (r && r->grad) vt_tape_can_overwrite(r);
         vt_tape_record(t, op, gelu_linear_bwd, c);
@@ -69,10 +72,11 @@ static vt_tensor *gelu_linear(vt_tape *t, const char *op, vt_tensor *u, vt_tenso
 }
 
 vt_tensor *vt_op_gelu_linear(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *b) {
-    return gelu_linear(t, "gelu_linear", u, w, b, NULL);
+    return gelu_linear(t, "gelu_linear", u, w, b, 0.0f, NULL);
 }
 
-vt_tensor *vt_op_gelu_linear_add(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *b, vt_tensor *r) {
+vt_tensor *vt_op_gelu_linear_add(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *b, float drop_path,
+                                 vt_tensor *r) {
     VT_ASSERT(r, "gelu_linear_add: no residual");
-    return gelu_linear(t, "gelu_linear_add", u, w, b, r);
+    return gelu_linear(t, "gelu_linear_add", u, w, b, drop_path, r);
 }

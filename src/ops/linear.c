@@ -6,18 +6,21 @@
  * bf16 copy is read where it has one.
  * Backward: dW += dy^T x;  db += column sums of dy (vt_par_colsum_acc's bits; with dW, summed
  * by vt_gemm_prec_wgrad in the same pass over dy);  dx += dy W (dx = dy W when x's gradient
- * is fresh, tape.h). vt_op_linear_add adds a residual r to y in place; its backward first
- * does what vt_op_add's would for r (dr += dy, or dr = dy when fresh). */
+ * is fresh, tape.h). vt_op_linear_add adds a residual r to y in place, y through a drop
+ * path first (vt_par_residual_fwd); its backward first does what vt_op_add's and
+ * vt_op_drop_path's would (vt_par_residual_bwd). */
 #include "ops.h"
 #include "par.h"
 #include "status.h"
 
 typedef struct {
     vt_arena *arena;
-    const float *x, *dy;
+    const float *x;
+    float *dy;
     vt_linear_weight w;
     float *dx, *dw, *db;
     const vt_tensor *xt, *rt; /* for vt_tape_grad_fresh; rt: the residual or NULL */
+    const float *factor;      /* the residual branch's drop path factors, or NULL */
     int M, Din, Dout;
 } linear_ctx;
 
@@ -55,19 +58,42 @@ void vt_par_residual_check(const char *op, const vt_tensor *r, int ndim, const i
     VT_ASSERT(ok, "%s: the residual %s is not shaped like the output", op, vt_shape_str(r, sr, sizeof sr));
 }
 
-void vt_par_residual_bwd(const float *dy, const vt_tensor *r) {
+float *vt_par_residual_fwd(vt_tape *t, vt_tensor *y, const vt_tensor *r, float p) {
+    VT_ASSERT(p >= 0.0f && p < 1.0f, "drop_path: p=%g not in [0, 1)", p);
+    if (!t->training || p == 0.0f) {
+        vt_par_rows_add(y->data, r->data, y->data, 0, 1, y->size);
+        return NULL;
+    }
+    int64_t B = y->shape[0], per = y->size / B;
+    float *factor = vt_par_drop_path_factors(t, B, p);
+    float *yd = y->data;
+    const float *rd = r->data;
+    #pragma omp parallel for schedule(static) if (y->size > VT_PAR_MIN)
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = b * per; i < (b + 1) * per; i++) yd[i] = rd[i] + yd[i] * factor[b];
+    return factor;
+}
+
+void vt_par_residual_bwd(float *dy, const vt_tensor *r, const float *factor, int64_t B) {
     if (r && r->grad) vt_par_rows_add(dy, NULL, r->grad, vt_tape_grad_fresh(r), 1, r->size);
+    if (!factor) return;
+    int64_t per = r->size / B;
+    #pragma omp parallel for schedule(static) if (r->size > VT_PAR_MIN)
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = b * per; i < (b + 1) * per; i++) dy[i] = factor[b] == 0.0f ? 0.0f : 0.0f + dy[i] * factor[b];
 }
 
 static void linear_bwd(void *p) {
     linear_ctx *c = p;
-    vt_par_residual_bwd(c->dy, c->rt); /* first, as vt_op_add's backward would run */
+    /* first, as vt_op_add's and vt_op_drop_path's backwards would run */
+    if (c->rt) vt_par_residual_bwd(c->dy, c->rt, c->factor, c->rt->shape[0]);
     float dx_beta = vt_tape_grad_fresh(c->xt) ? 0.0f : 1.0f;
     vt_par_linear_bwd(c->arena, c->x, c->w, c->dy, c->dx, dx_beta, c->dw, c->db, c->M, c->Din, c->Dout);
 }
 
-/* y = x W^T + b, plus r (NULL: none) added in place. */
-static vt_tensor *linear(vt_tape *t, const char *op, vt_tensor *x, vt_tensor *w, vt_tensor *b, vt_tensor *r) {
+/* y = x W^T + b, plus r (NULL: none) added in place after a drop path of rate p. */
+static vt_tensor *linear(vt_tape *t, const char *op, vt_tensor *x, vt_tensor *w, vt_tensor *b, float p,
+                         vt_tensor *r) {
     int64_t shape[VT_MAX_DIMS];
     int M = vt_par_linear_shape(op, x, w, b, shape);
     int Dout = (int)w->shape[0], Din = (int)w->shape[1];
@@ -76,11 +102,11 @@ static vt_tensor *linear(vt_tape *t, const char *op, vt_tensor *x, vt_tensor *w,
     if (r) g |= vt_tape_wants_grad(t, r, NULL, NULL);
     vt_tensor *y = vt_tape_new(t, g, x->ndim, shape);
     vt_par_linear_fwd(x->data, vt_linear_weight_of(t, w), b ? b->data : NULL, y->data, M, Din, Dout);
-    if (r) vt_par_rows_add(y->data, r->data, y->data, 0, 1, y->size);
+    const float *factor = r ? vt_par_residual_fwd(t, y, r, p) : NULL;
     if (g) {
         linear_ctx *c = vt_tape_ctx(t, sizeof *c);
         *c = (linear_ctx){t->arena, x->data, y->grad, vt_linear_weight_of(t, w), x->grad, w->grad,
-                          b ? b->grad : NULL, x, r, M, Din, Dout};
+                          b ? b->grad : NULL, x, r, factor, M, Din, Dout};
         if (x->grad) vt_tape_can_overwrite(x);
         if (r && r->grad) vt_tape_can_overwrite(r);
         vt_tape_record(t, op, linear_bwd, c);
@@ -89,10 +115,10 @@ static vt_tensor *linear(vt_tape *t, const char *op, vt_tensor *x, vt_tensor *w,
 }
 
 vt_tensor *vt_op_linear(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b) {
-    return linear(t, "linear", x, w, b, NULL);
+    return linear(t, "linear", x, w, b, 0.0f, NULL);
 }
 
-vt_tensor *vt_op_linear_add(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b, vt_tensor *r) {
+vt_tensor *vt_op_linear_add(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b, float drop_path, vt_tensor *r) {
     VT_ASSERT(r, "linear_add: no residual");
-    return linear(t, "linear_add", x, w, b, r);
+    return linear(t, "linear_add", x, w, b, drop_path, r);
 }

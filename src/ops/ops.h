@@ -25,11 +25,12 @@
  * y (..., Dout). */
 vt_tensor *vt_op_linear(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b);
 
-/* y = (x W^T + b) + r, r shaped like y: bitwise vt_op_add(t, r, vt_op_linear(t, x, w, b))
- * (values and every gradient), with the sum made in place over the product: no
- * (..., Dout) tensor for the product or its gradient, and one pass fewer each way (the
- * add's copy of dy into the product's gradient). A pre-norm block's residual branch. */
-vt_tensor *vt_op_linear_add(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b, vt_tensor *r);
+/* y = r + drop_path(x W^T + b, drop_path), r shaped like y: bitwise
+ * vt_op_add(t, r, vt_op_drop_path(t, vt_op_linear(t, x, w, b), drop_path)) (values, every
+ * gradient and the draws from t->rng), with the sum made in place over the product: no
+ * (..., Dout) tensors for the product and its drop path or their gradients, and fewer
+ * passes each way. A pre-norm block's residual branch. */
+vt_tensor *vt_op_linear_add(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b, float drop_path, vt_tensor *r);
 
 /* y = gelu(u) W^T + b (exact-erf GELU, then nn.Linear): the same values as
  * vt_op_linear(t, vt_op_gelu(t, u), w, b) but keeps only u for backward; gelu(u) lives
@@ -39,10 +40,11 @@ vt_tensor *vt_op_linear_add(vt_tape *t, vt_tensor *x, vt_tensor *w, vt_tensor *b
  * same thread count. Memory: y and its gradient only; the pair also keeps gelu(u) and
  * a gradient buffer of its size, (..., Din) each. */
 vt_tensor *vt_op_gelu_linear(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *b);
-/* (gelu(u) W^T + b) + r: vt_op_gelu_linear with the residual added in place, as
- * vt_op_linear_add does for vt_op_linear (bitwise vt_op_add(t, r, vt_op_gelu_linear(t, u,
- * w, b))). */
-vt_tensor *vt_op_gelu_linear_add(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *b, vt_tensor *r);
+/* r + drop_path(gelu(u) W^T + b, drop_path): vt_op_gelu_linear with the residual added in
+ * place, as vt_op_linear_add does for vt_op_linear (bitwise vt_op_add(t, r,
+ * vt_op_drop_path(t, vt_op_gelu_linear(t, u, w, b), drop_path))). */
+vt_tensor *vt_op_gelu_linear_add(vt_tape *t, vt_tensor *u, vt_tensor *w, vt_tensor *b, float drop_path,
+                                 vt_tensor *r);
 
 /* y = LayerNorm(x; g, beta, eps) W^T + b: the same values as
  * vt_op_linear(t, vt_op_layernorm(t, x, g, beta, eps), w, b) but h = LayerNorm(x) is not

@@ -135,10 +135,22 @@ int vt_par_linear_shape(const char *op, const vt_tensor *x, const vt_tensor *w, 
 void vt_par_linear_fwd(const float *x, vt_linear_weight w, const float *b, float *y, int M, int Din, int Dout);
 void vt_par_linear_bwd(vt_arena *arena, const float *x, vt_linear_weight w, const float *dy, float *dx,
                        float dx_beta, float *dw, float *db, int M, int Din, int Dout);
-/* The fused residual adds (vt_op_linear_add, vt_op_gelu_linear_add): _check aborts
- * naming op unless r is shaped (ndim, shape); _bwd does vt_op_add's backward for r
- * (r->grad += dy, or = dy when fresh; nothing when r or its gradient is NULL). */
+/* vt_op_drop_path's per-sample factors for a training call of rate p over B samples (0,
+ * or 1 / (1 - p) for the kept ones), drawn as it draws them (one base seed from t->rng),
+ * into the arena. */
+float *vt_par_drop_path_factors(vt_tape *t, int64_t B, float p);
+
+/* The fused residual adds (vt_op_linear_add, vt_op_gelu_linear_add) over a branch whose
+ * product op already wrote y. _check aborts naming op unless r is shaped (ndim, shape).
+ * _fwd: y = r + y, or, when t trains and p > 0, y = r + y * factor[b] on each sample b
+ * (leading dim) with vt_par_drop_path_factors' factors (returned; NULL without a drop
+ * path): vt_op_add(r, vt_op_drop_path(y, p))'s bits. _bwd: vt_op_add's backward for r
+ * (r->grad += dy, or = dy when fresh; nothing when r or its gradient is NULL), then,
+ * with factors, vt_op_drop_path's for the branch in place over dy (dy[b] = 0 + dy[b]
+ * factor[b], +0 for a dropped sample: the bits of the unfused pair's zeroed gradient):
+ * dy, y's gradient, is the branch's own once y's consumers have run. */
 void vt_par_residual_check(const char *op, const vt_tensor *r, int ndim, const int64_t *shape);
-void vt_par_residual_bwd(const float *dy, const vt_tensor *r);
+float *vt_par_residual_fwd(vt_tape *t, vt_tensor *y, const vt_tensor *r, float p);
+void vt_par_residual_bwd(float *dy, const vt_tensor *r, const float *factor, int64_t B);
 
 #endif
