@@ -292,8 +292,8 @@ static float block_drop_path(const vt_vit *m, int i) {
 /* Whether the residual branches end in their products (proj, fc2) with at most a drop
  * path between them and the residual adds: no LayerScale, and dropout the identity (not
  * training, or a rate of 0). */
-static int residual_plain(const vt_vit *m, const vt_tape *t) {
-    return m->spec.model.layer_scale <= 0 && (!t->training || m->spec.model.drop_rate <= 0);
+static int residual_plain(const vt_vit *m, int training) {
+    return m->spec.model.layer_scale <= 0 && (!training || m->spec.model.drop_rate <= 0);
 }
 
 /* Whether block_forward splits qkv into q, k, v tensors (Performer, or a position
@@ -312,7 +312,7 @@ static double block_scope_grad_floats(const vt_vit *m, double N, int training) {
     const vt_model_config *mc = &m->spec.model;
     int drop = training && mc->drop_rate > 0, ls = mc->layer_scale > 0;
     int dp = training && mc->drop_path > 0 && m->L > 1;
-    int plain = !drop && !ls;
+    int plain = residual_plain(m, training);
     double nd = 3.0 + (splits_qkv(m) ? 3.0 : 0.0) + 1.0 + (m->performer_m > 0 ? 1.0 : 0.0) + 1.0 +
                 (plain ? 0.0 : 2.0 + 2.0 * (drop + ls + dp));
     return nd * N * m->D + (drop ? 3.0 : 1.0) * N * m->mlp_hidden;
@@ -359,7 +359,7 @@ static vt_tensor *block_forward(vt_vit *m, vt_tape *t, int i, vt_tensor *x) {
     /* at most a drop path between a branch's last product and its residual add: the
      * fused ops add in place (bitwise the same, with one or two N D tensors and passes
      * fewer each) */
-    int plain = residual_plain(m, t);
+    int plain = residual_plain(m, t->training);
     if (plain) {
         x = vt_op_linear_add(t, a, b->proj_w, b->proj_b, dpr, x);
     } else {

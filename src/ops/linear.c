@@ -7,7 +7,7 @@
  * Backward: dW += dy^T x;  db += column sums of dy (vt_par_colsum_acc's bits; with dW, summed
  * by vt_gemm_prec_wgrad in the same pass over dy);  dx += dy W (dx = dy W when x's gradient
  * is fresh, tape.h). vt_op_linear_add adds a residual r to y in place, y through a drop
- * path first (vt_par_residual_fwd); its backward first does what vt_op_add's and
+ * path first (residual.c); its backward first does what vt_op_add's and
  * vt_op_drop_path's would (vt_par_residual_bwd). */
 #include "ops.h"
 #include "par.h"
@@ -49,38 +49,6 @@ void vt_par_linear_bwd(vt_arena *arena, const float *x, vt_linear_weight w, cons
         if (db) vt_par_colsum_acc(arena, dy, NULL, M, Dout, db);
     }
     if (dx) vt_gemm_prec(w.bf16, 0, 0, M, Din, Dout, 1.0f, dy, Dout, w.w, w.w16, Din, dx_beta, NULL, dx, Din);
-}
-
-void vt_par_residual_check(const char *op, const vt_tensor *r, int ndim, const int64_t *shape) {
-    int ok = r->ndim == ndim;
-    for (int i = 0; ok && i < ndim; i++) ok = r->shape[i] == shape[i];
-    char sr[64];
-    VT_ASSERT(ok, "%s: the residual %s is not shaped like the output", op, vt_shape_str(r, sr, sizeof sr));
-}
-
-float *vt_par_residual_fwd(vt_tape *t, vt_tensor *y, const vt_tensor *r, float p) {
-    VT_ASSERT(p >= 0.0f && p < 1.0f, "drop_path: p=%g not in [0, 1)", p);
-    if (!t->training || p == 0.0f) {
-        vt_par_rows_add(y->data, r->data, y->data, 0, 1, y->size);
-        return NULL;
-    }
-    int64_t B = y->shape[0], per = y->size / B;
-    float *factor = vt_par_drop_path_factors(t, B, p);
-    float *yd = y->data;
-    const float *rd = r->data;
-    #pragma omp parallel for schedule(static) if (y->size > VT_PAR_MIN)
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t i = b * per; i < (b + 1) * per; i++) yd[i] = rd[i] + yd[i] * factor[b];
-    return factor;
-}
-
-void vt_par_residual_bwd(float *dy, const vt_tensor *r, const float *factor, int64_t B) {
-    if (r && r->grad) vt_par_rows_add(dy, NULL, r->grad, vt_tape_grad_fresh(r), 1, r->size);
-    if (!factor) return;
-    int64_t per = r->size / B;
-    #pragma omp parallel for schedule(static) if (r->size > VT_PAR_MIN)
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t i = b * per; i < (b + 1) * per; i++) dy[i] = factor[b] == 0.0f ? 0.0f : 0.0f + dy[i] * factor[b];
 }
 
 static void linear_bwd(void *p) {

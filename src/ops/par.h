@@ -145,7 +145,7 @@ float *vt_par_drop_path_factors(vt_tape *t, int64_t B, float p);
  * _fwd: y = r + y, or, when t trains and p > 0, y = r + y * factor[b] on each sample b
  * (leading dim) with vt_par_drop_path_factors' factors (returned; NULL without a drop
  * path): vt_op_add(r, vt_op_drop_path(y, p))'s bits. _bwd: vt_op_add's backward for r
- * (r->grad += dy, or = dy when fresh; nothing when r or its gradient is NULL), then,
+ * (r->grad += dy, or = dy when fresh; nothing when r's gradient is NULL), then,
  * with factors, vt_op_drop_path's for the branch in place over dy (dy[b] = 0 + dy[b]
  * factor[b], +0 for a dropped sample: the bits of the unfused pair's zeroed gradient):
  * dy, y's gradient, is the branch's own once y's consumers have run. */
