@@ -162,8 +162,7 @@ static int f_gelu(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) 
     out[0] = vt_op_gelu(t, in[0]);
     return 1;
 }
-/* The fused residual adds and their unfused ops, with a drop path of rate *arg (NULL: 0;
- * these wrappers' P_DROP when named _dp). */
+/* The fused residual adds and their unfused ops, with a drop path of rate *arg (NULL: 0). */
 #define P_DROP 0.4f
 static float arg_p(const void *arg) { return arg ? *(const float *)arg : 0.0f; }
 static int f_linear_add(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
@@ -187,22 +186,6 @@ static int f_gelu_linear_then_add(vt_tape *t, vt_tensor **in, const void *arg, v
     return 1;
 }
 static const float p_drop = P_DROP;
-static int f_linear_add_dp(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
-    (void)arg;
-    return f_linear_add(t, in, &p_drop, out);
-}
-static int f_linear_then_add_dp(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
-    (void)arg;
-    return f_linear_then_add(t, in, &p_drop, out);
-}
-static int f_gelu_linear_add_dp(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
-    (void)arg;
-    return f_gelu_linear_add(t, in, &p_drop, out);
-}
-static int f_gelu_linear_then_add_dp(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
-    (void)arg;
-    return f_gelu_linear_then_add(t, in, &p_drop, out);
-}
 static int f_gelu_linear(vt_tape *t, vt_tensor **in, const void *arg, vt_tensor **out) {
     (void)arg;
     out[0] = vt_op_gelu_linear(t, in[0], in[1], in[2]);
@@ -562,13 +545,14 @@ static void test_gelu(vt_rng *r) {
  * tape scratch is filled with NaN, as another op's use of it would leave it. Writes y,
  * then the grad of each input that has one, to res; returns the floats written.
  * *used: the step arena's bytes after the backward. */
-static int64_t run_and_copy(fwd_fn f, vt_tensor **in, int nin, const float *dy, float *res, size_t *used) {
+static int64_t run_and_copy(fwd_fn f, vt_tensor **in, int nin, const void *arg, const float *dy, float *res,
+                            size_t *used) {
     for (int i = 0; i < nin; i++)
         if (in[i] && in[i]->grad)
             for (int64_t e = 0; e < in[i]->size; e++) in[i]->grad[e] = 0.25f;
     begin_step(1);
     vt_tensor *out[MAX_OUT];
-    f(&tape, in, NULL, out);
+    f(&tape, in, arg, out);
     memcpy(out[0]->grad, dy, (size_t)out[0]->size * sizeof(float));
     float *scratch = vt_tape_scratch(&tape, 1);
     for (size_t e = 0; e < tape.scratch_floats; e++) scratch[e] = NAN;
@@ -588,10 +572,10 @@ static int64_t run_and_copy(fwd_fn f, vt_tensor **in, int nin, const float *dy, 
  * (run_and_copy, NaN scratch included): output and every input gradient must be the same
  * bits. a, b: room for the floats run_and_copy writes. */
 static void check_bitwise(const char *what, fwd_fn fused, fwd_fn pair, vt_tensor **in, int nin,
-                          const float *dy, float *a, float *b) {
+                          const void *arg, const float *dy, float *a, float *b) {
     size_t used;
-    int64_t na = run_and_copy(fused, in, nin, dy, a, &used);
-    int64_t nb = run_and_copy(pair, in, nin, dy, b, &used);
+    int64_t na = run_and_copy(fused, in, nin, arg, dy, a, &used);
+    int64_t nb = run_and_copy(pair, in, nin, arg, dy, b, &used);
     int64_t diff = 0;
     for (int64_t e = 0; e < na && na == nb; e++) diff += memcmp(&a[e], &b[e], sizeof(float)) != 0;
     CHECK(na == nb && diff == 0, "%s: %lld of %lld floats differ from the unfused ops", what, (long long)diff,
@@ -614,8 +598,8 @@ static void check_fused_memory(const char *name, fwd_fn fused, fwd_fn pair, vt_t
     float *dy = vt_arena_alloc(&store, (size_t)ny * sizeof(float));
     for (int64_t e = 0; e < ny; e++) dy[e] = 1.0f;
     size_t fused_used, pair_used;
-    run_and_copy(fused, in, nin, dy, a, &fused_used);
-    run_and_copy(pair, in, nin, dy, b, &pair_used);
+    run_and_copy(fused, in, nin, NULL, dy, a, &fused_used);
+    run_and_copy(pair, in, nin, NULL, dy, b, &pair_used);
     size_t rows = (size_t)M * Din * sizeof(float);
     size_t allowed = ((size_t)2 * ny + kept) * sizeof(float) + 1024;
     CHECK(allowed < rows && fused_used <= allowed && pair_used >= fused_used + 2 * rows,
@@ -665,7 +649,7 @@ static void test_gelu_linear(vt_rng *r) {
                     vt_tensor *args[3] = {u, w, k == 1 ? NULL : b};
                     char what[96];
                     snprintf(what, sizeof what, "gelu_linear M=%d Din=%d Dout=%d %s", M, Din, Dout, cases[k]);
-                    check_bitwise(what, f_gelu_linear, f_gelu_then_linear, args, 3, dy, fused, pair);
+                    check_bitwise(what, f_gelu_linear, f_gelu_then_linear, args, 3, NULL, dy, fused, pair);
                 }
                 u->grad = gu; w->grad = gw; b->grad = gb;
             }
@@ -712,17 +696,16 @@ static void test_residual_adds(vt_rng *r) {
                     res->grad = k == 2 ? NULL : gr;
                     x->grad = k == 3 ? NULL : gx;
                     vt_tensor *args[4] = {x, w, k == 1 ? NULL : b, k == 4 ? x : res};
-                    char what[96];
-                    snprintf(what, sizeof what, "linear_add M=%d Din=%d Dout=%d %s", M, Din, Dout, cases[k]);
-                    check_bitwise(what, f_linear_add, f_linear_then_add, args, 4, dy, fused, pair);
-                    snprintf(what, sizeof what, "gelu_linear_add M=%d Din=%d Dout=%d %s", M, Din, Dout, cases[k]);
-                    check_bitwise(what, f_gelu_linear_add, f_gelu_linear_then_add, args, 4, dy, fused, pair);
-                    snprintf(what, sizeof what, "linear_add M=%d Din=%d Dout=%d %s, drop path", M, Din, Dout,
-                             cases[k]);
-                    check_bitwise(what, f_linear_add_dp, f_linear_then_add_dp, args, 4, dy, fused, pair);
-                    snprintf(what, sizeof what, "gelu_linear_add M=%d Din=%d Dout=%d %s, drop path", M, Din, Dout,
-                             cases[k]);
-                    check_bitwise(what, f_gelu_linear_add_dp, f_gelu_linear_then_add_dp, args, 4, dy, fused, pair);
+                    for (int d = 0; d < 2; d++) { /* drop path rate 0, then P_DROP */
+                        const float *p = d ? &p_drop : NULL;
+                        char what[112];
+                        snprintf(what, sizeof what, "linear_add M=%d Din=%d Dout=%d %s, drop path %g", M, Din, Dout,
+                                 cases[k], arg_p(p));
+                        check_bitwise(what, f_linear_add, f_linear_then_add, args, 4, p, dy, fused, pair);
+                        snprintf(what, sizeof what, "gelu_linear_add M=%d Din=%d Dout=%d %s, drop path %g", M, Din,
+                                 Dout, cases[k], arg_p(p));
+                        check_bitwise(what, f_gelu_linear_add, f_gelu_linear_then_add, args, 4, p, dy, fused, pair);
+                    }
                 }
                 x->grad = gx;
                 res->grad = gr;
@@ -785,7 +768,7 @@ static void test_layernorm_linear(vt_rng *r) {
                     vt_tensor *args[5] = {x, g, beta, w, k == 1 ? NULL : b};
                     char what[96];
                     snprintf(what, sizeof what, "layernorm_linear M=%d D=%d Dout=%d %s", M, D, Dout, cases[k]);
-                    check_bitwise(what, f_layernorm_linear, f_layernorm_then_linear, args, 5, dy, fused, pair);
+                    check_bitwise(what, f_layernorm_linear, f_layernorm_then_linear, args, 5, NULL, dy, fused, pair);
                 }
                 x->grad = gx; g->grad = gg; beta->grad = gbeta; w->grad = gw; b->grad = gb;
             }

@@ -33,7 +33,7 @@ typedef struct {
 static void gelu_linear_bwd(void *p) {
     gelu_linear_ctx *c = p;
     /* first, as vt_op_add's and vt_op_drop_path's backwards would run */
-    if (c->rt) vt_par_residual_bwd(c->dy, c->rt, c->factor, c->rt->shape[0]);
+    if (c->rt) vt_par_residual_bwd(c->dy, c->rt, c->factor);
     int64_t n = (int64_t)c->M * c->Din;
     float *s = c->du || c->dw ? vt_tape_scratch(c->t, (size_t)n) : NULL;
     if (c->du) {

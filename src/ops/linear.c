@@ -54,7 +54,7 @@ void vt_par_linear_bwd(vt_arena *arena, const float *x, vt_linear_weight w, cons
 static void linear_bwd(void *p) {
     linear_ctx *c = p;
     /* first, as vt_op_add's and vt_op_drop_path's backwards would run */
-    if (c->rt) vt_par_residual_bwd(c->dy, c->rt, c->factor, c->rt->shape[0]);
+    if (c->rt) vt_par_residual_bwd(c->dy, c->rt, c->factor);
     float dx_beta = vt_tape_grad_fresh(c->xt) ? 0.0f : 1.0f;
     vt_par_linear_bwd(c->arena, c->x, c->w, c->dy, c->dx, dx_beta, c->dw, c->db, c->M, c->Din, c->Dout);
 }

@@ -151,6 +151,6 @@ float *vt_par_drop_path_factors(vt_tape *t, int64_t B, float p);
  * dy, y's gradient, is the branch's own once y's consumers have run. */
 void vt_par_residual_check(const char *op, const vt_tensor *r, int ndim, const int64_t *shape);
 float *vt_par_residual_fwd(vt_tape *t, vt_tensor *y, const vt_tensor *r, float p);
-void vt_par_residual_bwd(float *dy, const vt_tensor *r, const float *factor, int64_t B);
+void vt_par_residual_bwd(float *dy, const vt_tensor *r, const float *factor);
 
 #endif

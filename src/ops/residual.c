@@ -28,10 +28,10 @@ float *vt_par_residual_fwd(vt_tape *t, vt_tensor *y, const vt_tensor *r, float p
     return factor;
 }
 
-void vt_par_residual_bwd(float *dy, const vt_tensor *r, const float *factor, int64_t B) {
+void vt_par_residual_bwd(float *dy, const vt_tensor *r, const float *factor) {
     if (r->grad) vt_par_rows_add(dy, NULL, r->grad, vt_tape_grad_fresh(r), 1, r->size);
     if (!factor) return;
-    int64_t per = r->size / B;
+    int64_t B = r->shape[0], per = r->size / B; /* r is shaped like the branch's output */
     #pragma omp parallel for schedule(static) if (r->size > VT_PAR_MIN)
     for (int64_t b = 0; b < B; b++) /* 0 + ...: a -0 product becomes +0, as in the zeroed gradient */
         for (int64_t i = b * per; i < (b + 1) * per; i++) dy[i] = factor[b] == 0.0f ? 0.0f : 0.0f + dy[i] * factor[b];
