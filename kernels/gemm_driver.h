@@ -191,6 +191,30 @@ typedef void (*gemm_inplace_pack_b_fn)(int kc, const float *a, size_t rs, size_t
  * added to a C tile right after its last K block's store, while it is in L1. */
 typedef void (*gemm_bias_fn)(float *c, int ldc, int mr, int nr, const float *bias);
 
+/* p[0:m] += rows 0 to rows - 1 of a (row stride lda floats), each column's adds in row
+ * order: the bits of adding the rows to p one after another. */
+typedef void (*gemm_sum_rows_fn)(float *p, const float *a, size_t lda, int m, int rows);
+
+/* The column sums a weight gradient's product takes of op(A) = A^T as it goes (the
+ * gemm_sums entry): sums[c M + i] += A[k][i] over chunk c's rows [edge[c], edge[c + 1]). */
+typedef struct {
+    float *sums;
+    const int *edge;
+    int nchunks;
+} gemm_col_sums;
+
+/* The sums of A's rows [k0, k0 + kc), columns [i0, i0 + m) (A is K x M), chunk by chunk,
+ * right after the block's pack read them: from cache. */
+static inline void col_sums_block(gemm_sum_rows_fn sum_rows, const gemm_col_sums *cs, const float *A, int lda,
+                                  int M, int i0, int m, int k0, int kc) {
+    for (int c = 0, k = k0; c < cs->nchunks && k < k0 + kc; c++) {
+        int e = cs->edge[c + 1] < k0 + kc ? cs->edge[c + 1] : k0 + kc;
+        if (e <= k) continue;
+        sum_rows(cs->sums + (size_t)c * M + i0, A + (size_t)k * lda + i0, (size_t)lda, m, e - k);
+        k = e;
+    }
+}
+
 /* Add rows [r0, r1) of a len-float-wide region (row stride ld) to pf: the next block's
  * packing source, spread over the current block's microkernel calls so that packing
  * reads from L2 instead of waiting on memory. */
@@ -293,6 +317,7 @@ typedef struct {
     gemm_inplace_pack_b_fn inplace_pack_b; /* (both or neither) */
     gemm_bias_fn add_bias;
     gemm_micro_bias_fn full_bias, half_bias; /* NULL: add_bias after the store */
+    gemm_sum_rows_fn sum_rows;               /* the weight gradients' column sums (gemm_sums) */
 } gemm_kernels;
 
 /* One packed block's microkernel calls: C[ic : ic + mc, jc : jc + nc] = alpha op(A) op(B)
@@ -429,13 +454,15 @@ static inline __attribute__((always_inline)) void pack_b_block(const gemm_kernel
  * call that reads it (in the BLIS order, in the first M block; see gemm_macro), its copy
  * running beside that call's FMAs, whose loads leave the memory ports mostly idle.
  * op(B) comes from B16 (bf16, B NULL) when it is not NULL: kn then has pack_b16.
+ * cs (ta = 1 only; NULL: none): op(A)'s row sums (A's column sums, gemm_sums), each
+ * block's taken right after its pack in the first N block, from cache.
  * The bf16 fma path (kernels.h) runs these loops with kernels whose pack_a and pack_b
  * round to bf16 as they pack (pack_b16 widens), without `inplace` and `full_pack_b`, so
  * that every element of op(A) and op(B) the microkernels read comes through a pack. */
 static inline __attribute__((always_inline)) void
 gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, int N, int K, float alpha,
              const float *A, int lda, const float *B, const vt_bf16 *B16, int ldb, float beta, const float *bias,
-             float *C, int ldc, float *pa, float *pb, const vt_region *next) {
+             float *C, int ldc, float *pa, float *pb, const vt_region *next, const gemm_col_sums *cs) {
     const int MR = bl.mr, KC = k_block(K, ta ? bl.kc_t : bl.kc);
     /* M in blocks of equal size (whole MR panels, at most bl.mc rows): a small last
      * block would get the whole next K block's packing source to prefetch in a few
@@ -461,6 +488,7 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
             float bet = pc == 0 ? beta : 1.0f;
             const float *bias_k = pc + kc == K ? bias : NULL;
             kn->pack_a(ta, A, lda, 0, pc, M, kc, pa);
+            if (cs) col_sums_block(kn->sum_rows, cs, A, lda, M, 0, M, pc, kc);
             for (int jc = 0; jc < N; jc += NC) {
                 int nc = imin(NC, N - jc);
                 if (!fuse_b) pack_b_block(kn, tb, B, B16, ldb, pc, jc, kc, nc, pb);
@@ -496,6 +524,7 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
                 int mc = imin(MC, M - ic);
                 int whole = in_place ? mc / MR * MR : 0; /* rows read in place */
                 if (whole < mc) kn->pack_a(ta, A, lda, ic + whole, pc, mc - whole, kc, pa + (size_t)whole * kc);
+                if (cs && jc == 0) col_sums_block(kn->sum_rows, cs, A, lda, M, ic, mc, pc, kc);
                 /* what the next pack_a / pack_b will read */
                 vt_region na = none, nb = none;
                 if (ic + MC < M) {
@@ -518,32 +547,39 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
 }
 
 /* The level's GEMM entry points (../entries.def: vt_<level>_gemm_bias, _gemm,
- * _gemm_prefetch, and the bf16 fma path's _gemm_bf16 with the fp32 work space, and its
+ * _gemm_prefetch, _gemm_sums, and the bf16 fma path's _gemm_bf16 with the fp32 work space, and its
  * _gemm_bf16_packed_b_floats and _packed_a_floats: no packed form of op(B) or op(A) to
  * share, its microkernels pack op(B) as they first read it), each but the last two a
  * call of the including file's
- *   gemm_all(ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, next, bf16)
+ *   gemm_all(ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, next, bf16, cs)
  * (B16 NULL: op(B) from B; bias NULL: none; next NULL: nothing to prefetch in the last
- * block; bf16: the operands rounded to bf16 as they are packed). */
+ * block; bf16: the operands rounded to bf16 as they are packed; cs: gemm_sums' column
+ * sums, NULL: none). */
 #define GEMM_ENTRY_POINTS(level)                                                                              \
     void vt_##level##_gemm_bias(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,     \
                                 const float *B, int ldb, float beta, const float *bias, float *C, int ldc,    \
                                 float *work) {                                                                \
-        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, bias, C, ldc, work, NULL, 0);             \
+        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, bias, C, ldc, work, NULL, 0, NULL);       \
     }                                                                                                         \
     void vt_##level##_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,         \
                            const float *B, int ldb, float beta, float *C, int ldc, float *work) {            \
-        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, NULL, C, ldc, work, NULL, 0);             \
+        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, NULL, C, ldc, work, NULL, 0, NULL);       \
     }                                                                                                         \
     void vt_##level##_gemm_prefetch(int ta, int tb, int M, int N, int K, float alpha, const float *A,        \
                                     int lda, const float *B, int ldb, float beta, float *C, int ldc,         \
                                     float *work, const vt_region next[2]) {                                   \
-        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, NULL, C, ldc, work, next, 0);             \
+        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, NULL, C, ldc, work, next, 0, NULL);       \
     }                                                                                                         \
     void vt_##level##_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,     \
                                 const float *B, const vt_bf16 *B16, int ldb, float beta, const float *bias,   \
                                 float *C, int ldc, float *work, const vt_region next[2]) {                    \
-        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, next, 1);              \
+        gemm_all(ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, next, 1, NULL);        \
+    }                                                                                                         \
+    void vt_##level##_gemm_sums(int bf16, int M, int N, int K, const float *A, int lda, const float *B, int ldb, \
+                                float beta, float *C, int ldc, float *work, int nchunks, const int *edge,     \
+                                float *sums) {                                                                \
+        const gemm_col_sums cs = {sums, edge, nchunks};                                                       \
+        gemm_all(1, 0, M, N, K, 1.0f, A, lda, B, NULL, ldb, beta, NULL, C, ldc, work, NULL, bf16, &cs);       \
     }                                                                                                         \
     size_t vt_##level##_gemm_bf16_work_floats(int M, int N, int K) { return vt_##level##_gemm_work_floats(M, N, K); } \
     size_t vt_##level##_gemm_bf16_packed_b_floats(int N, int K, int *panels) { /* none: see below */          \

@@ -1316,6 +1316,68 @@ static void test_gemm_bf16_fma(const vt_kernels *t) {
         }
 }
 
+/* gemm_sums on level t: C bitwise t's gemm (bf16: the fma path's gemm_bf16, the scalar
+ * level's own) on the same operands, the sums bitwise float32 adds row after row within
+ * each chunk, nothing written past C's rows or the sums; shapes through every loop order (one pass, row
+ * blocks, column blocks, A in place on avx512, K blocks), chunks crossing K blocks,
+ * empty chunks, one chunk and 32. */
+static void test_gemm_sums(const vt_kernels *t) {
+    vt_kernels f = *t; /* the scalar level has no fma path: its own gemm_bf16 */
+    char why[256];
+    if (t->isa != VT_ISA_SCALAR && vt_bf16_path_entries(VT_BF16_FMA, t->isa, &f, why, sizeof why) != 0) {
+        CHECK(0, "%s: no fma path: %s", t->name, why);
+        return;
+    }
+    static const int shapes[][3] = {{40, 30, 700}, {150, 400, 530}, {200, 385, 330}, {400, 300, 200},
+                                    {300, 700, 600}, {13, 3, 33},  {7, 1700, 40},   {5, 9, 1}};
+    int n = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+        for (int v = 0; v < 8; v++, n++) {
+            const int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2], bf16 = v & 1, split = v >> 1;
+            const int pad = n % 3, lda = M + pad, ldb = N + pad, ldc = N + pad;
+            /* the chunks: 1, 3, 32 (at most K) as vt_par_chunk_begin cuts them, or ragged with empty ones */
+            int edge[40], nch;
+            if (split < 3) {
+                nch = split == 0 ? 1 : split == 1 ? 3 : 32;
+                if (nch > K) nch = K;
+                for (int c = 0; c <= nch; c++) edge[c] = (int)((int64_t)K * c / nch);
+            } else {
+                const int e[] = {0, 0, K / 7, K / 7, K / 2 + 1, K - 1, K};
+                nch = 6;
+                for (int c = 0; c <= nch; c++) edge[c] = c == 0 ? 0 : e[c] < edge[c - 1] ? edge[c - 1] : e[c];
+            }
+            const size_t na = (size_t)K * lda, nb = (size_t)K * ldb, nc = (size_t)M * ldc, ns = (size_t)nch * M;
+            float *ab, *bb, *cb, *rcb, *sb, *rsb, *wb;
+            float *A = fbuf(na, 0, &ab), *B = fbuf(nb, 0, &bb), *C = fbuf(nc, 0, &cb), *RC = fbuf(nc, 0, &rcb);
+            float *S = fbuf(ns + 16, 0, &sb), *RS = fbuf(ns + 16, 0, &rsb);
+            size_t wf = f.gemm_bf16_work_floats(M, N, K), w32 = t->gemm_work_floats(M, N, K);
+            float *W = fbuf(wf > w32 ? wf : w32, 0, &wb);
+            for (size_t i = 0; i < na; i++) A[i] = i % 53 == 3 ? -0.0f : frand() * (i % 5 ? 1.0f : 40.0f);
+            fill(B, nb, -1, 1);
+            for (size_t i = 0; i < nc; i++) C[i] = RC[i] = frand();
+            for (size_t i = 0; i < ns + 16; i++) S[i] = RS[i] = i % 4 ? frand() : 0.0f;
+            const float beta = n % 3 == 0 ? 0.0f : 1.0f;
+            if (bf16) f.gemm_bf16(1, 0, M, N, K, 1.0f, A, lda, B, NULL, ldb, beta, NULL, RC, ldc, W, NULL);
+            else t->gemm(1, 0, M, N, K, 1.0f, A, lda, B, ldb, beta, RC, ldc, W);
+            for (int c = 0; c < nch; c++)
+                for (int k = edge[c]; k < edge[c + 1]; k++)
+                    for (int i = 0; i < M; i++) RS[(size_t)c * M + i] += A[(size_t)k * lda + i];
+            t->gemm_sums(bf16, M, N, K, A, lda, B, ldb, beta, C, ldc, W, nch, edge, S);
+            long bad = -1, sbad = -1;
+            for (size_t e = 0; e < nc && bad < 0; e++)
+                if (memcmp(&C[e], &RC[e], sizeof(float)) != 0) bad = (long)e;
+            for (size_t e = 0; e < ns + 16 && sbad < 0; e++)
+                if (memcmp(&S[e], &RS[e], sizeof(float)) != 0) sbad = (long)e;
+            CHECK(bad < 0, "%s gemm_sums bf16=%d M=%d N=%d K=%d beta=%g: C[%ld] = %a, its %s gives %a", t->name, bf16,
+                  M, N, K, beta, bad, bad < 0 ? 0.0 : C[bad], bf16 ? "fma path's gemm_bf16" : "gemm",
+                  bad < 0 ? 0.0 : RC[bad]);
+            CHECK(sbad < 0, "%s gemm_sums bf16=%d M=%d N=%d K=%d, %d chunks: sums[%ld] (of %zu) = %a, the rows' "
+                  "float sums give %a", t->name, bf16, M, N, K, nch, sbad, ns, sbad < 0 ? 0.0 : S[sbad],
+                  sbad < 0 ? 0.0 : RS[sbad]);
+            free(ab); free(bb); free(cb); free(rcb); free(sb); free(rsb); free(wb);
+        }
+}
+
 /* Which context fields level l's two GEMMs read: its fp32 gemm's blocking and its
  * gemm_bf16's (avx2 and avx512 run gemm_bf16 through their fp32 gemm). */
 static void level_blocking(const vt_gemm_context *c, vt_isa l, const void **f32, const void **bf16,
@@ -1381,6 +1443,7 @@ static void test_gemm_contexts(const vt_kernels *s) {
             test_gemm_bf16(&t, s);
             test_gemm_bf16_packed(&t);
             test_gemm_bf16_fma(&t);
+            test_gemm_sums(&t);
             test_work_monotone(&t, t.gemm_bf16_work_floats, "gemm_bf16_work_floats");
             if (test_failed_count > failed)
                 fprintf(stderr, "  (the failures above: %s under the GEMM context %s)\n", t.name, ctx[i].name);
@@ -1399,6 +1462,7 @@ int main(void) {
     test_bf16_round(&s, &s);
     test_gemm_bf16(&s, &s);
     test_gemm_bf16_packed(&s);
+    test_gemm_sums(&s);
     test_matmul_f64(&s);
     for (int tr = 0; tr < 4; tr++) /* the scalar gemm_bias against its gemm */
         gemm_case(&s, &s, tr >> 1, tr & 1, 7, 9, 5, -0.7f, tr & 1 ? 0.5f : 0.0f, tr);
@@ -1427,6 +1491,7 @@ int main(void) {
         test_gemm_bf16(&t, &s);
         test_gemm_bf16_packed(&t);
         test_gemm_bf16_fma(&t);
+        test_gemm_sums(&t);
         if (t.isa >= VT_ISA_AVX512BF16) test_gemm_bf16_order(&t);
     }
     test_gemm_context_table();

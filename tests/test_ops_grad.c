@@ -408,6 +408,10 @@ static void test_gemm_wgrad(vt_rng *r) {
                 for (int e = 0; e < M * N; e++) ref[e] = C->data[e];
                 CHECK_ARRAY_CLOSE(C1->data, ref, M * N, 1e-4, 1e-4, "vt_gemm_prec_wgrad(bf16 %d) %dx%dx%d on %d threads",
                                   bf16, M, N, K, nt);
+                /* one thread, where the kernel sums as it packs: the plain product's bits */
+                if (nt == 1 && (!bf16 || vt_kernels_bf16_path() == VT_BF16_FMA))
+                    CHECK(memcmp(C1->data, C->data, bytes) == 0,
+                          "vt_gemm_prec_wgrad(bf16 %d) %dx%dx%d on 1 thread: not bitwise vt_gemm_prec", bf16, M, N, K);
                 memcpy(C->data, C0->data, bytes);
                 memcpy(sg->data, s0->data, (size_t)M * sizeof(float));
                 vt_gemm_prec_wgrad(&store, bf16, M, N, K, A->data, M, B->data, N, C->data, N, sg->data);

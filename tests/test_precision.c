@@ -4,8 +4,8 @@
  *     patch_embed, attention on q, k, v and on qkv in place, with kept and recomputed
  *     probabilities and with dropout, batched matmul in all four transpositions), run
  *     with tape.bf16 on the active level, against the same op in float32 on a copy of
- *     the table whose three float32 GEMM entries round both operands to bf16 and then
- *     call the scalar GEMM: the forward output and every input gradient agree within a
+ *     the table whose four float32 GEMM entries round both operands to bf16 and then
+ *     call the scalar GEMM (gemm_sums's column sums of A as stored): the forward output and every input gradient agree within a
  *     relative RMS of 2e-6 (1e-5 for attention) and a relative max of 1e-3 (5e-3). The
  *     two differ only by float32 sums in another order (and, in attention, the odd
  *     probability that this moves across a bf16 rounding boundary before P v); a product
@@ -70,6 +70,15 @@ static void ref_gemm_prefetch(int ta, int tb, int M, int N, int K, float alpha, 
                               const vt_region next[2]) {
     (void)next;
     ref_gemm_bias(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, work);
+}
+
+static void ref_gemm_sums(int bf16, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                          float beta, float *C, int ldc, float *work, int nchunks, const int *edge, float *sums) {
+    (void)bf16;
+    ref_gemm_bias(1, 0, M, N, K, 1.0f, A, lda, B, ldb, beta, NULL, C, ldc, work);
+    for (int c = 0; c < nchunks; c++) /* the sums of A as stored */
+        for (int k = edge[c]; k < edge[c + 1]; k++)
+            for (int i = 0; i < M; i++) sums[(size_t)c * M + i] += A[(size_t)k * lda + i];
 }
 
 /* ---------------------------------------------------------------- ops */
@@ -235,6 +244,7 @@ static void test_ops(void) {
     ref.gemm = ref_gemm;
     ref.gemm_bias = ref_gemm_bias;
     ref.gemm_prefetch = ref_gemm_prefetch;
+    ref.gemm_sums = ref_gemm_sums;
     for (size_t c = 0; c < sizeof ops / sizeof *ops; c++)
         for (int v = 0; v < ops[c].variants; v++) {
             char what[160];

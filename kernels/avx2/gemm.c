@@ -350,6 +350,33 @@ static void add_bias(float *c, int ldc, int mr, int nr, const float *bias) {
     }
 }
 
+/* p[0:m] += rows [0, rows) of a, each column's adds in row order (gemm_sum_rows_fn): 32
+ * columns at a time, four independent sums in flight. */
+static void sum_rows(float *p, const float *a, size_t lda, int m, int rows) {
+    int j = 0;
+    for (; j + 32 <= m; j += 32) {
+        __m256 s0 = _mm256_loadu_ps(p + j), s1 = _mm256_loadu_ps(p + j + 8), s2 = _mm256_loadu_ps(p + j + 16),
+               s3 = _mm256_loadu_ps(p + j + 24);
+        for (int r = 0; r < rows; r++) {
+            const float *ar = a + (size_t)r * lda + j;
+            s0 = _mm256_add_ps(s0, _mm256_loadu_ps(ar));
+            s1 = _mm256_add_ps(s1, _mm256_loadu_ps(ar + 8));
+            s2 = _mm256_add_ps(s2, _mm256_loadu_ps(ar + 16));
+            s3 = _mm256_add_ps(s3, _mm256_loadu_ps(ar + 24));
+        }
+        _mm256_storeu_ps(p + j, s0);
+        _mm256_storeu_ps(p + j + 8, s1);
+        _mm256_storeu_ps(p + j + 16, s2);
+        _mm256_storeu_ps(p + j + 24, s3);
+    }
+    for (; j < m; j += 8) {
+        size_t k = (size_t)(m - j);
+        __m256 s = vt256_load(k, p + j);
+        for (int r = 0; r < rows; r++) s = _mm256_add_ps(s, vt256_load(k, a + (size_t)r * lda + j));
+        vt256_store(k, p + j, s);
+    }
+}
+
 /* C = beta C (+ bias rows) over M x N (beta == 0: C = 0 without reading it). */
 static void scale_c(int M, int N, float beta, const float *bias, float *C, int ldc) {
     for (int i = 0; i < M; i++) {
@@ -366,10 +393,11 @@ static void scale_c(int M, int N, float beta, const float *bias, float *C, int l
 
 /* What the entry points (GEMM_ENTRY_POINTS) call: C = alpha op(A) op(B) + beta C
  * (+ bias), op(B) from B16 when it is not NULL, the last block prefetching next (NULL:
- * nothing); bf16: the operands rounded to bf16 as they are packed (the fma path). */
+ * nothing); bf16: the operands rounded to bf16 as they are packed (the fma path); cs: the
+ * column sums of gemm_sums (NULL: none). */
 static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc,
-                     float *work, const vt_region *next, int bf16) {
+                     float *work, const vt_region *next, int bf16, const gemm_col_sums *cs) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) {
         scale_c(M, N, beta, bias, C, ldc);
@@ -378,16 +406,17 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
     /* no quarter, short-row or in-place kernels (NULL / 0: never chosen) */
     static const gemm_kernels kn = {.pack_a = pack_a, .pack_b = pack_b, .full = kernel_6x16, .half = kernel_6x8,
                                     .narrow = kernel_narrow, .add_bias = add_bias, .full_bias = kernel_6x16_bias,
-                                    .half_bias = kernel_6x8_bias};
+                                    .half_bias = kernel_6x8_bias, .sum_rows = sum_rows};
     static const gemm_kernels kn_bf16 = {.pack_a = pack_a_round, .pack_b = pack_b_round, .pack_b16 = pack_b16,
                                          .full = kernel_6x16, .half = kernel_6x8, .narrow = kernel_narrow,
                                          .add_bias = add_bias, .full_bias = kernel_6x16_bias,
-                                         .half_bias = kernel_6x8_bias};
+                                         .half_bias = kernel_6x8_bias, .sum_rows = sum_rows};
     gemm_blocking bl = {.mr = MR, .nr = NR, .kc = KC, .kc_t = KC_T, .mc = MC, .nc = NC, .m_one_pass = M_ONE_PASS,
                         .one_pass_min_n = ONE_PASS_MIN_N, .nc_one_pass = NC_ONE_PASS, .narrow_nr = NARROW_NR};
     float *pb = work + a_floats(a_rows(M), (size_t)imin(K, imax(KC, KC_T)));
-    if (bf16) gemm_blocked(bl, &kn_bf16, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, pb, next);
-    else gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, bias, C, ldc, work, pb, next);
+    if (bf16)
+        gemm_blocked(bl, &kn_bf16, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, pb, next, cs);
+    else gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, bias, C, ldc, work, pb, next, cs);
 }
 
 GEMM_ENTRY_POINTS(avx2)

@@ -165,6 +165,7 @@ static inline int vt512_gemm_no_product(int M, int N, int K, float alpha, float 
  * version of any entry not listed. */
 #define VT_AVX512_ENTRIES(X)                                                                                          \
     /* gemm.c */ X(avx512, gemm) X(avx512, gemm_bias) X(avx512, gemm_prefetch) X(avx512, gemm_work_floats)            \
+    /* gemm.c */ X(avx512, gemm_sums)                                                                                 \
     /* gemm.c */ X(avx512, gemm_bf16) X(avx512, gemm_bf16_work_floats) X(avx512, gemm_bf16_packed_b_floats)           \
     /* gemm.c */ X(avx512, gemm_bf16_packed_a_floats)                                                                 \
     /* bf16.c */ X(avx512, bf16_round) X(avx512, bf16_round_float)                                                    \

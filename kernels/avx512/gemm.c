@@ -166,6 +166,33 @@ static void add_bias(float *c, int ldc, int mr, int nr, const float *bias) {
     }
 }
 
+/* p[0:m] += rows [0, rows) of a, each column's adds in row order (gemm_sum_rows_fn): 64
+ * columns at a time, four independent sums in flight. */
+static void sum_rows(float *p, const float *a, size_t lda, int m, int rows) {
+    int j = 0;
+    for (; j + 64 <= m; j += 64) {
+        __m512 s0 = _mm512_loadu_ps(p + j), s1 = _mm512_loadu_ps(p + j + 16), s2 = _mm512_loadu_ps(p + j + 32),
+               s3 = _mm512_loadu_ps(p + j + 48);
+        for (int r = 0; r < rows; r++) {
+            const float *ar = a + (size_t)r * lda + j;
+            s0 = _mm512_add_ps(s0, _mm512_loadu_ps(ar));
+            s1 = _mm512_add_ps(s1, _mm512_loadu_ps(ar + 16));
+            s2 = _mm512_add_ps(s2, _mm512_loadu_ps(ar + 32));
+            s3 = _mm512_add_ps(s3, _mm512_loadu_ps(ar + 48));
+        }
+        _mm512_storeu_ps(p + j, s0);
+        _mm512_storeu_ps(p + j + 16, s1);
+        _mm512_storeu_ps(p + j + 32, s2);
+        _mm512_storeu_ps(p + j + 48, s3);
+    }
+    for (; j < m; j += 16) {
+        __mmask16 k = vt512_tail((size_t)(m - j));
+        __m512 s = _mm512_maskz_loadu_ps(k, p + j);
+        for (int r = 0; r < rows; r++) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(k, a + (size_t)r * lda + j));
+        _mm512_mask_storeu_ps(p + j, k, s);
+    }
+}
+
 /* The packing and microkernels of each shape of VT_AVX512_SHAPES: kernels_14x32, ... */
 #define SH_MR 14
 #define SH_NV 2
@@ -206,10 +233,11 @@ static void add_bias(float *c, int ldc, int mr, int nr, const float *bias) {
 /* What the entry points (GEMM_ENTRY_POINTS) call: C = alpha op(A) op(B) + beta C
  * (+ bias), op(B) from B16 when it is not NULL, the last block prefetching next (NULL:
  * nothing), with the context's shape; bf16: the operands rounded to bf16 as they are
- * packed (the fma path's kernels, kernels_<shape>_bf16). */
+ * packed (the fma path's kernels, kernels_<shape>_bf16); cs: the column sums of
+ * gemm_sums (NULL: none). */
 static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc,
-                     float *work, const vt_region *next, int bf16) {
+                     float *work, const vt_region *next, int bf16, const gemm_col_sums *cs) {
     if (vt512_gemm_no_product(M, N, K, alpha, beta, bias, C, ldc)) return;
     gemm_blocking bl = {.mr = MR,
                         .nr = NR,
@@ -237,10 +265,10 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
     if (bl.mr == mr_ && bl.nr == nr_) {                                                                     \
         if (bf16)                                                                                           \
             gemm_blocked(bl, &kernels_bf16_##mr_##x##nr_, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta,  \
-                         bias, C, ldc, work, pb, next);                                                     \
+                         bias, C, ldc, work, pb, next, cs);                                                 \
         else                                                                                                \
             gemm_blocked(bl, &kernels_##mr_##x##nr_, ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta,      \
-                         bias, C, ldc, work, pb, next);                                                     \
+                         bias, C, ldc, work, pb, next, cs);                                                 \
         return;                                                                                             \
     }
     VT_AVX512_SHAPES(SHAPE_CASE)

@@ -362,7 +362,8 @@ static const gemm_kernels SH(kernels) = {.pack_a = SH(pack_a),
                                          .inplace_pack_b = SH(kernel_inplace_pack_b),
                                          .add_bias = add_bias,
                                          .full_bias = SH(kernel_full_bias),
-                                         .half_bias = SH(kernel_half_bias)};
+                                         .half_bias = SH(kernel_half_bias),
+                                         .sum_rows = sum_rows};
 
 /* The bf16 fma path's (kernels.h): every operand element through the rounding packs, so
  * no kernel reads op(A) in place or op(B) from its source. */
@@ -376,7 +377,8 @@ static const gemm_kernels SH(kernels_bf16) = {.pack_a = SH(pack_a_round),
                                               .short_rows = SH(kernel_short),
                                               .add_bias = add_bias,
                                               .full_bias = SH(kernel_full_bias),
-                                              .half_bias = SH(kernel_half_bias)};
+                                              .half_bias = SH(kernel_half_bias),
+                                              .sum_rows = sum_rows};
 
 #undef SH_NR
 #undef SH_KERNEL_1V

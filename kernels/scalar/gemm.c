@@ -37,6 +37,16 @@ void vt_scalar_gemm_prefetch(int ta, int tb, int M, int N, int K, float alpha,
     vt_scalar_gemm_bias(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, work);
 }
 
+/* The product as gemm (bf16: gemm_bf16) computes it, then the column sums row by row. */
+void vt_scalar_gemm_sums(int bf16, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                         float beta, float *C, int ldc, float *work, int nchunks, const int *edge, float *sums) {
+    if (bf16) vt_scalar_gemm_bf16(1, 0, M, N, K, 1.0f, A, lda, B, NULL, ldb, beta, NULL, C, ldc, work, NULL);
+    else vt_scalar_gemm_bias(1, 0, M, N, K, 1.0f, A, lda, B, ldb, beta, NULL, C, ldc, work);
+    for (int c = 0; c < nchunks; c++)
+        for (int k = edge[c]; k < edge[c + 1]; k++)
+            for (int i = 0; i < M; i++) sums[(size_t)c * M + i] += A[(size_t)k * lda + i];
+}
+
 size_t vt_scalar_gemm_work_floats(int M, int N, int K) {
     (void)M; (void)N; (void)K;
     return 0;

@@ -31,11 +31,13 @@
  * added to C in thread order, so the result is again fixed for a fixed thread count
  * (but, unlike the C split, not equal to the 1-thread sums).
  * A weight gradient with its layer's bias gradient (vt_gemm_prec_wgrad: dW += dY^T X and
- * db += dY's column sums) runs its K (the rows of dY) in pieces of whole
- * vt_par_colsum_acc chunks, on one thread or, with the K split, on each thread's range of
- * chunks, and sums each piece's rows of dY right after its product has read them, from
- * cache: a separate column sum is a pass over dY from memory. The sums are
- * vt_par_colsum_acc's, chunk by chunk, so db has its bits for any thread count.
+ * db += dY's column sums) runs on one thread or, with the K split, each thread on a range
+ * of whole vt_par_colsum_acc chunks of K (the rows of dY), and the kernel's gemm_sums sums
+ * each block of dY right after packing it, from cache (a separate column sum is a pass
+ * over dY from memory); dW then has the bits of the plain product. On the tile paths the
+ * thread's range runs in pieces of whole chunks, each piece's rows summed right after its
+ * product. The sums are vt_par_colsum_acc's, chunk by chunk, so db has its bits for any
+ * thread count.
  * Small products (under VT_GEMM_PAR_FLOPS multiply-adds) run on the calling thread.
  * With the product trace on (trace.h), each call is timed into it.
  * Measurements behind the split: kernels/TUNING.md. */
@@ -57,7 +59,7 @@
 #define VT_GEMM_MAX_THREADS 256
 #define VT_GEMM_BLOCKS_PER_THREAD 4 /* a slowed thread hands most of its share to the others */
 #define VT_GEMM_MIN_BLOCK 512       /* a block's pack of the unsplit operand stays small next to its FMAs */
-#define VT_GEMM_SUM_ROWS 1024       /* rows of A a wgrad piece multiplies, then sums while they are cached */
+#define VT_GEMM_SUM_ROWS 1024       /* rows of A a tile path's wgrad piece multiplies, then sums while cached */
 
 /* A per-thread buffer that only grows (the first training step sizes it). */
 typedef struct {
@@ -171,12 +173,23 @@ typedef struct {
 } col_sums;
 
 /* Rows [begin(c0), begin(c1)) of K (A's chunks c0 to c1): C at c (row stride ldc) = beta
- * C + alpha op(A) op(B) over them, in pieces of whole chunks of at least
- * VT_GEMM_SUM_ROWS rows, each piece's chunks summed into their partials right after the
- * piece's product. No chunks: c = beta c. */
+ * C + alpha op(A) op(B) over them, and the chunks summed into their partials: by the
+ * kernel's gemm_sums as it packs (float32, and bf16 on the fma path, whose gemm_sums is
+ * the table's gemm_bf16 then); on the tile paths in pieces of whole chunks of at least
+ * VT_GEMM_SUM_ROWS rows, each piece's chunks summed right after the piece's product.
+ * No chunks: c = beta c. */
 static void kernel_call_sums(const gemm_args *g, int M, int N, int K, const col_sums *cs, int c0, int c1,
                              float beta, float *c, int ldc) {
     if (c0 >= c1) kernel_call(g, 0, M, 0, N, 0, 0, beta, NULL, c, ldc);
+    if (c0 < c1 && (!g->bf16 || vt_kernels_bf16_path() == VT_BF16_FMA)) {
+        const int k0 = (int)vt_par_chunk_begin(K, cs->nc, c0), k = (int)vt_par_chunk_begin(K, cs->nc, c1) - k0;
+        int edge[VT_PAR_MAX_CHUNKS + 1];
+        for (int a = c0; a <= c1; a++) edge[a - c0] = (int)vt_par_chunk_begin(K, cs->nc, a) - k0;
+        float *work = vt_gemm_workspace(g->bf16 ? vt_k.gemm_bf16_work_floats(M, N, k) : vt_k.gemm_work_floats(M, N, k));
+        vt_k.gemm_sums(g->bf16, M, N, k, g->A + (size_t)k0 * g->lda, g->lda, g->B + (size_t)k0 * g->ldb, g->ldb, beta,
+                       c, ldc, work, c1 - c0, edge, cs->part + (size_t)c0 * M);
+        return;
+    }
     for (int a = c0; a < c1;) {
         int k0 = (int)vt_par_chunk_begin(K, cs->nc, a), b = a + 1;
         while (b < c1 && vt_par_chunk_begin(K, cs->nc, b) - k0 < VT_GEMM_SUM_ROWS) b++;
