@@ -175,6 +175,9 @@ int vt_bf16_path_entries(vt_bf16_path p, vt_isa active, vt_kernels *t, char *why
 int vt_kernels_set_bf16_path(vt_bf16_path p, char *why, size_t whylen);
 /* The path in the active table, or -1 (the scalar level's reference). */
 int vt_kernels_bf16_path(void);
+/* Whether products of this precision (bf16 nonzero) are bf16 ones on the fma path: the
+ * float32 kernels on operands rounded as they are packed (the bf16 product paths above). */
+static inline int vt_kernels_on_fma_path(int bf16) { return bf16 && vt_kernels_bf16_path() == VT_BF16_FMA; }
 
 /* Probe the CPU, honour VT_ISA, fill vt_k, set vt_gemm_ctx (honouring VT_GEMM_CONTEXT).
  * Returns 0, or -1 with a message in err (VT_ISA unknown or not supported by this

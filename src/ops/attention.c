@@ -135,7 +135,7 @@ static int next_row_block(const attn_ctx *c, int R, int bh, int i0, int *nbh, in
 }
 
 int vt_attention_keep_probs(int N, int hd, int bf16) {
-    int fast_products = bf16 && vt_kernels_bf16_path() != VT_BF16_FMA; /* amx, dpbf16 */
+    int fast_products = bf16 && !vt_kernels_on_fma_path(bf16); /* amx, dpbf16 */
     return !fast_products && N <= 4 * hd;
 }
 
@@ -218,9 +218,6 @@ static attn_operands block_operands(const attn_ctx *c, int bh, int with_dout, fl
     if (with_dout) round_rows(x.dout, (size_t)x.ldo, c->N, c->hd, r + 3 * nh);
     return (attn_operands){r, r + nh, r + 2 * nh, with_dout ? r + 3 * nh : NULL, c->hd, c->hd};
 }
-
-/* Whether the products run on rounded copies (attn_ctx.preround): bf16 on the fma path. */
-static int attn_preround(int bf16) { return bf16 && vt_kernels_bf16_path() == VT_BF16_FMA; }
 
 /* Rows [i0, i0 + r) of block bh: P (r x N, rows attn_ldp apart) = softmax(scale q k^T) and,
  * when c->drop > 0, mask (r x N) = the keep decisions; q and k: the block's row 0, rows ld
@@ -349,7 +346,7 @@ static vt_tensor *attention(vt_tape *t, attn_ctx c, int B, int g, float attn_dro
     int drop = t->training && attn_drop > 0.0f;
     c.arena = t->arena;
     c.bf16 = t->bf16;
-    c.preround = attn_preround(t->bf16);
+    c.preround = vt_kernels_on_fma_path(t->bf16);
     const int ldp = attn_ldp(&c);
     const size_t rn = (size_t)R * ldp;
     c.dout = out->grad;

@@ -165,10 +165,6 @@ static void gemm_block(const gemm_args *g, int i0, int m, int j0, int n, int K) 
                 g->ldc);
 }
 
-/* Whether a product of this precision is bf16 on the fma path: the float32 kernels on
- * operands rounded as they are packed (kernels.h), cut and summed as float32 products are. */
-static int on_fma_path(int bf16) { return bf16 && vt_kernels_bf16_path() == VT_BF16_FMA; }
-
 /* A weight gradient's column sums of A (vt_gemm_prec_wgrad): A's K rows in the nc chunks
  * of vt_par_colsum_acc, chunk c summed into part + c M. */
 typedef struct {
@@ -185,7 +181,7 @@ typedef struct {
 static void kernel_call_sums(const gemm_args *g, int M, int N, int K, const col_sums *cs, int c0, int c1,
                              float beta, float *c, int ldc) {
     if (c0 >= c1) kernel_call(g, 0, M, 0, N, 0, 0, beta, NULL, c, ldc);
-    if (c0 < c1 && (!g->bf16 || on_fma_path(g->bf16))) {
+    if (c0 < c1 && (!g->bf16 || vt_kernels_on_fma_path(g->bf16))) {
         const int k0 = (int)vt_par_chunk_begin(K, cs->nc, c0), k = (int)vt_par_chunk_begin(K, cs->nc, c1) - k0;
         int edge[VT_PAR_MAX_CHUNKS + 1];
         for (int a = c0; a <= c1; a++) edge[a - c0] = (int)vt_par_chunk_begin(K, cs->nc, a) - k0;
@@ -274,7 +270,7 @@ static void gemm_cols_shared_a(const gemm_args *g, int M, int N, int K, int nblk
  * as they are packed, so they are cut as float32 products are. */
 static int split_over_k(int bf16, int M, int N, int K, int nt) {
     int side = M > N ? M : N;
-    int tiles = bf16 && !on_fma_path(bf16);
+    int tiles = bf16 && !vt_kernels_on_fma_path(bf16);
     return K >= (tiles ? VT_GEMM_K_SPLIT_BF16 : VT_GEMM_K_SPLIT_F32) * side && K >= nt * VT_GEMM_K_ALIGN;
 }
 
