@@ -74,6 +74,7 @@ int vt_bf16_path_entries(vt_bf16_path p, vt_isa active, vt_kernels *t, char *why
     t->gemm_bf16_packed_a_floats = lt.gemm_bf16_packed_a_floats;
     t->gemm_bf16_pack_a = lt.gemm_bf16_pack_a;
     t->gemm_bf16_packed_a = lt.gemm_bf16_packed_a;
+    t->gemm_sums = lt.gemm_sums; /* its bf16 products are the path's; float32 the same everywhere */
     return 0;
 }
 

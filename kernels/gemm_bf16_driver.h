@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gemm_sums.h"  /* the column sums of gemm_sums */
 #include "gemm_tiles.h" /* VT_BF16_NR */
 #include "kernels.h"    /* vt_region */
 
@@ -280,13 +281,16 @@ static inline int bf16_pf_quota(const bf16_pf_block *p, int calls) { return (bf1
  * order keeps a K block of op(B) in L2 for all the M blocks instead).
  * packed_a (NULL: none; never with packed): op(A) packed whole (bf16_pack_a_panels), read
  * there instead of packed block by block (ta, A and lda unused).
+ * cs (ta = 1, neither operand packed whole; NULL: none): op(A)'s row sums (A's column
+ * sums, gemm_sums), each block's taken right after its pack in the first N block, from
+ * cache.
  * Either order makes the same microkernel calls, each C tile's K blocks in order, so the
  * sums are bitwise those of packing in place. */
 static inline __attribute__((always_inline)) void
 gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_pack_b_fn pack_b, bf16_micro_fn micro,
                   int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                   const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
-                  const vt_region *next, const uint32_t *packed, const uint32_t *packed_a) {
+                  const vt_region *next, const uint32_t *packed, const uint32_t *packed_a, const gemm_col_sums *cs) {
     const int MR = bl->mr, NR = VT_BF16_NR, NC = bl->nc;
     const int KB = bf16_k_block(bl, K);
     const int mblocks = (M + bl->mc - 1) / bl->mc;
@@ -330,6 +334,7 @@ gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_pack_b_fn
                 const uint32_t *a_block = pa;
                 if (packed_a) a_block = packed_a + bf16_packed_a_at(bl, M, K, ic, pc);
                 else pack_a(ta, A, lda, ic, pc, mc, kc, kc2p, pa);
+                if (cs && jc == 0) col_sums_block(vt_avx512_sum_rows, cs, A, lda, M, ic, mc, pc, kc);
                 /* what the next pack_a (and, after the last M block, pack_b) reads, or after
                  * the last block what the caller reads; nothing of an operand packed whole */
                 bf16_pf_block na = none, nb = none;
@@ -357,12 +362,13 @@ gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_pack_b_fn
     }
 }
 
-/* The level's bf16 entry points (../entries.def: vt_<level>_gemm_bf16, _work_floats and
- * the packed op(B) and op(A) trios), each a call of the including file's
+/* The level's bf16 entry points (../entries.def: vt_<level>_gemm_bf16, _work_floats, the
+ * packed op(B) and op(A) trios and gemm_sums, whose float32 products are avx512's), each
+ * a call of the including file's
  *   static bf16_blocking blocking(void);            its blocking under the active context
  *   static void pack_a(...);                        its bf16_pack_a_fn
  *   static void product(ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc,
- *                       work, next, packed, packed_a);
+ *                       work, next, packed, packed_a, cs);
  * (product: gemm_bf16_blocked on the level's microkernel, with what the level sets up
  * around it), op(B) packed by avx512bf16's pack_b on both levels. */
 #define BF16_ENTRY_POINTS(level)                                                                                   \
@@ -373,7 +379,18 @@ gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_pack_b_fn
     void vt_##level##_gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,          \
                                 const float *B, const vt_bf16 *B16, int ldb, float beta, const float *bias,        \
                                 float *C, int ldc, float *work, const vt_region next[2]) {                         \
-        product(ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, next, NULL, NULL);          \
+        product(ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, next, NULL, NULL, NULL);    \
+    }                                                                                                              \
+    void vt_##level##_gemm_sums(int bf16, int M, int N, int K, const float *A, int lda, const float *B, int ldb,   \
+                                float beta, float *C, int ldc, float *work, int nchunks, const int *edge,         \
+                                float *sums) {                                                                     \
+        if (!bf16) {                                                                                               \
+            vt_avx512_gemm_sums(0, M, N, K, A, lda, B, ldb, beta, C, ldc, work, nchunks, edge, sums);              \
+            return;                                                                                                \
+        }                                                                                                          \
+        const gemm_col_sums cs = {sums, edge, nchunks};                                                            \
+        if (N <= 0) col_sums_no_product(&cs, A, lda, M, K);                                                        \
+        product(1, 0, M, N, K, 1.0f, A, lda, B, NULL, ldb, beta, NULL, C, ldc, work, NULL, NULL, NULL, &cs);       \
     }                                                                                                              \
     size_t vt_##level##_gemm_bf16_packed_b_floats(int N, int K, int *panels) {                                     \
         const bf16_blocking bl = blocking();                                                                       \
@@ -388,7 +405,7 @@ gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_pack_b_fn
                                          const float *packed, float beta, const float *bias, float *C, int ldc,    \
                                          float *work) {                                                            \
         product(ta, 0, M, N, K, alpha, A, lda, NULL, NULL, 0, beta, bias, C, ldc, work, NULL,                      \
-                (const uint32_t *)packed, NULL);                                                                   \
+                (const uint32_t *)packed, NULL, NULL);                                                             \
     }                                                                                                              \
     size_t vt_##level##_gemm_bf16_packed_a_floats(int M, int K, int *panels) {                                     \
         const bf16_blocking bl = blocking();                                                                       \
@@ -403,7 +420,7 @@ gemm_bf16_blocked(const bf16_blocking *bl, bf16_pack_a_fn pack_a, bf16_pack_b_fn
                                          const float *B, const vt_bf16 *B16, int ldb, float beta,                  \
                                          const float *bias, float *C, int ldc, float *work) {                      \
         product(0, tb, M, N, K, alpha, NULL, 0, B, B16, ldb, beta, bias, C, ldc, work, NULL, NULL,                 \
-                (const uint32_t *)packed);                                                                         \
+                (const uint32_t *)packed, NULL);                                                                   \
     }
 
 #endif

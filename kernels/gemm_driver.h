@@ -13,7 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels.h" /* vt_region */
+#include "gemm_sums.h" /* the column sums of gemm_sums */
+#include "kernels.h"   /* vt_region */
 
 static inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 static inline int imin(int a, int b) { return a < b ? a : b; }
@@ -190,30 +191,6 @@ typedef void (*gemm_inplace_pack_b_fn)(int kc, const float *a, size_t rs, size_t
 /* c[0:mr, 0:nr] (row stride ldc) += bias[0:nr] on every row: the bias of gemm_bias,
  * added to a C tile right after its last K block's store, while it is in L1. */
 typedef void (*gemm_bias_fn)(float *c, int ldc, int mr, int nr, const float *bias);
-
-/* p[0:m] += rows 0 to rows - 1 of a (row stride lda floats), each column's adds in row
- * order: the bits of adding the rows to p one after another. */
-typedef void (*gemm_sum_rows_fn)(float *p, const float *a, size_t lda, int m, int rows);
-
-/* The column sums a weight gradient's product takes of op(A) = A^T as it goes (the
- * gemm_sums entry): sums[c M + i] += A[k][i] over chunk c's rows [edge[c], edge[c + 1]). */
-typedef struct {
-    float *sums;
-    const int *edge;
-    int nchunks;
-} gemm_col_sums;
-
-/* The sums of A's rows [k0, k0 + kc), columns [i0, i0 + m) (A is K x M), chunk by chunk,
- * right after the block's pack read them: from cache. */
-static inline void col_sums_block(gemm_sum_rows_fn sum_rows, const gemm_col_sums *cs, const float *A, int lda,
-                                  int M, int i0, int m, int k0, int kc) {
-    for (int c = 0, k = k0; c < cs->nchunks && k < k0 + kc; c++) {
-        int e = cs->edge[c + 1] < k0 + kc ? cs->edge[c + 1] : k0 + kc;
-        if (e <= k) continue;
-        sum_rows(cs->sums + (size_t)c * M + i0, A + (size_t)k * lda + i0, (size_t)lda, m, e - k);
-        k = e;
-    }
-}
 
 /* Add rows [r0, r1) of a len-float-wide region (row stride ld) to pf: the next block's
  * packing source, spread over the current block's microkernel calls so that packing
@@ -579,6 +556,7 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
                                 float beta, float *C, int ldc, float *work, int nchunks, const int *edge,     \
                                 float *sums) {                                                                \
         const gemm_col_sums cs = {sums, edge, nchunks};                                                       \
+        if (N <= 0) col_sums_no_product(&cs, A, lda, M, K);                                                   \
         gemm_all(1, 0, M, N, K, 1.0f, A, lda, B, NULL, ldb, beta, NULL, C, ldc, work, NULL, bf16, &cs);       \
     }                                                                                                         \
     size_t vt_##level##_gemm_bf16_work_floats(int M, int N, int K) { return vt_##level##_gemm_work_floats(M, N, K); } \

@@ -27,9 +27,10 @@
  *   deterministic for a fixed path, blocking and thread count.
  *
  * bf16 product paths. Where a CPU has several units for the bf16 products, each is a
- * path: a gemm_bf16 (with its work-space size) that vt_kernels_set_bf16_path puts in the
- * table; the level's own path is there after vt_kernels_init, and src/bf16_path.c
- * chooses among them by a start-up throughput probe (VT_BF16_PATH overrides).
+ * path: a gemm_bf16 (with its work-space size, packed forms and gemm_sums) that
+ * vt_kernels_set_bf16_path puts in the table; the level's own path is there after
+ * vt_kernels_init, and src/bf16_path.c chooses among them by a start-up throughput probe
+ * (VT_BF16_PATH overrides).
  * - What every path shares: the operands rounded to bf16 (the same bits, the rounding
  *   above), each product of two bf16 exact in float32, float32 sums, alpha, beta and the
  *   bias applied as entries.def says, the same work-space contract.
@@ -167,8 +168,8 @@ int vt_bf16_path_parse(const char *name);
 /* The path a level's own table holds: amx, dpbf16, or fma below avx512bf16 (the scalar
  * level's gemm_bf16 is the reference, no path). */
 vt_bf16_path vt_bf16_path_of_level(vt_isa isa);
-/* Set t's gemm_bf16 entries (gemm_bf16, its work-space size, and its packed op(B) and
- * packed op(A) trios) to path p's under the level `active`.
+/* Set t's gemm_bf16 entries (gemm_bf16, its work-space size, its packed op(B) and packed
+ * op(A) trios, and gemm_sums) to path p's under the level `active`.
  * Returns 0, or -1 with why saying what p needs and what the CPU/OS (or VT_ISA) offers. */
 int vt_bf16_path_entries(vt_bf16_path p, vt_isa active, vt_kernels *t, char *why, size_t whylen);
 /* The same for the active table vt_k; between GEMM calls only (at start-up). */

@@ -133,7 +133,8 @@ static void kernel_32x32(int kc2p, const uint32_t *a, const uint32_t *b, float *
  * around the blocked loops. */
 static void product(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                     const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
-                    const vt_region next[2], const uint32_t *packed, const uint32_t *packed_a) {
+                    const vt_region next[2], const uint32_t *packed, const uint32_t *packed_a,
+                    const gemm_col_sums *cs) {
     if (vt512_gemm_no_product(M, N, K, alpha, beta, bias, C, ldc)) return;
     /* palette 1: tiles 0-7 of 16 rows x 64 bytes (colsb at byte 16 + 2 t, rows at 48 + t) */
     unsigned char cfg[64] __attribute__((aligned(64))) = {0};
@@ -142,7 +143,7 @@ static void product(int ta, int tb, int M, int N, int K, float alpha, const floa
     _tile_loadconfig(cfg);
     const bf16_blocking bl = blocking();
     gemm_bf16_blocked(&bl, pack_a, vt_avx512bf16_pack_b, kernel_32x32, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb,
-                      beta, bias, C, ldc, work, next, packed, packed_a);
+                      beta, bias, C, ldc, work, next, packed, packed_a, cs);
     _tile_release();
 }
 

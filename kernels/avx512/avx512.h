@@ -161,6 +161,11 @@ static inline int vt512_gemm_no_product(int M, int N, int K, float alpha, float 
     return 1;
 }
 
+/* p[0:m] += rows [0, rows) of a (row stride lda floats), each column's adds in row order:
+ * the weight gradients' column sums (../gemm_sums.h), shared with the bf16 levels' GEMMs
+ * (gemm.c). */
+void vt_avx512_sum_rows(float *p, const float *a, size_t lda, int m, int rows);
+
 /* The entries this level implements (../level.h), by file; the table keeps the scalar
  * version of any entry not listed. */
 #define VT_AVX512_ENTRIES(X)                                                                                          \

@@ -168,7 +168,7 @@ static void add_bias(float *c, int ldc, int mr, int nr, const float *bias) {
 
 /* p[0:m] += rows [0, rows) of a, each column's adds in row order (gemm_sum_rows_fn): 64
  * columns at a time, four independent sums in flight. */
-static void sum_rows(float *p, const float *a, size_t lda, int m, int rows) {
+void vt_avx512_sum_rows(float *p, const float *a, size_t lda, int m, int rows) {
     int j = 0;
     for (; j + 64 <= m; j += 64) {
         __m512 s0 = _mm512_loadu_ps(p + j), s1 = _mm512_loadu_ps(p + j + 16), s2 = _mm512_loadu_ps(p + j + 32),

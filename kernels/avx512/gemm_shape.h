@@ -363,7 +363,7 @@ static const gemm_kernels SH(kernels) = {.pack_a = SH(pack_a),
                                          .add_bias = add_bias,
                                          .full_bias = SH(kernel_full_bias),
                                          .half_bias = SH(kernel_half_bias),
-                                         .sum_rows = sum_rows};
+                                         .sum_rows = vt_avx512_sum_rows};
 
 /* The bf16 fma path's (kernels.h): every operand element through the rounding packs, so
  * no kernel reads op(A) in place or op(B) from its source. */
@@ -378,7 +378,7 @@ static const gemm_kernels SH(kernels_bf16) = {.pack_a = SH(pack_a_round),
                                               .add_bias = add_bias,
                                               .full_bias = SH(kernel_full_bias),
                                               .half_bias = SH(kernel_half_bias),
-                                              .sum_rows = sum_rows};
+                                              .sum_rows = vt_avx512_sum_rows};
 
 #undef SH_NR
 #undef SH_KERNEL_1V

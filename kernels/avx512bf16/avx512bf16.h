@@ -24,7 +24,8 @@
 #define VT_AVX512BF16_ENTRIES(X)                                                                           \
     X(avx512bf16, gemm_bf16) X(avx512bf16, gemm_bf16_work_floats) X(avx512bf16, gemm_bf16_packed_b_floats)    \
         X(avx512bf16, gemm_bf16_pack_b) X(avx512bf16, gemm_bf16_packed_b) X(avx512bf16, gemm_bf16_packed_a_floats) \
-        X(avx512bf16, gemm_bf16_pack_a) X(avx512bf16, gemm_bf16_packed_a) X(avx512bf16, bf16_round)
+        X(avx512bf16, gemm_bf16_pack_a) X(avx512bf16, gemm_bf16_packed_a) X(avx512bf16, gemm_sums)             \
+        X(avx512bf16, bf16_round)
 VT_AVX512BF16_ENTRIES(VT_LEVEL_PROTOTYPE)
 
 #ifndef VT_AVX512_EMULATED

@@ -237,11 +237,12 @@ static void micro(int kc2, const uint32_t *a, const uint32_t *b, float *c, int l
 /* Every entry's product (BF16_ENTRY_POINTS). */
 static void product(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                     const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
-                    const vt_region next[2], const uint32_t *packed, const uint32_t *packed_a) {
+                    const vt_region next[2], const uint32_t *packed, const uint32_t *packed_a,
+                    const gemm_col_sums *cs) {
     if (vt512_gemm_no_product(M, N, K, alpha, beta, bias, C, ldc)) return;
     const bf16_blocking bl = blocking();
     gemm_bf16_blocked(&bl, pack_a, vt_avx512bf16_pack_b, micro, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta,
-                      bias, C, ldc, work, next, packed, packed_a);
+                      bias, C, ldc, work, next, packed, packed_a, cs);
 }
 
 BF16_ENTRY_POINTS(avx512bf16)

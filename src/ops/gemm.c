@@ -34,10 +34,8 @@
  * db += dY's column sums) runs on one thread or, with the K split, each thread on a range
  * of whole vt_par_colsum_acc chunks of K (the rows of dY), and the kernel's gemm_sums sums
  * each block of dY right after packing it, from cache (a separate column sum is a pass
- * over dY from memory); dW then has the bits of the plain product. On the tile paths the
- * thread's range runs in pieces of whole chunks, each piece's rows summed right after its
- * product. The sums are vt_par_colsum_acc's, chunk by chunk, so db has its bits for any
- * thread count.
+ * over dY from memory); dW then has the bits of the plain product. The sums are
+ * vt_par_colsum_acc's, chunk by chunk, so db has its bits for any thread count.
  * Small products (under VT_GEMM_PAR_FLOPS multiply-adds) run on the calling thread.
  * With the product trace on (trace.h), each call is timed into it.
  * Measurements behind the split: kernels/TUNING.md. */
@@ -59,7 +57,6 @@
 #define VT_GEMM_MAX_THREADS 256
 #define VT_GEMM_BLOCKS_PER_THREAD 4 /* a slowed thread hands most of its share to the others */
 #define VT_GEMM_MIN_BLOCK 512       /* a block's pack of the unsplit operand stays small next to its FMAs */
-#define VT_GEMM_SUM_ROWS 1024       /* rows of A a tile path's wgrad piece multiplies, then sums while cached */
 
 /* A per-thread buffer that only grows (the first training step sizes it). */
 typedef struct {
@@ -173,32 +170,21 @@ typedef struct {
 } col_sums;
 
 /* Rows [begin(c0), begin(c1)) of K (A's chunks c0 to c1): C at c (row stride ldc) = beta
- * C + alpha op(A) op(B) over them, and the chunks summed into their partials: by the
- * kernel's gemm_sums as it packs (float32, and bf16 on the fma path, whose gemm_sums is
- * the table's gemm_bf16 then); on the tile paths in pieces of whole chunks of at least
- * VT_GEMM_SUM_ROWS rows, each piece's chunks summed right after the piece's product.
- * No chunks: c = beta c. */
+ * C + op(A) op(B) over them (a weight gradient: alpha 1), and the chunks summed into their
+ * partials by the kernel's gemm_sums as it packs (bf16: on the table's bf16 path). No
+ * chunks: c = beta c. */
 static void kernel_call_sums(const gemm_args *g, int M, int N, int K, const col_sums *cs, int c0, int c1,
                              float beta, float *c, int ldc) {
-    if (c0 >= c1) kernel_call(g, 0, M, 0, N, 0, 0, beta, NULL, c, ldc);
-    if (c0 < c1 && (!g->bf16 || vt_kernels_on_fma_path(g->bf16))) {
-        const int k0 = (int)vt_par_chunk_begin(K, cs->nc, c0), k = (int)vt_par_chunk_begin(K, cs->nc, c1) - k0;
-        int edge[VT_PAR_MAX_CHUNKS + 1];
-        for (int a = c0; a <= c1; a++) edge[a - c0] = (int)vt_par_chunk_begin(K, cs->nc, a) - k0;
-        float *work = vt_gemm_workspace(g->bf16 ? vt_k.gemm_bf16_work_floats(M, N, k) : vt_k.gemm_work_floats(M, N, k));
-        vt_k.gemm_sums(g->bf16, M, N, k, g->A + (size_t)k0 * g->lda, g->lda, g->B + (size_t)k0 * g->ldb, g->ldb, beta,
-                       c, ldc, work, c1 - c0, edge, cs->part + (size_t)c0 * M);
+    if (c0 >= c1) {
+        kernel_call(g, 0, M, 0, N, 0, 0, beta, NULL, c, ldc);
         return;
     }
-    for (int a = c0; a < c1;) {
-        int k0 = (int)vt_par_chunk_begin(K, cs->nc, a), b = a + 1;
-        while (b < c1 && vt_par_chunk_begin(K, cs->nc, b) - k0 < VT_GEMM_SUM_ROWS) b++;
-        kernel_call(g, 0, M, 0, N, k0, (int)vt_par_chunk_begin(K, cs->nc, b) - k0, beta, NULL, c, ldc);
-        beta = 1.0f;
-        for (; a < b; a++)
-            vt_par_colsum_chunk(g->A, NULL, vt_par_chunk_begin(K, cs->nc, a), vt_par_chunk_begin(K, cs->nc, a + 1),
-                                M, cs->part + (size_t)a * M);
-    }
+    const int k0 = (int)vt_par_chunk_begin(K, cs->nc, c0), k = (int)vt_par_chunk_begin(K, cs->nc, c1) - k0;
+    int edge[VT_PAR_MAX_CHUNKS + 1];
+    for (int a = c0; a <= c1; a++) edge[a - c0] = (int)vt_par_chunk_begin(K, cs->nc, a) - k0;
+    float *work = vt_gemm_workspace(g->bf16 ? vt_k.gemm_bf16_work_floats(M, N, k) : vt_k.gemm_work_floats(M, N, k));
+    vt_k.gemm_sums(g->bf16, M, N, k, g->A + (size_t)k0 * g->lda, g->lda, g->B + (size_t)k0 * g->ldb, g->ldb, beta, c,
+                   ldc, work, c1 - c0, edge, cs->part + (size_t)c0 * M);
 }
 
 /* Block t of nblk of a side of len rows (columns) of C, [*s, *e): edges on multiples of

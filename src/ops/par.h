@@ -40,10 +40,9 @@ void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, co
  * stored) that also adds A's column sums into sums (M floats), bitwise what
  * vt_par_colsum_acc(arena, A, NULL, K, M, sums) adds when lda == M, for any thread count.
  * The kernel sums each block of A right after packing it, while it is in cache (a
- * separate pass would read dY from memory again; on the tile paths the rows run in pieces
- * of whole vt_par_colsum_acc chunks, each summed right after its product). C's sums are
- * fixed for a fixed thread count (the K split cuts at chunk edges); on one thread, for
- * float32 and the fma path, they are vt_gemm_prec's bits. Partials from the arena. */
+ * separate pass would read dY from memory again). C's sums are fixed for a fixed thread
+ * count (the K split cuts at chunk edges); on one thread they are vt_gemm_prec's bits.
+ * Partials from the arena. */
 void vt_gemm_prec_wgrad(vt_arena *arena, int bf16, int M, int N, int K, const float *A, int lda, const float *B,
                         int ldb, float *C, int ldc, float *sums);
 
