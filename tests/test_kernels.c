@@ -1316,24 +1316,24 @@ static void test_gemm_bf16_fma(const vt_kernels *t) {
         }
 }
 
-/* gemm_sums on the bf16 path `path` that table f holds (a copy of level t's table): C
- * bitwise t's gemm (bf16: f's gemm_bf16) on the same operands, the sums bitwise float32
- * adds row after row within each chunk, nothing written past C's rows or the sums; shapes
- * through every loop order (one pass, row blocks, column blocks, A in place on avx512, K
- * blocks), chunks crossing K blocks, empty chunks, one chunk and 32, and N = 0. */
-static void gemm_sums_path(const vt_kernels *t, const vt_kernels *f_table, const char *path) {
+/* gemm_sums on the bf16 path `path` (tiles: amx or dpbf16) that table f holds (a copy of
+ * level t's table): C bitwise t's gemm (bf16: f's gemm_bf16) on the same operands, the
+ * sums bitwise float32 adds row after row within each chunk, nothing written past C's
+ * rows or the sums; shapes through every loop order (one pass, row blocks, column blocks,
+ * A in place on avx512, K blocks), chunks crossing K blocks, empty chunks, one chunk and
+ * 32, and N = 0. */
+static void gemm_sums_path(const vt_kernels *t, const vt_kernels *f_table, const char *path, int tiles) {
     const vt_kernels f = *f_table;
     static const int shapes[][3] = {{40, 30, 700}, {150, 400, 530}, {200, 385, 330}, {400, 300, 200},
                                     {300, 700, 600}, {13, 3, 33},  {7, 1700, 40},   {5, 9, 1},
                                     {9, 0, 70}};
-    /* the tile paths skip the largest shape: the emulation lane runs their products at a
-     * few million multiply-adds a second, and 400 x 300 x 200 and the tiny contexts
-     * (test_gemm_contexts) cross every block edge of their driver */
-    const int tiles = strcmp(path, "amx") == 0 || strcmp(path, "dpbf16") == 0;
     int n = 0;
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
         for (int v = 0; v < 8; v++, n++) {
             const int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2], bf16 = v & 1, split = v >> 1;
+            /* tiles (amx, dpbf16) skip the largest shape: the emulation lane runs their products
+             * at a few million multiply-adds a second, and 400 x 300 x 200 and the tiny
+             * contexts (test_gemm_contexts) cross every block edge of their driver */
             if (tiles && (int64_t)M * N * K > 100000000) continue;
             const int pad = n % 3, lda = M + pad, ldb = N + pad, ldc = N + pad;
             /* the chunks: 1, 3, 32 (at most K) as vt_par_chunk_begin cuts them, or ragged with empty ones */
@@ -1383,13 +1383,14 @@ static void gemm_sums_path(const vt_kernels *t, const vt_kernels *f_table, const
  * path too (the amx level's dpbf16 path is the avx512bf16 level's own). */
 static void test_gemm_sums(const vt_kernels *t) {
     const int own = t->isa == VT_ISA_SCALAR ? -1 : (int)vt_bf16_path_of_level(t->isa);
-    gemm_sums_path(t, t, own < 0 ? "scalar" : vt_bf16_path_name((vt_bf16_path)own));
+    gemm_sums_path(t, t, own < 0 ? "scalar" : vt_bf16_path_name((vt_bf16_path)own),
+                   own == VT_BF16_AMX || own == VT_BF16_DPBF16);
     vt_kernels f = *t;
     char why[256];
     if (own < 0 || own == VT_BF16_FMA) return;
     if (vt_bf16_path_entries(VT_BF16_FMA, t->isa, &f, why, sizeof why) != 0)
         CHECK(0, "%s: no fma path: %s", t->name, why);
-    else gemm_sums_path(t, &f, "fma");
+    else gemm_sums_path(t, &f, "fma", 0);
 }
 
 /* Which context fields level l's two GEMMs read: its fp32 gemm's blocking and its
