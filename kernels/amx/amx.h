@@ -1,8 +1,8 @@
 /* amx/amx.h - private to kernels/amx/: the AMX level's entries (gemm_bf16 and gemm_sums
- * on the tile unit, over avx512bf16's table) and the tile intrinsics: the native ones (compiled with
- * -mamx-tile -mamx-bf16), or in the emulation build (VT_AVX512_EMULATED) the C tiles of
- * emulated.h. The process's permission to use tile data (Linux arch_prctl) is requested
- * by the CPU probe, kernels/dispatch.c. */
+ * on the tile unit, over avx512bf16's table) and the tile intrinsics: the native ones
+ * (compiled with -mamx-tile -mamx-bf16), or in the emulation build (VT_AVX512_EMULATED)
+ * the C tiles of emulated.h. The process's permission to use tile data (Linux arch_prctl)
+ * is requested by the CPU probe, kernels/dispatch.c. */
 #ifndef VT_KERNELS_AMX_H
 #define VT_KERNELS_AMX_H
 

@@ -169,16 +169,12 @@ typedef struct {
     int nc;
 } col_sums;
 
-/* Rows [begin(c0), begin(c1)) of K (A's chunks c0 to c1): C at c (row stride ldc) = beta
- * C + op(A) op(B) over them (a weight gradient: alpha 1), and the chunks summed into their
- * partials by the kernel's gemm_sums as it packs (bf16: on the table's bf16 path). No
- * chunks: c = beta c. */
+/* Rows [begin(c0), begin(c1)) of K (A's chunks c0 to c1, c0 <= c1): C at c (row stride
+ * ldc) = beta C + op(A) op(B) over them (a weight gradient: alpha 1), and the chunks
+ * summed into their partials by the kernel's gemm_sums as it packs (bf16: on the table's
+ * bf16 path). No chunks: no rows, so c = beta c (the GEMMs' K = 0 convention). */
 static void kernel_call_sums(const gemm_args *g, int M, int N, int K, const col_sums *cs, int c0, int c1,
                              float beta, float *c, int ldc) {
-    if (c0 >= c1) {
-        kernel_call(g, 0, M, 0, N, 0, 0, beta, NULL, c, ldc);
-        return;
-    }
     const int k0 = (int)vt_par_chunk_begin(K, cs->nc, c0), k = (int)vt_par_chunk_begin(K, cs->nc, c1) - k0;
     int edge[VT_PAR_MAX_CHUNKS + 1];
     for (int a = c0; a <= c1; a++) edge[a - c0] = (int)vt_par_chunk_begin(K, cs->nc, a) - k0;
