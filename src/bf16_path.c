@@ -117,8 +117,8 @@ vt_status vt_bf16_path_select(char *line, size_t linelen) {
                  vt_bf16_path_name(own), pr.gflops[p] / pr.gflops[own]);
     else if (n > 0 && (size_t)n < linelen && own == VT_BF16_FMA) /* the only path: say what it costs */
         snprintf(line + n, linelen - (size_t)n,
-                 "; the %s level has no bf16 instructions: float32's products plus the rounding, no faster than "
-                 "float32",
+                 "; the %s level has no bf16 instructions: float32's products plus the rounding, so slower than "
+                 "float32 here, in the same memory",
                  vt_k.name);
     return VT_OK;
 }
