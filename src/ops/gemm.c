@@ -5,9 +5,11 @@
  *
  * Split: C is cut into blocks, over rows when M >= N, over columns otherwise, so each
  * block packs the whole of the smaller operand (the one it does not split); up to
- * VT_GEMM_BLOCKS_PER_THREAD blocks per thread of at least VT_GEMM_MIN_BLOCK rows (columns),
- * at least one per thread, handed out to the threads as they come free, so that a thread
- * whose core the host slows (a VM's vCPU) takes fewer of them; block edges are multiples
+ * VT_GEMM_BLOCKS_PER_THREAD blocks per thread of VT_GEMM_MIN_BLOCK rows (columns) or more
+ * on average, at least one per thread, handed out to the threads as they come free, so
+ * that a thread whose core the host slows (a VM's vCPU) takes fewer of them, and shrinking
+ * round after round (block_edges), so that the threads' last blocks are small and they
+ * finish close together; block edges are multiples
  * of 16 (whole 16-float vectors of a column cut; a row cut leaves at most one part-filled
  * row panel per block, which the edge tiles take) except the last. The blocks' edges
  * depend on the sizes and the thread count only, and each element of C is computed by
@@ -183,12 +185,24 @@ static void kernel_call_sums(const gemm_args *g, int M, int N, int K, const col_
                    ldc, work, c1 - c0, edge, cs->part + (size_t)c0 * M);
 }
 
-/* Block t of nblk of a side of len rows (columns) of C, [*s, *e): edges on multiples of
- * VT_GEMM_ALIGN but the last. */
-static void block_edges(int len, int nblk, int t, int *s, int *e) {
+/* The weight of blocks [0, t) of nblk handed out to nth threads (block_edges): round r of
+ * nth blocks weighs (R - r)^2 each, R = ceil(nblk / nth). */
+static int64_t blocks_weight(int nblk, int nth, int t) {
+    int64_t R = (nblk + nth - 1) / nth, r = t / nth, i = t % nth;
+    /* sum of j^2 for j in (R - r, R], plus the part-filled round r */
+    int64_t hi = R * (R + 1) * (2 * R + 1) / 6, lo = (R - r) * (R - r + 1) * (2 * (R - r) + 1) / 6;
+    return nth * (hi - lo) + i * (R - r) * (R - r);
+}
+
+/* Block t of nblk of a side of len rows (columns) of C for nth threads taking blocks as
+ * they come free, [*s, *e): the blocks shrink round after round (blocks_weight), so the
+ * threads' last blocks are small and they finish close together; with one round (nblk
+ * <= nth) the blocks are equal. Edges on multiples of VT_GEMM_ALIGN but the last. */
+static void block_edges(int len, int nblk, int nth, int t, int *s, int *e) {
     int tiles = (len + VT_GEMM_ALIGN - 1) / VT_GEMM_ALIGN;
-    *s = (int)((int64_t)tiles * t / nblk) * VT_GEMM_ALIGN;
-    *e = (int)((int64_t)tiles * (t + 1) / nblk) * VT_GEMM_ALIGN;
+    int64_t total = blocks_weight(nblk, nth, nblk);
+    *s = (int)(tiles * blocks_weight(nblk, nth, t) / total) * VT_GEMM_ALIGN;
+    *e = (int)(tiles * blocks_weight(nblk, nth, t + 1) / total) * VT_GEMM_ALIGN;
     if (*e > len) *e = len;
 }
 
@@ -209,7 +223,7 @@ static void gemm_rows_shared_b(const gemm_args *g, int M, int N, int K, int nblk
         #pragma omp for schedule(dynamic, 1)
         for (int t = 0; t < nblk; t++) {
             int s, e;
-            block_edges(M, nblk, t, &s, &e);
+            block_edges(M, nblk, nth, t, &s, &e);
             const float *a = g->A + (g->ta ? (size_t)s : (size_t)s * g->lda);
             float *work = vt_gemm_workspace(vt_k.gemm_bf16_work_floats(e - s, N, K));
             vt_k.gemm_bf16_packed_b(g->ta, e - s, N, K, g->alpha, a, g->lda, packed, g->beta, g->bias,
@@ -234,7 +248,7 @@ static void gemm_cols_shared_a(const gemm_args *g, int M, int N, int K, int nblk
         #pragma omp for schedule(dynamic, 1)
         for (int t = 0; t < nblk; t++) {
             int s, e;
-            block_edges(N, nblk, t, &s, &e);
+            block_edges(N, nblk, nth, t, &s, &e);
             size_t bo = g->tb ? (size_t)s * g->ldb : (size_t)s;
             float *work = vt_gemm_workspace(vt_k.gemm_bf16_work_floats(M, e - s, K));
             vt_k.gemm_bf16_packed_a(g->tb, M, e - s, K, g->alpha, packed, g->B16 ? NULL : g->B + bo,
@@ -348,7 +362,7 @@ static void gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha
     #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
     for (int t = 0; t < nblk; t++) {
         int s, e;
-        block_edges(len, nblk, t, &s, &e);
+        block_edges(len, nblk, nth, t, &s, &e);
         if (by_rows) gemm_block(&g, s, e - s, 0, N, K);
         else gemm_block(&g, 0, M, s, e - s, K);
     }
