@@ -161,7 +161,8 @@ static const char *USAGE_MAIN =
     "       vitrain help-config [KEY|SECTION]     every config key, or one\n"
     "       vitrain kinds [--rotary | --data]     the PE kinds (or dataset formats)\n"
     "Environment: VT_ISA=LEVEL forces a kernel level (an unknown LEVEL lists them);\n"
-    "VT_GEMM_CONTEXT=[NAME,]level.field=value,... sets the GEMM blocking.\n";
+    "VT_GEMM_CONTEXT=[NAME,]level.field=value,... sets the GEMM blocking;\n"
+    "VT_BF16_PATH=amx|dpbf16|fma picks the bf16 product path (default: a probe).\n";
 
 static const char *usage_of(const char *cmd) {
     if (!strcmp(cmd, "train")) return USAGE_TRAIN;

@@ -2,6 +2,7 @@
  * item 7), through the built binary ($VT_BIN, default ./vitrain; run from the repository
  * root, as scripts/run_tests.sh does):
  *   - a bad option value names the option and points at --help, without the usage text;
+ *     --help names the environment variables that steer the kernels;
  *   - a rule broken by a --set value says the value came from --set and suggests sizes;
  *   - `help-config SECTION` and `help-config SECTION.KEY` show only those, an unknown name
  *     gets the nearest one suggested;
@@ -44,6 +45,11 @@ static void test_bad_values(void) {
     rc = run_out(&t, "");
     CHECK(rc == 2 && strstr(t, "missing subcommand or CONFIG") && strstr(t, "usage:"),
           "no arguments at all still print the usage: exit %d", rc);
+    free(t);
+    /* every environment variable a user sets to steer the kernels is named by --help */
+    rc = run_out(&t, "--help");
+    CHECK(rc == 0 && strstr(t, "VT_ISA=") && strstr(t, "VT_GEMM_CONTEXT=") && strstr(t, "VT_BF16_PATH=amx|dpbf16|fma"),
+          "--help names VT_ISA, VT_GEMM_CONTEXT and VT_BF16_PATH: exit %d:\n%s", rc, t);
     free(t);
 }
 
