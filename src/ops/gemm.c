@@ -7,22 +7,21 @@
  * block packs the whole of the smaller operand (the one it does not split); up to
  * VT_GEMM_BLOCKS_PER_THREAD blocks per thread of VT_GEMM_MIN_BLOCK rows (columns) or more
  * on average, at least one per thread, handed out to the threads as they come free, so
- * that a thread whose core the host slows (a VM's vCPU) takes fewer of them, and shrinking
- * round after round (block_edges), so that the threads' last blocks are small and they
- * finish close together; block edges are multiples
- * of 16 (whole 16-float vectors of a column cut; a row cut leaves at most one part-filled
- * row panel per block, which the edge tiles take) except the last. The blocks' edges
- * depend on the sizes and the thread count only, and each element of C is computed by
- * one kernel call whatever thread makes it, so the result is deterministic and needs
- * no cross-thread reduction (C blocks do not change any element's sums: it equals the
- * 1-thread result). In bf16, when the path has packed forms (kernels/entries.def:
- * gemm_bf16_packed_b_floats, gemm_bf16_packed_a_floats), the threads first pack the
- * operand the cut does not split (op(B) for a cut over rows, op(A) over columns) once
- * between them, in parts handed out as they come free, into one buffer of the calling
- * thread's, and every block then runs on that packing (vt_k.gemm_bf16_packed_b or
- * gemm_bf16_packed_a) instead of packing it again: the same sums, bitwise (and a row
- * block wider than the kernel's N block packs each block of op(A) once, not once per N
- * block: gemm_bf16_driver.h).
+ * that a thread whose core the host slows (a VM's vCPU) takes fewer of them. The blocks
+ * shrink round after round (block_edges), so the threads' last blocks are small and they
+ * finish close together. Block edges are multiples of 16 (whole 16-float vectors of a
+ * column cut; a row cut leaves at most one part-filled row panel per block, which the
+ * edge tiles take) except the last. The blocks' edges depend on the sizes and the thread
+ * count only, and each element of C is computed by one kernel call whatever thread makes
+ * it, so the result is deterministic and needs no cross-thread reduction (C blocks do not
+ * change any element's sums: it equals the 1-thread result). In bf16, when the path has
+ * packed forms (kernels/entries.def: gemm_bf16_packed_b_floats, gemm_bf16_packed_a_floats),
+ * the threads first pack the operand the cut does not split (op(B) for a cut over rows,
+ * op(A) over columns) once between them, in parts handed out as they come free, into one
+ * buffer of the calling thread's, and every block then runs on that packing
+ * (vt_k.gemm_bf16_packed_b or gemm_bf16_packed_a) instead of packing it again: the same
+ * sums, bitwise (and a row block wider than the kernel's N block packs each block of op(A)
+ * once, not once per N block: gemm_bf16_driver.h).
  * Products with a long K and a small C (the weight gradients: K = B N tokens) are cut
  * over K instead, only when op(A) is transposed (the weight gradients' form): with A as
  * stored every row of C stays a function of its row of A alone, so a sample's forward
@@ -58,7 +57,7 @@
 #define VT_GEMM_K_SPLIT_BF16 4 /* the same for bf16 products on the amx and dpbf16 paths (kernels/TUNING.md) */
 #define VT_GEMM_MAX_THREADS 256
 #define VT_GEMM_BLOCKS_PER_THREAD 4 /* a slowed thread hands most of its share to the others */
-#define VT_GEMM_MIN_BLOCK 512       /* a block's pack of the unsplit operand stays small next to its FMAs */
+#define VT_GEMM_MIN_BLOCK 512       /* rows a block averages at least: its pack of the unsplit operand stays small */
 
 /* A per-thread buffer that only grows (the first training step sizes it). */
 typedef struct {
