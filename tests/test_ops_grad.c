@@ -349,7 +349,7 @@ static void test_gemm_blocks(vt_rng *r) {
     const int shapes[6][3] = {{2100, 40, 30},   {20, 2100, 30},  {1100, 75, 67},
                               {600, 40, 1100}, {40, 600, 1100}, {5200, 24, 20}};
     const int max_threads = omp_get_max_threads();
-    for (int s = 0; s < 6; s++)
+    for (int s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); s++)
         for (int tr = 0; tr < 4; tr++)
             for (int prec = 0; prec < 3; prec++) { /* float32, bf16, bf16 with op(B) from a bf16 copy */
                 const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ta = tr >> 1, tb = tr & 1;

@@ -196,7 +196,9 @@ static int64_t blocks_weight(int nblk, int nth, int t) {
 /* Block t of nblk of a side of len rows (columns) of C for nth threads taking blocks as
  * they come free, [*s, *e): the blocks shrink round after round (blocks_weight), so the
  * threads' last blocks are small and they finish close together; with one round (nblk
- * <= nth) the blocks are equal. Edges on multiples of VT_GEMM_ALIGN but the last. */
+ * <= nth) the blocks are equal. No block is empty: gemm_prec makes more than one round only
+ * with 512 rows a block on average and at most 4 rounds, which leaves the smallest block
+ * at least 3 tiles. Edges on multiples of VT_GEMM_ALIGN but the last. */
 static void block_edges(int len, int nblk, int nth, int t, int *s, int *e) {
     int tiles = (len + VT_GEMM_ALIGN - 1) / VT_GEMM_ALIGN;
     int64_t total = blocks_weight(nblk, nth, nblk);
