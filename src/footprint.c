@@ -9,6 +9,7 @@
 
 #include "data/loader.h"
 #include "kernels.h"
+#include "ops/par.h"
 #include "resolve.h"
 #include "vit.h"
 
@@ -84,8 +85,17 @@ vt_status vt_footprint_estimate(const vt_config *cfg, double baseline, vt_footpr
         int w = (int)vt_k.gemm_work_floats(shapes[i][0], shapes[i][1], shapes[i][2]);
         if (w > work) work = w;
     }
+    /* the K split's partial sums of the largest weight gradient it cuts (ops/par.h) */
+    const int bf16 = cfg->train.precision == VT_PRECISION_BF16, patches = (int)(S / m.P) * (S / m.P);
+    const int patch = (int)(C * m.P * m.P), tokens = rows, wgrads[6][3] = {
+        {3 * m.D, m.D, tokens}, {m.D, m.D, tokens}, {m.mlp_hidden, m.D, tokens}, {m.D, m.mlp_hidden, tokens},
+        {m.num_classes, m.D, (int)B}, {m.D, patch, B * patches < INT_MAX ? (int)B * patches : INT_MAX}};
+    double partials = 0;
+    for (int i = 0; i < 6; i++)
+        partials = max2(partials, (double)vt_gemm_wgrad_partial_floats(bf16, wgrads[i][0], wgrads[i][1], wgrads[i][2],
+                                                                        threads));
     f->scratch = resident(fl * N * max2(D, Dh) * B, 1, thp) + resident(fl * N * max2(D, Dh) * Be, 1, thp) +
-                 threads * resident(fl * work, 1, thp);
+                 threads * resident(fl * work, 1, thp) + resident(fl * partials, 1, thp);
     /* the evaluator's arena, its batch and shuffle scratch (its soft targets are never
      * written, so never resident) */
     f->eval = resident(fl * Be * (vt_vit_eval_floats(&m, S) + 2.0 * K), 1, thp) +

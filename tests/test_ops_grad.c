@@ -293,7 +293,8 @@ static void test_gemm(vt_rng *r) {
      * and (K >= 2 max(M, N), float32) over K, with K cuts inside and at the end of a 64 block;
      * vt_gemm_bias on the same splits (the K split adds the bias after the partials).
      * On 1, 2 and 3 threads (3: blocks of unequal size on a 2-core machine too), and
-     * each result again from the same inputs: bitwise the same for a fixed thread count. */
+     * each result again from the same inputs, four times: bitwise the same for a fixed
+     * thread count, whichever thread takes which block or range. */
     const int shapes[5][3] = {{70, 33, 41}, {19, 90, 45}, {1, 300, 260}, {20, 17, 300}, {40, 64, 700}};
     const int max_threads = omp_get_max_threads();
     for (int nt = 1; nt <= 3; nt++) {
@@ -322,10 +323,13 @@ static void test_gemm(vt_rng *r) {
                     vt_gemm(ta, tb, M, N, K, 0.5f, A->data, lda, B->data, ldb, -2.0f, C->data, N);
                     CHECK_ARRAY_CLOSE(C->data, ref, M * N, 1e-4, 1e-4, "vt_gemm %dx%dx%d ta=%d tb=%d, %d threads", M, N,
                                       K, ta, tb, nt);
-                    memcpy(C1->data, C0->data, bytes);
-                    vt_gemm(ta, tb, M, N, K, 0.5f, A->data, lda, B->data, ldb, -2.0f, C1->data, N);
-                    CHECK(memcmp(C1->data, C->data, bytes) == 0, "vt_gemm %dx%dx%d ta=%d tb=%d, %d threads: not bitwise "
-                          "the same when repeated", M, N, K, ta, tb, nt);
+                    /* repeated: the threads take C's blocks or the K split's ranges in another order */
+                    for (int rep = 0; rep < (nt > 1 ? 4 : 1); rep++) {
+                        memcpy(C1->data, C0->data, bytes);
+                        vt_gemm(ta, tb, M, N, K, 0.5f, A->data, lda, B->data, ldb, -2.0f, C1->data, N);
+                        CHECK(memcmp(C1->data, C->data, bytes) == 0, "vt_gemm %dx%dx%d ta=%d tb=%d, %d threads: not "
+                              "bitwise the same when repeated (%d)", M, N, K, ta, tb, nt, rep + 1);
+                    }
                     vt_gemm_bias(ta, tb, M, N, K, 0.5f, A->data, lda, B->data, ldb, -2.0f, bias->data, Cb->data, N);
                     for (int e = 0; e < M * N; e++) ref[e] += bias->data[e % N];
                     CHECK_ARRAY_CLOSE(Cb->data, ref, M * N, 1e-4, 1e-4, "vt_gemm_bias %dx%dx%d ta=%d tb=%d, %d threads",
@@ -381,10 +385,11 @@ static void test_gemm_blocks(vt_rng *r) {
 
 /* A weight gradient with its bias gradient (vt_gemm_prec_wgrad): the column sums bitwise
  * vt_par_colsum_acc's on 1, 2 and 3 threads; C within tolerance of vt_gemm_prec's product,
- * bitwise it on 1 thread, and bitwise the same when repeated on a thread count. Shapes: K
- * cut over threads in ranges of several chunks (float32 K >= 2 max(M, N)), a C split (the
- * sums then a pass of their own), products small enough for one thread, one row, no rows;
- * float32 and bf16 (on the level's own path: make emu runs every level). */
+ * bitwise it on 1 thread, and bitwise the same when repeated four times on a thread count
+ * (the threads take the K split's ranges in another order). Shapes: K cut over threads in
+ * ranges of several chunks (float32 K >= 2 max(M, N)), a C split (the sums then a pass of
+ * their own), products small enough for one thread, one row, no rows; float32 and bf16 (on
+ * the level's own path: make emu runs every level). */
 static void test_gemm_wgrad(vt_rng *r) {
     const int shapes[6][3] = {{40, 30, 5000}, {24, 9, 3001}, {600, 40, 1100}, {70, 33, 41}, {5, 3, 1}, {6, 4, 0}};
     const int max_threads = omp_get_max_threads();
@@ -416,12 +421,15 @@ static void test_gemm_wgrad(vt_rng *r) {
                 if (nt == 1)
                     CHECK(memcmp(C1->data, C->data, bytes) == 0,
                           "vt_gemm_prec_wgrad(bf16 %d) %dx%dx%d on 1 thread: not bitwise vt_gemm_prec", bf16, M, N, K);
-                memcpy(C->data, C0->data, bytes);
-                memcpy(sg->data, s0->data, (size_t)M * sizeof(float));
-                vt_gemm_prec_wgrad(&store, bf16, M, N, K, A->data, M, B->data, N, C->data, N, sg->data);
-                CHECK(memcmp(C->data, C1->data, bytes) == 0,
-                      "vt_gemm_prec_wgrad(bf16 %d) %dx%dx%d on %d threads: not bitwise the same when repeated", bf16, M,
-                      N, K, nt);
+                /* repeated: the threads take the K split's ranges in another order */
+                for (int rep = 0; rep < (nt > 1 ? 4 : 1); rep++) {
+                    memcpy(C->data, C0->data, bytes);
+                    memcpy(sg->data, s0->data, (size_t)M * sizeof(float));
+                    vt_gemm_prec_wgrad(&store, bf16, M, N, K, A->data, M, B->data, N, C->data, N, sg->data);
+                    CHECK(memcmp(C->data, C1->data, bytes) == 0,
+                          "vt_gemm_prec_wgrad(bf16 %d) %dx%dx%d on %d threads: not bitwise the same when repeated (%d)",
+                          bf16, M, N, K, nt, rep + 1);
+                }
             }
     omp_set_num_threads(max_threads);
 }

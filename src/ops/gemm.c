@@ -27,10 +27,12 @@
  * stored every row of C stays a function of its row of A alone, so a sample's forward
  * outputs do not depend on the size of its batch, which sharded evaluation relies on
  * (tests/test_dist.c). A C split would make every thread pack the whole of the operand it
- * does not split, for only M / nt rows of work. Thread 0 computes alpha A0 B0 + beta C
- * into C, thread t > 0 alpha At Bt into its own partial buffer, and the partials are
- * added to C in thread order, so the result is again fixed for a fixed thread count
- * (but, unlike the C split, not equal to the 1-thread sums).
+ * does not split, for only M / nt rows of work. K is cut into up to
+ * VT_GEMM_BLOCKS_PER_THREAD ranges per thread, shrinking round after round as C's blocks
+ * do and handed out as the threads come free; range 0 computes alpha A0 B0 + beta C into
+ * C, range r > 0 alpha Ar Br into its own partial buffer, and the partials are added to C
+ * in range order. Whatever thread computes a range, the result is again fixed for a fixed
+ * thread count (but, unlike the C split, not equal to the 1-thread sums).
  * A weight gradient with its layer's bias gradient (vt_gemm_prec_wgrad: dW += dY^T X and
  * db += dY's column sums) runs on one thread or, with the K split, each thread on a range
  * of whole vt_par_colsum_acc chunks of K (the rows of dY), and the kernel's gemm_sums sums
@@ -40,6 +42,7 @@
  * Small products (under VT_GEMM_PAR_FLOPS multiply-adds) run on the calling thread.
  * With the product trace on (trace.h), each call is timed into it.
  * Measurements behind the split: kernels/TUNING.md. */
+#include <limits.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -53,6 +56,7 @@
 #define VT_GEMM_PAR_FLOPS 65536.0
 #define VT_GEMM_ALIGN 16
 #define VT_GEMM_K_ALIGN 64 /* K cuts of the K split */
+#define VT_GEMM_K_RANGES VT_PAR_MAX_CHUNKS /* K split ranges past one per thread: their partials cost memory */
 #define VT_GEMM_K_SPLIT_F32 2  /* K / max(M, N) from which a float32 product is cut over K (kernels/TUNING.md) */
 #define VT_GEMM_K_SPLIT_BF16 4 /* the same for bf16 products on the amx and dpbf16 paths (kernels/TUNING.md) */
 #define VT_GEMM_MAX_THREADS 256
@@ -65,8 +69,9 @@ typedef struct {
     size_t floats;
 } tls_buffer;
 
-/* A thread's buffers: the kernels' packing workspace, the K split's partial C, and the
- * packed operand its bf16 products share with their team. */
+/* A thread's buffers: the kernels' packing workspace, the K split's partial Cs (the
+ * calling thread's), and the packed operand its bf16 products share with their team (the
+ * calling thread's). */
 typedef struct {
     tls_buffer work, partial, shared;
 } tls_buffers;
@@ -110,6 +115,8 @@ static float *tls_buffer_get(tls_buffer *b, size_t floats, const char *what) {
 
 float *vt_gemm_workspace(size_t floats) { return tls_buffer_get(&tls.work, floats, "a GEMM packing workspace"); }
 
+static int k_ranges(int nt, int units);
+
 vt_status vt_gemm_reserve(size_t partial_floats, size_t operand_floats) {
     VT_ASSERT(!omp_in_parallel(), "vt_gemm_reserve inside a parallel region");
     const int any = 1 << 30; /* a workspace's size is bounded by the blocking for any shape */
@@ -117,16 +124,18 @@ vt_status vt_gemm_reserve(size_t partial_floats, size_t operand_floats) {
     if (w16 > work) work = w16;
     int failed = 0, nt = omp_get_max_threads();
     size_t shared = nt > 1 ? operand_floats : 0; /* one thread packs per call */
+    int split = nt < VT_GEMM_MAX_THREADS ? nt : VT_GEMM_MAX_THREADS; /* the most threads a product takes */
+    size_t partials = nt > 1 ? (size_t)(k_ranges(split, INT_MAX) - 1) * partial_floats : 0;
     #pragma omp parallel num_threads(nt) reduction(| : failed)
-    failed |= tls_buffer_grow(&tls.work, work) ||
-              (omp_get_thread_num() > 0 && tls_buffer_grow(&tls.partial, partial_floats));
-    if (!failed) failed = tls_buffer_grow(&tls.shared, shared); /* the calling thread's */
+    failed |= tls_buffer_grow(&tls.work, work);
+    /* the calling thread's */
+    if (!failed) failed = tls_buffer_grow(&tls.partial, partials) || tls_buffer_grow(&tls.shared, shared);
     if (!failed) return VT_OK;
     return vt_fail(VT_ERR_RUNTIME, "out of memory: the GEMM buffers of %d thread%s (a packing workspace of %.1f "
-                   "MiB each, %.1f MiB of partial sums on each but the first, and %.1f MiB of shared packed "
-                   "operands), which this process cannot allocate; fewer threads (--threads) need less", nt,
-                   nt == 1 ? "" : "s", (double)work * sizeof(float) / 1048576.0,
-                   (double)partial_floats * sizeof(float) / 1048576.0, (double)shared * sizeof(float) / 1048576.0);
+                   "MiB each, %.1f MiB of partial sums and %.1f MiB of shared packed operands), which this "
+                   "process cannot allocate; fewer threads (--threads) need less", nt, nt == 1 ? "" : "s",
+                   (double)work * sizeof(float) / 1048576.0, (double)partials * sizeof(float) / 1048576.0,
+                   (double)shared * sizeof(float) / 1048576.0);
 }
 
 /* One product: C = alpha op(A) op(B) + beta C (+ bias), op(B) from B16 when bf16 and B16
@@ -193,17 +202,23 @@ static int64_t blocks_weight(int nblk, int nth, int t) {
     return nth * (hi - lo) + i * (R - r) * (R - r);
 }
 
-/* Block t of nblk of a side of len rows (columns) of C for nth threads taking blocks as
- * they come free, [*s, *e): the blocks shrink round after round (blocks_weight), so the
+/* Where block t of nblk, handed out to nth threads as they come free, starts on a side
+ * of units whole units: the blocks shrink round after round (blocks_weight), so the
  * threads' last blocks are small and they finish close together; with one round (nblk
- * <= nth) the blocks are equal. No block is empty: gemm_prec makes more than one round only
- * with 512 rows a block on average and at most 4 rounds, which leaves the smallest block
- * at least 3 tiles. Edges on multiples of VT_GEMM_ALIGN but the last. */
+ * <= nth) the blocks are equal. */
+static int block_start(int units, int nblk, int nth, int t) {
+    return (int)(units * blocks_weight(nblk, nth, t) / blocks_weight(nblk, nth, nblk));
+}
+
+/* Block t of nblk of a side of len rows (columns) of C for nth threads taking blocks as
+ * they come free, [*s, *e) (block_start's, in tiles). No block is empty: gemm_prec makes
+ * more than one round only with 512 rows a block on average and at most 4 rounds, which
+ * leaves the smallest block at least 3 tiles. Edges on multiples of VT_GEMM_ALIGN but the
+ * last. */
 static void block_edges(int len, int nblk, int nth, int t, int *s, int *e) {
     int tiles = (len + VT_GEMM_ALIGN - 1) / VT_GEMM_ALIGN;
-    int64_t total = blocks_weight(nblk, nth, nblk);
-    *s = (int)(tiles * blocks_weight(nblk, nth, t) / total) * VT_GEMM_ALIGN;
-    *e = (int)(tiles * blocks_weight(nblk, nth, t + 1) / total) * VT_GEMM_ALIGN;
+    *s = block_start(tiles, nblk, nth, t) * VT_GEMM_ALIGN;
+    *e = block_start(tiles, nblk, nth, t + 1) * VT_GEMM_ALIGN;
     if (*e > len) *e = len;
 }
 
@@ -271,37 +286,44 @@ static int split_over_k(int bf16, int M, int N, int K, int nt) {
     return K >= (tiles ? VT_GEMM_K_SPLIT_BF16 : VT_GEMM_K_SPLIT_F32) * side && K >= nt * VT_GEMM_K_ALIGN;
 }
 
-/* C = alpha op(A) op(B) + beta C (+ bias rows) on nblk threads, each taking a range of
- * K (with cs, a range of its chunks, summed as kernel_call_sums does); the bias is added
- * after the partials. */
-static void gemm_split_k(const gemm_args *g, int M, int N, int K, int nblk, const col_sums *cs) {
-    float *partial[VT_GEMM_MAX_THREADS];
-    int kblocks = (K + VT_GEMM_K_ALIGN - 1) / VT_GEMM_K_ALIGN;
-    #pragma omp parallel num_threads(nblk)
+/* The K split's range count for nt threads over units units of K (its col-sum chunks, or
+ * VT_GEMM_K_ALIGN steps): VT_GEMM_BLOCKS_PER_THREAD a thread, at most VT_GEMM_K_RANGES
+ * but one a thread, at most one a unit. */
+static int k_ranges(int nt, int units) {
+    int nr = nt * VT_GEMM_BLOCKS_PER_THREAD, cap = nt > VT_GEMM_K_RANGES ? nt : VT_GEMM_K_RANGES;
+    if (nr > cap) nr = cap;
+    return nr < units ? nr : units;
+}
+
+/* C = alpha op(A) op(B) + beta C (+ bias rows) on nt threads taking ranges of K (with
+ * cs, ranges of its chunks, summed as kernel_call_sums does) as they come free, range 0
+ * into C and range r > 0 into partial r - 1, which are added to C in range order; the
+ * bias is added after the partials. The ranges depend on nt and the sizes only. */
+static void gemm_split_k(const gemm_args *g, int M, int N, int K, int nt, const col_sums *cs) {
+    const int units = cs ? cs->nc : (K + VT_GEMM_K_ALIGN - 1) / VT_GEMM_K_ALIGN, nr = k_ranges(nt, units);
+    float *partial = tls_buffer_get(&tls.partial, (size_t)(nr - 1) * M * N, "the GEMM partial sum buffers");
+    #pragma omp parallel num_threads(nr < nt ? nr : nt)
     {
-        /* the team's real size: the runtime may give fewer threads than asked */
-        int t = omp_get_thread_num(), nth = omp_get_num_threads();
-        int s = (int)((int64_t)kblocks * t / nth) * VT_GEMM_K_ALIGN;
-        int e = (int)((int64_t)kblocks * (t + 1) / nth) * VT_GEMM_K_ALIGN;
-        if (e > K) e = K;
-        int c0 = cs ? (int)((int64_t)cs->nc * t / nth) : 0, c1 = cs ? (int)((int64_t)cs->nc * (t + 1) / nth) : 0;
-        float *out = g->C, beta = g->beta; /* thread 0: into C; the others: their partials */
-        int ldo = g->ldc;
-        if (t > 0) {
-            out = partial[t] = tls_buffer_get(&tls.partial, (size_t)M * N, "a GEMM partial sum buffer");
-            beta = 0.0f;
-            ldo = N;
+        #pragma omp for schedule(dynamic, 1)
+        for (int r = 0; r < nr; r++) {
+            int u0 = block_start(units, nr, nt, r), u1 = block_start(units, nr, nt, r + 1);
+            float *out = r ? partial + (size_t)(r - 1) * M * N : g->C, beta = r ? 0.0f : g->beta;
+            int ldo = r ? N : g->ldc;
+            if (cs) {
+                kernel_call_sums(g, M, N, K, cs, u0, u1, beta, out, ldo);
+            } else {
+                int s = u0 * VT_GEMM_K_ALIGN, e = u1 * VT_GEMM_K_ALIGN < K ? u1 * VT_GEMM_K_ALIGN : K;
+                kernel_call(g, 0, M, 0, N, s, e - s, beta, NULL, out, ldo);
+            }
         }
-        if (cs) kernel_call_sums(g, M, N, K, cs, c0, c1, beta, out, ldo);
-        else kernel_call(g, 0, M, 0, N, s, e - s, beta, NULL, out, ldo);
-        #pragma omp barrier
-        float *C = g->C;
-        int ldc = g->ldc;
+        /* the loop's barrier: every range is in C or its partial */
+        int t = omp_get_thread_num(), nth = omp_get_num_threads();
         int r0 = (int)((int64_t)M * t / nth), r1 = (int)((int64_t)M * (t + 1) / nth);
-        for (int u = 1; u < nth; u++)
-            for (int i = r0; i < r1; i++)
-                vt_k.add(C + (size_t)i * ldc, partial[u] + (size_t)i * N, C + (size_t)i * ldc, (size_t)N);
-        for (int i = r0; g->bias && i < r1; i++) vt_k.add(C + (size_t)i * ldc, g->bias, C + (size_t)i * ldc, (size_t)N);
+        for (int i = r0; i < r1; i++) {
+            float *c = g->C + (size_t)i * g->ldc;
+            for (int r = 1; r < nr; r++) vt_k.add(c, partial + (size_t)(r - 1) * M * N + (size_t)i * N, c, (size_t)N);
+            if (g->bias) vt_k.add(c, g->bias, c, (size_t)N);
+        }
     }
 }
 
@@ -387,6 +409,12 @@ static void gemm_traced(int bf16, int ta, int tb, int M, int N, int K, float alp
 void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                   const float *B, const uint16_t *B16, int ldb, float beta, const float *bias, float *C, int ldc) {
     gemm_traced(bf16, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, NULL);
+}
+
+size_t vt_gemm_wgrad_partial_floats(int bf16, int M, int N, int K, int threads) {
+    if (threads > VT_GEMM_MAX_THREADS) threads = VT_GEMM_MAX_THREADS;
+    if (threads <= 1 || (double)M * N * K < VT_GEMM_PAR_FLOPS || !split_over_k(bf16, M, N, K, threads)) return 0;
+    return (size_t)(k_ranges(threads, vt_par_nchunks(K)) - 1) * M * N;
 }
 
 void vt_gemm_prec_wgrad(vt_arena *arena, int bf16, int M, int N, int K, const float *A, int lda, const float *B,

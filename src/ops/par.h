@@ -53,10 +53,10 @@ void vt_gemm_prec_wgrad(vt_arena *arena, int bf16, int M, int N, int K, const fl
 float *vt_gemm_workspace(size_t floats);
 
 /* Every OpenMP thread's GEMM buffers allocated now at their largest: the packing
- * workspace any product needs under the current blocking and bf16 path, and, on threads
- * past the first, the K split's partial C of partial_floats (it serves the weight
- * gradients: their largest size); with more than one thread, on the calling thread the
- * packed op(B) its products cut over rows share, of operand_floats (the bf16 packing of
+ * workspace any product needs under the current blocking and bf16 path, and, with more
+ * than one thread, on the calling thread the K split's partial Cs of partial_floats each
+ * (it serves the weight gradients: their largest size; one per range of K past the first)
+ * and the packed op(B) its products cut over rows share, of operand_floats (the bf16 packing of
  * an op(B) of that many elements, a weight or a weight gradient's input, takes about half
  * as many). A step's products then allocate nothing; one that still needs more grows its
  * buffer, and a failure there is vt_out_of_memory's (for the shared packing: the blocks
@@ -64,6 +64,10 @@ float *vt_gemm_workspace(size_t floats);
  * blocking is set (vt_gemm_context_set), again after it changes. Errors: out of memory
  * (VT_ERR_RUNTIME naming the buffers, their size and the thread count). */
 vt_status vt_gemm_reserve(size_t partial_floats, size_t operand_floats);
+/* The floats of partial sums vt_gemm_prec_wgrad(.., bf16, M, N, K, ..) writes on threads
+ * threads: its K split's partial Cs, 0 when it does not cut over K (for memory
+ * estimates; the current bf16 path decides a bf16 product's cut). */
+size_t vt_gemm_wgrad_partial_floats(int bf16, int M, int N, int K, int threads);
 
 /* For each of the outer rows o: y[o] = x[o] + z (z NULL: y[o] += x[o], or with copy
  * y[o] = x[o]), rows of inner floats, z one row; y may be x. Work items are (row, chunk)
