@@ -85,11 +85,13 @@ vt_status vt_footprint_estimate(const vt_config *cfg, double baseline, vt_footpr
         int w = (int)vt_k.gemm_work_floats(shapes[i][0], shapes[i][1], shapes[i][2]);
         if (w > work) work = w;
     }
-    /* the K split's partial sums of the largest weight gradient it cuts (ops/par.h) */
+    /* the K split's partial sums of the largest weight gradient it cuts (ops/par.h): qkv,
+     * proj, fc1, fc2, the head and the patch embedding, M x N over K rows */
     const int bf16 = cfg->train.precision == VT_PRECISION_BF16, patches = (int)(S / m.P) * (S / m.P);
-    const int patch = (int)(C * m.P * m.P), tokens = rows, wgrads[6][3] = {
-        {3 * m.D, m.D, tokens}, {m.D, m.D, tokens}, {m.mlp_hidden, m.D, tokens}, {m.D, m.mlp_hidden, tokens},
-        {m.num_classes, m.D, (int)B}, {m.D, patch, B * patches < INT_MAX ? (int)B * patches : INT_MAX}};
+    const int patch_len = (int)(C * m.P * m.P), tokens = rows; /* K of the linear layers' products */
+    const int wgrads[6][3] = {{3 * m.D, m.D, tokens}, {m.D, m.D, tokens}, {m.mlp_hidden, m.D, tokens},
+                              {m.D, m.mlp_hidden, tokens}, {m.num_classes, m.D, (int)B},
+                              {m.D, patch_len, B * patches < INT_MAX ? (int)B * patches : INT_MAX}};
     double partials = 0;
     for (int i = 0; i < 6; i++)
         partials = max2(partials, (double)vt_gemm_wgrad_partial_floats(bf16, wgrads[i][0], wgrads[i][1], wgrads[i][2],

@@ -56,7 +56,7 @@
 #define VT_GEMM_PAR_FLOPS 65536.0
 #define VT_GEMM_ALIGN 16
 #define VT_GEMM_K_ALIGN 64 /* K cuts of the K split */
-#define VT_GEMM_K_RANGES VT_PAR_MAX_CHUNKS /* K split ranges past one per thread: their partials cost memory */
+#define VT_GEMM_K_RANGES VT_PAR_MAX_CHUNKS /* K split ranges at most (or one a thread): each a partial C */
 #define VT_GEMM_K_SPLIT_F32 2  /* K / max(M, N) from which a float32 product is cut over K (kernels/TUNING.md) */
 #define VT_GEMM_K_SPLIT_BF16 4 /* the same for bf16 products on the amx and dpbf16 paths (kernels/TUNING.md) */
 #define VT_GEMM_MAX_THREADS 256
