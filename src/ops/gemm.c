@@ -34,8 +34,8 @@
  * in range order. Whatever thread computes a range, the result is again fixed for a fixed
  * thread count (but, unlike the C split, not equal to the 1-thread sums).
  * A weight gradient with its layer's bias gradient (vt_gemm_prec_wgrad: dW += dY^T X and
- * db += dY's column sums) runs on one thread or, with the K split, each thread on a range
- * of whole vt_par_colsum_acc chunks of K (the rows of dY), and the kernel's gemm_sums sums
+ * db += dY's column sums) runs on one thread or, with the K split, each range on whole
+ * vt_par_colsum_acc chunks of K (the rows of dY), and the kernel's gemm_sums sums
  * each block of dY right after packing it, from cache (a separate column sum is a pass
  * over dY from memory); dW then has the bits of the plain product. The sums are
  * vt_par_colsum_acc's, chunk by chunk, so db has its bits for any thread count.
@@ -117,6 +117,13 @@ float *vt_gemm_workspace(size_t floats) { return tls_buffer_get(&tls.work, float
 
 static int k_ranges(int nt, int units);
 
+/* The threads an M x N x K product runs on when nt are free: one under
+ * VT_GEMM_PAR_FLOPS multiply-adds, at most VT_GEMM_MAX_THREADS. */
+static int product_threads(int M, int N, int K, int nt) {
+    if (nt <= 1 || (double)M * N * K < VT_GEMM_PAR_FLOPS) return 1;
+    return nt < VT_GEMM_MAX_THREADS ? nt : VT_GEMM_MAX_THREADS;
+}
+
 vt_status vt_gemm_reserve(size_t partial_floats, size_t operand_floats) {
     VT_ASSERT(!omp_in_parallel(), "vt_gemm_reserve inside a parallel region");
     const int any = 1 << 30; /* a workspace's size is bounded by the blocking for any shape */
@@ -124,8 +131,8 @@ vt_status vt_gemm_reserve(size_t partial_floats, size_t operand_floats) {
     if (w16 > work) work = w16;
     int failed = 0, nt = omp_get_max_threads();
     size_t shared = nt > 1 ? operand_floats : 0; /* one thread packs per call */
-    int split = nt < VT_GEMM_MAX_THREADS ? nt : VT_GEMM_MAX_THREADS; /* the most threads a product takes */
-    size_t partials = nt > 1 ? (size_t)(k_ranges(split, INT_MAX) - 1) * partial_floats : 0;
+    int most = product_threads(any, any, any, nt); /* the threads of the largest product */
+    size_t partials = most > 1 ? (size_t)(k_ranges(most, INT_MAX) - 1) * partial_floats : 0;
     #pragma omp parallel num_threads(nt) reduction(| : failed)
     failed |= tls_buffer_grow(&tls.work, work);
     /* the calling thread's */
@@ -346,13 +353,12 @@ static void gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha
     VT_ASSERT(M >= 0 && N >= 0 && K >= 0, "gemm: negative size %d x %d x %d", M, N, K);
     if (M == 0 || N == 0) return;
     const gemm_args g = {bf16, ta, tb, alpha, beta, A, B, bias, bf16 ? B16 : NULL, lda, ldb, ldc, C};
-    int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
-    if (nt <= 1 || (double)M * N * K < VT_GEMM_PAR_FLOPS) {
+    int nt = product_threads(M, N, K, omp_in_parallel() ? 1 : omp_get_max_threads());
+    if (nt == 1) {
         if (cs) kernel_call_sums(&g, M, N, K, cs, 0, cs->nc, beta, C, ldc);
         else gemm_block(&g, 0, M, 0, N, K);
         return;
     }
-    if (nt > VT_GEMM_MAX_THREADS) nt = VT_GEMM_MAX_THREADS;
     if (ta && split_over_k(bf16, M, N, K, nt)) { /* ta: see the header */
         gemm_split_k(&g, M, N, K, nt, cs);
         return;
@@ -412,9 +418,9 @@ void vt_gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha, co
 }
 
 size_t vt_gemm_wgrad_partial_floats(int bf16, int M, int N, int K, int threads) {
-    if (threads > VT_GEMM_MAX_THREADS) threads = VT_GEMM_MAX_THREADS;
-    if (threads <= 1 || (double)M * N * K < VT_GEMM_PAR_FLOPS || !split_over_k(bf16, M, N, K, threads)) return 0;
-    return (size_t)(k_ranges(threads, vt_par_nchunks(K)) - 1) * M * N;
+    int nt = product_threads(M, N, K, threads);
+    if (nt == 1 || !split_over_k(bf16, M, N, K, nt)) return 0; /* gemm_prec's choice for ta = 1 */
+    return (size_t)(k_ranges(nt, vt_par_nchunks(K)) - 1) * M * N;
 }
 
 void vt_gemm_prec_wgrad(vt_arena *arena, int bf16, int M, int N, int K, const float *A, int lda, const float *B,
