@@ -8,7 +8,6 @@
  * calls it from vt_kernels_init. */
 #include <cpuid.h>
 #include <errno.h>
-#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,6 +181,15 @@ static const field_rule rules[] = {
 
 static int *field(vt_gemm_context *c, const field_rule *r) { return (int *)((char *)c + r->offset); }
 
+/* The message for a value (as written) outside r's rule. */
+static void rule_error(const field_rule *r, const char *value, char *err, size_t errlen) {
+    if (r->multiple == 1)
+        snprintf(err, errlen, "VT_GEMM_CONTEXT: %s=%.64s must be in [%d, %d]", r->key, value, r->lo, r->hi);
+    else
+        snprintf(err, errlen, "VT_GEMM_CONTEXT: %s=%.64s must be a multiple of %d in [%d, %d]", r->key, value,
+                 r->multiple, r->lo, r->hi);
+}
+
 /* The tile dimension a field of an fp32 blocking must be a multiple of: mr for mc, nr
  * for nc and nc_one_pass (the panels fill whole blocks); 1 for the others. */
 static int tile_multiple(const vt_gemm_blocking_f32 *b, const char *f, const char **tile) {
@@ -292,8 +300,12 @@ int vt_gemm_context_parse(const char *spec, const vt_gemm_context *base, vt_gemm
         char *end;
         errno = 0;
         long v = strtol(eq + 1, &end, 10);
-        if (end == eq + 1 || *end || errno || v < INT_MIN || v > INT_MAX) {
+        if (end == eq + 1 || *end) {
             snprintf(err, errlen, "VT_GEMM_CONTEXT: %s=\"%.64s\" is not a whole number", item, eq + 1);
+            return -1;
+        }
+        if (errno || v < r->lo || v > r->hi) { /* out of int's range too: the rule's message with the text */
+            rule_error(r, eq + 1, err, errlen);
             return -1;
         }
         *field(&c, r) = (int)v;
@@ -304,8 +316,9 @@ int vt_gemm_context_parse(const char *spec, const vt_gemm_context *base, vt_gemm
     for (int i = 0; i < N_RULES; i++) {
         int v = *field(&c, &rules[i]);
         if (v < rules[i].lo || v > rules[i].hi || v % rules[i].multiple) {
-            snprintf(err, errlen, "VT_GEMM_CONTEXT: %s=%d must be a multiple of %d in [%d, %d]", rules[i].key, v,
-                     rules[i].multiple, rules[i].lo, rules[i].hi);
+            char text[16];
+            snprintf(text, sizeof text, "%d", v);
+            rule_error(&rules[i], text, err, errlen);
             return -1;
         }
     }
