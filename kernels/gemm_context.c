@@ -8,6 +8,7 @@
  * calls it from vt_kernels_init. */
 #include <cpuid.h>
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -304,7 +305,7 @@ int vt_gemm_context_parse(const char *spec, const vt_gemm_context *base, vt_gemm
             snprintf(err, errlen, "VT_GEMM_CONTEXT: %s=\"%.64s\" is not a whole number", item, eq + 1);
             return -1;
         }
-        if (errno || v < r->lo || v > r->hi) { /* out of int's range too: the rule's message with the text */
+        if (errno || v < INT_MIN || v > INT_MAX) { /* past int's range, so outside every field's rule */
             rule_error(r, eq + 1, err, errlen);
             return -1;
         }
