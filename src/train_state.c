@@ -23,6 +23,11 @@ uint64_t vt_train_params_hash(const float *params, int64_t n) {
     return h;
 }
 
+/* The timings (wall_s, epoch_stats' seconds) at one width: 17 significant digits (a double
+ * round trip) in 22 characters for 0 and any time from 1e-99 s to 1e100 s, so the file's size
+ * (its header's padding) depends on the run's state, not on how long the run took. */
+#define TIME_FMT "%.16e"
+
 vt_status vt_train_state_write(const char *path, const vt_train_state *s, const float *m,
                                const float *v, int64_t n, const char *config_json) {
     char step[32], epoch[32], batch[32], ot[32], rng[80], best[40], wl[40], hash[24];
@@ -33,12 +38,12 @@ vt_status vt_train_state_write(const char *path, const vt_train_state *s, const 
     snprintf(rng, sizeof rng, "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64,
              s->rng[0], s->rng[1], s->rng[2], s->rng[3]);
     snprintf(best, sizeof best, "%.17g", s->best_top1);
-    snprintf(wl, sizeof wl, "%.17g", s->wall_s);
+    snprintf(wl, sizeof wl, TIME_FMT, s->wall_s);
     snprintf(hash, sizeof hash, "%016" PRIx64, s->params_hash);
     char best_step[32], es[160];
     const vt_epoch_stats *e = &s->epoch_stats;
     snprintf(best_step, sizeof best_step, "%" PRId64, s->best_step);
-    snprintf(es, sizeof es, "%.17g %" PRId64 " %" PRId64 " %" PRId64 " %.17g %" PRId64, e->loss_sum,
+    snprintf(es, sizeof es, "%.17g %" PRId64 " %" PRId64 " %" PRId64 " " TIME_FMT " %" PRId64, e->loss_sum,
              e->steps, e->correct, e->counted, e->seconds, e->images);
     const char *keys[] = {"format", "step", "epoch", "batch", "optim_t", "rng", "best_top1",
                           "wall_s", "params_hash", "best_step", "epoch_stats", "eval_pending", "config"};

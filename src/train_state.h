@@ -10,7 +10,8 @@
  *   optim_t             the optimizer's step counter (AdamW bias correction)
  *   rng                 the dropout stream: four words of 16 hex digits, not all zero
  *   best_top1           the best val top-1 so far (-1 before any evaluation)
- *   wall_s              training wall time so far, seconds, >= 0
+ *   wall_s              training wall time so far, seconds, >= 0 ("%.16e": timings are
+ *                       written at a fixed width, so the file's size does not vary with them)
  *   params_hash         16 hex digits: vt_train_params_hash of the weights saved with
  *                       it, which ties the state to its weights file
  *   best_step           the step of best_top1 (-1 before any evaluation)

@@ -126,7 +126,7 @@ static void drop_field(char *line, const char *key) {
 }
 
 /* A file's lines with the columns/fields of timing removed: summary.csv's last two
- * columns, metrics.jsonl's img_per_s, wall_s, seconds and a checkpoint's bytes. */
+ * columns, metrics.jsonl's img_per_s, wall_s and seconds. */
 static char *untimed(const char *path) {
     char *s = test_read_file(path, NULL);
     if (!s) return NULL;
@@ -137,8 +137,6 @@ static char *untimed(const char *path) {
             drop_field(line, "img_per_s");
             drop_field(line, "wall_s");
             drop_field(line, "seconds");
-            /* a checkpoint's size: its state file's metadata holds the wall time as text */
-            drop_field(line, "bytes");
         } else { /* csv: drop the last two cells */
             for (int k = 0; k < 2; k++) {
                 char *c = strrchr(line, ',');

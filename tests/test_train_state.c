@@ -2,11 +2,14 @@
  *   - best_step and epoch_stats are written and read back exactly
  *   - a state of an older build, without them, reads as best_step -1 and zero sums
  *   - a malformed epoch_stats or a best_step after the step is an error naming the key
+ *   - the timings (wall_s, epoch_stats' seconds) read back exactly and do not change the
+ *     file's size, which then depends on the run's state alone
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "harness.h"
 #include "test_util.h"
@@ -70,6 +73,27 @@ int main(void) {
           (long long)r.epoch_stats.correct, (long long)r.epoch_stats.counted, r.epoch_stats.seconds,
           (long long)r.epoch_stats.images);
     free(r.config);
+
+    /* timings of every magnitude: read back exactly, the same file size for all */
+    static const double times[] = {0.0, 0.080066512993653305, 0.11045616598858032, 9.25, 604800.123456789,
+                                   1e-9, 3.5e7};
+    long long size0 = -1;
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+        vt_train_state t = base();
+        t.wall_s = times[i];
+        t.epoch_stats.seconds = times[(i + 1) % (sizeof times / sizeof times[0])];
+        CHECK(vt_train_state_write(path, &t, m, v, N, "{}") == VT_OK, "write: %s", vt_last_error());
+        struct stat sb;
+        long long size = stat(path, &sb) == 0 ? (long long)sb.st_size : -2;
+        if (size0 < 0) size0 = size;
+        CHECK(size == size0, "wall_s %.17g, seconds %.17g: %lld bytes, %lld with wall_s 0", t.wall_s,
+              t.epoch_stats.seconds, size, size0);
+        CHECK(vt_train_state_read(path, N, m2, v2, &r) == VT_OK, "read: %s", vt_last_error());
+        CHECK(r.wall_s == t.wall_s && r.epoch_stats.seconds == t.epoch_stats.seconds,
+              "timings read back %.17g %.17g, written %.17g %.17g", r.wall_s, r.epoch_stats.seconds, t.wall_s,
+              t.epoch_stats.seconds);
+        free(r.config);
+    }
 
     /* an older build's state */
     snprintf(path, sizeof path, "%s/old.safetensors", dir);
