@@ -14,15 +14,14 @@
  * edge tiles take) except the last. The blocks' edges depend on the sizes and the thread
  * count only, and each element of C is computed by one kernel call whatever thread makes
  * it, so the result is deterministic and needs no cross-thread reduction (C blocks do not
- * change any element's sums: it equals the 1-thread result). When the kernels have packed
- * forms (kernels/entries.def: gemm_packed_b_floats; in bf16 gemm_bf16_packed_b_floats and
- * gemm_bf16_packed_a_floats), the threads first pack the operand the cut does not split
- * (op(B) for a cut over rows; op(A) over columns, in bf16 only) once between them, in
- * parts handed out as they come free, into one buffer of the calling thread's, and every
- * block then runs on that packing (vt_k.gemm_packed_b, gemm_bf16_packed_b or
- * gemm_bf16_packed_a) instead of packing it again: the same sums, bitwise (and in bf16 a
- * row block wider than the kernel's N block packs each block of op(A) once, not once per
- * N block: gemm_bf16_driver.h).
+ * change any element's sums: it equals the 1-thread result). In bf16, when the path has
+ * packed forms (kernels/entries.def: gemm_bf16_packed_b_floats, gemm_bf16_packed_a_floats),
+ * the threads first pack the operand the cut does not split (op(B) for a cut over rows,
+ * op(A) over columns) once between them, in parts handed out as they come free, into one
+ * buffer of the calling thread's, and every block then runs on that packing
+ * (vt_k.gemm_bf16_packed_b or gemm_bf16_packed_a) instead of packing it again: the same
+ * sums, bitwise (and a row block wider than the kernel's N block packs each block of op(A)
+ * once, not once per N block: gemm_bf16_driver.h).
  * Products with a long K and a small C (the weight gradients: K = B N tokens) are cut
  * over K instead, only when op(A) is transposed (the weight gradients' form): with A as
  * stored every row of C stays a function of its row of A alone, so a sample's forward
@@ -230,9 +229,9 @@ static void block_edges(int len, int nblk, int nth, int t, int *s, int *e) {
     if (*e > len) *e = len;
 }
 
-/* The cut over rows of M with op(B) packed once: the nth threads pack its panels in up
- * to nblk parts, then run the nblk row blocks on packed (gemm_packed_b_floats floats, bf16:
- * gemm_bf16_packed_b_floats). */
+/* The bf16 cut over rows of M with op(B) packed once: the nth threads pack its panels
+ * in up to nblk parts, then run the nblk row blocks on packed (gemm_bf16_packed_b_floats
+ * floats). */
 static void gemm_rows_shared_b(const gemm_args *g, int M, int N, int K, int nblk, int nth, int panels,
                                float *packed) {
     const float *B = g->B16 ? NULL : g->B;
@@ -240,26 +239,18 @@ static void gemm_rows_shared_b(const gemm_args *g, int M, int N, int K, int nblk
     #pragma omp parallel num_threads(nth)
     {
         #pragma omp for schedule(dynamic, 1)
-        for (int t = 0; t < parts; t++) {
-            int p0 = (int)((int64_t)panels * t / parts), p1 = (int)((int64_t)panels * (t + 1) / parts);
-            if (g->bf16) vt_k.gemm_bf16_pack_b(g->tb, N, K, B, g->B16, g->ldb, p0, p1, packed);
-            else vt_k.gemm_pack_b(g->tb, N, K, g->B, g->ldb, p0, p1, packed);
-        }
+        for (int t = 0; t < parts; t++)
+            vt_k.gemm_bf16_pack_b(g->tb, N, K, B, g->B16, g->ldb, (int)((int64_t)panels * t / parts),
+                                  (int)((int64_t)panels * (t + 1) / parts), packed);
         /* the loop's barrier: every panel is packed before any block reads one */
         #pragma omp for schedule(dynamic, 1)
         for (int t = 0; t < nblk; t++) {
             int s, e;
             block_edges(M, nblk, nth, t, &s, &e);
             const float *a = g->A + (g->ta ? (size_t)s : (size_t)s * g->lda);
-            float *c = g->C + (size_t)s * g->ldc;
-            if (g->bf16) {
-                float *work = vt_gemm_workspace(vt_k.gemm_bf16_work_floats(e - s, N, K));
-                vt_k.gemm_bf16_packed_b(g->ta, e - s, N, K, g->alpha, a, g->lda, packed, g->beta, g->bias, c, g->ldc,
-                                        work);
-            } else {
-                float *work = vt_gemm_workspace(vt_k.gemm_work_floats(e - s, N, K));
-                vt_k.gemm_packed_b(g->ta, e - s, N, K, g->alpha, a, g->lda, packed, g->beta, g->bias, c, g->ldc, work);
-            }
+            float *work = vt_gemm_workspace(vt_k.gemm_bf16_work_floats(e - s, N, K));
+            vt_k.gemm_bf16_packed_b(g->ta, e - s, N, K, g->alpha, a, g->lda, packed, g->beta, g->bias,
+                                    g->C + (size_t)s * g->ldc, g->ldc, work);
         }
     }
 }
@@ -388,11 +379,9 @@ static void gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha
     if (nblk < nt) nblk = nt;
     if (nblk > tiles) nblk = tiles;
     int nth = nblk < nt ? nblk : nt, panels = 0;
-    size_t packed = nblk < 2    ? 0
-                    : by_rows   ? (bf16 ? vt_k.gemm_bf16_packed_b_floats(N, K, &panels)
-                                        : vt_k.gemm_packed_b_floats(N, K, &panels))
-                    : bf16      ? vt_k.gemm_bf16_packed_a_floats(M, K, &panels)
-                                : 0;
+    size_t packed = !bf16 || nblk < 2 ? 0
+                    : by_rows ? vt_k.gemm_bf16_packed_b_floats(N, K, &panels)
+                              : vt_k.gemm_bf16_packed_a_floats(M, K, &panels);
     /* a packing past the reservation that cannot be allocated: each block packs its own */
     if (packed && tls_buffer_grow(&tls.shared, packed) == 0) {
         if (by_rows) gemm_rows_shared_b(&g, M, N, K, nblk, nth, panels, tls.shared.data);
