@@ -84,9 +84,9 @@ int main(void) {
         t.epoch_stats.seconds = times[(i + 1) % (sizeof times / sizeof times[0])];
         CHECK(vt_train_state_write(path, &t, m, v, N, "{}") == VT_OK, "write: %s", vt_last_error());
         struct stat sb;
-        long long size = stat(path, &sb) == 0 ? (long long)sb.st_size : -2;
-        if (size0 < 0) size0 = size;
-        CHECK(size == size0, "wall_s %.17g, seconds %.17g: %lld bytes, %lld with wall_s 0", t.wall_s,
+        long long size = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+        if (i == 0) size0 = size;
+        CHECK(size > 0 && size == size0, "wall_s %.17g, seconds %.17g: %lld bytes, %lld with wall_s 0", t.wall_s,
               t.epoch_stats.seconds, size, size0);
         CHECK(vt_train_state_read(path, N, m2, v2, &r) == VT_OK, "read: %s", vt_last_error());
         CHECK(r.wall_s == t.wall_s && r.epoch_stats.seconds == t.epoch_stats.seconds,
