@@ -299,8 +299,10 @@ typedef struct {
 
 /* One packed block's microkernel calls: C[ic : ic + mc, jc : jc + nc] = alpha op(A) op(B)
  * + bet C over K block [pc, pc + kc), op(A)'s first `whole` rows of the block read in
- * place, the others from pa, op(B) from pb; the block's last calls (src_lines lines
- * each; 0: all its calls) prefetch their shares of the next packing sources na and nb.
+ * place, the others from pa, op(B) from pb (its NR-column panels bcol NR floats apart:
+ * kc for a block packed here, K in a packing of all of op(B)); the block's last calls
+ * (src_lines lines each; 0: all its calls) prefetch their shares of the next packing
+ * sources na and nb.
  * bias_k: added to each tile, by the kernel's bias variant before its store (full_bias,
  * half_bias, inplace_bias) or by add_bias after it (NULL: none).
  * bs (tb = 0 only; NULL: pb is already packed): op(B)[pc + k][jc + j] at bs[k ldb + j],
@@ -310,8 +312,8 @@ typedef struct {
 static inline __attribute__((always_inline)) void
 gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int lda, int ic, int mc,
            int whole, int pc, int kc, int jc, int nc, vt_region na, vt_region nb, float alpha, float bet,
-           const float *bias_k, float *C, int ldc, const float *pa, float *pb, const float *bs, int ldb,
-           int src_lines) {
+           const float *bias_k, float *C, int ldc, const float *pa, float *pb, size_t bcol, const float *bs,
+           int ldb, int src_lines) {
     const int MR = bl.mr, NR = bl.nr, HALF = bl.half_nr ? bl.half_nr : NR / 2;
     const size_t rs = ta ? 1 : (size_t)lda, ks = ta ? (size_t)lda : 1; /* op(A)[i][k] = A[i rs + k ks] */
     int parts = ((nc + NR - 1) / NR) * ((mc + MR - 1) / MR), part = 0;
@@ -324,7 +326,7 @@ gemm_macro(gemm_blocking bl, const gemm_kernels *kn, int ta, const float *A, int
     row_cursor ca = row_cursor_at_0(na.rows, parts - first_src), cb = row_cursor_at_0(nb.rows, parts - first_src);
     for (int jr = 0; jr < nc; jr += NR) {
         int nr = imin(NR, nc - jr);
-        float *b = pb + (size_t)jr * kc;
+        float *b = pb + (size_t)jr * bcol;
         /* whether the first call packs this panel (its rows: whole MR rows, so `full` or `inplace`) */
         const int first_packs = bs && nr > HALF && mc >= MR && MR > bl.short_full_mr;
         if (bs && !first_packs) kn->pack_b(0, bs + jr, ldb, 0, 0, kc, nr, b);
@@ -407,6 +409,31 @@ static inline __attribute__((always_inline)) void pack_b_block(const gemm_kernel
     else kn->pack_b(tb, B, ldb, pc, jc, kc, nc, pb);
 }
 
+/* The blocks gemm_blocked walks op(B) (K x N) in, in the BLIS order (entries.def:
+ * gemm_b_blocks): NC columns, K blocks of k_block's (the one-pass order's N blocks differ,
+ * its K blocks do not, and only those change sums). */
+static inline void gemm_b_blocks_of(gemm_blocking bl, int ta, int N, int K, int *nc, int *kc) {
+    *nc = imax(1, imin(bl.nc, N));
+    *kc = imax(1, imin(K, k_block(K, ta ? bl.kc_t : bl.kc)));
+}
+
+/* The floats of op(B) (K x N) packed whole (entries.def: gemm_packed_b_floats) in
+ * nr-column panels of all K steps, panel q at q nr K, each as pack_b fills a block (so
+ * K block pc of panel q is at q nr K + pc nr); *panels its panel count, 0 for an empty
+ * op(B). */
+static inline size_t gemm_packed_b_size(int nr, int N, int K, int *panels) {
+    *panels = N > 0 && K > 0 ? (N + nr - 1) / nr : 0;
+    return (size_t)*panels * (size_t)nr * (size_t)K;
+}
+
+/* Panels [p0, p1) of op(B) into its packed form at packed (gemm_packed_b_size). */
+static inline __attribute__((always_inline)) void gemm_pack_b_panels(gemm_pack_fn pack_b, int nr, int tb, int N,
+                                                                     int K, const float *B, int ldb, int p0, int p1,
+                                                                     float *packed) {
+    int j0 = p0 * nr, j1 = imin(p1 * nr, N);
+    if (j1 > j0) pack_b(tb, B, ldb, 0, j0, K, j1 - j0, packed + (size_t)j0 * K);
+}
+
 /* C = alpha op(A) op(B) + beta C (+ bias on every row when bias != NULL, added to each
  * tile in its last K block, see gemm_macro) for M, N, K > 0 and alpha != 0, through
  * packed A at pa and packed B at pb (sized by the caller's work-space formula); the
@@ -433,13 +460,17 @@ static inline __attribute__((always_inline)) void pack_b_block(const gemm_kernel
  * op(B) comes from B16 (bf16, B NULL) when it is not NULL: kn then has pack_b16.
  * cs (ta = 1 only; NULL: none): op(A)'s row sums (A's column sums, gemm_sums), each
  * block's taken right after its pack in the first N block, from cache.
+ * packed (NULL: none; never with cs, B16 or full_pack_b): op(B) packed whole by
+ * gemm_pack_b_panels, read there instead of packed block by block (tb, B and ldb
+ * unused), always in the BLIS order (the blocks' order changes no sums).
  * The bf16 fma path (kernels.h) runs these loops with kernels whose pack_a and pack_b
  * round to bf16 as they pack (pack_b16 widens), without `inplace` and `full_pack_b`, so
  * that every element of op(A) and op(B) the microkernels read comes through a pack. */
 static inline __attribute__((always_inline)) void
 gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, int N, int K, float alpha,
              const float *A, int lda, const float *B, const vt_bf16 *B16, int ldb, float beta, const float *bias,
-             float *C, int ldc, float *pa, float *pb, const vt_region *next, const gemm_col_sums *cs) {
+             float *C, int ldc, float *pa, float *pb, const vt_region *next, const gemm_col_sums *cs,
+             const float *packed) {
     const int MR = bl.mr, KC = k_block(K, ta ? bl.kc_t : bl.kc);
     /* M in blocks of equal size (whole MR panels, at most bl.mc rows): a small last
      * block would get the whole next K block's packing source to prefetch in a few
@@ -447,13 +478,13 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
      * sums. */
     const int mblocks = (M + bl.mc - 1) / bl.mc;
     const int MC = (int)round_up((size_t)((M + mblocks - 1) / mblocks), (size_t)MR);
-    const int one_pass = M <= bl.m_one_pass && N > bl.one_pass_min_n;
+    const int one_pass = !packed && M <= bl.m_one_pass && N > bl.one_pass_min_n;
     const int rows_max_n = ta ? bl.inplace_t_max_n : bl.inplace_rows_max_n;
     const int in_place = kn->inplace != NULL && !one_pass &&
                          (N <= bl.inplace_max_n || (N <= rows_max_n && (size_t)M * K >= bl.inplace_rows_min_a)) &&
                          (ta || rows_spread_in_l1(MR, lda));
     /* op(B) packed by the microkernels as they first read it (gemm_macro) */
-    const int fuse_b = !tb && kn->full_pack_b != NULL;
+    const int fuse_b = !packed && !tb && kn->full_pack_b != NULL;
     const vt_region none = {NULL, 0, 0, 0};
     const vt_region last_a = next ? next[0] : none, last_b = next ? next[1] : none;
     if (one_pass) {
@@ -480,7 +511,7 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
                     nb = last_b;
                 }
                 gemm_macro(bl, kn, ta, A, lda, 0, M, 0, pc, kc, jc, nc, na, nb, alpha, bet, bias_k, C, ldc, pa,
-                           pb, fuse_b ? B + (size_t)pc * ldb + jc : NULL, ldb, 0);
+                           pb, (size_t)kc, fuse_b ? B + (size_t)pc * ldb + jc : NULL, ldb, 0);
             }
         }
         return;
@@ -496,7 +527,9 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
             int kc = imin(KC, K - pc);
             float bet = pc == 0 ? beta : 1.0f;
             const float *bias_k = pc + kc == K ? bias : NULL; /* the last K block's */
-            if (!fuse_b) pack_b_block(kn, tb, B, B16, ldb, pc, jc, kc, nc, pb);
+            if (!fuse_b && !packed) pack_b_block(kn, tb, B, B16, ldb, pc, jc, kc, nc, pb);
+            /* this block of op(B): packed here, or its panels' K block pc in packed */
+            float *b_block = packed ? (float *)packed + (size_t)jc * K + (size_t)pc * bl.nr : pb;
             for (int ic = 0; ic < M; ic += MC) {
                 int mc = imin(MC, M - ic);
                 int whole = in_place ? mc / MR * MR : 0; /* rows read in place */
@@ -508,16 +541,18 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
                     na = a_source(ta, A, lda, ic + MC, pc, imin(MC, M - ic - MC), kc);
                 } else if (pc + KC < K) {
                     na = a_source(ta, A, lda, 0, pc + KC, imin(MC, M), imin(KC, K - pc - KC));
-                    nb = b_source(tb, B, B16, ldb, pc + KC, jc, imin(KC, K - pc - KC), imin(nb_cols, nc));
+                    if (!packed) nb = b_source(tb, B, B16, ldb, pc + KC, jc, imin(KC, K - pc - KC), imin(nb_cols, nc));
                 } else if (jc + NC < N) {
                     na = a_source(ta, A, lda, 0, 0, imin(MC, M), imin(KC, K));
-                    nb = b_source(tb, B, B16, ldb, 0, jc + NC, imin(KC, K), imin(nb_cols, imin(NC, N - jc - NC)));
+                    if (!packed)
+                        nb = b_source(tb, B, B16, ldb, 0, jc + NC, imin(KC, K), imin(nb_cols, imin(NC, N - jc - NC)));
                 } else {
                     na = last_a;
                     nb = last_b;
                 }
                 gemm_macro(bl, kn, ta, A, lda, ic, mc, whole, pc, kc, jc, nc, na, nb, alpha, bet, bias_k, C, ldc,
-                           pa, pb, fuse_b && ic == 0 ? B + (size_t)pc * ldb + jc : NULL, ldb, bl.src_lines);
+                           pa, b_block, packed ? (size_t)K : (size_t)kc, fuse_b && ic == 0 ? B + (size_t)pc * ldb + jc : NULL,
+                           ldb, bl.src_lines);
             }
         }
     }

@@ -81,13 +81,21 @@ vt_status vt_footprint_estimate(const vt_config *cfg, double baseline, vt_footpr
     int rows = B * N < INT_MAX ? (int)(B * N) : INT_MAX, work = 0;
     int shapes[4][3] = {{rows, 3 * m.D, m.D}, {rows, m.mlp_hidden, m.D}, {rows, m.D, m.mlp_hidden},
                         {(int)B, m.num_classes, m.D}};
+    const int bf16 = cfg->train.precision == VT_PRECISION_BF16;
+    /* op(B) packed once for the threads of a cut over rows (ops/gemm.c): in float32 a
+     * block of a weight at a time, in bf16 the whole weight */
+    double shared = 0;
     for (int i = 0; i < 4; i++) {
-        int w = (int)vt_k.gemm_work_floats(shapes[i][0], shapes[i][1], shapes[i][2]);
+        int w = (int)vt_k.gemm_work_floats(shapes[i][0], shapes[i][1], shapes[i][2]), N = shapes[i][1], K = shapes[i][2];
         if (w > work) work = w;
+        int panels, nc, kc;
+        vt_k.gemm_b_blocks(0, N, K, &nc, &kc);
+        size_t packed = bf16 ? vt_k.gemm_bf16_packed_b_floats(N, K, &panels) : vt_k.gemm_packed_b_floats(nc, kc, &panels);
+        if (threads > 1) shared = max2(shared, (double)packed);
     }
     /* the K split's partial sums of the largest weight gradient it cuts (ops/par.h): qkv,
      * proj, fc1, fc2, the head and the patch embedding, M x N over K rows */
-    const int bf16 = cfg->train.precision == VT_PRECISION_BF16, patches = (int)(S / m.P) * (S / m.P);
+    const int patches = (int)(S / m.P) * (S / m.P);
     const int patch_len = (int)(C * m.P * m.P), tokens = rows; /* K of the linear layers' products */
     const int wgrads[6][3] = {{3 * m.D, m.D, tokens}, {m.D, m.D, tokens}, {m.mlp_hidden, m.D, tokens},
                               {m.D, m.mlp_hidden, tokens}, {m.num_classes, m.D, (int)B},
@@ -97,7 +105,8 @@ vt_status vt_footprint_estimate(const vt_config *cfg, double baseline, vt_footpr
         partials = max2(partials, (double)vt_gemm_wgrad_partial_floats(bf16, wgrads[i][0], wgrads[i][1], wgrads[i][2],
                                                                         threads));
     f->scratch = resident(fl * N * max2(D, Dh) * B, 1, thp) + resident(fl * N * max2(D, Dh) * Be, 1, thp) +
-                 threads * resident(fl * work, 1, thp) + resident(fl * partials, 1, thp);
+                 threads * resident(fl * work, 1, thp) + resident(fl * partials, 1, thp) +
+                 resident(fl * shared, 1, thp);
     /* the evaluator's arena, its batch and shuffle scratch (its soft targets are never
      * written, so never resident) */
     f->eval = resident(fl * Be * (vt_vit_eval_floats(&m, S) + 2.0 * K), 1, thp) +

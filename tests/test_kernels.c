@@ -491,23 +491,29 @@ static void test_gemm_bf16(const vt_kernels *t, const vt_kernels *s) {
 
 
 /* The packed op(B) or op(A) entries of t (entries.def: gemm_bf16_packed_b_floats,
- * _pack_b, _packed_b; gemm_bf16_packed_a_floats, _pack_a, _packed_a; side 'B' or 'A')
+ * _pack_b, _packed_b; gemm_bf16_packed_a_floats, _pack_a, _packed_a; side 'B' or 'A';
+ * side 'F': the float32 gemm_packed_b_floats, gemm_pack_b, gemm_packed_b)
  * for one product: a level without a packed form says so with no panels; else packing
  * the panels in three ranges, each into a buffer of its own full of a marker (two bf16
  * NaNs, which no finite operand packs to), writes disjoint words that together cover the
  * packed form and nothing past it, and the product on the ranges packed into one buffer,
- * last range first, gives bitwise t's gemm_bf16 (itself tested against the scalar
- * reference; for the scalar level, the reference). */
-static void gemm_bf16_packed_case(const vt_kernels *t, char side, int ta, int tb, int M, int N, int K, float alpha,
+ * last range first, gives bitwise t's gemm_bf16 ('F': t's gemm_bias; each itself tested
+ * against the scalar reference; for the scalar level, the reference). */
+static void gemm_packed_case(const vt_kernels *t, char side, int ta, int tb, int M, int N, int K, float alpha,
                                   float beta, int b16, int with_bias) {
     int panels = -1;
-    size_t pf = side == 'A' ? t->gemm_bf16_packed_a_floats(M, K, &panels) : t->gemm_bf16_packed_b_floats(N, K, &panels);
+    if (side == 'F') b16 = 0;
+    const char *packed_fn = side == 'A' ? "gemm_bf16_packed_a" : side == 'F' ? "gemm_packed_b" : "gemm_bf16_packed_b";
+    const char *pack_fn = side == 'A' ? "gemm_bf16_pack_a" : side == 'F' ? "gemm_pack_b" : "gemm_bf16_pack_b";
+    size_t pf = side == 'A'   ? t->gemm_bf16_packed_a_floats(M, K, &panels)
+                : side == 'F' ? t->gemm_packed_b_floats(N, K, &panels)
+                              : t->gemm_bf16_packed_b_floats(N, K, &panels);
     if (pf == 0) {
-        CHECK(panels == 0, "%s gemm_bf16_packed_%c_floats(%d, %d) = 0 with %d panels", t->name, side | 0x20,
+        CHECK(panels == 0, "%s %s_floats(%d, %d) = 0 with %d panels", t->name, packed_fn,
               side == 'A' ? M : N, K, panels);
         return;
     }
-    CHECK(panels > 0, "%s gemm_bf16_packed_%c_floats(%d, %d) = %zu with %d panels", t->name, side | 0x20,
+    CHECK(panels > 0, "%s %s_floats(%d, %d) = %zu with %d panels", t->name, packed_fn,
           side == 'A' ? M : N, K, pf, panels);
     if (panels <= 0) return;
     int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
@@ -517,7 +523,7 @@ static void gemm_bf16_packed_case(const vt_kernels *t, char side, int ta, int tb
     float *A = fbuf(na, 1, &ab), *B = fbuf(nb, 2, &bb), *C = fbuf(nc, 3, &cb), *R = fbuf(nc, 3, &rb);
     float *bias = fbuf((size_t)N, 0, &biasb), *P = fbuf(pf, 0, &pb), *Mk = fbuf(pf, 0, &mb);
     vt_bf16 *B16 = aligned_alloc(64, (nb * sizeof(vt_bf16) + 63) / 64 * 64 + 64);
-    size_t wf = t->gemm_bf16_work_floats(M, N, K);
+    size_t wf = side == 'F' ? t->gemm_work_floats(M, N, K) : t->gemm_bf16_work_floats(M, N, K);
     float *W = fbuf(wf, 0, &wb);
     unsigned char *owner = calloc(pf, 1);
     for (size_t i = 0; i < na; i++) A[i] = frand() * (i % 7 == 0 ? 64.0f : 1.0f);
@@ -532,6 +538,7 @@ static void gemm_bf16_packed_case(const vt_kernels *t, char side, int ta, int tb
     for (int r = 0; r < 3; r++) {
         for (size_t i = 0; i < pf + 64; i++) memcpy(&Mk[i], &marker, 4);
         if (side == 'A') t->gemm_bf16_pack_a(ta, M, K, A, lda, cut[r], cut[r + 1], Mk);
+        else if (side == 'F') t->gemm_pack_b(tb, N, K, B, ldb, cut[r], cut[r + 1], Mk);
         else t->gemm_bf16_pack_b(tb, N, K, Bp, B16p, ldb, cut[r], cut[r + 1], Mk);
         for (size_t i = 0; i < pf + 64; i++) {
             uint32_t w;
@@ -544,39 +551,87 @@ static void gemm_bf16_packed_case(const vt_kernels *t, char side, int ta, int tb
     size_t unwritten = 0;
     for (size_t i = 0; i < pf; i++) unwritten += owner[i] == 0;
     CHECK(overlap == 0 && outside == 0 && unwritten == 0,
-          "%s gemm_bf16_pack_%c ta=%d tb=%d M=%d N=%d K=%d b16=%d in panel ranges [%d %d %d %d): %d words written "
-          "twice, %d past the %zu floats, %zu never written", t->name, side | 0x20, ta, tb, M, N, K, b16, cut[0],
+          "%s %s ta=%d tb=%d M=%d N=%d K=%d b16=%d in panel ranges [%d %d %d %d): %d words written "
+          "twice, %d past the %zu floats, %zu never written", t->name, pack_fn, ta, tb, M, N, K, b16, cut[0],
           cut[1], cut[2], cut[3], overlap, outside, pf, unwritten);
     for (size_t i = 0; i < pf; i++) P[i] = NAN;
     for (int r = 2; r >= 0; r--) {
         if (side == 'A') t->gemm_bf16_pack_a(ta, M, K, A, lda, cut[r], cut[r + 1], P);
+        else if (side == 'F') t->gemm_pack_b(tb, N, K, B, ldb, cut[r], cut[r + 1], P);
         else t->gemm_bf16_pack_b(tb, N, K, Bp, B16p, ldb, cut[r], cut[r + 1], P);
     }
-    t->gemm_bf16(ta, tb, M, N, K, alpha, A, lda, Bp, B16p, ldb, beta, bias_p, R, ldc, W, NULL);
+    if (side == 'F') t->gemm_bias(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias_p, R, ldc, W);
+    else t->gemm_bf16(ta, tb, M, N, K, alpha, A, lda, Bp, B16p, ldb, beta, bias_p, R, ldc, W, NULL);
     if (side == 'A') t->gemm_bf16_packed_a(tb, M, N, K, alpha, P, Bp, B16p, ldb, beta, bias_p, C, ldc, W);
+    else if (side == 'F') t->gemm_packed_b(ta, M, N, K, alpha, A, lda, P, beta, bias_p, C, ldc, W);
     else t->gemm_bf16_packed_b(ta, M, N, K, alpha, A, lda, P, beta, bias_p, C, ldc, W);
     long bad = -1;
     for (size_t i = 0; i < nc && bad < 0; i++)
         if (memcmp(&C[i], &R[i], 4)) bad = (long)i;
-    CHECK(bad < 0, "%s gemm_bf16_packed_%c ta=%d tb=%d M=%d N=%d K=%d alpha=%g beta=%g b16=%d bias=%d: C[%ld] = "
-          "%.9g, gemm_bf16 gives %.9g", t->name, side | 0x20, ta, tb, M, N, K, alpha, beta, b16, with_bias, bad,
-          bad < 0 ? 0 : C[bad], bad < 0 ? 0 : R[bad]);
+    CHECK(bad < 0, "%s %s ta=%d tb=%d M=%d N=%d K=%d alpha=%g beta=%g b16=%d bias=%d: C[%ld] = "
+          "%.9g, %s gives %.9g", t->name, packed_fn, ta, tb, M, N, K, alpha, beta, b16, with_bias, bad,
+          bad < 0 ? 0 : C[bad], side == 'F' ? "gemm_bias" : "gemm_bf16", bad < 0 ? 0 : R[bad]);
     free(ab), free(bb), free(cb), free(rb), free(biasb), free(pb), free(mb), free(wb), free(B16), free(owner);
 }
 
-/* Both packed forms on shapes across the blockings' edges: M and N past a panel and an N
- * block (1700 columns), K past a K block (1001, 2600), odd K, one row. */
-static void test_gemm_bf16_packed(const vt_kernels *t) {
+/* gemm_b_blocks (entries.def) for one product: blocks within op(B), and the product run
+ * block by block through t's gemm_bias (beta in the first K block, 1 after it, the bias
+ * in the last) bitwise t's gemm_bias on the whole. */
+static void gemm_blocks_case(const vt_kernels *t, int ta, int tb, int M, int N, int K, float alpha, float beta,
+                             int with_bias) {
+    int nc = -1, kc = -1;
+    t->gemm_b_blocks(ta, N, K, &nc, &kc);
+    CHECK(nc >= 1 && nc <= (N > 1 ? N : 1) && kc >= 1 && kc <= (K > 1 ? K : 1),
+          "%s gemm_b_blocks(ta=%d, N=%d, K=%d) = %d columns x %d steps", t->name, ta, N, K, nc, kc);
+    if (nc < 1 || kc < 1) return;
+    int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    int lda = ac + 1, ldb = bc + 2, ldc = N + 3;
+    size_t na = (size_t)ar * lda, nb = (size_t)br * ldb, ncf = (size_t)M * ldc;
+    float *ab, *bb, *cb, *rb, *biasb, *wb;
+    float *A = fbuf(na, 1, &ab), *B = fbuf(nb, 2, &bb), *C = fbuf(ncf, 3, &cb), *R = fbuf(ncf, 3, &rb);
+    float *bias = fbuf((size_t)N, 0, &biasb), *W = fbuf(t->gemm_work_floats(M, N, K), 0, &wb);
+    fill(A, na, -1, 1);
+    fill(B, nb, -1, 1);
+    fill(bias, (size_t)N, -2, 2);
+    for (size_t i = 0; i < ncf; i++) C[i] = R[i] = frand();
+    const float *bias_p = with_bias ? bias : NULL;
+    t->gemm_bias(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias_p, R, ldc, W);
+    for (int jc = 0; jc < N; jc += nc)
+        for (int pc = 0; pc < K; pc += kc) {
+            int n = N - jc < nc ? N - jc : nc, k = K - pc < kc ? K - pc : kc;
+            const float *a = A + (ta ? (size_t)pc * lda : (size_t)pc), *b = B + (tb ? (size_t)jc * ldb + pc : (size_t)pc * ldb + jc);
+            t->gemm_bias(ta, tb, M, n, k, alpha, a, lda, b, ldb, pc == 0 ? beta : 1.0f,
+                         bias_p && pc + k == K ? bias_p + jc : NULL, C + jc, ldc, W);
+        }
+    long bad = -1;
+    for (size_t i = 0; i < ncf && bad < 0; i++)
+        if (memcmp(&C[i], &R[i], 4)) bad = (long)i;
+    CHECK(bad < 0, "%s gemm_bias ta=%d tb=%d M=%d N=%d K=%d alpha=%g beta=%g bias=%d in gemm_b_blocks' %d x %d "
+          "blocks: C[%ld] = %.9g, whole %.9g", t->name, ta, tb, M, N, K, alpha, beta, with_bias, kc, nc, bad,
+          bad < 0 ? 0 : C[bad], bad < 0 ? 0 : R[bad]);
+    free(ab), free(bb), free(cb), free(rb), free(biasb), free(wb);
+}
+
+/* The packed forms (bf16 op(B) and op(A), float32 op(B)) on shapes across the blockings'
+ * edges: M and N past a panel and an N block (1700 columns), K past a K block (1001,
+ * 2600), odd K, one row, and M past the one-pass bound with N past its columns (the
+ * packed product keeps the BLIS order there); the float32 blocks (gemm_b_blocks) on
+ * the same shapes. */
+static void test_gemm_packed(const vt_kernels *t) {
     static const int shapes[][3] = {{1, 1, 1},      {7, 17, 33},    {33, 63, 2},    {70, 96, 77},
                                     {40, 1700, 40}, {37, 45, 1001}, {64, 48, 2600}, {130, 200, 192},
-                                    {1700, 40, 40}};
-    for (int side = 0; side < 2; side++) {
+                                    {1700, 40, 40}, {450, 600, 300}};
+    for (int side = 0; side < 3; side++) {
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
             for (int tr = 0; tr < 4; tr++)
-                gemm_bf16_packed_case(t, "BA"[side], tr >> 1, tr & 1, shapes[i][0], shapes[i][1], shapes[i][2],
+                gemm_packed_case(t, "BAF"[side], tr >> 1, tr & 1, shapes[i][0], shapes[i][1], shapes[i][2],
                                       i % 3 ? 1.0f : -0.7f, i % 2 ? 0.5f : 0.0f, (int)(i + tr) % 2, (int)i % 3 != 1);
-        gemm_bf16_packed_case(t, "BA"[side], 0, 1, 5, 9, 8, 0.0f, 0.5f, 0, 1); /* alpha = 0 */
+        gemm_packed_case(t, "BAF"[side], 0, 1, 5, 9, 8, 0.0f, 0.5f, 0, 1); /* alpha = 0 */
     }
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int tr = 0; tr < 4; tr++)
+            gemm_blocks_case(t, tr >> 1, tr & 1, shapes[i][0], shapes[i][1], shapes[i][2], i % 3 ? 1.0f : -0.7f,
+                             i % 2 ? 0.5f : 0.0f, (int)i % 3 != 1);
 }
 
 /* A float32 with denormals flushed to a zero of their sign (the bf16 instructions' FTZ). */
@@ -1458,7 +1513,7 @@ static void test_gemm_contexts(const vt_kernels *s) {
             test_gemm(&t, s);
             test_work_monotone(&t, t.gemm_work_floats, "gemm_work_floats");
             test_gemm_bf16(&t, s);
-            test_gemm_bf16_packed(&t);
+            test_gemm_packed(&t);
             test_gemm_bf16_fma(&t);
             test_gemm_sums(&t);
             test_work_monotone(&t, t.gemm_bf16_work_floats, "gemm_bf16_work_floats");
@@ -1478,7 +1533,7 @@ int main(void) {
     test_work_monotone(&s, s.gemm_work_floats, "gemm_work_floats");
     test_bf16_round(&s, &s);
     test_gemm_bf16(&s, &s);
-    test_gemm_bf16_packed(&s);
+    test_gemm_packed(&s);
     test_gemm_sums(&s);
     test_matmul_f64(&s);
     for (int tr = 0; tr < 4; tr++) /* the scalar gemm_bias against its gemm */
@@ -1506,7 +1561,7 @@ int main(void) {
         test_work_monotone(&t, t.gemm_bf16_work_floats, "gemm_bf16_work_floats");
         test_bf16_round(&t, &s);
         test_gemm_bf16(&t, &s);
-        test_gemm_bf16_packed(&t);
+        test_gemm_packed(&t);
         test_gemm_bf16_fma(&t);
         test_gemm_sums(&t);
         if (t.isa >= VT_ISA_AVX512BF16) test_gemm_bf16_order(&t);

@@ -341,17 +341,19 @@ static void test_gemm(vt_rng *r) {
 
 /* C split into more blocks than threads (rows, then columns, then rows of odd sizes, then
  * rows and columns with K past the bf16 kernels' K block, then rows in four rounds of
- * shrinking blocks, the last round part-filled on 3 threads; on 2 and 3 threads; float32 and
- * bf16 products, op(B) rounded or from a bf16 copy, every ta / tb, beta 1 or 0.5, with and
- * without a bias): each block handed to whichever thread is free, the bf16 cut over rows
- * on op(B) packed once by all threads and the cut over columns on op(A) packed once
- * (where the level has packed forms), the result bitwise the 1-thread one (C blocks do
- * not change any element's sums, nor does where an operand is packed). */
+ * shrinking blocks, the last round part-filled on 3 threads, then rows with K past two of
+ * the float32 kernels' K blocks and a part-filled last panel; on 2 and 3 threads; float32
+ * and bf16 products, op(B) rounded or from a bf16 copy, every ta / tb, beta 1 or 0.5, with
+ * and without a bias): each block handed to whichever thread is free, the float32 cut
+ * over rows on an op(B) of one block packed once by all threads (test_gemm_blocks_b: of
+ * several), the bf16 cut over rows on op(B) packed once and over columns on op(A) packed
+ * once (where the level has packed forms), the result bitwise the 1-thread one (C blocks
+ * do not change any element's sums, nor does where an operand is packed). */
 static void test_gemm_blocks(vt_rng *r) {
     /* the fourth and fifth: sides of 600, so K = 1100 stays a C split (float32 cuts over K from
-     * 2 max(M, N)); the last: 5200 rows, 10 blocks (8 on 2 threads) */
-    const int shapes[6][3] = {{2100, 40, 30},   {20, 2100, 30},  {1100, 75, 67},
-                              {600, 40, 1100}, {40, 600, 1100}, {5200, 24, 20}};
+     * 2 max(M, N)); the sixth: 5200 rows, 10 blocks (8 on 2 threads) */
+    const int shapes[7][3] = {{2100, 40, 30},   {20, 2100, 30},  {1100, 75, 67},  {600, 40, 1100},
+                              {40, 600, 1100}, {5200, 24, 20}, {1100, 100, 600}};
     const int max_threads = omp_get_max_threads();
     for (int s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); s++)
         for (int tr = 0; tr < 4; tr++)
@@ -380,6 +382,45 @@ static void test_gemm_blocks(vt_rng *r) {
                 }
                 free(B16);
             }
+    omp_set_num_threads(max_threads);
+}
+
+/* The float32 cut over rows on op(B) packed block by block (ops/gemm.c: an op(B) of 2 MiB
+ * or more) across many K blocks, under the level's blocking and under tiny blocks (48
+ * columns, 32 steps: several N blocks too), every tb, beta 1 or 0.5, with and without a
+ * bias: bitwise the 1-thread result on 2 and 3 threads. ta = 0 only: with ta = 1 this K
+ * is cut over K. */
+static void test_gemm_blocks_b(vt_rng *r) {
+    const int M = 100, N = 100, K = 5300, max_threads = omp_get_max_threads();
+    const vt_gemm_context active = vt_gemm_ctx;
+    vt_gemm_context tiny;
+    char err[256];
+    int rc = vt_gemm_context_parse("default,avx2.kc=32,avx2.kc_t=32,avx2.mc=18,avx2.nc=48,avx2.nc_one_pass=32", &active, &tiny, err,
+                                   sizeof err);
+    CHECK(rc == 0, "the tiny context: %s", err);
+    const size_t bytes = (size_t)M * N * sizeof(float);
+    vt_tensor *A = input(r, -1, 1, 2, M, K, 0, 0), *B = input(r, -1, 1, 2, K, N, 0, 0);
+    vt_tensor *C0 = input(r, -1, 1, 2, M, N, 0, 0), *C1 = input(r, -1, 1, 2, M, N, 0, 0);
+    vt_tensor *C = input(r, -1, 1, 2, M, N, 0, 0), *bias = input(r, -1, 1, 1, N, 0, 0, 0);
+    for (int ctx = 0; ctx < (rc == 0 ? 2 : 1); ctx++) {
+        vt_gemm_context_set(ctx ? &tiny : &active);
+        for (int tb = 0; tb < 2; tb++) {
+            const float beta = tb ? 0.5f : 1.0f, *bv = tb ? bias->data : NULL;
+            const int ldb = tb ? K : N;
+            memcpy(C1->data, C0->data, bytes);
+            omp_set_num_threads(1);
+            vt_gemm_bias(0, tb, M, N, K, 0.5f, A->data, K, B->data, ldb, beta, bv, C1->data, N);
+            for (int nt = 2; nt <= 3; nt++) {
+                omp_set_num_threads(nt);
+                memcpy(C->data, C0->data, bytes);
+                vt_gemm_bias(0, tb, M, N, K, 0.5f, A->data, K, B->data, ldb, beta, bv, C->data, N);
+                CHECK(memcmp(C->data, C1->data, bytes) == 0,
+                      "vt_gemm_bias %dx%dx%d tb=%d beta=%g bias=%d under the %s blocking on %d threads: not bitwise "
+                      "the 1-thread result", M, N, K, tb, beta, bv != NULL, ctx ? "tiny" : "level's", nt);
+            }
+        }
+    }
+    vt_gemm_context_set(&active);
     omp_set_num_threads(max_threads);
 }
 
@@ -1227,6 +1268,7 @@ int main(void) {
 
     test_gemm(&r);
     test_gemm_blocks(&r);
+    test_gemm_blocks_b(&r);
     test_gemm_wgrad(&r);
     test_linear(&r);
     test_matmul(&r);

@@ -391,13 +391,13 @@ static void scale_c(int M, int N, float beta, const float *bias, float *C, int l
     }
 }
 
-/* What the entry points (GEMM_ENTRY_POINTS) call: C = alpha op(A) op(B) + beta C
- * (+ bias), op(B) from B16 when it is not NULL, the last block prefetching next (NULL:
- * nothing); bf16: the operands rounded to bf16 as they are packed (the fma path); cs: the
- * column sums of gemm_sums (NULL: none). */
-static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                     const float *B, const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc,
-                     float *work, const vt_region *next, int bf16, const gemm_col_sums *cs) {
+/* C = alpha op(A) op(B) + beta C (+ bias), op(B) from B16 when it is not NULL, or from
+ * packed, op(B) packed whole (gemm_packed_b_size; NULL: none), the last block prefetching
+ * next (NULL: nothing); bf16: the operands rounded to bf16 as they are packed (the fma
+ * path); cs: the column sums of gemm_sums (NULL: none). */
+static void gemm_run(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                     const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc, float *work,
+                     const vt_region *next, int bf16, const gemm_col_sums *cs, const float *packed) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) {
         scale_c(M, N, beta, bias, C, ldc);
@@ -414,9 +414,33 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
     gemm_blocking bl = {.mr = MR, .nr = NR, .kc = KC, .kc_t = KC_T, .mc = MC, .nc = NC, .m_one_pass = M_ONE_PASS,
                         .one_pass_min_n = ONE_PASS_MIN_N, .nc_one_pass = NC_ONE_PASS, .narrow_nr = NARROW_NR};
     float *pb = work + a_floats(a_rows(M), (size_t)imin(K, imax(KC, KC_T)));
-    if (bf16)
-        gemm_blocked(bl, &kn_bf16, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, pb, next, cs);
-    else gemm_blocked(bl, &kn, ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta, bias, C, ldc, work, pb, next, cs);
+    gemm_blocked(bl, bf16 ? &kn_bf16 : &kn, ta, tb, M, N, K, alpha, A, lda, B, bf16 ? B16 : NULL, ldb, beta, bias, C,
+                 ldc, work, pb, next, cs, packed);
+}
+
+/* What the entry points (GEMM_ENTRY_POINTS) call. */
+static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, const vt_bf16 *B16, int ldb, float beta, const float *bias, float *C, int ldc,
+                     float *work, const vt_region *next, int bf16, const gemm_col_sums *cs) {
+    gemm_run(ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, next, bf16, cs, NULL);
 }
 
 GEMM_ENTRY_POINTS(avx2)
+
+/* op(B) packed whole for the threads of a product cut over rows (entries.def:
+ * gemm_packed_b_floats): the pack_b panels of all K steps, which each row block reads in
+ * place of packing op(B) again. */
+void vt_avx2_gemm_b_blocks(int ta, int N, int K, int *nc, int *kc) {
+    gemm_b_blocks_of((gemm_blocking){.kc = KC, .kc_t = KC_T, .nc = NC}, ta, N, K, nc, kc);
+}
+
+size_t vt_avx2_gemm_packed_b_floats(int N, int K, int *panels) { return gemm_packed_b_size(NR, N, K, panels); }
+
+void vt_avx2_gemm_pack_b(int tb, int N, int K, const float *B, int ldb, int p0, int p1, float *packed) {
+    gemm_pack_b_panels(pack_b, NR, tb, N, K, B, ldb, p0, p1, packed);
+}
+
+void vt_avx2_gemm_packed_b(int ta, int M, int N, int K, float alpha, const float *A, int lda, const float *packed,
+                           float beta, const float *bias, float *C, int ldc, float *work) {
+    gemm_run(ta, 0, M, N, K, alpha, A, lda, NULL, NULL, 0, beta, bias, C, ldc, work, NULL, 0, NULL, packed);
+}

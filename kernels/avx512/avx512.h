@@ -171,6 +171,8 @@ void vt_avx512_sum_rows(float *p, const float *a, size_t lda, int m, int rows);
 #define VT_AVX512_ENTRIES(X)                                                                                          \
     /* gemm.c */ X(avx512, gemm) X(avx512, gemm_bias) X(avx512, gemm_prefetch) X(avx512, gemm_work_floats)            \
     /* gemm.c */ X(avx512, gemm_sums)                                                                                 \
+    /* gemm.c */ X(avx512, gemm_b_blocks) X(avx512, gemm_packed_b_floats) X(avx512, gemm_pack_b)                      \
+    /* gemm.c */ X(avx512, gemm_packed_b)                                                                             \
     /* gemm.c */ X(avx512, gemm_bf16) X(avx512, gemm_bf16_work_floats) X(avx512, gemm_bf16_packed_b_floats)           \
     /* gemm.c */ X(avx512, gemm_bf16_packed_a_floats)                                                                 \
     /* bf16.c */ X(avx512, bf16_round) X(avx512, bf16_round_float)                                                    \

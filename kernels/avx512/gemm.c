@@ -265,10 +265,10 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
     if (bl.mr == mr_ && bl.nr == nr_) {                                                                     \
         if (bf16)                                                                                           \
             gemm_blocked(bl, &kernels_bf16_##mr_##x##nr_, ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta,  \
-                         bias, C, ldc, work, pb, next, cs);                                                 \
+                         bias, C, ldc, work, pb, next, cs, NULL);                                           \
         else                                                                                                \
             gemm_blocked(bl, &kernels_##mr_##x##nr_, ta, tb, M, N, K, alpha, A, lda, B, NULL, ldb, beta,      \
-                         bias, C, ldc, work, pb, next, cs);                                                 \
+                         bias, C, ldc, work, pb, next, cs, NULL);                                           \
         return;                                                                                             \
     }
     VT_AVX512_SHAPES(SHAPE_CASE)
@@ -279,3 +279,25 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
 }
 
 GEMM_ENTRY_POINTS(avx512)
+
+void vt_avx512_gemm_b_blocks(int ta, int N, int K, int *nc, int *kc) {
+    gemm_b_blocks_of((gemm_blocking){.kc = KC, .kc_t = KC_T, .nc = NC}, ta, N, K, nc, kc);
+}
+
+/* No packed form of op(B) to share (entries.def: gemm_packed_b_floats): the microkernels
+ * pack op(B) as they first read it, beside their FMAs (kernels/TUNING.md). */
+size_t vt_avx512_gemm_packed_b_floats(int N, int K, int *panels) {
+    (void)N, (void)K;
+    *panels = 0;
+    return 0;
+}
+void vt_avx512_gemm_pack_b(int tb, int N, int K, const float *B, int ldb, int p0, int p1, float *packed) {
+    (void)tb, (void)N, (void)K, (void)B, (void)ldb, (void)p0, (void)p1, (void)packed;
+    abort(); /* not called: no packed form */
+}
+void vt_avx512_gemm_packed_b(int ta, int M, int N, int K, float alpha, const float *A, int lda, const float *packed,
+                             float beta, const float *bias, float *C, int ldc, float *work) {
+    (void)ta, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)packed, (void)beta, (void)bias;
+    (void)C, (void)ldc, (void)work;
+    abort(); /* not called: no packed form */
+}

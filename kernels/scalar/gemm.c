@@ -51,3 +51,28 @@ size_t vt_scalar_gemm_work_floats(int M, int N, int K) {
     (void)M; (void)N; (void)K;
     return 0;
 }
+
+/* One block: the scalar gemm sums each element over all of K at once. */
+void vt_scalar_gemm_b_blocks(int ta, int N, int K, int *nc, int *kc) {
+    (void)ta;
+    *nc = N > 1 ? N : 1;
+    *kc = K > 1 ? K : 1;
+}
+
+/* The packed form: op(B) column by column (N x K floats), a panel per column. */
+size_t vt_scalar_gemm_packed_b_floats(int N, int K, int *panels) {
+    *panels = N > 0 && K > 0 ? N : 0;
+    return (size_t)*panels * (size_t)K;
+}
+
+void vt_scalar_gemm_pack_b(int tb, int N, int K, const float *B, int ldb, int p0, int p1, float *packed) {
+    (void)N;
+    for (int j = p0; j < p1; j++)
+        for (int p = 0; p < K; p++) packed[(size_t)j * K + p] = tb ? B[(size_t)j * ldb + p] : B[(size_t)p * ldb + j];
+}
+
+/* The same sums as gemm_bias: packed read as the transposed B it is. */
+void vt_scalar_gemm_packed_b(int ta, int M, int N, int K, float alpha, const float *A, int lda, const float *packed,
+                             float beta, const float *bias, float *C, int ldc, float *work) {
+    vt_scalar_gemm_bias(ta, 1, M, N, K, alpha, A, lda, packed, K, beta, bias, C, ldc, work);
+}

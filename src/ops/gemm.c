@@ -14,7 +14,18 @@
  * edge tiles take) except the last. The blocks' edges depend on the sizes and the thread
  * count only, and each element of C is computed by one kernel call whatever thread makes
  * it, so the result is deterministic and needs no cross-thread reduction (C blocks do not
- * change any element's sums: it equals the 1-thread result). In bf16, when the path has
+ * change any element's sums: it equals the 1-thread result). In float32, when the kernels
+ * have a packed form of op(B) (kernels/entries.def: gemm_packed_b_floats), a cut over rows
+ * threads the M loop as BLIS does: for each block of op(B) the kernels walk
+ * (gemm_b_blocks), the threads pack it between them, then run the row blocks on it
+ * (vt_k.gemm_packed_b: beta in the first K block and 1 after it, the bias in the last,
+ * which is how the kernel adds its K blocks, so the sums are bitwise the 1-thread ones).
+ * op(B) is then packed once a product instead of once a row block, and each block is
+ * read while it is fresh in the caches, at the price of two barriers a block: only when
+ * op(B) is one block, or large enough (VT_GEMM_SHARED_B_FLOATS) that packing it again
+ * for every row block reads it from memory (a smaller one stays in the caches between
+ * row blocks, and its packs cost less than the barriers of its K blocks;
+ * kernels/TUNING.md). In bf16, when the path has
  * packed forms (kernels/entries.def: gemm_bf16_packed_b_floats, gemm_bf16_packed_a_floats),
  * the threads first pack the operand the cut does not split (op(B) for a cut over rows,
  * op(A) over columns) once between them, in parts handed out as they come free, into one
@@ -62,6 +73,7 @@
 #define VT_GEMM_MAX_THREADS 256
 #define VT_GEMM_BLOCKS_PER_THREAD 4 /* a slowed thread hands most of its share to the others */
 #define VT_GEMM_MIN_BLOCK 512       /* rows a block averages at least: its pack of the unsplit operand stays small */
+#define VT_GEMM_SHARED_B_FLOATS (1 << 19) /* op(B) from which (2 MiB) packing it once beats a barrier per block */
 
 /* A per-thread buffer that only grows (the first training step sizes it). */
 typedef struct {
@@ -70,7 +82,7 @@ typedef struct {
 } tls_buffer;
 
 /* A thread's buffers: the kernels' packing workspace, the K split's partial Cs (the
- * calling thread's), and the packed operand its bf16 products share with their team (the
+ * calling thread's), and the packed operand its products share with their team (the
  * calling thread's). */
 typedef struct {
     tls_buffer work, partial, shared;
@@ -255,6 +267,41 @@ static void gemm_rows_shared_b(const gemm_args *g, int M, int N, int K, int nblk
     }
 }
 
+/* The float32 cut over rows of M on op(B) packed block by block (the header): for each
+ * block of op(B) of nc_max columns and kc_max steps (gemm_b_blocks), the nth threads pack
+ * its panels into packed in up to nblk parts, then run the nblk row blocks on it. */
+static void gemm_rows_packed_blocks(const gemm_args *g, int M, int N, int K, int nblk, int nth, int nc_max,
+                                    int kc_max, float *packed) {
+    #pragma omp parallel num_threads(nth)
+    for (int jc = 0; jc < N; jc += nc_max) {
+        const int nc = N - jc < nc_max ? N - jc : nc_max;
+        for (int pc = 0; pc < K; pc += kc_max) {
+            const int kc = K - pc < kc_max ? K - pc : kc_max;
+            const float *b = g->B + (g->tb ? (size_t)jc * g->ldb + pc : (size_t)pc * g->ldb + jc);
+            int panels;
+            vt_k.gemm_packed_b_floats(nc, kc, &panels);
+            const int parts = nblk < panels ? nblk : panels;
+            #pragma omp for schedule(dynamic, 1)
+            for (int t = 0; t < parts; t++)
+                vt_k.gemm_pack_b(g->tb, nc, kc, b, g->ldb, (int)((int64_t)panels * t / parts),
+                                 (int)((int64_t)panels * (t + 1) / parts), packed);
+            /* the loop's barrier: the block is packed before any row block reads it */
+            #pragma omp for schedule(dynamic, 1)
+            for (int t = 0; t < nblk; t++) {
+                int s, e;
+                block_edges(M, nblk, nth, t, &s, &e);
+                const float *a = g->A + (g->ta ? (size_t)pc * g->lda + s : (size_t)s * g->lda + pc);
+                float *work = vt_gemm_workspace(vt_k.gemm_work_floats(e - s, nc, kc));
+                vt_k.gemm_packed_b(g->ta, e - s, nc, kc, g->alpha, a, g->lda, packed, pc == 0 ? g->beta : 1.0f,
+                                   g->bias && pc + kc == K ? g->bias + jc : NULL, g->C + (size_t)s * g->ldc + jc,
+                                   g->ldc, work);
+            }
+            /* and its barrier: every row block is done with the block before the next one
+             * is packed over it */
+        }
+    }
+}
+
 /* The bf16 cut over columns of N with op(A) packed once: the nth threads pack its
  * panels in up to nblk parts, then run the nblk column blocks on packed
  * (gemm_bf16_packed_a_floats floats). */
@@ -379,6 +426,18 @@ static void gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha
     if (nblk < nt) nblk = nt;
     if (nblk > tiles) nblk = tiles;
     int nth = nblk < nt ? nblk : nt, panels = 0;
+    if (!bf16 && by_rows && nblk > 1 && K > 0 && alpha != 0.0f) { /* K 0 or alpha 0: the kernels' C = beta C */
+        int nc, kc;
+        vt_k.gemm_b_blocks(ta, N, K, &nc, &kc);
+        const int one_block = nc >= N && kc >= K;
+        size_t floats = one_block || (double)N * K >= VT_GEMM_SHARED_B_FLOATS ? vt_k.gemm_packed_b_floats(nc, kc, &panels)
+                                                                               : 0;
+        /* a packing past the reservation that cannot be allocated: each block packs its own */
+        if (floats && tls_buffer_grow(&tls.shared, floats) == 0) {
+            gemm_rows_packed_blocks(&g, M, N, K, nblk, nth, nc, kc, tls.shared.data);
+            return;
+        }
+    }
     size_t packed = !bf16 || nblk < 2 ? 0
                     : by_rows ? vt_k.gemm_bf16_packed_b_floats(N, K, &panels)
                               : vt_k.gemm_bf16_packed_a_floats(M, K, &panels);

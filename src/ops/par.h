@@ -56,11 +56,13 @@ float *vt_gemm_workspace(size_t floats);
  * workspace any product needs under the current blocking and bf16 path, and, with more
  * than one thread, on the calling thread the K split's partial Cs of partial_floats each
  * (it serves the weight gradients: their largest size; one per range of K past the first)
- * and the packed op(B) its products cut over rows share, of operand_floats (the bf16 packing of
- * an op(B) of that many elements, a weight or a weight gradient's input, takes about half
- * as many). A step's products then allocate nothing; one that still needs more grows its
- * buffer, and a failure there is vt_out_of_memory's (for the shared packing: the blocks
- * pack op(B) each, as one thread does). Call outside parallel regions, after the
+ * and the packed op(B) its products cut over rows share, of operand_floats (an op(B) of
+ * that many elements, a weight or a weight gradient's input, packed: in float32 a block
+ * of it, at most as many floats but for its last panel's padding; about half as many in
+ * bf16). A step's
+ * products then allocate nothing; one that still needs more grows its buffer, and a
+ * failure there is vt_out_of_memory's (for the shared packing: the blocks pack op(B)
+ * each, as one thread does). Call outside parallel regions, after the
  * blocking is set (vt_gemm_context_set), again after it changes. Errors: out of memory
  * (VT_ERR_RUNTIME naming the buffers, their size and the thread count). */
 vt_status vt_gemm_reserve(size_t partial_floats, size_t operand_floats);
