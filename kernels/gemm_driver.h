@@ -560,9 +560,9 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
 
 /* The level's GEMM entry points (../entries.def: vt_<level>_gemm_bias, _gemm,
  * _gemm_prefetch, _gemm_sums, and the bf16 fma path's _gemm_bf16 with the fp32 work
- * space, and its _gemm_bf16_packed_b_floats and _packed_a_floats: no packed form of op(B)
- * or op(A) to share, its microkernels pack op(B) as they first read it), each but the
- * last two a call of the including file's
+ * space, and its _gemm_bf16_packed_a_floats: no packed form of op(A) to share; each
+ * level says itself whether it has one of op(B)), each but the last two a call of the
+ * including file's
  *   gemm_all(ta, tb, M, N, K, alpha, A, lda, B, B16, ldb, beta, bias, C, ldc, work, next, bf16, cs)
  * (B16 NULL: op(B) from B; bias NULL: none; next NULL: nothing to prefetch in the last
  * block; bf16: the operands rounded to bf16 as they are packed; cs: gemm_sums' column
@@ -595,11 +595,6 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
         gemm_all(1, 0, M, N, K, 1.0f, A, lda, B, NULL, ldb, beta, NULL, C, ldc, work, NULL, bf16, &cs);       \
     }                                                                                                         \
     size_t vt_##level##_gemm_bf16_work_floats(int M, int N, int K) { return vt_##level##_gemm_work_floats(M, N, K); } \
-    size_t vt_##level##_gemm_bf16_packed_b_floats(int N, int K, int *panels) { /* none: see below */          \
-        (void)N, (void)K;                                                                                     \
-        *panels = 0;                                                                                          \
-        return 0;                                                                                             \
-    }                                                                                                         \
     size_t vt_##level##_gemm_bf16_packed_a_floats(int M, int K, int *panels) { /* none: see below */          \
         (void)M, (void)K;                                                                                     \
         *panels = 0;                                                                                          \

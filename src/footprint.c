@@ -82,16 +82,11 @@ vt_status vt_footprint_estimate(const vt_config *cfg, double baseline, vt_footpr
     int shapes[4][3] = {{rows, 3 * m.D, m.D}, {rows, m.mlp_hidden, m.D}, {rows, m.D, m.mlp_hidden},
                         {(int)B, m.num_classes, m.D}};
     const int bf16 = cfg->train.precision == VT_PRECISION_BF16;
-    /* op(B) packed once for the threads of a cut over rows (ops/gemm.c): in float32 a
-     * block of a weight at a time, in bf16 the whole weight */
-    double shared = 0;
+    double shared = 0; /* op(B) packed once for the threads of a cut over rows (ops/par.h) */
     for (int i = 0; i < 4; i++) {
-        int w = (int)vt_k.gemm_work_floats(shapes[i][0], shapes[i][1], shapes[i][2]), N = shapes[i][1], K = shapes[i][2];
+        int w = (int)vt_k.gemm_work_floats(shapes[i][0], shapes[i][1], shapes[i][2]);
         if (w > work) work = w;
-        int panels, nc, kc;
-        vt_k.gemm_b_blocks(0, N, K, &nc, &kc);
-        size_t packed = bf16 ? vt_k.gemm_bf16_packed_b_floats(N, K, &panels) : vt_k.gemm_packed_b_floats(nc, kc, &panels);
-        if (threads > 1) shared = max2(shared, (double)packed);
+        if (threads > 1) shared = max2(shared, (double)vt_gemm_row_cut_b_floats(bf16, shapes[i][1], shapes[i][2]));
     }
     /* the K split's partial sums of the largest weight gradient it cuts (ops/par.h): qkv,
      * proj, fc1, fc2, the head and the patch embedding, M x N over K rows */

@@ -385,9 +385,10 @@ static void test_gemm_blocks(vt_rng *r) {
     omp_set_num_threads(max_threads);
 }
 
-/* The float32 cut over rows on op(B) packed block by block (ops/gemm.c: an op(B) of 2 MiB
- * or more) across many K blocks, under the level's blocking and under tiny blocks (48
- * columns, 32 steps: several N blocks too), every tb, beta 1 or 0.5, with and without a
+/* The cut over rows on op(B) packed block by block (ops/gemm.c: the float32 kernels, an
+ * op(B) of 2 MiB or more) across many K blocks, under the level's blocking and under tiny
+ * blocks (48 columns, 32 steps: several N blocks too), float32 and bf16 (on the level's
+ * path; op(B) rounded or from a bf16 copy), every tb, beta 1 or 0.5, with and without a
  * bias: bitwise the 1-thread result on 2 and 3 threads. ta = 0 only: with ta = 1 this K
  * is cut over K. */
 static void test_gemm_blocks_b(vt_rng *r) {
@@ -395,31 +396,37 @@ static void test_gemm_blocks_b(vt_rng *r) {
     const vt_gemm_context active = vt_gemm_ctx;
     vt_gemm_context tiny;
     char err[256];
-    int rc = vt_gemm_context_parse("default,avx2.kc=32,avx2.kc_t=32,avx2.mc=18,avx2.nc=48,avx2.nc_one_pass=32", &active, &tiny, err,
-                                   sizeof err);
+    int rc = vt_gemm_context_parse("default,avx2.kc=32,avx2.kc_t=32,avx2.mc=18,avx2.nc=48,avx2.nc_one_pass=32",
+                                   &active, &tiny, err, sizeof err);
     CHECK(rc == 0, "the tiny context: %s", err);
     const size_t bytes = (size_t)M * N * sizeof(float);
     vt_tensor *A = input(r, -1, 1, 2, M, K, 0, 0), *B = input(r, -1, 1, 2, K, N, 0, 0);
     vt_tensor *C0 = input(r, -1, 1, 2, M, N, 0, 0), *C1 = input(r, -1, 1, 2, M, N, 0, 0);
     vt_tensor *C = input(r, -1, 1, 2, M, N, 0, 0), *bias = input(r, -1, 1, 1, N, 0, 0, 0);
+    uint16_t *B16 = malloc((size_t)K * N * sizeof(uint16_t));
+    vt_k.bf16_round(B->data, B16, (size_t)K * N);
     for (int ctx = 0; ctx < (rc == 0 ? 2 : 1); ctx++) {
         vt_gemm_context_set(ctx ? &tiny : &active);
-        for (int tb = 0; tb < 2; tb++) {
-            const float beta = tb ? 0.5f : 1.0f, *bv = tb ? bias->data : NULL;
-            const int ldb = tb ? K : N;
-            memcpy(C1->data, C0->data, bytes);
-            omp_set_num_threads(1);
-            vt_gemm_bias(0, tb, M, N, K, 0.5f, A->data, K, B->data, ldb, beta, bv, C1->data, N);
-            for (int nt = 2; nt <= 3; nt++) {
-                omp_set_num_threads(nt);
-                memcpy(C->data, C0->data, bytes);
-                vt_gemm_bias(0, tb, M, N, K, 0.5f, A->data, K, B->data, ldb, beta, bv, C->data, N);
-                CHECK(memcmp(C->data, C1->data, bytes) == 0,
-                      "vt_gemm_bias %dx%dx%d tb=%d beta=%g bias=%d under the %s blocking on %d threads: not bitwise "
-                      "the 1-thread result", M, N, K, tb, beta, bv != NULL, ctx ? "tiny" : "level's", nt);
+        for (int prec = 0; prec < 3; prec++) /* float32, bf16, bf16 with op(B) from a bf16 copy */
+            for (int tb = 0; tb < 2; tb++) {
+                const float beta = tb ? 0.5f : 1.0f, *bv = tb ? bias->data : NULL;
+                const int ldb = tb ? K : N;
+                const uint16_t *b16 = prec == 2 ? B16 : NULL;
+                memcpy(C1->data, C0->data, bytes);
+                omp_set_num_threads(1);
+                vt_gemm_prec(prec > 0, 0, tb, M, N, K, 0.5f, A->data, K, B->data, b16, ldb, beta, bv, C1->data, N);
+                for (int nt = 2; nt <= 3; nt++) {
+                    omp_set_num_threads(nt);
+                    memcpy(C->data, C0->data, bytes);
+                    vt_gemm_prec(prec > 0, 0, tb, M, N, K, 0.5f, A->data, K, B->data, b16, ldb, beta, bv, C->data, N);
+                    CHECK(memcmp(C->data, C1->data, bytes) == 0,
+                          "vt_gemm_prec(bf16 %d%s) %dx%dx%d tb=%d beta=%g bias=%d under the %s blocking on %d "
+                          "threads: not bitwise the 1-thread result", prec > 0, b16 ? " from a bf16 copy" : "", M, N,
+                          K, tb, beta, bv != NULL, ctx ? "tiny" : "level's", nt);
+                }
             }
-        }
     }
+    free(B16);
     vt_gemm_context_set(&active);
     omp_set_num_threads(max_threads);
 }

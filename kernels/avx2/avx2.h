@@ -147,7 +147,7 @@ static inline __m256 vt256_erf(__m256 x) {
     /* gemm.c */ X(avx2, gemm) X(avx2, gemm_bias) X(avx2, gemm_prefetch) X(avx2, gemm_work_floats)          \
     /* gemm.c */ X(avx2, gemm_sums)                                                                         \
     /* gemm.c */ X(avx2, gemm_b_blocks) X(avx2, gemm_packed_b_floats) X(avx2, gemm_pack_b)                  \
-    /* gemm.c */ X(avx2, gemm_packed_b)                                                                     \
+    /* gemm.c */ X(avx2, gemm_packed_b) X(avx2, gemm_bf16_pack_b) X(avx2, gemm_bf16_packed_b)                \
     /* gemm.c */ X(avx2, gemm_bf16) X(avx2, gemm_bf16_work_floats) X(avx2, gemm_bf16_packed_b_floats)       \
     /* gemm.c */ X(avx2, gemm_bf16_packed_a_floats)                                                         \
     /* bf16.c */ X(avx2, bf16_round) X(avx2, bf16_round_float)                                              \

@@ -444,3 +444,22 @@ void vt_avx2_gemm_packed_b(int ta, int M, int N, int K, float alpha, const float
                            float beta, const float *bias, float *C, int ldc, float *work) {
     gemm_run(ta, 0, M, N, K, alpha, A, lda, NULL, NULL, 0, beta, bias, C, ldc, work, NULL, 0, NULL, packed);
 }
+
+/* The same for the bf16 fma path (entries.def: gemm_bf16_packed_b_floats): the float32
+ * panels, op(B) rounded to bf16 (or widened from its bf16 copy) as gemm_bf16 packs it. */
+size_t vt_avx2_gemm_bf16_packed_b_floats(int N, int K, int *panels) { return gemm_packed_b_size(NR, N, K, panels); }
+
+void vt_avx2_gemm_bf16_pack_b(int tb, int N, int K, const float *B, const vt_bf16 *B16, int ldb, int p0, int p1,
+                              float *packed) {
+    if (!B16) {
+        gemm_pack_b_panels(pack_b_round, NR, tb, N, K, B, ldb, p0, p1, packed);
+        return;
+    }
+    int j0 = p0 * NR, j1 = imin(p1 * NR, N);
+    if (j1 > j0) pack_b16(tb, B16, ldb, 0, j0, K, j1 - j0, packed + (size_t)j0 * K);
+}
+
+void vt_avx2_gemm_bf16_packed_b(int ta, int M, int N, int K, float alpha, const float *A, int lda,
+                                const float *packed, float beta, const float *bias, float *C, int ldc, float *work) {
+    gemm_run(ta, 0, M, N, K, alpha, A, lda, NULL, NULL, 0, beta, bias, C, ldc, work, NULL, 1, NULL, packed);
+}

@@ -291,6 +291,11 @@ size_t vt_avx512_gemm_packed_b_floats(int N, int K, int *panels) {
     *panels = 0;
     return 0;
 }
+size_t vt_avx512_gemm_bf16_packed_b_floats(int N, int K, int *panels) { /* nor on the fma path */
+    (void)N, (void)K;
+    *panels = 0;
+    return 0;
+}
 void vt_avx512_gemm_pack_b(int tb, int N, int K, const float *B, int ldb, int p0, int p1, float *packed) {
     (void)tb, (void)N, (void)K, (void)B, (void)ldb, (void)p0, (void)p1, (void)packed;
     abort(); /* not called: no packed form */

@@ -14,25 +14,23 @@
  * edge tiles take) except the last. The blocks' edges depend on the sizes and the thread
  * count only, and each element of C is computed by one kernel call whatever thread makes
  * it, so the result is deterministic and needs no cross-thread reduction (C blocks do not
- * change any element's sums: it equals the 1-thread result). In float32, when the kernels
- * have a packed form of op(B) (kernels/entries.def: gemm_packed_b_floats), a cut over rows
- * threads the M loop as BLIS does: for each block of op(B) the kernels walk
- * (gemm_b_blocks), the threads pack it between them, then run the row blocks on it
- * (vt_k.gemm_packed_b: beta in the first K block and 1 after it, the bias in the last,
- * which is how the kernel adds its K blocks, so the sums are bitwise the 1-thread ones).
- * op(B) is then packed once a product instead of once a row block, and each block is
- * read while it is fresh in the caches, at the price of two barriers a block: only when
- * op(B) is one block, or large enough (VT_GEMM_SHARED_B_FLOATS) that packing it again
- * for every row block reads it from memory (a smaller one stays in the caches between
- * row blocks, and its packs cost less than the barriers of its K blocks;
- * kernels/TUNING.md). In bf16, when the path has
- * packed forms (kernels/entries.def: gemm_bf16_packed_b_floats, gemm_bf16_packed_a_floats),
- * the threads first pack the operand the cut does not split (op(B) for a cut over rows,
- * op(A) over columns) once between them, in parts handed out as they come free, into one
- * buffer of the calling thread's, and every block then runs on that packing
- * (vt_k.gemm_bf16_packed_b or gemm_bf16_packed_a) instead of packing it again: the same
- * sums, bitwise (and a row block wider than the kernel's N block packs each block of op(A)
- * once, not once per N block: gemm_bf16_driver.h).
+ * change any element's sums: it equals the 1-thread result). When the kernels have a
+ * packed form of op(B) (kernels/entries.def: gemm_packed_b_floats; in bf16
+ * gemm_bf16_packed_b_floats), a cut over rows threads the M loop as BLIS does: for each
+ * block of op(B) the kernels walk (gemm_b_blocks; the bf16 tile paths' whole op(B)), the
+ * threads pack it between them, in parts handed out as they come free, into one buffer
+ * of the calling thread's, then run the row blocks on it (vt_k.gemm_packed_b or
+ * gemm_bf16_packed_b: beta in the first K block and 1 after it, the bias in the last,
+ * which is how the kernels add their K blocks, so the sums are bitwise the 1-thread
+ * ones). op(B) is then packed once a product instead of once a row block, and each block
+ * is read while it is fresh in the caches, at the price of two barriers a block: on the
+ * float32 kernels (float32, and bf16 on the fma path) only when op(B) is one block, or
+ * large enough (VT_GEMM_SHARED_B_FLOATS) that packing it again for every row block reads
+ * it from memory (a smaller one stays in the caches between row blocks, and its packs
+ * cost less than the barriers of its K blocks; kernels/TUNING.md). In bf16 on the tile
+ * paths a cut over columns likewise packs op(A) once (gemm_bf16_packed_a_floats), and a
+ * row block wider than the kernel's N block packs each block of op(A) once, not once per
+ * N block (gemm_bf16_driver.h).
  * Products with a long K and a small C (the weight gradients: K = B N tokens) are cut
  * over K instead, only when op(A) is transposed (the weight gradients' form): with A as
  * stored every row of C stays a function of its row of A alone, so a sample's forward
@@ -73,7 +71,7 @@
 #define VT_GEMM_MAX_THREADS 256
 #define VT_GEMM_BLOCKS_PER_THREAD 4 /* a slowed thread hands most of its share to the others */
 #define VT_GEMM_MIN_BLOCK 512       /* rows a block averages at least: its pack of the unsplit operand stays small */
-#define VT_GEMM_SHARED_B_FLOATS (1 << 19) /* op(B) from which (2 MiB) packing it once beats a barrier per block */
+#define VT_GEMM_SHARED_B_FLOATS (1 << 19) /* op(B) (2 MiB) from which one packing of it beats a barrier a block */
 
 /* A per-thread buffer that only grows (the first training step sizes it). */
 typedef struct {
@@ -241,60 +239,61 @@ static void block_edges(int len, int nblk, int nth, int t, int *s, int *e) {
     if (*e > len) *e = len;
 }
 
-/* The bf16 cut over rows of M with op(B) packed once: the nth threads pack its panels
- * in up to nblk parts, then run the nblk row blocks on packed (gemm_bf16_packed_b_floats
- * floats). */
-static void gemm_rows_shared_b(const gemm_args *g, int M, int N, int K, int nblk, int nth, int panels,
-                               float *packed) {
-    const float *B = g->B16 ? NULL : g->B;
-    const int parts = nblk < panels ? nblk : panels;
-    #pragma omp parallel num_threads(nth)
-    {
-        #pragma omp for schedule(dynamic, 1)
-        for (int t = 0; t < parts; t++)
-            vt_k.gemm_bf16_pack_b(g->tb, N, K, B, g->B16, g->ldb, (int)((int64_t)panels * t / parts),
-                                  (int)((int64_t)panels * (t + 1) / parts), packed);
-        /* the loop's barrier: every panel is packed before any block reads one */
-        #pragma omp for schedule(dynamic, 1)
-        for (int t = 0; t < nblk; t++) {
-            int s, e;
-            block_edges(M, nblk, nth, t, &s, &e);
-            const float *a = g->A + (g->ta ? (size_t)s : (size_t)s * g->lda);
-            float *work = vt_gemm_workspace(vt_k.gemm_bf16_work_floats(e - s, N, K));
-            vt_k.gemm_bf16_packed_b(g->ta, e - s, N, K, g->alpha, a, g->lda, packed, g->beta, g->bias,
-                                    g->C + (size_t)s * g->ldc, g->ldc, work);
-        }
-    }
+/* The packed op(B) a cut over rows of this product shares (the header): its floats, 0
+ * when every row block packs its own; *nc, *kc the block of op(B) packed at a time (N, K:
+ * all of it), *panels its panels. */
+static size_t row_cut_b(int bf16, int ta, int N, int K, int *nc, int *kc, int *panels) {
+    *nc = N, *kc = K, *panels = 0;
+    if (bf16 && !vt_kernels_on_fma_path(bf16)) return vt_k.gemm_bf16_packed_b_floats(N, K, panels);
+    vt_k.gemm_b_blocks(ta, N, K, nc, kc);
+    if ((*nc < N || *kc < K) && (double)N * K < VT_GEMM_SHARED_B_FLOATS) return 0;
+    return bf16 ? vt_k.gemm_bf16_packed_b_floats(*nc, *kc, panels) : vt_k.gemm_packed_b_floats(*nc, *kc, panels);
 }
 
-/* The float32 cut over rows of M on op(B) packed block by block (the header): for each
- * block of op(B) of nc_max columns and kc_max steps (gemm_b_blocks), the nth threads pack
- * its panels into packed in up to nblk parts, then run the nblk row blocks on it. */
-static void gemm_rows_packed_blocks(const gemm_args *g, int M, int N, int K, int nblk, int nth, int nc_max,
-                                    int kc_max, float *packed) {
+size_t vt_gemm_row_cut_b_floats(int bf16, int N, int K) {
+    int nc, kc, panels;
+    return N > 0 && K > 0 ? row_cut_b(bf16, 0, N, K, &nc, &kc, &panels) : 0;
+}
+
+/* The cut over rows of M on op(B) packed block by block (the header; row_cut_b): for
+ * each block of op(B) of nc_max columns and kc_max steps, the nth threads pack its panels
+ * into packed in up to nblk parts, then run the nblk row blocks on it. */
+static void gemm_rows_packed_b(const gemm_args *g, int M, int N, int K, int nblk, int nth, int nc_max, int kc_max,
+                               float *packed) {
     #pragma omp parallel num_threads(nth)
     for (int jc = 0; jc < N; jc += nc_max) {
         const int nc = N - jc < nc_max ? N - jc : nc_max;
         for (int pc = 0; pc < K; pc += kc_max) {
             const int kc = K - pc < kc_max ? K - pc : kc_max;
-            const float *b = g->B + (g->tb ? (size_t)jc * g->ldb + pc : (size_t)pc * g->ldb + jc);
+            const size_t bo = g->tb ? (size_t)jc * g->ldb + pc : (size_t)pc * g->ldb + jc;
+            const float *b = g->B16 ? NULL : g->B + bo;
+            const uint16_t *b16 = g->B16 ? g->B16 + bo : NULL;
+            const float beta = pc == 0 ? g->beta : 1.0f, *bias = g->bias && pc + kc == K ? g->bias + jc : NULL;
             int panels;
-            vt_k.gemm_packed_b_floats(nc, kc, &panels);
+            if (g->bf16) vt_k.gemm_bf16_packed_b_floats(nc, kc, &panels);
+            else vt_k.gemm_packed_b_floats(nc, kc, &panels);
             const int parts = nblk < panels ? nblk : panels;
             #pragma omp for schedule(dynamic, 1)
-            for (int t = 0; t < parts; t++)
-                vt_k.gemm_pack_b(g->tb, nc, kc, b, g->ldb, (int)((int64_t)panels * t / parts),
-                                 (int)((int64_t)panels * (t + 1) / parts), packed);
+            for (int t = 0; t < parts; t++) {
+                int p0 = (int)((int64_t)panels * t / parts), p1 = (int)((int64_t)panels * (t + 1) / parts);
+                if (g->bf16) vt_k.gemm_bf16_pack_b(g->tb, nc, kc, b, b16, g->ldb, p0, p1, packed);
+                else vt_k.gemm_pack_b(g->tb, nc, kc, b, g->ldb, p0, p1, packed);
+            }
             /* the loop's barrier: the block is packed before any row block reads it */
             #pragma omp for schedule(dynamic, 1)
             for (int t = 0; t < nblk; t++) {
                 int s, e;
                 block_edges(M, nblk, nth, t, &s, &e);
                 const float *a = g->A + (g->ta ? (size_t)pc * g->lda + s : (size_t)s * g->lda + pc);
-                float *work = vt_gemm_workspace(vt_k.gemm_work_floats(e - s, nc, kc));
-                vt_k.gemm_packed_b(g->ta, e - s, nc, kc, g->alpha, a, g->lda, packed, pc == 0 ? g->beta : 1.0f,
-                                   g->bias && pc + kc == K ? g->bias + jc : NULL, g->C + (size_t)s * g->ldc + jc,
-                                   g->ldc, work);
+                float *c = g->C + (size_t)s * g->ldc + jc;
+                if (g->bf16) {
+                    float *work = vt_gemm_workspace(vt_k.gemm_bf16_work_floats(e - s, nc, kc));
+                    vt_k.gemm_bf16_packed_b(g->ta, e - s, nc, kc, g->alpha, a, g->lda, packed, beta, bias, c, g->ldc,
+                                            work);
+                } else {
+                    float *work = vt_gemm_workspace(vt_k.gemm_work_floats(e - s, nc, kc));
+                    vt_k.gemm_packed_b(g->ta, e - s, nc, kc, g->alpha, a, g->lda, packed, beta, bias, c, g->ldc, work);
+                }
             }
             /* and its barrier: every row block is done with the block before the next one
              * is packed over it */
@@ -426,24 +425,15 @@ static void gemm_prec(int bf16, int ta, int tb, int M, int N, int K, float alpha
     if (nblk < nt) nblk = nt;
     if (nblk > tiles) nblk = tiles;
     int nth = nblk < nt ? nblk : nt, panels = 0;
-    if (!bf16 && by_rows && nblk > 1 && K > 0 && alpha != 0.0f) { /* K 0 or alpha 0: the kernels' C = beta C */
-        int nc, kc;
-        vt_k.gemm_b_blocks(ta, N, K, &nc, &kc);
-        const int one_block = nc >= N && kc >= K;
-        size_t floats = one_block || (double)N * K >= VT_GEMM_SHARED_B_FLOATS ? vt_k.gemm_packed_b_floats(nc, kc, &panels)
-                                                                               : 0;
-        /* a packing past the reservation that cannot be allocated: each block packs its own */
-        if (floats && tls_buffer_grow(&tls.shared, floats) == 0) {
-            gemm_rows_packed_blocks(&g, M, N, K, nblk, nth, nc, kc, tls.shared.data);
-            return;
-        }
-    }
-    size_t packed = !bf16 || nblk < 2 ? 0
-                    : by_rows ? vt_k.gemm_bf16_packed_b_floats(N, K, &panels)
-                              : vt_k.gemm_bf16_packed_a_floats(M, K, &panels);
+    int nc = N, kc = K;
+    /* K 0 or alpha 0: the kernels' C = beta C (+ bias) on the plain cut */
+    size_t packed = nblk < 2 || K == 0 || alpha == 0.0f ? 0
+                    : by_rows                         ? row_cut_b(bf16, ta, N, K, &nc, &kc, &panels)
+                    : bf16                            ? vt_k.gemm_bf16_packed_a_floats(M, K, &panels)
+                                                      : 0;
     /* a packing past the reservation that cannot be allocated: each block packs its own */
     if (packed && tls_buffer_grow(&tls.shared, packed) == 0) {
-        if (by_rows) gemm_rows_shared_b(&g, M, N, K, nblk, nth, panels, tls.shared.data);
+        if (by_rows) gemm_rows_packed_b(&g, M, N, K, nblk, nth, nc, kc, tls.shared.data);
         else gemm_cols_shared_a(&g, M, N, K, nblk, nth, panels, tls.shared.data);
         return;
     }

@@ -66,6 +66,11 @@ float *vt_gemm_workspace(size_t floats);
  * blocking is set (vt_gemm_context_set), again after it changes. Errors: out of memory
  * (VT_ERR_RUNTIME naming the buffers, their size and the thread count). */
 vt_status vt_gemm_reserve(size_t partial_floats, size_t operand_floats);
+/* The floats of the packed op(B) (K x N, op(A) as stored) that the threads of a product
+ * of this precision cut over rows share: a block of it on the float32 kernels (float32,
+ * and bf16 on the fma path), all of it on the bf16 tile paths; 0 when each row block
+ * packs its own (for footprint estimates; ops/gemm.c decides). */
+size_t vt_gemm_row_cut_b_floats(int bf16, int N, int K);
 /* The floats of partial sums vt_gemm_prec_wgrad(.., bf16, M, N, K, ..) writes on threads
  * threads: its K split's partial Cs, 0 when it does not cut over K (for memory
  * estimates; the current bf16 path decides a bf16 product's cut). */
