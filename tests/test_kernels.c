@@ -615,8 +615,7 @@ static void gemm_blocks_case(const vt_kernels *t, int ta, int tb, int M, int N, 
 /* The packed forms (bf16 op(B) and op(A), float32 op(B)) on shapes across the blockings'
  * edges: M and N past a panel and an N block (1700 columns), K past a K block (1001,
  * 2600), odd K, one row, and M past the one-pass bound with N past its columns (the
- * packed product keeps the BLIS order there); the float32 blocks (gemm_b_blocks) on
- * the same shapes. */
+ * packed product keeps the BLIS order there); the float32 blocks (gemm_b_blocks). */
 static void test_gemm_packed(const vt_kernels *t) {
     static const int shapes[][3] = {{1, 1, 1},      {7, 17, 33},    {33, 63, 2},    {70, 96, 77},
                                     {40, 1700, 40}, {37, 45, 1001}, {64, 48, 2600}, {130, 200, 192},
@@ -628,9 +627,13 @@ static void test_gemm_packed(const vt_kernels *t) {
                                       i % 3 ? 1.0f : -0.7f, i % 2 ? 0.5f : 0.0f, (int)(i + tr) % 2, (int)i % 3 != 1);
         gemm_packed_case(t, "BAF"[side], 0, 1, 5, 9, 8, 0.0f, 0.5f, 0, 1); /* alpha = 0 */
     }
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    /* the blocks: op(B) of one block, past an N block, past K blocks (small M: the rows
+     * change no block) */
+    static const int blocks[][3] = {{1, 1, 1}, {7, 17, 33}, {40, 1700, 40}, {37, 45, 1001}, {64, 48, 2600},
+                                    {130, 200, 192}};
+    for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++)
         for (int tr = 0; tr < 4; tr++)
-            gemm_blocks_case(t, tr >> 1, tr & 1, shapes[i][0], shapes[i][1], shapes[i][2], i % 3 ? 1.0f : -0.7f,
+            gemm_blocks_case(t, tr >> 1, tr & 1, blocks[i][0], blocks[i][1], blocks[i][2], i % 3 ? 1.0f : -0.7f,
                              i % 2 ? 0.5f : 0.0f, (int)i % 3 != 1);
 }
 
