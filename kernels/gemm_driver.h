@@ -551,8 +551,8 @@ gemm_blocked(gemm_blocking bl, const gemm_kernels *kn, int ta, int tb, int M, in
                     nb = last_b;
                 }
                 gemm_macro(bl, kn, ta, A, lda, ic, mc, whole, pc, kc, jc, nc, na, nb, alpha, bet, bias_k, C, ldc,
-                           pa, b_block, packed ? (size_t)K : (size_t)kc, fuse_b && ic == 0 ? B + (size_t)pc * ldb + jc : NULL,
-                           ldb, bl.src_lines);
+                           pa, b_block, packed ? (size_t)K : (size_t)kc,
+                           fuse_b && ic == 0 ? B + (size_t)pc * ldb + jc : NULL, ldb, bl.src_lines);
             }
         }
     }

@@ -599,7 +599,8 @@ static void gemm_blocks_case(const vt_kernels *t, int ta, int tb, int M, int N, 
     for (int jc = 0; jc < N; jc += nc)
         for (int pc = 0; pc < K; pc += kc) {
             int n = N - jc < nc ? N - jc : nc, k = K - pc < kc ? K - pc : kc;
-            const float *a = A + (ta ? (size_t)pc * lda : (size_t)pc), *b = B + (tb ? (size_t)jc * ldb + pc : (size_t)pc * ldb + jc);
+            const float *a = A + (ta ? (size_t)pc * lda : (size_t)pc);
+            const float *b = B + (tb ? (size_t)jc * ldb + pc : (size_t)pc * ldb + jc);
             t->gemm_bias(ta, tb, M, n, k, alpha, a, lda, b, ldb, pc == 0 ? beta : 1.0f,
                          bias_p && pc + k == K ? bias_p + jc : NULL, C + jc, ldc, W);
         }

@@ -427,13 +427,14 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
 
 GEMM_ENTRY_POINTS(avx2)
 
-/* op(B) packed whole for the threads of a product cut over rows (entries.def:
- * gemm_packed_b_floats): the pack_b panels of all K steps, which each row block reads in
- * place of packing op(B) again. */
+/* The blocks gemm_all walks op(B) in (entries.def: gemm_b_blocks). */
 void vt_avx2_gemm_b_blocks(int ta, int N, int K, int *nc, int *kc) {
     gemm_b_blocks_of((gemm_blocking){.kc = KC, .kc_t = KC_T, .nc = NC}, ta, N, K, nc, kc);
 }
 
+/* op(B) packed for the threads of a product cut over rows (entries.def:
+ * gemm_packed_b_floats): the pack_b panels of all K steps, which each row block reads in
+ * place of packing op(B) again. */
 size_t vt_avx2_gemm_packed_b_floats(int N, int K, int *panels) { return gemm_packed_b_size(NR, N, K, panels); }
 
 void vt_avx2_gemm_pack_b(int tb, int N, int K, const float *B, int ldb, int p0, int p1, float *packed) {

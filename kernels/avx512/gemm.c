@@ -280,6 +280,7 @@ static void gemm_all(int ta, int tb, int M, int N, int K, float alpha, const flo
 
 GEMM_ENTRY_POINTS(avx512)
 
+/* The blocks gemm_all walks op(B) in (entries.def: gemm_b_blocks). */
 void vt_avx512_gemm_b_blocks(int ta, int N, int K, int *nc, int *kc) {
     gemm_b_blocks_of((gemm_blocking){.kc = KC, .kc_t = KC_T, .nc = NC}, ta, N, K, nc, kc);
 }
